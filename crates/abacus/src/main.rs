@@ -1,0 +1,89 @@
+//! The `abacus` binary: subcommands wiring the Abacus crates together.
+//!
+//! `abacus serve [--config FILE] [--name value ...]` runs the server. Parameters use Redis's
+//! names (`--port 6380 --requirepass secret`); `abacus serve --help` lists them all.
+
+use clap::{Parser, Subcommand};
+
+// jemalloc: fast under multi-threaded allocation, and its statistics give INFO an exact
+// `used_memory` (see abacus-server's memory.rs).
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+#[derive(Parser)]
+#[command(name = "abacus", version, about = "An in-memory analytics store that speaks the Redis protocol")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the server (port 6379 on 127.0.0.1, data in ./abacus-data by default).
+    #[command(after_help = params_help())]
+    Serve {
+        /// Read parameters from this file (`name value` lines, as redis.conf).
+        #[arg(long)]
+        config: Option<std::path::PathBuf>,
+        /// Parameters as `--name value` pairs, overriding the config file.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "--name value")]
+        params: Vec<String>,
+    },
+}
+
+fn params_help() -> String {
+    let mut s = String::from("Parameters (default in brackets):\n");
+    for p in abacus_server::config::PARAMS {
+        s.push_str(&format!("  --{:<28} {} [{}]\n", p.name, p.help, p.default));
+    }
+    s
+}
+
+fn main() {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve { config, mut params } => {
+            // `--config` may also appear among the trailing parameters.
+            let mut config = config;
+            if let Some(i) = params.iter().position(|p| p == "--config") {
+                if i + 1 < params.len() {
+                    config = Some(params[i + 1].clone().into());
+                    params.drain(i..=i + 1);
+                }
+            }
+            let text = match &config {
+                Some(path) => match std::fs::read_to_string(path) {
+                    Ok(t) => Some(t),
+                    Err(e) => fail(&format!("cannot read config file {}: {e}", path.display())),
+                },
+                None => None,
+            };
+            let cfg = match abacus_server::Config::from_sources(text.as_deref(), &params) {
+                Ok(c) => c,
+                Err(e) => fail(&e),
+            };
+            init_logging(&cfg.get("loglevel"));
+            if let Err(e) = abacus_server::run(cfg) {
+                fail(&e);
+            }
+        }
+    }
+}
+
+fn init_logging(level: &str) {
+    let filter = match level {
+        "debug" => "debug",
+        "verbose" => "info",
+        "notice" => "info",
+        "warning" => "warn",
+        _ => "off",
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter)))
+        .init();
+}
+
+fn fail(msg: &str) -> ! {
+    eprintln!("abacus: {msg}");
+    std::process::exit(1);
+}

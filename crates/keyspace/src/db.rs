@@ -1,0 +1,454 @@
+//! One numbered database of a shard: the key -> entry map, its expiry index and WATCH hooks.
+//!
+//! Design:
+//! - The map is an `IndexMap`: entries sit in a dense vector, so RANDOMKEY and the sampling of
+//!   active expiry are O(1) (pick a random index), and a SCAN cursor is simply a position in
+//!   that vector. Deletion uses `swap_remove`, which moves the last entry into the hole; a
+//!   SCAN that already passed the hole misses that moved entry. That weakens Redis's SCAN
+//!   guarantee only for keys deleted *during* an iteration's run; the keyspace-engine issue
+//!   replaces this map with a segmented table whose cursor keeps the full guarantee.
+//! - Expiry: each entry carries its absolute expiry time in milliseconds (0 = none), and the
+//!   keys that have one are also in `volatile`, an index set sampled by active expiry the way
+//!   Redis samples its `expires` dict. Lookups expire lazily.
+//! - WATCH: a client watching a key registers a shared flag here; every modification of the
+//!   key (reported by the server through [`Db::signal_modified`], plus expiry and flushes done
+//!   here) raises the flags. The check costs one `is_empty` when nobody watches.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use indexmap::{IndexMap, IndexSet};
+use rand::Rng;
+
+use crate::glob::glob_match;
+use crate::value::Value;
+use crate::Key;
+
+/// Raised when a watched key is modified; owned jointly by the client and the databases.
+pub type WatchFlag = Arc<AtomicBool>;
+
+/// A key's value with its metadata.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub value: Value,
+    /// Absolute expiry time in Unix milliseconds; 0 means no expiry.
+    pub expire_at_ms: u64,
+    /// Last access time in Unix seconds (OBJECT IDLETIME; LRU eviction later).
+    pub accessed_s: u32,
+}
+
+impl Entry {
+    pub fn new(value: Value) -> Entry {
+        Entry { value, expire_at_ms: 0, accessed_s: 0 }
+    }
+
+    fn is_expired(&self, now_ms: u64) -> bool {
+        self.expire_at_ms != 0 && self.expire_at_ms <= now_ms
+    }
+}
+
+/// Per-entry bookkeeping bytes counted by [`Db::approx_bytes`] beyond key and value bytes:
+/// the index-map slot, its hash-table index and the entry's fixed fields.
+const ENTRY_OVERHEAD_BYTES: usize = 80;
+
+/// One database.
+#[derive(Default)]
+pub struct Db {
+    map: IndexMap<Key, Entry>,
+    volatile: IndexSet<Key>,
+    watched: HashMap<Key, Vec<WatchFlag>>,
+    /// Keys removed by expiry (lazy or active) since the database was created.
+    pub expired_keys_total: u64,
+}
+
+impl Db {
+    pub fn new() -> Db {
+        Db::default()
+    }
+
+    /// Number of keys, including keys that have expired but were not reclaimed yet (as Redis's
+    /// DBSIZE does).
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Number of keys with an expiry.
+    pub fn volatile_len(&self) -> usize {
+        self.volatile.len()
+    }
+
+    /// Removes `key` if it has expired. Returns true if it was removed.
+    fn expire_if_needed(&mut self, key: &[u8], now_ms: u64) -> bool {
+        let expired = match self.map.get(key) {
+            Some(e) => e.is_expired(now_ms),
+            None => false,
+        };
+        if expired {
+            self.remove_entry(key);
+            self.expired_keys_total += 1;
+            self.signal_modified(key);
+        }
+        expired
+    }
+
+    /// Looks `key` up for reading; expired keys are removed and reported absent.
+    pub fn get(&mut self, key: &[u8], now_ms: u64) -> Option<&Entry> {
+        self.get_mut(key, now_ms).map(|e| &*e)
+    }
+
+    /// Looks `key` up for modification; expired keys are removed and reported absent.
+    /// Updates the access time.
+    pub fn get_mut(&mut self, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
+        self.expire_if_needed(key, now_ms);
+        let e = self.map.get_mut(key)?;
+        e.accessed_s = (now_ms / 1000) as u32;
+        Some(e)
+    }
+
+    /// Looks `key` up without touching its access time (OBJECT IDLETIME, TYPE in SCAN).
+    pub fn peek(&mut self, key: &[u8], now_ms: u64) -> Option<&Entry> {
+        self.expire_if_needed(key, now_ms);
+        self.map.get(key)
+    }
+
+    pub fn contains(&mut self, key: &[u8], now_ms: u64) -> bool {
+        self.peek(key, now_ms).is_some()
+    }
+
+    /// Stores `value` under `key` with the given absolute expiry (0 = none), replacing any
+    /// previous entry and its expiry, as SET does.
+    pub fn set(&mut self, key: &[u8], value: Value, expire_at_ms: u64, now_ms: u64) {
+        let entry = Entry { value, expire_at_ms, accessed_s: (now_ms / 1000) as u32 };
+        self.insert_entry(key, entry);
+    }
+
+    /// Inserts a whole entry (value and expiry), replacing any previous one.
+    pub fn insert_entry(&mut self, key: &[u8], entry: Entry) {
+        let volatile = entry.expire_at_ms != 0;
+        match self.map.get_mut(key) {
+            Some(slot) => *slot = entry,
+            None => {
+                self.map.insert(key.into(), entry);
+            }
+        }
+        if volatile {
+            if !self.volatile.contains(key) {
+                self.volatile.insert(key.into());
+            }
+        } else if !self.volatile.is_empty() {
+            self.volatile.swap_remove(key);
+        }
+    }
+
+    /// Removes `key`, returning its entry (expired or not).
+    pub fn remove_entry(&mut self, key: &[u8]) -> Option<Entry> {
+        let e = self.map.swap_remove(key)?;
+        if e.expire_at_ms != 0 {
+            self.volatile.swap_remove(key);
+        }
+        Some(e)
+    }
+
+    /// Removes `key` if it exists and has not expired. Returns whether a live key was removed.
+    pub fn remove(&mut self, key: &[u8], now_ms: u64) -> bool {
+        if self.expire_if_needed(key, now_ms) {
+            return false;
+        }
+        self.remove_entry(key).is_some()
+    }
+
+    /// Sets the absolute expiry of an existing key (0 removes it). Returns false if the key
+    /// does not exist.
+    pub fn set_expire(&mut self, key: &[u8], expire_at_ms: u64) -> bool {
+        let Some(e) = self.map.get_mut(key) else { return false };
+        e.expire_at_ms = expire_at_ms;
+        if expire_at_ms == 0 {
+            self.volatile.swap_remove(key);
+        } else if !self.volatile.contains(key) {
+            self.volatile.insert(key.into());
+        }
+        true
+    }
+
+    /// Removes every key; returns the old map so the caller can drop it elsewhere (FLUSHDB
+    /// ASYNC drops it on a background thread).
+    pub fn take_all(&mut self) -> Db {
+        self.signal_all();
+        let watched = std::mem::take(&mut self.watched);
+        let expired = self.expired_keys_total;
+        let old = std::mem::take(self);
+        self.watched = watched;
+        self.expired_keys_total = expired;
+        old
+    }
+
+    /// Swaps the contents of two databases, keeping each database's watchers in place (SWAPDB:
+    /// clients watching db 0 keep watching db 0, which now holds the other data).
+    pub fn swap_contents(&mut self, other: &mut Db) {
+        self.signal_all();
+        other.signal_all();
+        std::mem::swap(&mut self.map, &mut other.map);
+        std::mem::swap(&mut self.volatile, &mut other.volatile);
+    }
+
+    /// Samples up to `samples` keys with an expiry and removes those that have expired.
+    /// Returns (sampled, expired). Redis's active expiry repeats while over a quarter of a
+    /// sample expired; the caller drives that loop and bounds its time.
+    pub fn expire_sample(&mut self, samples: usize, now_ms: u64) -> (usize, usize) {
+        let mut rng = rand::thread_rng();
+        let n = samples.min(self.volatile.len());
+        let mut expired = 0;
+        for _ in 0..n {
+            if self.volatile.is_empty() {
+                break;
+            }
+            let i = rng.gen_range(0..self.volatile.len());
+            let Some(key) = self.volatile.get_index(i).cloned() else { break };
+            if self.expire_if_needed(&key, now_ms) {
+                expired += 1;
+            }
+        }
+        (n, expired)
+    }
+
+    /// A random live key, or None if the database is empty. Expired keys met while sampling
+    /// are reclaimed; the number of tries is bounded so a database of only expired keys
+    /// cannot loop forever (Redis bounds this too).
+    pub fn random_key(&mut self, now_ms: u64) -> Option<Key> {
+        let mut rng = rand::thread_rng();
+        for _ in 0..100 {
+            if self.map.is_empty() {
+                return None;
+            }
+            let i = rng.gen_range(0..self.map.len());
+            let (k, e) = self.map.get_index(i)?;
+            if !e.is_expired(now_ms) {
+                return Some(k.clone());
+            }
+            let k = k.clone();
+            self.expire_if_needed(&k, now_ms);
+        }
+        // Only expired keys seen: return one anyway, as Redis does after its bound.
+        self.map.get_index(0).map(|(k, _)| k.clone())
+    }
+
+    /// Visits up to `count` entries from position `cursor`; returns the next cursor (0 when
+    /// the iteration is complete). Expired entries are skipped, not reported.
+    pub fn scan(
+        &self,
+        cursor: usize,
+        count: usize,
+        now_ms: u64,
+        mut visit: impl FnMut(&[u8], &Entry),
+    ) -> usize {
+        let end = cursor.saturating_add(count.max(1)).min(self.map.len());
+        for i in cursor.min(end)..end {
+            if let Some((k, e)) = self.map.get_index(i) {
+                if !e.is_expired(now_ms) {
+                    visit(k, e);
+                }
+            }
+        }
+        if end >= self.map.len() {
+            0
+        } else {
+            end
+        }
+    }
+
+    /// Keys matching the glob `pattern` that have not expired.
+    pub fn keys_matching(&self, pattern: &[u8], now_ms: u64) -> Vec<Key> {
+        let all = pattern == b"*";
+        self.map
+            .iter()
+            .filter(|(k, e)| !e.is_expired(now_ms) && (all || glob_match(pattern, k, false)))
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// Approximate bytes used by this database's keys and values.
+    pub fn approx_bytes(&self) -> usize {
+        self.map
+            .iter()
+            .map(|(k, e)| k.len() + e.value.heap_bytes() + ENTRY_OVERHEAD_BYTES)
+            .sum()
+    }
+
+    /// Registers `flag` to be raised when `key` is modified.
+    pub fn watch(&mut self, key: &[u8], flag: &WatchFlag) {
+        let flags = self.watched.entry(key.into()).or_default();
+        if !flags.iter().any(|f| Arc::ptr_eq(f, flag)) {
+            flags.push(flag.clone());
+        }
+    }
+
+    /// Removes `flag` from `key`'s watchers.
+    pub fn unwatch(&mut self, key: &[u8], flag: &WatchFlag) {
+        if let Some(flags) = self.watched.get_mut(key) {
+            flags.retain(|f| !Arc::ptr_eq(f, flag));
+            if flags.is_empty() {
+                self.watched.remove(key);
+            }
+        }
+    }
+
+    /// Reports that `key` was modified: raises its watchers' flags.
+    pub fn signal_modified(&mut self, key: &[u8]) {
+        if self.watched.is_empty() {
+            return;
+        }
+        if let Some(flags) = self.watched.get(key) {
+            for f in flags {
+                f.store(true, Ordering::Release);
+            }
+        }
+    }
+
+    /// Raises every watcher of this database (FLUSHDB, SWAPDB).
+    pub fn signal_all(&mut self) {
+        for flags in self.watched.values() {
+            for f in flags {
+                f.store(true, Ordering::Release);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    fn s(v: &str) -> Value {
+        Value::Str(v.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn lazy_expiry_and_overwrite_clears_ttl() {
+        let mut db = Db::new();
+        db.set(b"a", s("1"), 100, 0);
+        assert_eq!(db.volatile_len(), 1);
+        assert!(db.get(b"a", 99).is_some());
+        assert!(db.get(b"a", 100).is_none());
+        assert_eq!(db.len(), 0);
+        assert_eq!(db.volatile_len(), 0);
+        assert_eq!(db.expired_keys_total, 1);
+        db.set(b"b", s("1"), 100, 0);
+        db.set(b"b", s("2"), 0, 0);
+        assert_eq!(db.volatile_len(), 0);
+        assert!(db.get(b"b", 1000).is_some());
+    }
+
+    #[test]
+    fn active_expiry_reclaims_without_access() {
+        let mut db = Db::new();
+        for i in 0..100 {
+            db.set(format!("k{i}").as_bytes(), s("v"), 10, 0);
+        }
+        db.set(b"persistent", s("v"), 0, 0);
+        let mut rounds = 0;
+        while db.volatile_len() > 0 && rounds < 10_000 {
+            db.expire_sample(20, 11);
+            rounds += 1;
+        }
+        assert_eq!(db.len(), 1);
+        assert_eq!(db.expired_keys_total, 100);
+    }
+
+    #[test]
+    fn watch_flags_raise_on_modify_expire_and_flush() {
+        let mut db = Db::new();
+        let f: WatchFlag = Arc::new(AtomicBool::new(false));
+        db.watch(b"k", &f);
+        db.signal_modified(b"other");
+        assert!(!f.load(Ordering::Acquire));
+        db.signal_modified(b"k");
+        assert!(f.load(Ordering::Acquire));
+        f.store(false, Ordering::Release);
+        db.set(b"k", s("v"), 5, 0);
+        assert!(db.get(b"k", 6).is_none());
+        assert!(f.load(Ordering::Acquire));
+        f.store(false, Ordering::Release);
+        db.take_all();
+        assert!(f.load(Ordering::Acquire));
+        db.unwatch(b"k", &f);
+        f.store(false, Ordering::Release);
+        db.signal_all();
+        assert!(!f.load(Ordering::Acquire));
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Set(u8, u8, u64),
+        Del(u8),
+        Expire(u8, u64),
+        Get(u8),
+        Tick(u64),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (any::<u8>(), any::<u8>(), prop_oneof![Just(0u64), 1u64..50]).prop_map(|(k, v, t)| Op::Set(k % 32, v, t)),
+            any::<u8>().prop_map(|k| Op::Del(k % 32)),
+            (any::<u8>(), 0u64..50).prop_map(|(k, t)| Op::Expire(k % 32, t)),
+            any::<u8>().prop_map(|k| Op::Get(k % 32)),
+            (1u64..10).prop_map(Op::Tick),
+        ]
+    }
+
+    proptest! {
+        /// The database agrees with a BTreeMap model under random sets, deletes, expiries,
+        /// reads, time steps and active-expiry sampling; a full scan sees every live key once.
+        #[test]
+        fn matches_model(ops in proptest::collection::vec(op(), 1..300)) {
+            let mut db = Db::new();
+            let mut model: BTreeMap<u8, (u8, u64)> = BTreeMap::new();
+            let mut now = 1u64;
+            for op in ops {
+                match op {
+                    Op::Set(k, v, t) => {
+                        let at = if t == 0 { 0 } else { now + t };
+                        db.set(&[k], Value::Str(vec![v]), at, now);
+                        model.insert(k, (v, at));
+                    }
+                    Op::Del(k) => {
+                        let live = model.get(&k).map(|&(_, at)| at == 0 || at > now).unwrap_or(false);
+                        prop_assert_eq!(db.remove(&[k], now), live);
+                        model.remove(&k);
+                    }
+                    Op::Expire(k, t) => {
+                        let live = model.get(&k).map(|&(_, at)| at == 0 || at > now).unwrap_or(false);
+                        if live {
+                            prop_assert!(db.set_expire(&[k], now + t + 1));
+                            model.get_mut(&k).unwrap().1 = now + t + 1;
+                        }
+                    }
+                    Op::Get(k) => {
+                        let want = model.get(&k).filter(|&&(_, at)| at == 0 || at > now).map(|&(v, _)| v);
+                        let got = db.get(&[k], now).map(|e| match &e.value { Value::Str(s) => s[0] });
+                        prop_assert_eq!(got, want);
+                    }
+                    Op::Tick(d) => {
+                        now += d;
+                        db.expire_sample(5, now);
+                    }
+                }
+            }
+            let mut seen = Vec::new();
+            let mut cursor = 0;
+            loop {
+                cursor = db.scan(cursor, 7, now, |k, _| seen.push(k[0]));
+                if cursor == 0 { break; }
+            }
+            seen.sort();
+            let want: Vec<u8> = model.iter().filter(|(_, &(_, at))| at == 0 || at > now).map(|(&k, _)| k).collect();
+            prop_assert_eq!(seen, want);
+        }
+    }
+}

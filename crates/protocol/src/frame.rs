@@ -1,0 +1,267 @@
+//! The reply value model ([`Frame`]) and its encoder.
+//!
+//! One `Frame` type serves both dialects: command code builds the richest
+//! RESP3 shape (maps, sets, doubles, booleans) and [`encode`] downgrades it
+//! for RESP2 clients exactly as Redis does (map -> flat array, double -> bulk
+//! string, boolean -> integer, ...). That keeps protocol knowledge out of the
+//! command implementations.
+//!
+//! Encoding appends straight into the caller's `BytesMut` (integers through
+//! `itoa`, doubles through a stack buffer) so that a reply costs no
+//! intermediate allocation. Simple strings and errors cannot carry CR/LF on
+//! the wire; rather than trusting every caller, the encoder replaces them
+//! with spaces (as Redis does for error replies), so no `Frame` can break the
+//! framing of the stream.
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+use crate::double::Repr;
+use crate::Protocol;
+
+/// A reply (or, via [`crate::parse_frame`], any RESP value).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Frame {
+    /// `+OK\r\n`
+    Simple(Bytes),
+    /// `-ERR message\r\n`; holds the text without the `-`.
+    Error(Bytes),
+    /// `:1\r\n`
+    Integer(i64),
+    /// `$3\r\nfoo\r\n`
+    Bulk(Bytes),
+    /// RESP2 `$-1\r\n`, RESP3 `_\r\n`.
+    Null,
+    /// RESP2 `*-1\r\n`, RESP3 `_\r\n`.
+    NullArray,
+    /// `*n\r\n...`
+    Array(Vec<Frame>),
+    /// RESP3 `%n`; RESP2 a flat array of 2n elements.
+    Map(Vec<(Frame, Frame)>),
+    /// RESP3 `~n`; RESP2 an array.
+    Set(Vec<Frame>),
+    /// RESP3 `,<repr>`; RESP2 a bulk string of the repr.
+    Double(f64),
+    /// RESP3 `#t`/`#f`; RESP2 integer 1/0.
+    Boolean(bool),
+    /// RESP3 `(digits`; RESP2 a bulk string.
+    BigNumber(Bytes),
+    /// RESP3 `=len\r\nfmt:text`; RESP2 a bulk string of the text only.
+    Verbatim { format: [u8; 3], text: Bytes },
+    /// RESP3 `>n`; RESP2 an array.
+    Push(Vec<Frame>),
+}
+
+impl Frame {
+    /// `+OK`.
+    pub fn ok() -> Frame {
+        Frame::simple("OK")
+    }
+
+    /// A status reply from a static string: no allocation.
+    pub fn simple(s: &'static str) -> Frame {
+        Frame::Simple(Bytes::from_static(s.as_bytes()))
+    }
+
+    /// An error reply; `msg` is the full text including its code, e.g.
+    /// `"ERR syntax error"` or `"WRONGTYPE Operation against ..."`.
+    pub fn error(msg: impl Into<String>) -> Frame {
+        Frame::Error(Bytes::from(msg.into()))
+    }
+
+    /// A bulk string.
+    pub fn bulk(b: impl Into<Bytes>) -> Frame {
+        Frame::Bulk(b.into())
+    }
+
+    pub fn is_error(&self) -> bool {
+        matches!(self, Frame::Error(_))
+    }
+}
+
+const CRLF: &[u8] = b"\r\n";
+
+/// Appends the encoding of `frame` for `proto` to `out`.
+///
+/// Recursion follows the frame tree; frames are built by our own command
+/// code (or parsed with a depth limit), so their depth is already bounded.
+pub fn encode(frame: &Frame, proto: Protocol, out: &mut BytesMut) {
+    let resp3 = proto == Protocol::Resp3;
+    match frame {
+        Frame::Simple(s) => line(b'+', s, out),
+        Frame::Error(e) => line(b'-', e, out),
+        Frame::Integer(n) => int_line(b':', *n, out),
+        Frame::Bulk(b) => bulk(b, out),
+        Frame::Null if resp3 => out.put_slice(b"_\r\n"),
+        Frame::Null => out.put_slice(b"$-1\r\n"),
+        Frame::NullArray if resp3 => out.put_slice(b"_\r\n"),
+        Frame::NullArray => out.put_slice(b"*-1\r\n"),
+        Frame::Array(items) => aggregate(b'*', items, proto, out),
+        Frame::Set(items) => aggregate(if resp3 { b'~' } else { b'*' }, items, proto, out),
+        Frame::Push(items) => aggregate(if resp3 { b'>' } else { b'*' }, items, proto, out),
+        Frame::Map(pairs) => {
+            if resp3 {
+                len_line(b'%', pairs.len(), out);
+            } else {
+                len_line(b'*', pairs.len().saturating_mul(2), out);
+            }
+            for (k, v) in pairs {
+                encode(k, proto, out);
+                encode(v, proto, out);
+            }
+        }
+        Frame::Double(d) => {
+            // Formatted on the stack: no heap buffer per double.
+            if resp3 {
+                let repr = Repr::d2string(*d);
+                out.reserve(repr.as_bytes().len() + 3);
+                out.put_u8(b',');
+                out.put_slice(repr.as_bytes());
+                out.put_slice(CRLF);
+            } else {
+                bulk(Repr::fpconv(*d).as_bytes(), out);
+            }
+        }
+        Frame::Boolean(b) if resp3 => out.put_slice(if *b { b"#t\r\n" } else { b"#f\r\n" }),
+        Frame::Boolean(b) => out.put_slice(if *b { b":1\r\n" } else { b":0\r\n" }),
+        Frame::BigNumber(n) if resp3 => line(b'(', n, out),
+        Frame::BigNumber(n) => bulk(n, out),
+        Frame::Verbatim { format, text } => {
+            if resp3 {
+                len_line(b'=', text.len().saturating_add(4), out);
+                out.reserve(text.len() + 6);
+                out.put_slice(format);
+                out.put_u8(b':');
+                out.put_slice(text);
+                out.put_slice(CRLF);
+            } else {
+                bulk(text, out);
+            }
+        }
+    }
+}
+
+/// Encodes a command as a RESP multibulk of bulk strings.
+pub fn encode_command(args: &[&[u8]], out: &mut BytesMut) {
+    // Exact size up front: one reservation for the whole command.
+    let payload: usize = args.iter().map(|a| a.len() + 16).sum();
+    out.reserve(payload + 16);
+    len_line(b'*', args.len(), out);
+    for a in args {
+        bulk(a, out);
+    }
+}
+
+fn aggregate(prefix: u8, items: &[Frame], proto: Protocol, out: &mut BytesMut) {
+    len_line(prefix, items.len(), out);
+    for item in items {
+        encode(item, proto, out);
+    }
+}
+
+fn bulk(b: &[u8], out: &mut BytesMut) {
+    len_line(b'$', b.len(), out);
+    out.reserve(b.len() + 2);
+    out.put_slice(b);
+    out.put_slice(CRLF);
+}
+
+fn len_line(prefix: u8, n: usize, out: &mut BytesMut) {
+    let mut buf = itoa::Buffer::new();
+    let digits = buf.format(n).as_bytes();
+    out.reserve(digits.len() + 3);
+    out.put_u8(prefix);
+    out.put_slice(digits);
+    out.put_slice(CRLF);
+}
+
+fn int_line(prefix: u8, n: i64, out: &mut BytesMut) {
+    let mut buf = itoa::Buffer::new();
+    let digits = buf.format(n).as_bytes();
+    out.reserve(digits.len() + 3);
+    out.put_u8(prefix);
+    out.put_slice(digits);
+    out.put_slice(CRLF);
+}
+
+/// A one-line frame; CR/LF inside would end the line early, so they become
+/// spaces (Redis does the same to error texts).
+fn line(prefix: u8, text: &[u8], out: &mut BytesMut) {
+    out.reserve(text.len() + 3);
+    out.put_u8(prefix);
+    if memchr::memchr2(b'\r', b'\n', text).is_none() {
+        out.put_slice(text);
+    } else {
+        for &c in text {
+            out.put_u8(if c == b'\r' || c == b'\n' { b' ' } else { c });
+        }
+    }
+    out.put_slice(CRLF);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn enc(f: &Frame, p: Protocol) -> Vec<u8> {
+        let mut out = BytesMut::new();
+        encode(f, p, &mut out);
+        out.to_vec()
+    }
+
+    #[test]
+    fn scalars_both_protocols() {
+        use Protocol::*;
+        let cases: Vec<(Frame, &[u8], &[u8])> = vec![
+            (Frame::ok(), b"+OK\r\n", b"+OK\r\n"),
+            (Frame::error("ERR syntax error"), b"-ERR syntax error\r\n", b"-ERR syntax error\r\n"),
+            (Frame::Integer(-12), b":-12\r\n", b":-12\r\n"),
+            (Frame::bulk("foo"), b"$3\r\nfoo\r\n", b"$3\r\nfoo\r\n"),
+            (Frame::bulk(""), b"$0\r\n\r\n", b"$0\r\n\r\n"),
+            (Frame::Null, b"$-1\r\n", b"_\r\n"),
+            (Frame::NullArray, b"*-1\r\n", b"_\r\n"),
+            (Frame::Double(1.5), b"$3\r\n1.5\r\n", b",1.5\r\n"),
+            (Frame::Double(1e9), b"$4\r\n1e+9\r\n", b",1000000000\r\n"),
+            (Frame::Double(f64::INFINITY), b"$3\r\ninf\r\n", b",inf\r\n"),
+            (Frame::Boolean(true), b":1\r\n", b"#t\r\n"),
+            (Frame::Boolean(false), b":0\r\n", b"#f\r\n"),
+            (Frame::BigNumber(Bytes::from_static(b"-123")), b"$4\r\n-123\r\n", b"(-123\r\n"),
+            (
+                Frame::Verbatim { format: *b"txt", text: Bytes::from_static(b"hi") },
+                b"$2\r\nhi\r\n",
+                b"=6\r\ntxt:hi\r\n",
+            ),
+        ];
+        for (f, r2, r3) in cases {
+            assert_eq!(enc(&f, Resp2), r2, "{f:?} resp2");
+            assert_eq!(enc(&f, Resp3), r3, "{f:?} resp3");
+        }
+    }
+
+    #[test]
+    fn aggregates_downgrade_in_resp2() {
+        let m = Frame::Map(vec![
+            (Frame::bulk("a"), Frame::Integer(1)),
+            (Frame::bulk("b"), Frame::Set(vec![Frame::Boolean(true)])),
+        ]);
+        assert_eq!(enc(&m, Protocol::Resp2), b"*4\r\n$1\r\na\r\n:1\r\n$1\r\nb\r\n*1\r\n:1\r\n");
+        assert_eq!(enc(&m, Protocol::Resp3), b"%2\r\n$1\r\na\r\n:1\r\n$1\r\nb\r\n~1\r\n#t\r\n");
+        let p = Frame::Push(vec![Frame::bulk("message")]);
+        assert_eq!(enc(&p, Protocol::Resp2), b"*1\r\n$7\r\nmessage\r\n");
+        assert_eq!(enc(&p, Protocol::Resp3), b">1\r\n$7\r\nmessage\r\n");
+    }
+
+    #[test]
+    fn line_frames_cannot_break_framing() {
+        let f = Frame::error("ERR bad\r\nthing\n");
+        assert_eq!(enc(&f, Protocol::Resp2), b"-ERR bad  thing \r\n");
+        assert!(f.is_error());
+        assert!(!Frame::ok().is_error());
+    }
+
+    #[test]
+    fn command_encoding() {
+        let mut out = BytesMut::new();
+        encode_command(&[b"SET", b"k", b""], &mut out);
+        assert_eq!(&out[..], b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n");
+    }
+}

@@ -1,0 +1,235 @@
+//! Property tests across the codec: robustness against arbitrary bytes,
+//! exact round trips, and truncation behaviour.
+//!
+//! Random bytes alone rarely reach deep parser states, so the "noise"
+//! generator glues protocol fragments (`*`, `$`, CRLF, quotes, RESP3 type
+//! bytes, boundary numbers) with random bytes, and the limits themselves are
+//! randomised (often tiny) so every limit check is exercised too.
+
+use proptest::collection::vec;
+use proptest::prelude::*;
+use proptest::sample::Index;
+
+use crate::*;
+
+fn noise() -> impl Strategy<Value = Vec<u8>> {
+    let fragment = prop_oneof![
+        prop::sample::select(vec![
+            &b"*"[..], b"$", b"\r\n", b"\r", b"\n", b"-1", b"0", b"1", b"3", b"12", b"2147483648",
+            b"\"", b"'", b"\\", b"\\x4", b" ", b"\0", b"%", b"|", b"~", b">", b"_", b",", b"#t", b"=",
+            b"(", b":", b"+", b"!", b"?", b"inf", b"txt:",
+        ])
+        .prop_map(|s| s.to_vec()),
+        vec(any::<u8>(), 0..8),
+    ];
+    vec(fragment, 0..64).prop_map(|v| v.concat())
+}
+
+fn any_input() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![vec(any::<u8>(), 0..2048), noise()]
+}
+
+fn limits() -> impl Strategy<Value = Limits> {
+    prop_oneof![
+        Just(Limits::default()),
+        (0usize..64, 0usize..8, 0usize..64).prop_map(|(b, m, i)| Limits {
+            max_bulk_len: b,
+            max_multibulk_len: m,
+            max_inline_len: i,
+        }),
+    ]
+}
+
+/// Feeds `data` in chunks of the given (cycled) sizes, draining commands
+/// after each chunk. Stops at the first error.
+fn feed(
+    p: &mut RequestParser,
+    data: &[u8],
+    sizes: &[usize],
+) -> (Vec<Vec<Bytes>>, Option<ProtocolError>, BytesMut) {
+    let mut buf = BytesMut::new();
+    let mut out = Vec::new();
+    let mut rest = data;
+    let mut i = 0;
+    while !rest.is_empty() {
+        let n = sizes[i % sizes.len()].clamp(1, rest.len());
+        i += 1;
+        let (chunk, tail) = rest.split_at(n);
+        rest = tail;
+        buf.extend_from_slice(chunk);
+        loop {
+            match p.parse(&mut buf) {
+                Ok(Some(args)) => out.push(args),
+                Ok(None) => break,
+                Err(e) => return (out, Some(e), buf),
+            }
+        }
+    }
+    (out, None, buf)
+}
+
+fn arg_lists() -> impl Strategy<Value = Vec<Vec<Vec<u8>>>> {
+    let arg = prop_oneof![
+        vec(any::<u8>(), 0..40),
+        prop::sample::select(vec![&b""[..], b"\r\n", b"*1\r\n", b"$-1\r\n", b"\"'"]).prop_map(|s| s.to_vec()),
+    ];
+    vec(vec(arg, 1..6), 1..10)
+}
+
+fn leaf() -> impl Strategy<Value = Frame> {
+    let text = || "[a-zA-Z0-9 :.]{0,12}".prop_map(Bytes::from);
+    prop_oneof![
+        text().prop_map(Frame::Simple),
+        text().prop_map(Frame::Error),
+        any::<i64>().prop_map(Frame::Integer),
+        vec(any::<u8>(), 0..16).prop_map(|v| Frame::Bulk(v.into())),
+        Just(Frame::Null),
+        Just(Frame::NullArray),
+        any::<f64>().prop_filter("no NaN", |d| !d.is_nan()).prop_map(Frame::Double),
+        any::<bool>().prop_map(Frame::Boolean),
+        "-?[1-9][0-9]{0,40}".prop_map(|s| Frame::BigNumber(s.into())),
+        (any::<[u8; 3]>(), vec(any::<u8>(), 0..16))
+            .prop_map(|(format, t)| Frame::Verbatim { format, text: t.into() }),
+    ]
+}
+
+fn frames() -> impl Strategy<Value = Frame> {
+    leaf().prop_recursive(4, 64, 6, |inner| {
+        prop_oneof![
+            vec(inner.clone(), 0..6).prop_map(Frame::Array),
+            vec((inner.clone(), inner.clone()), 0..4).prop_map(Frame::Map),
+            vec(inner.clone(), 0..6).prop_map(Frame::Set),
+            vec(inner, 0..6).prop_map(Frame::Push),
+        ]
+    })
+}
+
+/// What a RESP3 encoding parses back as: both nulls are `_`.
+fn resp3_view(f: &Frame) -> Frame {
+    match f {
+        Frame::NullArray => Frame::Null,
+        Frame::Array(v) => Frame::Array(v.iter().map(resp3_view).collect()),
+        Frame::Set(v) => Frame::Set(v.iter().map(resp3_view).collect()),
+        Frame::Push(v) => Frame::Push(v.iter().map(resp3_view).collect()),
+        Frame::Map(v) => Frame::Map(v.iter().map(|(k, x)| (resp3_view(k), resp3_view(x))).collect()),
+        other => other.clone(),
+    }
+}
+
+/// What a RESP2 encoding parses back as: Redis's downgrade rules.
+fn resp2_view(f: &Frame) -> Frame {
+    match f {
+        Frame::Array(v) | Frame::Set(v) | Frame::Push(v) => Frame::Array(v.iter().map(resp2_view).collect()),
+        Frame::Map(v) => Frame::Array(v.iter().flat_map(|(k, x)| [resp2_view(k), resp2_view(x)]).collect()),
+        Frame::Double(d) => {
+            let mut s = Vec::new();
+            format_double(*d, &mut s);
+            Frame::Bulk(s.into())
+        }
+        Frame::Boolean(b) => Frame::Integer(i64::from(*b)),
+        Frame::BigNumber(n) => Frame::Bulk(n.clone()),
+        Frame::Verbatim { text, .. } => Frame::Bulk(text.clone()),
+        other => other.clone(),
+    }
+}
+
+proptest! {
+    #[test]
+    fn arbitrary_bytes_never_panic(
+        data in any_input(),
+        sizes in vec(1usize..300, 1..20),
+        limits in limits(),
+    ) {
+        let mut p = RequestParser::new(limits);
+        let (cmds, err, buf) = feed(&mut p, &data, &sizes);
+        // Skipped commands are never surfaced as empty argument lists.
+        prop_assert!(cmds.iter().all(|c| !c.is_empty()));
+        prop_assert!(buf.len() <= data.len());
+        if err.is_none() {
+            // Everything not returned is still in the buffer, unconsumed
+            // input is at most what was fed.
+            let used: usize = cmds.iter().flatten().map(|a| a.len()).sum();
+            prop_assert!(used <= data.len());
+        }
+        let _ = parse_frame(&data);
+        let _ = parse_frame_with(&data, &limits);
+    }
+
+    #[test]
+    fn encoded_commands_round_trip(
+        cmds in arg_lists(),
+        sizes in vec(1usize..200, 1..20),
+    ) {
+        let mut wire = BytesMut::new();
+        for c in &cmds {
+            let refs: Vec<&[u8]> = c.iter().map(|a| a.as_slice()).collect();
+            encode_command(&refs, &mut wire);
+        }
+        let mut p = RequestParser::default();
+        let (got, err, buf) = feed(&mut p, &wire, &sizes);
+        prop_assert_eq!(err, None);
+        prop_assert!(buf.is_empty());
+        let got: Vec<Vec<Vec<u8>>> =
+            got.iter().map(|c| c.iter().map(|a| a.to_vec()).collect()).collect();
+        prop_assert_eq!(got, cmds);
+    }
+
+    #[test]
+    fn inline_commands_round_trip(
+        cmds in vec(vec("[a-zA-Z0-9:_-]{1,12}", 1..6), 1..8),
+        sizes in vec(1usize..50, 1..10),
+        crlf in any::<bool>(),
+    ) {
+        let mut wire = Vec::new();
+        for c in &cmds {
+            wire.extend_from_slice(c.join(" ").as_bytes());
+            wire.extend_from_slice(if crlf { b"\r\n" } else { b"\n" });
+        }
+        let mut p = RequestParser::default();
+        let (got, err, buf) = feed(&mut p, &wire, &sizes);
+        prop_assert_eq!(err, None);
+        prop_assert!(buf.is_empty());
+        let got: Vec<Vec<String>> = got
+            .iter()
+            .map(|c| c.iter().map(|a| String::from_utf8(a.to_vec()).unwrap()).collect())
+            .collect();
+        prop_assert_eq!(got, cmds);
+    }
+
+    #[test]
+    fn truncated_command_is_incomplete_then_completes(args in vec(vec(any::<u8>(), 0..20), 1..5)) {
+        let refs: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
+        let mut wire = BytesMut::new();
+        encode_command(&refs, &mut wire);
+        for cut in 0..wire.len() {
+            let mut p = RequestParser::default();
+            let mut buf = BytesMut::from(&wire[..cut]);
+            prop_assert_eq!(p.parse(&mut buf), Ok(None), "cut at {}", cut);
+            prop_assert_eq!(buf.len(), cut);
+            buf.extend_from_slice(&wire[cut..]);
+            let got = p.parse(&mut buf).unwrap().unwrap();
+            let got: Vec<Vec<u8>> = got.iter().map(|a| a.to_vec()).collect();
+            prop_assert_eq!(&got, &args);
+            prop_assert!(buf.is_empty());
+        }
+    }
+
+    #[test]
+    fn frames_round_trip(f in frames(), cuts in vec(any::<Index>(), 8)) {
+        let mut wire = BytesMut::new();
+        encode(&f, Protocol::Resp3, &mut wire);
+        let (back, n) = parse_frame(&wire).unwrap().unwrap();
+        prop_assert_eq!(n, wire.len());
+        prop_assert_eq!(back, resp3_view(&f));
+        for cut in &cuts {
+            let cut = cut.index(wire.len());
+            prop_assert_eq!(parse_frame(&wire[..cut]), Ok(None), "cut at {}", cut);
+        }
+
+        let mut wire2 = BytesMut::new();
+        encode(&f, Protocol::Resp2, &mut wire2);
+        let (back2, n2) = parse_frame(&wire2).unwrap().unwrap();
+        prop_assert_eq!(n2, wire2.len());
+        prop_assert_eq!(back2, resp2_view(&f));
+    }
+}

@@ -1,0 +1,555 @@
+//! Incremental parser of client requests (RESP multibulk and inline).
+//!
+//! The parser is a small state machine that remembers how far into the
+//! current command it got, so bytes are examined once no matter how the
+//! command is chopped into reads: a 1,000,000-argument command arriving in
+//! 1 KiB pieces costs linear total time, and a 500 MB bulk arriving in 64 KB
+//! pieces costs O(1) per call (payloads are never scanned, only counted).
+//!
+//! Zero-copy: while a command is incomplete nothing is removed from the
+//! caller's buffer; argument positions are kept as offsets. When the command
+//! completes, its bytes are split off the buffer in one `split_to` and every
+//! argument is a `Bytes` slice of that block. The only per-command allocation
+//! is the returned `Vec<Bytes>`; the offset list is reused between commands.
+//! Trade-off: the arguments keep the block alive until they are dropped, so
+//! the caller's `BytesMut` must reallocate rather than reuse that memory.
+//!
+//! Contract: between calls that returned `Ok(None)` the caller may only
+//! append to the buffer. If it shrank anyway the parser notices and starts
+//! the command over (it cannot panic either way).
+//!
+//! Error texts and their order of checks follow Redis 7.2's
+//! `processMultibulkBuffer` / `processInlineBuffer`, including its leniency:
+//! the two bytes after a bulk payload are skipped without checking they are
+//! CRLF, and the byte after a header's `\r` is not checked to be `\n`.
+
+use bytes::{Buf, Bytes, BytesMut};
+
+use crate::inline::{split_into, Arg};
+use crate::{string2ll, Limits, ProtocolError};
+
+/// Initial capacity for the offset list from a count prefix is capped here:
+/// a `*2147483647` header alone must not reserve gigabytes.
+const MAX_PREALLOC_ARGS: usize = 1024;
+
+/// After a huge command the reusable offset list is released if it grew
+/// beyond this many entries, so one big command doesn't pin memory forever.
+const MAX_RETAINED_ARGS: usize = 64 * 1024;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Between commands: the next byte decides multibulk vs inline.
+    Idle,
+    /// Saw `*`, waiting for the complete count line.
+    Count,
+    /// Reading arguments; `remaining` still to come.
+    Args { remaining: usize },
+    /// Header of the current argument read; waiting for `len` payload bytes
+    /// (plus 2 terminator bytes) starting at `pos`.
+    Payload { remaining: usize, len: usize },
+    /// Inline command, waiting for `\n`.
+    Inline,
+}
+
+/// Incremental, stateful parser of client requests.
+pub struct RequestParser {
+    limits: Limits,
+    state: State,
+    /// Offset (from the buffer's start) of the next unparsed byte of the
+    /// current command.
+    pos: usize,
+    /// Where the search for the current line's terminator resumes, so a
+    /// header line arriving byte by byte is not rescanned.
+    scan: usize,
+    /// Argument ranges of the current command, relative to the buffer start.
+    spans: Vec<(usize, usize)>,
+    /// Bytes examined by terminator searches (tests prove linearity with it).
+    #[cfg(test)]
+    pub(crate) scanned: usize,
+}
+
+impl Default for RequestParser {
+    fn default() -> Self {
+        RequestParser::new(Limits::default())
+    }
+}
+
+impl RequestParser {
+    pub fn new(limits: Limits) -> Self {
+        RequestParser {
+            limits,
+            state: State::Idle,
+            pos: 0,
+            scan: 0,
+            spans: Vec::new(),
+            #[cfg(test)]
+            scanned: 0,
+        }
+    }
+
+    /// New limits apply from the next check on (e.g. after CONFIG SET).
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Bytes at the front of the buffer already accounted to the command in
+    /// progress (0 between commands).
+    pub fn pending_bytes(&self) -> usize {
+        self.pos
+    }
+
+    /// While a bulk payload is awaited: how many more bytes complete it
+    /// (including its CRLF), so the caller can reserve buffer space once
+    /// instead of growing repeatedly. `None` when nothing definite is known.
+    pub fn bulk_bytes_needed(&self, buf_len: usize) -> Option<usize> {
+        match self.state {
+            State::Payload { len, .. } => {
+                Some(self.pos.saturating_add(len).saturating_add(2).saturating_sub(buf_len))
+            }
+            _ => None,
+        }
+    }
+
+    /// Forgets any partial command.
+    pub fn reset(&mut self) {
+        self.state = State::Idle;
+        self.pos = 0;
+        self.scan = 0;
+        if self.spans.capacity() > MAX_RETAINED_ARGS {
+            self.spans = Vec::new();
+        } else {
+            self.spans.clear();
+        }
+    }
+
+    /// Parses one complete command from the front of `buf`.
+    ///
+    /// `Ok(Some(args))`: the command's bytes were removed from `buf` and
+    /// `args` are zero-copy slices of them. `Ok(None)`: incomplete; progress
+    /// is kept, call again after appending more bytes. Empty inline lines and
+    /// `*0` / negative counts are consumed and skipped. After `Err` the caller
+    /// is expected to close the connection (the parser is reset anyway).
+    pub fn parse(&mut self, buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+        if self.pos > buf.len() || self.scan > buf.len() {
+            // Contract broken (buffer shrank): restart rather than misread.
+            self.reset();
+        }
+        self.reset();
+        let result = self.run(buf);
+        if result.is_err() {
+            self.reset();
+        }
+        result
+    }
+
+    fn run(&mut self, buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+        loop {
+            match self.state {
+                State::Idle => {
+                    let Some(&first) = buf.first() else { return Ok(None) };
+                    self.pos = 0;
+                    if first == b'*' {
+                        self.state = State::Count;
+                        self.scan = 1;
+                    } else {
+                        self.state = State::Inline;
+                        self.scan = 0;
+                    }
+                }
+                State::Count => {
+                    let Some(cr) = self.find_cr(buf, "too big mbulk count string")? else {
+                        return Ok(None);
+                    };
+                    let digits = buf.get(1..cr).unwrap_or(&[]);
+                    let count = match string2ll(digits) {
+                        Some(n) if n <= self.limits.max_multibulk_len as i64 => n,
+                        _ => return Err(ProtocolError::new("invalid multibulk length")),
+                    };
+                    let next = cr + 2;
+                    if count <= 0 {
+                        // `*0` / `*-1`: Redis consumes the header and moves on.
+                        buf.advance(next);
+                        self.reset();
+                        continue;
+                    }
+                    let count = count as usize;
+                    self.spans.clear();
+                    self.spans.reserve(count.min(MAX_PREALLOC_ARGS));
+                    self.pos = next;
+                    self.scan = next;
+                    self.state = State::Args { remaining: count };
+                }
+                State::Args { remaining } => {
+                    if remaining == 0 {
+                        return Ok(Some(self.finish(buf)));
+                    }
+                    // Redis checks the '$' only once the header line is
+                    // complete; keep that order so errors match.
+                    let Some(cr) = self.find_cr(buf, "too big bulk count string")? else {
+                        return Ok(None);
+                    };
+                    let start = self.pos;
+                    let first = buf.get(start).copied().unwrap_or(0);
+                    if first != b'$' {
+                        return Err(ProtocolError(format!("expected '$', got '{}'", first as char)));
+                    }
+                    let digits = buf.get(start + 1..cr).unwrap_or(&[]);
+                    let len = match string2ll(digits) {
+                        Some(n) if n >= 0 && n as u64 <= self.limits.max_bulk_len as u64 => n as usize,
+                        _ => return Err(ProtocolError::new("invalid bulk length")),
+                    };
+                    self.pos = cr + 2;
+                    self.state = State::Payload { remaining, len };
+                }
+                State::Payload { remaining, len } => {
+                    // O(1) per call: the payload is measured, never scanned.
+                    let end = self.pos.saturating_add(len);
+                    if end.saturating_add(2) > buf.len() {
+                        return Ok(None);
+                    }
+                    self.spans.push((self.pos, end));
+                    self.pos = end + 2; // terminator skipped unchecked, as Redis
+                    self.scan = self.pos;
+                    self.state = State::Args { remaining: remaining - 1 };
+                }
+                State::Inline => match self.parse_inline(buf)? {
+                    Some(args) => return Ok(Some(args)),
+                    None if self.state == State::Idle => continue, // empty line skipped
+                    None => return Ok(None),
+                },
+            }
+        }
+    }
+
+    /// Finds the `\r` ending the header line that starts at `self.pos`,
+    /// resuming where the previous call stopped. `Ok(None)` while the line
+    /// (or the one byte after `\r`) has not arrived; an error once more than
+    /// `max_inline_len` bytes are buffered without any `\r`.
+    fn find_cr(&mut self, buf: &[u8], too_big: &str) -> Result<Option<usize>, ProtocolError> {
+        let from = self.scan.max(self.pos);
+        let hay = buf.get(from..).unwrap_or(&[]);
+        match memchr::memchr(b'\r', hay) {
+            Some(i) => {
+                let cr = from + i;
+                #[cfg(test)]
+                {
+                    self.scanned += i + 1;
+                }
+                // Park the scan on the '\r' so a later call finds it in O(1).
+                self.scan = cr;
+                // Redis also needs the byte after '\r' (assumed to be '\n').
+                if cr + 1 >= buf.len() {
+                    return Ok(None);
+                }
+                Ok(Some(cr))
+            }
+            None => {
+                #[cfg(test)]
+                {
+                    self.scanned += hay.len();
+                }
+                self.scan = buf.len();
+                if buf.len() - self.pos > self.limits.max_inline_len {
+                    return Err(ProtocolError::new(too_big));
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// Splits the finished multibulk off the buffer and slices the args.
+    fn finish(&mut self, buf: &mut BytesMut) -> Vec<Bytes> {
+        let block = buf.split_to(self.pos.min(buf.len())).freeze();
+        let args = self
+            .spans
+            .iter()
+            .map(|&(s, e)| {
+                // Spans lie inside the block by construction; stay safe anyway.
+                if s <= e && e <= block.len() {
+                    block.slice(s..e)
+                } else {
+                    Bytes::new()
+                }
+            })
+            .collect();
+        self.reset();
+        args
+    }
+
+    /// Inline request: one line up to `\n` (a preceding `\r` is dropped).
+    /// Returns `Ok(None)` both when incomplete and when the line was empty
+    /// (then the state is back to `Idle` and the line consumed).
+    fn parse_inline(&mut self, buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+        let from = self.scan;
+        let hay = buf.get(from..).unwrap_or(&[]);
+        let Some(i) = memchr::memchr(b'\n', hay) else {
+            #[cfg(test)]
+            {
+                self.scanned += hay.len();
+            }
+            self.scan = buf.len();
+            if buf.len() > self.limits.max_inline_len {
+                return Err(ProtocolError::new("too big inline request"));
+            }
+            return Ok(None);
+        };
+        #[cfg(test)]
+        {
+            self.scanned += i + 1;
+        }
+        let nl = from + i;
+        let mut end = nl;
+        if end > 0 && buf.get(end - 1) == Some(&b'\r') {
+            end -= 1;
+        }
+        let mut tokens = Vec::new();
+        if split_into(buf.get(..end).unwrap_or(&[]), &mut tokens).is_err() {
+            return Err(ProtocolError::new("unbalanced quotes in request"));
+        }
+        let block = buf.split_to(nl + 1).freeze();
+        self.reset();
+        if tokens.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(
+            tokens
+                .into_iter()
+                .map(|t| match t {
+                    Arg::Span(s, e) if s <= e && e <= block.len() => block.slice(s..e),
+                    Arg::Span(..) => Bytes::new(),
+                    Arg::Owned(v) => Bytes::from(v),
+                })
+                .collect(),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_all(input: &[u8], limits: Limits) -> Result<Vec<Vec<Vec<u8>>>, ProtocolError> {
+        let mut p = RequestParser::new(limits);
+        let mut buf = BytesMut::from(input);
+        let mut out = Vec::new();
+        while let Some(args) = p.parse(&mut buf)? {
+            out.push(args.iter().map(|a| a.to_vec()).collect());
+        }
+        Ok(out)
+    }
+
+    fn cmds(input: &[u8]) -> Vec<Vec<Vec<u8>>> {
+        parse_all(input, Limits::default()).unwrap()
+    }
+
+    fn err(input: &[u8]) -> String {
+        err_with(input, Limits::default())
+    }
+
+    fn err_with(input: &[u8], limits: Limits) -> String {
+        parse_all(input, limits).unwrap_err().0
+    }
+
+    fn small() -> Limits {
+        Limits { max_bulk_len: 10, max_multibulk_len: 3, max_inline_len: 16 }
+    }
+
+    #[test]
+    fn multibulk_basic_and_pipelined() {
+        let input = b"*3\r\n$3\r\nSET\r\n$16\r\nkey:000000000001\r\n$3\r\nxxx\r\n*1\r\n$4\r\nPING\r\n";
+        assert_eq!(
+            cmds(input),
+            vec![
+                vec![b"SET".to_vec(), b"key:000000000001".to_vec(), b"xxx".to_vec()],
+                vec![b"PING".to_vec()]
+            ]
+        );
+    }
+
+    #[test]
+    fn consumes_exactly_one_command() {
+        let mut p = RequestParser::default();
+        let mut buf = BytesMut::from(&b"*1\r\n$1\r\na\r\n*1\r\n$1\r\nb"[..]);
+        let args = p.parse(&mut buf).unwrap().unwrap();
+        assert_eq!(args, vec![Bytes::from_static(b"a")]);
+        assert_eq!(&buf[..], b"*1\r\n$1\r\nb");
+        assert_eq!(p.parse(&mut buf).unwrap(), None);
+        assert_eq!(p.pending_bytes(), 8);
+        assert_eq!(p.bulk_bytes_needed(buf.len()), Some(2));
+    }
+
+    #[test]
+    fn empty_and_binary_args() {
+        assert_eq!(cmds(b"*2\r\n$0\r\n\r\n$2\r\n\r\n\r\n"), vec![vec![b"".to_vec(), b"\r\n".to_vec()]]);
+    }
+
+    #[test]
+    fn zero_and_negative_counts_are_skipped() {
+        assert_eq!(cmds(b"*0\r\n*-1\r\n*-7\r\n*1\r\n$1\r\nx\r\n"), vec![vec![b"x".to_vec()]]);
+        let mut p = RequestParser::default();
+        let mut buf = BytesMut::from(&b"*0\r\n"[..]);
+        assert_eq!(p.parse(&mut buf).unwrap(), None);
+        assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn payload_terminator_is_not_checked() {
+        // Redis skips the two bytes after the payload blindly.
+        assert_eq!(cmds(b"*2\r\n$1\r\naXY$1\r\nbZZ"), vec![vec![b"a".to_vec(), b"b".to_vec()]]);
+    }
+
+    #[test]
+    fn multibulk_count_errors() {
+        assert_eq!(err(b"*abc\r\n"), "invalid multibulk length");
+        assert_eq!(err(b"*+1\r\n"), "invalid multibulk length");
+        assert_eq!(err(b"* 1\r\n"), "invalid multibulk length");
+        assert_eq!(err(b"*01\r\n"), "invalid multibulk length");
+        assert_eq!(err(b"*\r\n"), "invalid multibulk length");
+        assert_eq!(err(b"*2147483648\r\n"), "invalid multibulk length");
+        assert_eq!(err_with(b"*4\r\n", small()), "invalid multibulk length");
+        assert_eq!(parse_all(b"*2147483647\r\n", Limits::default()).unwrap(), Vec::<Vec<Vec<u8>>>::new());
+        let mut long = b"*".to_vec();
+        long.extend_from_slice(&[b'1'; 70_000]);
+        assert_eq!(err(&long), "too big mbulk count string");
+        assert_eq!(err_with(b"*11111111111111111", small()), "too big mbulk count string");
+        // Exactly at the limit is still just incomplete.
+        assert!(parse_all(b"*111111111111111", small()).unwrap().is_empty());
+    }
+
+    #[test]
+    fn bulk_header_errors() {
+        assert_eq!(err(b"*1\r\n:3\r\n"), "expected '$', got ':'");
+        assert_eq!(err(b"*1\r\nfoo\r\n"), "expected '$', got 'f'");
+        assert_eq!(err(b"*1\r\n$x\r\n"), "invalid bulk length");
+        assert_eq!(err(b"*1\r\n$-1\r\n"), "invalid bulk length");
+        assert_eq!(err(b"*1\r\n$+3\r\n"), "invalid bulk length");
+        assert_eq!(err(b"*1\r\n$\r\n"), "invalid bulk length");
+        assert_eq!(err(b"*1\r\n$536870913\r\n"), "invalid bulk length");
+        assert_eq!(err_with(b"*1\r\n$11\r\n", small()), "invalid bulk length");
+        assert_eq!(cmds(b"*1\r\n$0\r\n\r\n"), vec![vec![Vec::new()]]);
+        let mut long = b"*1\r\n$".to_vec();
+        long.extend_from_slice(&[b'1'; 70_000]);
+        assert_eq!(err(&long), "too big bulk count string");
+        assert_eq!(err_with(b"*1\r\nxxxxxxxxxxxxxxxxxxxx", small()), "too big bulk count string");
+        // Without its line end, a bad header byte is not reported yet (Redis order).
+        assert!(parse_all(b"*1\r\nxxxx", small()).unwrap().is_empty());
+    }
+
+    #[test]
+    fn inline_commands() {
+        assert_eq!(cmds(b"PING\r\n"), vec![vec![b"PING".to_vec()]]);
+        assert_eq!(cmds(b"set a 'b c'\n"), vec![vec![b"set".to_vec(), b"a".to_vec(), b"b c".to_vec()]]);
+        assert_eq!(cmds(b"\r\n\n  \r\nPING\n"), vec![vec![b"PING".to_vec()]]);
+        assert_eq!(cmds(b"echo \"a\\x00b\"\r\n"), vec![vec![b"echo".to_vec(), b"a\0b".to_vec()]]);
+        // Inline and multibulk can alternate on one connection.
+        assert_eq!(
+            cmds(b"PING\r\n*1\r\n$4\r\nPING\r\nPING\n"),
+            vec![vec![b"PING".to_vec()]; 3]
+        );
+        assert_eq!(err(b"set \"a\r\n"), "unbalanced quotes in request");
+        assert_eq!(err(b"set 'a'b\r\n"), "unbalanced quotes in request");
+        let long = vec![b'a'; 70_000];
+        assert_eq!(err(&long), "too big inline request");
+        assert_eq!(err_with(b"12345678901234567", small()), "too big inline request");
+        assert!(parse_all(b"1234567890123456", small()).unwrap().is_empty());
+        // A long line that arrived complete is accepted, as in Redis.
+        let mut ok = vec![b'a'; 20];
+        ok.push(b'\n');
+        assert_eq!(parse_all(&ok, small()).unwrap(), vec![vec![vec![b'a'; 20]]]);
+    }
+
+    #[test]
+    fn inline_args_share_the_buffer() {
+        let mut p = RequestParser::default();
+        let mut buf = BytesMut::from(&b"get key\r\n"[..]);
+        let args = p.parse(&mut buf).unwrap().unwrap();
+        assert_eq!(args, vec![Bytes::from_static(b"get"), Bytes::from_static(b"key")]);
+        assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn byte_at_a_time() {
+        let input = b"*2\r\n$3\r\nGET\r\n$10\r\n0123456789\r\nPING\r\n";
+        let mut p = RequestParser::default();
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        for &b in input.iter() {
+            buf.extend_from_slice(&[b]);
+            while let Some(args) = p.parse(&mut buf).unwrap() {
+                out.push(args);
+            }
+        }
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0], vec![Bytes::from_static(b"GET"), Bytes::from_static(b"0123456789")]);
+        assert_eq!(out[1], vec![Bytes::from_static(b"PING")]);
+        assert!(buf.is_empty());
+        // Every header byte looked at once; payload bytes never.
+        assert!(p.scanned <= input.len(), "scanned {} of {}", p.scanned, input.len());
+    }
+
+    #[test]
+    fn shrunken_buffer_restarts_instead_of_panicking() {
+        let mut p = RequestParser::default();
+        let mut buf = BytesMut::from(&b"*2\r\n$3\r\nGET\r\n$3"[..]);
+        assert_eq!(p.parse(&mut buf).unwrap(), None);
+        let mut other = BytesMut::from(&b"*1\r\n$1\r\nx\r\n"[..]);
+        assert_eq!(p.parse(&mut other).unwrap(), Some(vec![Bytes::from_static(b"x")]));
+    }
+
+    #[test]
+    fn million_args_in_1k_chunks_is_linear() {
+        const N: usize = 1_000_000;
+        let mut wire = BytesMut::new();
+        let args: Vec<&[u8]> = vec![b"v"; N];
+        crate::encode_command(&args, &mut wire);
+        let wire = wire.freeze();
+        let mut p = RequestParser::default();
+        let mut buf = BytesMut::new();
+        let mut calls = 0usize;
+        let mut result = None;
+        let chunks: Vec<&[u8]> = wire.chunks(1024).collect();
+        for (i, chunk) in chunks.iter().enumerate() {
+            buf.extend_from_slice(chunk);
+            calls += 1;
+            let r = p.parse(&mut buf).unwrap();
+            if i + 1 < chunks.len() {
+                assert!(r.is_none(), "completed early at chunk {i}");
+            } else {
+                result = r;
+            }
+        }
+        assert_eq!(calls, chunks.len());
+        let result = result.expect("complete after the last chunk");
+        assert_eq!(result.len(), N);
+        assert!(result.iter().all(|a| &a[..] == b"v"));
+        // Header lines are scanned once in total; payloads are not scanned:
+        // strictly less than the input, which quadratic rescanning would
+        // exceed by orders of magnitude.
+        assert!(p.scanned <= wire.len(), "scanned {} bytes of {}", p.scanned, wire.len());
+        assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn big_bulk_in_64k_pieces_is_not_rescanned() {
+        let len = 8 << 20;
+        let mut head = BytesMut::new();
+        head.extend_from_slice(format!("*1\r\n${len}\r\n").as_bytes());
+        let mut p = RequestParser::default();
+        let mut buf = head;
+        assert_eq!(p.parse(&mut buf).unwrap(), None);
+        let piece = vec![b'z'; 64 * 1024];
+        for _ in 0..len / piece.len() {
+            buf.extend_from_slice(&piece);
+            assert_eq!(p.parse(&mut buf).unwrap(), None);
+        }
+        assert_eq!(p.bulk_bytes_needed(buf.len()), Some(2));
+        buf.extend_from_slice(b"\r\n");
+        let args = p.parse(&mut buf).unwrap().unwrap();
+        assert_eq!(args[0].len(), len);
+        assert!(p.scanned < 32, "payload was scanned: {}", p.scanned);
+    }
+}

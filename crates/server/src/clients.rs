@@ -1,0 +1,121 @@
+//! The registry of connected clients, for CLIENT LIST/KILL/INFO and INFO clients.
+//!
+//! Connections live on different worker threads; the registry is the one structure they
+//! share, and it is touched on connect, disconnect, and by the CLIENT commands, never per
+//! request. Per-request fields (last command, database, idle time) are atomics or small
+//! mutexes inside each client's own record.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+/// What other connections may see of, and do to, a client.
+pub struct ClientMeta {
+    pub id: u64,
+    pub addr: SocketAddr,
+    pub laddr: SocketAddr,
+    pub created: Instant,
+    pub last_interaction_ms: AtomicU64,
+    pub name: Mutex<Option<String>>,
+    pub lib_name: Mutex<Option<String>>,
+    pub db: AtomicUsize,
+    pub resp: AtomicUsize,
+    pub last_cmd: Mutex<&'static str>,
+    pub multi_len: AtomicUsize,
+    pub no_evict: AtomicBool,
+    pub killed: AtomicBool,
+    pub kill: Notify,
+}
+
+impl ClientMeta {
+    pub fn kill(&self) {
+        self.killed.store(true, Ordering::Release);
+        self.kill.notify_one();
+    }
+
+    /// One CLIENT LIST / CLIENT INFO line, with Redis's field names.
+    pub fn info_line(&self, now_ms: u64) -> String {
+        let age = self.created.elapsed().as_secs();
+        let idle = now_ms.saturating_sub(self.last_interaction_ms.load(Ordering::Relaxed)) / 1000;
+        let name = self.name.lock().clone().unwrap_or_default();
+        let (flags, multi) = match self.multi_len.load(Ordering::Relaxed) {
+            usize::MAX => ("N", -1),
+            n => ("x", n as i64),
+        };
+        format!(
+            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
+            self.id,
+            self.addr,
+            self.laddr,
+            name,
+            age,
+            idle,
+            flags,
+            self.db.load(Ordering::Relaxed),
+            multi,
+            self.last_cmd.lock(),
+            self.resp.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// All connected clients by id.
+#[derive(Default)]
+pub struct Clients {
+    next_id: AtomicU64,
+    map: Mutex<BTreeMap<u64, Arc<ClientMeta>>>,
+}
+
+impl Clients {
+    /// Registers a new client unless `maxclients` are already connected.
+    pub fn register(&self, addr: SocketAddr, laddr: SocketAddr, maxclients: usize, now_ms: u64) -> Option<Arc<ClientMeta>> {
+        let mut map = self.map.lock();
+        if map.len() >= maxclients {
+            return None;
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        let meta = Arc::new(ClientMeta {
+            id,
+            addr,
+            laddr,
+            created: Instant::now(),
+            last_interaction_ms: AtomicU64::new(now_ms),
+            name: Mutex::new(None),
+            lib_name: Mutex::new(None),
+            db: AtomicUsize::new(0),
+            resp: AtomicUsize::new(2),
+            last_cmd: Mutex::new("NULL"),
+            multi_len: AtomicUsize::new(usize::MAX),
+            no_evict: AtomicBool::new(false),
+            killed: AtomicBool::new(false),
+            kill: Notify::new(),
+        });
+        map.insert(id, meta.clone());
+        Some(meta)
+    }
+
+    pub fn unregister(&self, id: u64) {
+        self.map.lock().remove(&id);
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn all(&self) -> Vec<Arc<ClientMeta>> {
+        self.map.lock().values().cloned().collect()
+    }
+
+    pub fn get(&self, id: u64) -> Option<Arc<ClientMeta>> {
+        self.map.lock().get(&id).cloned()
+    }
+}

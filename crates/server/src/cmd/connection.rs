@@ -1,0 +1,446 @@
+//! The connection family: PING, ECHO, HELLO, AUTH, SELECT, QUIT, RESET, TIME, CLIENT and
+//! COMMAND.
+//!
+//! These act on the connection's own state (protocol version, database, name, reply mode) or
+//! on the client registry, never on keys, so they run in the connection task.
+
+use std::sync::atomic::Ordering;
+
+use abacus_protocol::{Bytes, Frame, Protocol};
+
+use super::args::*;
+use crate::command::flags::*;
+use crate::command::{self, Spec};
+use crate::conn::{Conn, ReplyMode};
+use crate::server::REDIS_VERSION;
+use crate::shard::now_ms;
+
+const G: &str = "connection";
+const NONE: (i32, i32, i32) = (0, 0, 0);
+
+pub const COMMANDS: &[Spec] = &[
+    Spec::conn("ping", -1, FAST, NONE, G, "Returns the server's liveliness response."),
+    Spec::conn("echo", 2, FAST, NONE, G, "Returns the given string."),
+    Spec::conn("hello", -1, NO_AUTH | FAST, NONE, G, "Handshakes with the Redis server."),
+    Spec::conn("auth", -2, NO_AUTH | FAST, NONE, G, "Authenticates the connection."),
+    Spec::conn("select", 2, FAST | LOADING | STALE, NONE, G, "Changes the selected database."),
+    Spec::conn("quit", -1, NO_AUTH | FAST, NONE, G, "Closes the connection."),
+    Spec::conn("reset", 1, NO_AUTH | FAST | NO_MULTI, NONE, G, "Resets the connection."),
+    Spec::conn("time", 1, FAST | LOADING | STALE, NONE, "server", "Returns the server time."),
+    Spec::conn("client", -2, 0, NONE, G, "A container for client connection commands.").with_subcommands(CLIENT),
+    Spec::conn("command", -1, LOADING | STALE, NONE, "server", "Returns detailed information about all commands.").with_subcommands(COMMAND),
+];
+
+const CLIENT: &[Spec] = &[
+    Spec::conn("client|id", 2, FAST, NONE, G, "Returns the unique client ID of the connection."),
+    Spec::conn("client|setname", 3, FAST, NONE, G, "Sets the connection name."),
+    Spec::conn("client|getname", 2, FAST, NONE, G, "Returns the name of the connection."),
+    Spec::conn("client|list", -2, ADMIN, NONE, G, "Lists open connections."),
+    Spec::conn("client|info", 2, FAST, NONE, G, "Returns information about the connection."),
+    Spec::conn("client|kill", -3, ADMIN, NONE, G, "Terminates open connections."),
+    Spec::conn("client|no-evict", 3, ADMIN, NONE, G, "Sets the client eviction mode of the connection."),
+    Spec::conn("client|reply", 3, 0, NONE, G, "Instructs the server whether to reply to commands."),
+    Spec::conn("client|setinfo", 4, FAST, NONE, G, "Sets information specific to the client or connection."),
+    Spec::conn("client|help", 2, 0, NONE, G, "Returns helpful text about the different subcommands."),
+];
+
+const COMMAND: &[Spec] = &[
+    Spec::conn("command|count", 2, LOADING | STALE, NONE, "server", "Returns a count of commands."),
+    Spec::conn("command|info", -2, LOADING | STALE, NONE, "server", "Returns information about one, multiple or all commands."),
+    Spec::conn("command|docs", -2, LOADING | STALE, NONE, "server", "Returns documentary information about one, multiple or all commands."),
+    Spec::conn("command|list", -2, LOADING | STALE, NONE, "server", "Returns a list of command names."),
+    Spec::conn("command|help", 2, LOADING | STALE, NONE, "server", "Returns helpful text about the different subcommands."),
+];
+
+pub fn ping(_conn: &mut Conn, a: &[Bytes]) -> Frame {
+    match a.len() {
+        1 => Frame::simple("PONG"),
+        2 => Frame::Bulk(a[1].clone()),
+        _ => crate::conn::error_arity("ping"),
+    }
+}
+
+fn check_password(conn: &Conn, user: Option<&[u8]>, pass: &[u8]) -> bool {
+    if let Some(u) = user {
+        if u != b"default" {
+            return false;
+        }
+    }
+    match conn.worker.server.config.requirepass() {
+        Some(p) => p.as_bytes() == pass,
+        None => user.is_some(),
+    }
+}
+
+const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+
+pub fn auth(conn: &mut Conn, a: &[Bytes]) -> Frame {
+    if a.len() > 3 {
+        return err(ERR_SYNTAX);
+    }
+    if a.len() == 2 && conn.worker.server.config.requirepass().is_none() {
+        return err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
+    }
+    let (user, pass) = if a.len() == 3 { (Some(&a[1][..]), &a[2][..]) } else { (None, &a[1][..]) };
+    if check_password(conn, user, pass) {
+        conn.authenticated = true;
+        Frame::ok()
+    } else {
+        err(WRONGPASS)
+    }
+}
+
+fn valid_client_name(n: &[u8]) -> bool {
+    n.iter().all(|&c| (b'!'..=b'~').contains(&c))
+}
+
+pub fn hello(conn: &mut Conn, a: &[Bytes]) -> Frame {
+    let mut proto = None;
+    if a.len() >= 2 {
+        match parse_i64(&a[1]) {
+            Ok(2) => proto = Some(Protocol::Resp2),
+            Ok(3) => proto = Some(Protocol::Resp3),
+            Ok(_) => return err("NOPROTO unsupported protocol version"),
+            Err(_) => return err("ERR Protocol version is not an integer or out of range"),
+        }
+    }
+    let mut i = 2;
+    let mut name = None;
+    while i < a.len() {
+        if is(&a[i], "auth") && i + 2 < a.len() {
+            if !check_password(conn, Some(&a[i + 1]), &a[i + 2]) {
+                return err(WRONGPASS);
+            }
+            conn.authenticated = true;
+            i += 3;
+        } else if is(&a[i], "setname") && i + 1 < a.len() {
+            if !valid_client_name(&a[i + 1]) {
+                return err("ERR Client names cannot contain spaces, newlines or special characters.");
+            }
+            name = Some(String::from_utf8_lossy(&a[i + 1]).into_owned());
+            i += 2;
+        } else {
+            return Frame::error(format!("ERR Syntax error in HELLO option '{}'", String::from_utf8_lossy(&a[i])));
+        }
+    }
+    if !conn.authenticated {
+        return err("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
+    }
+    if let Some(n) = name {
+        *conn.meta.name.lock() = if n.is_empty() { None } else { Some(n) };
+    }
+    if let Some(p) = proto {
+        conn.proto = p;
+        conn.meta.resp.store(if p == Protocol::Resp3 { 3 } else { 2 }, Ordering::Relaxed);
+    }
+    let s = |v: &str| Frame::bulk(v.as_bytes().to_vec());
+    Frame::Map(vec![
+        (s("server"), s("redis")),
+        (s("version"), s(REDIS_VERSION)),
+        (s("proto"), Frame::Integer(if conn.proto == Protocol::Resp3 { 3 } else { 2 })),
+        (s("id"), Frame::Integer(conn.meta.id as i64)),
+        (s("mode"), s("standalone")),
+        (s("role"), s("master")),
+        (s("modules"), Frame::Array(vec![])),
+    ])
+}
+
+pub fn select(conn: &mut Conn, a: &[Bytes]) -> Frame {
+    let n = match parse_i64(&a[1]) {
+        Ok(n) => n,
+        Err(e) => return e,
+    };
+    if n < 0 || n as usize >= conn.worker.server.databases {
+        return err("ERR DB index is out of range");
+    }
+    conn.db = n as usize;
+    conn.meta.db.store(conn.db, Ordering::Relaxed);
+    Frame::ok()
+}
+
+pub fn quit(conn: &mut Conn) -> Frame {
+    conn.close_after_reply = true;
+    Frame::ok()
+}
+
+pub async fn reset(conn: &mut Conn) -> Frame {
+    conn.multi = None;
+    conn.meta.multi_len.store(usize::MAX, Ordering::Relaxed);
+    conn.unwatch_all().await;
+    conn.db = 0;
+    conn.meta.db.store(0, Ordering::Relaxed);
+    conn.proto = Protocol::Resp2;
+    conn.meta.resp.store(2, Ordering::Relaxed);
+    *conn.meta.name.lock() = None;
+    conn.reply_mode = ReplyMode::On;
+    conn.meta.no_evict.store(false, Ordering::Relaxed);
+    conn.authenticated = conn.worker.server.config.requirepass().is_none();
+    Frame::simple("RESET")
+}
+
+pub fn time() -> Frame {
+    let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    Frame::Array(vec![
+        Frame::bulk(d.as_secs().to_string().into_bytes()),
+        Frame::bulk(d.subsec_micros().to_string().into_bytes()),
+    ])
+}
+
+fn verbatim(text: String) -> Frame {
+    Frame::Verbatim { format: *b"txt", text: Bytes::from(text) }
+}
+
+pub fn client(conn: &mut Conn, sub: &str, a: &[Bytes]) -> Frame {
+    match sub {
+        "client|id" => Frame::Integer(conn.meta.id as i64),
+        "client|setname" => {
+            if !valid_client_name(&a[2]) {
+                return err("ERR Client names cannot contain spaces, newlines or special characters.");
+            }
+            let n = String::from_utf8_lossy(&a[2]).into_owned();
+            *conn.meta.name.lock() = if n.is_empty() { None } else { Some(n) };
+            Frame::ok()
+        }
+        "client|getname" => match conn.meta.name.lock().clone() {
+            Some(n) => Frame::bulk(n.into_bytes()),
+            None => Frame::Null,
+        },
+        "client|info" => verbatim(conn.meta.info_line(now_ms()) + "\n"),
+        "client|list" => client_list(conn, a),
+        "client|kill" => client_kill(conn, a),
+        "client|no-evict" => {
+            if is(&a[2], "on") {
+                conn.meta.no_evict.store(true, Ordering::Relaxed);
+            } else if is(&a[2], "off") {
+                conn.meta.no_evict.store(false, Ordering::Relaxed);
+            } else {
+                return err(ERR_SYNTAX);
+            }
+            Frame::ok()
+        }
+        "client|reply" => {
+            if is(&a[2], "on") {
+                conn.reply_mode = ReplyMode::On;
+            } else if is(&a[2], "off") {
+                conn.reply_mode = ReplyMode::Off;
+            } else if is(&a[2], "skip") {
+                // Suppress this reply and the next command's.
+                if conn.reply_mode != ReplyMode::Off {
+                    conn.reply_mode = ReplyMode::Skip(2);
+                }
+            } else {
+                return err(ERR_SYNTAX);
+            }
+            Frame::ok()
+        }
+        "client|setinfo" => {
+            let v = String::from_utf8_lossy(&a[3]).into_owned();
+            if is(&a[2], "lib-name") || is(&a[2], "lib-ver") {
+                if !valid_client_name(&a[3]) {
+                    return err("ERR lib-name and lib-ver cannot contain spaces, newlines or special characters.");
+                }
+                if is(&a[2], "lib-name") {
+                    *conn.meta.lib_name.lock() = Some(v);
+                }
+                Frame::ok()
+            } else {
+                Frame::error(format!("ERR Unrecognized option '{}'", String::from_utf8_lossy(&a[2])))
+            }
+        }
+        "client|help" => Frame::Array(
+            ["CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "ID", "SETNAME <name>", "GETNAME", "LIST [TYPE <type>] [ID <id> ...]", "INFO", "KILL <ip:port> | <filter> <value> ...", "NO-EVICT (ON|OFF)", "REPLY (ON|OFF|SKIP)", "HELP"]
+                .iter()
+                .map(|l| Frame::Simple(Bytes::from_static(l.as_bytes())))
+                .collect(),
+        ),
+        _ => err(ERR_SYNTAX),
+    }
+}
+
+fn client_list(conn: &Conn, a: &[Bytes]) -> Frame {
+    let mut ids: Option<Vec<u64>> = None;
+    let mut i = 2;
+    while i < a.len() {
+        if is(&a[i], "type") && i + 1 < a.len() {
+            let t = String::from_utf8_lossy(&a[i + 1]).to_ascii_lowercase();
+            if !["normal", "master", "replica", "pubsub"].contains(&t.as_str()) {
+                return Frame::error(format!("ERR Unknown client type '{t}'"));
+            }
+            if t != "normal" {
+                ids = Some(Vec::new());
+            }
+            i += 2;
+        } else if is(&a[i], "id") && i + 1 < a.len() {
+            let mut v = ids.take().unwrap_or_default();
+            i += 1;
+            while i < a.len() {
+                match parse_i64(&a[i]) {
+                    Ok(id) if id > 0 => v.push(id as u64),
+                    _ => return err("ERR Invalid client ID"),
+                }
+                i += 1;
+            }
+            ids = Some(v);
+        } else {
+            return err(ERR_SYNTAX);
+        }
+    }
+    let now = now_ms();
+    let mut out = String::new();
+    for c in conn.worker.server.clients.all() {
+        if ids.as_ref().map_or(true, |v| v.contains(&c.id)) {
+            out.push_str(&c.info_line(now));
+            out.push('\n');
+        }
+    }
+    verbatim(out)
+}
+
+fn client_kill(conn: &mut Conn, a: &[Bytes]) -> Frame {
+    let clients = conn.worker.server.clients.all();
+    if a.len() == 3 {
+        // Old form: CLIENT KILL addr:port.
+        let addr = String::from_utf8_lossy(&a[2]);
+        return match clients.iter().find(|c| c.addr.to_string() == addr) {
+            Some(c) => {
+                c.kill();
+                if c.id == conn.meta.id {
+                    conn.close_after_reply = true;
+                }
+                Frame::ok()
+            }
+            None => err("ERR No such client"),
+        };
+    }
+    let (mut id, mut addr, mut laddr, mut skipme) = (None, None, None, true);
+    let mut i = 2;
+    while i + 1 < a.len() {
+        let v = String::from_utf8_lossy(&a[i + 1]).into_owned();
+        if is(&a[i], "id") {
+            match parse_i64(&a[i + 1]) {
+                Ok(n) if n > 0 => id = Some(n as u64),
+                _ => return err("ERR client-id should be greater than 0"),
+            }
+        } else if is(&a[i], "addr") {
+            addr = Some(v);
+        } else if is(&a[i], "laddr") {
+            laddr = Some(v);
+        } else if is(&a[i], "skipme") {
+            skipme = match v.to_ascii_lowercase().as_str() {
+                "yes" => true,
+                "no" => false,
+                _ => return err(ERR_SYNTAX),
+            };
+        } else if is(&a[i], "type") || is(&a[i], "user") || is(&a[i], "maxage") {
+            // Every client here is a normal client of the default user; accept the filters.
+        } else {
+            return err(ERR_SYNTAX);
+        }
+        i += 2;
+    }
+    if i != a.len() {
+        return err(ERR_SYNTAX);
+    }
+    let mut killed = 0;
+    for c in clients {
+        if id.is_some_and(|x| x != c.id) || addr.as_ref().is_some_and(|x| *x != c.addr.to_string()) || laddr.as_ref().is_some_and(|x| *x != c.laddr.to_string()) {
+            continue;
+        }
+        if c.id == conn.meta.id {
+            if skipme {
+                continue;
+            }
+            conn.close_after_reply = true;
+        }
+        c.kill();
+        killed += 1;
+    }
+    Frame::Integer(killed)
+}
+
+fn flag_names(spec: &Spec) -> Vec<Frame> {
+    let names = [
+        (WRITE, "write"),
+        (READONLY, "readonly"),
+        (DENYOOM, "denyoom"),
+        (ADMIN, "admin"),
+        (LOADING, "loading"),
+        (STALE, "stale"),
+        (FAST, "fast"),
+        (NO_AUTH, "no_auth"),
+        (NO_MULTI, "no_multi"),
+    ];
+    names.iter().filter(|(f, _)| spec.has(*f)).map(|(_, n)| Frame::Simple(Bytes::from_static(n.as_bytes()))).collect()
+}
+
+fn command_info(spec: &Spec) -> Frame {
+    Frame::Array(vec![
+        Frame::bulk(spec.name.as_bytes().to_vec()),
+        Frame::Integer(spec.arity as i64),
+        Frame::Set(flag_names(spec)),
+        Frame::Integer(spec.first_key as i64),
+        Frame::Integer(spec.last_key as i64),
+        Frame::Integer(spec.step as i64),
+        Frame::Set(vec![Frame::Simple(Bytes::from(format!("@{}", spec.group)))]),
+        Frame::Array(vec![]),
+        Frame::Array(vec![]),
+        Frame::Array(spec.subcommands.iter().map(command_info).collect()),
+    ])
+}
+
+fn command_docs(spec: &Spec) -> Frame {
+    let s = |v: &str| Frame::bulk(v.as_bytes().to_vec());
+    let mut fields = vec![(s("summary"), s(spec.summary)), (s("since"), s("1.0.0")), (s("group"), s(spec.group))];
+    if !spec.subcommands.is_empty() {
+        fields.push((s("subcommands"), Frame::Map(spec.subcommands.iter().map(|c| (s(c.name), command_docs(c))).collect())));
+    }
+    Frame::Map(fields)
+}
+
+fn sorted_commands() -> Vec<&'static Spec> {
+    let mut all: Vec<&'static Spec> = command::all().collect();
+    all.sort_by_key(|s| s.name);
+    all
+}
+
+pub fn command(a: &[Bytes], sub: &str) -> Frame {
+    match sub {
+        "command" => Frame::Array(sorted_commands().into_iter().map(command_info).collect()),
+        "command|count" => Frame::Integer(command::all().count() as i64),
+        "command|info" => {
+            if a.len() == 2 {
+                return Frame::Array(sorted_commands().into_iter().map(command_info).collect());
+            }
+            Frame::Array(a[2..].iter().map(|n| command::lookup(n).map(command_info).unwrap_or(Frame::NullArray)).collect())
+        }
+        "command|docs" => {
+            let specs: Vec<&'static Spec> = if a.len() == 2 { sorted_commands() } else { a[2..].iter().filter_map(|n| command::lookup(n)).collect() };
+            Frame::Map(specs.into_iter().map(|c| (Frame::bulk(c.name.as_bytes().to_vec()), command_docs(c))).collect())
+        }
+        "command|list" => {
+            let mut names: Vec<&'static Spec> = sorted_commands();
+            if a.len() >= 3 {
+                if a.len() != 5 || !is(&a[2], "filterby") {
+                    return err(ERR_SYNTAX);
+                }
+                let v = String::from_utf8_lossy(&a[4]).to_ascii_lowercase();
+                if is(&a[3], "pattern") {
+                    names.retain(|c| abacus_keyspace::glob_match(v.as_bytes(), c.name.as_bytes(), true));
+                } else if is(&a[3], "aclcat") {
+                    names.retain(|c| c.group == v);
+                } else if is(&a[3], "module") {
+                    names.clear();
+                } else {
+                    return err(ERR_SYNTAX);
+                }
+            }
+            Frame::Array(names.into_iter().map(|c| Frame::bulk(c.name.as_bytes().to_vec())).collect())
+        }
+        _ => Frame::Array(
+            ["COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "(no subcommand)", "COUNT", "INFO [<command-name> ...]", "DOCS [<command-name> ...]", "LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]", "HELP"]
+                .iter()
+                .map(|l| Frame::Simple(Bytes::from_static(l.as_bytes())))
+                .collect(),
+        ),
+    }
+}

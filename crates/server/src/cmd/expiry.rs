@@ -1,0 +1,141 @@
+//! The expiry family: EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT, TTL, PTTL, EXPIRETIME,
+//! PEXPIRETIME, PERSIST.
+//!
+//! Expiry times are stored as absolute Unix milliseconds (the form the append-only log will
+//! record, so a replay never stretches a TTL). Relative forms are converted here, with Redis's
+//! overflow checks. Setting a time already past deletes the key at once, as Redis does.
+
+use abacus_protocol::{Bytes, Frame};
+
+use super::args::*;
+use crate::command::flags::*;
+use crate::command::Spec;
+use crate::shard::Ctx;
+
+const K1: (i32, i32, i32) = (1, 1, 1);
+const G: &str = "generic";
+
+pub const COMMANDS: &[Spec] = &[
+    Spec::keyed("expire", -3, WRITE | FAST, K1, expire, G, "Sets the expiration time of a key in seconds."),
+    Spec::keyed("pexpire", -3, WRITE | FAST, K1, pexpire, G, "Sets the expiration time of a key in milliseconds."),
+    Spec::keyed("expireat", -3, WRITE | FAST, K1, expireat, G, "Sets the expiration time of a key to a Unix timestamp."),
+    Spec::keyed("pexpireat", -3, WRITE | FAST, K1, pexpireat, G, "Sets the expiration time of a key to a Unix milliseconds timestamp."),
+    Spec::keyed("ttl", 2, READONLY | FAST, K1, ttl, G, "Returns the expiration time in seconds of a key."),
+    Spec::keyed("pttl", 2, READONLY | FAST, K1, pttl, G, "Returns the expiration time in milliseconds of a key."),
+    Spec::keyed("expiretime", 2, READONLY | FAST, K1, expiretime, G, "Returns the expiration time of a key as a Unix timestamp."),
+    Spec::keyed("pexpiretime", 2, READONLY | FAST, K1, pexpiretime, G, "Returns the expiration time of a key as a Unix milliseconds timestamp."),
+    Spec::keyed("persist", 2, WRITE | FAST, K1, persist, G, "Removes the expiration time of a key."),
+];
+
+fn expire_generic(ctx: &mut Ctx, a: &[Bytes], unit_ms: i64, relative: bool, cmd: &str) -> Frame {
+    let when = match parse_i64(&a[2]) {
+        Ok(v) => v,
+        Err(e) => return e,
+    };
+    let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
+    for o in &a[3..] {
+        if is(o, "nx") {
+            nx = true;
+        } else if is(o, "xx") {
+            xx = true;
+        } else if is(o, "gt") {
+            gt = true;
+        } else if is(o, "lt") {
+            lt = true;
+        } else {
+            return Frame::error(format!("ERR Unsupported option {}", String::from_utf8_lossy(o)));
+        }
+    }
+    if nx && (xx || gt || lt) {
+        return err("ERR NX and XX, GT or LT options at the same time are not compatible");
+    }
+    if gt && lt {
+        return err("ERR GT and LT options at the same time are not compatible");
+    }
+    let invalid = || Frame::error(format!("ERR invalid expire time in '{cmd}' command"));
+    let Some(mut at) = when.checked_mul(unit_ms) else { return invalid() };
+    if relative {
+        let Some(v) = at.checked_add(ctx.now_ms as i64) else { return invalid() };
+        at = v;
+    }
+    let now = ctx.now_ms;
+    let Some(entry) = ctx.db().get(&a[1], now) else { return Frame::Integer(0) };
+    let current = entry.expire_at_ms;
+    let has_ttl = current != 0;
+    if (nx && has_ttl) || (xx && !has_ttl) {
+        return Frame::Integer(0);
+    }
+    if gt && (!has_ttl || at <= current as i64) {
+        return Frame::Integer(0);
+    }
+    if lt && has_ttl && at >= current as i64 {
+        return Frame::Integer(0);
+    }
+    if at <= now as i64 {
+        ctx.db().remove(&a[1], now);
+    } else {
+        ctx.db().set_expire(&a[1], at as u64);
+    }
+    Frame::Integer(1)
+}
+
+fn expire(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    expire_generic(ctx, a, 1000, true, "expire")
+}
+
+fn pexpire(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    expire_generic(ctx, a, 1, true, "pexpire")
+}
+
+fn expireat(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    expire_generic(ctx, a, 1000, false, "expireat")
+}
+
+fn pexpireat(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    expire_generic(ctx, a, 1, false, "pexpireat")
+}
+
+/// -2 if missing, -1 if no expiry, else the absolute expiry in ms.
+fn expire_of(ctx: &mut Ctx, key: &[u8]) -> i64 {
+    let now = ctx.now_ms;
+    match ctx.db().peek(key, now) {
+        None => -2,
+        Some(e) if e.expire_at_ms == 0 => -1,
+        Some(e) => e.expire_at_ms as i64,
+    }
+}
+
+fn ttl(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    let now = ctx.now_ms as i64;
+    Frame::Integer(match expire_of(ctx, &a[1]) {
+        at if at < 0 => at,
+        at => ((at - now).max(0) + 500) / 1000,
+    })
+}
+
+fn pttl(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    let now = ctx.now_ms as i64;
+    Frame::Integer(match expire_of(ctx, &a[1]) {
+        at if at < 0 => at,
+        at => (at - now).max(0),
+    })
+}
+
+fn expiretime(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    Frame::Integer(match expire_of(ctx, &a[1]) {
+        at if at < 0 => at,
+        at => at / 1000,
+    })
+}
+
+fn pexpiretime(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    Frame::Integer(expire_of(ctx, &a[1]))
+}
+
+fn persist(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    if expire_of(ctx, &a[1]) < 0 {
+        return Frame::Integer(0);
+    }
+    ctx.db().set_expire(&a[1], 0);
+    Frame::Integer(1)
+}

@@ -1,0 +1,301 @@
+//! The generic key family: DEL, EXISTS, TYPE, RENAME, COPY, MOVE, OBJECT, KEYS, SCAN...
+//!
+//! Keyed commands run on the shard of their keys (atomically across shards when their keys
+//! span several; see `exec.rs`). KEYS, SCAN and RANDOMKEY visit the shards from the
+//! connection. A SCAN cursor names a shard and a position in it: `(position << 8) | shard`,
+//! iterating shard 0 to the end, then shard 1, and so on; cursor 0 starts and ends.
+
+use abacus_protocol::{Bytes, Frame};
+
+use super::args::*;
+use crate::command::flags::*;
+use crate::command::Spec;
+use crate::conn::Conn;
+use crate::exec::Access;
+use crate::shard::{now_ms, Ctx};
+
+const K1: (i32, i32, i32) = (1, 1, 1);
+const ALL: (i32, i32, i32) = (1, -1, 1);
+const G: &str = "generic";
+
+pub const COMMANDS: &[Spec] = &[
+    Spec::keyed("del", -2, WRITE, ALL, del, G, "Deletes one or more keys."),
+    Spec::keyed("unlink", -2, WRITE | FAST, ALL, del, G, "Asynchronously deletes one or more keys."),
+    Spec::keyed("exists", -2, READONLY | FAST, ALL, exists, G, "Determines whether one or more keys exist."),
+    Spec::keyed("touch", -2, READONLY | FAST, ALL, exists, G, "Returns the number of existing keys out of those specified after updating the time they were last accessed."),
+    Spec::keyed("type", 2, READONLY | FAST, K1, type_cmd, G, "Determines the type of value stored at a key."),
+    Spec::keyed("rename", 3, WRITE, (1, 2, 1), rename, G, "Renames a key and overwrites the destination."),
+    Spec::keyed("renamenx", 3, WRITE | FAST, (1, 2, 1), renamenx, G, "Renames a key only when the target key name doesn't exist."),
+    Spec::keyed("move", 3, WRITE | FAST, K1, move_cmd, G, "Moves a key to another database."),
+    Spec::keyed("copy", -3, WRITE | DENYOOM, (1, 2, 1), copy, G, "Copies the value of a key to a new key."),
+    Spec::conn("keys", 2, READONLY | ALL_SHARDS, (0, 0, 0), G, "Returns all key names that match a pattern."),
+    Spec::conn("scan", -2, READONLY | ALL_SHARDS, (0, 0, 0), G, "Iterates over the key names in the database."),
+    Spec::conn("randomkey", 1, READONLY | ALL_SHARDS, (0, 0, 0), G, "Returns a random key name from the database."),
+    Spec::conn("object", -2, READONLY, (0, 0, 0), G, "A container for object introspection commands.").with_subcommands(OBJECT),
+];
+
+const OBJECT: &[Spec] = &[
+    Spec::keyed("object|encoding", 3, READONLY, (2, 2, 1), object_encoding, G, "Returns the internal encoding of a Redis object."),
+    Spec::keyed("object|freq", 3, READONLY, (2, 2, 1), object_freq, G, "Returns the logarithmic access frequency counter of a Redis object."),
+    Spec::keyed("object|idletime", 3, READONLY, (2, 2, 1), object_idletime, G, "Returns the time since the last access to a Redis object."),
+    Spec::keyed("object|refcount", 3, READONLY, (2, 2, 1), object_refcount, G, "Returns the reference count of a value of a key."),
+    Spec::keyed("object|help", 2, READONLY, (0, 0, 0), object_help, G, "Returns helpful text about the different subcommands."),
+];
+
+fn del(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    let now = ctx.now_ms;
+    Frame::Integer(a[1..].iter().filter(|k| ctx.db().remove(k, now)).count() as i64)
+}
+
+fn exists(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    let now = ctx.now_ms;
+    Frame::Integer(a[1..].iter().filter(|k| ctx.db().get(k, now).is_some()).count() as i64)
+}
+
+fn type_cmd(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    let now = ctx.now_ms;
+    match ctx.db().peek(&a[1], now) {
+        Some(e) => Frame::simple(e.value.value_type().name()),
+        None => Frame::simple("none"),
+    }
+}
+
+fn rename_generic(ctx: &mut Ctx, a: &[Bytes], nx: bool) -> Frame {
+    let now = ctx.now_ms;
+    if !ctx.db().contains(&a[1], now) {
+        return err(ERR_NO_SUCH_KEY);
+    }
+    if a[1] == a[2] {
+        return if nx { Frame::Integer(0) } else { Frame::ok() };
+    }
+    if nx && ctx.db().contains(&a[2], now) {
+        return Frame::Integer(0);
+    }
+    if let Some(e) = ctx.db().remove_entry(&a[1]) {
+        ctx.db().insert_entry(&a[2], e);
+    }
+    if nx {
+        Frame::Integer(1)
+    } else {
+        Frame::ok()
+    }
+}
+
+fn rename(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    rename_generic(ctx, a, false)
+}
+
+fn renamenx(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    rename_generic(ctx, a, true)
+}
+
+fn db_index(ctx: &Ctx, a: &[u8]) -> Result<usize, Frame> {
+    let n = parse_i64(a)?;
+    if n < 0 || n as usize >= ctx.dbs.len() {
+        return Err(err("ERR DB index is out of range"));
+    }
+    Ok(n as usize)
+}
+
+fn move_cmd(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    let target = match db_index(ctx, &a[2]) {
+        Ok(t) => t,
+        Err(e) => return e,
+    };
+    if target == ctx.db {
+        return err("ERR source and destination objects are the same");
+    }
+    let now = ctx.now_ms;
+    if !ctx.db().contains(&a[1], now) || ctx.dbs[target].contains(&a[1], now) {
+        return Frame::Integer(0);
+    }
+    if let Some(e) = ctx.db().remove_entry(&a[1]) {
+        ctx.dbs[target].insert_entry(&a[1], e);
+        ctx.dbs[target].signal_modified(&a[1]);
+    }
+    Frame::Integer(1)
+}
+
+fn copy(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    let (mut target, mut replace) = (ctx.db, false);
+    let mut i = 3;
+    while i < a.len() {
+        if is(&a[i], "replace") {
+            replace = true;
+        } else if is(&a[i], "db") && i + 1 < a.len() {
+            target = match db_index(ctx, &a[i + 1]) {
+                Ok(t) => t,
+                Err(e) => return e,
+            };
+            i += 1;
+        } else {
+            return err(ERR_SYNTAX);
+        }
+        i += 1;
+    }
+    if target == ctx.db && a[1] == a[2] {
+        return err("ERR source and destination objects are the same");
+    }
+    let now = ctx.now_ms;
+    let Some(src) = ctx.db().get(&a[1], now).cloned() else { return Frame::Integer(0) };
+    if ctx.dbs[target].contains(&a[2], now) {
+        if !replace {
+            return Frame::Integer(0);
+        }
+        ctx.dbs[target].remove_entry(&a[2]);
+    }
+    ctx.dbs[target].insert_entry(&a[2], src);
+    ctx.dbs[target].signal_modified(&a[2]);
+    Frame::Integer(1)
+}
+
+fn object_encoding(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    let now = ctx.now_ms;
+    match ctx.db().peek(&a[2], now) {
+        Some(e) => Frame::bulk(e.value.encoding().as_bytes()),
+        None => Frame::Null,
+    }
+}
+
+fn object_freq(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    let now = ctx.now_ms;
+    if ctx.db().peek(&a[2], now).is_none() {
+        return Frame::Null;
+    }
+    // No LFU policy exists yet (eviction policies arrive with the keyspace engine), so access
+    // frequency is never tracked: Redis's reply for a non-LFU policy.
+    err("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+}
+
+fn object_idletime(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    let now = ctx.now_ms;
+    match ctx.db().peek(&a[2], now) {
+        Some(e) => Frame::Integer((now / 1000).saturating_sub(e.accessed_s as u64) as i64),
+        None => Frame::Null,
+    }
+}
+
+fn object_refcount(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    let now = ctx.now_ms;
+    match ctx.db().peek(&a[2], now) {
+        // Values are never shared between keys here: every value has exactly one owner.
+        Some(_) => Frame::Integer(1),
+        None => Frame::Null,
+    }
+}
+
+fn object_help(_ctx: &mut Ctx, _a: &[Bytes]) -> Frame {
+    let lines = [
+        "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "ENCODING <key>",
+        "    Return the kind of internal representation used in order to store the value",
+        "    associated with a <key>.",
+        "FREQ <key>",
+        "    Return the access frequency index of the <key>. The returned integer is",
+        "    proportional to the logarithm of the recent access frequency of the key.",
+        "IDLETIME <key>",
+        "    Return the idle time of the <key>, that is the approximated number of",
+        "    seconds elapsed since the last access to the key.",
+        "REFCOUNT <key>",
+        "    Return the number of references of the value associated with the specified",
+        "    <key>.",
+        "HELP",
+        "    Prints this help.",
+    ];
+    Frame::Array(lines.iter().map(|l| Frame::Simple(Bytes::from_static(l.as_bytes()))).collect())
+}
+
+pub async fn keys(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
+    let db = conn.db;
+    let pattern = a[1].clone();
+    let Some(per_shard) = conn.worker.run_all(access, move |s| s.dbs[db].keys_matching(&pattern, now_ms())).await else {
+        return crate::exec::shutting_down();
+    };
+    Frame::Array(per_shard.into_iter().flatten().map(|k| Frame::Bulk(Bytes::from(k.into_vec()))).collect())
+}
+
+const SCAN_SHARD_BITS: u32 = 8;
+
+pub async fn scan(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
+    let cursor: u64 = match std::str::from_utf8(&a[1]).ok().and_then(|s| s.parse().ok()) {
+        Some(c) => c,
+        None => return err("ERR invalid cursor"),
+    };
+    let (mut pattern, mut count, mut type_filter) = (None, 10usize, None);
+    let mut i = 2;
+    while i < a.len() {
+        if i + 1 >= a.len() {
+            return err(ERR_SYNTAX);
+        }
+        if is(&a[i], "match") {
+            pattern = Some(a[i + 1].clone());
+        } else if is(&a[i], "count") {
+            count = match parse_i64(&a[i + 1]) {
+                Ok(c) if c >= 1 => c as usize,
+                Ok(_) => return err(ERR_SYNTAX),
+                Err(e) => return e,
+            };
+        } else if is(&a[i], "type") {
+            type_filter = Some(String::from_utf8_lossy(&a[i + 1]).to_ascii_lowercase());
+        } else {
+            return err(ERR_SYNTAX);
+        }
+        i += 2;
+    }
+    let shards = conn.worker.shards() as u64;
+    let shard = cursor & ((1 << SCAN_SHARD_BITS) - 1);
+    if shard >= shards {
+        return Frame::Array(vec![Frame::bulk(&b"0"[..]), Frame::Array(vec![])]);
+    }
+    let pos = (cursor >> SCAN_SHARD_BITS) as usize;
+    let db = conn.db;
+    let res = conn
+        .worker
+        .run(access, shard as usize, move |s| {
+            let mut keys = Vec::new();
+            let next = s.dbs[db].scan(pos, count, now_ms(), |k, e| {
+                let type_ok = type_filter.as_deref().map_or(true, |t| e.value.value_type().name() == t);
+                let match_ok = pattern.as_ref().map_or(true, |p| abacus_keyspace::glob_match(p, k, false));
+                if type_ok && match_ok {
+                    keys.push(Bytes::copy_from_slice(k));
+                }
+            });
+            (next, keys)
+        })
+        .await;
+    let Some((next_pos, keys)) = res else { return crate::exec::shutting_down() };
+    let next = if next_pos != 0 {
+        ((next_pos as u64) << SCAN_SHARD_BITS) | shard
+    } else if shard + 1 < shards {
+        shard + 1
+    } else {
+        0
+    };
+    Frame::Array(vec![Frame::bulk(next.to_string().into_bytes()), Frame::Array(keys.into_iter().map(Frame::Bulk).collect())])
+}
+
+pub async fn randomkey(conn: &mut Conn, access: Access<'_>) -> Frame {
+    let db = conn.db;
+    let Some(sizes) = conn.worker.run_all(access, move |s| s.dbs[db].len()).await else {
+        return crate::exec::shutting_down();
+    };
+    let total: usize = sizes.iter().sum();
+    if total == 0 {
+        return Frame::Null;
+    }
+    // Pick a shard with probability proportional to its size, so every key is equally likely.
+    let mut pick = rand::random::<usize>() % total;
+    let mut shard = 0;
+    for (i, n) in sizes.iter().enumerate() {
+        if pick < *n {
+            shard = i;
+            break;
+        }
+        pick -= n;
+    }
+    match conn.worker.run(access, shard, move |s| s.dbs[db].random_key(now_ms())).await {
+        Some(Some(k)) => Frame::Bulk(Bytes::from(k.into_vec())),
+        Some(None) => Frame::Null,
+        None => crate::exec::shutting_down(),
+    }
+}

@@ -1,0 +1,64 @@
+//! Command families, one file each, and the dispatcher of connection-level commands.
+//!
+//! Each family file declares its commands' table entries (`COMMANDS`) next to their handlers.
+//! Keyed handlers are plain functions over a shard's databases (`Ctx`); connection-level
+//! handlers are async functions over the connection, listed in [`dispatch_conn`].
+
+pub mod args;
+pub mod bits;
+pub mod connection;
+pub mod expiry;
+pub mod keys;
+pub mod server;
+pub mod strings;
+pub mod transactions;
+
+use abacus_protocol::Frame;
+
+use crate::command::Spec;
+use crate::conn::Conn;
+use crate::exec::{Access, Call};
+
+/// Every family's table, read by `command.rs`.
+pub const FAMILIES: &[&[Spec]] = &[
+    connection::COMMANDS,
+    server::COMMANDS,
+    strings::COMMANDS,
+    bits::COMMANDS,
+    keys::COMMANDS,
+    expiry::COMMANDS,
+    transactions::COMMANDS,
+];
+
+/// Runs a connection-level command.
+pub async fn dispatch_conn(conn: &mut Conn, access: Access<'_>, call: Call) -> Frame {
+    let args = &call.args;
+    match call.spec.name {
+        "ping" => connection::ping(conn, args),
+        "echo" => Frame::Bulk(args[1].clone()),
+        "hello" => connection::hello(conn, args),
+        "auth" => connection::auth(conn, args),
+        "select" => connection::select(conn, args),
+        "quit" => connection::quit(conn),
+        "reset" => connection::reset(conn).await,
+        "time" => connection::time(),
+        n if n.starts_with("client|") => connection::client(conn, call.spec.name, args),
+        n if n.starts_with("command") => connection::command(args, call.spec.name),
+        "info" => server::info(conn, access, args).await,
+        "dbsize" => server::dbsize(conn, access).await,
+        "flushdb" | "flushall" => server::flush(conn, access, call.spec.name, args).await,
+        "swapdb" => server::swapdb(conn, access, args).await,
+        n if n.starts_with("config|") => server::config(conn, access, call.spec.name, args).await,
+        n if n.starts_with("debug") => server::debug(conn, args).await,
+        n if n.starts_with("function|") => server::function(call.spec.name, args),
+        "keys" => keys::keys(conn, access, args).await,
+        "scan" => keys::scan(conn, access, args).await,
+        "randomkey" => keys::randomkey(conn, access).await,
+        "multi" => transactions::multi(conn),
+        "exec" => transactions::exec(conn).await,
+        "discard" => transactions::discard(conn).await,
+        "watch" => transactions::watch(conn, args).await,
+        "unwatch" => transactions::unwatch(conn).await,
+        other => Frame::error(format!("ERR command '{other}' has no connection-level handler")),
+    }
+}

@@ -1,0 +1,354 @@
+//! The server family: INFO, DBSIZE, FLUSHDB, FLUSHALL, SWAPDB, CONFIG, DEBUG, FUNCTION.
+//!
+//! These visit every shard. Commands that change every shard (FLUSHALL, FLUSHDB, SWAPDB) lock
+//! all shards first, so no client sees a half-flushed or half-swapped keyspace. FLUSH ASYNC
+//! detaches the old databases and drops them on a background thread, so the reply does not
+//! wait for freeing memory.
+
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use abacus_protocol::{Bytes, Frame, Protocol};
+
+use super::args::*;
+use crate::command::flags::*;
+use crate::command::Spec;
+use crate::conn::Conn;
+use crate::exec::{shutting_down, Access, Locks};
+use crate::memory;
+use crate::server::{ABACUS_VERSION, REDIS_VERSION};
+use crate::stats::{self, CmdStat};
+
+const G: &str = "server";
+const NONE: (i32, i32, i32) = (0, 0, 0);
+
+pub const COMMANDS: &[Spec] = &[
+    Spec::conn("info", -1, LOADING | STALE | ALL_SHARDS, NONE, G, "Returns information and statistics about the server."),
+    Spec::conn("dbsize", 1, READONLY | FAST | ALL_SHARDS, NONE, G, "Returns the number of keys in the database."),
+    Spec::conn("flushdb", -1, WRITE | ALL_SHARDS, NONE, G, "Removes all keys from the current database."),
+    Spec::conn("flushall", -1, WRITE | ALL_SHARDS, NONE, G, "Removes all keys from all databases."),
+    Spec::conn("swapdb", 3, WRITE | FAST | ALL_SHARDS, NONE, G, "Swaps two Redis databases."),
+    Spec::conn("debug", -2, ADMIN | LOADING | STALE, NONE, G, "A container for debugging commands."),
+    Spec::conn("config", -2, 0, NONE, G, "A container for server configuration commands.").with_subcommands(CONFIG),
+    Spec::conn("function", -2, 0, NONE, "scripting", "A container for function commands.").with_subcommands(FUNCTION),
+];
+
+const CONFIG: &[Spec] = &[
+    Spec::conn("config|get", -3, ADMIN | LOADING | STALE, NONE, G, "Returns the effective values of configuration parameters."),
+    Spec::conn("config|set", -4, ADMIN | LOADING | STALE, NONE, G, "Sets configuration parameters in-flight."),
+    Spec::conn("config|resetstat", 2, ADMIN | LOADING | STALE | ALL_SHARDS, NONE, G, "Resets the server's statistics."),
+    Spec::conn("config|help", 2, LOADING | STALE, NONE, G, "Returns helpful text about the different subcommands."),
+];
+
+const FUNCTION: &[Spec] = &[
+    Spec::conn("function|flush", -2, WRITE | NO_MULTI, NONE, "scripting", "Deletes all libraries and functions."),
+];
+
+/// Locks every shard unless the caller already holds them (inside EXEC).
+async fn lock_all_if_free(conn: &Conn, access: Access<'_>) -> Option<Option<Locks>> {
+    match access {
+        Access::Locked(_) => Some(None),
+        Access::Free => conn.worker.lock(0..conn.worker.shards()).await.map(Some),
+    }
+}
+
+pub async fn dbsize(conn: &mut Conn, access: Access<'_>) -> Frame {
+    let db = conn.db;
+    match conn.worker.run_all(access, move |s| s.dbs[db].len()).await {
+        Some(v) => Frame::Integer(v.iter().sum::<usize>() as i64),
+        None => shutting_down(),
+    }
+}
+
+fn flush_mode(a: &[Bytes], at: usize) -> Result<bool, Frame> {
+    match a.len() {
+        n if n == at => Ok(false),
+        n if n == at + 1 && is(&a[at], "async") => Ok(true),
+        n if n == at + 1 && is(&a[at], "sync") => Ok(false),
+        _ => Err(err(ERR_SYNTAX)),
+    }
+}
+
+pub async fn flush(conn: &mut Conn, access: Access<'_>, which: &str, a: &[Bytes]) -> Frame {
+    let asynchronous = match flush_mode(a, 1) {
+        Ok(m) => m,
+        Err(e) => return e,
+    };
+    let Some(own) = lock_all_if_free(conn, access).await else { return shutting_down() };
+    let access = match &own {
+        Some(l) => Access::Locked(l),
+        None => access,
+    };
+    let only = if which == "flushdb" { Some(conn.db) } else { None };
+    let olds = conn
+        .worker
+        .run_all(access, move |s| {
+            let mut old = Vec::new();
+            for (i, db) in s.dbs.iter_mut().enumerate() {
+                if only.map_or(true, |o| o == i) {
+                    old.push(db.take_all());
+                }
+            }
+            old
+        })
+        .await;
+    drop(own);
+    let Some(olds) = olds else { return shutting_down() };
+    if asynchronous {
+        // Freeing millions of entries takes time; the client need not wait for it.
+        let _ = std::thread::Builder::new().name("abacus-free".into()).spawn(move || drop(olds));
+    } else {
+        drop(olds);
+    }
+    Frame::ok()
+}
+
+pub async fn swapdb(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
+    let n = conn.worker.server.databases as i64;
+    let first = match parse_i64(&a[1]) {
+        Ok(v) => v,
+        Err(_) => return err("ERR invalid first DB index"),
+    };
+    let second = match parse_i64(&a[2]) {
+        Ok(v) => v,
+        Err(_) => return err("ERR invalid second DB index"),
+    };
+    if first < 0 || first >= n || second < 0 || second >= n {
+        return err("ERR DB index is out of range");
+    }
+    let Some(own) = lock_all_if_free(conn, access).await else { return shutting_down() };
+    let access = match &own {
+        Some(l) => Access::Locked(l),
+        None => access,
+    };
+    let (x, y) = (first.min(second) as usize, first.max(second) as usize);
+    let done = conn
+        .worker
+        .run_all(access, move |s| {
+            if x != y {
+                let (lo, hi) = s.dbs.split_at_mut(y);
+                lo[x].swap_contents(&mut hi[0]);
+            }
+        })
+        .await;
+    drop(own);
+    match done {
+        Some(_) => Frame::ok(),
+        None => shutting_down(),
+    }
+}
+
+pub async fn config(conn: &mut Conn, access: Access<'_>, sub: &str, a: &[Bytes]) -> Frame {
+    let cfg = &conn.worker.server.config;
+    match sub {
+        "config|get" => {
+            let patterns: Vec<&[u8]> = a[2..].iter().map(|p| &p[..]).collect();
+            let pairs = cfg.get_matching(&patterns);
+            Frame::Map(pairs.into_iter().map(|(n, v)| (Frame::bulk(n.as_bytes().to_vec()), Frame::bulk(v.into_bytes()))).collect())
+        }
+        "config|set" => {
+            if a.len() % 2 != 0 {
+                return crate::conn::error_arity("config|set");
+            }
+            let pairs: Vec<(String, String)> =
+                a[2..].chunks(2).map(|p| (String::from_utf8_lossy(&p[0]).into_owned(), String::from_utf8_lossy(&p[1]).into_owned())).collect();
+            match cfg.set_many(&pairs) {
+                Ok(()) => Frame::ok(),
+                Err(e) => Frame::error(e),
+            }
+        }
+        "config|resetstat" => {
+            conn.worker.server.stats.reset();
+            match conn.worker.run_all(access, |_| stats::reset()).await {
+                Some(_) => Frame::ok(),
+                None => shutting_down(),
+            }
+        }
+        _ => Frame::Array(
+            ["CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "GET <pattern>", "SET <directive> <value>", "RESETSTAT", "HELP"]
+                .iter()
+                .map(|l| Frame::Simple(Bytes::from_static(l.as_bytes())))
+                .collect(),
+        ),
+    }
+}
+
+pub async fn debug(conn: &mut Conn, a: &[Bytes]) -> Frame {
+    let allowed = match conn.worker.server.config.get("enable-debug-command").as_str() {
+        "yes" => true,
+        "local" => conn.peer_is_loopback,
+        _ => false,
+    };
+    if !allowed {
+        return err("ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.");
+    }
+    if is(&a[1], "sleep") && a.len() == 3 {
+        let secs = match parse_f64(&a[2]) {
+            Ok(s) if s >= 0.0 && s < 1e9 => s,
+            _ => return err(ERR_NOT_FLOAT),
+        };
+        // Sleeps this connection only: the shards keep serving everyone else (Redis blocks the
+        // whole server, which a shared-nothing server has no single place to do).
+        tokio::time::sleep(Duration::from_secs_f64(secs)).await;
+        return Frame::ok();
+    }
+    if is(&a[1], "help") {
+        return Frame::Array(
+            ["DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "SLEEP <seconds>", "    Stop the connection for <seconds> (may be fractional).", "HELP"]
+                .iter()
+                .map(|l| Frame::Simple(Bytes::from_static(l.as_bytes())))
+                .collect(),
+        );
+    }
+    Frame::error(format!("ERR unknown subcommand '{}'. Try DEBUG HELP.", String::from_utf8_lossy(&a[1])))
+}
+
+pub fn function(sub: &str, a: &[Bytes]) -> Frame {
+    match sub {
+        // No functions exist yet (scripting is a later issue), so there is nothing to delete.
+        "function|flush" => match flush_mode(a, 2) {
+            Ok(_) => Frame::ok(),
+            Err(e) => e,
+        },
+        _ => err(ERR_SYNTAX),
+    }
+}
+
+/// What INFO needs from one shard (and its thread).
+struct ShardInfo {
+    keys: Vec<(usize, usize)>,
+    expired: u64,
+    commands: std::collections::HashMap<&'static str, CmdStat>,
+}
+
+const DEFAULT_SECTIONS: &[&str] = &["server", "clients", "memory", "persistence", "stats", "replication", "cpu", "keyspace"];
+
+pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
+    let mut sections: Vec<String> = a[1..].iter().map(|s| String::from_utf8_lossy(s).to_ascii_lowercase()).collect();
+    if sections.is_empty() || sections.iter().any(|s| s == "default") {
+        sections.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string()));
+    }
+    if sections.iter().any(|s| s == "all" || s == "everything") {
+        sections.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string()));
+        sections.push("commandstats".into());
+    }
+    let want = |s: &str| sections.iter().any(|x| x == s);
+    let Some(shards) = conn
+        .worker
+        .run_all(access, |s| ShardInfo {
+            keys: s.dbs.iter().map(|d| (d.len(), d.volatile_len())).collect(),
+            expired: s.dbs.iter().map(|d| d.expired_keys_total).sum(),
+            commands: stats::snapshot(),
+        })
+        .await
+    else {
+        return shutting_down();
+    };
+    let server = &conn.worker.server;
+    let mut cmds: std::collections::BTreeMap<&'static str, CmdStat> = Default::default();
+    for sh in &shards {
+        for (name, st) in &sh.commands {
+            let e = cmds.entry(name).or_default();
+            e.calls += st.calls;
+            e.usec += st.usec;
+            e.rejected_calls += st.rejected_calls;
+            e.failed_calls += st.failed_calls;
+        }
+    }
+    let mut out = String::new();
+    let uptime = server.started.elapsed().as_secs();
+    if want("server") {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let _ = write!(
+            out,
+            "# Server\r\nredis_version:{REDIS_VERSION}\r\nabacus_version:{ABACUS_VERSION}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:64\r\nmultiplexing_api:epoll\r\nprocess_id:{}\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\nhz:{}\r\nexecutable:{}\r\nconfig_file:\r\nthreads:{}\r\nshards:{}\r\n\r\n",
+            std::env::consts::OS,
+            std::env::consts::ARCH,
+            std::process::id(),
+            server.run_id,
+            server.port,
+            now.as_micros(),
+            uptime / 86400,
+            server.config.get("hz"),
+            std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
+            server.threads,
+            server.senders.len(),
+        );
+    }
+    if want("clients") {
+        let _ = write!(
+            out,
+            "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nblocked_clients:0\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n\r\n",
+            server.clients.len(),
+            server.config.maxclients()
+        );
+    }
+    if want("memory") {
+        let used = memory::allocated_bytes();
+        let rss = memory::rss_bytes();
+        let _ = write!(
+            out,
+            "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nmaxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\nmem_fragmentation_ratio:{:.2}\r\nmem_allocator:{}\r\n\r\n",
+            memory::human(used),
+            memory::human(rss),
+            if used > 0 { rss as f64 / used as f64 } else { 0.0 },
+            memory::ALLOCATOR,
+        );
+    }
+    if want("persistence") {
+        let _ = write!(
+            out,
+            "# Persistence\r\nloading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\nrdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\naof_last_bgrewrite_status:ok\r\naof_last_write_status:ok\r\n\r\n",
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs().saturating_sub(uptime)
+        );
+    }
+    if want("stats") {
+        let st = &server.stats;
+        let total: u64 = cmds.values().map(|c| c.calls).sum();
+        let expired: u64 = shards.iter().map(|s| s.expired).sum();
+        let _ = write!(
+            out,
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{total}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{expired}\r\nevicted_keys:0\r\n\r\n",
+            st.connections_received_total.load(Ordering::Relaxed),
+            st.net_input_bytes_total.load(Ordering::Relaxed),
+            st.net_output_bytes_total.load(Ordering::Relaxed),
+            st.connections_rejected_total.load(Ordering::Relaxed),
+        );
+    }
+    if want("replication") {
+        let _ = write!(out, "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_repl_offset:0\r\n\r\n", server.run_id);
+    }
+    if want("cpu") {
+        let (user, sys) = memory::cpu_seconds();
+        let _ = write!(out, "# CPU\r\nused_cpu_sys:{sys:.6}\r\nused_cpu_user:{user:.6}\r\n\r\n");
+    }
+    if want("commandstats") {
+        out.push_str("# Commandstats\r\n");
+        for (name, c) in &cmds {
+            let per = if c.calls > 0 { c.usec as f64 / c.calls as f64 } else { 0.0 };
+            let _ = write!(out, "cmdstat_{name}:calls={},usec={},usec_per_call={per:.2},rejected_calls={},failed_calls={}\r\n", c.calls, c.usec, c.rejected_calls, c.failed_calls);
+        }
+        out.push_str("\r\n");
+    }
+    if want("keyspace") {
+        out.push_str("# Keyspace\r\n");
+        for db in 0..server.databases {
+            let (keys, expires) = shards.iter().fold((0, 0), |acc, s| {
+                let (k, e) = s.keys.get(db).copied().unwrap_or((0, 0));
+                (acc.0 + k, acc.1 + e)
+            });
+            if keys > 0 {
+                let _ = write!(out, "db{db}:keys={keys},expires={expires},avg_ttl=0\r\n");
+            }
+        }
+        out.push_str("\r\n");
+    }
+    while out.ends_with("\r\n\r\n") {
+        out.truncate(out.len() - 2);
+    }
+    match conn.proto {
+        Protocol::Resp3 => Frame::Verbatim { format: *b"txt", text: Bytes::from(out) },
+        Protocol::Resp2 => Frame::Bulk(Bytes::from(out)),
+    }
+}

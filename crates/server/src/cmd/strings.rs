@@ -1,0 +1,583 @@
+//! The string family: GET, SET and friends, counters, ranges and LCS.
+//!
+//! All handlers here are keyed: they run on the shard that owns their key(s) with exclusive
+//! access to it, so read-modify-write commands (INCR, APPEND, GETSET...) are atomic without
+//! locks. Replies and error texts follow Redis 7 (`t_string.c`).
+
+use abacus_keyspace::{Entry, Value};
+use abacus_protocol::{Bytes, Frame};
+
+use super::args::*;
+use crate::command::flags::*;
+use crate::command::Spec;
+use crate::shard::Ctx;
+
+const K1: (i32, i32, i32) = (1, 1, 1);
+const ALL: (i32, i32, i32) = (1, -1, 1);
+const PAIRS: (i32, i32, i32) = (1, -1, 2);
+const G: &str = "string";
+
+pub const COMMANDS: &[Spec] = &[
+    Spec::keyed("get", 2, READONLY | FAST, K1, get, G, "Returns the string value of a key."),
+    Spec::keyed("set", -3, WRITE | DENYOOM, K1, set, G, "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist."),
+    Spec::keyed("setnx", 3, WRITE | DENYOOM | FAST, K1, setnx, G, "Set the string value of a key only when the key doesn't exist."),
+    Spec::keyed("setex", 4, WRITE | DENYOOM, K1, setex, G, "Sets the string value and expiration time of a key. Creates the key if it doesn't exist."),
+    Spec::keyed("psetex", 4, WRITE | DENYOOM, K1, psetex, G, "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist."),
+    Spec::keyed("getset", 3, WRITE | DENYOOM | FAST, K1, getset, G, "Returns the previous string value of a key after setting it to a new value."),
+    Spec::keyed("getdel", 2, WRITE | FAST, K1, getdel, G, "Returns the string value of a key after deleting the key."),
+    Spec::keyed("getex", -2, WRITE | FAST, K1, getex, G, "Returns the string value of a key after setting its expiration time."),
+    Spec::keyed("mget", -2, READONLY | FAST, ALL, mget, G, "Atomically returns the string values of one or more keys."),
+    Spec::keyed("mset", -3, WRITE | DENYOOM, PAIRS, mset, G, "Atomically creates or modifies the string values of one or more keys."),
+    Spec::keyed("msetnx", -3, WRITE | DENYOOM, PAIRS, msetnx, G, "Atomically modifies the string values of one or more keys only when all keys don't exist."),
+    Spec::keyed("append", 3, WRITE | DENYOOM | FAST, K1, append, G, "Appends a string to the value of a key. Creates the key if it doesn't exist."),
+    Spec::keyed("strlen", 2, READONLY | FAST, K1, strlen, G, "Returns the length of a string value."),
+    Spec::keyed("getrange", 4, READONLY, K1, getrange, G, "Returns a substring of the string stored at a key."),
+    Spec::keyed("substr", 4, READONLY, K1, getrange, G, "Returns a substring from a string value."),
+    Spec::keyed("setrange", 4, WRITE | DENYOOM, K1, setrange, G, "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist."),
+    Spec::keyed("incr", 2, WRITE | DENYOOM | FAST, K1, incr, G, "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist."),
+    Spec::keyed("decr", 2, WRITE | DENYOOM | FAST, K1, decr, G, "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist."),
+    Spec::keyed("incrby", 3, WRITE | DENYOOM | FAST, K1, incrby, G, "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist."),
+    Spec::keyed("decrby", 3, WRITE | DENYOOM | FAST, K1, decrby, G, "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist."),
+    Spec::keyed("incrbyfloat", 3, WRITE | DENYOOM | FAST, K1, incrbyfloat, G, "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist."),
+    Spec::keyed("lcs", -3, READONLY, (1, 2, 1), lcs, G, "Finds the longest common substring."),
+];
+
+/// The string stored at `key`: Ok(None) if missing, Err(WRONGTYPE) if not a string.
+pub fn read_str<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a Vec<u8>>, Frame> {
+    let now = ctx.now_ms;
+    match ctx.db().get(key, now) {
+        None => Ok(None),
+        Some(Entry { value: Value::Str(s), .. }) => Ok(Some(s)),
+        #[allow(unreachable_patterns)]
+        Some(_) => Err(err(ERR_WRONGTYPE)),
+    }
+}
+
+/// The string at `key` for modification, created empty if missing.
+pub fn str_mut<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<&'a mut Vec<u8>, Frame> {
+    let now = ctx.now_ms;
+    if !ctx.db().contains(key, now) {
+        ctx.db().set(key, Value::Str(Vec::new()), 0, now);
+    }
+    match ctx.db().get_mut(key, now) {
+        Some(Entry { value: Value::Str(s), .. }) => Ok(s),
+        #[allow(unreachable_patterns)]
+        Some(_) => Err(err(ERR_WRONGTYPE)),
+        None => Err(err("ERR internal error: key vanished")),
+    }
+}
+
+fn bulk_or_null(v: Option<&Vec<u8>>) -> Frame {
+    match v {
+        Some(s) => Frame::Bulk(Bytes::copy_from_slice(s)),
+        None => Frame::Null,
+    }
+}
+
+fn get(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    match read_str(ctx, &a[1]) {
+        Ok(v) => bulk_or_null(v),
+        Err(e) => e,
+    }
+}
+
+/// Expiry options shared by SET and GETEX.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum ExpireOpt {
+    None,
+    KeepTtl,
+    Persist,
+    At(u64),
+}
+
+/// Converts an EX/PX/EXAT/PXAT argument to an absolute time, with Redis's validation.
+pub fn expire_arg(kind: &[u8], arg: &[u8], now_ms: u64, cmd: &str) -> Result<u64, Frame> {
+    let v = parse_i64(arg)?;
+    let invalid = || Frame::error(format!("ERR invalid expire time in '{cmd}' command"));
+    if v <= 0 {
+        return Err(invalid());
+    }
+    let (ms, relative) = if is(kind, "ex") {
+        (v.checked_mul(1000).ok_or_else(invalid)?, true)
+    } else if is(kind, "px") {
+        (v, true)
+    } else if is(kind, "exat") {
+        (v.checked_mul(1000).ok_or_else(invalid)?, false)
+    } else {
+        (v, false)
+    };
+    let at = if relative { ms.checked_add(now_ms as i64).ok_or_else(invalid)? } else { ms };
+    Ok(at as u64)
+}
+
+fn set(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    let (mut nx, mut xx, mut want_get) = (false, false, false);
+    let mut expire = ExpireOpt::None;
+    let mut i = 3;
+    while i < a.len() {
+        let o = &a[i];
+        let has_next = i + 1 < a.len();
+        if is(o, "nx") && !xx {
+            nx = true;
+        } else if is(o, "xx") && !nx {
+            xx = true;
+        } else if is(o, "get") {
+            want_get = true;
+        } else if is(o, "keepttl") && expire == ExpireOpt::None {
+            expire = ExpireOpt::KeepTtl;
+        } else if (is(o, "ex") || is(o, "px") || is(o, "exat") || is(o, "pxat")) && expire == ExpireOpt::None && has_next {
+            match expire_arg(o, &a[i + 1], ctx.now_ms, "set") {
+                Ok(at) => expire = ExpireOpt::At(at),
+                Err(e) => return e,
+            }
+            i += 1;
+        } else {
+            return err(ERR_SYNTAX);
+        }
+        i += 1;
+    }
+    let key = &a[1];
+    let now = ctx.now_ms;
+    let old = match read_str(ctx, key) {
+        Ok(v) => v.cloned(),
+        Err(e) => {
+            if want_get {
+                return e;
+            }
+            // SET without GET overwrites a key of any type.
+            None
+        }
+    };
+    let exists = ctx.db().contains(key, now);
+    let reply_skip = if want_get { bulk_or_null(old.as_ref()) } else { Frame::Null };
+    if (nx && exists) || (xx && !exists) {
+        return reply_skip;
+    }
+    let at = match expire {
+        ExpireOpt::At(at) => at,
+        ExpireOpt::KeepTtl => ctx.db().get(key, now).map(|e| e.expire_at_ms).unwrap_or(0),
+        _ => 0,
+    };
+    if at != 0 && at <= now {
+        // Already expired: the write is accepted and the key is gone at once.
+        ctx.db().remove(key, now);
+    } else {
+        ctx.db().set(key, Value::Str(a[2].to_vec()), at, now);
+    }
+    if want_get {
+        bulk_or_null(old.as_ref())
+    } else {
+        Frame::ok()
+    }
+}
+
+fn setnx(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    let now = ctx.now_ms;
+    if ctx.db().contains(&a[1], now) {
+        return Frame::Integer(0);
+    }
+    ctx.db().set(&a[1], Value::Str(a[2].to_vec()), 0, now);
+    Frame::Integer(1)
+}
+
+fn setex_generic(ctx: &mut Ctx, a: &[Bytes], kind: &str, cmd: &str) -> Frame {
+    let at = match expire_arg(kind.as_bytes(), &a[2], ctx.now_ms, cmd) {
+        Ok(at) => at,
+        Err(e) => return e,
+    };
+    let now = ctx.now_ms;
+    ctx.db().set(&a[1], Value::Str(a[3].to_vec()), at, now);
+    Frame::ok()
+}
+
+fn setex(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    setex_generic(ctx, a, "ex", "setex")
+}
+
+fn psetex(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    setex_generic(ctx, a, "px", "psetex")
+}
+
+fn getset(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    let old = match read_str(ctx, &a[1]) {
+        Ok(v) => bulk_or_null(v),
+        Err(e) => return e,
+    };
+    let now = ctx.now_ms;
+    ctx.db().set(&a[1], Value::Str(a[2].to_vec()), 0, now);
+    old
+}
+
+fn getdel(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    let old = match read_str(ctx, &a[1]) {
+        Ok(v) => bulk_or_null(v),
+        Err(e) => return e,
+    };
+    let now = ctx.now_ms;
+    ctx.db().remove(&a[1], now);
+    old
+}
+
+fn getex(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    let mut expire = ExpireOpt::None;
+    let mut i = 2;
+    while i < a.len() {
+        let o = &a[i];
+        if (is(o, "ex") || is(o, "px") || is(o, "exat") || is(o, "pxat")) && expire == ExpireOpt::None && i + 1 < a.len() {
+            match expire_arg(o, &a[i + 1], ctx.now_ms, "getex") {
+                Ok(at) => expire = ExpireOpt::At(at),
+                Err(e) => return e,
+            }
+            i += 1;
+        } else if is(o, "persist") && expire == ExpireOpt::None {
+            expire = ExpireOpt::Persist;
+        } else {
+            return err(ERR_SYNTAX);
+        }
+        i += 1;
+    }
+    let reply = match read_str(ctx, &a[1]) {
+        Ok(None) => return Frame::Null,
+        Ok(v) => bulk_or_null(v),
+        Err(e) => return e,
+    };
+    let now = ctx.now_ms;
+    match expire {
+        ExpireOpt::At(at) if at <= now => {
+            ctx.db().remove(&a[1], now);
+        }
+        ExpireOpt::At(at) => {
+            ctx.db().set_expire(&a[1], at);
+        }
+        ExpireOpt::Persist => {
+            ctx.db().set_expire(&a[1], 0);
+        }
+        _ => {}
+    }
+    reply
+}
+
+fn mget(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    let out = a[1..].iter().map(|k| read_str(ctx, k).map(bulk_or_null).unwrap_or(Frame::Null)).collect();
+    Frame::Array(out)
+}
+
+fn mset(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    if a.len() % 2 == 0 {
+        return Frame::error(format!("ERR wrong number of arguments for '{}' command", String::from_utf8_lossy(&a[0]).to_lowercase()));
+    }
+    let now = ctx.now_ms;
+    for kv in a[1..].chunks(2) {
+        ctx.db().set(&kv[0], Value::Str(kv[1].to_vec()), 0, now);
+    }
+    Frame::ok()
+}
+
+fn msetnx(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    if a.len() % 2 == 0 {
+        return Frame::error("ERR wrong number of arguments for 'msetnx' command");
+    }
+    let now = ctx.now_ms;
+    if a[1..].chunks(2).any(|kv| ctx.db().contains(&kv[0], now)) {
+        return Frame::Integer(0);
+    }
+    mset(ctx, a);
+    Frame::Integer(1)
+}
+
+fn append(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    let max = ctx.max_string_len;
+    let cur_len = match read_str(ctx, &a[1]) {
+        Ok(v) => v.map(|s| s.len()).unwrap_or(0),
+        Err(e) => return e,
+    };
+    if (cur_len + a[2].len()) as u64 > max {
+        return err(ERR_STRING_TOO_LONG);
+    }
+    match str_mut(ctx, &a[1]) {
+        Ok(s) => {
+            s.extend_from_slice(&a[2]);
+            Frame::Integer(s.len() as i64)
+        }
+        Err(e) => e,
+    }
+}
+
+fn strlen(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    match read_str(ctx, &a[1]) {
+        Ok(v) => Frame::Integer(v.map(|s| s.len()).unwrap_or(0) as i64),
+        Err(e) => e,
+    }
+}
+
+fn getrange(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    let (mut start, mut end) = match (parse_i64(&a[2]), parse_i64(&a[3])) {
+        (Ok(s), Ok(e)) => (s, e),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
+    let s = match read_str(ctx, &a[1]) {
+        Ok(Some(s)) => s,
+        Ok(None) => return Frame::Bulk(Bytes::new()),
+        Err(e) => return e,
+    };
+    let len = s.len() as i64;
+    if start < 0 && end < 0 && start > end {
+        return Frame::Bulk(Bytes::new());
+    }
+    if start < 0 {
+        start += len;
+    }
+    if end < 0 {
+        end += len;
+    }
+    start = start.max(0);
+    end = end.max(0);
+    if end >= len {
+        end = len - 1;
+    }
+    if len == 0 || start > end {
+        return Frame::Bulk(Bytes::new());
+    }
+    Frame::Bulk(Bytes::copy_from_slice(&s[start as usize..=end as usize]))
+}
+
+fn setrange(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    let offset = match parse_i64(&a[2]) {
+        Ok(o) => o,
+        Err(e) => return e,
+    };
+    if offset < 0 {
+        return err("ERR offset is out of range");
+    }
+    let value = &a[3];
+    let cur = match read_str(ctx, &a[1]) {
+        Ok(v) => v.map(|s| s.len()),
+        Err(e) => return e,
+    };
+    if value.is_empty() {
+        return Frame::Integer(cur.unwrap_or(0) as i64);
+    }
+    let needed = offset as u64 + value.len() as u64;
+    if needed > ctx.max_string_len {
+        return err(ERR_STRING_TOO_LONG);
+    }
+    match str_mut(ctx, &a[1]) {
+        Ok(s) => {
+            let off = offset as usize;
+            if s.len() < off + value.len() {
+                s.resize(off + value.len(), 0);
+            }
+            s[off..off + value.len()].copy_from_slice(value);
+            Frame::Integer(s.len() as i64)
+        }
+        Err(e) => e,
+    }
+}
+
+fn incr_by(ctx: &mut Ctx, key: &[u8], by: i64) -> Frame {
+    let cur = match read_str(ctx, key) {
+        Ok(Some(s)) => match parse_i64(s) {
+            Ok(v) => v,
+            Err(e) => return e,
+        },
+        Ok(None) => 0,
+        Err(e) => return e,
+    };
+    let Some(new) = cur.checked_add(by) else { return err(ERR_OVERFLOW) };
+    let now = ctx.now_ms;
+    let bytes = int_bytes(new);
+    match ctx.db().get_mut(key, now) {
+        Some(e) => e.value = Value::Str(bytes),
+        None => ctx.db().set(key, Value::Str(bytes), 0, now),
+    }
+    Frame::Integer(new)
+}
+
+fn incr(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    incr_by(ctx, &a[1], 1)
+}
+
+fn decr(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    incr_by(ctx, &a[1], -1)
+}
+
+fn incrby(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    match parse_i64(&a[2]) {
+        Ok(by) => incr_by(ctx, &a[1], by),
+        Err(e) => e,
+    }
+}
+
+fn decrby(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    match parse_i64(&a[2]) {
+        Ok(i64::MIN) => err("ERR decrement would overflow"),
+        Ok(by) => incr_by(ctx, &a[1], -by),
+        Err(e) => e,
+    }
+}
+
+fn incrbyfloat(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    let by = match parse_f64(&a[2]) {
+        Ok(v) => v,
+        Err(e) => return e,
+    };
+    let cur = match read_str(ctx, &a[1]) {
+        Ok(Some(s)) => match parse_f64(s) {
+            Ok(v) => v,
+            Err(e) => return e,
+        },
+        Ok(None) => 0.0,
+        Err(e) => return e,
+    };
+    let new = cur + by;
+    if !new.is_finite() {
+        return err("ERR increment would produce NaN or Infinity");
+    }
+    let mut text = Vec::new();
+    abacus_protocol::format_double(new, &mut text);
+    let now = ctx.now_ms;
+    match ctx.db().get_mut(&a[1], now) {
+        Some(e) => e.value = Value::Str(text.clone()),
+        None => ctx.db().set(&a[1], Value::Str(text.clone()), 0, now),
+    }
+    Frame::Bulk(Bytes::from(text))
+}
+
+fn lcs(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    let (mut want_len, mut want_idx, mut withmatchlen) = (false, false, false);
+    let mut minmatchlen: i64 = 0;
+    let mut i = 3;
+    while i < a.len() {
+        let o = &a[i];
+        if is(o, "idx") {
+            want_idx = true;
+        } else if is(o, "len") {
+            want_len = true;
+        } else if is(o, "withmatchlen") {
+            withmatchlen = true;
+        } else if is(o, "minmatchlen") && i + 1 < a.len() {
+            minmatchlen = match parse_i64(&a[i + 1]) {
+                Ok(v) => v.max(0),
+                Err(e) => return e,
+            };
+            i += 1;
+        } else {
+            return err(ERR_SYNTAX);
+        }
+        i += 1;
+    }
+    if want_len && want_idx {
+        return err("ERR If you want both the length and indexes, please just use IDX.");
+    }
+    let sa = match read_str(ctx, &a[1]) {
+        Ok(v) => v.cloned().unwrap_or_default(),
+        Err(_) => return err("ERR The specified keys must contain string values"),
+    };
+    let sb = match read_str(ctx, &a[2]) {
+        Ok(v) => v.cloned().unwrap_or_default(),
+        Err(_) => return err("ERR The specified keys must contain string values"),
+    };
+    let cells = (sa.len() as u64 + 1) * (sb.len() as u64 + 1);
+    if cells.saturating_mul(4) > ctx.max_string_len {
+        return err("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
+    }
+    lcs_reply(&sa, &sb, want_len, want_idx, withmatchlen, minmatchlen as usize)
+}
+
+/// Redis's LCS: the dynamic-programming table, then a walk back that yields the string and
+/// the matching ranges (last match first, as Redis reports them).
+fn lcs_reply(a: &[u8], b: &[u8], want_len: bool, want_idx: bool, withmatchlen: bool, minmatchlen: usize) -> Frame {
+    let (alen, blen) = (a.len(), b.len());
+    let w = alen + 1;
+    let mut t = vec![0u32; w * (blen + 1)];
+    for j in 1..=blen {
+        for i in 1..=alen {
+            t[j * w + i] = if a[i - 1] == b[j - 1] { t[(j - 1) * w + i - 1] + 1 } else { t[(j - 1) * w + i].max(t[j * w + i - 1]) };
+        }
+    }
+    let lcs_at = |i: usize, j: usize| t[j * w + i];
+    let total = lcs_at(alen, blen) as usize;
+    if want_len {
+        return Frame::Integer(total as i64);
+    }
+    let mut result = vec![0u8; total];
+    let mut idx = total;
+    let (mut i, mut j) = (alen, blen);
+    let (mut a_start, mut a_end, mut b_start, mut b_end) = (alen, 0usize, 0usize, 0usize);
+    let mut matches = Vec::new();
+    while i > 0 && j > 0 {
+        let mut emit = false;
+        if a[i - 1] == b[j - 1] {
+            result[idx - 1] = a[i - 1];
+            if a_start == alen {
+                a_start = i - 1;
+                a_end = i - 1;
+                b_start = j - 1;
+                b_end = j - 1;
+            } else if a_start == i && b_start == j {
+                a_start -= 1;
+                b_start -= 1;
+            } else {
+                emit = true;
+            }
+            if a_start == 0 || b_start == 0 {
+                emit = true;
+            }
+            idx -= 1;
+            i -= 1;
+            j -= 1;
+        } else {
+            if lcs_at(i - 1, j) > lcs_at(i, j - 1) {
+                i -= 1;
+            } else {
+                j -= 1;
+            }
+            if a_start != alen {
+                emit = true;
+            }
+        }
+        if emit {
+            let match_len = a_end - a_start + 1;
+            if minmatchlen == 0 || match_len >= minmatchlen {
+                let mut m = vec![
+                    Frame::Array(vec![Frame::Integer(a_start as i64), Frame::Integer(a_end as i64)]),
+                    Frame::Array(vec![Frame::Integer(b_start as i64), Frame::Integer(b_end as i64)]),
+                ];
+                if withmatchlen {
+                    m.push(Frame::Integer(match_len as i64));
+                }
+                matches.push(Frame::Array(m));
+            }
+            a_start = alen;
+        }
+    }
+    if want_idx {
+        Frame::Map(vec![
+            (Frame::bulk(&b"matches"[..]), Frame::Array(matches)),
+            (Frame::bulk(&b"len"[..]), Frame::Integer(total as i64)),
+        ])
+    } else {
+        Frame::Bulk(Bytes::from(result))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lcs_matches_redis_documentation() {
+        // From the LCS documentation: ohmytext / mynewtext.
+        assert_eq!(lcs_reply(b"ohmytext", b"mynewtext", false, false, false, 0), Frame::bulk(&b"mytext"[..]));
+        assert_eq!(lcs_reply(b"ohmytext", b"mynewtext", true, false, false, 0), Frame::Integer(6));
+        let Frame::Map(m) = lcs_reply(b"ohmytext", b"mynewtext", false, true, true, 4) else { panic!() };
+        assert_eq!(
+            m[0].1,
+            Frame::Array(vec![Frame::Array(vec![
+                Frame::Array(vec![Frame::Integer(4), Frame::Integer(7)]),
+                Frame::Array(vec![Frame::Integer(5), Frame::Integer(8)]),
+                Frame::Integer(4),
+            ])])
+        );
+    }
+}

@@ -1,0 +1,122 @@
+//! Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH.
+//!
+//! Queued commands are checked (lookup, arity, auth) when queued, as Redis does. EXEC locks
+//! every shard the transaction touches (its commands' keys, its watched keys, or all shards
+//! when a queued command visits every shard), checks the WATCH flag under those locks, runs
+//! the commands in order through the ordinary dispatcher with the locked access, and releases.
+//! Between the check and the last command no other client can touch those shards, so the
+//! transaction is atomic and WATCH is exact.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::Ordering;
+
+use abacus_protocol::{Bytes, Frame};
+
+use super::args::*;
+use crate::command::flags::*;
+use crate::command::{Handler, Spec};
+use crate::conn::{Conn, Multi};
+use crate::exec::{command_keys, Access};
+use crate::shard::shard_of;
+
+const G: &str = "transactions";
+
+pub const COMMANDS: &[Spec] = &[
+    Spec::conn("multi", 1, NO_MULTI | FAST, (0, 0, 0), G, "Starts a transaction."),
+    Spec::conn("exec", 1, NO_MULTI, (0, 0, 0), G, "Executes all commands in a transaction."),
+    Spec::conn("discard", 1, NO_MULTI | FAST, (0, 0, 0), G, "Discards a transaction."),
+    Spec::conn("watch", -2, NO_MULTI | FAST, (1, -1, 1), G, "Monitors changes to keys to determine the execution of a transaction."),
+    Spec::conn("unwatch", 1, NO_MULTI | FAST, (0, 0, 0), G, "Forgets about watched keys of a transaction."),
+];
+
+pub fn multi(conn: &mut Conn) -> Frame {
+    if conn.multi.is_some() {
+        return err("ERR MULTI calls can not be nested");
+    }
+    conn.multi = Some(Multi { queued: Vec::new(), failed: false });
+    conn.meta.multi_len.store(0, Ordering::Relaxed);
+    Frame::ok()
+}
+
+pub async fn discard(conn: &mut Conn) -> Frame {
+    if conn.multi.take().is_none() {
+        return err("ERR DISCARD without MULTI");
+    }
+    conn.meta.multi_len.store(usize::MAX, Ordering::Relaxed);
+    conn.unwatch_all().await;
+    Frame::ok()
+}
+
+pub async fn exec(conn: &mut Conn) -> Frame {
+    let Some(multi) = conn.multi.take() else { return err("ERR EXEC without MULTI") };
+    conn.meta.multi_len.store(usize::MAX, Ordering::Relaxed);
+    if multi.failed {
+        conn.unwatch_all().await;
+        return err("EXECABORT Transaction discarded because of previous errors.");
+    }
+    let n = conn.worker.shards();
+    let mut all = false;
+    let mut shards = BTreeSet::new();
+    for call in &multi.queued {
+        match call.spec.handler {
+            Handler::Keyed(_) => {
+                for (_, k) in command_keys(call.spec, &call.args, conn.db) {
+                    shards.insert(shard_of(&k, n));
+                }
+                if call.spec.key_indexes(call.args.len()).next().is_none() {
+                    shards.insert(conn.worker.shard_id);
+                }
+            }
+            Handler::Conn => all |= call.spec.has(ALL_SHARDS),
+        }
+    }
+    for (_, k) in &conn.watched {
+        shards.insert(shard_of(k, n));
+    }
+    let wanted: Vec<usize> = if all { (0..n).collect() } else { shards.into_iter().collect() };
+    let Some(locks) = conn.worker.lock(wanted).await else { return crate::exec::shutting_down() };
+    if conn.watch_flag.load(Ordering::Acquire) {
+        drop(locks);
+        conn.unwatch_all().await;
+        return Frame::NullArray;
+    }
+    let mut replies = Vec::with_capacity(multi.queued.len());
+    for call in multi.queued {
+        let reply = Box::pin(conn.dispatch(Access::Locked(&locks), call)).await;
+        replies.push(reply);
+    }
+    drop(locks);
+    conn.unwatch_all().await;
+    Frame::Array(replies)
+}
+
+pub async fn watch(conn: &mut Conn, a: &[Bytes]) -> Frame {
+    if conn.multi.is_some() {
+        return err("ERR WATCH inside MULTI is not allowed");
+    }
+    let n = conn.worker.shards();
+    for key in &a[1..] {
+        if conn.watched.iter().any(|(d, k)| *d == conn.db && k == key) {
+            continue;
+        }
+        let (db, k, flag) = (conn.db, key.clone(), conn.watch_flag.clone());
+        let done = conn
+            .worker
+            .run(Access::Free, shard_of(key, n), move |s| {
+                if let Some(d) = s.dbs.get_mut(db) {
+                    d.watch(&k, &flag);
+                }
+            })
+            .await;
+        if done.is_none() {
+            return crate::exec::shutting_down();
+        }
+        conn.watched.push((conn.db, key.clone()));
+    }
+    Frame::ok()
+}
+
+pub async fn unwatch(conn: &mut Conn) -> Frame {
+    conn.unwatch_all().await;
+    Frame::ok()
+}

@@ -1,0 +1,173 @@
+//! The command table: every command's name, arity, flags, key positions and handler.
+//!
+//! As in Redis, this single table is read by the dispatcher (arity, authentication, routing),
+//! by COMMAND INFO/DOCS/LIST/COUNT, and by anything that needs a command's keys (shard routing,
+//! WATCH, and later replication and cluster slots). A command family's file declares its own
+//! entries next to its handlers; this file only stitches the families together and finds
+//! commands by name without allocating.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use abacus_protocol::{Bytes, Frame};
+
+use crate::cmd;
+use crate::shard::Ctx;
+
+/// A handler that runs on the shard owning its keys, with exclusive access to that shard's
+/// databases for the duration of the call.
+pub type KeyedFn = fn(&mut Ctx, &[Bytes]) -> Frame;
+
+/// Where a command runs.
+#[derive(Clone, Copy)]
+pub enum Handler {
+    /// On the shard(s) owning its keys. Commands whose keys live on several shards run
+    /// atomically under those shards' locks (see `exec.rs`).
+    Keyed(KeyedFn),
+    /// In the connection task: connection state, server state, or a fan-out over all shards.
+    Conn,
+}
+
+pub mod flags {
+    pub const WRITE: u32 = 1;
+    pub const READONLY: u32 = 1 << 1;
+    pub const ADMIN: u32 = 1 << 2;
+    pub const FAST: u32 = 1 << 3;
+    /// Allowed before authentication (AUTH, HELLO, QUIT, RESET).
+    pub const NO_AUTH: u32 = 1 << 4;
+    /// Not allowed inside MULTI (it controls the transaction itself or blocks).
+    pub const NO_MULTI: u32 = 1 << 5;
+    pub const DENYOOM: u32 = 1 << 6;
+    pub const LOADING: u32 = 1 << 7;
+    pub const STALE: u32 = 1 << 8;
+    /// Touches every shard (FLUSHALL, KEYS...): a transaction containing it locks all shards.
+    pub const ALL_SHARDS: u32 = 1 << 9;
+}
+
+/// One command.
+pub struct Spec {
+    /// Lower-case name.
+    pub name: &'static str,
+    /// Redis arity: N = exactly N arguments including the name; -N = at least N.
+    pub arity: i32,
+    pub flags: u32,
+    /// First key argument index (0 = no keys), last (-1 = last argument), step.
+    pub first_key: i32,
+    pub last_key: i32,
+    pub step: i32,
+    pub handler: Handler,
+    /// Redis ACL category / COMMAND DOCS group.
+    pub group: &'static str,
+    pub summary: &'static str,
+    pub subcommands: &'static [Spec],
+}
+
+impl Spec {
+    pub const fn keyed(name: &'static str, arity: i32, flags: u32, keys: (i32, i32, i32), f: KeyedFn, group: &'static str, summary: &'static str) -> Spec {
+        Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, handler: Handler::Keyed(f), group, summary, subcommands: &[] }
+    }
+
+    pub const fn conn(name: &'static str, arity: i32, flags: u32, keys: (i32, i32, i32), group: &'static str, summary: &'static str) -> Spec {
+        Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, handler: Handler::Conn, group, summary, subcommands: &[] }
+    }
+
+    pub const fn with_subcommands(mut self, subs: &'static [Spec]) -> Spec {
+        self.subcommands = subs;
+        self
+    }
+
+    pub fn is_write(&self) -> bool {
+        self.flags & flags::WRITE != 0
+    }
+
+    pub fn has(&self, flag: u32) -> bool {
+        self.flags & flag != 0
+    }
+
+    /// Whether `argc` arguments (including the name) satisfy the arity.
+    pub fn arity_ok(&self, argc: usize) -> bool {
+        let argc = argc as i64;
+        let a = self.arity as i64;
+        if a >= 0 {
+            argc == a
+        } else {
+            argc >= -a
+        }
+    }
+
+    /// Indexes of the key arguments in `args`, from the key spec.
+    pub fn key_indexes(&self, argc: usize) -> impl Iterator<Item = usize> {
+        let first = self.first_key.max(0) as usize;
+        let last = if self.last_key < 0 { argc as i64 + self.last_key as i64 } else { self.last_key as i64 };
+        let last = if first == 0 { -1 } else { last.min(argc as i64 - 1) };
+        let step = self.step.max(1) as usize;
+        (first..=(last.max(0) as usize)).step_by(step).filter(move |&i| first > 0 && (i as i64) <= last)
+    }
+
+    /// The subcommand spec named by `args[1]`, for container commands.
+    pub fn subcommand(&self, name: &[u8]) -> Option<&'static Spec> {
+        self.subcommands.iter().find(|s| s.name.rsplit('|').next().is_some_and(|n| n.as_bytes().eq_ignore_ascii_case(name)))
+    }
+}
+
+fn table() -> &'static HashMap<&'static str, &'static Spec> {
+    static TABLE: OnceLock<HashMap<&'static str, &'static Spec>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut m = HashMap::new();
+        for family in cmd::FAMILIES {
+            for spec in family.iter() {
+                let prev = m.insert(spec.name, spec);
+                assert!(prev.is_none(), "command {} declared twice", spec.name);
+            }
+        }
+        m
+    })
+}
+
+/// All commands, in no particular order.
+pub fn all() -> impl Iterator<Item = &'static Spec> {
+    table().values().copied()
+}
+
+/// Finds a command by name, case-insensitively, without allocating for names up to 32 bytes.
+pub fn lookup(name: &[u8]) -> Option<&'static Spec> {
+    let mut buf = [0u8; 32];
+    if name.len() > buf.len() {
+        return None;
+    }
+    for (d, s) in buf.iter_mut().zip(name) {
+        *d = s.to_ascii_lowercase();
+    }
+    let lower = std::str::from_utf8(&buf[..name.len()]).ok()?;
+    table().get(lower).copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_consistent() {
+        for spec in all() {
+            assert_eq!(spec.name, spec.name.to_ascii_lowercase());
+            assert!(spec.arity != 0, "{}", spec.name);
+            if spec.first_key > 0 {
+                assert!(spec.step > 0, "{}", spec.name);
+            }
+        }
+        assert!(lookup(b"GeT").is_some());
+        assert!(lookup(b"nosuchcommand").is_none());
+    }
+
+    #[test]
+    fn key_positions() {
+        let mset = lookup(b"mset").unwrap();
+        assert_eq!(mset.key_indexes(5).collect::<Vec<_>>(), vec![1, 3]);
+        let get = lookup(b"get").unwrap();
+        assert_eq!(get.key_indexes(2).collect::<Vec<_>>(), vec![1]);
+        let del = lookup(b"del").unwrap();
+        assert_eq!(del.key_indexes(4).collect::<Vec<_>>(), vec![1, 2, 3]);
+        let ping = lookup(b"ping").unwrap();
+        assert_eq!(ping.key_indexes(1).count(), 0);
+    }
+}

@@ -1,0 +1,325 @@
+//! Server configuration: one table of parameters, read from the command line, a config file
+//! and CONFIG SET.
+//!
+//! Every parameter is declared once in [`PARAMS`] with its Redis name, default, type and
+//! whether it can change at run time; command-line parsing (`--name value ...`, as
+//! redis-server accepts), the config file (`name value` lines, as redis.conf) and CONFIG
+//! GET/SET all go through that table, so they cannot disagree.
+//!
+//! Values are kept in their canonical string form (what CONFIG GET prints). The few values
+//! the connection hot path reads on every request (limits) are mirrored into atomics so that
+//! reading them costs no lock.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::RwLock;
+
+use abacus_keyspace::glob_match;
+
+/// The kind of a parameter's value, which decides how it is parsed and validated.
+#[derive(Clone, Copy, Debug)]
+pub enum Kind {
+    Int { min: i64, max: i64 },
+    /// A byte count that accepts Redis's units: 100, 1k (1000), 1kb (1024), 1m, 1mb, 1g, 1gb.
+    Memory { min: u64, max: u64 },
+    Bool,
+    Str,
+    Enum(&'static [&'static str]),
+}
+
+/// One configuration parameter.
+#[derive(Clone, Copy, Debug)]
+pub struct Param {
+    pub name: &'static str,
+    pub default: &'static str,
+    pub kind: Kind,
+    /// Whether CONFIG SET may change it while the server runs.
+    pub mutable: bool,
+    pub help: &'static str,
+}
+
+const GB: u64 = 1024 * 1024 * 1024;
+
+/// Every parameter the server knows. Names are Redis's where Redis has the same concept.
+pub const PARAMS: &[Param] = &[
+    Param { name: "port", default: "6379", kind: Kind::Int { min: 0, max: 65535 }, mutable: false, help: "TCP port to listen on" },
+    Param { name: "bind", default: "127.0.0.1", kind: Kind::Str, mutable: false, help: "addresses to listen on, space separated" },
+    Param { name: "protected-mode", default: "yes", kind: Kind::Bool, mutable: true, help: "refuse to start on a non-loopback address without requirepass" },
+    Param { name: "dir", default: "./abacus-data", kind: Kind::Str, mutable: false, help: "data directory (created if missing)" },
+    Param { name: "threads", default: "0", kind: Kind::Int { min: 0, max: 256 }, mutable: false, help: "worker threads, one keyspace shard each; 0 = number of cores" },
+    Param { name: "databases", default: "16", kind: Kind::Int { min: 1, max: 1024 }, mutable: false, help: "number of databases (SELECT 0..N-1)" },
+    Param { name: "maxclients", default: "10000", kind: Kind::Int { min: 1, max: 1_000_000 }, mutable: true, help: "maximum connected clients" },
+    Param { name: "requirepass", default: "", kind: Kind::Str, mutable: true, help: "password clients must AUTH with; empty = none" },
+    Param { name: "timeout", default: "0", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "close clients idle for this many seconds; 0 = never" },
+    Param { name: "tcp-keepalive", default: "300", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "TCP keepalive seconds for new connections; 0 = off" },
+    Param { name: "proto-max-bulk-len", default: "536870912", kind: Kind::Memory { min: 1024 * 1024, max: i64::MAX as u64 }, mutable: true, help: "largest bulk string a client may send" },
+    Param { name: "client-query-buffer-limit", default: "1073741824", kind: Kind::Memory { min: 1024 * 1024, max: i64::MAX as u64 }, mutable: true, help: "largest unparsed request buffer per client" },
+    Param { name: "max-pipeline-commands", default: "1024", kind: Kind::Int { min: 1, max: 1_000_000 }, mutable: true, help: "commands parsed from one read before their replies are written" },
+    Param { name: "hz", default: "10", kind: Kind::Int { min: 1, max: 500 }, mutable: true, help: "background task frequency (active expiry)" },
+    Param { name: "loglevel", default: "notice", kind: Kind::Enum(&["debug", "verbose", "notice", "warning", "nothing"]), mutable: true, help: "log verbosity" },
+    Param { name: "logfile", default: "", kind: Kind::Str, mutable: false, help: "log file; empty = standard output" },
+    Param { name: "enable-debug-command", default: "local", kind: Kind::Enum(&["yes", "no", "local"]), mutable: false, help: "allow DEBUG: yes, no, or local (loopback connections only)" },
+    Param { name: "appendonly", default: "no", kind: Kind::Bool, mutable: false, help: "append-only log (not implemented yet: always no)" },
+    Param { name: "save", default: "", kind: Kind::Str, mutable: false, help: "snapshot schedule (not implemented yet: always empty)" },
+];
+
+/// Looks a parameter up by name (case-insensitive, as Redis).
+pub fn param(name: &str) -> Option<&'static Param> {
+    PARAMS.iter().find(|p| p.name.eq_ignore_ascii_case(name))
+}
+
+/// Parses a memory amount with Redis's units.
+pub fn parse_memory(s: &str) -> Option<u64> {
+    let lower = s.to_ascii_lowercase();
+    let (num, mul) = [("gb", GB), ("mb", 1024 * 1024), ("kb", 1024), ("g", 1_000_000_000), ("m", 1_000_000), ("k", 1000), ("b", 1)]
+        .iter()
+        .find_map(|(suffix, mul)| lower.strip_suffix(suffix).map(|n| (n.to_string(), *mul)))
+        .unwrap_or((lower.clone(), 1));
+    let n: u64 = num.parse().ok()?;
+    n.checked_mul(mul)
+}
+
+fn canonical(p: &Param, value: &str) -> Result<String, String> {
+    match p.kind {
+        Kind::Int { min, max } => {
+            let v: i64 = value.parse().map_err(|_| format!("argument couldn't be parsed into an integer"))?;
+            if v < min || v > max {
+                return Err(format!("argument must be between {min} and {max} inclusive"));
+            }
+            Ok(v.to_string())
+        }
+        Kind::Memory { min, max } => {
+            let v = parse_memory(value).ok_or_else(|| "argument must be a memory value".to_string())?;
+            if v < min || v > max {
+                return Err(format!("argument must be between {min} and {max} inclusive"));
+            }
+            Ok(v.to_string())
+        }
+        Kind::Bool => match value.to_ascii_lowercase().as_str() {
+            "yes" | "true" | "1" => Ok("yes".into()),
+            "no" | "false" | "0" => Ok("no".into()),
+            _ => Err("argument must be 'yes' or 'no'".into()),
+        },
+        Kind::Str => Ok(value.to_string()),
+        Kind::Enum(choices) => {
+            let v = value.to_ascii_lowercase();
+            if choices.contains(&v.as_str()) {
+                Ok(v)
+            } else {
+                Err("argument(s) must be one of the following: ".to_string() + &choices.join(", "))
+            }
+        }
+    }
+}
+
+/// The live configuration.
+pub struct Config {
+    values: RwLock<BTreeMap<&'static str, String>>,
+    /// Mirrors of hot values, refreshed on every successful set.
+    proto_max_bulk_len: AtomicU64,
+    query_buffer_limit: AtomicU64,
+    maxclients: AtomicU64,
+    timeout_s: AtomicU64,
+    max_pipeline: AtomicU64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let values = PARAMS.iter().map(|p| (p.name, p.default.to_string())).collect();
+        let c = Config {
+            values: RwLock::new(values),
+            proto_max_bulk_len: AtomicU64::new(0),
+            query_buffer_limit: AtomicU64::new(0),
+            maxclients: AtomicU64::new(0),
+            timeout_s: AtomicU64::new(0),
+            max_pipeline: AtomicU64::new(0),
+        };
+        c.refresh_hot();
+        c
+    }
+}
+
+impl Config {
+    /// Builds a configuration from an optional config file's text and `--name value` args.
+    /// Command-line values override the file's.
+    pub fn from_sources(file_text: Option<&str>, args: &[String]) -> Result<Config, String> {
+        let c = Config::default();
+        if let Some(text) = file_text {
+            for (lineno, line) in text.lines().enumerate() {
+                let line = line.trim();
+                if line.is_empty() || line.starts_with('#') {
+                    continue;
+                }
+                let (name, value) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+                let value = unquote(value.trim());
+                c.set_startup(name, &value).map_err(|e| format!("config file line {}: {e}", lineno + 1))?;
+            }
+        }
+        let mut i = 0;
+        while i < args.len() {
+            let Some(name) = args[i].strip_prefix("--") else {
+                return Err(format!("unexpected argument '{}': parameters are given as --name value", args[i]));
+            };
+            let mut j = i + 1;
+            while j < args.len() && !args[j].starts_with("--") {
+                j += 1;
+            }
+            let value = args[i + 1..j].join(" ");
+            c.set_startup(name, &value)?;
+            i = j;
+        }
+        Ok(c)
+    }
+
+    fn set_startup(&self, name: &str, value: &str) -> Result<(), String> {
+        let p = param(name).ok_or_else(|| format!("unknown configuration parameter '{name}'"))?;
+        let v = canonical(p, value).map_err(|e| format!("invalid value for '{}': {e}", p.name))?;
+        self.values.write().insert(p.name, v);
+        self.refresh_hot();
+        Ok(())
+    }
+
+    /// CONFIG SET of several parameters, all or nothing. The error text is Redis's.
+    pub fn set_many(&self, pairs: &[(String, String)]) -> Result<(), String> {
+        let mut staged = Vec::with_capacity(pairs.len());
+        for (name, value) in pairs {
+            let Some(p) = param(name) else {
+                return Err(format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'"));
+            };
+            if !p.mutable {
+                return Err(format!("ERR CONFIG SET failed (possibly related to argument '{}') - can't set immutable config", p.name));
+            }
+            if staged.iter().any(|(n, _): &(&str, String)| *n == p.name) {
+                return Err(format!("ERR CONFIG SET failed (possibly related to argument '{}') - duplicate parameter", p.name));
+            }
+            let v = canonical(p, value)
+                .map_err(|e| format!("ERR CONFIG SET failed (possibly related to argument '{}') - {e}", p.name))?;
+            staged.push((p.name, v));
+        }
+        let mut values = self.values.write();
+        for (n, v) in staged {
+            values.insert(n, v);
+        }
+        drop(values);
+        self.refresh_hot();
+        Ok(())
+    }
+
+    /// CONFIG GET: (name, value) of every parameter matching any of the glob patterns.
+    pub fn get_matching(&self, patterns: &[&[u8]]) -> Vec<(&'static str, String)> {
+        let values = self.values.read();
+        values
+            .iter()
+            .filter(|(n, _)| patterns.iter().any(|p| glob_match(p, n.as_bytes(), true)))
+            .map(|(n, v)| (*n, v.clone()))
+            .collect()
+    }
+
+    pub fn get(&self, name: &str) -> String {
+        self.values.read().get(name).cloned().unwrap_or_default()
+    }
+
+    pub fn get_u64(&self, name: &str) -> u64 {
+        self.get(name).parse().unwrap_or(0)
+    }
+
+    pub fn get_bool(&self, name: &str) -> bool {
+        self.get(name) == "yes"
+    }
+
+    fn refresh_hot(&self) {
+        self.proto_max_bulk_len.store(self.get_u64("proto-max-bulk-len"), Ordering::Relaxed);
+        self.query_buffer_limit.store(self.get_u64("client-query-buffer-limit"), Ordering::Relaxed);
+        self.maxclients.store(self.get_u64("maxclients"), Ordering::Relaxed);
+        self.timeout_s.store(self.get_u64("timeout"), Ordering::Relaxed);
+        self.max_pipeline.store(self.get_u64("max-pipeline-commands"), Ordering::Relaxed);
+    }
+
+    pub fn proto_max_bulk_len(&self) -> u64 {
+        self.proto_max_bulk_len.load(Ordering::Relaxed)
+    }
+    pub fn query_buffer_limit(&self) -> u64 {
+        self.query_buffer_limit.load(Ordering::Relaxed)
+    }
+    pub fn maxclients(&self) -> u64 {
+        self.maxclients.load(Ordering::Relaxed)
+    }
+    pub fn timeout_s(&self) -> u64 {
+        self.timeout_s.load(Ordering::Relaxed)
+    }
+    pub fn max_pipeline(&self) -> usize {
+        self.max_pipeline.load(Ordering::Relaxed) as usize
+    }
+
+    /// The password clients must give, if any.
+    pub fn requirepass(&self) -> Option<String> {
+        let p = self.get("requirepass");
+        (!p.is_empty()).then_some(p)
+    }
+
+    /// Worker thread count with 0 resolved to the number of cores.
+    pub fn threads(&self) -> usize {
+        match self.get_u64("threads") {
+            0 => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            n => n as usize,
+        }
+    }
+}
+
+fn unquote(v: &str) -> String {
+    let b = v.as_bytes();
+    if b.len() >= 2 && ((b[0] == b'"' && b[b.len() - 1] == b'"') || (b[0] == b'\'' && b[b.len() - 1] == b'\'')) {
+        v[1..v.len() - 1].to_string()
+    } else {
+        v.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn command_line_overrides_file() {
+        let c = Config::from_sources(Some("port 7000\n# comment\nrequirepass \"pw\"\n"), &args("--port 7001 --bind 127.0.0.1 ::1")).unwrap();
+        assert_eq!(c.get("port"), "7001");
+        assert_eq!(c.get("bind"), "127.0.0.1 ::1");
+        assert_eq!(c.requirepass().as_deref(), Some("pw"));
+    }
+
+    #[test]
+    fn memory_units() {
+        assert_eq!(parse_memory("100mb"), Some(100 * 1024 * 1024));
+        assert_eq!(parse_memory("4GB"), Some(4 * GB));
+        assert_eq!(parse_memory("1k"), Some(1000));
+        assert_eq!(parse_memory("12"), Some(12));
+        assert_eq!(parse_memory("x"), None);
+        let c = Config::from_sources(None, &args("--proto-max-bulk-len 2mb")).unwrap();
+        assert_eq!(c.proto_max_bulk_len(), 2 * 1024 * 1024);
+    }
+
+    #[test]
+    fn bad_values_are_refused_with_the_name() {
+        let e = Config::from_sources(None, &args("--port 70000")).err().unwrap();
+        assert!(e.contains("port"), "{e}");
+        assert!(Config::from_sources(None, &args("--nosuch 1")).is_err());
+        assert!(Config::from_sources(None, &args("port 1")).is_err());
+    }
+
+    #[test]
+    fn config_set_is_all_or_nothing() {
+        let c = Config::default();
+        let pairs = vec![("timeout".to_string(), "5".to_string()), ("port".to_string(), "1".to_string())];
+        assert!(c.set_many(&pairs).unwrap_err().contains("immutable"));
+        assert_eq!(c.timeout_s(), 0);
+        c.set_many(&pairs[..1]).unwrap();
+        assert_eq!(c.timeout_s(), 5);
+        let got = c.get_matching(&[b"time*"]);
+        assert_eq!(got, vec![("timeout", "5".to_string())]);
+    }
+}

@@ -1,0 +1,338 @@
+//! One client connection: read, parse, dispatch, write.
+//!
+//! The loop reads whatever the socket has, parses every complete command in it (up to
+//! `max-pipeline-commands` at a time), executes them and writes all their replies with one
+//! write: a pipelined client costs one read and one write per batch, not per command.
+//!
+//! Per command, before anything runs: lookup (unknown command), arity, authentication, and
+//! MULTI queueing, each with Redis's exact error text. Then routing: consecutive commands
+//! whose keys live on one shard are gathered into a batch (see `exec.rs`); anything else
+//! (connection commands, fan-outs, multi-shard commands) first completes the batch so that
+//! replies stay in request order.
+
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use abacus_keyspace::WatchFlag;
+use abacus_protocol::{encode, Bytes, BytesMut, Frame, Limits, Protocol, RequestParser};
+
+use crate::clients::ClientMeta;
+use crate::command::{self, flags, Handler, Spec};
+use crate::exec::{Access, Call, Worker};
+use crate::shard::now_ms;
+use crate::stats::{self, ServerStats};
+
+/// Size of each read; big enough for a deep pipeline of small commands.
+const READ_CHUNK_BYTES: usize = 16 * 1024;
+
+/// A transaction being queued.
+pub struct Multi {
+    pub queued: Vec<Call>,
+    /// A command was refused while queueing: EXEC must abort.
+    pub failed: bool,
+}
+
+/// Whether replies are sent (CLIENT REPLY).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum ReplyMode {
+    On,
+    Off,
+    /// Suppress this many more replies, then go back to On.
+    Skip(u8),
+}
+
+pub struct Conn {
+    pub worker: Rc<Worker>,
+    pub meta: Arc<ClientMeta>,
+    pub proto: Protocol,
+    pub db: usize,
+    pub authenticated: bool,
+    pub multi: Option<Multi>,
+    pub watch_flag: WatchFlag,
+    pub watched: Vec<(usize, Bytes)>,
+    pub reply_mode: ReplyMode,
+    /// Set by QUIT (and fatal errors): close once the pending replies are written.
+    pub close_after_reply: bool,
+    pub peer_is_loopback: bool,
+    out: BytesMut,
+}
+
+/// What pre-dispatch checks decided for one request.
+enum Step {
+    Reply(Frame),
+    Batch(usize, Call),
+    Dispatch(Call),
+}
+
+pub fn error_unknown_command(args: &[Bytes]) -> Frame {
+    let mut msg = format!("ERR unknown command '{}', with args beginning with: ", String::from_utf8_lossy(&args[0][..args[0].len().min(128)]));
+    for a in args.iter().skip(1).take(20) {
+        msg.push('\'');
+        msg.push_str(&String::from_utf8_lossy(&a[..a.len().min(128)]));
+        msg.push_str("' ");
+    }
+    Frame::error(msg)
+}
+
+pub fn error_arity(name: &str) -> Frame {
+    Frame::error(format!("ERR wrong number of arguments for '{name}' command"))
+}
+
+pub async fn serve(worker: Rc<Worker>, stream: TcpStream, addr: SocketAddr) {
+    let server = worker.server.clone();
+    let laddr = stream.local_addr().unwrap_or(addr);
+    let _ = stream.set_nodelay(true);
+    ServerStats::add(&server.stats.connections_received_total, 1);
+    let Some(meta) = server.clients.register(addr, laddr, server.config.maxclients() as usize, now_ms()) else {
+        ServerStats::add(&server.stats.connections_rejected_total, 1);
+        let mut stream = stream;
+        let _ = stream.write_all(b"-ERR max number of clients reached\r\n").await;
+        return;
+    };
+    let mut conn = Conn {
+        worker,
+        meta: meta.clone(),
+        proto: Protocol::Resp2,
+        db: 0,
+        authenticated: server.config.requirepass().is_none(),
+        multi: None,
+        watch_flag: Arc::new(AtomicBool::new(false)),
+        watched: Vec::new(),
+        reply_mode: ReplyMode::On,
+        close_after_reply: false,
+        peer_is_loopback: addr.ip().is_loopback(),
+        out: BytesMut::with_capacity(READ_CHUNK_BYTES),
+    };
+    if let Err(e) = conn.run(stream).await {
+        tracing::debug!(client = meta.id, "connection closed: {e}");
+    }
+    conn.unwatch_all().await;
+    server.clients.unregister(meta.id);
+}
+
+fn limits(worker: &Worker) -> Limits {
+    let c = &worker.server.config;
+    Limits { max_bulk_len: c.proto_max_bulk_len() as usize, ..Limits::default() }
+}
+
+impl Conn {
+    async fn run(&mut self, mut stream: TcpStream) -> std::io::Result<()> {
+        let mut parser = RequestParser::new(limits(&self.worker));
+        let mut rbuf = BytesMut::with_capacity(READ_CHUNK_BYTES);
+        let server = self.worker.server.clone();
+        loop {
+            if rbuf.capacity() - rbuf.len() < READ_CHUNK_BYTES / 4 {
+                rbuf.reserve(READ_CHUNK_BYTES);
+            }
+            let timeout_s = server.config.timeout_s();
+            let read = async {
+                if timeout_s > 0 {
+                    match tokio::time::timeout(Duration::from_secs(timeout_s), stream.read_buf(&mut rbuf)).await {
+                        Ok(r) => r,
+                        Err(_) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "idle timeout")),
+                    }
+                } else {
+                    stream.read_buf(&mut rbuf).await
+                }
+            };
+            let n = tokio::select! {
+                r = read => r?,
+                _ = self.meta.kill.notified() => return Ok(()),
+            };
+            if n == 0 {
+                return Ok(());
+            }
+            ServerStats::add(&server.stats.net_input_bytes_total, n as u64);
+            self.meta.last_interaction_ms.store(now_ms(), Ordering::Relaxed);
+            parser.set_limits(limits(&self.worker));
+            // Parse and execute in batches until the buffer holds no complete command.
+            loop {
+                let max = server.config.max_pipeline();
+                let mut calls = Vec::new();
+                let mut fatal = None;
+                while calls.len() < max {
+                    match parser.parse(&mut rbuf) {
+                        Ok(Some(args)) => calls.push(args),
+                        Ok(None) => break,
+                        Err(e) => {
+                            fatal = Some(Frame::error(format!("ERR {e}")));
+                            break;
+                        }
+                    }
+                }
+                let more = calls.len() >= max;
+                self.process(calls).await;
+                if let Some(err) = fatal {
+                    encode(&err, self.proto, &mut self.out);
+                    self.close_after_reply = true;
+                }
+                if !self.out.is_empty() {
+                    stream.write_all(&self.out).await?;
+                    ServerStats::add(&server.stats.net_output_bytes_total, self.out.len() as u64);
+                    self.out.clear();
+                }
+                if self.close_after_reply || self.meta.killed.load(Ordering::Acquire) {
+                    let _ = stream.shutdown().await;
+                    return Ok(());
+                }
+                if !more {
+                    break;
+                }
+            }
+            if rbuf.len() as u64 > server.config.query_buffer_limit() {
+                tracing::warn!(client = self.meta.id, "closing client that reached max query buffer length ({} bytes)", rbuf.len());
+                return Ok(());
+            }
+        }
+    }
+
+    /// Executes parsed requests in order, appending their replies to the output buffer.
+    pub async fn process(&mut self, requests: Vec<Vec<Bytes>>) {
+        let mut batch: Vec<(usize, Call)> = Vec::new();
+        let mut last: &'static str = "";
+        for args in requests {
+            if args.is_empty() {
+                continue;
+            }
+            let step = self.prepare(args);
+            match step {
+                Step::Batch(shard, call) => {
+                    last = call.spec.name;
+                    batch.push((shard, call));
+                }
+                Step::Reply(frame) => {
+                    self.flush_batch(&mut batch).await;
+                    self.emit(frame);
+                }
+                Step::Dispatch(call) => {
+                    last = call.spec.name;
+                    self.flush_batch(&mut batch).await;
+                    let reply = self.dispatch(Access::Free, call).await;
+                    self.emit(reply);
+                }
+            }
+        }
+        self.flush_batch(&mut batch).await;
+        if !last.is_empty() {
+            *self.meta.last_cmd.lock() = last;
+        }
+    }
+
+    async fn flush_batch(&mut self, batch: &mut Vec<(usize, Call)>) {
+        if batch.is_empty() {
+            return;
+        }
+        let calls = std::mem::take(batch);
+        for reply in self.worker.run_batch(self.db, calls).await {
+            self.emit(reply);
+        }
+    }
+
+    /// Appends a reply to the output, unless CLIENT REPLY suppresses it.
+    pub fn emit(&mut self, frame: Frame) {
+        match self.reply_mode {
+            ReplyMode::On => encode(&frame, self.proto, &mut self.out),
+            ReplyMode::Off => {}
+            ReplyMode::Skip(n) => self.reply_mode = if n <= 1 { ReplyMode::On } else { ReplyMode::Skip(n - 1) },
+        }
+    }
+
+    /// Lookup, arity, authentication and MULTI queueing; then routing.
+    fn prepare(&mut self, args: Vec<Bytes>) -> Step {
+        let Some(root) = command::lookup(&args[0]) else {
+            self.fail_multi();
+            return Step::Reply(error_unknown_command(&args));
+        };
+        let spec = match self.resolve(root, &args) {
+            Ok(spec) => spec,
+            Err(e) => {
+                stats::record_rejected(root.name);
+                self.fail_multi();
+                return Step::Reply(e);
+            }
+        };
+        if !self.authenticated && !spec.has(flags::NO_AUTH) {
+            stats::record_rejected(spec.name);
+            self.fail_multi();
+            return Step::Reply(Frame::error("NOAUTH Authentication required."));
+        }
+        if let Some(multi) = &mut self.multi {
+            if !spec.has(flags::NO_MULTI) {
+                multi.queued.push(Call { spec, args });
+                self.meta.multi_len.store(multi.queued.len(), Ordering::Relaxed);
+                return Step::Reply(Frame::simple("QUEUED"));
+            }
+        }
+        let call = Call { spec, args };
+        if let Handler::Keyed(_) = spec.handler {
+            if let Some(shard) = self.worker.single_shard(&call) {
+                return Step::Batch(shard, call);
+            }
+        }
+        Step::Dispatch(call)
+    }
+
+    /// Resolves container commands (CLIENT, CONFIG, ...) to their subcommand and checks arity.
+    fn resolve(&self, root: &'static Spec, args: &[Bytes]) -> Result<&'static Spec, Frame> {
+        if root.subcommands.is_empty() {
+            return if root.arity_ok(args.len()) { Ok(root) } else { Err(error_arity(root.name)) };
+        }
+        if args.len() < 2 {
+            return Err(error_arity(root.name));
+        }
+        let Some(sub) = root.subcommand(&args[1]) else {
+            return Err(Frame::error(format!(
+                "ERR unknown subcommand '{}'. Try {} HELP.",
+                String::from_utf8_lossy(&args[1][..args[1].len().min(128)]),
+                root.name.to_ascii_uppercase()
+            )));
+        };
+        if sub.arity_ok(args.len()) {
+            Ok(sub)
+        } else {
+            Err(error_arity(sub.name))
+        }
+    }
+
+    fn fail_multi(&mut self) {
+        if let Some(m) = &mut self.multi {
+            m.failed = true;
+        }
+    }
+
+    /// Runs one command (keyed or connection-level) with the given shard access.
+    pub async fn dispatch(&mut self, access: Access<'_>, call: Call) -> Frame {
+        match call.spec.handler {
+            Handler::Keyed(_) => self.worker.run_keyed(access, self.db, call).await,
+            Handler::Conn => {
+                let started = std::time::Instant::now();
+                let name = call.spec.name;
+                let reply = crate::cmd::dispatch_conn(self, access, call).await;
+                stats::record(name, started.elapsed(), reply.is_error());
+                reply
+            }
+        }
+    }
+
+    /// Removes this client's WATCH registrations from the shards.
+    pub async fn unwatch_all(&mut self) {
+        let watched = std::mem::take(&mut self.watched);
+        let n = self.worker.shards();
+        for (db, key) in watched {
+            let flag = self.watch_flag.clone();
+            let shard = crate::shard::shard_of(&key, n);
+            self.worker.run(Access::Free, shard, move |s| {
+                if let Some(d) = s.dbs.get_mut(db) {
+                    d.unwatch(&key, &flag);
+                }
+            }).await;
+        }
+        self.watch_flag.store(false, Ordering::Release);
+    }
+}

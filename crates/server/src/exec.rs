@@ -1,0 +1,344 @@
+//! Running commands on shards: single-shard batches, atomic multi-shard commands, fan-outs.
+//!
+//! Three paths, from cheapest to dearest:
+//! 1. Batches (the pipelining fast path). Consecutive single-shard commands of one connection
+//!    are grouped by shard; each group travels as ONE job (one message, one wake-up) and the
+//!    group for the connection's own shard runs in place without a message. Groups on
+//!    different shards touch different keys, so running them concurrently is equivalent to
+//!    running them in the client's order.
+//! 2. Multi-shard commands (MSET, DEL a b, RENAME, COPY... whose keys hash to several shards).
+//!    The coordinator locks the involved shards in ascending order, checks the command's keys
+//!    out of them (moving the entries, not copying), runs the ordinary handler on a scratch
+//!    keyspace holding just those keys, and checks the results back in before releasing the
+//!    locks. No client can observe half of it, and every handler stays a plain single-shard
+//!    function: there is no second implementation of any command for the cross-shard case.
+//! 3. Fan-outs (DBSIZE, KEYS, SCAN, FLUSHALL...) send one job to every shard.
+//!
+//! Every path takes an [`Access`]: `Free` (normal queues) or `Locked` (the private channels of
+//! shards this coordinator already holds, inside MULTI/EXEC or a locked fan-out).
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::sync::{mpsc, oneshot};
+
+use abacus_keyspace::{Db, Entry};
+use abacus_protocol::{Bytes, Frame};
+
+use crate::command::{Handler, Spec};
+use crate::server::Server;
+use crate::shard::{now_ms, shard_of, Ctx, Job, Shard, ShardMsg};
+use crate::stats;
+
+/// Shards held by a coordinator: their private job channels.
+#[derive(Default)]
+pub struct Locks {
+    held: BTreeMap<usize, mpsc::UnboundedSender<Job>>,
+}
+
+impl Locks {
+    pub fn holds(&self, shard: usize) -> bool {
+        self.held.contains_key(&shard)
+    }
+}
+
+/// How a coordinator reaches shards.
+#[derive(Clone, Copy)]
+pub enum Access<'a> {
+    Free,
+    Locked(&'a Locks),
+}
+
+/// Reply used when a shard is gone (the server is shutting down).
+pub fn shutting_down() -> Frame {
+    Frame::error("ERR server is shutting down")
+}
+
+/// A worker thread's view: the shared server and the shard this thread owns.
+pub struct Worker {
+    pub server: Arc<Server>,
+    pub shard_id: usize,
+    pub shard: Rc<RefCell<Shard>>,
+}
+
+/// A command ready to run: its spec and arguments (name first).
+pub struct Call {
+    pub spec: &'static Spec,
+    pub args: Vec<Bytes>,
+}
+
+/// Runs a keyed command's handler against `dbs` and does the bookkeeping every write needs
+/// (WATCH signals; the append-only log will hook in here too, so every write has one path).
+pub fn exec_keyed(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Bytes], now_ms: u64, max_string_len: u64) -> Frame {
+    let Handler::Keyed(f) = spec.handler else {
+        return Frame::error("ERR internal error: not a keyed command");
+    };
+    let started = Instant::now();
+    let reply = {
+        let mut ctx = Ctx { dbs: &mut *dbs, db, now_ms, max_string_len };
+        f(&mut ctx, args)
+    };
+    let failed = reply.is_error();
+    stats::record(spec.name, started.elapsed(), failed);
+    if spec.is_write() && !failed {
+        for i in spec.key_indexes(args.len()) {
+            dbs[db].signal_modified(&args[i]);
+        }
+    }
+    reply
+}
+
+/// The (database, key) pairs a command touches. Key positions come from the command table;
+/// COPY's `DB n` option names a second database.
+pub fn command_keys(spec: &Spec, args: &[Bytes], db: usize) -> Vec<(usize, Bytes)> {
+    let mut keys: Vec<(usize, Bytes)> = spec.key_indexes(args.len()).map(|i| (db, args[i].clone())).collect();
+    if spec.name == "copy" && keys.len() == 2 {
+        let mut i = 3;
+        while i + 1 < args.len() {
+            if args[i].eq_ignore_ascii_case(b"db") {
+                if let Some(n) = std::str::from_utf8(&args[i + 1]).ok().and_then(|s| s.parse::<usize>().ok()) {
+                    keys[1].0 = n;
+                }
+            }
+            i += 1;
+        }
+    }
+    keys
+}
+
+impl Worker {
+    pub fn shards(&self) -> usize {
+        self.server.senders.len()
+    }
+
+    /// The shard that owns every key of the call, or None if its keys span shards. Keyless
+    /// keyed commands (e.g. OBJECT HELP) run on the local shard.
+    pub fn single_shard(&self, call: &Call) -> Option<usize> {
+        let n = self.shards();
+        let mut it = call.spec.key_indexes(call.args.len());
+        let Some(first) = it.next() else { return Some(self.shard_id) };
+        let s = shard_of(&call.args[first], n);
+        if n == 1 || it.all(|i| shard_of(&call.args[i], n) == s) {
+            Some(s)
+        } else {
+            None
+        }
+    }
+
+    /// Runs `f` on `shard` and returns its result; None if the shard is gone.
+    pub async fn run<R, F>(&self, access: Access<'_>, shard: usize, f: F) -> Option<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Shard) -> R + Send + 'static,
+    {
+        match access {
+            Access::Locked(locks) if locks.holds(shard) => {
+                let (tx, rx) = oneshot::channel();
+                let job: Job = Box::new(move |s| {
+                    let _ = tx.send(f(s));
+                });
+                locks.held.get(&shard)?.send(job).ok()?;
+                rx.await.ok()
+            }
+            _ => {
+                if shard == self.shard_id {
+                    let mut s = self.shard.borrow_mut();
+                    if !s.locked {
+                        return Some(f(&mut s));
+                    }
+                }
+                let (tx, rx) = oneshot::channel();
+                let job: Job = Box::new(move |s| {
+                    let _ = tx.send(f(s));
+                });
+                self.server.senders.get(shard)?.send(ShardMsg::Run(job)).await.ok()?;
+                rx.await.ok()
+            }
+        }
+    }
+
+    /// Runs `f` on every shard (concurrently) and returns the results in shard order.
+    pub async fn run_all<R, F>(&self, access: Access<'_>, f: F) -> Option<Vec<R>>
+    where
+        R: Send + 'static,
+        F: Fn(&mut Shard) -> R + Send + Sync + 'static,
+    {
+        let f = Arc::new(f);
+        let mut pending = Vec::with_capacity(self.shards());
+        for shard in 0..self.shards() {
+            let f = f.clone();
+            pending.push(self.spawn_job(access, shard, move |s: &mut Shard| f(s)).await?);
+        }
+        let mut out = Vec::with_capacity(pending.len());
+        for rx in pending {
+            out.push(rx.await.ok()?);
+        }
+        Some(out)
+    }
+
+    /// Sends a job without waiting for it; the receiver yields its result.
+    async fn spawn_job<R, F>(&self, access: Access<'_>, shard: usize, f: F) -> Option<oneshot::Receiver<R>>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Shard) -> R + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel();
+        let job: Job = Box::new(move |s| {
+            let _ = tx.send(f(s));
+        });
+        match access {
+            Access::Locked(locks) if locks.holds(shard) => locks.held.get(&shard)?.send(job).ok()?,
+            _ => self.server.senders.get(shard)?.send(ShardMsg::Run(job)).await.ok()?,
+        }
+        Some(rx)
+    }
+
+    /// Locks `shards` (in ascending order, so lockers never wait in a cycle). Shards already
+    /// held by `already` are not locked again.
+    pub async fn lock(&self, shards: impl IntoIterator<Item = usize>) -> Option<Locks> {
+        let mut wanted: Vec<usize> = shards.into_iter().collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let mut locks = Locks::default();
+        for shard in wanted {
+            let (tx, rx) = oneshot::channel();
+            self.server.senders.get(shard)?.send(ShardMsg::Lock(tx)).await.ok()?;
+            locks.held.insert(shard, rx.await.ok()?);
+        }
+        Some(locks)
+    }
+
+    /// Runs a batch of single-shard calls (each call's keys on one shard) and returns their
+    /// replies in order.
+    pub async fn run_batch(&self, db: usize, calls: Vec<(usize, Call)>) -> Vec<Frame> {
+        let n = calls.len();
+        let mut groups: Vec<Vec<(usize, Call)>> = (0..self.shards()).map(|_| Vec::new()).collect();
+        for (i, (shard, call)) in calls.into_iter().enumerate() {
+            if let Some(g) = groups.get_mut(shard) {
+                g.push((i, call));
+            }
+        }
+        let max_len = self.server.config.proto_max_bulk_len();
+        let mut replies: Vec<Option<Frame>> = (0..n).map(|_| None).collect();
+        let mut pending = Vec::new();
+        let mut local = Vec::new();
+        for (shard, group) in groups.into_iter().enumerate() {
+            if group.is_empty() {
+                continue;
+            }
+            if shard == self.shard_id && !self.shard.borrow().locked {
+                local = group;
+                continue;
+            }
+            let job = move |s: &mut Shard| run_group(s, db, group, max_len);
+            match self.spawn_job(Access::Free, shard, job).await {
+                Some(rx) => pending.push(rx),
+                None => break,
+            }
+        }
+        if !local.is_empty() {
+            let mut s = self.shard.borrow_mut();
+            for (i, r) in run_group(&mut s, db, local, max_len) {
+                replies[i] = Some(r);
+            }
+        }
+        for rx in pending {
+            if let Ok(done) = rx.await {
+                for (i, r) in done {
+                    replies[i] = Some(r);
+                }
+            }
+        }
+        replies.into_iter().map(|r| r.unwrap_or_else(shutting_down)).collect()
+    }
+
+    /// Runs one keyed call wherever its keys are: on their shard, or atomically across
+    /// several shards by checking the keys out (see the file comment).
+    pub async fn run_keyed(&self, access: Access<'_>, db: usize, call: Call) -> Frame {
+        let max_len = self.server.config.proto_max_bulk_len();
+        let keys = command_keys(call.spec, &call.args, db);
+        let n = self.shards();
+        let mut shards: Vec<usize> = keys.iter().map(|(_, k)| shard_of(k, n)).collect();
+        shards.sort_unstable();
+        shards.dedup();
+        if shards.len() <= 1 {
+            let shard = shards.first().copied().unwrap_or(self.shard_id);
+            let Call { spec, args } = call;
+            return self
+                .run(access, shard, move |s| exec_keyed(&mut s.dbs, db, spec, &args, now_ms(), max_len))
+                .await
+                .unwrap_or_else(shutting_down);
+        }
+        let own_locks;
+        let access = match access {
+            Access::Locked(l) if shards.iter().all(|s| l.holds(*s)) => access,
+            _ => {
+                let Some(l) = self.lock(shards.iter().copied()).await else { return shutting_down() };
+                own_locks = l;
+                Access::Locked(&own_locks)
+            }
+        };
+        self.run_checked_out(access, db, call, keys).await
+    }
+
+    async fn run_checked_out(&self, access: Access<'_>, db: usize, call: Call, keys: Vec<(usize, Bytes)>) -> Frame {
+        let n = self.shards();
+        let databases = self.server.databases;
+        let now = now_ms();
+        let mut scratch: Vec<Db> = (0..databases).map(|_| Db::new()).collect();
+        let mut by_shard: BTreeMap<usize, Vec<(usize, Bytes)>> = BTreeMap::new();
+        for (d, k) in &keys {
+            if *d < databases {
+                by_shard.entry(shard_of(k, n)).or_default().push((*d, k.clone()));
+            }
+        }
+        for (&shard, ks) in &by_shard {
+            let ks = ks.clone();
+            let taken = self
+                .run(access, shard, move |s| {
+                    ks.into_iter()
+                        .filter_map(|(d, k)| {
+                            let live = s.dbs[d].contains(&k, now);
+                            let e = if live { s.dbs[d].remove_entry(&k) } else { None };
+                            e.map(|e| (d, k, e))
+                        })
+                        .collect::<Vec<(usize, Bytes, Entry)>>()
+                })
+                .await;
+            let Some(taken) = taken else { return shutting_down() };
+            for (d, k, e) in taken {
+                scratch[d].insert_entry(&k, e);
+            }
+        }
+        let reply = exec_keyed(&mut scratch, db, call.spec, &call.args, now, self.server.config.proto_max_bulk_len());
+        let write = call.spec.is_write();
+        for (shard, ks) in by_shard {
+            let back: Vec<(usize, Bytes, Option<Entry>)> =
+                ks.into_iter().map(|(d, k)| { let e = scratch[d].remove_entry(&k); (d, k, e) }).collect();
+            let done = self
+                .run(access, shard, move |s| {
+                    for (d, k, e) in back {
+                        if let Some(e) = e {
+                            s.dbs[d].insert_entry(&k, e);
+                        }
+                        if write {
+                            s.dbs[d].signal_modified(&k);
+                        }
+                    }
+                })
+                .await;
+            if done.is_none() {
+                return shutting_down();
+            }
+        }
+        reply
+    }
+}
+
+fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, max_len: u64) -> Vec<(usize, Frame)> {
+    let now = now_ms();
+    group.into_iter().map(|(i, c)| (i, exec_keyed(&mut s.dbs, db, c.spec, &c.args, now, max_len))).collect()
+}

@@ -1,0 +1,29 @@
+//! The Abacus server: the Redis protocol over TCP on top of sharded keyspaces.
+//!
+//! Layout (a reader should find any command within a minute):
+//! - `config.rs`   every configuration parameter, CLI/file/CONFIG SET parsing
+//! - `server.rs`   start-up, threads, listeners, signals
+//! - `shard.rs`    a shard's data and its job loop; key -> shard mapping
+//! - `exec.rs`     running commands on shards: batches, multi-shard atomicity, fan-outs
+//! - `conn.rs`     one client connection: read, parse, check, dispatch, write
+//! - `command.rs`  the command table (names, arity, flags, keys, handlers)
+//! - `cmd/`        one file per command family (strings, bits, keys, expiry, connection,
+//!   server, transactions)
+//! - `clients.rs`, `stats.rs`, `memory.rs`: client registry, counters, process figures
+//!
+//! What it is not: persistence, replication and the compact keyspace engine are separate
+//! issues; their hooks are noted where they will attach (`exec::exec_keyed` for the log).
+
+pub mod clients;
+pub mod cmd;
+pub mod command;
+pub mod config;
+pub mod conn;
+pub mod exec;
+pub mod memory;
+pub mod server;
+pub mod shard;
+pub mod stats;
+
+pub use config::Config;
+pub use server::run;

@@ -1,0 +1,46 @@
+//! Process memory and CPU figures for INFO.
+//!
+//! `used_memory` is what the allocator has handed out (jemalloc's `stats.allocated`), which is
+//! what Redis reports too. It is only exact when the binary uses jemalloc as its global
+//! allocator, which the `abacus` binary does; `used_memory_rss` comes from /proc.
+
+pub const ALLOCATOR: &str = "jemalloc";
+
+/// Bytes currently allocated through jemalloc.
+pub fn allocated_bytes() -> u64 {
+    // jemalloc caches its statistics; advancing the epoch refreshes them.
+    let _ = tikv_jemalloc_ctl::epoch::advance();
+    tikv_jemalloc_ctl::stats::allocated::read().map(|v| v as u64).unwrap_or(0)
+}
+
+/// Resident set size of the process, from /proc/self/statm.
+pub fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0);
+    pages * 4096
+}
+
+/// (user, system) CPU seconds of the process, from /proc/self/stat (clock ticks of 1/100 s,
+/// the value of `sysconf(_SC_CLK_TCK)` on Linux).
+pub fn cpu_seconds() -> (f64, f64) {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name, which is in parentheses and may contain spaces.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let tick = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) / 100.0;
+    (tick(11), tick(12))
+}
+
+/// Redis's human-readable byte counts: 1.50K, 3.20M, 1.00G.
+pub fn human(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b < 1024.0 {
+        format!("{bytes}B")
+    } else if b < 1024.0 * 1024.0 {
+        format!("{:.2}K", b / 1024.0)
+    } else if b < 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.2}M", b / 1024.0 / 1024.0)
+    } else {
+        format!("{:.2}G", b / 1024.0 / 1024.0 / 1024.0)
+    }
+}

@@ -1,0 +1,186 @@
+//! Start-up and the thread layout: listeners, worker threads, shards and signals.
+//!
+//! `threads` worker threads each run a single-threaded tokio runtime that owns one shard (its
+//! `shard_loop` task) and the connections assigned to that thread. One acceptor thread per
+//! listening address accepts connections and deals them round-robin to the workers, so
+//! connections spread evenly and a connection stays on one thread for its whole life. The
+//! main thread waits for SIGINT/SIGTERM.
+//!
+//! Nothing is shared between workers but this `Server` (configuration, the shards' queues,
+//! the client registry and a few counters): shard data is only reachable through its queue.
+
+use std::cell::RefCell;
+use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::sync::mpsc;
+
+use crate::clients::Clients;
+use crate::config::Config;
+use crate::exec::Worker;
+use crate::shard::{shard_loop, Shard, ShardMsg, SHARD_QUEUE_CAPACITY};
+use crate::stats::ServerStats;
+
+/// The Redis version Abacus reports (INFO, HELLO): the command set and replies follow it.
+pub const REDIS_VERSION: &str = "7.0.15";
+pub const ABACUS_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// State shared by all worker threads.
+pub struct Server {
+    pub config: Config,
+    pub senders: Vec<mpsc::Sender<ShardMsg>>,
+    pub clients: Clients,
+    pub stats: ServerStats,
+    pub databases: usize,
+    pub started: Instant,
+    pub run_id: String,
+    pub port: u16,
+    pub threads: usize,
+}
+
+/// Checks the configuration for start-up errors a user must fix.
+pub fn check_startup(config: &Config) -> Result<(), String> {
+    let binds: Vec<String> = config.get("bind").split_whitespace().map(String::from).collect();
+    if binds.is_empty() {
+        return Err("bind: at least one address is required".into());
+    }
+    for b in &binds {
+        let ip: IpAddr = b.trim_start_matches('-').parse().map_err(|_| format!("bind: '{b}' is not an IP address"))?;
+        if !ip.is_loopback() && config.get_bool("protected-mode") && config.requirepass().is_none() {
+            return Err(format!(
+                "refusing to listen on non-loopback address {b} without a password: anyone who can reach this \
+                 address could read and change all data. Set a password with --requirepass, or, if the network \
+                 is trusted, start with --protected-mode no"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Runs the server until SIGINT or SIGTERM.
+pub fn run(config: Config) -> Result<(), String> {
+    check_startup(&config)?;
+    let dir = config.get("dir");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create data directory '{dir}': {e}"))?;
+    let port = config.get_u64("port") as u16;
+    let mut listeners = Vec::new();
+    for b in config.get("bind").split_whitespace() {
+        let ip: IpAddr = b.trim_start_matches('-').parse().map_err(|_| format!("bind: '{b}' is not an IP address"))?;
+        let addr = SocketAddr::new(ip, port);
+        let l = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+        listeners.push(l);
+    }
+    let threads = config.threads();
+    let databases = config.get_u64("databases") as usize;
+    let hz = config.get_u64("hz");
+    let mut senders = Vec::with_capacity(threads);
+    let mut receivers = Vec::with_capacity(threads);
+    for _ in 0..threads {
+        let (tx, rx) = mpsc::channel(SHARD_QUEUE_CAPACITY);
+        senders.push(tx);
+        receivers.push(rx);
+    }
+    let server = Arc::new(Server {
+        config,
+        senders,
+        clients: Clients::default(),
+        stats: ServerStats::default(),
+        databases,
+        started: Instant::now(),
+        run_id: format!("{:040x}", rand::random::<u128>()),
+        port,
+        threads,
+    });
+
+    let mut conn_senders = Vec::with_capacity(threads);
+    for (id, rx) in receivers.into_iter().enumerate() {
+        let (ctx, mut crx) = mpsc::unbounded_channel::<(std::net::TcpStream, SocketAddr)>();
+        conn_senders.push(ctx);
+        let server = server.clone();
+        std::thread::Builder::new()
+            .name(format!("abacus-worker-{id}"))
+            .spawn(move || {
+                let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        tracing::error!("worker {id}: cannot start runtime: {e}");
+                        std::process::exit(1);
+                    }
+                };
+                let local = tokio::task::LocalSet::new();
+                local.block_on(&rt, async move {
+                    let shard = Rc::new(RefCell::new(Shard::new(id, databases)));
+                    tokio::task::spawn_local(shard_loop(shard.clone(), rx, hz));
+                    let worker = Rc::new(Worker { server, shard_id: id, shard });
+                    while let Some((stream, addr)) = crx.recv().await {
+                        if stream.set_nonblocking(true).is_err() {
+                            continue;
+                        }
+                        if let Ok(stream) = tokio::net::TcpStream::from_std(stream) {
+                            tokio::task::spawn_local(crate::conn::serve(worker.clone(), stream, addr));
+                        }
+                    }
+                });
+            })
+            .map_err(|e| format!("cannot start worker thread: {e}"))?;
+    }
+
+    let conn_senders = Arc::new(conn_senders);
+    for l in listeners {
+        let conn_senders = conn_senders.clone();
+        let keepalive = server.config.get_u64("tcp-keepalive");
+        tracing::info!("Ready to accept connections tcp on {}", l.local_addr().map(|a| a.to_string()).unwrap_or_default());
+        std::thread::Builder::new()
+            .name("abacus-accept".into())
+            .spawn(move || {
+                let mut next = 0usize;
+                for stream in l.incoming() {
+                    let Ok(stream) = stream else { continue };
+                    let Ok(addr) = stream.peer_addr() else { continue };
+                    if keepalive > 0 {
+                        let _ = set_keepalive(&stream, keepalive);
+                    }
+                    let _ = conn_senders[next % conn_senders.len()].send((stream, addr));
+                    next = next.wrapping_add(1);
+                }
+            })
+            .map_err(|e| format!("cannot start acceptor thread: {e}"))?;
+    }
+    tracing::info!(
+        "Abacus {ABACUS_VERSION} (Redis {REDIS_VERSION} protocol) started: pid {}, port {port}, {threads} worker threads, data directory {dir}",
+        std::process::id()
+    );
+    wait_for_signal();
+    tracing::info!("Received shutdown signal, exiting. Bye bye...");
+    Ok(())
+}
+
+fn set_keepalive(stream: &std::net::TcpStream, secs: u64) -> std::io::Result<()> {
+    // Detects peers that vanished without closing (crashed hosts, dropped NAT state).
+    let ka = socket2::TcpKeepalive::new().with_time(std::time::Duration::from_secs(secs));
+    socket2::SockRef::from(stream).set_tcp_keepalive(&ka)
+}
+
+fn wait_for_signal() {
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(_) => loop {
+            std::thread::park();
+        },
+    };
+    rt.block_on(async {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {},
+            _ = term.recv() => {},
+        }
+    });
+}

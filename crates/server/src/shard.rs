@@ -1,0 +1,155 @@
+//! Shards: the partitions of the keyspace, each owned by exactly one worker thread.
+//!
+//! A key belongs to slot `crc16(key) mod 16384` (with Redis Cluster's `{hash tag}` rule, so
+//! users can co-locate keys and cluster support can reuse the mapping), and slot `s` belongs to
+//! shard `s mod shards`. Each worker thread owns one shard and runs its [`shard_loop`]: a task
+//! that executes jobs sent to the shard one at a time, so a shard's data is only ever touched
+//! by its thread and needs no lock.
+//!
+//! Jobs are closures over `&mut Shard`. A connection on the owning thread may run a job
+//! directly (no message) when the shard is not locked; others send it through the shard's
+//! bounded queue (bounded so that a flood of requests pushes back on the connections instead
+//! of growing memory).
+//!
+//! Locking, for atomic multi-shard work: a `Lock` message makes the shard hand a private job
+//! channel to the requester and then run only jobs from that channel until the requester drops
+//! it. Requesters lock shards in ascending order, so two multi-shard operations can never wait
+//! on each other in a cycle; other work on a locked shard simply queues behind the lock. The
+//! waiting is `async`, so a thread whose shard is locked keeps serving its connections.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::sync::{mpsc, oneshot};
+
+use abacus_keyspace::Db;
+
+/// Work for a shard.
+pub type Job = Box<dyn FnOnce(&mut Shard) + Send>;
+
+pub enum ShardMsg {
+    Run(Job),
+    /// Hand over a private job channel and serve only it until it is dropped.
+    Lock(oneshot::Sender<mpsc::UnboundedSender<Job>>),
+}
+
+/// Capacity of a shard's queue, in messages (each may carry a batch of commands).
+pub const SHARD_QUEUE_CAPACITY: usize = 1024;
+
+/// Redis Cluster's slot count: the key -> shard map goes through slots.
+pub const SLOTS: usize = 16384;
+
+const CRC16: crc::Crc<u16> = crc::Crc::<u16>::new(&crc::CRC_16_XMODEM);
+
+/// The slot of a key, with Redis Cluster's hash-tag rule: if the key contains `{...}` with a
+/// non-empty body, only the body is hashed.
+pub fn key_slot(key: &[u8]) -> usize {
+    let hashed = match key.iter().position(|&b| b == b'{') {
+        Some(open) => match key[open + 1..].iter().position(|&b| b == b'}') {
+            Some(len) if len > 0 => &key[open + 1..open + 1 + len],
+            _ => key,
+        },
+        None => key,
+    };
+    CRC16.checksum(hashed) as usize & (SLOTS - 1)
+}
+
+pub fn shard_of(key: &[u8], shards: usize) -> usize {
+    key_slot(key) % shards
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// One shard's data.
+pub struct Shard {
+    pub id: usize,
+    pub dbs: Vec<Db>,
+    /// True while a multi-shard operation holds this shard; direct local access must then go
+    /// through the queue like everyone else.
+    pub locked: bool,
+}
+
+impl Shard {
+    pub fn new(id: usize, databases: usize) -> Shard {
+        Shard { id, dbs: (0..databases).map(|_| Db::new()).collect(), locked: false }
+    }
+
+    /// Active expiry: Redis's algorithm, per database sample 20 keys with a TTL and repeat while
+    /// more than a quarter of the sample had expired, within a time budget per call.
+    pub fn active_expire(&mut self, budget: Duration) {
+        let start = std::time::Instant::now();
+        let now = now_ms();
+        for db in &mut self.dbs {
+            loop {
+                let (sampled, expired) = db.expire_sample(20, now);
+                if sampled == 0 || expired * 4 <= sampled || start.elapsed() > budget {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// What a keyed command handler sees: the databases of the shard (or of a transaction's
+/// checked-out keys) and the selected database.
+pub struct Ctx<'a> {
+    pub dbs: &'a mut [Db],
+    pub db: usize,
+    pub now_ms: u64,
+    /// Largest string a command may create (proto-max-bulk-len), for SETRANGE/APPEND/SETBIT.
+    pub max_string_len: u64,
+}
+
+impl Ctx<'_> {
+    pub fn db(&mut self) -> &mut Db {
+        &mut self.dbs[self.db]
+    }
+}
+
+/// Runs the jobs sent to `shard` until every sender is gone, and its active expiry.
+pub async fn shard_loop(shard: Rc<RefCell<Shard>>, mut rx: mpsc::Receiver<ShardMsg>, hz: u64) {
+    let period = Duration::from_millis(1000 / hz.clamp(1, 500));
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        tokio::select! {
+            msg = rx.recv() => match msg {
+                None => break,
+                Some(ShardMsg::Run(job)) => job(&mut shard.borrow_mut()),
+                Some(ShardMsg::Lock(grant)) => {
+                    let (tx, mut private) = mpsc::unbounded_channel::<Job>();
+                    shard.borrow_mut().locked = true;
+                    if grant.send(tx).is_ok() {
+                        while let Some(job) = private.recv().await {
+                            job(&mut shard.borrow_mut());
+                        }
+                    }
+                    shard.borrow_mut().locked = false;
+                }
+            },
+            _ = tick.tick() => {
+                // A quarter of the period at most, so expiry never starves requests.
+                shard.borrow_mut().active_expire(period / 4);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_match_redis_cluster() {
+        // Reference values from Redis Cluster (CLUSTER KEYSLOT).
+        assert_eq!(key_slot(b"foo"), 12182);
+        assert_eq!(key_slot(b"bar"), 5061);
+        assert_eq!(key_slot(b"{user1000}.following"), key_slot(b"user1000"));
+        assert_eq!(key_slot(b"foo{}{bar}"), key_slot(b"foo{}{bar}"));
+        assert_ne!(key_slot(b"foo{}{bar}"), key_slot(b"bar"));
+    }
+}

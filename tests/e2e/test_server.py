@@ -1,0 +1,478 @@
+"""Server commands: INFO DBSIZE FLUSHDB FLUSHALL CONFIG DEBUG SWAPDB FUNCTION."""
+
+import os
+
+import pytest
+
+from helpers import Err, RespClient, info_dict, info_sections, kv_fields, wait_until
+
+
+def wrong_args(cmd):
+    return Err("ERR wrong number of arguments for '%s' command" % cmd)
+
+
+def pairs(lst):
+    assert len(lst) % 2 == 0
+    return {lst[i]: lst[i + 1] for i in range(0, len(lst), 2)}
+
+
+# ---------------------------------------------------------------- INFO
+
+def test_info_default_sections(c):
+    out = c("INFO")
+    assert isinstance(out, bytes)
+    assert b"\r\n" in out
+    secs = info_sections(out)
+    for s in ("Server", "Clients", "Memory", "Persistence", "Stats", "Replication",
+              "CPU", "Keyspace"):
+        assert s in secs, s
+    # commandstats is not part of the default set
+    assert "Commandstats" not in secs
+
+
+def test_info_server(c):
+    out = c("INFO", "server")
+    assert info_sections(out) == ["Server"]
+    d = info_dict(out)
+    for f in ("redis_version", "redis_mode", "os", "arch_bits", "process_id",
+              "run_id", "tcp_port", "uptime_in_seconds", "uptime_in_days",
+              "executable", "config_file"):
+        assert f in d, f
+    assert d["redis_mode"] == "standalone"
+    assert int(d["tcp_port"]) == c.port
+    assert len(d["run_id"]) == 40
+    major = int(d["redis_version"].split(".")[0])
+    assert major >= 7
+
+
+def test_info_section_name_case_insensitive(c):
+    assert info_sections(c("INFO", "SERVER")) == ["Server"]
+
+
+def test_info_clients(c, raw_conn):
+    others = [raw_conn() for _ in range(3)]
+    for o in others:
+        o("PING")
+    d = info_dict(c("INFO", "clients"))
+    for f in ("connected_clients", "maxclients", "blocked_clients"):
+        assert f in d, f
+    assert int(d["connected_clients"]) >= 5  # r, c and the three others
+
+
+def test_info_memory(c):
+    d = info_dict(c("INFO", "memory"))
+    for f in ("used_memory", "used_memory_human", "used_memory_peak", "maxmemory",
+              "maxmemory_policy"):
+        assert f in d, f
+    assert int(d["used_memory"]) > 0
+    assert d["maxmemory_policy"] == "noeviction"
+
+
+def test_info_persistence(c):
+    d = info_dict(c("INFO", "persistence"))
+    for f in ("loading", "rdb_changes_since_last_save", "rdb_bgsave_in_progress",
+              "rdb_last_save_time", "aof_enabled"):
+        assert f in d, f
+    assert d["loading"] == "0"
+
+
+def test_info_stats(c):
+    d1 = info_dict(c("INFO", "stats"))
+    for f in ("total_connections_received", "total_commands_processed",
+              "instantaneous_ops_per_sec", "expired_keys", "evicted_keys",
+              "keyspace_hits", "keyspace_misses", "rejected_connections"):
+        assert f in d1, f
+    for _ in range(5):
+        c("PING")
+    d2 = info_dict(c("INFO", "stats"))
+    assert int(d2["total_commands_processed"]) >= int(d1["total_commands_processed"]) + 5
+
+
+def test_info_keyspace_hits_misses(c):
+    c("SET", "k", "v")
+    d1 = info_dict(c("INFO", "stats"))
+    c("GET", "k")
+    c("GET", "k")
+    c("GET", "missing")
+    d2 = info_dict(c("INFO", "stats"))
+    assert int(d2["keyspace_hits"]) - int(d1["keyspace_hits"]) == 2
+    assert int(d2["keyspace_misses"]) - int(d1["keyspace_misses"]) == 1
+
+
+def test_info_replication(c):
+    d = info_dict(c("INFO", "replication"))
+    assert d["role"] == "master"
+    assert d["connected_slaves"] == "0"
+
+
+def test_info_cpu(c):
+    d = info_dict(c("INFO", "cpu"))
+    for f in ("used_cpu_sys", "used_cpu_user"):
+        assert f in d
+        float(d[f])
+
+
+def test_info_keyspace(c):
+    assert info_dict(c("INFO", "keyspace")) == {}
+    c("SET", "a", "1")
+    c("SET", "b", "2", "EX", "100")
+    c("SELECT", "3")
+    c("SET", "x", "1")
+    out = c("INFO", "keyspace")
+    assert info_sections(out) == ["Keyspace"]
+    d = info_dict(out)
+    assert set(d) == {"db0", "db3"}
+    db0 = kv_fields(d["db0"])
+    assert db0["keys"] == "2"
+    assert db0["expires"] == "1"
+    assert "avg_ttl" in db0
+    assert kv_fields(d["db3"])["keys"] == "1"
+    assert kv_fields(d["db3"])["expires"] == "0"
+
+
+def test_info_commandstats(c):
+    assert c("CONFIG", "RESETSTAT") == "OK"
+    c("SET", "a", "1")
+    c("SET", "b", "2")
+    c("GET", "a")
+    out = c("INFO", "commandstats")
+    assert info_sections(out) == ["Commandstats"]
+    d = info_dict(out)
+    st = kv_fields(d["cmdstat_set"])
+    assert st["calls"] == "2"
+    for f in ("usec", "usec_per_call", "rejected_calls", "failed_calls"):
+        assert f in st
+    assert kv_fields(d["cmdstat_get"])["calls"] == "1"
+
+
+def test_info_commandstats_failed_and_subcommands(c):
+    c("CONFIG", "RESETSTAT")
+    c("SET", "s", "abc")
+    c("INCR", "s")
+    c("CLIENT", "ID")
+    c("GET")  # arity error is a rejected call
+    d = info_dict(c("INFO", "commandstats"))
+    incr = kv_fields(d["cmdstat_incr"])
+    assert incr["calls"] == "1" and incr["failed_calls"] == "1"
+    get = kv_fields(d["cmdstat_get"])
+    assert get["calls"] == "0" and get["rejected_calls"] == "1"
+    assert kv_fields(d["cmdstat_client|id"])["calls"] == "1"
+
+
+def test_info_multiple_sections(c):
+    secs = info_sections(c("INFO", "server", "keyspace"))
+    assert secs == ["Server", "Keyspace"]
+
+
+def test_info_all_and_everything(c):
+    secs = info_sections(c("INFO", "everything"))
+    for s in ("Server", "Clients", "Memory", "Stats", "Commandstats", "Keyspace"):
+        assert s in secs
+    assert "Commandstats" in info_sections(c("INFO", "all"))
+
+
+def test_info_unknown_section_is_empty(c):
+    assert c("INFO", "nosuchsection") == b""
+
+
+def test_info_redis_py(r):
+    r.set("foo", "bar")
+    info = r.info()
+    assert "redis_version" in info
+    assert info["db0"]["keys"] == 1
+    assert "cmdstat_set" in r.info("commandstats")
+
+
+# ---------------------------------------------------------------- DBSIZE / FLUSH*
+
+def test_dbsize(c):
+    assert c("DBSIZE") == 0
+    for i in range(10):
+        c("SET", "k%d" % i, "v")
+    assert c("DBSIZE") == 10
+    c("DEL", "k0")
+    assert c("DBSIZE") == 9
+    c("SELECT", "1")
+    assert c("DBSIZE") == 0
+    assert c("DBSIZE", "x") == wrong_args("dbsize")
+
+
+def test_flushdb(c):
+    c("SET", "a", "1")
+    c("SELECT", "1")
+    c("SET", "b", "1")
+    assert c("FLUSHDB") == "OK"
+    assert c("DBSIZE") == 0
+    c("SELECT", "0")
+    assert c("DBSIZE") == 1
+
+
+@pytest.mark.parametrize("mode", ["ASYNC", "SYNC", "async", "sync"])
+def test_flushdb_modes(c, mode):
+    c("SET", "a", "1")
+    assert c("FLUSHDB", mode) == "OK"
+    assert c("DBSIZE") == 0
+
+
+@pytest.mark.parametrize("mode", ["ASYNC", "SYNC"])
+def test_flushall_modes(c, mode):
+    for db in (0, 5, 15):
+        c("SELECT", db)
+        c("SET", "a", "1")
+    assert c("FLUSHALL", mode) == "OK"
+    for db in (0, 5, 15):
+        c("SELECT", db)
+        assert c("DBSIZE") == 0
+
+
+def test_flush_syntax(c):
+    assert c("FLUSHALL", "LATER") == Err("ERR syntax error")
+    assert c("FLUSHDB", "LATER") == Err("ERR syntax error")
+    assert c("FLUSHALL", "SYNC", "ASYNC") == Err("ERR syntax error")
+
+
+def test_flushall_clears_expires(c):
+    c("SET", "a", "1", "EX", "100")
+    c("FLUSHALL")
+    assert c("TTL", "a") == -2
+    assert info_dict(c("INFO", "keyspace")) == {}
+
+
+# ---------------------------------------------------------------- CONFIG
+
+def test_config_get_exact(c):
+    assert c("CONFIG", "GET", "maxmemory") == [b"maxmemory", b"0"]
+    assert c("CONFIG", "GET", "databases") == [b"databases", b"16"]
+    assert c("CONFIG", "GET", "nosuchparam") == []
+
+
+def test_config_get_glob(c):
+    d = pairs(c("CONFIG", "GET", "max*"))
+    assert d[b"maxmemory"] == b"0"
+    assert d[b"maxclients"] == b"10000"
+    assert d[b"maxmemory-policy"] == b"noeviction"
+    assert all(k.startswith(b"max") for k in d)
+
+
+def test_config_get_multiple_and_case(c):
+    # parameter names are case-insensitive (the case of the echoed name is
+    # not asserted: Redis 7.0 echoes an exact name as it was requested)
+    d = pairs(c("CONFIG", "GET", "MAXMEMORY", "timeout", "databases"))
+    d = {k.lower(): v for k, v in d.items()}
+    assert d == {b"maxmemory": b"0", b"timeout": b"0", b"databases": b"16"}
+
+
+def test_config_get_question_mark_glob(c):
+    d = pairs(c("CONFIG", "GET", "timeou?"))
+    assert d == {b"timeout": b"0"}
+
+
+def test_config_get_port(c):
+    assert c("CONFIG", "GET", "port") == [b"port", str(c.port).encode()]
+
+
+def test_config_set_single(c):
+    try:
+        assert c("CONFIG", "SET", "maxmemory", "10mb") == "OK"
+        assert c("CONFIG", "GET", "maxmemory") == [b"maxmemory", b"10485760"]
+    finally:
+        c("CONFIG", "SET", "maxmemory", "0")
+    assert c("CONFIG", "GET", "maxmemory") == [b"maxmemory", b"0"]
+
+
+def test_config_set_multiple_pairs(c):
+    try:
+        assert c("CONFIG", "SET", "timeout", "300", "maxmemory-policy", "allkeys-lru") == "OK"
+        d = pairs(c("CONFIG", "GET", "timeout", "maxmemory-policy"))
+        assert d == {b"timeout": b"300", b"maxmemory-policy": b"allkeys-lru"}
+    finally:
+        c("CONFIG", "SET", "timeout", "0", "maxmemory-policy", "noeviction")
+
+
+def test_config_set_errors(c):
+    assert c("CONFIG", "SET", "nosuchparam", "1") == Err(
+        "ERR Unknown option or number of arguments for CONFIG SET - 'nosuchparam'")
+    assert c("CONFIG", "SET", "maxmemory") == Err(
+        "ERR wrong number of arguments for 'config|set' command")
+    # an odd number of arguments beyond the first pair is a syntax error
+    assert c("CONFIG", "SET", "timeout", "1", "maxmemory") == Err("ERR syntax error")
+    rep = c("CONFIG", "SET", "timeout", "abc")
+    assert isinstance(rep, Err)
+    assert rep.message.startswith(
+        "ERR CONFIG SET failed (possibly related to argument 'timeout') - ")
+    rep = c("CONFIG", "SET", "databases", "32")
+    assert rep == Err("ERR CONFIG SET failed (possibly related to argument 'databases') "
+                      "- can't set immutable config")
+    rep = c("CONFIG", "SET", "maxmemory-policy", "bogus")
+    assert isinstance(rep, Err)
+    assert rep.message.startswith(
+        "ERR CONFIG SET failed (possibly related to argument 'maxmemory-policy') - ")
+    assert c("CONFIG", "SET", "timeout", "1", "timeout", "2") == Err(
+        "ERR CONFIG SET failed (possibly related to argument 'timeout') - duplicate parameter")
+    assert c("CONFIG", "GET", "timeout") == [b"timeout", b"0"]
+
+
+def test_config_set_is_atomic(c):
+    # a failing pair leaves the whole command without effect
+    rep = c("CONFIG", "SET", "timeout", "77", "maxmemory-policy", "bogus")
+    assert isinstance(rep, Err)
+    assert c("CONFIG", "GET", "timeout") == [b"timeout", b"0"]
+
+
+def test_config_resetstat(c):
+    for _ in range(10):
+        c("SET", "a", "1")
+        c("GET", "a")
+        c("GET", "missing")
+    assert c("CONFIG", "RESETSTAT") == "OK"
+    d = info_dict(c("INFO", "stats"))
+    assert int(d["total_commands_processed"]) <= 2
+    assert d["keyspace_hits"] == "0"
+    assert d["keyspace_misses"] == "0"
+    cs = info_dict(c("INFO", "commandstats"))
+    assert "cmdstat_set" not in cs
+    assert "cmdstat_get" not in cs
+
+
+def test_config_unknown_subcommand(c):
+    rep = c("CONFIG", "FOO")
+    assert isinstance(rep, Err)
+    assert rep.message.startswith("ERR unknown subcommand 'FOO'. Try CONFIG HELP.")
+
+
+def test_config_redis_py(r):
+    assert r.config_get("maxmemory") == {"maxmemory": "0"}
+    try:
+        assert r.config_set("timeout", 5) is True
+        assert r.config_get("timeout") == {"timeout": "5"}
+    finally:
+        r.config_set("timeout", 0)
+
+
+# ---------------------------------------------------------------- DEBUG SLEEP
+
+def test_debug_sleep_zero(c):
+    assert c("DEBUG", "SLEEP", "0") == "OK"
+    assert c("DEBUG", "sleep", "0.01") == "OK"
+    assert c("PING") == "PONG"
+
+
+# ---------------------------------------------------------------- SWAPDB
+
+def test_swapdb(c):
+    c("SET", "a", "in0")
+    c("SELECT", "1")
+    c("SET", "b", "in1")
+    c("SET", "c", "in1", "EX", "100")
+    assert c("SWAPDB", "0", "1") == "OK"
+    # the connection stays on db 1, which now holds the old db 0 data
+    assert c("GET", "a") == b"in0"
+    assert c("GET", "b") is None
+    c("SELECT", "0")
+    assert c("GET", "b") == b"in1"
+    assert 0 < c("TTL", "c") <= 100
+    assert c("DBSIZE") == 2
+
+
+def test_swapdb_same_and_empty(c):
+    c("SET", "a", "1")
+    assert c("SWAPDB", "0", "0") == "OK"
+    assert c("GET", "a") == b"1"
+    assert c("SWAPDB", "0", "9") == "OK"
+    assert c("DBSIZE") == 0
+    c("SELECT", "9")
+    assert c("GET", "a") == b"1"
+
+
+def test_swapdb_errors(c):
+    assert c("SWAPDB", "0", "16") == Err("ERR DB index is out of range")
+    assert c("SWAPDB", "-1", "0") == Err("ERR DB index is out of range")
+    assert c("SWAPDB", "a", "0") == Err("ERR invalid first DB index")
+    assert c("SWAPDB", "0", "b") == Err("ERR invalid second DB index")
+    assert c("SWAPDB", "0") == wrong_args("swapdb")
+
+
+def test_swapdb_visible_to_other_connections(c, raw_conn):
+    other = raw_conn()
+    other("SET", "k", "zero")
+    assert c("SWAPDB", "0", "2") == "OK"
+    assert other("GET", "k") is None
+    other("SELECT", "2")
+    assert other("GET", "k") == b"zero"
+
+
+# ---------------------------------------------------------------- FUNCTION FLUSH
+
+def test_function_flush(c):
+    assert c("FUNCTION", "FLUSH") == "OK"
+    assert c("FUNCTION", "FLUSH", "ASYNC") == "OK"
+    assert c("FUNCTION", "FLUSH", "SYNC") == "OK"
+    assert c("FUNCTION", "FLUSH", "LATER") == Err(
+        "ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
+
+
+# ---------------------------------------------------------------- start-up options
+
+def test_option_databases(server):
+    s = server.start(["--databases", "4"])
+    cl = s.raw()
+    try:
+        assert cl("SELECT", "3") == "OK"
+        assert cl("SELECT", "4") == Err("ERR DB index is out of range")
+        assert cl("CONFIG", "GET", "databases") == [b"databases", b"4"]
+        assert cl("SWAPDB", "0", "4") == Err("ERR DB index is out of range")
+    finally:
+        cl.close()
+
+
+def test_option_maxclients(server):
+    s = server.start(["--maxclients", "2"])
+    a = RespClient(s.host, s.port)
+    b = RespClient(s.host, s.port)
+    extra = None
+    try:
+        assert a("PING") == "PONG"
+        assert b("PING") == "PONG"
+        # wait (bounded) until only our two connections are counted
+        assert wait_until(
+            lambda: info_dict(a("INFO", "clients"))["connected_clients"] == "2", timeout=5)
+        assert a("CONFIG", "GET", "maxclients") == [b"maxclients", b"2"]
+        extra = RespClient(s.host, s.port)
+        assert extra.read_reply() == Err("ERR max number of clients reached")
+        assert extra.is_closed()
+        d = info_dict(a("INFO", "stats"))
+        assert int(d["rejected_connections"]) >= 1
+    finally:
+        for cl in (a, b, extra):
+            if cl is not None:
+                cl.close()
+
+
+def test_option_timeout_closes_idle_clients(server):
+    s = server.start(["--timeout", "1"])
+    idle = RespClient(s.host, s.port)
+    try:
+        assert idle("PING") == "PONG"
+        assert idle("CONFIG", "GET", "timeout") == [b"timeout", b"1"]
+        # idle for more than 1 s: the server closes the connection (bounded wait)
+        assert idle.is_closed(timeout=15)
+    finally:
+        idle.close()
+
+
+def test_default_timeout_keeps_idle_clients(c):
+    assert c("CONFIG", "GET", "timeout") == [b"timeout", b"0"]
+    assert not c.is_closed(timeout=1.5)
+    assert c("PING") == "PONG"
+
+
+def test_option_port_and_dir(server):
+    s = server.start([])
+    cl = s.raw()
+    try:
+        assert cl("CONFIG", "GET", "port") == [b"port", str(s.port).encode()]
+        d = cl("CONFIG", "GET", "dir")
+        assert d[0] == b"dir"
+        assert os.path.realpath(d[1].decode()) == os.path.realpath(s.dir)
+    finally:
+        cl.close()
