@@ -294,7 +294,7 @@ def test_resp3_reply_types(c):
     checks = [
         (("GET", "nokey"), b"_\r\n"),
         (("MGET", "a", "nokey"), b"*2\r\n$1\r\n1\r\n_\r\n"),
-        (("CONFIG", "GET", "maxmemory"), b"%1\r\n$9\r\nmaxmemory\r\n$1\r\n0\r\n"),
+        (("CONFIG", "GET", "timeout"), b"%1\r\n$7\r\ntimeout\r\n$1\r\n0\r\n"),
         (("EXISTS", "a"), b":1\r\n"),
         (("TYPE", "a"), b"+string\r\n"),
         (("SET", "x", "1", "GET"), b"_\r\n"),
@@ -329,6 +329,6 @@ def test_resp3_info_is_verbatim(c):
 
 def test_resp3_redis_py(r3):
     r3.set("a", 1)
-    assert r3.config_get("maxmemory") == {"maxmemory": "0"}
+    assert r3.config_get("timeout") == {"timeout": "0"}
     assert "redis_version" in r3.info("server")
     assert r3.get("nope") is None

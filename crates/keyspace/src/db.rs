@@ -36,11 +36,23 @@ pub struct Entry {
     pub expire_at_ms: u64,
     /// Last access time in Unix seconds (OBJECT IDLETIME; LRU eviction later).
     pub accessed_s: u32,
+    /// Modified in place (APPEND, SETRANGE, SETBIT): Redis reports such strings as "raw"
+    /// whatever their bytes.
+    pub raw_encoding: bool,
 }
 
 impl Entry {
     pub fn new(value: Value) -> Entry {
-        Entry { value, expire_at_ms: 0, accessed_s: 0 }
+        Entry { value, expire_at_ms: 0, accessed_s: 0, raw_encoding: false }
+    }
+
+    /// The encoding OBJECT ENCODING reports.
+    pub fn encoding(&self) -> &'static str {
+        if self.raw_encoding {
+            "raw"
+        } else {
+            self.value.encoding()
+        }
     }
 
     fn is_expired(&self, now_ms: u64) -> bool {
@@ -60,6 +72,9 @@ pub struct Db {
     watched: HashMap<Key, Vec<WatchFlag>>,
     /// Keys removed by expiry (lazy or active) since the database was created.
     pub expired_keys_total: u64,
+    /// Lookups through [`Db::get`] that found / did not find their key (INFO keyspace_hits).
+    pub hits_total: u64,
+    pub misses_total: u64,
 }
 
 impl Db {
@@ -98,7 +113,13 @@ impl Db {
 
     /// Looks `key` up for reading; expired keys are removed and reported absent.
     pub fn get(&mut self, key: &[u8], now_ms: u64) -> Option<&Entry> {
-        self.get_mut(key, now_ms).map(|e| &*e)
+        let found = self.get_mut(key, now_ms).is_some();
+        if found {
+            self.hits_total += 1;
+        } else {
+            self.misses_total += 1;
+        }
+        self.map.get(key)
     }
 
     /// Looks `key` up for modification; expired keys are removed and reported absent.
@@ -123,7 +144,7 @@ impl Db {
     /// Stores `value` under `key` with the given absolute expiry (0 = none), replacing any
     /// previous entry and its expiry, as SET does.
     pub fn set(&mut self, key: &[u8], value: Value, expire_at_ms: u64, now_ms: u64) {
-        let entry = Entry { value, expire_at_ms, accessed_s: (now_ms / 1000) as u32 };
+        let entry = Entry { value, expire_at_ms, accessed_s: (now_ms / 1000) as u32, raw_encoding: false };
         self.insert_entry(key, entry);
     }
 
@@ -180,10 +201,12 @@ impl Db {
     pub fn take_all(&mut self) -> Db {
         self.signal_all();
         let watched = std::mem::take(&mut self.watched);
-        let expired = self.expired_keys_total;
+        let (expired, hits, misses) = (self.expired_keys_total, self.hits_total, self.misses_total);
         let old = std::mem::take(self);
         self.watched = watched;
         self.expired_keys_total = expired;
+        self.hits_total = hits;
+        self.misses_total = misses;
         old
     }
 

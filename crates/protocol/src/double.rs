@@ -53,7 +53,10 @@ impl fmt::Write for Repr {
 
 impl Repr {
     fn new() -> Self {
-        Repr { buf: [0; 32], len: 0 }
+        Repr {
+            buf: [0; 32],
+            len: 0,
+        }
     }
 
     pub(crate) fn as_bytes(&self) -> &[u8] {
@@ -113,6 +116,17 @@ impl Repr {
         }
         if a == 0.0 {
             r.push(b'0');
+            return r;
+        }
+        // Fast path for integral values below 2^53 (common scores): every
+        // such integer is exactly representable, so its decimal digits with
+        // trailing zeros stripped are already the shortest round-trip digits.
+        if a < 9_007_199_254_740_992.0 && a.fract() == 0.0 {
+            let mut ibuf = itoa::Buffer::new();
+            let int = ibuf.format(a as u64).as_bytes();
+            let trimmed = int.len() - int.iter().rev().take_while(|&&c| c == b'0').count();
+            let digits = int.get(..trimmed).unwrap_or(int);
+            r.emit_digits(digits, int.len() as i32 - 1);
             return r;
         }
         // `{:e}` yields the exact shortest round-trip digits as d.ddde<exp>.
@@ -260,6 +274,35 @@ mod tests {
         assert_eq!(d2s(1.25), "1.25");
         assert_eq!(d2s(f64::NEG_INFINITY), "-inf");
         assert_eq!(d2s(f64::NAN), "nan");
+    }
+
+    #[test]
+    fn integer_fast_path_matches_general_path() {
+        for v in [
+            1.0,
+            7.0,
+            10.0,
+            100.0,
+            1200.0,
+            99999999.0,
+            1e8,
+            123456789.0,
+            4503599627370497.0,
+            9007199254740991.0,
+            9007199254740992.0,
+            1e16,
+        ] {
+            let mut sci = Repr::new();
+            write!(sci, "{:e}", v).unwrap();
+            let (m, e) = std::str::from_utf8(sci.as_bytes())
+                .unwrap()
+                .split_once('e')
+                .unwrap();
+            let digits: Vec<u8> = m.bytes().filter(u8::is_ascii_digit).collect();
+            let mut general = Repr::new();
+            general.emit_digits(&digits, e.parse().unwrap());
+            assert_eq!(Repr::fpconv(v).as_bytes(), general.as_bytes(), "{v}");
+        }
     }
 
     #[test]

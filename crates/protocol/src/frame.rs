@@ -39,7 +39,8 @@ pub enum Frame {
     Map(Vec<(Frame, Frame)>),
     /// RESP3 `~n`; RESP2 an array.
     Set(Vec<Frame>),
-    /// RESP3 `,<repr>`; RESP2 a bulk string of the repr.
+    /// RESP3 `,<repr>` ([`crate::format_double_d2string`]); RESP2 a bulk
+    /// string of [`crate::format_double`] — Redis 7.2 uses those two layouts.
     Double(f64),
     /// RESP3 `#t`/`#f`; RESP2 integer 1/0.
     Boolean(bool),
@@ -213,7 +214,11 @@ mod tests {
         use Protocol::*;
         let cases: Vec<(Frame, &[u8], &[u8])> = vec![
             (Frame::ok(), b"+OK\r\n", b"+OK\r\n"),
-            (Frame::error("ERR syntax error"), b"-ERR syntax error\r\n", b"-ERR syntax error\r\n"),
+            (
+                Frame::error("ERR syntax error"),
+                b"-ERR syntax error\r\n",
+                b"-ERR syntax error\r\n",
+            ),
             (Frame::Integer(-12), b":-12\r\n", b":-12\r\n"),
             (Frame::bulk("foo"), b"$3\r\nfoo\r\n", b"$3\r\nfoo\r\n"),
             (Frame::bulk(""), b"$0\r\n\r\n", b"$0\r\n\r\n"),
@@ -224,9 +229,16 @@ mod tests {
             (Frame::Double(f64::INFINITY), b"$3\r\ninf\r\n", b",inf\r\n"),
             (Frame::Boolean(true), b":1\r\n", b"#t\r\n"),
             (Frame::Boolean(false), b":0\r\n", b"#f\r\n"),
-            (Frame::BigNumber(Bytes::from_static(b"-123")), b"$4\r\n-123\r\n", b"(-123\r\n"),
             (
-                Frame::Verbatim { format: *b"txt", text: Bytes::from_static(b"hi") },
+                Frame::BigNumber(Bytes::from_static(b"-123")),
+                b"$4\r\n-123\r\n",
+                b"(-123\r\n",
+            ),
+            (
+                Frame::Verbatim {
+                    format: *b"txt",
+                    text: Bytes::from_static(b"hi"),
+                },
                 b"$2\r\nhi\r\n",
                 b"=6\r\ntxt:hi\r\n",
             ),
@@ -243,8 +255,14 @@ mod tests {
             (Frame::bulk("a"), Frame::Integer(1)),
             (Frame::bulk("b"), Frame::Set(vec![Frame::Boolean(true)])),
         ]);
-        assert_eq!(enc(&m, Protocol::Resp2), b"*4\r\n$1\r\na\r\n:1\r\n$1\r\nb\r\n*1\r\n:1\r\n");
-        assert_eq!(enc(&m, Protocol::Resp3), b"%2\r\n$1\r\na\r\n:1\r\n$1\r\nb\r\n~1\r\n#t\r\n");
+        assert_eq!(
+            enc(&m, Protocol::Resp2),
+            b"*4\r\n$1\r\na\r\n:1\r\n$1\r\nb\r\n*1\r\n:1\r\n"
+        );
+        assert_eq!(
+            enc(&m, Protocol::Resp3),
+            b"%2\r\n$1\r\na\r\n:1\r\n$1\r\nb\r\n~1\r\n#t\r\n"
+        );
         let p = Frame::Push(vec![Frame::bulk("message")]);
         assert_eq!(enc(&p, Protocol::Resp2), b"*1\r\n$7\r\nmessage\r\n");
         assert_eq!(enc(&p, Protocol::Resp3), b">1\r\n$7\r\nmessage\r\n");

@@ -66,7 +66,8 @@ pub(crate) fn split_into(line: &[u8], out: &mut Vec<Arg>) -> Result<(), ()> {
             if inq {
                 let buf = owned.get_or_insert_with(Vec::new);
                 if c == b'\\' && at(line, p + 1) == b'x' {
-                    if let (Some(h), Some(l)) = (hex_val(at(line, p + 2)), hex_val(at(line, p + 3))) {
+                    if let (Some(h), Some(l)) = (hex_val(at(line, p + 2)), hex_val(at(line, p + 3)))
+                    {
                         buf.push(h * 16 + l);
                         p += 4;
                         continue;
@@ -181,7 +182,10 @@ mod tests {
     #[test]
     fn double_quotes_and_escapes() {
         assert_eq!(split(br#"set "a b" c"#), v(&[b"set", b"a b", b"c"]));
-        assert_eq!(split(br#""\n\r\t\b\a\\\"\q""#), v(&[b"\n\r\t\x08\x07\\\"q"]));
+        assert_eq!(
+            split(br#""\n\r\t\b\a\\\"\q""#),
+            v(&[b"\n\r\t\x08\x07\\\"q"])
+        );
         assert_eq!(split(br#""\x41\x7a\xff""#), v(&[b"Az\xff"]));
         // Not a valid \x escape: backslash escapes the 'x' itself.
         assert_eq!(split(br#""\xZZ""#), v(&[b"xZZ"]));

@@ -63,7 +63,16 @@ pub struct Limits {
     /// may be buffered without a line terminator. Default 64 KiB
     /// (Redis `PROTO_INLINE_MAX_SIZE`).
     pub max_inline_len: usize,
+    /// The client has not authenticated yet: as in Redis, a request may then have at most
+    /// 10 arguments of at most 16 KiB each, so an unauthenticated peer cannot make the server
+    /// buffer large requests.
+    pub unauthenticated: bool,
 }
+
+/// Most arguments an unauthenticated request may have (Redis's limit).
+pub const UNAUTHENTICATED_MAX_ARGS: i64 = 10;
+/// Largest bulk an unauthenticated request may have (Redis's limit).
+pub const UNAUTHENTICATED_MAX_BULK: i64 = 16384;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -71,6 +80,7 @@ impl Default for Limits {
             max_bulk_len: 512 * 1024 * 1024,
             max_multibulk_len: i32::MAX as usize,
             max_inline_len: 64 * 1024,
+            unauthenticated: false,
         }
     }
 }

@@ -15,9 +15,38 @@ use crate::*;
 fn noise() -> impl Strategy<Value = Vec<u8>> {
     let fragment = prop_oneof![
         prop::sample::select(vec![
-            &b"*"[..], b"$", b"\r\n", b"\r", b"\n", b"-1", b"0", b"1", b"3", b"12", b"2147483648",
-            b"\"", b"'", b"\\", b"\\x4", b" ", b"\0", b"%", b"|", b"~", b">", b"_", b",", b"#t", b"=",
-            b"(", b":", b"+", b"!", b"?", b"inf", b"txt:",
+            &b"*"[..],
+            b"$",
+            b"\r\n",
+            b"\r",
+            b"\n",
+            b"-1",
+            b"0",
+            b"1",
+            b"3",
+            b"12",
+            b"2147483648",
+            b"\"",
+            b"'",
+            b"\\",
+            b"\\x4",
+            b" ",
+            b"\0",
+            b"%",
+            b"|",
+            b"~",
+            b">",
+            b"_",
+            b",",
+            b"#t",
+            b"=",
+            b"(",
+            b":",
+            b"+",
+            b"!",
+            b"?",
+            b"inf",
+            b"txt:",
         ])
         .prop_map(|s| s.to_vec()),
         vec(any::<u8>(), 0..8),
@@ -36,6 +65,7 @@ fn limits() -> impl Strategy<Value = Limits> {
             max_bulk_len: b,
             max_multibulk_len: m,
             max_inline_len: i,
+            unauthenticated: false,
         }),
     ]
 }
@@ -71,7 +101,8 @@ fn feed(
 fn arg_lists() -> impl Strategy<Value = Vec<Vec<Vec<u8>>>> {
     let arg = prop_oneof![
         vec(any::<u8>(), 0..40),
-        prop::sample::select(vec![&b""[..], b"\r\n", b"*1\r\n", b"$-1\r\n", b"\"'"]).prop_map(|s| s.to_vec()),
+        prop::sample::select(vec![&b""[..], b"\r\n", b"*1\r\n", b"$-1\r\n", b"\"'"])
+            .prop_map(|s| s.to_vec()),
     ];
     vec(vec(arg, 1..6), 1..10)
 }
@@ -85,11 +116,15 @@ fn leaf() -> impl Strategy<Value = Frame> {
         vec(any::<u8>(), 0..16).prop_map(|v| Frame::Bulk(v.into())),
         Just(Frame::Null),
         Just(Frame::NullArray),
-        any::<f64>().prop_filter("no NaN", |d| !d.is_nan()).prop_map(Frame::Double),
+        any::<f64>()
+            .prop_filter("no NaN", |d| !d.is_nan())
+            .prop_map(Frame::Double),
         any::<bool>().prop_map(Frame::Boolean),
         "-?[1-9][0-9]{0,40}".prop_map(|s| Frame::BigNumber(s.into())),
-        (any::<[u8; 3]>(), vec(any::<u8>(), 0..16))
-            .prop_map(|(format, t)| Frame::Verbatim { format, text: t.into() }),
+        (any::<[u8; 3]>(), vec(any::<u8>(), 0..16)).prop_map(|(format, t)| Frame::Verbatim {
+            format,
+            text: t.into()
+        }),
     ]
 }
 
@@ -111,7 +146,11 @@ fn resp3_view(f: &Frame) -> Frame {
         Frame::Array(v) => Frame::Array(v.iter().map(resp3_view).collect()),
         Frame::Set(v) => Frame::Set(v.iter().map(resp3_view).collect()),
         Frame::Push(v) => Frame::Push(v.iter().map(resp3_view).collect()),
-        Frame::Map(v) => Frame::Map(v.iter().map(|(k, x)| (resp3_view(k), resp3_view(x))).collect()),
+        Frame::Map(v) => Frame::Map(
+            v.iter()
+                .map(|(k, x)| (resp3_view(k), resp3_view(x)))
+                .collect(),
+        ),
         other => other.clone(),
     }
 }
@@ -119,8 +158,14 @@ fn resp3_view(f: &Frame) -> Frame {
 /// What a RESP2 encoding parses back as: Redis's downgrade rules.
 fn resp2_view(f: &Frame) -> Frame {
     match f {
-        Frame::Array(v) | Frame::Set(v) | Frame::Push(v) => Frame::Array(v.iter().map(resp2_view).collect()),
-        Frame::Map(v) => Frame::Array(v.iter().flat_map(|(k, x)| [resp2_view(k), resp2_view(x)]).collect()),
+        Frame::Array(v) | Frame::Set(v) | Frame::Push(v) => {
+            Frame::Array(v.iter().map(resp2_view).collect())
+        }
+        Frame::Map(v) => Frame::Array(
+            v.iter()
+                .flat_map(|(k, x)| [resp2_view(k), resp2_view(x)])
+                .collect(),
+        ),
         Frame::Double(d) => {
             let mut s = Vec::new();
             format_double(*d, &mut s);

@@ -37,8 +37,15 @@ pub fn parse_frame(buf: &[u8]) -> Result<Option<(Frame, usize)>, ProtocolError> 
 
 /// [`parse_frame`] with explicit limits (`max_bulk_len` bounds bulk and
 /// line lengths, `max_multibulk_len` bounds aggregate counts).
-pub fn parse_frame_with(buf: &[u8], limits: &Limits) -> Result<Option<(Frame, usize)>, ProtocolError> {
-    let mut cur = Cursor { buf, pos: 0, limits };
+pub fn parse_frame_with(
+    buf: &[u8],
+    limits: &Limits,
+) -> Result<Option<(Frame, usize)>, ProtocolError> {
+    let mut cur = Cursor {
+        buf,
+        pos: 0,
+        limits,
+    };
     Ok(cur.frame(0)?.map(|f| (f, cur.pos)))
 }
 
@@ -64,14 +71,18 @@ impl<'a> Cursor<'a> {
             return Err(ProtocolError::new("too deep"));
         }
         loop {
-            let Some(&kind) = self.buf.get(self.pos) else { return Ok(None) };
+            let Some(&kind) = self.buf.get(self.pos) else {
+                return Ok(None);
+            };
             self.pos += 1;
             let frame = match kind {
                 b'+' => Frame::Simple(Bytes::copy_from_slice(need!(self.line()))),
                 b'-' => Frame::Error(Bytes::copy_from_slice(need!(self.line()))),
                 b':' => {
                     let line = need!(self.line());
-                    Frame::Integer(string2ll(line).ok_or_else(|| ProtocolError::new("invalid integer"))?)
+                    Frame::Integer(
+                        string2ll(line).ok_or_else(|| ProtocolError::new("invalid integer"))?,
+                    )
                 }
                 b'$' => match need!(self.blob_len()) {
                     None => Frame::Null,
@@ -147,7 +158,10 @@ impl<'a> Cursor<'a> {
                     continue;
                 }
                 other => {
-                    return Err(ProtocolError(format!("unknown frame type '{}'", other as char)));
+                    return Err(ProtocolError(format!(
+                        "unknown frame type '{}'",
+                        other as char
+                    )));
                 }
             };
             return Ok(Some(frame));
@@ -202,7 +216,9 @@ impl<'a> Cursor<'a> {
         }
         match string2ll(line) {
             Some(-1) => Ok(Some(None)),
-            Some(n) if n >= 0 && n as u64 <= self.limits.max_bulk_len as u64 => Ok(Some(Some(n as usize))),
+            Some(n) if n >= 0 && n as u64 <= self.limits.max_bulk_len as u64 => {
+                Ok(Some(Some(n as usize)))
+            }
             _ => Err(ProtocolError::new("invalid bulk length")),
         }
     }
@@ -211,7 +227,9 @@ impl<'a> Cursor<'a> {
     fn payload(&mut self, len: usize) -> Step<&'a [u8]> {
         let buf: &'a [u8] = self.buf;
         let end = self.pos.saturating_add(len);
-        let Some(term) = buf.get(end..end.saturating_add(2)) else { return Ok(None) };
+        let Some(term) = buf.get(end..end.saturating_add(2)) else {
+            return Ok(None);
+        };
         if term != b"\r\n" {
             return Err(ProtocolError::new("expected CRLF after bulk"));
         }
@@ -266,11 +284,17 @@ mod tests {
         assert_eq!(one(b",1.5\r\n"), Frame::Double(1.5));
         assert_eq!(one(b",-inf\r\n"), Frame::Double(f64::NEG_INFINITY));
         assert_eq!(one(b",1e+300\r\n"), Frame::Double(1e300));
-        assert_eq!(one(b"(-123\r\n"), Frame::BigNumber(Bytes::from_static(b"-123")));
+        assert_eq!(
+            one(b"(-123\r\n"),
+            Frame::BigNumber(Bytes::from_static(b"-123"))
+        );
         assert_eq!(one(b"!5\r\nERR x\r\n"), Frame::error("ERR x"));
         assert_eq!(
             one(b"=8\r\nmkd:a\r\nb\r\n"),
-            Frame::Verbatim { format: *b"mkd", text: Bytes::from_static(b"a\r\nb") }
+            Frame::Verbatim {
+                format: *b"mkd",
+                text: Bytes::from_static(b"a\r\nb")
+            }
         );
     }
 
@@ -280,10 +304,16 @@ mod tests {
             one(b"%1\r\n+k\r\n*2\r\n:1\r\n~1\r\n>0\r\n"),
             Frame::Map(vec![(
                 Frame::simple("k"),
-                Frame::Array(vec![Frame::Integer(1), Frame::Set(vec![Frame::Push(vec![])])])
+                Frame::Array(vec![
+                    Frame::Integer(1),
+                    Frame::Set(vec![Frame::Push(vec![])])
+                ])
             )])
         );
-        assert_eq!(one(b"|1\r\n+ttl\r\n:3\r\n|0\r\n$1\r\nx\r\n"), Frame::bulk("x"));
+        assert_eq!(
+            one(b"|1\r\n+ttl\r\n:3\r\n|0\r\n$1\r\nx\r\n"),
+            Frame::bulk("x")
+        );
     }
 
     #[test]
@@ -318,10 +348,24 @@ mod tests {
         assert_eq!(err(b"_x\r\n"), "invalid null");
         assert_eq!(err(b"=3\r\ntxt\r\n"), "invalid verbatim string");
         assert_eq!(err(b"=4\r\ntxtx\r\n"), "invalid verbatim string");
-        let limits = Limits { max_bulk_len: 4, max_multibulk_len: 2, max_inline_len: 4 };
-        assert_eq!(parse_frame_with(b"$5\r\n", &limits).unwrap_err().0, "invalid bulk length");
-        assert_eq!(parse_frame_with(b"*3\r\n", &limits).unwrap_err().0, "invalid multibulk length");
-        assert_eq!(parse_frame_with(b"+abcde", &limits).unwrap_err().0, "too big line");
+        let limits = Limits {
+            max_bulk_len: 4,
+            max_multibulk_len: 2,
+            max_inline_len: 4,
+            unauthenticated: false,
+        };
+        assert_eq!(
+            parse_frame_with(b"$5\r\n", &limits).unwrap_err().0,
+            "invalid bulk length"
+        );
+        assert_eq!(
+            parse_frame_with(b"*3\r\n", &limits).unwrap_err().0,
+            "invalid multibulk length"
+        );
+        assert_eq!(
+            parse_frame_with(b"+abcde", &limits).unwrap_err().0,
+            "too big line"
+        );
     }
 
     #[test]

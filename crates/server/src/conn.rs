@@ -116,14 +116,15 @@ pub async fn serve(worker: Rc<Worker>, stream: TcpStream, addr: SocketAddr) {
     server.clients.unregister(meta.id);
 }
 
-fn limits(worker: &Worker) -> Limits {
-    let c = &worker.server.config;
-    Limits { max_bulk_len: c.proto_max_bulk_len() as usize, ..Limits::default() }
-}
 
 impl Conn {
+    fn limits(&self) -> Limits {
+        let c = &self.worker.server.config;
+        Limits { max_bulk_len: c.proto_max_bulk_len() as usize, unauthenticated: !self.authenticated, ..Limits::default() }
+    }
+
     async fn run(&mut self, mut stream: TcpStream) -> std::io::Result<()> {
-        let mut parser = RequestParser::new(limits(&self.worker));
+        let mut parser = RequestParser::new(self.limits());
         let mut rbuf = BytesMut::with_capacity(READ_CHUNK_BYTES);
         let server = self.worker.server.clone();
         loop {
@@ -150,7 +151,7 @@ impl Conn {
             }
             ServerStats::add(&server.stats.net_input_bytes_total, n as u64);
             self.meta.last_interaction_ms.store(now_ms(), Ordering::Relaxed);
-            parser.set_limits(limits(&self.worker));
+            parser.set_limits(self.limits());
             // Parse and execute in batches until the buffer holds no complete command.
             loop {
                 let max = server.config.max_pipeline();
@@ -200,6 +201,10 @@ impl Conn {
             if args.is_empty() {
                 continue;
             }
+            if self.close_after_reply {
+                // QUIT or CLIENT KILL of ourselves: nothing after it runs.
+                break;
+            }
             let step = self.prepare(args);
             match step {
                 Step::Batch(shard, call) => {
@@ -211,7 +216,8 @@ impl Conn {
                     self.emit(frame);
                 }
                 Step::Dispatch(call) => {
-                    last = call.spec.name;
+                    last = "";
+                    *self.meta.last_cmd.lock() = call.spec.name;
                     self.flush_batch(&mut batch).await;
                     let reply = self.dispatch(Access::Free, call).await;
                     self.emit(reply);
@@ -253,6 +259,16 @@ impl Conn {
             Ok(spec) => spec,
             Err(e) => {
                 stats::record_rejected(root.name);
+                if root.name == "exec" {
+                    // Redis reports a malformed EXEC as the end of the transaction.
+                    self.multi = None;
+                    self.meta.multi_len.store(usize::MAX, Ordering::Relaxed);
+                    let text = match &e {
+                        Frame::Error(t) => String::from_utf8_lossy(t).trim_start_matches("ERR ").to_string(),
+                        _ => String::new(),
+                    };
+                    return Step::Reply(Frame::error(format!("EXECABORT Transaction discarded because of: {text}")));
+                }
                 self.fail_multi();
                 return Step::Reply(e);
             }
@@ -284,7 +300,8 @@ impl Conn {
             return if root.arity_ok(args.len()) { Ok(root) } else { Err(error_arity(root.name)) };
         }
         if args.len() < 2 {
-            return Err(error_arity(root.name));
+            // Only COMMAND may be called without a subcommand (its arity allows it).
+            return if root.arity_ok(args.len()) { Ok(root) } else { Err(error_arity(root.name)) };
         }
         let Some(sub) = root.subcommand(&args[1]) else {
             return Err(Frame::error(format!(

@@ -6,11 +6,22 @@
 
 pub const ALLOCATOR: &str = "jemalloc";
 
-/// Bytes currently allocated through jemalloc.
+use std::sync::atomic::{AtomicU64, Ordering};
+
+static PEAK_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// Bytes currently allocated through jemalloc; also updates the peak.
 pub fn allocated_bytes() -> u64 {
     // jemalloc caches its statistics; advancing the epoch refreshes them.
     let _ = tikv_jemalloc_ctl::epoch::advance();
-    tikv_jemalloc_ctl::stats::allocated::read().map(|v| v as u64).unwrap_or(0)
+    let v = tikv_jemalloc_ctl::stats::allocated::read().map(|v| v as u64).unwrap_or(0);
+    PEAK_BYTES.fetch_max(v, Ordering::Relaxed);
+    v
+}
+
+/// The largest `allocated_bytes` seen (sampled by the background tick and by INFO).
+pub fn peak_bytes() -> u64 {
+    PEAK_BYTES.load(Ordering::Relaxed)
 }
 
 /// Resident set size of the process, from /proc/self/statm.

@@ -74,7 +74,6 @@ pub fn run(config: Config) -> Result<(), String> {
     }
     let threads = config.threads();
     let databases = config.get_u64("databases") as usize;
-    let hz = config.get_u64("hz");
     let mut senders = Vec::with_capacity(threads);
     let mut receivers = Vec::with_capacity(threads);
     for _ in 0..threads {
@@ -86,7 +85,7 @@ pub fn run(config: Config) -> Result<(), String> {
         config,
         senders,
         clients: Clients::default(),
-        stats: ServerStats::default(),
+        stats: ServerStats::new(threads),
         databases,
         started: Instant::now(),
         run_id: format!("{:040x}", rand::random::<u128>()),
@@ -112,7 +111,7 @@ pub fn run(config: Config) -> Result<(), String> {
                 let local = tokio::task::LocalSet::new();
                 local.block_on(&rt, async move {
                     let shard = Rc::new(RefCell::new(Shard::new(id, databases)));
-                    tokio::task::spawn_local(shard_loop(shard.clone(), rx, hz));
+                    tokio::task::spawn_local(shard_loop(shard.clone(), rx, server.clone()));
                     let worker = Rc::new(Worker { server, shard_id: id, shard });
                     while let Some((stream, addr)) = crx.recv().await {
                         if stream.set_nonblocking(true).is_err() {

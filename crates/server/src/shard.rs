@@ -111,7 +111,9 @@ impl Ctx<'_> {
 }
 
 /// Runs the jobs sent to `shard` until every sender is gone, and its active expiry.
-pub async fn shard_loop(shard: Rc<RefCell<Shard>>, mut rx: mpsc::Receiver<ShardMsg>, hz: u64) {
+pub async fn shard_loop(shard: Rc<RefCell<Shard>>, mut rx: mpsc::Receiver<ShardMsg>, server: std::sync::Arc<crate::server::Server>) {
+    let hz = server.config.get_u64("hz");
+    let mut meter = crate::stats::OpsMeter::default();
     let period = Duration::from_millis(1000 / hz.clamp(1, 500));
     let mut tick = tokio::time::interval(period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -133,7 +135,17 @@ pub async fn shard_loop(shard: Rc<RefCell<Shard>>, mut rx: mpsc::Receiver<ShardM
             },
             _ = tick.tick() => {
                 // A quarter of the period at most, so expiry never starves requests.
-                shard.borrow_mut().active_expire(period / 4);
+                let id = {
+                    let mut s = shard.borrow_mut();
+                    s.active_expire(period / 4);
+                    s.id
+                };
+                if let Some(slot) = server.stats.ops_per_sec.get(id) {
+                    slot.store(meter.sample(), std::sync::atomic::Ordering::Relaxed);
+                }
+                if id == 0 {
+                    crate::memory::allocated_bytes();
+                }
             }
         }
     }

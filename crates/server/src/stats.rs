@@ -20,10 +20,48 @@ pub struct CmdStat {
 
 thread_local! {
     static COMMANDS: RefCell<HashMap<&'static str, CmdStat>> = RefCell::new(HashMap::new());
+    /// Commands executed by this thread since it started (never reset), for ops/sec.
+    static CALLS_TOTAL: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Commands this thread has executed since it started.
+pub fn calls_total() -> u64 {
+    CALLS_TOTAL.with(|c| c.get())
+}
+
+/// Instantaneous ops/sec of one thread, Redis-style: the mean of the last 16 samples taken
+/// at every background tick.
+pub struct OpsMeter {
+    samples: [f64; 16],
+    next: usize,
+    last_calls: u64,
+    last_at: std::time::Instant,
+}
+
+impl Default for OpsMeter {
+    fn default() -> Self {
+        OpsMeter { samples: [0.0; 16], next: 0, last_calls: calls_total(), last_at: std::time::Instant::now() }
+    }
+}
+
+impl OpsMeter {
+    /// Takes a sample; returns the current mean rate.
+    pub fn sample(&mut self) -> u64 {
+        let calls = calls_total();
+        let secs = self.last_at.elapsed().as_secs_f64();
+        if secs > 0.0 {
+            self.samples[self.next % 16] = (calls - self.last_calls) as f64 / secs;
+            self.next += 1;
+        }
+        self.last_calls = calls;
+        self.last_at = std::time::Instant::now();
+        (self.samples.iter().sum::<f64>() / 16.0) as u64
+    }
 }
 
 /// Counts one execution of `name`.
 pub fn record(name: &'static str, took: Duration, failed: bool) {
+    CALLS_TOTAL.with(|c| c.set(c.get() + 1));
     COMMANDS.with(|c| {
         let mut c = c.borrow_mut();
         let s = c.entry(name).or_default();
@@ -51,15 +89,26 @@ pub fn reset() {
 }
 
 /// Server-wide counters.
-#[derive(Default)]
 pub struct ServerStats {
     pub connections_received_total: AtomicU64,
     pub connections_rejected_total: AtomicU64,
     pub net_input_bytes_total: AtomicU64,
     pub net_output_bytes_total: AtomicU64,
+    /// Per shard thread: its instantaneous ops/sec, published by its background tick.
+    pub ops_per_sec: Vec<AtomicU64>,
 }
 
 impl ServerStats {
+    pub fn new(shards: usize) -> ServerStats {
+        ServerStats {
+            connections_received_total: AtomicU64::new(0),
+            connections_rejected_total: AtomicU64::new(0),
+            net_input_bytes_total: AtomicU64::new(0),
+            net_output_bytes_total: AtomicU64::new(0),
+            ops_per_sec: (0..shards).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
     pub fn add(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
     }

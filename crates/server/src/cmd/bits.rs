@@ -155,10 +155,11 @@ fn count_bits(s: &[u8], first: u64, last: u64) -> u64 {
 }
 
 fn bitpos(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
-    let bit = match &a[2][..] {
-        b"1" => 1u8,
-        b"0" => 0u8,
-        _ => return err("ERR The bit argument must be 1 or 0."),
+    let bit = match parse_i64(&a[2]) {
+        Ok(1) => 1u8,
+        Ok(0) => 0u8,
+        Ok(_) => return err("ERR The bit argument must be 1 or 0."),
+        Err(e) => return e,
     };
     if a.len() > 6 {
         return err(ERR_SYNTAX);

@@ -418,7 +418,8 @@ pub fn command(a: &[Bytes], sub: &str) -> Frame {
             Frame::Map(specs.into_iter().map(|c| (Frame::bulk(c.name.as_bytes().to_vec()), command_docs(c))).collect())
         }
         "command|list" => {
-            let mut names: Vec<&'static Spec> = sorted_commands();
+            // Redis lists subcommands too ("client|list"), though COMMAND COUNT does not count them.
+            let mut names: Vec<&'static Spec> = sorted_commands().into_iter().flat_map(|c| std::iter::once(c).chain(c.subcommands.iter())).collect();
             if a.len() >= 3 {
                 if a.len() != 5 || !is(&a[2], "filterby") {
                     return err(ERR_SYNTAX);

@@ -152,7 +152,7 @@ fn copy(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
 fn object_encoding(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     let now = ctx.now_ms;
     match ctx.db().peek(&a[2], now) {
-        Some(e) => Frame::bulk(e.value.encoding().as_bytes()),
+        Some(e) => Frame::bulk(e.encoding().as_bytes()),
         None => Frame::Null,
     }
 }
@@ -247,29 +247,45 @@ pub async fn scan(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
     if shard >= shards {
         return Frame::Array(vec![Frame::bulk(&b"0"[..]), Frame::Array(vec![])]);
     }
-    let pos = (cursor >> SCAN_SHARD_BITS) as usize;
+    let mut shard = shard;
+    let mut pos = (cursor >> SCAN_SHARD_BITS) as usize;
     let db = conn.db;
-    let res = conn
-        .worker
-        .run(access, shard as usize, move |s| {
-            let mut keys = Vec::new();
-            let next = s.dbs[db].scan(pos, count, now_ms(), |k, e| {
-                let type_ok = type_filter.as_deref().map_or(true, |t| e.value.value_type().name() == t);
-                let match_ok = pattern.as_ref().map_or(true, |p| abacus_keyspace::glob_match(p, k, false));
-                if type_ok && match_ok {
-                    keys.push(Bytes::copy_from_slice(k));
-                }
-            });
-            (next, keys)
-        })
-        .await;
-    let Some((next_pos, keys)) = res else { return crate::exec::shutting_down() };
-    let next = if next_pos != 0 {
-        ((next_pos as u64) << SCAN_SHARD_BITS) | shard
-    } else if shard + 1 < shards {
-        shard + 1
-    } else {
-        0
+    let mut keys = Vec::new();
+    let mut budget = count;
+    // Visit `count` entries in all, moving on to the next shard when one is exhausted, so a
+    // small or empty keyspace finishes in one call as in Redis.
+    let next = loop {
+        let (pattern, type_filter) = (pattern.clone(), type_filter.clone());
+        let res = conn
+            .worker
+            .run(access, shard as usize, move |s| {
+                let mut found = Vec::new();
+                let d = &s.dbs[db];
+                let visited = budget.min(d.len().saturating_sub(pos));
+                let next = d.scan(pos, budget, now_ms(), |k, e| {
+                    let type_ok = type_filter.as_deref().map_or(true, |t| e.value.value_type().name() == t);
+                    let match_ok = pattern.as_ref().map_or(true, |p| abacus_keyspace::glob_match(p, k, false));
+                    if type_ok && match_ok {
+                        found.push(Bytes::copy_from_slice(k));
+                    }
+                });
+                (next, found, visited)
+            })
+            .await;
+        let Some((next_pos, found, visited)) = res else { return crate::exec::shutting_down() };
+        keys.extend(found);
+        budget = budget.saturating_sub(visited.max(1));
+        if next_pos != 0 {
+            break ((next_pos as u64) << SCAN_SHARD_BITS) | shard;
+        }
+        shard += 1;
+        pos = 0;
+        if shard >= shards {
+            break 0;
+        }
+        if budget == 0 {
+            break shard;
+        }
     };
     Frame::Array(vec![Frame::bulk(next.to_string().into_bytes()), Frame::Array(keys.into_iter().map(Frame::Bulk).collect())])
 }

@@ -149,7 +149,7 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: &str, a: &[Bytes])
         }
         "config|set" => {
             if a.len() % 2 != 0 {
-                return crate::conn::error_arity("config|set");
+                return err(ERR_SYNTAX);
             }
             let pairs: Vec<(String, String)> =
                 a[2..].chunks(2).map(|p| (String::from_utf8_lossy(&p[0]).into_owned(), String::from_utf8_lossy(&p[1]).into_owned())).collect();
@@ -160,7 +160,15 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: &str, a: &[Bytes])
         }
         "config|resetstat" => {
             conn.worker.server.stats.reset();
-            match conn.worker.run_all(access, |_| stats::reset()).await {
+            let reset = |s: &mut crate::shard::Shard| {
+                stats::reset();
+                for d in &mut s.dbs {
+                    d.hits_total = 0;
+                    d.misses_total = 0;
+                    d.expired_keys_total = 0;
+                }
+            };
+            match conn.worker.run_all(access, reset).await {
                 Some(_) => Frame::ok(),
                 None => shutting_down(),
             }
@@ -209,7 +217,7 @@ pub fn function(sub: &str, a: &[Bytes]) -> Frame {
         // No functions exist yet (scripting is a later issue), so there is nothing to delete.
         "function|flush" => match flush_mode(a, 2) {
             Ok(_) => Frame::ok(),
-            Err(e) => e,
+            Err(_) => err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option"),
         },
         _ => err(ERR_SYNTAX),
     }
@@ -219,6 +227,8 @@ pub fn function(sub: &str, a: &[Bytes]) -> Frame {
 struct ShardInfo {
     keys: Vec<(usize, usize)>,
     expired: u64,
+    hits: u64,
+    misses: u64,
     commands: std::collections::HashMap<&'static str, CmdStat>,
 }
 
@@ -239,6 +249,8 @@ pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
         .run_all(access, |s| ShardInfo {
             keys: s.dbs.iter().map(|d| (d.len(), d.volatile_len())).collect(),
             expired: s.dbs.iter().map(|d| d.expired_keys_total).sum(),
+            hits: s.dbs.iter().map(|d| d.hits_total).sum(),
+            misses: s.dbs.iter().map(|d| d.misses_total).sum(),
             commands: stats::snapshot(),
         })
         .await
@@ -289,9 +301,11 @@ pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
         let rss = memory::rss_bytes();
         let _ = write!(
             out,
-            "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nmaxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\nmem_fragmentation_ratio:{:.2}\r\nmem_allocator:{}\r\n\r\n",
+            "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{}\r\nused_memory_peak_human:{}\r\nmaxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\nmem_fragmentation_ratio:{:.2}\r\nmem_allocator:{}\r\n\r\n",
             memory::human(used),
             memory::human(rss),
+            memory::peak_bytes(),
+            memory::human(memory::peak_bytes()),
             if used > 0 { rss as f64 / used as f64 } else { 0.0 },
             memory::ALLOCATOR,
         );
@@ -309,11 +323,14 @@ pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
         let expired: u64 = shards.iter().map(|s| s.expired).sum();
         let _ = write!(
             out,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{total}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{expired}\r\nevicted_keys:0\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{total}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{expired}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\n\r\n",
             st.connections_received_total.load(Ordering::Relaxed),
+            st.ops_per_sec.iter().map(|o| o.load(Ordering::Relaxed)).sum::<u64>(),
             st.net_input_bytes_total.load(Ordering::Relaxed),
             st.net_output_bytes_total.load(Ordering::Relaxed),
             st.connections_rejected_total.load(Ordering::Relaxed),
+            shards.iter().map(|s| s.hits).sum::<u64>(),
+            shards.iter().map(|s| s.misses).sum::<u64>(),
         );
     }
     if want("replication") {

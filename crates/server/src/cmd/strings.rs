@@ -60,7 +60,10 @@ pub fn str_mut<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<&'a mut Vec<u8>, Fram
         ctx.db().set(key, Value::Str(Vec::new()), 0, now);
     }
     match ctx.db().get_mut(key, now) {
-        Some(Entry { value: Value::Str(s), .. }) => Ok(s),
+        Some(Entry { value: Value::Str(s), raw_encoding, .. }) => {
+            *raw_encoding = true;
+            Ok(s)
+        }
         #[allow(unreachable_patterns)]
         Some(_) => Err(err(ERR_WRONGTYPE)),
         None => Err(err("ERR internal error: key vanished")),
@@ -113,23 +116,30 @@ pub fn expire_arg(kind: &[u8], arg: &[u8], now_ms: u64, cmd: &str) -> Result<u64
 fn set(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     let (mut nx, mut xx, mut want_get) = (false, false, false);
     let mut expire = ExpireOpt::None;
+    // Which expiry option was given: repeating the same one is allowed (the last wins, as in
+    // Redis), mixing two different ones is a syntax error.
+    let mut expire_kind: Option<Vec<u8>> = None;
     let mut i = 3;
     while i < a.len() {
         let o = &a[i];
         let has_next = i + 1 < a.len();
+        let lower = o.to_ascii_lowercase();
+        let same_or_no_expiry = expire_kind.as_ref().map_or(true, |k| *k == lower);
         if is(o, "nx") && !xx {
             nx = true;
         } else if is(o, "xx") && !nx {
             xx = true;
         } else if is(o, "get") {
             want_get = true;
-        } else if is(o, "keepttl") && expire == ExpireOpt::None {
+        } else if is(o, "keepttl") && same_or_no_expiry {
             expire = ExpireOpt::KeepTtl;
-        } else if (is(o, "ex") || is(o, "px") || is(o, "exat") || is(o, "pxat")) && expire == ExpireOpt::None && has_next {
+            expire_kind = Some(lower);
+        } else if (is(o, "ex") || is(o, "px") || is(o, "exat") || is(o, "pxat")) && same_or_no_expiry && has_next {
             match expire_arg(o, &a[i + 1], ctx.now_ms, "set") {
                 Ok(at) => expire = ExpireOpt::At(at),
                 Err(e) => return e,
             }
+            expire_kind = Some(lower);
             i += 1;
         } else {
             return err(ERR_SYNTAX);
@@ -433,14 +443,35 @@ fn incrbyfloat(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     if !new.is_finite() {
         return err("ERR increment would produce NaN or Infinity");
     }
-    let mut text = Vec::new();
-    abacus_protocol::format_double(new, &mut text);
+    let current_text = read_str(ctx, &a[1]).ok().flatten().cloned().unwrap_or_else(|| b"0".to_vec());
+    let text = format_float_sum(&current_text, &a[2], new);
     let now = ctx.now_ms;
     match ctx.db().get_mut(&a[1], now) {
         Some(e) => e.value = Value::Str(text.clone()),
         None => ctx.db().set(&a[1], Value::Str(text.clone()), 0, now),
     }
     Frame::Bulk(Bytes::from(text))
+}
+
+/// The text INCRBYFLOAT stores. Redis adds in `long double` and prints 17 decimal places with
+/// trailing zeros removed, so 0.1 + 0.2 is "0.3" there while a plain f64 sum prints
+/// 0.30000000000000004. Adding the two decimal texts exactly (rust_decimal, 28 digits) and
+/// rounding to 17 decimal places gives Redis's results; operands a decimal cannot hold (huge
+/// exponents) fall back to the f64 sum, printed without exponent as Redis does.
+fn format_float_sum(a: &[u8], b: &[u8], f64_sum: f64) -> Vec<u8> {
+    use rust_decimal::Decimal;
+    use std::str::FromStr;
+    let parse = |t: &[u8]| {
+        let s = std::str::from_utf8(t).ok()?;
+        Decimal::from_str(s).ok().or_else(|| Decimal::from_scientific(s).ok())
+    };
+    if let (Some(x), Some(y)) = (parse(a), parse(b)) {
+        if let Some(sum) = x.checked_add(y) {
+            let rounded = sum.round_dp(17).normalize();
+            return rounded.to_string().into_bytes();
+        }
+    }
+    format!("{f64_sum}").into_bytes()
 }
 
 fn lcs(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
