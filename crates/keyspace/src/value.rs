@@ -1,15 +1,34 @@
 //! Values stored under a key.
 //!
-//! Only strings exist in this version; hashes, sets and sketches join as variants of [`Value`]
-//! in their own issues. Strings are plain byte vectors: mutation in place (APPEND, SETRANGE,
-//! SETBIT) needs an owned, growable buffer, and copying a value out for GET is cheap compared
-//! with the network round trip. The encoding names OBJECT ENCODING reports are derived from the
-//! bytes the way Redis chooses them at write time.
+//! Strings are plain byte vectors: mutation in place (APPEND, SETRANGE, SETBIT) needs an
+//! owned, growable buffer, and copying a value out for GET is cheap compared with the network
+//! round trip. The encoding names OBJECT ENCODING reports are derived from the bytes the way
+//! Redis chooses them at write time. Hashes and sets join as variants in their own issues.
+//!
+//! A postgresql-hll sketch (`HLL.*` commands) is a string for every client-visible purpose:
+//! TYPE says `string`, GET returns exactly the HLL storage specification's bytes, and SET
+//! accepts bytes PostgreSQL or java-hll wrote. Re-parsing those bytes on every HLL.ADD would
+//! cost a decode of the whole sketch per element, so the HLL commands keep the decoded form
+//! ([`Value::Hll`]) once they have parsed a value. The two forms convert lazily, each on first
+//! use by the other side:
+//! - a plain string command (GET, APPEND, GETRANGE, SETBIT, LCS...) reaches the bytes only
+//!   through [`Value::string_bytes_mut`], which re-serializes a decoded sketch into
+//!   [`Value::Str`] first, so no string command can see anything but bytes;
+//! - an HLL command on [`Value::Str`] decodes it (strictly) and stores [`Value::Hll`] back.
+//!
+//! Redis's own HyperLogLogs (`PF*`) are already byte-oriented (the `abacus-redis-hll` crate
+//! works on the string itself), so they stay [`Value::Str`].
+//!
+//! Equality compares representations: a `Hll` and the `Str` of its bytes are not `==`.
+
+use abacus_hll::Hll;
 
 /// A stored value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Value {
     Str(Vec<u8>),
+    /// A decoded postgresql-hll sketch: a string whose bytes are `to_bytes()`.
+    Hll(Box<Hll>),
 }
 
 /// The type names TYPE reports and SCAN's TYPE option matches.
@@ -32,7 +51,7 @@ const EMBSTR_MAX_LEN: usize = 44;
 impl Value {
     pub fn value_type(&self) -> ValueType {
         match self {
-            Value::Str(_) => ValueType::String,
+            Value::Str(_) | Value::Hll(_) => ValueType::String,
         }
     }
 
@@ -48,6 +67,7 @@ impl Value {
                     "raw"
                 }
             }
+            Value::Hll(_) => "hll",
         }
     }
 
@@ -55,6 +75,23 @@ impl Value {
     pub fn heap_bytes(&self) -> usize {
         match self {
             Value::Str(s) => s.capacity(),
+            Value::Hll(h) => {
+                let data = h.registers().map_or(0, <[u8]>::len) + h.explicit_values().map_or(0, |v| v.len() * 8);
+                std::mem::size_of::<Hll>() + data
+            }
+        }
+    }
+
+    /// The bytes of a string value for reading or modification. A decoded sketch is
+    /// serialized and becomes [`Value::Str`] (its bytes are what clients must see, and a
+    /// modification makes them a plain string). `None` for non-string types (none exist yet).
+    pub fn string_bytes_mut(&mut self) -> Option<&mut Vec<u8>> {
+        if let Value::Hll(h) = self {
+            *self = Value::Str(h.to_bytes());
+        }
+        match self {
+            Value::Str(s) => Some(s),
+            Value::Hll(_) => None,
         }
     }
 }
@@ -109,5 +146,26 @@ mod tests {
         assert_eq!(Value::Str(b"0123".to_vec()).encoding(), "embstr");
         assert_eq!(Value::Str(vec![b'a'; 44]).encoding(), "embstr");
         assert_eq!(Value::Str(vec![b'a'; 45]).encoding(), "raw");
+    }
+
+    #[test]
+    fn a_decoded_sketch_is_a_string_of_its_bytes() {
+        let mut h = Hll::new(abacus_hll::Params::default());
+        for i in 0..1000 {
+            h.add_raw(abacus_hll::hash_bigint(i, 0));
+        }
+        let bytes = h.to_bytes();
+        let mut v = Value::Hll(Box::new(h.clone()));
+        assert_eq!(v.value_type(), ValueType::String);
+        assert_eq!(v.encoding(), "hll");
+        assert!(v.heap_bytes() >= 2048, "one byte per register at least");
+        // A string command sees exactly the serialized bytes, and the value becomes a string.
+        assert_eq!(v.string_bytes_mut().unwrap(), &bytes);
+        assert_eq!(v, Value::Str(bytes.clone()));
+        // ...which decodes back to the same sketch.
+        assert_eq!(Hll::from_bytes(&bytes).unwrap(), h);
+        // Modifying the bytes modifies the string, not a cached copy.
+        v.string_bytes_mut().unwrap().push(0);
+        assert_eq!(v, Value::Str([bytes, vec![0]].concat()));
     }
 }

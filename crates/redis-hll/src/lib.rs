@@ -175,13 +175,20 @@ impl RedisHll {
     /// [`DENSE_SIZE`] bytes if dense. The sparse body is not scanned (see
     /// [`RedisHll::validate`]). The only error is [`HllError::NotHll`].
     pub fn from_bytes(bytes: Vec<u8>) -> Result<Self, HllError> {
+        Self::from_vec(bytes).map_err(|(e, _)| e)
+    }
+
+    /// [`RedisHll::from_bytes`] that hands the bytes back on error, for a
+    /// caller that moved them out of storage (`std::mem::take`) to avoid a
+    /// copy and must put them back untouched when they are not a HyperLogLog.
+    pub fn from_vec(bytes: Vec<u8>) -> Result<Self, (HllError, Vec<u8>)> {
         if bytes.len() < HDR_SIZE || &bytes[..4] != MAGIC {
-            return Err(HllError::NotHll);
+            return Err((HllError::NotHll, bytes));
         }
         match bytes[ENCODING_OFFSET] {
             ENCODING_DENSE if bytes.len() == DENSE_SIZE => Ok(RedisHll { bytes, term: 0 }),
             ENCODING_SPARSE => Ok(RedisHll { bytes, term: 0 }),
-            _ => Err(HllError::NotHll),
+            _ => Err((HllError::NotHll, bytes)),
         }
     }
 

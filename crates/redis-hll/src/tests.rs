@@ -180,3 +180,13 @@ fn pfmerge_dense_if_any_dense() {
     assert_eq!(m.count(), md.count());
     assert_eq!(RedisHll::count_union(&[&a, &b]), md.count());
 }
+
+#[test]
+fn from_vec_gives_the_bytes_back_on_error() {
+    let not_hll = b"hello, not a HyperLogLog".to_vec();
+    let (e, back) = RedisHll::from_vec(not_hll.clone()).unwrap_err();
+    assert_eq!(e, HllError::NotHll);
+    assert_eq!(back, not_hll);
+    let good = RedisHll::new().into_bytes();
+    assert_eq!(RedisHll::from_vec(good.clone()).unwrap().into_bytes(), good);
+}

@@ -110,10 +110,12 @@ impl Spec {
     }
 }
 
-fn table() -> &'static HashMap<&'static str, &'static Spec> {
-    static TABLE: OnceLock<HashMap<&'static str, &'static Spec>> = OnceLock::new();
+type Table = HashMap<&'static str, &'static Spec, foldhash::fast::FixedState>;
+
+fn table() -> &'static Table {
+    static TABLE: OnceLock<Table> = OnceLock::new();
     TABLE.get_or_init(|| {
-        let mut m = HashMap::new();
+        let mut m = Table::default();
         for family in cmd::FAMILIES {
             for spec in family.iter() {
                 let prev = m.insert(spec.name, spec);

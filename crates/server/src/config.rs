@@ -11,7 +11,7 @@
 //! reading them costs no lock.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use parking_lot::RwLock;
 
@@ -26,6 +26,8 @@ pub enum Kind {
     Bool,
     Str,
     Enum(&'static [&'static str]),
+    /// An HLL explicit threshold: -1 (auto), 0 (off) or a power of two up to `max`.
+    Expthresh { max: i64 },
 }
 
 /// One configuration parameter.
@@ -62,7 +64,47 @@ pub const PARAMS: &[Param] = &[
     Param { name: "enable-debug-command", default: "local", kind: Kind::Enum(&["yes", "no", "local"]), mutable: false, help: "allow DEBUG: yes, no, or local (loopback connections only)" },
     Param { name: "appendonly", default: "no", kind: Kind::Bool, mutable: false, help: "append-only log (not implemented yet: always no)" },
     Param { name: "save", default: "", kind: Kind::Str, mutable: false, help: "snapshot schedule (not implemented yet: always empty)" },
+    Param { name: "hll-log2m", default: "11", kind: Kind::Int { min: 4, max: 31 }, mutable: true, help: "HLL.* sketches created without LOG2M: log2 of the register count" },
+    Param { name: "hll-regwidth", default: "5", kind: Kind::Int { min: 1, max: 8 }, mutable: true, help: "HLL.* sketches created without REGWIDTH: bits per register" },
+    Param { name: "hll-expthresh", default: "-1", kind: Kind::Expthresh { max: HLL_MAX_EXPTHRESH }, mutable: true, help: "HLL.* sketches created without EXPTHRESH: -1 auto, 0 off, or a power of two" },
+    Param { name: "hll-sparseon", default: "1", kind: Kind::Int { min: 0, max: 1 }, mutable: true, help: "HLL.* sketches created without SPARSEON: 1 to allow the sparse form" },
+    Param { name: "hll-max-log2m", default: "17", kind: Kind::Int { min: 4, max: 31 }, mutable: true, help: "largest log2m an HLL.* sketch may have, created or sent by a client (memory: 2^log2m bytes)" },
+    Param { name: "hll-sparse-max-bytes", default: "3000", kind: Kind::Memory { min: 0, max: i64::MAX as u64 }, mutable: true, help: "PF* values: largest sparse HyperLogLog before it turns dense (as Redis)" },
 ];
+
+/// Largest explicit threshold an HLL.* sketch may have: java-hll's largest (2^18; postgresql-hll
+/// stops at 8192). The explicit list is a sorted vector with O(n) inserts, and the storage
+/// specification would allow 2^32 entries (32 GiB).
+pub const HLL_MAX_EXPTHRESH: i64 = 1 << 18;
+
+/// The HLL parameters keyed handlers need, copied from the configuration's atomics once per
+/// batch (never a lock per command).
+#[derive(Clone, Copy, Debug)]
+pub struct HllConfig {
+    /// Defaults for new HLL.* sketches (validated when used: they may exceed `max_log2m`).
+    pub log2m: i64,
+    pub regwidth: i64,
+    pub expthresh: i64,
+    pub sparseon: bool,
+    /// Largest log2m accepted from clients (HLL.CREATE options and stored bytes).
+    pub max_log2m: u32,
+    /// PF* values: `hll-sparse-max-bytes`.
+    pub sparse_max_bytes: usize,
+}
+
+impl Default for HllConfig {
+    fn default() -> Self {
+        HllConfig { log2m: 11, regwidth: 5, expthresh: -1, sparseon: true, max_log2m: 17, sparse_max_bytes: 3000 }
+    }
+}
+
+/// The configuration values keyed handlers read, for one batch of commands.
+#[derive(Clone, Copy, Debug)]
+pub struct CmdConfig {
+    /// proto-max-bulk-len: the largest string a command may create.
+    pub max_string_len: u64,
+    pub hll: HllConfig,
+}
 
 /// Looks a parameter up by name (case-insensitive, as Redis).
 pub fn param(name: &str) -> Option<&'static Param> {
@@ -110,6 +152,15 @@ fn canonical(p: &Param, value: &str) -> Result<String, String> {
                 Err("argument(s) must be one of the following: ".to_string() + &choices.join(", "))
             }
         }
+        Kind::Expthresh { max } => {
+            let v: i64 = value.parse().map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+            let power_of_two = v > 0 && v & (v - 1) == 0;
+            if v == -1 || v == 0 || (power_of_two && v <= max) {
+                Ok(v.to_string())
+            } else {
+                Err(format!("argument must be -1 (auto), 0 (off) or a power of two up to {max}"))
+            }
+        }
     }
 }
 
@@ -122,6 +173,12 @@ pub struct Config {
     maxclients: AtomicU64,
     timeout_s: AtomicU64,
     max_pipeline: AtomicU64,
+    hll_log2m: AtomicU64,
+    hll_regwidth: AtomicU64,
+    hll_expthresh: AtomicI64,
+    hll_sparseon: AtomicU64,
+    hll_max_log2m: AtomicU64,
+    hll_sparse_max_bytes: AtomicU64,
 }
 
 impl Default for Config {
@@ -134,6 +191,12 @@ impl Default for Config {
             maxclients: AtomicU64::new(0),
             timeout_s: AtomicU64::new(0),
             max_pipeline: AtomicU64::new(0),
+            hll_log2m: AtomicU64::new(0),
+            hll_regwidth: AtomicU64::new(0),
+            hll_expthresh: AtomicI64::new(0),
+            hll_sparseon: AtomicU64::new(0),
+            hll_max_log2m: AtomicU64::new(0),
+            hll_sparse_max_bytes: AtomicU64::new(0),
         };
         c.refresh_hot();
         c
@@ -234,6 +297,27 @@ impl Config {
         self.maxclients.store(self.get_u64("maxclients"), Ordering::Relaxed);
         self.timeout_s.store(self.get_u64("timeout"), Ordering::Relaxed);
         self.max_pipeline.store(self.get_u64("max-pipeline-commands"), Ordering::Relaxed);
+        self.hll_log2m.store(self.get_u64("hll-log2m"), Ordering::Relaxed);
+        self.hll_regwidth.store(self.get_u64("hll-regwidth"), Ordering::Relaxed);
+        self.hll_expthresh.store(self.get("hll-expthresh").parse().unwrap_or(-1), Ordering::Relaxed);
+        self.hll_sparseon.store(self.get_u64("hll-sparseon"), Ordering::Relaxed);
+        self.hll_max_log2m.store(self.get_u64("hll-max-log2m"), Ordering::Relaxed);
+        self.hll_sparse_max_bytes.store(self.get_u64("hll-sparse-max-bytes"), Ordering::Relaxed);
+    }
+
+    /// What keyed handlers need, read from the hot mirrors (no lock).
+    pub fn cmd_config(&self) -> CmdConfig {
+        CmdConfig {
+            max_string_len: self.proto_max_bulk_len(),
+            hll: HllConfig {
+                log2m: self.hll_log2m.load(Ordering::Relaxed) as i64,
+                regwidth: self.hll_regwidth.load(Ordering::Relaxed) as i64,
+                expthresh: self.hll_expthresh.load(Ordering::Relaxed),
+                sparseon: self.hll_sparseon.load(Ordering::Relaxed) != 0,
+                max_log2m: self.hll_max_log2m.load(Ordering::Relaxed) as u32,
+                sparse_max_bytes: self.hll_sparse_max_bytes.load(Ordering::Relaxed).min(usize::MAX as u64) as usize,
+            },
+        }
     }
 
     pub fn proto_max_bulk_len(&self) -> u64 {
@@ -309,6 +393,24 @@ mod tests {
         assert!(e.contains("port"), "{e}");
         assert!(Config::from_sources(None, &args("--nosuch 1")).is_err());
         assert!(Config::from_sources(None, &args("port 1")).is_err());
+    }
+
+    #[test]
+    fn hll_parameters() {
+        let c = Config::default();
+        let h = c.cmd_config().hll;
+        assert_eq!((h.log2m, h.regwidth, h.expthresh, h.sparseon, h.max_log2m, h.sparse_max_bytes), (11, 5, -1, true, 17, 3000));
+        let set = |n: &str, v: &str| c.set_many(&[(n.to_string(), v.to_string())]);
+        set("hll-expthresh", "1024").unwrap();
+        set("hll-sparseon", "0").unwrap();
+        set("hll-sparse-max-bytes", "1kb").unwrap();
+        let h = c.cmd_config().hll;
+        assert_eq!((h.expthresh, h.sparseon, h.sparse_max_bytes), (1024, false, 1024));
+        for bad in ["3", "-2", "524288", "x"] {
+            assert!(set("hll-expthresh", bad).is_err(), "{bad}");
+        }
+        assert!(set("hll-log2m", "32").is_err());
+        assert!(set("hll-sparseon", "2").is_err());
     }
 
     #[test]

@@ -102,6 +102,8 @@ pub struct Ctx<'a> {
     pub now_ms: u64,
     /// Largest string a command may create (proto-max-bulk-len), for SETRANGE/APPEND/SETBIT.
     pub max_string_len: u64,
+    /// HLL defaults and limits (HLL.*, PF*).
+    pub hll: crate::config::HllConfig,
 }
 
 impl Ctx<'_> {

@@ -19,7 +19,7 @@ pub struct CmdStat {
 }
 
 thread_local! {
-    static COMMANDS: RefCell<HashMap<&'static str, CmdStat>> = RefCell::new(HashMap::new());
+    static COMMANDS: RefCell<HashMap<&'static str, CmdStat, foldhash::fast::FixedState>> = RefCell::new(HashMap::default());
     /// Commands executed by this thread since it started (never reset), for ops/sec.
     static CALLS_TOTAL: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
@@ -80,7 +80,7 @@ pub fn record_rejected(name: &'static str) {
 
 /// This thread's table.
 pub fn snapshot() -> HashMap<&'static str, CmdStat> {
-    COMMANDS.with(|c| c.borrow().clone())
+    COMMANDS.with(|c| c.borrow().iter().map(|(k, v)| (*k, *v)).collect())
 }
 
 /// Clears this thread's table (CONFIG RESETSTAT).

@@ -8,7 +8,9 @@ pub mod args;
 pub mod bits;
 pub mod connection;
 pub mod expiry;
+pub mod hll;
 pub mod keys;
+pub mod pf;
 pub mod server;
 pub mod strings;
 pub mod transactions;
@@ -28,6 +30,8 @@ pub const FAMILIES: &[&[Spec]] = &[
     keys::COMMANDS,
     expiry::COMMANDS,
     transactions::COMMANDS,
+    hll::COMMANDS,
+    pf::COMMANDS,
 ];
 
 /// Runs a connection-level command.

@@ -42,14 +42,17 @@ pub const COMMANDS: &[Spec] = &[
     Spec::keyed("lcs", -3, READONLY, (1, 2, 1), lcs, G, "Finds the longest common substring."),
 ];
 
-/// The string stored at `key`: Ok(None) if missing, Err(WRONGTYPE) if not a string.
+/// The string stored at `key`: Ok(None) if missing, Err(WRONGTYPE) if not a string. A
+/// decoded HLL sketch is a string: it is serialized in place first (see `Value`), so every
+/// string command reads exactly the bytes GET returns.
 pub fn read_str<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a Vec<u8>>, Frame> {
     let now = ctx.now_ms;
-    match ctx.db().get(key, now) {
+    match ctx.db().get_read_mut(key, now) {
         None => Ok(None),
-        Some(Entry { value: Value::Str(s), .. }) => Ok(Some(s)),
-        #[allow(unreachable_patterns)]
-        Some(_) => Err(err(ERR_WRONGTYPE)),
+        Some(e) => match e.value.string_bytes_mut() {
+            Some(s) => Ok(Some(&*s)),
+            None => Err(err(ERR_WRONGTYPE)),
+        },
     }
 }
 
@@ -60,12 +63,11 @@ pub fn str_mut<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<&'a mut Vec<u8>, Fram
         ctx.db().set(key, Value::Str(Vec::new()), 0, now);
     }
     match ctx.db().get_mut(key, now) {
-        Some(Entry { value: Value::Str(s), raw_encoding, .. }) => {
+        Some(Entry { value, raw_encoding, .. }) => {
+            let s = value.string_bytes_mut().ok_or_else(|| err(ERR_WRONGTYPE))?;
             *raw_encoding = true;
             Ok(s)
         }
-        #[allow(unreachable_patterns)]
-        Some(_) => Err(err(ERR_WRONGTYPE)),
         None => Err(err("ERR internal error: key vanished")),
     }
 }
@@ -148,15 +150,21 @@ fn set(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     }
     let key = &a[1];
     let now = ctx.now_ms;
+    if !want_get && !nx && !xx && expire != ExpireOpt::KeepTtl {
+        // The plain SET: one hash lookup.
+        let at = if let ExpireOpt::At(at) = expire { at } else { 0 };
+        if at != 0 && at <= now {
+            ctx.db().remove(key, now);
+        } else {
+            ctx.db().set(key, Value::Str(a[2].to_vec()), at, now);
+        }
+        return Frame::ok();
+    }
     let old = match read_str(ctx, key) {
         Ok(v) => v.cloned(),
-        Err(e) => {
-            if want_get {
-                return e;
-            }
-            // SET without GET overwrites a key of any type.
-            None
-        }
+        // SET without GET overwrites a key of any type.
+        Err(e) if want_get => return e,
+        Err(_) => None,
     };
     let exists = ctx.db().contains(key, now);
     let reply_skip = if want_get { bulk_or_null(old.as_ref()) } else { Frame::Null };

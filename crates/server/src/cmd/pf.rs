@@ -1,0 +1,173 @@
+//! The PF family: Redis's HyperLogLog commands PFADD, PFCOUNT and PFMERGE, with Redis 7's
+//! semantics, replies and errors (`hyperloglog.c`).
+//!
+//! A Redis HyperLogLog is a plain string in Redis's own HYLL encoding (sparse or dense, 16384
+//! registers); the `abacus-redis-hll` crate implements Redis's algorithms on exactly those
+//! bytes, so values copied from Redis (GET/SET, replication) behave identically here. The
+//! value stays [`Value::Str`]: each command moves the bytes out of the entry
+//! (`std::mem::take`, no copy), works on them and puts them back.
+//!
+//! Errors are Redis's: a string that is not a HyperLogLog (including a decoded HLL.* sketch,
+//! whose bytes never start with "HYLL") is `WRONGTYPE Key is not a valid HyperLogLog string
+//! value.`, a corrupt sparse body `INVALIDOBJ Corrupted HLL object detected`.
+//!
+//! PFCOUNT on a single key is flagged read-only, as in Redis, but writes the recomputed
+//! cardinality into the value's cache; like Redis it then signals the key as modified (WATCH).
+
+use abacus_keyspace::Value;
+use abacus_protocol::{Bytes, Frame};
+use abacus_redis_hll::{HllError, RedisHll, HLL_REGISTERS};
+
+use crate::command::flags::*;
+use crate::command::Spec;
+use crate::shard::Ctx;
+
+const ALL: (i32, i32, i32) = (1, -1, 1);
+const G: &str = "hyperloglog";
+
+pub const COMMANDS: &[Spec] = &[
+    Spec::keyed("pfadd", -2, WRITE | DENYOOM | FAST, (1, 1, 1), pfadd, G, "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist."),
+    Spec::keyed("pfcount", -2, READONLY, ALL, pfcount, G, "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s)."),
+    Spec::keyed("pfmerge", -2, WRITE | DENYOOM, ALL, pfmerge, G, "Merges one or more HyperLogLog values into a single key."),
+];
+
+fn hll_error(e: HllError) -> Frame {
+    Frame::error(e.redis_message())
+}
+
+/// How [`with_hll`] looks a key up, as Redis does for each command.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Lookup {
+    /// lookupKeyRead: counted in keyspace hits/misses.
+    Read,
+    /// lookupKeyRead, then dbUnshareStringValue (single-key PFCOUNT may rewrite the cache).
+    ReadUnshare,
+    /// lookupKeyWrite + dbUnshareStringValue.
+    Write,
+}
+
+/// Runs `f` on the HyperLogLog at `key`, moved out of its entry and put back afterwards.
+/// Ok(None) if the key is missing; Err(reply) if the value is not a HyperLogLog (unchanged).
+fn with_hll<R>(ctx: &mut Ctx, key: &[u8], lookup: Lookup, f: impl FnOnce(&mut RedisHll) -> R) -> Result<Option<R>, Frame> {
+    let now = ctx.now_ms;
+    let db = ctx.db();
+    let found = if lookup == Lookup::Write { db.get_mut(key, now) } else { db.get_read_mut(key, now) };
+    let Some(e) = found else { return Ok(None) };
+    let bytes = match &mut e.value {
+        Value::Str(s) => s,
+        Value::Hll(_) => return Err(hll_error(HllError::NotHll)),
+    };
+    let mut h = match RedisHll::from_vec(std::mem::take(bytes)) {
+        Ok(h) => h,
+        Err((err, back)) => {
+            *bytes = back;
+            return Err(hll_error(err));
+        }
+    };
+    let r = f(&mut h);
+    *bytes = h.into_bytes();
+    if lookup != Lookup::Read {
+        // An unshared string is "raw" in Redis whatever its length (OBJECT ENCODING).
+        e.raw_encoding = true;
+    }
+    Ok(Some(r))
+}
+
+/// Stores a new HyperLogLog as Redis's createHLLObject does (a "raw" string).
+fn store_new(ctx: &mut Ctx, key: &[u8], h: RedisHll) {
+    let now = ctx.now_ms;
+    let db = ctx.db();
+    db.set(key, Value::Str(h.into_bytes()), 0, now);
+    if let Some(e) = db.get_mut(key, now) {
+        e.raw_encoding = true;
+    }
+}
+
+fn pfadd(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    let max_bytes = ctx.hll.sparse_max_bytes;
+    let added = with_hll(ctx, &a[1], Lookup::Write, |h| -> Result<bool, HllError> {
+        let mut updated = false;
+        for el in &a[2..] {
+            // On a corrupt body Redis stops at that element; earlier ones stay added.
+            updated |= h.add(el, max_bytes)?;
+        }
+        Ok(updated)
+    });
+    match added {
+        Ok(Some(Ok(updated))) => Frame::Integer(updated.into()),
+        Ok(Some(Err(e))) => hll_error(e),
+        Err(reply) => reply,
+        Ok(None) => {
+            let mut h = RedisHll::new();
+            for el in &a[2..] {
+                // A fresh value is never corrupt: add cannot fail here.
+                let _ = h.add(el, max_bytes);
+            }
+            h.invalidate_cache();
+            store_new(ctx, &a[1], h);
+            Frame::Integer(1)
+        }
+    }
+}
+
+fn pfcount(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    if a.len() == 2 {
+        let counted = with_hll(ctx, &a[1], Lookup::ReadUnshare, |h| {
+            let stale = h.cached_count().is_none();
+            h.count().map(|card| (card, stale))
+        });
+        return match counted {
+            Ok(Some(Ok((card, stale)))) => {
+                if stale {
+                    ctx.db().signal_modified(&a[1]);
+                }
+                // Redis replies with addReplyLongLong.
+                Frame::Integer(card as i64)
+            }
+            Ok(Some(Err(e))) => hll_error(e),
+            Ok(None) => Frame::Integer(0),
+            Err(reply) => reply,
+        };
+    }
+    let mut max = Box::new([0u8; HLL_REGISTERS]);
+    for key in &a[1..] {
+        match with_hll(ctx, key, Lookup::Read, |h| h.merge_into(&mut max)) {
+            Ok(Some(Err(e))) => return hll_error(e),
+            Err(reply) => return reply,
+            Ok(_) => {}
+        }
+    }
+    Frame::Integer(RedisHll::count_registers(&max) as i64)
+}
+
+fn pfmerge(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    // As Redis: the destination (if it exists) and every existing source, in order, are
+    // checked and merged into `max`; then the destination gets `max`.
+    let mut max = Box::new([0u8; HLL_REGISTERS]);
+    let mut use_dense = false;
+    for key in &a[1..] {
+        let merged = with_hll(ctx, key, Lookup::Read, |h| {
+            use_dense |= h.is_dense();
+            h.merge_into(&mut max)
+        });
+        match merged {
+            Ok(Some(Err(e))) => return hll_error(e),
+            Err(reply) => return reply,
+            Ok(_) => {}
+        }
+    }
+    let max_bytes = ctx.hll.sparse_max_bytes;
+    match with_hll(ctx, &a[1], Lookup::Write, |h| h.store_merged(&max, use_dense, max_bytes)) {
+        Ok(Some(Ok(()))) => Frame::ok(),
+        Ok(Some(Err(e))) => hll_error(e),
+        Err(reply) => reply,
+        Ok(None) => {
+            let mut h = RedisHll::new();
+            if let Err(e) = h.store_merged(&max, use_dense, max_bytes) {
+                return hll_error(e);
+            }
+            store_new(ctx, &a[1], h);
+            Frame::ok()
+        }
+    }
+}
