@@ -481,3 +481,18 @@ def test_option_port_and_dir(server):
         assert os.path.realpath(d[1].decode()) == os.path.realpath(s.dir)
     finally:
         cl.close()
+
+
+def test_debug_populate(c):
+    assert c("DEBUG", "POPULATE", "100") == "OK"
+    assert c("DBSIZE") == 100
+    assert c("GET", "key:7") == b"value:7"
+    c("SET", "key:8", "mine")
+    assert c("DEBUG", "POPULATE", "100", "key", "10") == "OK"
+    assert c("GET", "key:8") == b"mine"
+    assert c("DBSIZE") == 100
+    assert c("DEBUG", "POPULATE", "3", "p", "10") == "OK"
+    assert c("GET", "p:1") == b"value:1\x00\x00\x00"
+    assert c("DEBUG", "POPULATE", "2", "q", "3") == "OK"
+    assert c("GET", "q:1") == b"val"
+    assert isinstance(c("DEBUG", "POPULATE", "-1"), Err)

@@ -91,7 +91,10 @@ proptest! {
         for op in ops {
             match op {
                 Op::Insert(f, v) => prop_assert_eq!(hash.insert(&f, &v), model.insert(&f, &v)),
-                Op::InsertMany(pairs) => for (f, v) in pairs { prop_assert_eq!(hash.insert(&f, &v), model.insert(&f, &v)) },
+                Op::InsertMany(pairs) => for (f, v) in pairs {
+                    prop_assert_eq!(hash.insert(&f, &v), model.insert(&f, &v));
+                    prop_assert_eq!(hash.encoding(), model.encoding);
+                },
                 Op::Remove(f) => prop_assert_eq!(hash.remove(&f), model.pairs.remove(&f).is_some()),
                 Op::Get(f) => {
                     prop_assert_eq!(hash.get(&f), model.pairs.get(&f).map(|v| v.as_slice()));

@@ -147,7 +147,10 @@ proptest! {
         for op in ops {
             match op {
                 Op::Insert(m) => prop_assert_eq!(set.insert(&m), model.insert(&m)),
-                Op::InsertMany(ms) => for m in ms { prop_assert_eq!(set.insert(&m), model.insert(&m)) },
+                Op::InsertMany(ms) => for m in ms {
+                    prop_assert_eq!(set.insert(&m), model.insert(&m));
+                    prop_assert_eq!(set.encoding(), model.encoding);
+                },
                 Op::Remove(m) => prop_assert_eq!(set.remove(&m), model.members.remove(&m)),
                 Op::Contains(m) => prop_assert_eq!(set.contains(&m), model.members.contains(&m)),
                 Op::Pop => match set.pop_random(&mut rng) {

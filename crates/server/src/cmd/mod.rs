@@ -53,7 +53,7 @@ pub async fn dispatch_conn(conn: &mut Conn, access: Access<'_>, call: Call) -> F
         "flushdb" | "flushall" => server::flush(conn, access, call.spec.name, args).await,
         "swapdb" => server::swapdb(conn, access, args).await,
         n if n.starts_with("config|") => server::config(conn, access, call.spec.name, args).await,
-        n if n.starts_with("debug") => server::debug(conn, args).await,
+        n if n.starts_with("debug") => server::debug(conn, access, args).await,
         n if n.starts_with("function|") => server::function(call.spec.name, args),
         "keys" => keys::keys(conn, access, args).await,
         "scan" => keys::scan(conn, access, args).await,

@@ -182,7 +182,7 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: &str, a: &[Bytes])
     }
 }
 
-pub async fn debug(conn: &mut Conn, a: &[Bytes]) -> Frame {
+pub async fn debug(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
     let allowed = match conn.worker.server.config.get("enable-debug-command").as_str() {
         "yes" => true,
         "local" => conn.peer_is_loopback,
@@ -201,15 +201,76 @@ pub async fn debug(conn: &mut Conn, a: &[Bytes]) -> Frame {
         tokio::time::sleep(Duration::from_secs_f64(secs)).await;
         return Frame::ok();
     }
+    if is(&a[1], "populate") && (3..=5).contains(&a.len()) {
+        return populate(conn, access, a).await;
+    }
     if is(&a[1], "help") {
         return Frame::Array(
-            ["DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "SLEEP <seconds>", "    Stop the connection for <seconds> (may be fractional).", "HELP"]
+            [
+                "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "POPULATE <count> [<prefix>] [<size>]",
+                "    Create <count> string keys named prefix:<num> (default prefix \"key\"), with",
+                "    values value:<num> padded with zero bytes to <size>. Existing keys are kept.",
+                "SLEEP <seconds>",
+                "    Stop the connection for <seconds> (may be fractional).",
+                "HELP",
+            ]
                 .iter()
                 .map(|l| Frame::Simple(Bytes::from_static(l.as_bytes())))
                 .collect(),
         );
     }
     Frame::error(format!("ERR unknown subcommand '{}'. Try DEBUG HELP.", String::from_utf8_lossy(&a[1])))
+}
+
+/// DEBUG POPULATE count [prefix] [size], as Redis: keys `prefix:N`, values `value:N` padded
+/// with zero bytes (or cut) to `size`; existing keys are left alone. Every shard creates the
+/// keys that hash to it, in parallel.
+async fn populate(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
+    let positive = |v: &[u8]| match parse_i64(v) {
+        Ok(n) if n >= 0 => Ok(n as u64),
+        _ => Err(err("ERR value is out of range, must be positive")),
+    };
+    let count = match positive(&a[2]) {
+        Ok(n) => n,
+        Err(e) => return e,
+    };
+    let prefix = a.get(3).cloned().unwrap_or_else(|| Bytes::from_static(b"key"));
+    let size = match a.get(4).map(|v| positive(v)).transpose() {
+        Ok(s) => s.unwrap_or(0) as usize,
+        Err(e) => return e,
+    };
+    if size as u64 > conn.worker.server.config.proto_max_bulk_len() {
+        return err(ERR_STRING_TOO_LONG);
+    }
+    let db = conn.db;
+    let shards = conn.worker.shards();
+    let job = move |s: &mut crate::shard::Shard| {
+        let now = crate::shard::now_ms();
+        let mut key = Vec::with_capacity(prefix.len() + 21);
+        let mut digits = itoa::Buffer::new();
+        for j in 0..count {
+            let num = digits.format(j).as_bytes();
+            key.clear();
+            key.extend_from_slice(&prefix);
+            key.push(b':');
+            key.extend_from_slice(num);
+            if crate::shard::shard_of(&key, shards) != s.id || s.dbs[db].contains(&key, now) {
+                continue;
+            }
+            let mut value = Vec::with_capacity(size.max(6 + num.len()));
+            value.extend_from_slice(b"value:");
+            value.extend_from_slice(num);
+            if size > 0 {
+                value.resize(size, 0);
+            }
+            s.dbs[db].set(&key, abacus_keyspace::Value::Str(value), 0, now);
+        }
+    };
+    match conn.worker.run_all(access, job).await {
+        Some(_) => Frame::ok(),
+        None => shutting_down(),
+    }
 }
 
 pub fn function(sub: &str, a: &[Bytes]) -> Frame {
