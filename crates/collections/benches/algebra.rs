@@ -20,7 +20,11 @@ use rand::{Rng, SeedableRng};
 
 fn rss_bytes() -> usize {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: usize = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+    let pages: usize = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
     pages * 4096
 }
 
@@ -48,18 +52,32 @@ fn algebra(c: &mut Criterion) {
     let a = build(1, 10_000_000, 100_000_000);
     let b = build(2, 10_000_000, 100_000_000);
     assert_eq!((a.encoding(), b.encoding()), ("bitmap", "bitmap"));
-    println!("|A & B| = {}, |A | B| = {}", IdSet::intersection_card(&[&a, &b], 0), IdSet::union(&[&a, &b]).len());
+    println!(
+        "|A & B| = {}, |A | B| = {}",
+        IdSet::intersection_card(&[&a, &b], 0),
+        IdSet::union(&[&a, &b]).len()
+    );
 
     let mut group = c.benchmark_group("w6_9.5M_x_9.5M");
     group.sample_size(10);
-    group.bench_function("intersection_card", |bench| bench.iter(|| IdSet::intersection_card(black_box(&[&a, &b]), 0)));
-    group.bench_function("intersection", |bench| bench.iter(|| IdSet::intersection(black_box(&[&a, &b]))));
-    group.bench_function("union", |bench| bench.iter(|| IdSet::union(black_box(&[&a, &b]))));
-    group.bench_function("difference", |bench| bench.iter(|| IdSet::difference(black_box(&a), &[&b])));
+    group.bench_function("intersection_card", |bench| {
+        bench.iter(|| IdSet::intersection_card(black_box(&[&a, &b]), 0))
+    });
+    group.bench_function("intersection", |bench| {
+        bench.iter(|| IdSet::intersection(black_box(&[&a, &b])))
+    });
+    group.bench_function("union", |bench| {
+        bench.iter(|| IdSet::union(black_box(&[&a, &b])))
+    });
+    group.bench_function("difference", |bench| {
+        bench.iter(|| IdSet::difference(black_box(&a), &[&b]))
+    });
     group.finish();
 
     let mut rng = StdRng::seed_from_u64(3);
-    let probes: Vec<Vec<u8>> = (0..1024).map(|_| rng.gen_range(0..100_000_000u64).to_string().into_bytes()).collect();
+    let probes: Vec<Vec<u8>> = (0..1024)
+        .map(|_| rng.gen_range(0..100_000_000u64).to_string().into_bytes())
+        .collect();
     c.bench_function("contains_1024_probes", |bench| {
         bench.iter(|| probes.iter().filter(|probe| a.contains(probe)).count())
     });
@@ -70,7 +88,10 @@ fn algebra(c: &mut Criterion) {
         let big_b = build(5, 100_000_000, 1_000_000_000);
         let start = Instant::now();
         let card = IdSet::intersection_card(&[&big_a, &big_b], 0);
-        println!("100M x 100M intersection_card = {card} in {:.2?}", start.elapsed());
+        println!(
+            "100M x 100M intersection_card = {card} in {:.2?}",
+            start.elapsed()
+        );
     }
 }
 

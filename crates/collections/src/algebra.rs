@@ -69,8 +69,14 @@ fn and_all<'a>(bitmaps: &[&'a RoaringTreemap]) -> Option<Cow<'a, RoaringTreemap>
 
 /// Calls `visit` with each key in `bitmap` whose member every general set
 /// holds, until `visit` returns false. Iterates the smaller side.
-fn visit_mixed_common(bitmap: &RoaringTreemap, generals: &[&IdSet], mut visit: impl FnMut(u64) -> bool) {
-    let Some((smallest, rest)) = generals.split_first() else { return };
+fn visit_mixed_common(
+    bitmap: &RoaringTreemap,
+    generals: &[&IdSet],
+    mut visit: impl FnMut(u64) -> bool,
+) {
+    let Some((smallest, rest)) = generals.split_first() else {
+        return;
+    };
     if bitmap.len() <= smallest.len() as u64 {
         for key in bitmap.iter() {
             let member = IntMember::from_key(key);
@@ -80,8 +86,13 @@ fn visit_mixed_common(bitmap: &RoaringTreemap, generals: &[&IdSet], mut visit: i
         }
     } else {
         for member in smallest.iter() {
-            let Some(value) = parse_canonical_i64(&member) else { continue };
-            if bitmap.contains(key_of(value)) && rest.iter().all(|set| set.contains(&member)) && !visit(key_of(value)) {
+            let Some(value) = parse_canonical_i64(&member) else {
+                continue;
+            };
+            if bitmap.contains(key_of(value))
+                && rest.iter().all(|set| set.contains(&member))
+                && !visit(key_of(value))
+            {
                 return;
             }
         }
@@ -91,7 +102,9 @@ fn visit_mixed_common(bitmap: &RoaringTreemap, generals: &[&IdSet], mut visit: i
 /// Calls `visit` with each member of the smallest general set that every
 /// other one holds, until `visit` returns false.
 fn visit_general_common<'a>(generals: &[&'a IdSet], mut visit: impl FnMut(Member<'a>) -> bool) {
-    let Some((smallest, rest)) = generals.split_first() else { return };
+    let Some((smallest, rest)) = generals.split_first() else {
+        return;
+    };
     for member in smallest.iter() {
         if rest.iter().all(|set| set.contains(&member)) && !visit(member) {
             return;
@@ -114,7 +127,10 @@ impl IdSet {
             Some(acc) if operands.generals.is_empty() => IdSet::from_bitmap(acc.into_owned()),
             Some(acc) => {
                 let mut result = RoaringTreemap::new();
-                visit_mixed_common(&acc, &operands.generals, |key| result.insert(key) || true);
+                visit_mixed_common(&acc, &operands.generals, |key| {
+                    result.insert(key);
+                    true
+                });
                 IdSet::from_bitmap(result)
             }
             None => {
@@ -152,7 +168,7 @@ impl IdSet {
             count < limit
         };
         match and_all(&operands.bitmaps) {
-            Some(acc) => visit_mixed_common(&acc, &operands.generals, |key| counted(key)),
+            Some(acc) => visit_mixed_common(&acc, &operands.generals, &mut counted),
             None => visit_general_common(&operands.generals, |_| counted(0)),
         }
         count
@@ -191,7 +207,11 @@ impl IdSet {
         Self::difference_with_limits(first, others, &EncodingLimits::REDIS_DEFAULT)
     }
 
-    pub fn difference_with_limits(first: &IdSet, others: &[&IdSet], limits: &EncodingLimits) -> IdSet {
+    pub fn difference_with_limits(
+        first: &IdSet,
+        others: &[&IdSet],
+        limits: &EncodingLimits,
+    ) -> IdSet {
         let Some(bitmap) = first.bitmap() else {
             let mut result = IdSet::new();
             for member in first.iter() {
@@ -225,8 +245,10 @@ fn subtract_general(acc: &mut RoaringTreemap, other: &IdSet) {
             }
         }
     } else {
-        let doomed: Vec<u64> =
-            acc.iter().filter(|&key| other.contains(IntMember::from_key(key).as_bytes())).collect();
+        let doomed: Vec<u64> = acc
+            .iter()
+            .filter(|&key| other.contains(IntMember::from_key(key).as_bytes()))
+            .collect();
         for key in doomed {
             acc.remove(key);
         }

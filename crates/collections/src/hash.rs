@@ -23,6 +23,9 @@ use crate::{boxed_bytes, descending_window, EncodingLimits};
 
 type Pair = (Box<[u8]>, Box<[u8]>);
 
+/// A borrowed (field, value) pair as handed out by iteration, scans and picks.
+pub type FieldValue<'a> = (&'a [u8], &'a [u8]);
+
 /// A Redis hash value. See the module documentation for the encodings.
 #[derive(Clone, Debug)]
 pub struct CompactHash {
@@ -44,7 +47,9 @@ struct Table {
 
 impl Default for CompactHash {
     fn default() -> Self {
-        Self { repr: Repr::Listpack(Vec::new()) }
+        Self {
+            repr: Repr::Listpack(Vec::new()),
+        }
     }
 }
 
@@ -89,7 +94,12 @@ impl CompactHash {
         self.insert_with_limits(field, value, &EncodingLimits::REDIS_DEFAULT)
     }
 
-    pub fn insert_with_limits(&mut self, field: &[u8], value: &[u8], limits: &EncodingLimits) -> bool {
+    pub fn insert_with_limits(
+        &mut self,
+        field: &[u8],
+        value: &[u8],
+        limits: &EncodingLimits,
+    ) -> bool {
         if let Repr::Listpack(pairs) = &mut self.repr {
             let short_enough = limits.fits(0, field.len().max(value.len()));
             let room_for_one_more = limits.fits(pairs.len() + 1, 0);
@@ -106,11 +116,14 @@ impl CompactHash {
                 _ => self.convert_to_table(),
             }
         }
-        let Repr::Hashtable(table) = &mut self.repr else { unreachable!("converted to a hashtable above") };
+        let Repr::Hashtable(table) = &mut self.repr else {
+            unreachable!("converted to a hashtable above")
+        };
         let value_bytes = boxed_bytes(value.len());
         match table.map.get_mut(field) {
             Some(old) => {
-                table.payload_heap_bytes = table.payload_heap_bytes - boxed_bytes(old.len()) + value_bytes;
+                table.payload_heap_bytes =
+                    table.payload_heap_bytes - boxed_bytes(old.len()) + value_bytes;
                 *old = value.into();
                 false
             }
@@ -143,8 +156,13 @@ impl CompactHash {
     }
 
     fn convert_to_table(&mut self) {
-        let Repr::Listpack(pairs) = &mut self.repr else { return };
-        let mut table = Table { map: IndexMap::with_capacity(pairs.len() + 1), payload_heap_bytes: 0 };
+        let Repr::Listpack(pairs) = &mut self.repr else {
+            return;
+        };
+        let mut table = Table {
+            map: IndexMap::with_capacity(pairs.len() + 1),
+            payload_heap_bytes: 0,
+        };
         for (field, value) in pairs.drain(..) {
             table.payload_heap_bytes += boxed_bytes(field.len()) + boxed_bytes(value.len());
             table.map.insert(field, value);
@@ -160,7 +178,7 @@ impl CompactHash {
         }
     }
 
-    fn pair_at(&self, index: usize) -> (&[u8], &[u8]) {
+    fn pair_at(&self, index: usize) -> FieldValue<'_> {
         match &self.repr {
             Repr::Listpack(pairs) => (&pairs[index].0, &pairs[index].1),
             Repr::Hashtable(table) => {
@@ -171,37 +189,50 @@ impl CompactHash {
     }
 
     /// One uniformly random pair (HRANDFIELD without count).
-    pub fn random_field(&self, rng: &mut impl Rng) -> Option<(&[u8], &[u8])> {
+    pub fn random_field(&self, rng: &mut impl Rng) -> Option<FieldValue<'_>> {
         (!self.is_empty()).then(|| self.pair_at(rng.gen_range(0..self.len())))
     }
 
     /// `count` distinct random pairs in random order, or all of them (in
     /// encoding order) when `count >= len` (HRANDFIELD with positive count).
-    pub fn random_fields_distinct(&self, count: usize, rng: &mut impl Rng) -> Vec<(&[u8], &[u8])> {
+    pub fn random_fields_distinct(&self, count: usize, rng: &mut impl Rng) -> Vec<FieldValue<'_>> {
         if count >= self.len() {
             return self.iter().collect();
         }
         let ranks = sample_distinct(self.len() as u64, count as u64, rng);
-        ranks.into_iter().map(|rank| self.pair_at(rank as usize)).collect()
+        ranks
+            .into_iter()
+            .map(|rank| self.pair_at(rank as usize))
+            .collect()
     }
 
     /// `count` independent random pairs, repeats allowed (negative count).
-    pub fn random_fields_with_repeats(&self, count: usize, rng: &mut impl Rng) -> Vec<(&[u8], &[u8])> {
+    pub fn random_fields_with_repeats(
+        &self,
+        count: usize,
+        rng: &mut impl Rng,
+    ) -> Vec<FieldValue<'_>> {
         if self.is_empty() {
             return Vec::new();
         }
         let ranks = sample_with_repeats(self.len() as u64, count as u64, rng);
-        ranks.into_iter().map(|rank| self.pair_at(rank as usize)).collect()
+        ranks
+            .into_iter()
+            .map(|rank| self.pair_at(rank as usize))
+            .collect()
     }
 
     /// One HSCAN step; same guarantees as [`crate::IdSet::scan`]. A listpack
     /// is returned whole with cursor 0, like Redis.
-    pub fn scan(&self, cursor: u64, count: usize) -> (u64, Vec<(&[u8], &[u8])>) {
+    pub fn scan(&self, cursor: u64, count: usize) -> (u64, Vec<FieldValue<'_>>) {
         match &self.repr {
             Repr::Listpack(_) => (0, self.iter().collect()),
             Repr::Hashtable(table) => {
                 let (next, window) = descending_window(cursor, count, table.map.len());
-                (next, window.rev().map(|index| self.pair_at(index)).collect())
+                (
+                    next,
+                    window.rev().map(|index| self.pair_at(index)).collect(),
+                )
             }
         }
     }
@@ -212,13 +243,20 @@ impl CompactHash {
         match &self.repr {
             Repr::Listpack(pairs) => {
                 pairs.capacity() * std::mem::size_of::<Pair>()
-                    + pairs.iter().map(|(f, v)| boxed_bytes(f.len()) + boxed_bytes(v.len())).sum::<usize>()
+                    + pairs
+                        .iter()
+                        .map(|(f, v)| boxed_bytes(f.len()) + boxed_bytes(v.len()))
+                        .sum::<usize>()
             }
             Repr::Hashtable(table) => {
                 // indexmap entry: hash + two boxed slices = 40 B; index: a
                 // usize and a control byte per hashbrown bucket.
                 let capacity = table.map.capacity();
-                let buckets = if capacity == 0 { 0 } else { (capacity * 8 / 7).next_power_of_two() };
+                let buckets = if capacity == 0 {
+                    0
+                } else {
+                    (capacity * 8 / 7).next_power_of_two()
+                };
                 capacity * 40 + buckets * 9 + table.payload_heap_bytes
             }
         }
@@ -232,7 +270,7 @@ pub enum HashIter<'a> {
 }
 
 impl<'a> Iterator for HashIter<'a> {
-    type Item = (&'a [u8], &'a [u8]);
+    type Item = FieldValue<'a>;
 
     fn next(&mut self) -> Option<Self::Item> {
         match self {

@@ -74,7 +74,10 @@ fn full_scan(hash: &CompactHash, count: usize) -> BTreeMap<Bytes, Bytes> {
         if cursor == 0 {
             break;
         }
-        assert!(seen.len() <= hash.len(), "scan returned more than the hash holds");
+        assert!(
+            seen.len() <= hash.len(),
+            "scan returned more than the hash holds"
+        );
     }
     let unique: BTreeMap<Bytes, Bytes> = seen.iter().cloned().collect();
     assert_eq!(unique.len(), seen.len(), "scan returned a field twice");
@@ -141,7 +144,10 @@ fn listpack_keeps_insertion_order_and_converts_on_long_value_update() {
 
 #[test]
 fn thresholds_are_parameters() {
-    let limits = EncodingLimits { max_listpack_entries: 2, max_listpack_value_bytes: 8 };
+    let limits = EncodingLimits {
+        max_listpack_entries: 2,
+        max_listpack_value_bytes: 8,
+    };
     let mut hash = CompactHash::new();
     hash.insert_with_limits(b"a", b"1", &limits);
     hash.insert_with_limits(b"b", b"1", &limits);
@@ -152,5 +158,8 @@ fn thresholds_are_parameters() {
     for i in 0..1000 {
         hash.insert_with_limits(format!("field{i}").as_bytes(), b"value", &limits);
     }
-    assert!(hash.heap_bytes() > before + 1000 * 40, "heap estimate grows with entries");
+    assert!(
+        hash.heap_bytes() > before + 1000 * 40,
+        "heap estimate grows with entries"
+    );
 }

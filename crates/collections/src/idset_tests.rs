@@ -16,7 +16,19 @@ use rand::SeedableRng;
 
 use crate::{parse_canonical_i64, EncodingLimits, IdSet};
 
-const NON_CANONICAL: &[&str] = &["01", "+1", "-0", " 1", "1 ", "00", "-01", "", "-", "9223372036854775808", "1e3"];
+const NON_CANONICAL: &[&str] = &[
+    "01",
+    "+1",
+    "-0",
+    " 1",
+    "1 ",
+    "00",
+    "-01",
+    "",
+    "-",
+    "9223372036854775808",
+    "1e3",
+];
 
 fn int_bytes(value: i64) -> Vec<u8> {
     value.to_string().into_bytes()
@@ -26,12 +38,35 @@ fn int_bytes(value: i64) -> Vec<u8> {
 pub(crate) fn member(noise: u32) -> BoxedStrategy<Vec<u8>> {
     let mut arms: Vec<(u32, BoxedStrategy<Vec<u8>>)> = vec![
         (12, (-40i64..200).prop_map(int_bytes).boxed()),
-        (3, (0i64..6, 0i64..40).prop_map(|(chunk, low)| int_bytes(chunk * 70_000 + low)).boxed()),
+        (
+            3,
+            (0i64..6, 0i64..40)
+                .prop_map(|(chunk, low)| int_bytes(chunk * 70_000 + low))
+                .boxed(),
+        ),
         (2, any::<i64>().prop_map(int_bytes).boxed()),
-        (1, prop::sample::select(vec![i64::MIN, i64::MAX, 0, -1, 1 << 32, -(1 << 32), (1 << 32) - 1]).prop_map(int_bytes).boxed()),
+        (
+            1,
+            prop::sample::select(vec![
+                i64::MIN,
+                i64::MAX,
+                0,
+                -1,
+                1 << 32,
+                -(1 << 32),
+                (1 << 32) - 1,
+            ])
+            .prop_map(int_bytes)
+            .boxed(),
+        ),
     ];
     if noise > 0 {
-        arms.push((noise, prop::sample::select(NON_CANONICAL).prop_map(|s| s.as_bytes().to_vec()).boxed()));
+        arms.push((
+            noise,
+            prop::sample::select(NON_CANONICAL)
+                .prop_map(|s| s.as_bytes().to_vec())
+                .boxed(),
+        ));
         arms.push((noise, prop::collection::vec(any::<u8>(), 0..6).boxed()));
         arms.push((1, prop::collection::vec(b'a'..=b'c', 60..70).boxed()));
     }
@@ -121,7 +156,13 @@ pub(crate) fn full_scan(set: &IdSet, count: usize) -> BTreeSet<Vec<u8>> {
 }
 
 fn build(members: &[Vec<u8>], removals: &[Vec<u8>]) -> (IdSet, Model) {
-    let (mut set, mut model) = (IdSet::new(), Model { encoding: "bitmap", ..Model::default() });
+    let (mut set, mut model) = (
+        IdSet::new(),
+        Model {
+            encoding: "bitmap",
+            ..Model::default()
+        },
+    );
     for member in members {
         assert_eq!(set.insert(member), model.insert(member));
     }
@@ -133,7 +174,10 @@ fn build(members: &[Vec<u8>], removals: &[Vec<u8>]) -> (IdSet, Model) {
 
 fn set_case() -> impl Strategy<Value = (Vec<Vec<u8>>, Vec<Vec<u8>>)> {
     (0u32..4, 0usize..300).prop_flat_map(|(noise, size)| {
-        (prop::collection::vec(member(noise), size), prop::collection::vec(member(noise), 0..20))
+        (
+            prop::collection::vec(member(noise), size),
+            prop::collection::vec(member(noise), 0..20),
+        )
     })
 }
 
@@ -232,7 +276,10 @@ proptest! {
 
 #[test]
 fn thresholds_are_parameters() {
-    let limits = EncodingLimits { max_listpack_entries: 2, max_listpack_value_bytes: 3 };
+    let limits = EncodingLimits {
+        max_listpack_entries: 2,
+        max_listpack_value_bytes: 3,
+    };
     let mut set = IdSet::new();
     set.insert_with_limits(b"1", &limits);
     set.insert_with_limits(b"abc", &limits);
@@ -247,12 +294,30 @@ fn thresholds_are_parameters() {
 #[test]
 fn bitmap_members_iterate_in_signed_order_and_keep_their_bytes() {
     let mut set = IdSet::new();
-    for m in ["5", "-3", "9223372036854775807", "-9223372036854775808", "0"] {
+    for m in [
+        "5",
+        "-3",
+        "9223372036854775807",
+        "-9223372036854775808",
+        "0",
+    ] {
         set.insert(m.as_bytes());
     }
     assert_eq!(set.encoding(), "bitmap");
-    let members: Vec<String> = set.iter().map(|m| String::from_utf8(m.to_vec()).unwrap()).collect();
-    assert_eq!(members, ["-9223372036854775808", "-3", "0", "5", "9223372036854775807"]);
+    let members: Vec<String> = set
+        .iter()
+        .map(|m| String::from_utf8(m.to_vec()).unwrap())
+        .collect();
+    assert_eq!(
+        members,
+        [
+            "-9223372036854775808",
+            "-3",
+            "0",
+            "5",
+            "9223372036854775807"
+        ]
+    );
     assert!(!set.contains(b"05") && !set.contains(b"+5") && set.contains(b"5"));
     assert_eq!(set.iter().next().unwrap().as_int(), Some(i64::MIN));
 }

@@ -71,7 +71,11 @@ impl IntMember {
         let text = buffer.format(value).as_bytes();
         let mut digits = [0u8; 20];
         digits[..text.len()].copy_from_slice(text);
-        Self { value, len: text.len() as u8, digits }
+        Self {
+            value,
+            len: text.len() as u8,
+            digits,
+        }
     }
 
     pub(crate) fn from_key(key: u64) -> Self {

@@ -39,7 +39,7 @@ mod idset_tests;
 #[cfg(test)]
 mod random_tests;
 
-pub use hash::{CompactHash, HashIter};
+pub use hash::{CompactHash, FieldValue, HashIter};
 pub use idset::{IdSet, Iter};
 pub use int::{parse_canonical_i64, IntMember, Member};
 
@@ -58,7 +58,10 @@ pub struct EncodingLimits {
 
 impl EncodingLimits {
     /// Redis 7.2's defaults: 128 entries, 64 bytes.
-    pub const REDIS_DEFAULT: Self = Self { max_listpack_entries: 128, max_listpack_value_bytes: 64 };
+    pub const REDIS_DEFAULT: Self = Self {
+        max_listpack_entries: 128,
+        max_listpack_value_bytes: 64,
+    };
 
     pub(crate) fn fits(&self, entries: usize, value_bytes: usize) -> bool {
         entries <= self.max_listpack_entries && value_bytes <= self.max_listpack_value_bytes
@@ -93,8 +96,16 @@ pub(crate) fn boxed_bytes(len: usize) -> usize {
 /// for the whole scan is returned at least once, and exactly once when nothing
 /// changes. A cursor from another encoding (a bitmap cursor is a member key)
 /// is clamped to the length, which restarts the walk: duplicates, no misses.
-pub(crate) fn descending_window(cursor: u64, count: usize, len: usize) -> (u64, std::ops::Range<usize>) {
-    let end = if cursor == 0 { len } else { usize::try_from(cursor).unwrap_or(usize::MAX).min(len) };
+pub(crate) fn descending_window(
+    cursor: u64,
+    count: usize,
+    len: usize,
+) -> (u64, std::ops::Range<usize>) {
+    let end = if cursor == 0 {
+        len
+    } else {
+        usize::try_from(cursor).unwrap_or(usize::MAX).min(len)
+    };
     let start = end.saturating_sub(count.max(1));
     (start as u64, start..end)
 }

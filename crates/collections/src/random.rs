@@ -21,7 +21,10 @@ use crate::int::{IntMember, Member};
 
 /// `count` distinct ranks drawn uniformly from `0..len` (needs count <= len).
 pub(crate) fn sample_distinct(len: u64, count: u64, rng: &mut impl Rng) -> Vec<u64> {
-    assert!(count <= len, "cannot draw {count} distinct ranks from {len}");
+    assert!(
+        count <= len,
+        "cannot draw {count} distinct ranks from {len}"
+    );
     let mut chosen = HashSet::with_capacity(count as usize);
     let mut ranks = Vec::with_capacity(count as usize);
     for upper in len - count..len {
@@ -84,7 +87,11 @@ impl IdSet {
             self.clear();
             return members;
         }
-        let members: Vec<Vec<u8>> = self.random_members_distinct(count, rng).iter().map(|m| m.to_vec()).collect();
+        let members: Vec<Vec<u8>> = self
+            .random_members_distinct(count, rng)
+            .iter()
+            .map(|m| m.to_vec())
+            .collect();
         for member in &members {
             self.remove(member);
         }
@@ -97,7 +104,10 @@ impl IdSet {
             Repr::Bitmap(bitmap) => {
                 let select = |rank: u64| bitmap.select(rank).expect("rank < len");
                 if (ranks.len() as u64).saturating_mul(512) < bitmap.len() {
-                    return ranks.iter().map(|&r| Member::Int(IntMember::from_key(select(r)))).collect();
+                    return ranks
+                        .iter()
+                        .map(|&r| Member::Int(IntMember::from_key(select(r))))
+                        .collect();
                 }
                 // One ascending walk over the bitmap, then shuffle back into a
                 // random order (the callers' ranks were uniform, so a fresh
@@ -111,12 +121,17 @@ impl IdSet {
                         current = keys.nth((rank - position - 1) as usize);
                         position = rank;
                     }
-                    members.push(Member::Int(IntMember::from_key(current.expect("rank < len"))));
+                    members.push(Member::Int(IntMember::from_key(
+                        current.expect("rank < len"),
+                    )));
                 }
                 members.shuffle(rng);
                 members
             }
-            Repr::Listpack(list) => ranks.iter().map(|&r| Member::Bytes(&list[r as usize])).collect(),
+            Repr::Listpack(list) => ranks
+                .iter()
+                .map(|&r| Member::Bytes(&list[r as usize]))
+                .collect(),
             Repr::Hashtable(table) => ranks
                 .iter()
                 .map(|&r| Member::Bytes(table.members.get_index(r as usize).expect("rank < len")))

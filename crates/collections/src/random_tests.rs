@@ -12,11 +12,20 @@ use crate::{CompactHash, IdSet};
 fn assert_uniform(counts: &[u64], what: &str) {
     let total: u64 = counts.iter().sum();
     let expected = total as f64 / counts.len() as f64;
-    assert!(expected >= 20.0, "{what}: too few draws for a chi-square test");
-    let chi2: f64 = counts.iter().map(|&c| (c as f64 - expected).powi(2) / expected).sum();
+    assert!(
+        expected >= 20.0,
+        "{what}: too few draws for a chi-square test"
+    );
+    let chi2: f64 = counts
+        .iter()
+        .map(|&c| (c as f64 - expected).powi(2) / expected)
+        .sum();
     let df = (counts.len() - 1) as f64;
     let bound = df + 6.0 * (2.0 * df).sqrt();
-    assert!(chi2 < bound, "{what}: chi-square {chi2:.1} over bound {bound:.1} (df {df})");
+    assert!(
+        chi2 < bound,
+        "{what}: chi-square {chi2:.1} over bound {bound:.1} (df {df})"
+    );
 }
 
 /// Sets of `len` members in each encoding; members are "0".."len-1" (or
@@ -45,7 +54,10 @@ fn random_member_is_uniform_in_every_encoding() {
             for _ in 0..len * 100 {
                 counts[index_of(&set.random_member(&mut rng).unwrap())] += 1;
             }
-            assert_uniform(&counts, &format!("random_member {name} ({})", set.encoding()));
+            assert_uniform(
+                &counts,
+                &format!("random_member {name} ({})", set.encoding()),
+            );
         }
     }
 }
@@ -116,6 +128,9 @@ fn random_field_is_uniform_in_both_hash_encodings() {
             }
         }
         assert_uniform(&single, &format!("random_field {}", hash.encoding()));
-        assert_uniform(&distinct, &format!("random_fields_distinct {}", hash.encoding()));
+        assert_uniform(
+            &distinct,
+            &format!("random_fields_distinct {}", hash.encoding()),
+        );
     }
 }
