@@ -140,7 +140,9 @@ mod tests {
     #[test]
     fn redis_semantics() {
         assert!(m("*", "anything"));
-        assert!(m("*", ""));
+        // As Redis's stringmatchlen: an empty string matches no pattern, not even "*" (KEYS
+        // and SCAN special-case a lone "*" before matching).
+        assert!(!m("*", ""));
         assert!(m("h?llo", "hello"));
         assert!(!m("h?llo", "hllo"));
         assert!(m("h*llo", "heeeello"));

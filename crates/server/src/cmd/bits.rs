@@ -149,8 +149,10 @@ fn count_bits(s: &[u8], first: u64, last: u64) -> u64 {
     let (fb, lb) = ((first >> 3) as usize, (last >> 3) as usize);
     let mut n: u64 = s[fb..=lb].iter().map(|b| b.count_ones() as u64).sum();
     // Remove the bits before `first` in the first byte and after `last` in the last byte.
-    n -= (s[fb] >> (8 - (first & 7))).count_ones() as u64 * ((first & 7) != 0) as u64;
-    n -= (s[lb] & (0xffu8 >> (1 + (last & 7)))).count_ones() as u64;
+    let before = 0xffu8.checked_shl(8 - (first & 7) as u32).unwrap_or(0);
+    let after = 0xffu8.checked_shr(1 + (last & 7) as u32).unwrap_or(0);
+    n -= (s[fb] & before).count_ones() as u64;
+    n -= (s[lb] & after).count_ones() as u64;
     n
 }
 

@@ -228,7 +228,8 @@ pub async fn scan(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
             return err(ERR_SYNTAX);
         }
         if is(&a[i], "match") {
-            pattern = Some(a[i + 1].clone());
+            // A lone "*" matches everything, the empty key included (Redis special-cases it).
+            pattern = (&a[i + 1][..] != b"*").then(|| a[i + 1].clone());
         } else if is(&a[i], "count") {
             count = match parse_i64(&a[i + 1]) {
                 Ok(c) if c >= 1 => c as usize,
