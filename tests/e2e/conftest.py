@@ -9,7 +9,6 @@ Environment:
     ABACUS_BIN           path of the abacus binary
                          (default <repo>/target/release/abacus)
     REDIS_SERVER_BIN     path of redis-server (default: found on PATH)
-    ABACUS_HAS_SETS      if set, run tests marked needs_sets against abacus
     ABACUS_HAS_EVICTION  if set, run tests marked needs_eviction against abacus
 """
 
@@ -43,9 +42,6 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "needs_sets: needs non-string types (SADD/HSET); skipped on "
-        "abacus unless ABACUS_HAS_SETS is set")
-    config.addinivalue_line(
         "markers", "needs_eviction: needs maxmemory / maxmemory-policy (the keyspace "
         "engine issue); skipped on abacus unless ABACUS_HAS_EVICTION is set")
     config.addinivalue_line(
@@ -67,11 +63,6 @@ def pytest_report_header(config):
 def pytest_collection_modifyitems(config, items):
     target = _target(config)
     for item in items:
-        if target == "abacus" and item.get_closest_marker("needs_sets") \
-                and not os.environ.get("ABACUS_HAS_SETS"):
-            item.add_marker(pytest.mark.skip(
-                reason="abacus has only strings for now (set ABACUS_HAS_SETS=1 "
-                       "once SADD/HSET exist)"))
         if target == "abacus" and item.get_closest_marker("needs_eviction") \
                 and not os.environ.get("ABACUS_HAS_EVICTION"):
             item.add_marker(pytest.mark.skip(

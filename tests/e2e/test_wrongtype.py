@@ -1,13 +1,8 @@
-"""WRONGTYPE behaviour of string and generic commands on non-string keys.
-
-Needs SADD/HSET; skipped on abacus until it has sets and hashes
-(set ABACUS_HAS_SETS=1 to run them there)."""
+"""WRONGTYPE behaviour of string and generic commands on non-string keys."""
 
 import pytest
 
 from helpers import Err
-
-pytestmark = pytest.mark.needs_sets
 
 WRONGTYPE = Err("WRONGTYPE Operation against a key holding the wrong kind of value")
 

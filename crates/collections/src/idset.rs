@@ -114,8 +114,13 @@ impl IdSet {
         }
     }
 
+    /// O(1) for every encoding (a bitmap's `len` sums its containers: ~1 us at 10M IDs, and
+    /// SREM/SPOP ask after every removal).
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        match &self.repr {
+            Repr::Bitmap(bitmap) => bitmap.is_empty(),
+            _ => self.len() == 0,
+        }
     }
 
     /// What OBJECT ENCODING reports: "bitmap", "listpack" or "hashtable".
@@ -164,6 +169,38 @@ impl IdSet {
             unreachable!("converted to a hashtable above")
         };
         table.insert(member.into())
+    }
+
+    /// Adds `members` in order (SADD); returns how many were new.
+    ///
+    /// The same set results as inserting them one by one, including the
+    /// conversion point and listpack order. The bulk path (a bitmap receiving
+    /// only canonical integers, W6's 1,000-ID SADDs) sorts the keys first, so
+    /// consecutive inserts walk the containers in address order: measured
+    /// with 10M draws below 100M in batches of 1,000, 222 ns per member
+    /// against 268 ns unsorted. What remains is the cache misses of the
+    /// container searches (a batch touches ~1,000 of ~1,500 containers, so
+    /// there is nothing to merge); OR-ing a bitmap built from the batch
+    /// costs 9x more, since it rewrites every container it touches.
+    pub fn insert_many_with_limits<M: AsRef<[u8]>>(
+        &mut self,
+        members: &[M],
+        limits: &EncodingLimits,
+    ) -> usize {
+        if let Repr::Bitmap(bitmap) = &mut self.repr {
+            let keys: Option<Vec<u64>> = members
+                .iter()
+                .map(|m| parse_canonical_i64(m.as_ref()).map(key_of))
+                .collect();
+            if let Some(mut keys) = keys {
+                keys.sort_unstable();
+                return keys.into_iter().filter(|&key| bitmap.insert(key)).count();
+            }
+        }
+        members
+            .iter()
+            .filter(|m| self.insert_with_limits(m.as_ref(), limits))
+            .count()
     }
 
     /// Removes `member`; true if it was present. Never changes the encoding.

@@ -272,6 +272,20 @@ proptest! {
         }
         prop_assert!(stable.is_subset(&seen), "missed {:?}", stable.difference(&seen).collect::<Vec<_>>());
     }
+
+    /// A bulk insert (SADD of many members) builds exactly the set, encoding
+    /// and member order that inserting one by one does, and counts new ones.
+    #[test]
+    fn bulk_insert_matches_one_by_one(batches in (0u32..4).prop_flat_map(|noise| prop::collection::vec(prop::collection::vec(member(noise), 0..40), 1..6))) {
+        let limits = EncodingLimits { max_listpack_entries: 16, max_listpack_value_bytes: 64 };
+        let (mut bulk, mut single) = (IdSet::new(), IdSet::new());
+        for batch in &batches {
+            let added = batch.iter().filter(|m| single.insert_with_limits(m, &limits)).count();
+            prop_assert_eq!(bulk.insert_many_with_limits(batch, &limits), added);
+            prop_assert_eq!(bulk.encoding(), single.encoding());
+            prop_assert_eq!(bulk.iter().collect::<Vec<_>>(), single.iter().collect::<Vec<_>>());
+        }
+    }
 }
 
 #[test]

@@ -45,9 +45,11 @@ pub use int::{parse_canonical_i64, IntMember, Member};
 
 /// When a small set or hash stops being a listpack.
 ///
-/// Redis 7.2's `set-max-listpack-entries` / `set-max-listpack-value` and
-/// `hash-max-listpack-entries` / `hash-max-listpack-value` have the same
-/// defaults (128 entries, 64 bytes), so one type serves both families.
+/// One type serves both families: Redis 7.2's `set-max-listpack-entries` /
+/// `set-max-listpack-value` and `hash-max-listpack-entries` /
+/// `hash-max-listpack-value`. Their defaults differ (sets 128 entries, hashes
+/// 512; both 64 bytes): the server passes its configured limits, and the
+/// limit-less `insert` methods here use the set defaults.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EncodingLimits {
     /// A listpack holds at most this many members (or field/value pairs).
@@ -57,7 +59,7 @@ pub struct EncodingLimits {
 }
 
 impl EncodingLimits {
-    /// Redis 7.2's defaults: 128 entries, 64 bytes.
+    /// Redis 7.2's set defaults: 128 entries, 64 bytes.
     pub const REDIS_DEFAULT: Self = Self {
         max_listpack_entries: 128,
         max_listpack_value_bytes: 64,

@@ -3,7 +3,12 @@
 //! Strings are plain byte vectors: mutation in place (APPEND, SETRANGE, SETBIT) needs an
 //! owned, growable buffer, and copying a value out for GET is cheap compared with the network
 //! round trip. The encoding names OBJECT ENCODING reports are derived from the bytes the way
-//! Redis chooses them at write time. Hashes and sets join as variants in their own issues.
+//! Redis chooses them at write time.
+//!
+//! Sets and hashes are the `abacus-collections` types ([`IdSet`], [`CompactHash`]), boxed so
+//! that a `Value` stays three words whatever the variant. They report their own encodings
+//! (`bitmap` / `listpack` / `hashtable`). A key never holds an empty set or hash: the commands
+//! delete the key when the last member goes, as Redis does.
 //!
 //! A postgresql-hll sketch (`HLL.*` commands) is a string for every client-visible purpose:
 //! TYPE says `string`, GET returns exactly the HLL storage specification's bytes, and SET
@@ -19,28 +24,50 @@
 //! Redis's own HyperLogLogs (`PF*`) are already byte-oriented (the `abacus-redis-hll` crate
 //! works on the string itself), so they stay [`Value::Str`].
 //!
-//! Equality compares representations: a `Hll` and the `Str` of its bytes are not `==`.
+//! Equality compares representations for strings (a `Hll` and the `Str` of its bytes are not
+//! `==`) and contents for sets and hashes (whatever their encodings).
 
+use abacus_collections::{CompactHash, IdSet};
 use abacus_hll::Hll;
 
-/// A stored value.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A stored value. `Clone` is a deep copy (COPY relies on it).
+#[derive(Clone, Debug)]
 pub enum Value {
     Str(Vec<u8>),
     /// A decoded postgresql-hll sketch: a string whose bytes are `to_bytes()`.
     Hll(Box<Hll>),
+    Set(Box<IdSet>),
+    Hash(Box<CompactHash>),
 }
+
+impl PartialEq for Value {
+    fn eq(&self, other: &Value) -> bool {
+        match (self, other) {
+            (Value::Str(a), Value::Str(b)) => a == b,
+            (Value::Hll(a), Value::Hll(b)) => a == b,
+            (Value::Set(a), Value::Set(b)) => a.len() == b.len() && a.iter().all(|m| b.contains(&m)),
+            (Value::Hash(a), Value::Hash(b)) => a.len() == b.len() && a.iter().all(|(f, v)| b.get(f) == Some(v)),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Value {}
 
 /// The type names TYPE reports and SCAN's TYPE option matches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ValueType {
     String,
+    Set,
+    Hash,
 }
 
 impl ValueType {
     pub fn name(self) -> &'static str {
         match self {
             ValueType::String => "string",
+            ValueType::Set => "set",
+            ValueType::Hash => "hash",
         }
     }
 }
@@ -52,6 +79,8 @@ impl Value {
     pub fn value_type(&self) -> ValueType {
         match self {
             Value::Str(_) | Value::Hll(_) => ValueType::String,
+            Value::Set(_) => ValueType::Set,
+            Value::Hash(_) => ValueType::Hash,
         }
     }
 
@@ -68,10 +97,14 @@ impl Value {
                 }
             }
             Value::Hll(_) => "hll",
+            Value::Set(s) => s.encoding(),
+            Value::Hash(h) => h.encoding(),
         }
     }
 
-    /// Bytes this value occupies on the heap, for memory estimates.
+    /// Bytes this value occupies on the heap, for memory estimates. O(1) for strings and
+    /// hashtables; a bitmap set walks its containers (about 1,500 for 10M IDs below 100M), so
+    /// callers estimate on request (INFO, MEMORY), never on every write.
     pub fn heap_bytes(&self) -> usize {
         match self {
             Value::Str(s) => s.capacity(),
@@ -79,19 +112,52 @@ impl Value {
                 let data = h.registers().map_or(0, <[u8]>::len) + h.explicit_values().map_or(0, |v| v.len() * 8);
                 std::mem::size_of::<Hll>() + data
             }
+            Value::Set(s) => std::mem::size_of::<IdSet>() + s.heap_bytes(),
+            Value::Hash(h) => std::mem::size_of::<CompactHash>() + h.heap_bytes(),
         }
     }
 
     /// The bytes of a string value for reading or modification. A decoded sketch is
     /// serialized and becomes [`Value::Str`] (its bytes are what clients must see, and a
-    /// modification makes them a plain string). `None` for non-string types (none exist yet).
+    /// modification makes them a plain string). `None` for sets and hashes: the caller replies
+    /// WRONGTYPE.
     pub fn string_bytes_mut(&mut self) -> Option<&mut Vec<u8>> {
         if let Value::Hll(h) = self {
             *self = Value::Str(h.to_bytes());
         }
         match self {
             Value::Str(s) => Some(s),
-            Value::Hll(_) => None,
+            Value::Hll(_) | Value::Set(_) | Value::Hash(_) => None,
+        }
+    }
+
+    /// The set, or `None` for any other type.
+    pub fn as_set(&self) -> Option<&IdSet> {
+        match self {
+            Value::Set(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_set_mut(&mut self) -> Option<&mut IdSet> {
+        match self {
+            Value::Set(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The hash, or `None` for any other type.
+    pub fn as_hash(&self) -> Option<&CompactHash> {
+        match self {
+            Value::Hash(h) => Some(h),
+            _ => None,
+        }
+    }
+
+    pub fn as_hash_mut(&mut self) -> Option<&mut CompactHash> {
+        match self {
+            Value::Hash(h) => Some(h),
+            _ => None,
         }
     }
 }
@@ -146,6 +212,26 @@ mod tests {
         assert_eq!(Value::Str(b"0123".to_vec()).encoding(), "embstr");
         assert_eq!(Value::Str(vec![b'a'; 44]).encoding(), "embstr");
         assert_eq!(Value::Str(vec![b'a'; 45]).encoding(), "raw");
+    }
+
+    #[test]
+    fn sets_and_hashes_are_typed_and_never_strings() {
+        let mut set = IdSet::new();
+        set.insert(b"42");
+        let mut v = Value::Set(Box::new(set.clone()));
+        assert_eq!((v.value_type().name(), v.encoding()), ("set", "bitmap"));
+        assert!(v.string_bytes_mut().is_none());
+        set.insert(b"x");
+        let copy = Value::Set(Box::new(set));
+        assert_ne!(v, copy);
+        v.as_set_mut().unwrap().insert(b"x");
+        assert_eq!(v, copy, "equal contents, different encodings");
+        let mut h = CompactHash::new();
+        h.insert(b"f", b"v");
+        let mut v = Value::Hash(Box::new(h));
+        assert_eq!((v.value_type().name(), v.encoding()), ("hash", "listpack"));
+        assert!(v.string_bytes_mut().is_none());
+        assert!(v.heap_bytes() > 0);
     }
 
     #[test]

@@ -39,6 +39,9 @@ pub enum Frame {
     Map(Vec<(Frame, Frame)>),
     /// RESP3 `~n`; RESP2 an array.
     Set(Vec<Frame>),
+    /// Pairs that may repeat (HRANDFIELD WITHVALUES): RESP3 an array of two-element arrays,
+    /// RESP2 a flat array of 2n elements, as Redis replies.
+    Pairs(Vec<(Frame, Frame)>),
     /// RESP3 `,<repr>` ([`crate::format_double_d2string`]); RESP2 a bulk
     /// string of [`crate::format_double`] — Redis 7.2 uses those two layouts.
     Double(f64),
@@ -99,6 +102,16 @@ pub fn encode(frame: &Frame, proto: Protocol, out: &mut BytesMut) {
         Frame::Array(items) => aggregate(b'*', items, proto, out),
         Frame::Set(items) => aggregate(if resp3 { b'~' } else { b'*' }, items, proto, out),
         Frame::Push(items) => aggregate(if resp3 { b'>' } else { b'*' }, items, proto, out),
+        Frame::Pairs(pairs) => {
+            len_line(b'*', if resp3 { pairs.len() } else { pairs.len().saturating_mul(2) }, out);
+            for (k, v) in pairs {
+                if resp3 {
+                    len_line(b'*', 2, out);
+                }
+                encode(k, proto, out);
+                encode(v, proto, out);
+            }
+        }
         Frame::Map(pairs) => {
             if resp3 {
                 len_line(b'%', pairs.len(), out);
@@ -266,6 +279,9 @@ mod tests {
         let p = Frame::Push(vec![Frame::bulk("message")]);
         assert_eq!(enc(&p, Protocol::Resp2), b"*1\r\n$7\r\nmessage\r\n");
         assert_eq!(enc(&p, Protocol::Resp3), b">1\r\n$7\r\nmessage\r\n");
+        let pairs = Frame::Pairs(vec![(Frame::bulk("f"), Frame::bulk("v")), (Frame::bulk("f"), Frame::bulk("v"))]);
+        assert_eq!(enc(&pairs, Protocol::Resp2), b"*4\r\n$1\r\nf\r\n$1\r\nv\r\n$1\r\nf\r\n$1\r\nv\r\n");
+        assert_eq!(enc(&pairs, Protocol::Resp3), b"*2\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n");
     }
 
     #[test]

@@ -55,6 +55,10 @@ pub struct Spec {
     pub first_key: i32,
     pub last_key: i32,
     pub step: i32,
+    /// Index of a `numkeys` argument followed by that many keys (SINTERCARD), 0 if none. Such
+    /// keys are "movable": the range above cannot express them, so it is (0, 0, 0) as in
+    /// Redis's COMMAND INFO, and [`Spec::key_indexes`] reads the count from the arguments.
+    pub numkeys_index: usize,
     pub handler: Handler,
     /// Redis ACL category / COMMAND DOCS group.
     pub group: &'static str,
@@ -64,15 +68,21 @@ pub struct Spec {
 
 impl Spec {
     pub const fn keyed(name: &'static str, arity: i32, flags: u32, keys: (i32, i32, i32), f: KeyedFn, group: &'static str, summary: &'static str) -> Spec {
-        Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, handler: Handler::Keyed(f), group, summary, subcommands: &[] }
+        Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, numkeys_index: 0, handler: Handler::Keyed(f), group, summary, subcommands: &[] }
     }
 
     pub const fn conn(name: &'static str, arity: i32, flags: u32, keys: (i32, i32, i32), group: &'static str, summary: &'static str) -> Spec {
-        Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, handler: Handler::Conn, group, summary, subcommands: &[] }
+        Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, numkeys_index: 0, handler: Handler::Conn, group, summary, subcommands: &[] }
     }
 
     pub const fn with_subcommands(mut self, subs: &'static [Spec]) -> Spec {
         self.subcommands = subs;
+        self
+    }
+
+    /// Declares the keys as `args[index]` = n followed by n keys (SINTERCARD numkeys key...).
+    pub const fn with_numkeys(mut self, index: usize) -> Spec {
+        self.numkeys_index = index;
         self
     }
 
@@ -95,13 +105,31 @@ impl Spec {
         }
     }
 
-    /// Indexes of the key arguments in `args`, from the key spec.
-    pub fn key_indexes(&self, argc: usize) -> impl Iterator<Item = usize> {
-        let first = self.first_key.max(0) as usize;
-        let last = if self.last_key < 0 { argc as i64 + self.last_key as i64 } else { self.last_key as i64 };
-        let last = if first == 0 { -1 } else { last.min(argc as i64 - 1) };
-        let step = self.step.max(1) as usize;
-        (first..=(last.max(0) as usize)).step_by(step).filter(move |&i| first > 0 && (i as i64) <= last)
+    /// Indexes of the key arguments in `args` (the name included). The single source of a
+    /// call's keys: shard routing, the atomic multi-shard path, MULTI/EXEC locking and WATCH
+    /// signals all read it. A numkeys command whose count is not a positive integer that fits
+    /// the arguments has no keys; it then runs anywhere and its handler replies the error.
+    pub fn key_indexes(&self, args: &[Bytes]) -> std::iter::StepBy<std::ops::Range<usize>> {
+        let argc = args.len();
+        let (start, end, step) = if self.numkeys_index > 0 {
+            let count = args
+                .get(self.numkeys_index)
+                .and_then(|n| abacus_keyspace::value::parse_canonical_i64(n))
+                .and_then(|n| usize::try_from(n).ok())
+                .filter(|&n| n > 0 && n <= argc.saturating_sub(self.numkeys_index + 1));
+            match count {
+                Some(n) => (self.numkeys_index + 1, self.numkeys_index + 1 + n, 1),
+                None => (0, 0, 1),
+            }
+        } else if self.first_key <= 0 {
+            (0, 0, 1)
+        } else {
+            let first = self.first_key as i64;
+            let last = if self.last_key < 0 { argc as i64 + self.last_key as i64 } else { self.last_key as i64 };
+            let end = (last.min(argc as i64 - 1) + 1).max(first);
+            (first as usize, end as usize, self.step.max(1) as usize)
+        };
+        (start..end).step_by(step)
     }
 
     /// The subcommand spec named by `args[1]`, for container commands.
@@ -161,15 +189,29 @@ mod tests {
         assert!(lookup(b"nosuchcommand").is_none());
     }
 
+    fn keys_of(line: &str) -> Vec<usize> {
+        let args: Vec<Bytes> = line.split(' ').map(|a| Bytes::copy_from_slice(a.as_bytes())).collect();
+        lookup(&args[0]).unwrap().key_indexes(&args).collect()
+    }
+
     #[test]
     fn key_positions() {
-        let mset = lookup(b"mset").unwrap();
-        assert_eq!(mset.key_indexes(5).collect::<Vec<_>>(), vec![1, 3]);
-        let get = lookup(b"get").unwrap();
-        assert_eq!(get.key_indexes(2).collect::<Vec<_>>(), vec![1]);
-        let del = lookup(b"del").unwrap();
-        assert_eq!(del.key_indexes(4).collect::<Vec<_>>(), vec![1, 2, 3]);
-        let ping = lookup(b"ping").unwrap();
-        assert_eq!(ping.key_indexes(1).count(), 0);
+        assert_eq!(keys_of("mset a 1 b 2"), vec![1, 3]);
+        assert_eq!(keys_of("get a"), vec![1]);
+        assert_eq!(keys_of("del a b c"), vec![1, 2, 3]);
+        assert_eq!(keys_of("ping"), Vec::<usize>::new());
+        assert_eq!(keys_of("smove a b m"), vec![1, 2]);
+        assert_eq!(keys_of("sinterstore d a b"), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn numkeys_positions() {
+        assert_eq!(keys_of("sintercard 2 a b"), vec![2, 3]);
+        assert_eq!(keys_of("sintercard 1 a limit 5"), vec![2]);
+        assert_eq!(keys_of("sintercard 2 a b limit 5"), vec![2, 3]);
+        // Invalid counts: no keys, the handler reports the error.
+        for bad in ["sintercard 0 a", "sintercard 3 a b", "sintercard x a", "sintercard -1 a", "sintercard +1 a"] {
+            assert_eq!(keys_of(bad), Vec::<usize>::new(), "{bad}");
+        }
     }
 }

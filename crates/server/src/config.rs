@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use parking_lot::RwLock;
 
+use abacus_collections::EncodingLimits;
 use abacus_keyspace::glob_match;
 
 /// The kind of a parameter's value, which decides how it is parsed and validated.
@@ -69,6 +70,11 @@ pub const PARAMS: &[Param] = &[
     Param { name: "hll-expthresh", default: "-1", kind: Kind::Expthresh { max: HLL_MAX_EXPTHRESH }, mutable: true, help: "HLL.* sketches created without EXPTHRESH: -1 auto, 0 off, or a power of two" },
     Param { name: "hll-sparseon", default: "1", kind: Kind::Int { min: 0, max: 1 }, mutable: true, help: "HLL.* sketches created without SPARSEON: 1 to allow the sparse form" },
     Param { name: "hll-max-log2m", default: "17", kind: Kind::Int { min: 4, max: 31 }, mutable: true, help: "largest log2m an HLL.* sketch may have, created or sent by a client (memory: 2^log2m bytes)" },
+    Param { name: "set-max-listpack-entries", default: "128", kind: Kind::Int { min: 0, max: i64::MAX }, mutable: true, help: "a set with a non-integer member stays a listpack up to this many members (as Redis 7.2)" },
+    Param { name: "set-max-listpack-value", default: "64", kind: Kind::Memory { min: 0, max: i64::MAX as u64 }, mutable: true, help: "...and while every member is at most this many bytes" },
+    Param { name: "set-max-intset-entries", default: "512", kind: Kind::Int { min: 0, max: i64::MAX }, mutable: true, help: "accepted for compatibility, no effect: integer sets are Roaring bitmaps of any size" },
+    Param { name: "hash-max-listpack-entries", default: "512", kind: Kind::Int { min: 0, max: i64::MAX }, mutable: true, help: "a hash stays a listpack up to this many fields (as Redis)" },
+    Param { name: "hash-max-listpack-value", default: "64", kind: Kind::Memory { min: 0, max: i64::MAX as u64 }, mutable: true, help: "...and while every field and value is at most this many bytes" },
     Param { name: "hll-sparse-max-bytes", default: "3000", kind: Kind::Memory { min: 0, max: i64::MAX as u64 }, mutable: true, help: "PF* values: largest sparse HyperLogLog before it turns dense (as Redis)" },
 ];
 
@@ -104,6 +110,10 @@ pub struct CmdConfig {
     /// proto-max-bulk-len: the largest string a command may create.
     pub max_string_len: u64,
     pub hll: HllConfig,
+    /// set-max-listpack-entries / -value.
+    pub set_limits: EncodingLimits,
+    /// hash-max-listpack-entries / -value.
+    pub hash_limits: EncodingLimits,
 }
 
 /// Looks a parameter up by name (case-insensitive, as Redis).
@@ -179,6 +189,10 @@ pub struct Config {
     hll_sparseon: AtomicU64,
     hll_max_log2m: AtomicU64,
     hll_sparse_max_bytes: AtomicU64,
+    set_listpack_entries: AtomicU64,
+    set_listpack_value: AtomicU64,
+    hash_listpack_entries: AtomicU64,
+    hash_listpack_value: AtomicU64,
 }
 
 impl Default for Config {
@@ -197,6 +211,10 @@ impl Default for Config {
             hll_sparseon: AtomicU64::new(0),
             hll_max_log2m: AtomicU64::new(0),
             hll_sparse_max_bytes: AtomicU64::new(0),
+            set_listpack_entries: AtomicU64::new(0),
+            set_listpack_value: AtomicU64::new(0),
+            hash_listpack_entries: AtomicU64::new(0),
+            hash_listpack_value: AtomicU64::new(0),
         };
         c.refresh_hot();
         c
@@ -303,6 +321,10 @@ impl Config {
         self.hll_sparseon.store(self.get_u64("hll-sparseon"), Ordering::Relaxed);
         self.hll_max_log2m.store(self.get_u64("hll-max-log2m"), Ordering::Relaxed);
         self.hll_sparse_max_bytes.store(self.get_u64("hll-sparse-max-bytes"), Ordering::Relaxed);
+        self.set_listpack_entries.store(self.get_u64("set-max-listpack-entries"), Ordering::Relaxed);
+        self.set_listpack_value.store(self.get_u64("set-max-listpack-value"), Ordering::Relaxed);
+        self.hash_listpack_entries.store(self.get_u64("hash-max-listpack-entries"), Ordering::Relaxed);
+        self.hash_listpack_value.store(self.get_u64("hash-max-listpack-value"), Ordering::Relaxed);
     }
 
     /// What keyed handlers need, read from the hot mirrors (no lock).
@@ -317,6 +339,8 @@ impl Config {
                 max_log2m: self.hll_max_log2m.load(Ordering::Relaxed) as u32,
                 sparse_max_bytes: self.hll_sparse_max_bytes.load(Ordering::Relaxed).min(usize::MAX as u64) as usize,
             },
+            set_limits: limits(&self.set_listpack_entries, &self.set_listpack_value),
+            hash_limits: limits(&self.hash_listpack_entries, &self.hash_listpack_value),
         }
     }
 
@@ -349,6 +373,11 @@ impl Config {
             n => n as usize,
         }
     }
+}
+
+fn limits(entries: &AtomicU64, value_bytes: &AtomicU64) -> EncodingLimits {
+    let load = |a: &AtomicU64| usize::try_from(a.load(Ordering::Relaxed)).unwrap_or(usize::MAX);
+    EncodingLimits { max_listpack_entries: load(entries), max_listpack_value_bytes: load(value_bytes) }
 }
 
 fn unquote(v: &str) -> String {
@@ -411,6 +440,17 @@ mod tests {
         }
         assert!(set("hll-log2m", "32").is_err());
         assert!(set("hll-sparseon", "2").is_err());
+    }
+
+    #[test]
+    fn listpack_limits() {
+        let c = Config::default();
+        assert_eq!(c.cmd_config().set_limits, EncodingLimits::REDIS_DEFAULT);
+        assert_eq!(c.cmd_config().hash_limits, EncodingLimits { max_listpack_entries: 512, max_listpack_value_bytes: 64 });
+        c.set_many(&[("set-max-listpack-entries".into(), "4".into()), ("hash-max-listpack-value".into(), "1kb".into())]).unwrap();
+        assert_eq!(c.cmd_config().set_limits.max_listpack_entries, 4);
+        assert_eq!(c.cmd_config().hash_limits.max_listpack_value_bytes, 1024);
+        assert!(c.set_many(&[("set-max-listpack-entries".into(), "-1".into())]).is_err());
     }
 
     #[test]

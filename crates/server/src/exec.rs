@@ -86,22 +86,31 @@ fn exec_keyed_untimed(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[By
         return Frame::error("ERR internal error: not a keyed command");
     };
     let reply = {
-        let mut ctx = Ctx { dbs: &mut *dbs, db, now_ms, max_string_len: cfg.max_string_len, hll: cfg.hll };
+        let mut ctx = Ctx {
+            dbs: &mut *dbs,
+            db,
+            now_ms,
+            max_string_len: cfg.max_string_len,
+            hll: cfg.hll,
+            set_limits: cfg.set_limits,
+            hash_limits: cfg.hash_limits,
+        };
         f(&mut ctx, args)
     };
     let failed = reply.is_error();
     if spec.is_write() && !failed {
-        for i in spec.key_indexes(args.len()) {
+        for i in spec.key_indexes(args) {
             dbs[db].signal_modified(&args[i]);
         }
     }
     reply
 }
 
-/// The (database, key) pairs a command touches. Key positions come from the command table;
-/// COPY's `DB n` option names a second database.
+/// The (database, key) pairs a command touches. Key positions come from the command table
+/// ([`Spec::key_indexes`], numkeys commands included); COPY's `DB n` option names a second
+/// database.
 pub fn command_keys(spec: &Spec, args: &[Bytes], db: usize) -> Vec<(usize, Bytes)> {
-    let mut keys: Vec<(usize, Bytes)> = spec.key_indexes(args.len()).map(|i| (db, args[i].clone())).collect();
+    let mut keys: Vec<(usize, Bytes)> = spec.key_indexes(args).map(|i| (db, args[i].clone())).collect();
     if spec.name == "copy" && keys.len() == 2 {
         let mut i = 3;
         while i + 1 < args.len() {
@@ -122,10 +131,12 @@ impl Worker {
     }
 
     /// The shard that owns every key of the call, or None if its keys span shards. Keyless
-    /// keyed commands (e.g. OBJECT HELP) run on the local shard.
+    /// keyed commands (e.g. OBJECT HELP) run on the local shard. The keys are those of
+    /// [`command_keys`] (both read [`Spec::key_indexes`]); a second database (COPY ... DB n)
+    /// does not change the shard, which depends on the key name only.
     pub fn single_shard(&self, call: &Call) -> Option<usize> {
         let n = self.shards();
-        let mut it = call.spec.key_indexes(call.args.len());
+        let mut it = call.spec.key_indexes(&call.args);
         let Some(first) = it.next() else { return Some(self.shard_id) };
         let s = shard_of(&call.args[first], n);
         if n == 1 || it.all(|i| shard_of(&call.args[i], n) == s) {

@@ -8,7 +8,8 @@
 //! - `conn.rs`     one client connection: read, parse, check, dispatch, write
 //! - `command.rs`  the command table (names, arity, flags, keys, handlers)
 //! - `cmd/`        one file per command family (strings, bits, keys, expiry, connection,
-//!   server, transactions, hll for HLL.*, pf for PF*)
+//!   server, transactions, hll for HLL.*, pf for PF*, hashes, sets, set_algebra for
+//!   SINTER/SUNION/SDIFF and their STORE/CARD forms)
 //! - `clients.rs`, `stats.rs`, `memory.rs`: client registry, counters, process figures
 //!
 //! What it is not: persistence, replication and the compact keyspace engine are separate

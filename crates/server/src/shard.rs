@@ -104,6 +104,9 @@ pub struct Ctx<'a> {
     pub max_string_len: u64,
     /// HLL defaults and limits (HLL.*, PF*).
     pub hll: crate::config::HllConfig,
+    /// When sets and hashes stop being listpacks (set-/hash-max-listpack-*).
+    pub set_limits: abacus_collections::EncodingLimits,
+    pub hash_limits: abacus_collections::EncodingLimits,
 }
 
 impl Ctx<'_> {

@@ -1,6 +1,6 @@
 //! Argument parsing shared by the command families, with Redis's exact error replies.
 
-use abacus_protocol::Frame;
+use abacus_protocol::{Bytes, Frame};
 
 pub const ERR_NOT_INTEGER: &str = "ERR value is not an integer or out of range";
 pub const ERR_NOT_FLOAT: &str = "ERR value is not a valid float";
@@ -32,6 +32,71 @@ pub fn parse_f64(a: &[u8]) -> Result<f64, Frame> {
         return Err(err(ERR_NOT_FLOAT));
     }
     Ok(v)
+}
+
+/// SRANDMEMBER / HRANDFIELD counts: any i64 but i64::MIN, whose negation (a count with
+/// repeats) would not fit. The text, typo included, is Redis's.
+pub fn parse_random_count(a: &[u8]) -> Result<i64, Frame> {
+    match parse_i64(a)? {
+        i64::MIN => Err(err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")),
+        v => Ok(v),
+    }
+}
+
+/// Most members a negative SRANDMEMBER / HRANDFIELD count may ask for. Redis has no bound
+/// and will try to build a reply of 9.2e18 elements; here the reply is built in memory first,
+/// so it is bounded like every other buffer (16M bulk strings: about 1 GiB of reply).
+pub const RANDOM_WITH_REPEATS_MAX: u64 = 1 << 24;
+
+pub fn err_too_many_repeats() -> Frame {
+    Frame::error(format!("ERR count with repeats exceeds the server limit ({RANDOM_WITH_REPEATS_MAX})"))
+}
+
+/// The cursor of SSCAN/HSCAN: an unsigned 64-bit decimal.
+pub fn parse_cursor(a: &[u8]) -> Result<u64, Frame> {
+    std::str::from_utf8(a).ok().and_then(|s| s.parse().ok()).ok_or_else(|| err("ERR invalid cursor"))
+}
+
+/// The options of SSCAN/HSCAN after the cursor (`args[3..]`): MATCH pattern, COUNT n.
+pub struct ScanOpts {
+    /// None when absent or a lone `*` (matches everything, as Redis special-cases it).
+    pub pattern: Option<Bytes>,
+    pub count: usize,
+}
+
+impl ScanOpts {
+    pub fn parse(opts: &[Bytes]) -> Result<ScanOpts, Frame> {
+        let mut parsed = ScanOpts { pattern: None, count: 10 };
+        for pair in opts.chunks(2) {
+            match pair {
+                [name, value] if is(name, "count") => {
+                    parsed.count = match parse_i64(value)? {
+                        c if c >= 1 => usize::try_from(c).unwrap_or(usize::MAX),
+                        _ => return Err(err(ERR_SYNTAX)),
+                    };
+                }
+                [name, value] if is(name, "match") => {
+                    parsed.pattern = (&value[..] != b"*").then(|| value.clone());
+                }
+                _ => return Err(err(ERR_SYNTAX)),
+            }
+        }
+        Ok(parsed)
+    }
+
+    pub fn matches(&self, member: &[u8]) -> bool {
+        self.pattern.as_ref().map_or(true, |p| abacus_keyspace::glob_match(p, member, false))
+    }
+}
+
+/// The reply of a SCAN-like command: the next cursor and the elements.
+pub fn scan_reply(cursor: u64, items: Vec<Frame>) -> Frame {
+    Frame::Array(vec![Frame::bulk(itoa::Buffer::new().format(cursor).as_bytes().to_vec()), Frame::Array(items)])
+}
+
+/// A bulk string copied from borrowed bytes.
+pub fn bulk(bytes: &[u8]) -> Frame {
+    Frame::Bulk(Bytes::copy_from_slice(bytes))
 }
 
 /// Case-insensitive comparison of an argument with an option name.

@@ -370,7 +370,11 @@ fn flag_names(spec: &Spec) -> Vec<Frame> {
         (NO_AUTH, "no_auth"),
         (NO_MULTI, "no_multi"),
     ];
-    names.iter().filter(|(f, _)| spec.has(*f)).map(|(_, n)| Frame::Simple(Bytes::from_static(n.as_bytes()))).collect()
+    let mut flags: Vec<Frame> = names.iter().filter(|(f, _)| spec.has(*f)).map(|(_, n)| Frame::Simple(Bytes::from_static(n.as_bytes()))).collect();
+    if spec.numkeys_index > 0 {
+        flags.push(Frame::simple("movablekeys"));
+    }
+    flags
 }
 
 fn command_info(spec: &Spec) -> Frame {

@@ -104,7 +104,7 @@ fn sketch<'a>(ctx: &'a mut Ctx, key: &[u8], read: bool) -> Result<Option<&'a mut
     let Some(e) = found else { return Ok(None) };
     let decoded = match &e.value {
         Value::Str(s) => Some(decode(s, &cfg)?),
-        Value::Hll(_) => None,
+        Value::Hll(_) | Value::Set(_) | Value::Hash(_) => None,
     };
     if let Some(h) = decoded {
         e.value = Value::Hll(Box::new(h));
@@ -112,7 +112,7 @@ fn sketch<'a>(ctx: &'a mut Ctx, key: &[u8], read: bool) -> Result<Option<&'a mut
     }
     match &mut e.value {
         Value::Hll(h) => Ok(Some(h)),
-        Value::Str(_) => Err(err(ERR_WRONGTYPE)),
+        Value::Str(_) | Value::Set(_) | Value::Hash(_) => Err(err(ERR_WRONGTYPE)),
     }
 }
 

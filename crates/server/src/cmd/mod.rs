@@ -8,10 +8,13 @@ pub mod args;
 pub mod bits;
 pub mod connection;
 pub mod expiry;
+pub mod hashes;
 pub mod hll;
 pub mod keys;
 pub mod pf;
 pub mod server;
+pub mod set_algebra;
+pub mod sets;
 pub mod strings;
 pub mod transactions;
 
@@ -32,6 +35,9 @@ pub const FAMILIES: &[&[Spec]] = &[
     transactions::COMMANDS,
     hll::COMMANDS,
     pf::COMMANDS,
+    hashes::COMMANDS,
+    sets::COMMANDS,
+    set_algebra::COMMANDS,
 ];
 
 /// Runs a connection-level command.

@@ -9,7 +9,8 @@
 //!
 //! Errors are Redis's: a string that is not a HyperLogLog (including a decoded HLL.* sketch,
 //! whose bytes never start with "HYLL") is `WRONGTYPE Key is not a valid HyperLogLog string
-//! value.`, a corrupt sparse body `INVALIDOBJ Corrupted HLL object detected`.
+//! value.`, a corrupt sparse body `INVALIDOBJ Corrupted HLL object detected`, and a set or a
+//! hash the generic `WRONGTYPE Operation against a key holding the wrong kind of value`.
 //!
 //! PFCOUNT on a single key is flagged read-only, as in Redis, but writes the recomputed
 //! cardinality into the value's cache; like Redis it then signals the key as modified (WATCH).
@@ -56,6 +57,8 @@ fn with_hll<R>(ctx: &mut Ctx, key: &[u8], lookup: Lookup, f: impl FnOnce(&mut Re
     let bytes = match &mut e.value {
         Value::Str(s) => s,
         Value::Hll(_) => return Err(hll_error(HllError::NotHll)),
+        // Redis's isHLLObjectOrReply checks the type first: the generic WRONGTYPE text.
+        Value::Set(_) | Value::Hash(_) => return Err(Frame::error(super::args::ERR_WRONGTYPE)),
     };
     let mut h = match RedisHll::from_vec(std::mem::take(bytes)) {
         Ok(h) => h,

@@ -466,7 +466,7 @@ fn incrbyfloat(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
 /// 0.30000000000000004. Adding the two decimal texts exactly (rust_decimal, 28 digits) and
 /// rounding to 17 decimal places gives Redis's results; operands a decimal cannot hold (huge
 /// exponents) fall back to the f64 sum, printed without exponent as Redis does.
-fn format_float_sum(a: &[u8], b: &[u8], f64_sum: f64) -> Vec<u8> {
+pub(crate) fn format_float_sum(a: &[u8], b: &[u8], f64_sum: f64) -> Vec<u8> {
     use rust_decimal::Decimal;
     use std::str::FromStr;
     let parse = |t: &[u8]| {

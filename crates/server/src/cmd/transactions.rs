@@ -63,7 +63,7 @@ pub async fn exec(conn: &mut Conn) -> Frame {
                 for (_, k) in command_keys(call.spec, &call.args, conn.db) {
                     shards.insert(shard_of(&k, n));
                 }
-                if call.spec.key_indexes(call.args.len()).next().is_none() {
+                if call.spec.key_indexes(&call.args).next().is_none() {
                     shards.insert(conn.worker.shard_id);
                 }
             }

@@ -1,0 +1,304 @@
+//! The set family, one key at a time: SADD, SREM, SISMEMBER, SMISMEMBER, SCARD, SMEMBERS,
+//! SRANDMEMBER, SPOP, SMOVE, SSCAN. The multi-key algebra (SINTER, SUNION, SDIFF and their
+//! STORE and CARD forms) is `set_algebra.rs`.
+//!
+//! A set is an `abacus_collections::IdSet`: a Roaring bitmap while every member is a canonical
+//! 64-bit integer, then a listpack or a hashtable (see that crate). This file only parses
+//! arguments, looks keys up and shapes replies with Redis 7's semantics and error texts
+//! (`t_set.c`); a key never holds an empty set (the last removal deletes it).
+//!
+//! SADD is the hot path of loading ID sets (W6: 1,000 integer members per call): it hands the
+//! whole argument slice to `IdSet::insert_many_with_limits`, which sorts integer batches
+//! before inserting them into the bitmap.
+//!
+//! Replies: SMEMBERS, SPOP with a count and the algebra are RESP3 sets; SRANDMEMBER with a
+//! count is an array (Redis 7.0's choice, since it may repeat members).
+
+use abacus_collections::{IdSet, Member};
+use abacus_keyspace::Value;
+use abacus_protocol::{Bytes, Frame};
+
+use super::args::*;
+use crate::command::flags::*;
+use crate::command::Spec;
+use crate::shard::Ctx;
+
+const K1: (i32, i32, i32) = (1, 1, 1);
+const G: &str = "set";
+
+pub const COMMANDS: &[Spec] = &[
+    Spec::keyed("sadd", -3, WRITE | DENYOOM | FAST, K1, sadd, G, "Adds one or more members to a set. Creates the key if it doesn't exist."),
+    Spec::keyed("srem", -3, WRITE | FAST, K1, srem, G, "Removes one or more members from a set. Deletes the set if the last member was removed."),
+    Spec::keyed("sismember", 3, READONLY | FAST, K1, sismember, G, "Determines whether a member belongs to a set."),
+    Spec::keyed("smismember", -3, READONLY | FAST, K1, smismember, G, "Determines whether multiple members belong to a set."),
+    Spec::keyed("scard", 2, READONLY | FAST, K1, scard, G, "Returns the number of members in a set."),
+    Spec::keyed("smembers", 2, READONLY, K1, smembers, G, "Returns all members of a set."),
+    Spec::keyed("srandmember", -2, READONLY, K1, srandmember, G, "Get one or multiple random members from a set"),
+    Spec::keyed("spop", -2, WRITE | FAST, K1, spop, G, "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped."),
+    Spec::keyed("smove", 4, WRITE | FAST, (1, 2, 1), smove, G, "Moves a member from one set to another."),
+    Spec::keyed("sscan", -3, READONLY, K1, sscan, G, "Iterates over members of a set."),
+];
+
+/// The set at `key` for reading, counted in keyspace hits/misses. Ok(None) if missing.
+pub fn read_set<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a IdSet>, Frame> {
+    let now = ctx.now_ms;
+    match ctx.db().get(key, now) {
+        None => Ok(None),
+        Some(e) => e.value.as_set().map(Some).ok_or_else(|| err(ERR_WRONGTYPE)),
+    }
+}
+
+/// The set at `key` for modification (Redis's lookupKeyWrite: not counted). Ok(None) if
+/// missing.
+fn set_mut<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a mut IdSet>, Frame> {
+    let now = ctx.now_ms;
+    match ctx.db().get_mut(key, now) {
+        None => Ok(None),
+        Some(e) => e.value.as_set_mut().map(Some).ok_or_else(|| err(ERR_WRONGTYPE)),
+    }
+}
+
+/// Stores a new set (callers never store an empty one).
+fn store_new(ctx: &mut Ctx, key: &[u8], set: IdSet) {
+    debug_assert!(!set.is_empty(), "a key never holds an empty set");
+    let now = ctx.now_ms;
+    ctx.db().set(key, Value::Set(Box::new(set)), 0, now);
+}
+
+/// Deletes `key` after its set became empty.
+fn delete(ctx: &mut Ctx, key: &[u8]) {
+    let now = ctx.now_ms;
+    ctx.db().remove(key, now);
+}
+
+pub fn member_frames<'a>(members: impl Iterator<Item = Member<'a>>) -> Vec<Frame> {
+    members.map(|m| bulk(&m)).collect()
+}
+
+fn sadd(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    let limits = ctx.set_limits;
+    match set_mut(ctx, &a[1]) {
+        Ok(Some(set)) => Frame::Integer(set.insert_many_with_limits(&a[2..], &limits) as i64),
+        Ok(None) => {
+            let mut set = IdSet::new();
+            let added = set.insert_many_with_limits(&a[2..], &limits);
+            store_new(ctx, &a[1], set);
+            Frame::Integer(added as i64)
+        }
+        Err(e) => e,
+    }
+}
+
+fn srem(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    let (removed, now_empty) = match set_mut(ctx, &a[1]) {
+        Ok(Some(set)) => (a[2..].iter().filter(|m| set.remove(m)).count(), set.is_empty()),
+        Ok(None) => return Frame::Integer(0),
+        Err(e) => return e,
+    };
+    if now_empty {
+        delete(ctx, &a[1]);
+    }
+    Frame::Integer(removed as i64)
+}
+
+fn sismember(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    match read_set(ctx, &a[1]) {
+        Ok(set) => Frame::Integer(set.is_some_and(|s| s.contains(&a[2])).into()),
+        Err(e) => e,
+    }
+}
+
+fn smismember(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    match read_set(ctx, &a[1]) {
+        Ok(set) => Frame::Array(a[2..].iter().map(|m| Frame::Integer(set.is_some_and(|s| s.contains(m)).into())).collect()),
+        Err(e) => e,
+    }
+}
+
+fn scard(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    match read_set(ctx, &a[1]) {
+        Ok(set) => Frame::Integer(set.map_or(0, IdSet::len) as i64),
+        Err(e) => e,
+    }
+}
+
+fn smembers(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    match read_set(ctx, &a[1]) {
+        Ok(Some(set)) => Frame::Set(member_frames(set.iter())),
+        Ok(None) => Frame::Set(Vec::new()),
+        Err(e) => e,
+    }
+}
+
+fn srandmember(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    if a.len() > 3 {
+        return err(ERR_SYNTAX);
+    }
+    let count = match a.get(2).map(|c| parse_random_count(c)) {
+        Some(Ok(count)) => Some(count),
+        Some(Err(e)) => return e,
+        None => None,
+    };
+    if count.is_some_and(|c| c.unsigned_abs() > RANDOM_WITH_REPEATS_MAX && c < 0) {
+        return err_too_many_repeats();
+    }
+    let set = match read_set(ctx, &a[1]) {
+        Ok(set) => set,
+        Err(e) => return e,
+    };
+    let mut rng = rand::thread_rng();
+    match (set, count) {
+        (None, None) => Frame::Null,
+        (Some(set), None) => set.random_member(&mut rng).map_or(Frame::Null, |m| bulk(&m)),
+        (None, Some(_)) => Frame::Array(Vec::new()),
+        (Some(set), Some(count)) if count >= 0 => {
+            Frame::Array(member_frames(set.random_members_distinct(count as usize, &mut rng).into_iter()))
+        }
+        (Some(set), Some(count)) => {
+            Frame::Array(member_frames(set.random_members_with_repeats(count.unsigned_abs() as usize, &mut rng).into_iter()))
+        }
+    }
+}
+
+fn spop(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    if a.len() > 3 {
+        return err(ERR_SYNTAX);
+    }
+    let count = match a.get(2).map(|c| parse_i64(c)) {
+        Some(Ok(count)) if count >= 0 => Some(count as usize),
+        Some(_) => return err("ERR value is out of range, must be positive"),
+        None => None,
+    };
+    let mut rng = rand::thread_rng();
+    let (reply, now_empty) = match (set_mut(ctx, &a[1]), count) {
+        (Err(e), _) => return e,
+        (Ok(None), None) => return Frame::Null,
+        (Ok(None), Some(_)) | (Ok(Some(_)), Some(0)) => return Frame::Set(Vec::new()),
+        (Ok(Some(set)), None) => {
+            let member = set.pop_random(&mut rng).expect("a stored set is never empty");
+            (Frame::Bulk(member.into()), set.is_empty())
+        }
+        (Ok(Some(set)), Some(count)) => {
+            let members = set.pop_random_many(count, &mut rng);
+            (Frame::Set(members.into_iter().map(|m| Frame::Bulk(m.into())).collect()), set.is_empty())
+        }
+    };
+    if now_empty {
+        delete(ctx, &a[1]);
+    }
+    reply
+}
+
+fn smove(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    let (src, dst, member) = (&a[1], &a[2], &a[3]);
+    let limits = ctx.set_limits;
+    // As Redis: a missing source answers 0 before the destination's type is checked.
+    match set_mut(ctx, src) {
+        Ok(Some(_)) => {}
+        Ok(None) => return Frame::Integer(0),
+        Err(e) => return e,
+    }
+    if let Err(e) = set_mut(ctx, dst) {
+        return e;
+    }
+    if src == dst {
+        return match set_mut(ctx, src) {
+            Ok(Some(set)) => Frame::Integer(set.contains(member).into()),
+            _ => Frame::Integer(0),
+        };
+    }
+    let src_empty = match set_mut(ctx, src) {
+        Ok(Some(set)) => {
+            if !set.remove(member) {
+                return Frame::Integer(0);
+            }
+            set.is_empty()
+        }
+        _ => return Frame::Integer(0),
+    };
+    if src_empty {
+        delete(ctx, src);
+    }
+    match set_mut(ctx, dst) {
+        Ok(Some(set)) => {
+            set.insert_with_limits(member, &limits);
+        }
+        _ => {
+            let mut set = IdSet::new();
+            set.insert_with_limits(member, &limits);
+            store_new(ctx, dst, set);
+        }
+    }
+    Frame::Integer(1)
+}
+
+fn sscan(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    let cursor = match parse_cursor(&a[2]) {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    // As Redis: the key is looked up before the options are parsed, so a missing key answers
+    // an empty page whatever the options.
+    let set = match read_set(ctx, &a[1]) {
+        Ok(Some(set)) => set,
+        Ok(None) => return scan_reply(0, Vec::new()),
+        Err(e) => return e,
+    };
+    let opts = match ScanOpts::parse(&a[3..]) {
+        Ok(o) => o,
+        Err(e) => return e,
+    };
+    let (next, members) = set.scan(cursor, opts.count);
+    scan_reply(next, members.iter().filter(|m| opts.matches(m)).map(|m| bulk(m)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use abacus_keyspace::Db;
+    use abacus_protocol::{Bytes, Frame};
+
+    fn run(dbs: &mut [Db], line: &str) -> Frame {
+        let args: Vec<Bytes> = line.split(' ').map(|a| Bytes::copy_from_slice(a.as_bytes())).collect();
+        let spec = crate::command::lookup(&args[0]).unwrap();
+        let cfg = crate::config::Config::default().cmd_config();
+        crate::exec::exec_keyed(dbs, 0, spec, &args, 1, cfg)
+    }
+
+    fn encoding(dbs: &mut [Db], key: &str) -> &'static str {
+        dbs[0].peek(key.as_bytes(), 1).map_or("none", |e| e.encoding())
+    }
+
+    #[test]
+    fn a_key_never_holds_an_empty_set() {
+        let mut dbs = vec![Db::new()];
+        for (line, reply) in [
+            ("sadd s 1 x", 2),
+            ("srem s 1 x", 2),
+            ("sadd s 1", 1),
+            ("smove s t 1", 1),
+            ("spop t 5", -1),
+            ("sadd a 1", 1),
+            ("sinterstore d a nokey", 0),
+            ("sdiffstore d a a", 0),
+            ("srem a 1", 1),
+        ] {
+            let got = run(&mut dbs, line);
+            if reply >= 0 {
+                assert_eq!(got, Frame::Integer(reply), "{line}");
+            }
+        }
+        assert!(dbs[0].is_empty(), "{} keys left", dbs[0].len());
+    }
+
+    #[test]
+    fn integer_batches_stay_bitmaps_until_a_string_arrives() {
+        let mut dbs = vec![Db::new()];
+        let members: Vec<String> = (0..1000).rev().map(|i| (i * 7).to_string()).collect();
+        assert_eq!(run(&mut dbs, &format!("sadd s {}", members.join(" "))), Frame::Integer(1000));
+        assert_eq!(encoding(&mut dbs, "s"), "bitmap");
+        assert_eq!(run(&mut dbs, "sadd s 7 14 01"), Frame::Integer(1));
+        assert_eq!(encoding(&mut dbs, "s"), "hashtable");
+        assert_eq!(run(&mut dbs, "sismember s 6993"), Frame::Integer(1));
+        assert_eq!(run(&mut dbs, "scard s"), Frame::Integer(1001));
+    }
+}
