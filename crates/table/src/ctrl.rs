@@ -36,7 +36,9 @@ pub(crate) struct Group(u64);
 impl Group {
     #[inline(always)]
     pub(crate) fn load(ctrl: &[u8], pos: usize) -> Group {
-        Group(u64::from_le_bytes(ctrl[pos..pos + GROUP].try_into().expect("GROUP bytes")))
+        Group(u64::from_le_bytes(
+            ctrl[pos..pos + GROUP].try_into().expect("GROUP bytes"),
+        ))
     }
 
     /// Bytes equal to `tag` (exact: no false positives, so a set bit is always a full slot).
@@ -51,6 +53,11 @@ impl Group {
     #[inline(always)]
     pub(crate) fn match_empty(self) -> BitMask {
         BitMask(self.0 & (self.0 << 1) & HI)
+    }
+
+    #[inline(always)]
+    pub(crate) fn match_full(self) -> BitMask {
+        BitMask(!self.0 & HI)
     }
 
     /// Empty or deleted bytes.
@@ -76,6 +83,18 @@ impl BitMask {
             None
         } else {
             Some(self.0.trailing_zeros() as usize / 8)
+        }
+    }
+}
+
+impl BitMask {
+    /// Only the matches among the first `n` bytes.
+    #[inline(always)]
+    pub(crate) fn below(self, n: usize) -> BitMask {
+        if n >= GROUP {
+            self
+        } else {
+            BitMask(self.0 & ((1u64 << (n * 8)) - 1))
         }
     }
 }
@@ -108,6 +127,8 @@ mod tests {
             prop_assert_eq!(g.match_tag(tag).collect::<Vec<_>>(), want(&|b| b == tag));
             prop_assert_eq!(g.match_empty().collect::<Vec<_>>(), want(&|b| b == EMPTY));
             prop_assert_eq!(g.match_free().collect::<Vec<_>>(), want(&|b| !is_full(b)));
+            prop_assert_eq!(g.match_full().collect::<Vec<_>>(), want(&|b| is_full(b)));
+            prop_assert_eq!(g.match_full().below(3).collect::<Vec<_>>(), want(&|b| is_full(b)).into_iter().filter(|&i| i < 3).collect::<Vec<_>>());
         }
     }
 }

@@ -52,13 +52,19 @@ pub enum U64Key {}
 /// 24 bytes either way.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SmallKey {
-    Inline { len: u8, bytes: [u8; INLINE_KEY_MAX] },
+    Inline {
+        len: u8,
+        bytes: [u8; INLINE_KEY_MAX],
+    },
     Heap(Box<[u8]>),
 }
 
 impl Default for SmallKey {
     fn default() -> SmallKey {
-        SmallKey::Inline { len: 0, bytes: [0; INLINE_KEY_MAX] }
+        SmallKey::Inline {
+            len: 0,
+            bytes: [0; INLINE_KEY_MAX],
+        }
     }
 }
 
@@ -67,7 +73,10 @@ impl SmallKey {
         if key.len() <= INLINE_KEY_MAX {
             let mut bytes = [0; INLINE_KEY_MAX];
             bytes[..key.len()].copy_from_slice(key);
-            SmallKey::Inline { len: key.len() as u8, bytes }
+            SmallKey::Inline {
+                len: key.len() as u8,
+                bytes,
+            }
         } else {
             SmallKey::Heap(key.into())
         }
@@ -150,7 +159,10 @@ mod tests {
             let s = SmallKey::new(&key);
             assert_eq!(s.as_bytes(), &key[..]);
             assert_eq!(matches!(s, SmallKey::Inline { .. }), len <= INLINE_KEY_MAX);
-            assert_eq!(BytesKey::heap_bytes(&s), if len <= INLINE_KEY_MAX { 0 } else { len });
+            assert_eq!(
+                BytesKey::heap_bytes(&s),
+                if len <= INLINE_KEY_MAX { 0 } else { len }
+            );
         }
     }
 }

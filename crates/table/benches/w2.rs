@@ -1,0 +1,301 @@
+//! W2 hash table benchmark: `u64 -> u64` inserts of uniformly random keys, then lookups of
+//! all of them, for `abacus_table::U64Table` and `hashbrown::HashMap` (what std's HashMap is,
+//! here with its default hasher foldhash) in the same binary.
+//!
+//! Run: `cargo bench -p abacus-table --bench w2` (N = 100 million; `W2_N=1000000` for a
+//! quick run; `W2_SINGLE=0` skips the per-insert timing pass). Needs ~5 GB at 100M.
+//!
+//! Reported per table: inserts/s and lookups/s (untimed-per-operation runs), peak and final
+//! bytes per entry from a counting global allocator (every byte the table asked for, not
+//! RSS), the slowest batch of 1000 inserts in the throughput run both in wall time and in
+//! the thread's CPU time (on a shared machine the wall time includes being descheduled; the
+//! CPU time, page faults included, is the table's own work and bounds any single insert in
+//! the batch), and the slowest single insert by wall time in a second run that times every
+//! insert (~20 ns of clock overhead each, so that run is not used for throughput). Keys come
+//! from a splitmix64 stream, regenerated for the lookups, so no key array distorts the
+//! memory figures.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use abacus_table::U64Table;
+
+struct Counting;
+
+static CURRENT: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+fn grew(bytes: usize) {
+    let now = CURRENT.fetch_add(bytes, Relaxed) + bytes;
+    PEAK.fetch_max(now, Relaxed);
+}
+
+// SAFETY: every method forwards to the system allocator with the caller's arguments
+// unchanged, so it upholds GlobalAlloc's contract exactly as `System` does; the counters
+// are only bookkeeping on the side.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded unchanged (see the impl).
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded unchanged (see the impl).
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded unchanged (see the impl).
+        unsafe { System.dealloc(ptr, layout) };
+        CURRENT.fetch_sub(layout.size(), Relaxed);
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: forwarded unchanged (see the impl).
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            CURRENT.fetch_sub(layout.size(), Relaxed);
+            grew(new_size);
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+/// splitmix64: uniformly distributed, cheap, reproducible.
+struct Keys(u64);
+
+impl Iterator for Keys {
+    type Item = u64;
+    #[inline(always)]
+    fn next(&mut self) -> Option<u64> {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        Some(z ^ (z >> 31))
+    }
+}
+
+/// This thread's CPU time (user and system).
+fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_THREAD_CPUTIME_ID is supported on
+    // Linux, and on failure `ts` stays zero, which only spoils a figure.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+const KEY_SEED: u64 = 0x5eed;
+const BATCH: u64 = 1000;
+
+struct Figures {
+    inserts_per_s: f64,
+    lookups_per_s: f64,
+    peak_bytes: usize,
+    final_bytes: usize,
+    batch_max: Duration,
+    batch_cpu_max: Duration,
+    single_max: Option<Duration>,
+    inserts_over_100us: u64,
+}
+
+trait Map: Default {
+    const NAME: &'static str;
+    fn put(&mut self, k: u64, v: u64);
+    fn find(&self, k: u64) -> Option<u64>;
+}
+
+impl Map for U64Table<u64> {
+    const NAME: &'static str = "abacus U64Table";
+    #[inline(always)]
+    fn put(&mut self, k: u64, v: u64) {
+        self.insert(k, v);
+    }
+    #[inline(always)]
+    fn find(&self, k: u64) -> Option<u64> {
+        self.get(k).copied()
+    }
+}
+
+type Hashbrown = hashbrown::HashMap<u64, u64, foldhash::fast::RandomState>;
+
+impl Map for Hashbrown {
+    const NAME: &'static str = "hashbrown HashMap";
+    #[inline(always)]
+    fn put(&mut self, k: u64, v: u64) {
+        self.insert(k, v);
+    }
+    #[inline(always)]
+    fn find(&self, k: u64) -> Option<u64> {
+        self.get(&k).copied()
+    }
+}
+
+fn run<M: Map>(n: u64, single: bool) -> Figures {
+    let base = CURRENT.load(Relaxed);
+    PEAK.store(base, Relaxed);
+    let mut map = M::default();
+    let mut keys = Keys(KEY_SEED);
+    let (mut batch_max, mut batch_cpu_max) = (Duration::ZERO, Duration::ZERO);
+    let start = Instant::now();
+    let mut i = 0;
+    while i < n {
+        let (t, cpu) = (Instant::now(), thread_cpu_time());
+        for _ in 0..BATCH.min(n - i) {
+            let k = keys.next().unwrap_or_default();
+            map.put(k, k);
+        }
+        batch_cpu_max = batch_cpu_max.max(thread_cpu_time().saturating_sub(cpu));
+        batch_max = batch_max.max(t.elapsed());
+        i += BATCH;
+    }
+    let insert_s = start.elapsed().as_secs_f64();
+    let (peak_bytes, final_bytes) = (PEAK.load(Relaxed) - base, CURRENT.load(Relaxed) - base);
+
+    let mut keys = Keys(KEY_SEED);
+    let start = Instant::now();
+    let mut found = 0u64;
+    for _ in 0..n {
+        let k = keys.next().unwrap_or_default();
+        found += map.find(black_box(k)).is_some() as u64;
+    }
+    let lookup_s = start.elapsed().as_secs_f64();
+    assert_eq!(found, n, "{} lost keys", M::NAME);
+    drop(map);
+
+    let (mut single_max, mut inserts_over_100us) = (None, 0);
+    if single {
+        let mut map = M::default();
+        let mut keys = Keys(KEY_SEED);
+        let mut max = Duration::ZERO;
+        for _ in 0..n {
+            let k = keys.next().unwrap_or_default();
+            let t = Instant::now();
+            map.put(k, k);
+            let d = t.elapsed();
+            inserts_over_100us += (d > Duration::from_micros(100)) as u64;
+            max = max.max(d);
+        }
+        single_max = Some(max);
+    }
+    Figures {
+        inserts_per_s: n as f64 / insert_s,
+        lookups_per_s: n as f64 / lookup_s,
+        peak_bytes,
+        final_bytes,
+        batch_max,
+        batch_cpu_max,
+        single_max,
+        inserts_over_100us,
+    }
+}
+
+/// Lookups in batches of 16: hash all, prefetch all, then look up (how a server runs a
+/// pipeline). Only the table with a prefetch API has this.
+fn batched_lookups(n: u64) -> (f64, f64) {
+    let mut t = U64Table::<u64>::new();
+    let mut keys = Keys(KEY_SEED);
+    let mut hashes = [0u64; 16];
+    let mut batch = [0u64; 16];
+    let start = Instant::now();
+    let mut i = 0;
+    while i < n {
+        let m = 16.min(n - i) as usize;
+        for j in 0..m {
+            batch[j] = keys.next().unwrap_or_default();
+            hashes[j] = t.hash_key(batch[j]);
+            t.prefetch(hashes[j]);
+        }
+        for j in 0..m {
+            t.insert_hashed(hashes[j], batch[j], batch[j]);
+        }
+        i += m as u64;
+    }
+    let insert_s = start.elapsed().as_secs_f64();
+    let mut keys = Keys(KEY_SEED);
+    let start = Instant::now();
+    let mut found = 0u64;
+    let mut i = 0;
+    while i < n {
+        let m = 16.min(n - i) as usize;
+        for j in 0..m {
+            batch[j] = keys.next().unwrap_or_default();
+            hashes[j] = t.hash_key(batch[j]);
+            t.prefetch(hashes[j]);
+        }
+        for j in 0..m {
+            found += t.get_hashed(hashes[j], batch[j]).is_some() as u64;
+        }
+        i += m as u64;
+    }
+    let lookup_s = start.elapsed().as_secs_f64();
+    assert_eq!(found, n);
+    (n as f64 / insert_s, n as f64 / lookup_s)
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; this binary has no options of its own.
+    let n: u64 = std::env::var("W2_N")
+        .ok()
+        .and_then(|s| s.replace('_', "").parse().ok())
+        .unwrap_or(100_000_000);
+    let single = std::env::var("W2_SINGLE").map_or(true, |s| s != "0");
+    println!("W2: {n} inserts of uniformly random u64 keys (u64 values), then {n} lookups");
+    let ours = run::<U64Table<u64>>(n, single);
+    let theirs = run::<Hashbrown>(n, single);
+    println!(
+        "{:<18} {:>11} {:>11} {:>9} {:>9} {:>16} {:>16} {:>15} {:>8}",
+        "table",
+        "inserts/s",
+        "lookups/s",
+        "peak B/e",
+        "final B/e",
+        "max 1000 wall us",
+        "max 1000 CPU us",
+        "max single us",
+        ">100us"
+    );
+    for (name, f) in [
+        (<U64Table<u64> as Map>::NAME, &ours),
+        (<Hashbrown as Map>::NAME, &theirs),
+    ] {
+        println!(
+            "{:<18} {:>11.0} {:>11.0} {:>9.1} {:>9.1} {:>16} {:>16} {:>15} {:>8}",
+            name,
+            f.inserts_per_s,
+            f.lookups_per_s,
+            f.peak_bytes as f64 / n as f64,
+            f.final_bytes as f64 / n as f64,
+            f.batch_max.as_micros(),
+            f.batch_cpu_max.as_micros(),
+            f.single_max
+                .map_or("-".to_string(), |d| d.as_micros().to_string()),
+            if single {
+                f.inserts_over_100us.to_string()
+            } else {
+                "-".to_string()
+            },
+        );
+    }
+    println!(
+        "abacus / hashbrown: inserts/s {:.2}x, lookups/s {:.2}x, peak memory {:.2}x",
+        ours.inserts_per_s / theirs.inserts_per_s,
+        ours.lookups_per_s / theirs.lookups_per_s,
+        ours.peak_bytes as f64 / theirs.peak_bytes as f64
+    );
+    let (ins, look) = batched_lookups(n);
+    println!("abacus U64Table, batches of 16 hashed + prefetched: inserts/s {ins:.0}, lookups/s {look:.0}");
+}

@@ -1,0 +1,122 @@
+//! A full consistency check of a table, for tests: the directory's shape, every segment's
+//! counters and control bytes, the probing invariant of every entry, and the memory
+//! figures. It walks everything, so it is for tests and debugging only.
+
+use crate::ctrl::{is_full, tag, EMPTY, GROUP};
+use crate::growth::{class_cap, used_max};
+use crate::key::KeyKind;
+use crate::segment::{wrap, Segment};
+use crate::table::{HashTable, MAX_DEPTH};
+use crate::Seed;
+
+impl<K: KeyKind, V: Default> HashTable<K, V> {
+    /// Checks every invariant the table relies on; `Err` names the first one broken.
+    #[doc(hidden)]
+    pub fn check_invariants(&self) -> Result<(), String> {
+        if self.dir.is_empty() {
+            return if self.segs.is_empty()
+                && self.len == 0
+                && self.seg_bytes == 0
+                && self.heap_key_bytes == 0
+            {
+                Ok(())
+            } else {
+                Err("an empty directory with entries or segments".into())
+            };
+        }
+        let gd = self.global_depth;
+        if gd > MAX_DEPTH || self.dir.len() != 1 << gd || self.dir_shift != 63 - gd as u32 {
+            return Err(format!(
+                "directory of {} entries at global depth {gd}",
+                self.dir.len()
+            ));
+        }
+        // Each segment owns exactly one aligned block of 2^(gd - depth) directory entries.
+        let mut first = vec![usize::MAX; self.segs.len()];
+        let mut count = vec![0usize; self.segs.len()];
+        for (i, &id) in self.dir.iter().enumerate() {
+            let id = id as usize;
+            if id >= self.segs.len() {
+                return Err(format!("directory entry {i} points past the segments"));
+            }
+            first[id] = first[id].min(i);
+            count[id] += 1;
+        }
+        let (mut live, mut heap, mut bytes) = (0, 0, 0);
+        for (id, seg) in self.segs.iter().enumerate() {
+            let span = 1usize
+                << (gd
+                    .checked_sub(seg.depth)
+                    .ok_or("segment deeper than the directory")?);
+            if count[id] != span
+                || first[id] % span != 0
+                || self.dir[first[id]..first[id] + span]
+                    .iter()
+                    .any(|&s| s as usize != id)
+            {
+                return Err(format!(
+                    "segment {id} does not own one aligned block of {span} entries"
+                ));
+            }
+            if seg.class() > self.max_class {
+                return Err(format!("segment {id} has a class above max_class"));
+            }
+            heap += seg
+                .check(self.seed, |h| self.seg_id(h) == id)
+                .map_err(|e| format!("segment {id}: {e}"))?;
+            live += seg.live as usize;
+            bytes += Segment::alloc_bytes(seg);
+        }
+        if live != self.len || heap != self.heap_key_bytes || bytes != self.seg_bytes {
+            return Err(format!(
+                "totals: live {live} / len {}, heap {heap} / {}, bytes {bytes} / {}",
+                self.len, self.heap_key_bytes, self.seg_bytes
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl<K: KeyKind, V: Default> Segment<K, V> {
+    /// Checks this segment's invariants (see [`crate::HashTable::check_invariants`]);
+    /// `owns(hash)` says whether the directory routes `hash` here. Returns the heap bytes
+    /// of its keys.
+    pub(crate) fn check(&self, seed: Seed, owns: impl Fn(u64) -> bool) -> Result<usize, String> {
+        let cap = self.cap as usize;
+        let err = |m: String| Err(format!("segment (cap {cap}, depth {}): {m}", self.depth));
+        if self.ctrl.len() != cap + GROUP
+            || self.slots.len() != cap
+            || self.used_max as usize != used_max(cap)
+        {
+            return err("array lengths".into());
+        }
+        if cap != class_cap(self.class) || self.ctrl[cap..] != self.ctrl[..GROUP] {
+            return err("class or mirrored control bytes".into());
+        }
+        let full = self.ctrl[..cap].iter().filter(|&&c| is_full(c)).count();
+        let used = self.ctrl[..cap].iter().filter(|&&c| c != EMPTY).count();
+        if full != self.live as usize || used != self.used as usize || used > self.used_max as usize
+        {
+            return err(format!(
+                "counts: {full} full / live {}, {used} used / {}",
+                self.live, self.used
+            ));
+        }
+        let mut heap = 0;
+        for i in (0..cap).filter(|&i| is_full(self.ctrl[i])) {
+            let h = K::hash(seed, K::key(&self.slots[i].0));
+            if tag(h) != self.ctrl[i] || !owns(h) {
+                return err(format!("slot {i}: wrong tag or segment"));
+            }
+            let mut j = self.home(h);
+            while j != i {
+                if self.ctrl[j] == EMPTY {
+                    return err(format!("slot {i}: empty slot {j} on its probe path"));
+                }
+                j = wrap(j + 1, cap);
+            }
+            heap += K::heap_bytes(&self.slots[i].0);
+        }
+        Ok(heap)
+    }
+}

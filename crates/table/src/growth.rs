@@ -1,0 +1,239 @@
+//! Growth: capacity classes, and the rebuilds and splits that move a full segment's entries.
+//!
+//! Why classes: with uniform hashes, all segments of one depth fill up together, so a table
+//! whose segments only split in two would swing, all at once, between 90% and 45% full:
+//! at the wrong moment 38 bytes per `u64 -> u64` entry, worse than hashbrown's average. So a
+//! segment's capacity is `16 * 2^(class/3)`, consecutive classes 1.26x apart: a full
+//! segment is rebuilt one class up, and only a segment in the largest class (1.59x
+//! `segment_slots`) splits, into two halves of `segment_slots`. Either way its load drops
+//! from 90% to about 71%, never lower, so the table costs at most 17 / 0.71 = 24 bytes per
+//! `u64 -> u64` entry and about 21 on average, at every size. The price: an entry moves
+//! about four times per doubling of the table instead of once. Each move stays inside one
+//! segment, which streams through the cache; a whole-table rehash instead writes every
+//! entry to a random cache line of a new array as large as the table.
+//!
+//! A full segment with many tombstones is rebuilt in the class that fits its live entries,
+//! possibly a smaller one: that is also how deletions give memory back (segments never
+//! merge, so the directory does not shrink).
+//!
+//! Moving is the hot loop of growth: the old segment's full slots are visited a group of
+//! eight control bytes at a time (one branch per group), each key is hashed once, and its
+//! slot in the fresh segment is found in an occupancy bitmap rather than the control bytes
+//! (see [`Segment::place`]).
+
+use crate::ctrl::{tag, Group, GROUP};
+use crate::key::KeyKind;
+use crate::segment::Segment;
+use crate::table::{HashTable, MAX_DEPTH};
+use crate::Seed;
+
+/// The smallest segment capacity (two groups).
+pub(crate) const MIN_CAP: usize = 16;
+
+/// Capacity of a class: `MIN_CAP * 2^(class / 3)`, rounded.
+pub(crate) fn class_cap(class: u8) -> usize {
+    const MUL_1024: [usize; 3] = [1024, 1290, 1625]; // 2^0, 2^(1/3), 2^(2/3)
+    (MIN_CAP << (class / 3)) * MUL_1024[class as usize % 3] / 1024
+}
+
+/// Full slots and tombstones a segment of `cap` slots may hold: 115/128, about 90%.
+pub(crate) fn used_max(cap: usize) -> usize {
+    cap * 115 / 128
+}
+
+/// Entries a fresh segment of `cap` slots is given at most: 98/128, 77% (90% / 1.26 = 71%
+/// after a growth step, plus a margin for the uneven halves of a split).
+pub(crate) fn fill_max(cap: usize) -> usize {
+    cap * 98 / 128
+}
+
+/// The smallest class into which `n` entries fit (see [`fill_max`]).
+pub(crate) fn class_for(n: usize) -> u8 {
+    let mut c = 0u8;
+    while fill_max(class_cap(c)) < n {
+        c += 1;
+    }
+    c
+}
+
+/// Buffers of one rebuild or split, dropped after it (a few KB; a table keeping them would
+/// carry them for good, a visible cost for small tables).
+#[derive(Default)]
+pub(crate) struct Scratch {
+    /// The hashes of the segment being split, by slot.
+    hashes: Vec<u64>,
+    /// Occupancy bitmaps of the segments being filled.
+    occupied: [Vec<u64>; 2],
+}
+
+/// Resets `bits` to the occupancy bitmap of an empty segment of `cap` slots: one bit per
+/// slot, and the bits past `cap` in the last word set so they are never free.
+fn occupancy(bits: &mut Vec<u64>, cap: usize) -> &mut [u64] {
+    bits.clear();
+    bits.resize(cap.div_ceil(64), 0);
+    if cap % 64 != 0 {
+        bits[cap / 64] = !0 << (cap % 64);
+    }
+    bits
+}
+
+impl<K: KeyKind, V: Default> Segment<K, V> {
+    /// Places an entry known to be absent into a fresh segment (no tombstones) with room;
+    /// the caller adds the placed entries to `live` and `used` ([`Segment::count_placed`]).
+    ///
+    /// `occupied` is a bitmap of this segment's full slots ([`occupancy`]), kept by the
+    /// rebuild on the side: finding the first empty slot from the home is then one word load
+    /// and a count of trailing ones, with no loop the branch predictor must guess. Reading
+    /// control bytes instead would overlap the byte just written (rebuilds place entries in
+    /// nearly ascending order) and stall on store forwarding at every entry.
+    #[inline(always)]
+    fn place(&mut self, occupied: &mut [u64], hash: u64, key: K::Stored, value: V) {
+        let cap = self.cap as usize;
+        let mut i = self.home(hash);
+        loop {
+            // Bits past `cap` are set, so a free bit is always a real slot.
+            let free = !occupied[i / 64] >> (i % 64);
+            if free != 0 {
+                i += free.trailing_zeros() as usize;
+                break;
+            }
+            i = (i / 64 + 1) * 64;
+            if i >= cap {
+                i = 0;
+            }
+        }
+        occupied[i / 64] |= 1 << (i % 64);
+        self.set_ctrl(i, tag(hash));
+        self.slots[i] = (key, value);
+    }
+
+    fn count_placed(&mut self, n: usize) {
+        self.live += n as u32;
+        self.used += n as u32;
+        assert!(
+            self.used <= self.used_max,
+            "a rebuilt segment must have room"
+        );
+    }
+
+    /// Calls `f` with the index of every full slot, in ascending order; a branch per group
+    /// of eight rather than per slot.
+    #[inline(always)]
+    fn for_each_full(ctrl: &[u8], mut f: impl FnMut(usize)) {
+        let cap = ctrl.len() - GROUP;
+        let mut base = 0;
+        while base < cap {
+            let full = Group::load(ctrl, base).match_full();
+            // The last group may extend into the mirrored bytes: keep only real slots.
+            for b in full.below(cap - base) {
+                f(base + b);
+            }
+            base += GROUP;
+        }
+    }
+
+    /// Moves every entry of `old` into this fresh segment.
+    pub(crate) fn absorb(&mut self, mut old: Segment<K, V>, seed: Seed, scratch: &mut Scratch) {
+        let occupied = occupancy(&mut scratch.occupied[0], self.cap as usize);
+        Self::for_each_full(&old.ctrl, |i| {
+            let (k, v) = std::mem::take(&mut old.slots[i]);
+            self.place(occupied, K::hash(seed, K::key(&k)), k, v);
+        });
+        self.count_placed(old.live as usize);
+    }
+
+    /// Splits `old` by hash bit `bit` into two fresh segments of depth `old.depth + 1`, each
+    /// of the smallest class that fits its half. `scratch` keeps the hashes between the
+    /// counting pass and the moving pass, so each key is hashed once.
+    pub(crate) fn split(
+        mut old: Segment<K, V>,
+        seed: Seed,
+        bit: u64,
+        scratch: &mut Scratch,
+    ) -> [Segment<K, V>; 2] {
+        let hashes = &mut scratch.hashes;
+        hashes.clear();
+        hashes.resize(old.cap as usize, 0);
+        let mut n_high = 0;
+        Self::for_each_full(&old.ctrl, |i| {
+            let h = K::hash(seed, K::key(&old.slots[i].0));
+            hashes[i] = h;
+            n_high += (h & bit != 0) as usize;
+        });
+        let n_low = old.live as usize - n_high;
+        let depth = old.depth + 1;
+        let mut halves = [
+            Segment::new(class_for(n_low), depth),
+            Segment::new(class_for(n_high), depth),
+        ];
+        let [occupied_low, occupied_high] = &mut scratch.occupied;
+        let mut occupied = [
+            occupancy(occupied_low, halves[0].cap()),
+            occupancy(occupied_high, halves[1].cap()),
+        ];
+        Self::for_each_full(&old.ctrl, |i| {
+            let (h, half) = (hashes[i], (hashes[i] & bit != 0) as usize);
+            let (k, v) = std::mem::take(&mut old.slots[i]);
+            halves[half].place(occupied[half], h, k, v);
+        });
+        halves[0].count_placed(n_low);
+        halves[1].count_placed(n_high);
+        halves
+    }
+}
+
+impl<K: KeyKind, V: Default> HashTable<K, V> {
+    /// Makes room in full segment `id` (which holds `hash`).
+    pub(crate) fn grow(&mut self, id: usize, hash: u64) {
+        let seg = &self.segs[id];
+        let class = class_for(seg.live as usize + 1);
+        if class > self.split_class && seg.depth < MAX_DEPTH {
+            self.split(id, hash);
+        } else {
+            self.rebuild(id, class);
+        }
+    }
+
+    /// Moves segment `id`'s entries into a fresh segment of `class`.
+    fn rebuild(&mut self, id: usize, class: u8) {
+        let mut fresh = Segment::new(class, self.segs[id].depth);
+        let old = std::mem::replace(&mut self.segs[id], Segment::placeholder());
+        self.seg_bytes = self.seg_bytes - old.alloc_bytes() + fresh.alloc_bytes();
+        fresh.absorb(old, self.seed, &mut Scratch::default());
+        self.max_class = self.max_class.max(class);
+        self.segs[id] = fresh;
+    }
+
+    /// Splits segment `id` (which holds `hash`) by the hash bit below its prefix.
+    fn split(&mut self, id: usize, hash: u64) {
+        let depth = self.segs[id].depth;
+        if depth == self.global_depth {
+            // Each directory entry becomes two adjacent ones: the old prefix followed by 0, 1.
+            let mut dir = Vec::with_capacity(self.dir.len() * 2);
+            for &s in &self.dir {
+                dir.extend([s, s]);
+            }
+            self.dir = dir;
+            self.global_depth += 1;
+            self.dir_shift -= 1;
+        }
+        let old = std::mem::replace(&mut self.segs[id], Segment::placeholder());
+        let old_bytes = old.alloc_bytes();
+        let [low, high] = Segment::split(
+            old,
+            self.seed,
+            1u64 << (63 - depth),
+            &mut Scratch::default(),
+        );
+        self.seg_bytes = self.seg_bytes - old_bytes + low.alloc_bytes() + high.alloc_bytes();
+        self.max_class = self.max_class.max(low.class()).max(high.class());
+        let high_id = u32::try_from(self.segs.len()).expect("at most 2^32 segments");
+        self.segs[id] = low;
+        self.segs.push(high);
+        // The old segment's directory entries: the first half keeps `id`, the second half
+        // (prefix bit 1) points at the new segment.
+        let span = 1usize << (self.global_depth - depth);
+        let start = (((hash >> 1) >> self.dir_shift) as usize) & !(span - 1);
+        self.dir[start + span / 2..start + span].fill(high_id);
+    }
+}

@@ -1,0 +1,386 @@
+//! The table: a directory of segments (extendible hashing) that grows one segment at a time.
+//!
+//! Why: a table that doubles by rehashing everything (Redis's dict in one step, hashbrown,
+//! std) stalls for seconds at a billion keys and holds the old and the new array at once
+//! (1.5x the table). Redis spreads the rehash over later operations but still holds both
+//! arrays for the whole migration. Here no operation ever touches more than one segment:
+//!
+//! - The directory is a `Vec<u32>` of `2^global_depth` segment ids indexed by the hash's top
+//!   `global_depth` bits. A segment of local depth `d` owns the `2^(global_depth - d)`
+//!   consecutive directory entries that share its `d`-bit prefix. At 100 million entries
+//!   the directory has about 32K entries (128 KB): it stays in cache.
+//! - When an insert finds its segment full (90% of its slots used), the segment is rebuilt
+//!   one capacity class larger or split in two (`growth.rs`); only a split of a segment as
+//!   deep as the directory doubles the directory (4 bytes per entry). So the slowest insert
+//!   costs one rebuild of at most `1.59 * segment_slots` slots (6.5K by default, a few
+//!   hundred microseconds, mostly page faults on the fresh segment), and the extra memory
+//!   at any moment is about one segment.
+//!
+//! Lookups cost one directory read and one segment header (cached: at 100M entries there
+//! are ~25K segments, 1.6 MB of headers and a 128 KB directory), then one cache line of
+//! control bytes and one slot line, fetched in parallel. `hash_key` / `prefetch` / `*_hashed` let a caller
+//! overlap these misses across a batch of keys, as a server does for a pipeline.
+
+use crate::growth::{class_cap, class_for, fill_max};
+use crate::key::KeyKind;
+use crate::prefetch::prefetch_read;
+use crate::segment::Segment;
+use crate::Seed;
+
+/// Deepest a segment may get: the home slot uses the 32 hash bits below a segment's prefix,
+/// so prefix and home bits must fit in 64 (and 2^32 segments is beyond any machine).
+pub(crate) const MAX_DEPTH: u8 = 32;
+
+/// Result of [`HashTable::locate`]: `(segment, slot)` holding the key, or free for it.
+enum Slot {
+    Found(usize, usize),
+    Free(usize, usize),
+}
+
+/// Tuning and reproducibility knobs. `Default` is what servers should use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Slots of a segment right after a split; a power of two, at least 16. The largest
+    /// segment (just before it splits) has 1.59x this many. Larger segments mean a smaller
+    /// directory but a longer slowest insert. Tests use 16 to force many splits.
+    pub segment_slots: usize,
+    /// Hash seed; `None` draws a random one (the default, against hash flooding).
+    pub seed: Option<u64>,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            segment_slots: 4096,
+            seed: None,
+        }
+    }
+}
+
+/// A hash table keyed by `K` (see [`crate::Table`] and [`crate::U64Table`]).
+pub struct HashTable<K: KeyKind, V> {
+    /// Segment ids indexed by the top `global_depth` bits of a hash. Empty until the first
+    /// insert, so an unused table allocates nothing.
+    pub(crate) dir: Vec<u32>,
+    pub(crate) segs: Vec<Segment<K, V>>,
+    /// `63 - global_depth`: `(hash >> 1) >> dir_shift` is the directory index, also for depth 0.
+    pub(crate) dir_shift: u32,
+    pub(crate) global_depth: u8,
+    /// A full segment of this class splits instead of growing.
+    pub(crate) split_class: u8,
+    /// Largest class any segment has had (bounds random sampling).
+    pub(crate) max_class: u8,
+    pub(crate) len: usize,
+    /// Bytes of all segments' control and slot arrays.
+    pub(crate) seg_bytes: usize,
+    /// Bytes of keys stored out of line.
+    pub(crate) heap_key_bytes: usize,
+    pub(crate) seed: Seed,
+}
+
+impl<K: KeyKind, V: Default> Default for HashTable<K, V> {
+    fn default() -> Self {
+        HashTable::new()
+    }
+}
+
+impl<K: KeyKind, V> std::fmt::Debug for HashTable<K, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HashTable")
+            .field("len", &self.len)
+            .field("segments", &self.segs.len())
+            .field("global_depth", &self.global_depth)
+            .finish()
+    }
+}
+
+impl<K: KeyKind, V: Default> HashTable<K, V> {
+    pub fn new() -> Self {
+        Self::with_config(Config::default())
+    }
+
+    /// A table that holds `n` entries without growing.
+    pub fn with_capacity(n: usize) -> Self {
+        Self::with_capacity_and_config(n, Config::default())
+    }
+
+    pub fn with_config(config: Config) -> Self {
+        let s = config.segment_slots;
+        assert!(
+            s.is_power_of_two() && (16..=1 << 24).contains(&s),
+            "segment_slots must be a power of two in 16..=2^24"
+        );
+        let split_class = 3 * (s / 16).trailing_zeros() as u8 + 2;
+        debug_assert_eq!(class_cap(split_class - 2), s);
+        HashTable {
+            dir: Vec::new(),
+            segs: Vec::new(),
+            dir_shift: 63,
+            global_depth: 0,
+            split_class,
+            max_class: 0,
+            len: 0,
+            seg_bytes: 0,
+            heap_key_bytes: 0,
+            seed: config.seed.map_or_else(Seed::random, Seed::from_u64),
+        }
+    }
+
+    pub fn with_capacity_and_config(n: usize, config: Config) -> Self {
+        let mut t = Self::with_config(config);
+        if n == 0 {
+            return t;
+        }
+        // Enough segments of the post-split class that n entries spread evenly fit at 77%.
+        let base = t.split_class - 2;
+        let per_segment = fill_max(class_cap(base));
+        let (class, depth) = if class_for(n) <= t.split_class {
+            (class_for(n), 0)
+        } else {
+            (
+                base,
+                (n.div_ceil(per_segment).next_power_of_two().trailing_zeros() as u8).min(MAX_DEPTH),
+            )
+        };
+        t.segs = (0..1usize << depth)
+            .map(|_| Segment::new(class, depth))
+            .collect();
+        t.dir = (0..1u32 << depth).collect();
+        t.global_depth = depth;
+        t.dir_shift = 63 - depth as u32;
+        t.max_class = class;
+        t.seg_bytes = t.segs.iter().map(Segment::alloc_bytes).sum();
+        t
+    }
+
+    /// An empty table with the same seed and segment size.
+    fn fresh(&self) -> Self {
+        HashTable {
+            dir: Vec::new(),
+            segs: Vec::new(),
+            dir_shift: 63,
+            global_depth: 0,
+            max_class: 0,
+            len: 0,
+            seg_bytes: 0,
+            heap_key_bytes: 0,
+            ..*self
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Slots allocated (full or not).
+    pub fn capacity(&self) -> usize {
+        self.segs.iter().map(Segment::cap).sum()
+    }
+
+    /// Bytes this table allocated: segments, directory and out-of-line keys. Excludes what
+    /// values own on the heap (the caller accounts for that).
+    pub fn memory_bytes(&self) -> usize {
+        self.dir.capacity() * std::mem::size_of::<u32>()
+            + self.segs.capacity() * std::mem::size_of::<Segment<K, V>>()
+            + self.seg_bytes
+            + self.heap_key_bytes
+    }
+
+    /// The hash of `key` in this table, for the `*_hashed` methods and [`Self::prefetch`].
+    #[inline]
+    pub fn hash_key(&self, key: K::Key<'_>) -> u64 {
+        K::hash(self.seed, key)
+    }
+
+    #[inline(always)]
+    pub(crate) fn seg_id(&self, hash: u64) -> usize {
+        self.dir[((hash >> 1) >> self.dir_shift) as usize] as usize
+    }
+
+    /// Starts loading the control bytes and home slot of `hash` into the cache.
+    #[inline]
+    pub fn prefetch(&self, hash: u64) {
+        if self.dir.is_empty() {
+            return;
+        }
+        let seg = &self.segs[self.seg_id(hash)];
+        let home = seg.home(hash);
+        prefetch_read(seg.slots.as_ptr().wrapping_add(home));
+        seg.prefetch_ctrl(home);
+    }
+
+    #[inline]
+    pub fn get(&self, key: K::Key<'_>) -> Option<&V> {
+        self.get_hashed(self.hash_key(key), key)
+    }
+
+    /// [`Self::get`] with `hash == self.hash_key(key)` computed by the caller.
+    #[inline]
+    pub fn get_hashed(&self, hash: u64, key: K::Key<'_>) -> Option<&V> {
+        if self.dir.is_empty() {
+            return None;
+        }
+        let seg = &self.segs[self.seg_id(hash)];
+        seg.find(hash, key).map(|i| &seg.slots[i].1)
+    }
+
+    #[inline]
+    pub fn get_mut(&mut self, key: K::Key<'_>) -> Option<&mut V> {
+        self.get_mut_hashed(self.hash_key(key), key)
+    }
+
+    #[inline]
+    pub fn get_mut_hashed(&mut self, hash: u64, key: K::Key<'_>) -> Option<&mut V> {
+        if self.dir.is_empty() {
+            return None;
+        }
+        let id = self.seg_id(hash);
+        let seg = &mut self.segs[id];
+        seg.find(hash, key).map(|i| &mut seg.slots[i].1)
+    }
+
+    pub fn contains_key(&self, key: K::Key<'_>) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// Inserts or overwrites; returns the previous value. The key is copied into the slot.
+    #[inline]
+    pub fn insert(&mut self, key: K::Key<'_>, value: V) -> Option<V> {
+        self.insert_hashed(self.hash_key(key), key, value)
+    }
+
+    #[inline]
+    pub fn insert_hashed(&mut self, hash: u64, key: K::Key<'_>, value: V) -> Option<V> {
+        match self.locate(hash, key) {
+            Slot::Found(id, i) => Some(std::mem::replace(&mut self.segs[id].slots[i].1, value)),
+            Slot::Free(id, i) => {
+                self.put(id, i, hash, key, value);
+                None
+            }
+        }
+    }
+
+    /// The value of `key`, inserting `make()` first if absent; the flag says it was inserted.
+    pub fn get_or_insert_with(
+        &mut self,
+        key: K::Key<'_>,
+        make: impl FnOnce() -> V,
+    ) -> (&mut V, bool) {
+        self.get_or_insert_with_hashed(self.hash_key(key), key, make)
+    }
+
+    pub fn get_or_insert_with_hashed(
+        &mut self,
+        hash: u64,
+        key: K::Key<'_>,
+        make: impl FnOnce() -> V,
+    ) -> (&mut V, bool) {
+        let (id, i, inserted) = match self.locate(hash, key) {
+            Slot::Found(id, i) => (id, i, false),
+            Slot::Free(id, i) => {
+                self.put(id, i, hash, key, make());
+                (id, i, true)
+            }
+        };
+        (&mut self.segs[id].slots[i].1, inserted)
+    }
+
+    #[inline]
+    pub fn remove(&mut self, key: K::Key<'_>) -> Option<V> {
+        self.remove_hashed(self.hash_key(key), key)
+    }
+
+    pub fn remove_hashed(&mut self, hash: u64, key: K::Key<'_>) -> Option<V> {
+        if self.dir.is_empty() {
+            return None;
+        }
+        let id = self.seg_id(hash);
+        let seg = &mut self.segs[id];
+        let i = seg.find(hash, key)?;
+        let (k, v) = seg.take(i);
+        self.len -= 1;
+        self.heap_key_bytes -= K::heap_bytes(&k);
+        Some(v)
+    }
+
+    /// Keeps only the entries for which `keep` returns true.
+    pub fn retain(&mut self, mut keep: impl FnMut(K::Key<'_>, &mut V) -> bool) {
+        let (mut removed, mut heap) = (0, 0);
+        for seg in &mut self.segs {
+            for i in 0..seg.cap() {
+                if !seg.is_full_at(i) {
+                    continue;
+                }
+                let (k, v) = &mut seg.slots[i];
+                if !keep(K::key(k), v) {
+                    let (k, _) = seg.take(i);
+                    heap += K::heap_bytes(&k);
+                    removed += 1;
+                }
+            }
+        }
+        self.len -= removed;
+        self.heap_key_bytes -= heap;
+    }
+
+    /// Removes every entry, freeing all memory.
+    pub fn clear(&mut self) {
+        *self = self.fresh();
+    }
+
+    /// Empties the table and returns its old contents, so that the caller can drop a huge
+    /// table on another thread (FLUSHDB ASYNC) while this one is usable at once.
+    pub fn take(&mut self) -> Self {
+        let fresh = self.fresh();
+        std::mem::replace(self, fresh)
+    }
+
+    /// Where `key` is, or where it goes. The common case is one probe of one segment for the
+    /// key and a re-read of the same control bytes for the free slot, all inlined; the rare
+    /// case (first insert, full segment) is out of line.
+    #[inline(always)]
+    fn locate(&mut self, hash: u64, key: K::Key<'_>) -> Slot {
+        if !self.dir.is_empty() {
+            let id = self.seg_id(hash);
+            let seg = &self.segs[id];
+            if let Some(i) = seg.find(hash, key) {
+                return Slot::Found(id, i);
+            }
+            if let Some(i) = seg.free_with_room(hash) {
+                return Slot::Free(id, i);
+            }
+        }
+        self.make_room(hash)
+    }
+
+    /// A free slot for an absent key with `hash`, after creating the first segment or growing
+    /// the key's segment (more than once only if a split sent nearly everything one way).
+    #[cold]
+    #[inline(never)]
+    fn make_room(&mut self, hash: u64) -> Slot {
+        if self.dir.is_empty() {
+            self.segs.push(Segment::new(0, 0));
+            self.dir.push(0);
+            self.seg_bytes = self.segs[0].alloc_bytes();
+        }
+        loop {
+            let id = self.seg_id(hash);
+            if let Some(i) = self.segs[id].free_with_room(hash) {
+                return Slot::Free(id, i);
+            }
+            self.grow(id, hash);
+        }
+    }
+
+    #[inline]
+    fn put(&mut self, id: usize, i: usize, hash: u64, key: K::Key<'_>, value: V) {
+        let stored = K::store(key);
+        self.heap_key_bytes += K::heap_bytes(&stored);
+        self.segs[id].put(i, hash, stored, value);
+        self.len += 1;
+    }
+}

@@ -1,0 +1,100 @@
+//! Visiting entries: iteration, SCAN cursors and random sampling.
+//!
+//! SCAN: the cursor is a position in hash space, not in any array. A call visits the
+//! segment that covers the cursor, reports its entries with hash in `[cursor, next)` (see
+//! `Segment::scan_from` for why the cut at an empty slot misses nothing) and returns `next`;
+//! after the last segment (hash range ending at 2^64) it returns 0. The ranges of successive
+//! calls tile `[0, 2^64)`. Between calls, segments may be rebuilt or split any number of
+//! times: that moves entries between slots and segments but never changes their hashes, so
+//! an entry present during the whole iteration lies in exactly one range and is reported by
+//! the call that covered it. Hence Redis's guarantee holds, and more strictly than Redis
+//! (whose cursor can repeat entries after its table shrinks): without concurrent inserts of
+//! the same key after removal, each entry is reported exactly once. Cursor 0 starts; any
+//! value a client passes is a valid position.
+//!
+//! Random entries: pick a directory entry uniformly (a segment with probability
+//! proportional to its share of hash space), then a number in `[0, max_cap * 2^(global -
+//! local depth))` and accept it if it is a full slot index. Every slot of the table is thus
+//! equally likely, and an accepted draw is a uniform entry. With segments 71-90% full the
+//! expected number of draws is about two; after mass deletion it grows, so the draws are
+//! bounded and fall back to the first entry after a random segment (slightly biased).
+
+use rand::Rng;
+
+use crate::growth::class_cap;
+use crate::key::KeyKind;
+use crate::table::HashTable;
+
+/// Segments one SCAN call may visit beyond the first (bounds a call over an emptied table).
+const SCAN_SEGMENTS_MAX: usize = 16;
+/// Rejection-sampling draws before [`HashTable::random_entry`] falls back.
+const RANDOM_DRAWS_MAX: usize = 64;
+
+impl<K: KeyKind, V: Default> HashTable<K, V> {
+    /// All entries, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (K::Key<'_>, &V)> + '_ {
+        self.segs
+            .iter()
+            .flat_map(|s| s.iter())
+            .map(|(k, v)| (K::key(k), v))
+    }
+
+    /// All entries with mutable values, in no particular order.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (K::Key<'_>, &mut V)> + '_ {
+        self.segs
+            .iter_mut()
+            .flat_map(|s| s.iter_mut())
+            .map(|(k, v)| (K::key(k), v))
+    }
+
+    /// One SCAN step: calls `visit` for about `count` entries (at least one range ending at
+    /// an empty slot, so sometimes more; fewer at segment ends) from `cursor`, and returns
+    /// the next cursor, 0 when the iteration is complete. Start with cursor 0.
+    pub fn scan(&self, cursor: u64, count: usize, mut visit: impl FnMut(K::Key<'_>, &V)) -> u64 {
+        if self.dir.is_empty() {
+            return 0;
+        }
+        let want = count.max(1);
+        let (mut cursor, mut reported) = (cursor, 0);
+        for _ in 0..=SCAN_SEGMENTS_MAX {
+            let seg = &self.segs[self.seg_id(cursor)];
+            let mut f = |k: &K::Stored, v: &V| visit(K::key(k), v);
+            let (n, cut) = seg.scan_from(self.seed, cursor, want - reported, &mut f);
+            if let Some(next) = cut {
+                return next;
+            }
+            reported += n;
+            // Continue at the end of this segment's hash range; 0 past the last one.
+            let range = u64::MAX >> seg.depth;
+            cursor = (cursor & !range).wrapping_add(range).wrapping_add(1);
+            if cursor == 0 || reported >= want {
+                break;
+            }
+        }
+        cursor
+    }
+
+    /// A uniformly random entry (see the module comment), or None if the table is empty.
+    pub fn random_entry<R: Rng + ?Sized>(&self, rng: &mut R) -> Option<(K::Key<'_>, &V)> {
+        if self.is_empty() {
+            return None;
+        }
+        let max_cap = class_cap(self.max_class) as u64;
+        for _ in 0..RANDOM_DRAWS_MAX {
+            let seg = &self.segs[self.dir[rng.gen_range(0..self.dir.len())] as usize];
+            let draw = rng.gen_range(0..max_cap << (self.global_depth - seg.depth)) as usize;
+            if draw < seg.cap() && seg.is_full_at(draw) {
+                let (k, v) = &seg.slots[draw];
+                return Some((K::key(k), v));
+            }
+        }
+        let start = rng.gen_range(0..self.segs.len());
+        let (before, after) = self.segs.split_at(start);
+        after
+            .iter()
+            .chain(before)
+            .flat_map(|s| s.iter())
+            .next()
+            .map(|(k, v)| (K::key(k), v))
+    }
+}

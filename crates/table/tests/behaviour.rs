@@ -1,0 +1,224 @@
+//! Targeted tests: value drops, memory accounting, growth bounds, SCAN across heavy growth,
+//! tombstone churn and the uniformity of random sampling.
+
+use std::collections::HashSet;
+use std::rc::Rc;
+
+use abacus_table::{Config, Table, U64Table};
+use rand::{rngs::StdRng, Rng, SeedableRng};
+
+fn small(seed: u64) -> Config {
+    Config {
+        segment_slots: 16,
+        seed: Some(seed),
+    }
+}
+
+#[test]
+fn every_value_is_dropped_exactly_once() {
+    let marker = Rc::new(());
+    {
+        let mut t: Table<Option<Rc<()>>> = Table::with_config(small(1));
+        for i in 0..2000u32 {
+            t.insert(format!("key:{i}").as_bytes(), Some(marker.clone()));
+        }
+        for i in 0..2000u32 {
+            // Overwrites return the old value; removes return theirs.
+            assert!(t
+                .insert(format!("key:{i}").as_bytes(), Some(marker.clone()))
+                .is_some());
+            if i % 3 == 0 {
+                assert!(t.remove(format!("key:{i}").as_bytes()).is_some());
+            }
+        }
+        t.retain(|k, _| k.len() % 2 == 0);
+        let old = t.take();
+        assert_eq!(Rc::strong_count(&marker), 1 + old.len());
+        drop(old);
+        assert_eq!(Rc::strong_count(&marker), 1);
+        for i in 0..500u32 {
+            t.insert(format!("again:{i}").as_bytes(), Some(marker.clone()));
+        }
+        t.clear();
+        assert_eq!(Rc::strong_count(&marker), 1);
+        t.insert(b"last", Some(marker.clone()));
+    }
+    assert_eq!(Rc::strong_count(&marker), 1);
+}
+
+#[test]
+fn memory_counts_out_of_line_keys_exactly() {
+    let mut t: Table<u64> = Table::with_capacity(1000);
+    let base = t.memory_bytes();
+    t.insert(&[7u8; 22], 1); // inline: no heap bytes
+    assert_eq!(t.memory_bytes(), base);
+    t.insert(&[7u8; 23], 1);
+    assert_eq!(t.memory_bytes(), base + 23);
+    t.insert(&[9u8; 1000], 1);
+    assert_eq!(t.memory_bytes(), base + 1023);
+    t.insert(&[9u8; 1000], 2); // overwrite keeps the stored key
+    assert_eq!(t.memory_bytes(), base + 1023);
+    t.remove(&[7u8; 23]);
+    assert_eq!(t.memory_bytes(), base + 1000);
+    t.retain(|_, _| false);
+    assert_eq!(t.memory_bytes(), base);
+    t.clear();
+    assert_eq!(t.memory_bytes(), 0);
+}
+
+#[test]
+fn u64_entries_cost_at_most_24_bytes_after_growth() {
+    let mut t: U64Table<u64> = U64Table::new();
+    let mut rng = StdRng::seed_from_u64(3);
+    for n in 1..=300_000u64 {
+        t.insert(rng.gen(), n);
+        if n >= 50_000 && n % 10_000 == 0 {
+            let per_entry = t.memory_bytes() as f64 / t.len() as f64;
+            // 17-byte slots at >= ~71% load, plus directory and headers.
+            assert!(per_entry < 24.5, "{per_entry} bytes per entry at {n}");
+        }
+    }
+    t.check_invariants().unwrap();
+}
+
+#[test]
+fn with_capacity_does_not_grow() {
+    for n in [1usize, 100, 5_000, 200_000] {
+        let mut t: U64Table<u32> = U64Table::with_capacity(n);
+        let (capacity, memory) = (t.capacity(), t.memory_bytes());
+        for k in 0..n as u64 {
+            t.insert(k.wrapping_mul(0x9e37_79b9_7f4a_7c15), 0);
+        }
+        assert_eq!(
+            (t.capacity(), t.memory_bytes()),
+            (capacity, memory),
+            "n = {n}"
+        );
+        t.check_invariants().unwrap();
+    }
+}
+
+#[test]
+fn scan_returns_everything_present_throughout_heavy_growth() {
+    let mut t: Table<u32> = Table::with_config(Config {
+        segment_slots: 32,
+        seed: Some(5),
+    });
+    for i in 0..5000u32 {
+        t.insert(format!("old:{i}").as_bytes(), i);
+    }
+    let mut seen = HashSet::new();
+    let (mut cursor, mut next_new, mut calls) = (0, 0u32, 0);
+    loop {
+        cursor = t.scan(cursor, 10, |k, _| {
+            seen.insert(k.to_vec());
+        });
+        calls += 1;
+        // Between calls the table grows by half a segment and loses one old key.
+        for _ in 0..20 {
+            t.insert(
+                format!("new:{next_new}:{}", "x".repeat(next_new as usize % 40)).as_bytes(),
+                0,
+            );
+            next_new += 1;
+        }
+        t.remove(format!("old:{}", calls * 7 % 5000).as_bytes());
+        if cursor == 0 {
+            break;
+        }
+    }
+    assert!(t.len() > 10_000, "the table grew 2x during the scan");
+    let removed: HashSet<Vec<u8>> = (1..=calls)
+        .map(|c| format!("old:{}", c * 7 % 5000).into_bytes())
+        .collect();
+    for i in 0..5000u32 {
+        let k = format!("old:{i}").into_bytes();
+        assert!(seen.contains(&k) || removed.contains(&k), "missed {i}");
+    }
+    t.check_invariants().unwrap();
+}
+
+#[test]
+fn tombstone_churn_does_not_grow_memory() {
+    let mut t: U64Table<u64> = U64Table::with_config(Config {
+        segment_slots: 1024,
+        seed: Some(9),
+    });
+    let mut rng = StdRng::seed_from_u64(9);
+    let mut live: Vec<u64> = (0..20_000).map(|_| rng.gen()).collect();
+    for &k in &live {
+        t.insert(k, k);
+    }
+    let settled = t.memory_bytes();
+    for _ in 0..400_000 {
+        // Replace a random live key by a new one: a delete and an insert, same size.
+        let i = rng.gen_range(0..live.len());
+        assert_eq!(t.remove(live[i]), Some(live[i]));
+        live[i] = rng.gen();
+        t.insert(live[i], live[i]);
+    }
+    t.check_invariants().unwrap();
+    assert_eq!(t.len(), live.len());
+    assert!(
+        t.memory_bytes() <= settled * 3 / 2,
+        "{} -> {}",
+        settled,
+        t.memory_bytes()
+    );
+}
+
+#[test]
+fn random_entries_are_roughly_uniform() {
+    for config in [
+        small(11),
+        Config {
+            segment_slots: 64,
+            seed: Some(12),
+        },
+    ] {
+        let mut t: U64Table<u32> = U64Table::with_config(config);
+        for k in 0..500u64 {
+            t.insert(k, 0);
+        }
+        for k in (0..500u64).step_by(3) {
+            t.remove(k); // uneven segments: some emptier than others
+        }
+        let mut rng = StdRng::seed_from_u64(13);
+        let mut counts = std::collections::HashMap::new();
+        let draws = 200_000;
+        for _ in 0..draws {
+            let (k, _) = t.random_entry(&mut rng).unwrap();
+            *counts.entry(k).or_insert(0u32) += 1;
+        }
+        let expected = draws as f64 / t.len() as f64;
+        assert_eq!(counts.len(), t.len());
+        for (k, &n) in &counts {
+            assert!(
+                (n as f64) > expected * 0.7 && (n as f64) < expected * 1.3,
+                "key {k}: {n} vs {expected}"
+            );
+        }
+    }
+}
+
+#[test]
+fn prefetch_and_hashed_calls_agree_with_plain_ones() {
+    let mut t: Table<u32> = Table::new();
+    t.prefetch(t.hash_key(b"nothing")); // empty table: a no-op
+    let keys: Vec<Vec<u8>> = (0..10_000u32)
+        .map(|i| format!("k{i}").into_bytes())
+        .collect();
+    let hashes: Vec<u64> = keys.iter().map(|k| t.hash_key(k)).collect();
+    for (k, &h) in keys.iter().zip(&hashes) {
+        t.prefetch(h);
+        assert_eq!(t.insert_hashed(h, k, 1), None);
+    }
+    for (k, &h) in keys.iter().zip(&hashes) {
+        t.prefetch(h);
+        assert_eq!(t.get_hashed(h, k), Some(&1));
+        *t.get_mut_hashed(h, k).unwrap() += 1;
+        assert_eq!(t.get(k), Some(&2));
+    }
+    assert_eq!(t.remove_hashed(hashes[0], &keys[0]), Some(2));
+    assert_eq!(t.iter_mut().map(|(_, v)| *v).sum::<u32>(), 2 * 9_999);
+}
