@@ -1,15 +1,14 @@
 //! One numbered database of a shard: the key -> entry map, its expiry index and WATCH hooks.
 //!
 //! Design:
-//! - The map is an `IndexMap`: entries sit in a dense vector, so RANDOMKEY and the sampling of
-//!   active expiry are O(1) (pick a random index), and a SCAN cursor is simply a position in
-//!   that vector. Deletion uses `swap_remove`, which moves the last entry into the hole; a
-//!   SCAN that already passed the hole misses that moved entry. That weakens Redis's SCAN
-//!   guarantee only for keys deleted *during* an iteration's run; the keyspace-engine issue
-//!   replaces this map with a segmented table whose cursor keeps the full guarantee.
+//! - The map is an `abacus_table::Table`: a segmented (extendible-hashing) table that grows
+//!   one small segment at a time, so no command ever waits for a whole-table rehash, with
+//!   short keys stored inline in the slot. Its SCAN cursor is a position in hash space, which
+//!   keeps Redis's guarantee (every key present for a whole iteration is returned) across
+//!   growth; RANDOMKEY and active expiry use its random-entry sampling.
 //! - Expiry: each entry carries its absolute expiry time in milliseconds (0 = none), and the
-//!   keys that have one are also in `volatile`, an index set sampled by active expiry the way
-//!   Redis samples its `expires` dict. Lookups expire lazily.
+//!   keys that have one are also in `volatile`, a second table sampled by active expiry the
+//!   way Redis samples its `expires` dict. Lookups expire lazily.
 //! - WATCH: a client watching a key registers a shared flag here; every modification of the
 //!   key (reported by the server through [`Db::signal_modified`], plus expiry and flushes done
 //!   here) raises the flags. The check costs one `is_empty` when nobody watches.
@@ -18,8 +17,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use indexmap::{IndexMap, IndexSet};
-use rand::Rng;
+use abacus_table::Table;
 
 use crate::glob::glob_match;
 use crate::value::Value;
@@ -28,8 +26,9 @@ use crate::Key;
 /// Raised when a watched key is modified; owned jointly by the client and the databases.
 pub type WatchFlag = Arc<AtomicBool>;
 
-/// A key's value with its metadata.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A key's value with its metadata. `Default` (an empty string, no allocation) is what a free
+/// table slot holds.
+#[derive(Clone, Debug, Default)]
 pub struct Entry {
     pub value: Value,
     /// Absolute expiry time in Unix milliseconds; 0 means no expiry.
@@ -60,25 +59,34 @@ impl Entry {
     }
 }
 
-/// Per-entry bookkeeping bytes counted by [`Db::approx_bytes`] beyond key and value bytes:
-/// the index-map slot, its hash-table index and the entry's fixed fields.
-const ENTRY_OVERHEAD_BYTES: usize = 80;
-
-/// foldhash: several times faster than the default SipHash on short keys. Keys come from
-/// clients, so the hasher is still randomly seeded per process against flooding.
+/// Per-entry bookkeeping bytes counted by [`Db::approx_bytes`] beyond the table's own
+/// memory: none today (the table accounts its slots and out-of-line keys exactly).
+/// foldhash for the small WATCH map.
 type Hasher = foldhash::fast::RandomState;
 
 /// One database.
 #[derive(Default)]
 pub struct Db {
-    map: IndexMap<Key, Entry, Hasher>,
-    volatile: IndexSet<Key, Hasher>,
+    map: Table<Entry>,
+    /// Keys that have an expiry (the value is unused).
+    volatile: Table<()>,
     watched: HashMap<Key, Vec<WatchFlag>, Hasher>,
     /// Keys removed by expiry (lazy or active) since the database was created.
     pub expired_keys_total: u64,
     /// Lookups through [`Db::get`] that found / did not find their key (INFO keyspace_hits).
     pub hits_total: u64,
     pub misses_total: u64,
+}
+
+/// How a lookup treats the entry it finds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Touch {
+    /// Count a hit or miss and update the access time (reads).
+    Read,
+    /// Update the access time only (writes).
+    Write,
+    /// Neither (OBJECT, TYPE).
+    None,
 }
 
 impl Db {
@@ -101,83 +109,71 @@ impl Db {
         self.volatile.len()
     }
 
-    /// Removes `key` if it has expired. Returns true if it was removed.
-    fn expire_if_needed(&mut self, key: &[u8], now_ms: u64) -> bool {
-        match self.map.get_index_of(key) {
-            Some(i) => self.expire_index_if_needed(i, now_ms),
-            None => false,
-        }
+    /// Hashes `key` for this database's table and prefetches its slot, so that a batch of
+    /// commands can start all its memory loads before executing the first one.
+    pub fn prefetch(&self, key: &[u8]) {
+        self.map.prefetch(self.map.hash_key(key));
     }
 
-    /// Removes the entry at `i` if it has expired. Returns true if it was removed.
-    fn expire_index_if_needed(&mut self, i: usize, now_ms: u64) -> bool {
-        let expired = self.map.get_index(i).is_some_and(|(_, e)| e.is_expired(now_ms));
+    /// Removes `key` if it has expired. Returns true if it was removed.
+    fn expire_if_needed(&mut self, key: &[u8], now_ms: u64) -> bool {
+        let expired = self.map.get(key).is_some_and(|e| e.is_expired(now_ms));
         if expired {
-            if let Some((key, _)) = self.map.swap_remove_index(i) {
-                self.volatile.swap_remove(&key);
-                self.expired_keys_total += 1;
-                self.signal_modified(&key);
-            }
+            self.map.remove(key);
+            self.volatile.remove(key);
+            self.expired_keys_total += 1;
+            self.signal_modified(key);
         }
         expired
     }
 
-    /// The position of a live `key`: one hash lookup; an expired key is reclaimed on the way.
-    fn live_index(&mut self, key: &[u8], now_ms: u64) -> Option<usize> {
-        let i = self.map.get_index_of(key)?;
-        if self.expire_index_if_needed(i, now_ms) {
+    /// One hash lookup in the common case; an expired key is reclaimed on the way (a second
+    /// lookup, only then).
+    fn lookup(&mut self, key: &[u8], now_ms: u64, touch: Touch) -> Option<&mut Entry> {
+        let hash = self.map.hash_key(key);
+        let expired = match self.map.get_mut_hashed(hash, key) {
+            None => true,
+            Some(e) => e.is_expired(now_ms),
+        };
+        if expired {
+            // Absent or expired: reclaim if expired, count a miss.
+            self.expire_if_needed(key, now_ms);
+            if touch == Touch::Read {
+                self.misses_total += 1;
+            }
             return None;
         }
-        Some(i)
+        if touch == Touch::Read {
+            self.hits_total += 1;
+        }
+        let e = self.map.get_mut_hashed(hash, key)?;
+        if touch != Touch::None {
+            e.accessed_s = (now_ms / 1000) as u32;
+        }
+        Some(e)
     }
 
     /// Looks `key` up for reading; expired keys are removed and reported absent.
     pub fn get(&mut self, key: &[u8], now_ms: u64) -> Option<&Entry> {
-        match self.live_index(key, now_ms) {
-            Some(i) => {
-                self.hits_total += 1;
-                let e = &mut self.map[i];
-                e.accessed_s = (now_ms / 1000) as u32;
-                Some(&*e)
-            }
-            None => {
-                self.misses_total += 1;
-                None
-            }
-        }
+        self.lookup(key, now_ms, Touch::Read).map(|e| &*e)
     }
 
     /// Looks `key` up for modification; expired keys are removed and reported absent.
     /// Updates the access time.
     pub fn get_mut(&mut self, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
-        let i = self.live_index(key, now_ms)?;
-        let e = &mut self.map[i];
-        e.accessed_s = (now_ms / 1000) as u32;
-        Some(e)
+        self.lookup(key, now_ms, Touch::Write)
     }
 
     /// Looks `key` up for a read that may re-encode the value in place (a string command
     /// reading a decoded sketch, an HLL command decoding a string): counts hits and misses
     /// like [`Db::get`] and updates the access time.
     pub fn get_read_mut(&mut self, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
-        match self.live_index(key, now_ms) {
-            Some(i) => {
-                self.hits_total += 1;
-                let e = &mut self.map[i];
-                e.accessed_s = (now_ms / 1000) as u32;
-                Some(e)
-            }
-            None => {
-                self.misses_total += 1;
-                None
-            }
-        }
+        self.lookup(key, now_ms, Touch::Read)
     }
 
     /// Looks `key` up without touching its access time (OBJECT IDLETIME, TYPE in SCAN).
     pub fn peek(&mut self, key: &[u8], now_ms: u64) -> Option<&Entry> {
-        let i = self.live_index(key, now_ms)?;
-        Some(&self.map[i])
+        self.lookup(key, now_ms, Touch::None).map(|e| &*e)
     }
 
     /// Looks a live `key` up through a shared reference, so that several values can be
@@ -199,40 +195,37 @@ impl Db {
         self.insert_entry(key, entry);
     }
 
-    /// Inserts a whole entry (value and expiry), replacing any previous one.
+    /// Inserts a whole entry (value and expiry), replacing any previous one. One hash lookup
+    /// (plus the expiry index only when the key has or had an expiry).
     pub fn insert_entry(&mut self, key: &[u8], entry: Entry) {
         let volatile = entry.expire_at_ms != 0;
-        // One lookup when overwriting (the common case under steady load), and the key is only
-        // copied to the heap when it is new.
-        let was_volatile = match self.map.get_index_of(key) {
-            Some(i) => std::mem::replace(&mut self.map[i], entry).expire_at_ms != 0,
-            None => {
-                self.map.insert(key.into(), entry);
-                false
-            }
-        };
+        let was_volatile = self.map.insert(key, entry).is_some_and(|old| old.expire_at_ms != 0);
         if volatile && !was_volatile {
-            self.volatile.insert(key.into());
+            self.volatile.insert(key, ());
         } else if !volatile && was_volatile {
-            self.volatile.swap_remove(key);
+            self.volatile.remove(key);
         }
     }
 
     /// Removes `key`, returning its entry (expired or not).
     pub fn remove_entry(&mut self, key: &[u8]) -> Option<Entry> {
-        let e = self.map.swap_remove(key)?;
+        let e = self.map.remove(key)?;
         if e.expire_at_ms != 0 {
-            self.volatile.swap_remove(key);
+            self.volatile.remove(key);
         }
         Some(e)
     }
 
     /// Removes `key` if it exists and has not expired. Returns whether a live key was removed.
     pub fn remove(&mut self, key: &[u8], now_ms: u64) -> bool {
-        if self.expire_if_needed(key, now_ms) {
-            return false;
+        match self.remove_entry(key) {
+            Some(e) if e.is_expired(now_ms) => {
+                self.expired_keys_total += 1;
+                false
+            }
+            Some(_) => true,
+            None => false,
         }
-        self.remove_entry(key).is_some()
     }
 
     /// Sets the absolute expiry of an existing key (0 removes it). Returns false if the key
@@ -242,25 +235,18 @@ impl Db {
         let was_volatile = e.expire_at_ms != 0;
         e.expire_at_ms = expire_at_ms;
         if expire_at_ms == 0 && was_volatile {
-            self.volatile.swap_remove(key);
+            self.volatile.remove(key);
         } else if expire_at_ms != 0 && !was_volatile {
-            self.volatile.insert(key.into());
+            self.volatile.insert(key, ());
         }
         true
     }
 
-    /// Removes every key; returns the old map so the caller can drop it elsewhere (FLUSHDB
-    /// ASYNC drops it on a background thread).
+    /// Removes every key; returns the old contents so the caller can drop them elsewhere
+    /// (FLUSHDB ASYNC drops them on a background thread).
     pub fn take_all(&mut self) -> Db {
         self.signal_all();
-        let watched = std::mem::take(&mut self.watched);
-        let (expired, hits, misses) = (self.expired_keys_total, self.hits_total, self.misses_total);
-        let old = std::mem::take(self);
-        self.watched = watched;
-        self.expired_keys_total = expired;
-        self.hits_total = hits;
-        self.misses_total = misses;
-        old
+        Db { map: self.map.take(), volatile: self.volatile.take(), ..Db::default() }
     }
 
     /// Swaps the contents of two databases, keeping each database's watchers in place (SWAPDB:
@@ -280,11 +266,7 @@ impl Db {
         let n = samples.min(self.volatile.len());
         let mut expired = 0;
         for _ in 0..n {
-            if self.volatile.is_empty() {
-                break;
-            }
-            let i = rng.gen_range(0..self.volatile.len());
-            let Some(key) = self.volatile.get_index(i).cloned() else { break };
+            let Some(key) = self.volatile.random_entry(&mut rng).map(|(k, _)| k.to_vec()) else { break };
             if self.expire_if_needed(&key, now_ms) {
                 expired += 1;
             }
@@ -297,44 +279,32 @@ impl Db {
     /// cannot loop forever (Redis bounds this too).
     pub fn random_key(&mut self, now_ms: u64) -> Option<Key> {
         let mut rng = rand::thread_rng();
+        let mut last = None;
         for _ in 0..100 {
-            if self.map.is_empty() {
-                return None;
-            }
-            let i = rng.gen_range(0..self.map.len());
-            let (k, e) = self.map.get_index(i)?;
+            let (k, e) = self.map.random_entry(&mut rng)?;
+            let key: Key = k.into();
             if !e.is_expired(now_ms) {
-                return Some(k.clone());
+                return Some(key);
             }
-            let k = k.clone();
-            self.expire_if_needed(&k, now_ms);
+            self.expire_if_needed(&key, now_ms);
+            last = Some(key);
         }
         // Only expired keys seen: return one anyway, as Redis does after its bound.
-        self.map.get_index(0).map(|(k, _)| k.clone())
+        last
     }
 
-    /// Visits up to `count` entries from position `cursor`; returns the next cursor (0 when
-    /// the iteration is complete). Expired entries are skipped, not reported.
-    pub fn scan(
-        &self,
-        cursor: usize,
-        count: usize,
-        now_ms: u64,
-        mut visit: impl FnMut(&[u8], &Entry),
-    ) -> usize {
-        let end = cursor.saturating_add(count.max(1)).min(self.map.len());
-        for i in cursor.min(end)..end {
-            if let Some((k, e)) = self.map.get_index(i) {
-                if !e.is_expired(now_ms) {
-                    visit(k, e);
-                }
+    /// Visits about `count` entries from the hash-space position `cursor`; returns the next
+    /// cursor (0 when the iteration is complete) and how many entries were visited. Expired
+    /// entries are skipped, not reported.
+    pub fn scan(&self, cursor: u64, count: usize, now_ms: u64, mut visit: impl FnMut(&[u8], &Entry)) -> (u64, usize) {
+        let mut visited = 0;
+        let next = self.map.scan(cursor, count.max(1), |k, e| {
+            visited += 1;
+            if !e.is_expired(now_ms) {
+                visit(k, e);
             }
-        }
-        if end >= self.map.len() {
-            0
-        } else {
-            end
-        }
+        });
+        (next, visited)
     }
 
     /// Keys matching the glob `pattern` that have not expired.
@@ -343,16 +313,13 @@ impl Db {
         self.map
             .iter()
             .filter(|(k, e)| !e.is_expired(now_ms) && (all || glob_match(pattern, k, false)))
-            .map(|(k, _)| k.clone())
+            .map(|(k, _)| k.into())
             .collect()
     }
 
-    /// Approximate bytes used by this database's keys and values.
+    /// Bytes used by this database: the tables' exact memory plus the values' heap bytes.
     pub fn approx_bytes(&self) -> usize {
-        self.map
-            .iter()
-            .map(|(k, e)| k.len() + e.value.heap_bytes() + ENTRY_OVERHEAD_BYTES)
-            .sum()
+        self.map.memory_bytes() + self.volatile.memory_bytes() + self.map.iter().map(|(_, e)| e.value.heap_bytes()).sum::<usize>()
     }
 
     /// Registers `flag` to be raised when `key` is modified.
@@ -519,7 +486,7 @@ mod tests {
             let mut seen = Vec::new();
             let mut cursor = 0;
             loop {
-                cursor = db.scan(cursor, 7, now, |k, _| seen.push(k[0]));
+                cursor = db.scan(cursor, 7, now, |k, _| seen.push(k[0])).0;
                 if cursor == 0 { break; }
             }
             seen.sort();

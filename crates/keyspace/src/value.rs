@@ -54,6 +54,13 @@ impl PartialEq for Value {
 
 impl Eq for Value {}
 
+/// The empty string: what a free table slot holds (no allocation).
+impl Default for Value {
+    fn default() -> Value {
+        Value::Str(Vec::new())
+    }
+}
+
 /// The type names TYPE reports and SCAN's TYPE option matches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ValueType {

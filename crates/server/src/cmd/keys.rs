@@ -2,7 +2,8 @@
 //!
 //! Keyed commands run on the shard of their keys (atomically across shards when their keys
 //! span several; see `exec.rs`). KEYS, SCAN and RANDOMKEY visit the shards from the
-//! connection. A SCAN cursor names a shard and a position in it: `(position << 8) | shard`,
+//! connection. A SCAN cursor names a shard and a position in its hash space: `position | shard`
+//! (the low 8 bits hold the shard),
 //! iterating shard 0 to the end, then shard 1, and so on; cursor 0 starts and ends.
 
 use abacus_protocol::{Bytes, Frame};
@@ -214,7 +215,9 @@ pub async fn keys(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
     Frame::Array(per_shard.into_iter().flatten().map(|k| Frame::Bulk(Bytes::from(k.into_vec()))).collect())
 }
 
-const SCAN_SHARD_BITS: u32 = 8;
+/// The low bits of a SCAN cursor name the shard (up to 256 shards); the rest is a position
+/// in that shard's hash space.
+const SHARD_MASK: u64 = 0xff;
 
 pub async fn scan(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
     let cursor: u64 = match std::str::from_utf8(&a[1]).ok().and_then(|s| s.parse().ok()) {
@@ -244,12 +247,12 @@ pub async fn scan(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
         i += 2;
     }
     let shards = conn.worker.shards() as u64;
-    let shard = cursor & ((1 << SCAN_SHARD_BITS) - 1);
+    let shard = cursor & SHARD_MASK;
     if shard >= shards {
         return Frame::Array(vec![Frame::bulk(&b"0"[..]), Frame::Array(vec![])]);
     }
     let mut shard = shard;
-    let mut pos = (cursor >> SCAN_SHARD_BITS) as usize;
+    let mut pos = cursor & !SHARD_MASK;
     let db = conn.db;
     let mut keys = Vec::new();
     let mut budget = count;
@@ -261,9 +264,7 @@ pub async fn scan(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
             .worker
             .run(access, shard as usize, move |s| {
                 let mut found = Vec::new();
-                let d = &s.dbs[db];
-                let visited = budget.min(d.len().saturating_sub(pos));
-                let next = d.scan(pos, budget, now_ms(), |k, e| {
+                let (next, visited) = s.dbs[db].scan(pos, budget, now_ms(), |k, e| {
                     let type_ok = type_filter.as_deref().map_or(true, |t| e.value.value_type().name() == t);
                     let match_ok = pattern.as_ref().map_or(true, |p| abacus_keyspace::glob_match(p, k, false));
                     if type_ok && match_ok {
@@ -277,7 +278,12 @@ pub async fn scan(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
         keys.extend(found);
         budget = budget.saturating_sub(visited.max(1));
         if next_pos != 0 {
-            break ((next_pos as u64) << SCAN_SHARD_BITS) | shard;
+            // The shard's cursor is a position in hash space; its low bits make room for the
+            // shard number. Rounding the position down can only revisit a few keys (SCAN may
+            // return duplicates), never skip one. A position below 256 would round to the
+            // shard's start and could repeat forever, so it is bumped to 256: skipping keys
+            // whose 64-bit hash is below 256 has a probability of ~n/2^56.
+            break (next_pos & !SHARD_MASK).max(SHARD_MASK + 1) | shard;
         }
         shard += 1;
         pos = 0;
