@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from helpers import Err, RespClient, info_dict, info_sections, kv_fields, wait_until
+from helpers import Err, RespClient, encode_command, info_dict, info_sections, kv_fields, wait_until
 
 
 def wrong_args(cmd):
@@ -240,14 +240,12 @@ def test_flushall_clears_expires(c):
 
 # ---------------------------------------------------------------- CONFIG
 
-@pytest.mark.needs_eviction
 def test_config_get_exact(c):
     assert c("CONFIG", "GET", "maxmemory") == [b"maxmemory", b"0"]
     assert c("CONFIG", "GET", "databases") == [b"databases", b"16"]
     assert c("CONFIG", "GET", "nosuchparam") == []
 
 
-@pytest.mark.needs_eviction
 def test_config_get_glob(c):
     d = pairs(c("CONFIG", "GET", "max*"))
     assert d[b"maxmemory"] == b"0"
@@ -256,7 +254,6 @@ def test_config_get_glob(c):
     assert all(k.startswith(b"max") for k in d)
 
 
-@pytest.mark.needs_eviction
 def test_config_get_multiple_and_case(c):
     # parameter names are case-insensitive (the case of the echoed name is
     # not asserted: Redis 7.0 echoes an exact name as it was requested)
@@ -274,7 +271,6 @@ def test_config_get_port(c):
     assert c("CONFIG", "GET", "port") == [b"port", str(c.port).encode()]
 
 
-@pytest.mark.needs_eviction
 def test_config_set_single(c):
     try:
         assert c("CONFIG", "SET", "maxmemory", "10mb") == "OK"
@@ -284,7 +280,6 @@ def test_config_set_single(c):
     assert c("CONFIG", "GET", "maxmemory") == [b"maxmemory", b"0"]
 
 
-@pytest.mark.needs_eviction
 def test_config_set_multiple_pairs(c):
     try:
         assert c("CONFIG", "SET", "timeout", "300", "maxmemory-policy", "allkeys-lru") == "OK"
@@ -496,3 +491,51 @@ def test_debug_populate(c):
     assert c("DEBUG", "POPULATE", "2", "q", "3") == "OK"
     assert c("GET", "q:1") == b"val"
     assert isinstance(c("DEBUG", "POPULATE", "-1"), Err)
+
+
+def info_int(c, section, field):
+    return int(info_dict(c("INFO", section))[field])
+
+
+@pytest.mark.abacus_only("Redis's used_memory counts differently; the bound is Abacus's contract")
+def test_maxmemory_eviction_keeps_memory_near_the_limit(c):
+    base = info_int(c, "memory", "used_memory")
+    limit = base + 32 * 1024 * 1024
+    try:
+        assert c("CONFIG", "SET", "maxmemory", str(limit), "maxmemory-policy", "allkeys-lru") == "OK"
+        value = "x" * 1000
+        for start in range(0, 100000, 1000):
+            cmds = b"".join(encode_command("SET", "k:%d" % i, value) for i in range(start, start + 1000))
+            c.send(cmds)
+            for _ in range(1000):
+                assert c.read_reply() == "OK"
+        used = info_int(c, "memory", "used_memory")
+        assert used <= limit * 1.05, (used, limit)
+        assert info_int(c, "stats", "evicted_keys") > 0
+        assert c("DBSIZE") < 100000
+        assert c("GET", "k:99999") == value.encode()
+    finally:
+        c("CONFIG", "SET", "maxmemory", "0", "maxmemory-policy", "noeviction")
+
+
+def test_maxmemory_noeviction_refuses_writes(c):
+    try:
+        assert c("CONFIG", "SET", "maxmemory", "1", "maxmemory-policy", "noeviction") == "OK"
+        assert c("SET", "a", "1") == Err("OOM command not allowed when used memory > 'maxmemory'.")
+        # reads and deletes still work
+        assert c("GET", "a") is None
+        assert c("DEL", "a") == 0
+    finally:
+        c("CONFIG", "SET", "maxmemory", "0")
+    assert c("SET", "a", "1") == "OK"
+
+
+def test_maxmemory_volatile_policy_only_evicts_keys_with_ttl(c):
+    c("SET", "persistent", "1")
+    try:
+        assert c("CONFIG", "SET", "maxmemory", "1", "maxmemory-policy", "volatile-lru") == "OK"
+        # nothing volatile to evict: the write is refused
+        assert c("SET", "b", "1") == Err("OOM command not allowed when used memory > 'maxmemory'.")
+        assert c("GET", "persistent") == b"1"
+    finally:
+        c("CONFIG", "SET", "maxmemory", "0", "maxmemory-policy", "noeviction")

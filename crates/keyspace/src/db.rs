@@ -76,7 +76,47 @@ pub struct Db {
     /// Lookups through [`Db::get`] that found / did not find their key (INFO keyspace_hits).
     pub hits_total: u64,
     pub misses_total: u64,
+    /// Keys removed to stay under `maxmemory`.
+    pub evicted_keys_total: u64,
 }
+
+/// Which keys `maxmemory` may evict (Redis's policy names). LFU policies are not offered yet:
+/// entries keep an access time but no frequency counter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EvictionPolicy {
+    NoEviction,
+    AllKeysLru,
+    AllKeysRandom,
+    VolatileLru,
+    VolatileRandom,
+    VolatileTtl,
+}
+
+impl EvictionPolicy {
+    pub const NAMES: &'static [&'static str] =
+        &["noeviction", "allkeys-lru", "allkeys-random", "volatile-lru", "volatile-random", "volatile-ttl"];
+
+    pub fn from_name(name: &str) -> Option<EvictionPolicy> {
+        use EvictionPolicy::*;
+        Some(match name {
+            "noeviction" => NoEviction,
+            "allkeys-lru" => AllKeysLru,
+            "allkeys-random" => AllKeysRandom,
+            "volatile-lru" => VolatileLru,
+            "volatile-random" => VolatileRandom,
+            "volatile-ttl" => VolatileTtl,
+            _ => return None,
+        })
+    }
+
+    fn volatile_only(self) -> bool {
+        matches!(self, EvictionPolicy::VolatileLru | EvictionPolicy::VolatileRandom | EvictionPolicy::VolatileTtl)
+    }
+}
+
+/// Fixed bytes an entry costs beyond its key and value heap bytes (slot, control byte, load
+/// factor slack), for the estimate of what an eviction frees.
+const ENTRY_SLOT_BYTES: usize = 96;
 
 /// How a lookup treats the entry it finds.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -307,6 +347,39 @@ impl Db {
         (next, visited)
     }
 
+    /// Evicts one key chosen by `policy` among `samples` random candidates (Redis's
+    /// approximated LRU: the least recently used of a sample; volatile policies sample keys
+    /// with an expiry; volatile-ttl takes the nearest expiry). Returns an estimate of the bytes
+    /// freed, or None if there is no candidate.
+    pub fn evict_one(&mut self, policy: EvictionPolicy, samples: usize) -> Option<usize> {
+        let mut rng = rand::thread_rng();
+        let mut best: Option<(Key, u64)> = None;
+        for _ in 0..samples.max(1) {
+            let key: Key = if policy.volatile_only() {
+                self.volatile.random_entry(&mut rng)?.0.into()
+            } else {
+                self.map.random_entry(&mut rng)?.0.into()
+            };
+            let Some(e) = self.map.get(&key) else { continue };
+            let score = match policy {
+                EvictionPolicy::AllKeysLru | EvictionPolicy::VolatileLru => e.accessed_s as u64,
+                EvictionPolicy::VolatileTtl => e.expire_at_ms,
+                _ => 0,
+            };
+            if best.as_ref().map_or(true, |(_, s)| score < *s) {
+                best = Some((key, score));
+            }
+            if matches!(policy, EvictionPolicy::AllKeysRandom | EvictionPolicy::VolatileRandom) {
+                break;
+            }
+        }
+        let (key, _) = best?;
+        let e = self.remove_entry(&key)?;
+        self.evicted_keys_total += 1;
+        self.signal_modified(&key);
+        Some(key.len() + e.value.heap_bytes() + ENTRY_SLOT_BYTES)
+    }
+
     /// Keys matching the glob `pattern` that have not expired.
     pub fn keys_matching(&self, pattern: &[u8], now_ms: u64) -> Vec<Key> {
         let all = pattern == b"*";
@@ -424,6 +497,32 @@ mod tests {
         f.store(false, Ordering::Release);
         db.signal_all();
         assert!(!f.load(Ordering::Acquire));
+    }
+
+    #[test]
+    fn eviction_respects_the_policy() {
+        let mut db = Db::new();
+        for i in 0..50 {
+            db.set(format!("p{i}").as_bytes(), s("v"), 0, 1_000);
+        }
+        assert_eq!(db.evict_one(EvictionPolicy::VolatileLru, 5), None, "no key has an expiry");
+        db.set(b"soon", s("v"), 5_000_000, 1_000);
+        db.set(b"later", s("v"), 9_000_000, 1_000);
+        // volatile-ttl with a sample covering both volatile keys evicts the nearest expiry.
+        assert!(db.evict_one(EvictionPolicy::VolatileTtl, 64).is_some());
+        assert!(db.get(b"soon", 2_000).is_none());
+        assert!(db.get(b"later", 2_000).is_some());
+        // allkeys-lru with a large sample over three keys evicts the least recently used one
+        // (a given key escapes 64 random draws with probability (2/3)^64).
+        let mut lru = Db::new();
+        for (k, at) in [(&b"a"[..], 3_000_000u64), (b"b", 1_000_000), (b"c", 2_000_000)] {
+            lru.set(k, s("v"), 0, at);
+        }
+        assert!(lru.evict_one(EvictionPolicy::AllKeysLru, 64).is_some());
+        assert!(lru.get_shared(b"b", 0).is_none());
+        assert!(lru.get_shared(b"a", 0).is_some() && lru.get_shared(b"c", 0).is_some());
+        assert_eq!(lru.evicted_keys_total, 1);
+        assert_eq!(db.evicted_keys_total, 1);
     }
 
     #[derive(Debug, Clone)]

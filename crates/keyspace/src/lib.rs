@@ -17,7 +17,7 @@ pub mod db;
 pub mod glob;
 pub mod value;
 
-pub use db::{Db, Entry, WatchFlag};
+pub use db::{Db, EvictionPolicy, Entry, WatchFlag};
 pub use glob::glob_match;
 pub use value::{Value, ValueType};
 

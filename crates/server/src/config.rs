@@ -63,6 +63,9 @@ pub const PARAMS: &[Param] = &[
     Param { name: "loglevel", default: "notice", kind: Kind::Enum(&["debug", "verbose", "notice", "warning", "nothing"]), mutable: true, help: "log verbosity" },
     Param { name: "logfile", default: "", kind: Kind::Str, mutable: false, help: "log file; empty = standard output" },
     Param { name: "enable-debug-command", default: "local", kind: Kind::Enum(&["yes", "no", "local"]), mutable: false, help: "allow DEBUG: yes, no, or local (loopback connections only)" },
+    Param { name: "maxmemory", default: "0", kind: Kind::Memory { min: 0, max: i64::MAX as u64 }, mutable: true, help: "memory limit in bytes (0 = none); see maxmemory-policy" },
+    Param { name: "maxmemory-policy", default: "noeviction", kind: Kind::Enum(abacus_keyspace::EvictionPolicy::NAMES), mutable: true, help: "what to do at maxmemory: noeviction (refuse writes) or evict keys (allkeys-/volatile- lru, random; volatile-ttl)" },
+    Param { name: "maxmemory-samples", default: "5", kind: Kind::Int { min: 1, max: 64 }, mutable: true, help: "keys sampled per eviction (approximated LRU)" },
     Param { name: "appendonly", default: "no", kind: Kind::Bool, mutable: false, help: "append-only log (not implemented yet: always no)" },
     Param { name: "save", default: "", kind: Kind::Str, mutable: false, help: "snapshot schedule (not implemented yet: always empty)" },
     Param { name: "hll-log2m", default: "11", kind: Kind::Int { min: 4, max: 31 }, mutable: true, help: "HLL.* sketches created without LOG2M: log2 of the register count" },
@@ -114,6 +117,10 @@ pub struct CmdConfig {
     pub set_limits: EncodingLimits,
     /// hash-max-listpack-entries / -value.
     pub hash_limits: EncodingLimits,
+    /// maxmemory (0 = none), maxmemory-policy, maxmemory-samples.
+    pub maxmemory: u64,
+    pub eviction: abacus_keyspace::EvictionPolicy,
+    pub eviction_samples: usize,
 }
 
 /// Looks a parameter up by name (case-insensitive, as Redis).
@@ -193,6 +200,9 @@ pub struct Config {
     set_listpack_value: AtomicU64,
     hash_listpack_entries: AtomicU64,
     hash_listpack_value: AtomicU64,
+    maxmemory: AtomicU64,
+    eviction_policy: AtomicU64,
+    eviction_samples: AtomicU64,
 }
 
 impl Default for Config {
@@ -215,6 +225,9 @@ impl Default for Config {
             set_listpack_value: AtomicU64::new(0),
             hash_listpack_entries: AtomicU64::new(0),
             hash_listpack_value: AtomicU64::new(0),
+            maxmemory: AtomicU64::new(0),
+            eviction_policy: AtomicU64::new(0),
+            eviction_samples: AtomicU64::new(5),
         };
         c.refresh_hot();
         c
@@ -325,6 +338,10 @@ impl Config {
         self.set_listpack_value.store(self.get_u64("set-max-listpack-value"), Ordering::Relaxed);
         self.hash_listpack_entries.store(self.get_u64("hash-max-listpack-entries"), Ordering::Relaxed);
         self.hash_listpack_value.store(self.get_u64("hash-max-listpack-value"), Ordering::Relaxed);
+        self.maxmemory.store(self.get_u64("maxmemory"), Ordering::Relaxed);
+        let policy = abacus_keyspace::EvictionPolicy::NAMES.iter().position(|n| *n == self.get("maxmemory-policy")).unwrap_or(0);
+        self.eviction_policy.store(policy as u64, Ordering::Relaxed);
+        self.eviction_samples.store(self.get_u64("maxmemory-samples"), Ordering::Relaxed);
     }
 
     /// What keyed handlers need, read from the hot mirrors (no lock).
@@ -341,6 +358,12 @@ impl Config {
             },
             set_limits: limits(&self.set_listpack_entries, &self.set_listpack_value),
             hash_limits: limits(&self.hash_listpack_entries, &self.hash_listpack_value),
+            maxmemory: self.maxmemory.load(Ordering::Relaxed),
+            eviction: abacus_keyspace::EvictionPolicy::NAMES
+                .get(self.eviction_policy.load(Ordering::Relaxed) as usize)
+                .and_then(|n| abacus_keyspace::EvictionPolicy::from_name(n))
+                .unwrap_or(abacus_keyspace::EvictionPolicy::NoEviction),
+            eviction_samples: self.eviction_samples.load(Ordering::Relaxed) as usize,
         }
     }
 

@@ -25,13 +25,14 @@ use std::time::Instant;
 
 use tokio::sync::{mpsc, oneshot};
 
-use abacus_keyspace::{Db, Entry};
+use abacus_keyspace::{Db, Entry, EvictionPolicy};
 use abacus_protocol::{Bytes, Frame};
 
 use crate::command::{Handler, Spec};
 use crate::config::CmdConfig;
 use crate::server::Server;
 use crate::shard::{now_ms, shard_of, Ctx, Job, Shard, ShardMsg};
+use crate::memory;
 use crate::stats;
 
 /// Shards held by a coordinator: their private job channels.
@@ -106,6 +107,55 @@ fn exec_keyed_untimed(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[By
     reply
 }
 
+/// Redis's reply when a write would exceed `maxmemory` and nothing can be evicted.
+pub const ERR_OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+
+/// Most keys one command may evict before it runs: bounds the latency a single write can
+/// take; the next writes continue where it stopped.
+const MAX_EVICTIONS_PER_COMMAND: usize = 256;
+
+/// The `maxmemory` gate, run on a shard before each command that may grow memory (DENYOOM).
+/// Over the limit, it evicts keys of this shard by the configured policy — this shard's share
+/// of the excess, since every shard sees the same process-wide figure — and refuses the
+/// command with Redis's OOM error only if nothing could be evicted.
+fn admit(dbs: &mut [Db], spec: &Spec, args: &[Bytes], now: u64, cfg: &CmdConfig, shards: usize) -> Option<Frame> {
+    if cfg.maxmemory == 0 || !spec.has(crate::command::flags::DENYOOM) {
+        return None;
+    }
+    let used = memory::used_bytes_cached(now);
+    if used <= cfg.maxmemory {
+        // The write may grow memory by about its arguments' size.
+        memory::note_used(args.iter().map(|a| a.len() as u64).sum());
+        return None;
+    }
+    if cfg.eviction == EvictionPolicy::NoEviction {
+        return Some(Frame::error(ERR_OOM));
+    }
+    let mut to_free = (used - cfg.maxmemory) / shards.max(1) as u64 + 1;
+    let mut evicted = 0;
+    let start = rand::random::<usize>();
+    'evict: while evicted < MAX_EVICTIONS_PER_COMMAND {
+        // Visit the databases from a random one so no database is always evicted first.
+        for k in 0..dbs.len() {
+            let d = (start + k) % dbs.len();
+            if let Some(freed) = dbs[d].evict_one(cfg.eviction, cfg.eviction_samples) {
+                evicted += 1;
+                memory::note_freed(freed as u64);
+                to_free = to_free.saturating_sub(freed as u64);
+                if to_free == 0 {
+                    break 'evict;
+                }
+                continue 'evict;
+            }
+        }
+        break;
+    }
+    if evicted == 0 {
+        return Some(Frame::error(ERR_OOM));
+    }
+    None
+}
+
 /// The (database, key) pairs a command touches. Key positions come from the command table
 /// ([`Spec::key_indexes`], numkeys commands included); COPY's `DB n` option names a second
 /// database.
@@ -136,6 +186,9 @@ impl Worker {
     /// does not change the shard, which depends on the key name only.
     pub fn single_shard(&self, call: &Call) -> Option<usize> {
         let n = self.shards();
+        if n == 1 {
+            return Some(0);
+        }
         let mut it = call.spec.key_indexes(&call.args);
         let Some(first) = it.next() else { return Some(self.shard_id) };
         let s = shard_of(&call.args[first], n);
@@ -232,6 +285,7 @@ impl Worker {
     /// Runs a batch of single-shard calls (each call's keys on one shard) and returns their
     /// replies in order.
     pub async fn run_batch(&self, db: usize, calls: Vec<(usize, Call)>) -> Vec<Frame> {
+        let total_shards = self.shards();
         let n = calls.len();
         let mut groups: Vec<Vec<(usize, Call)>> = (0..self.shards()).map(|_| Vec::new()).collect();
         for (i, (shard, call)) in calls.into_iter().enumerate() {
@@ -251,7 +305,7 @@ impl Worker {
                 local = group;
                 continue;
             }
-            let job = move |s: &mut Shard| run_group(s, db, group, cfg);
+            let job = move |s: &mut Shard| run_group(s, db, group, cfg, total_shards);
             match self.spawn_job(Access::Free, shard, job).await {
                 Some(rx) => pending.push(rx),
                 None => break,
@@ -259,7 +313,7 @@ impl Worker {
         }
         if !local.is_empty() {
             let mut s = self.shard.borrow_mut();
-            for (i, r) in run_group(&mut s, db, local, cfg) {
+            for (i, r) in run_group(&mut s, db, local, cfg, total_shards) {
                 replies[i] = Some(r);
             }
         }
@@ -285,8 +339,15 @@ impl Worker {
         if shards.len() <= 1 {
             let shard = shards.first().copied().unwrap_or(self.shard_id);
             let Call { spec, args } = call;
+            let shards_total = n;
             return self
-                .run(access, shard, move |s| exec_keyed(&mut s.dbs, db, spec, &args, now_ms(), cfg))
+                .run(access, shard, move |s| {
+                    let now = now_ms();
+                    match admit(&mut s.dbs, spec, &args, now, &cfg, shards_total) {
+                        Some(refused) => refused,
+                        None => exec_keyed(&mut s.dbs, db, spec, &args, now, cfg),
+                    }
+                })
                 .await
                 .unwrap_or_else(shutting_down);
         }
@@ -303,6 +364,17 @@ impl Worker {
     }
 
     async fn run_checked_out(&self, access: Access<'_>, db: usize, call: Call, keys: Vec<(usize, Bytes)>) -> Frame {
+        // The maxmemory gate for commands spanning shards: they cannot evict from a scratch
+        // keyspace, so under noeviction they are refused here; with an eviction policy the
+        // next single-shard write evicts.
+        let cfg = self.server.config.cmd_config();
+        if cfg.maxmemory > 0
+            && call.spec.has(crate::command::flags::DENYOOM)
+            && cfg.eviction == EvictionPolicy::NoEviction
+            && memory::used_bytes_cached(now_ms()) > cfg.maxmemory
+        {
+            return Frame::error(ERR_OOM);
+        }
         let n = self.shards();
         let databases = self.server.databases;
         let now = now_ms();
@@ -359,7 +431,7 @@ impl Worker {
 /// Runs a group of single-shard calls. The clock is read once for the group and its time is
 /// shared among the calls in INFO commandstats: two clock reads per command would cost a
 /// noticeable share of a pipelined GET.
-fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig) -> Vec<(usize, Frame)> {
+fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig, shards: usize) -> Vec<(usize, Frame)> {
     let started = Instant::now();
     let now = now_ms();
     let n = group.len().max(1) as u32;
@@ -374,8 +446,16 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
             }
         }
     }
-    let out: Vec<(usize, Frame, &'static str)> =
-        group.into_iter().map(|(i, c)| (i, exec_keyed_untimed(&mut s.dbs, db, c.spec, &c.args, now, cfg), c.spec.name)).collect();
+    let out: Vec<(usize, Frame, &'static str)> = group
+        .into_iter()
+        .map(|(i, c)| {
+            let reply = match admit(&mut s.dbs, c.spec, &c.args, now, &cfg, shards) {
+                Some(refused) => refused,
+                None => exec_keyed_untimed(&mut s.dbs, db, c.spec, &c.args, now, cfg),
+            };
+            (i, reply, c.spec.name)
+        })
+        .collect();
     let each = started.elapsed() / n;
     out.into_iter()
         .map(|(i, reply, name)| {

@@ -19,6 +19,31 @@ pub fn allocated_bytes() -> u64 {
     v
 }
 
+static CACHED_BYTES: AtomicU64 = AtomicU64::new(0);
+static CACHED_AT_MS: AtomicU64 = AtomicU64::new(0);
+
+/// `allocated_bytes`, re-read from jemalloc at most once per millisecond: the `maxmemory`
+/// check runs before every write, and refreshing jemalloc's statistics costs microseconds.
+/// Between refreshes, evictions lower the cached figure by their estimate ([`note_freed`]).
+pub fn used_bytes_cached(now_ms: u64) -> u64 {
+    if CACHED_AT_MS.load(Ordering::Relaxed) != now_ms {
+        CACHED_AT_MS.store(now_ms, Ordering::Relaxed);
+        CACHED_BYTES.store(allocated_bytes(), Ordering::Relaxed);
+    }
+    CACHED_BYTES.load(Ordering::Relaxed)
+}
+
+/// Raises the cached figure by a write's estimated growth until the next refresh, so that a
+/// burst of writes within one millisecond is seen by the `maxmemory` gate.
+pub fn note_used(bytes: u64) {
+    CACHED_BYTES.fetch_add(bytes, Ordering::Relaxed);
+}
+
+/// Lowers the cached figure by an eviction's estimated size until the next refresh.
+pub fn note_freed(bytes: u64) {
+    let _ = CACHED_BYTES.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| Some(v.saturating_sub(bytes)));
+}
+
 /// The largest `allocated_bytes` seen (sampled by the background tick and by INFO).
 pub fn peak_bytes() -> u64 {
     PEAK_BYTES.load(Ordering::Relaxed)

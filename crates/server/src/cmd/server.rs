@@ -166,6 +166,7 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: &str, a: &[Bytes])
                     d.hits_total = 0;
                     d.misses_total = 0;
                     d.expired_keys_total = 0;
+                    d.evicted_keys_total = 0;
                 }
             };
             match conn.worker.run_all(access, reset).await {
@@ -290,6 +291,7 @@ struct ShardInfo {
     expired: u64,
     hits: u64,
     misses: u64,
+    evicted: u64,
     commands: std::collections::HashMap<&'static str, CmdStat>,
 }
 
@@ -312,6 +314,7 @@ pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
             expired: s.dbs.iter().map(|d| d.expired_keys_total).sum(),
             hits: s.dbs.iter().map(|d| d.hits_total).sum(),
             misses: s.dbs.iter().map(|d| d.misses_total).sum(),
+            evicted: s.dbs.iter().map(|d| d.evicted_keys_total).sum(),
             commands: stats::snapshot(),
         })
         .await
@@ -362,11 +365,14 @@ pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
         let rss = memory::rss_bytes();
         let _ = write!(
             out,
-            "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{}\r\nused_memory_peak_human:{}\r\nmaxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\nmem_fragmentation_ratio:{:.2}\r\nmem_allocator:{}\r\n\r\n",
+            "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{}\r\nused_memory_peak_human:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\nmem_fragmentation_ratio:{:.2}\r\nmem_allocator:{}\r\n\r\n",
             memory::human(used),
             memory::human(rss),
             memory::peak_bytes(),
             memory::human(memory::peak_bytes()),
+            server.config.get_u64("maxmemory"),
+            memory::human(server.config.get_u64("maxmemory")),
+            server.config.get("maxmemory-policy"),
             if used > 0 { rss as f64 / used as f64 } else { 0.0 },
             memory::ALLOCATOR,
         );
@@ -384,12 +390,13 @@ pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
         let expired: u64 = shards.iter().map(|s| s.expired).sum();
         let _ = write!(
             out,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{total}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{expired}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{total}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{expired}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\n\r\n",
             st.connections_received_total.load(Ordering::Relaxed),
             st.ops_per_sec.iter().map(|o| o.load(Ordering::Relaxed)).sum::<u64>(),
             st.net_input_bytes_total.load(Ordering::Relaxed),
             st.net_output_bytes_total.load(Ordering::Relaxed),
             st.connections_rejected_total.load(Ordering::Relaxed),
+            shards.iter().map(|s| s.evicted).sum::<u64>(),
             shards.iter().map(|s| s.hits).sum::<u64>(),
             shards.iter().map(|s| s.misses).sum::<u64>(),
         );
