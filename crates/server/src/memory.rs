@@ -80,3 +80,32 @@ pub fn human(bytes: u64) -> String {
         format!("{:.2}G", b / 1024.0 / 1024.0 / 1024.0)
     }
 }
+
+/// Values bigger than this are freed on the background thread by UNLINK (Redis's
+/// lazyfree threshold is counted in elements; bytes is what costs time here).
+pub const LAZYFREE_THRESHOLD_BYTES: usize = 64 * 1024;
+
+/// Queue of the background freeing thread; bounded so a flood of UNLINKs cannot queue
+/// unbounded memory: when it is full, the caller frees in place.
+const FREE_QUEUE_CAPACITY: usize = 1024;
+
+type Garbage = Box<dyn Send>;
+
+/// Drops `garbage` on a background thread ("abacus-free"), so that freeing a huge value or a
+/// whole database (UNLINK, FLUSHALL ASYNC) does not hold up the shard's other requests.
+pub fn free_later<T: Send + 'static>(garbage: T) {
+    static QUEUE: std::sync::OnceLock<Option<std::sync::mpsc::SyncSender<Garbage>>> = std::sync::OnceLock::new();
+    let queue = QUEUE.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Garbage>(FREE_QUEUE_CAPACITY);
+        let spawned = std::thread::Builder::new().name("abacus-free".into()).spawn(move || {
+            while let Ok(g) = rx.recv() {
+                drop(g);
+            }
+        });
+        spawned.ok().map(|_| tx)
+    });
+    if let Some(tx) = queue {
+        // Full queue or no thread: free here (dropping the returned value).
+        let _ = tx.try_send(Box::new(garbage));
+    }
+}

@@ -21,7 +21,7 @@ const G: &str = "generic";
 
 pub const COMMANDS: &[Spec] = &[
     Spec::keyed("del", -2, WRITE, ALL, del, G, "Deletes one or more keys."),
-    Spec::keyed("unlink", -2, WRITE | FAST, ALL, del, G, "Asynchronously deletes one or more keys."),
+    Spec::keyed("unlink", -2, WRITE | FAST, ALL, unlink, G, "Asynchronously deletes one or more keys."),
     Spec::keyed("exists", -2, READONLY | FAST, ALL, exists, G, "Determines whether one or more keys exist."),
     Spec::keyed("touch", -2, READONLY | FAST, ALL, exists, G, "Returns the number of existing keys out of those specified after updating the time they were last accessed."),
     Spec::keyed("type", 2, READONLY | FAST, K1, type_cmd, G, "Determines the type of value stored at a key."),
@@ -46,6 +46,25 @@ const OBJECT: &[Spec] = &[
 fn del(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     let now = ctx.now_ms;
     Frame::Integer(a[1..].iter().filter(|k| ctx.db().remove(k, now)).count() as i64)
+}
+
+/// DEL, but values above the lazy-free threshold are freed on the background thread, so
+/// unlinking a 100M-member set returns at once.
+fn unlink(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    let now = ctx.now_ms;
+    let mut removed = 0;
+    for k in &a[1..] {
+        if !ctx.db().contains(k, now) {
+            continue;
+        }
+        if let Some(e) = ctx.db().remove_entry(k) {
+            removed += 1;
+            if e.value.heap_bytes() > crate::memory::LAZYFREE_THRESHOLD_BYTES {
+                crate::memory::free_later(e);
+            }
+        }
+    }
+    Frame::Integer(removed)
 }
 
 fn exists(ctx: &mut Ctx, a: &[Bytes]) -> Frame {

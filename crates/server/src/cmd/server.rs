@@ -97,7 +97,7 @@ pub async fn flush(conn: &mut Conn, access: Access<'_>, which: &str, a: &[Bytes]
     let Some(olds) = olds else { return shutting_down() };
     if asynchronous {
         // Freeing millions of entries takes time; the client need not wait for it.
-        let _ = std::thread::Builder::new().name("abacus-free".into()).spawn(move || drop(olds));
+        memory::free_later(olds);
     } else {
         drop(olds);
     }
