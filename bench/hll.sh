@@ -23,8 +23,7 @@ N=${N:-2000000}
 ROUNDS=${ROUNDS:-3}
 ABACUS_ARGS=${ABACUS_ARGS:-}
 
-RPORT=$(free_port); start_redis "$RPORT"
-APORT=$(free_port); start_abacus "$APORT" $ABACUS_ARGS
+start_pair
 
 R10='__rand_int__ __rand_int__ __rand_int__ __rand_int__ __rand_int__ __rand_int__ __rand_int__ __rand_int__ __rand_int__ __rand_int__'
 workload_r() { case $1 in 10k-keys) echo 10000 ;; *) echo 100000000 ;; esac; }

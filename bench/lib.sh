@@ -48,6 +48,12 @@ start_abacus() {
   wait_ping "$port"
 }
 
+# start_pair: Redis and Abacus (with $ABACUS_ARGS) on free ports; sets RPORT and APORT.
+start_pair() {
+  RPORT=$(free_port); start_redis "$RPORT"
+  APORT=$(free_port); start_abacus "$APORT" ${ABACUS_ARGS:-}
+}
+
 # rss_kb PID
 rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 

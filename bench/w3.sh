@@ -12,8 +12,7 @@ N=${N:-2000000}
 ROUNDS=${ROUNDS:-3}
 ABACUS_ARGS=${ABACUS_ARGS:-}
 
-RPORT=$(free_port); start_redis "$RPORT"
-APORT=$(free_port); start_abacus "$APORT" $ABACUS_ARGS
+start_pair
 
 declare -A results
 for P in 1 16; do
