@@ -332,3 +332,38 @@ def test_resp3_redis_py(r3):
     assert r3.config_get("timeout") == {"timeout": "0"}
     assert "redis_version" in r3.info("server")
     assert r3.get("nope") is None
+
+
+def test_random_garbage_never_takes_the_server_down(server, r):
+    # Random bytes, random RESP fragments and random commands with random arguments: each
+    # connection gets an error reply or is closed, and the server keeps serving.
+    import random
+    import socket
+
+    rng = random.Random(1234)
+    names = [b"SET", b"GET", b"MSET", b"SADD", b"HSET", b"PFADD", b"HLL.ADD", b"EXPIRE",
+             b"SCAN", b"CLIENT", b"CONFIG", b"MULTI", b"EXEC", b"SINTERCARD", b"LCS", b"BITPOS"]
+    for i in range(1500):
+        kind = i % 3
+        if kind == 0:
+            payload = bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 300)))
+        elif kind == 1:
+            payload = rng.choice([b"*", b"$", b"*2\r\n$", b"*1\r\n$-5\r\n", b"*3\r\n$3\r\nSET\r\n"]) \
+                + bytes(rng.getrandbits(8) for _ in range(rng.randint(0, 40)))
+        else:
+            args = [rng.choice(names)] + [
+                rng.choice([b"", b"-1", b"0", b"99999999999999999999", b"x" * rng.randint(1, 50),
+                            str(rng.randint(-5, 5)).encode(), b"LIMIT", b"NX", b"EX"])
+                for _ in range(rng.randint(0, 6))]
+            payload = encode_command(*args)
+        with socket.create_connection((server.host, server.port), timeout=5) as s:
+            s.sendall(payload)
+            s.shutdown(socket.SHUT_WR)
+            try:
+                while s.recv(65536):
+                    pass
+            except (ConnectionResetError, socket.timeout):
+                pass
+    assert r.ping()
+    r.set("still", "alive")
+    assert r.get("still") == b"alive"
