@@ -58,6 +58,10 @@ impl CompactHash {
         Self::default()
     }
 
+    pub(crate) fn is_listpack(&self) -> bool {
+        matches!(self.repr, Repr::Listpack(_))
+    }
+
     pub fn len(&self) -> usize {
         match &self.repr {
             Repr::Listpack(pairs) => pairs.len(),
@@ -285,4 +289,25 @@ impl<'a> Iterator for HashIter<'a> {
             HashIter::Hashtable(pairs) => pairs.size_hint(),
         }
     }
+}
+
+/// A hash from decoded pairs in the given encoding (snapshot loading); None on a duplicate
+/// field.
+pub(crate) fn from_pairs(pairs: Vec<Pair>, listpack: bool) -> Option<CompactHash> {
+    if listpack {
+        for (i, (f, _)) in pairs.iter().enumerate() {
+            if pairs[..i].iter().any(|(g, _)| g == f) {
+                return None;
+            }
+        }
+        return Some(CompactHash { repr: Repr::Listpack(pairs) });
+    }
+    let mut table = Table { map: IndexMap::with_capacity(pairs.len()), payload_heap_bytes: 0 };
+    for (field, value) in pairs {
+        table.payload_heap_bytes += boxed_bytes(field.len()) + boxed_bytes(value.len());
+        if table.map.insert(field, value).is_some() {
+            return None;
+        }
+    }
+    Some(CompactHash { repr: Repr::Hashtable(table) })
 }

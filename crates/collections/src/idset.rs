@@ -62,14 +62,14 @@ pub(crate) struct Table {
 }
 
 impl Table {
-    fn with_capacity(capacity: usize) -> Self {
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
         Self {
             members: IndexSet::with_capacity(capacity),
             member_heap_bytes: 0,
         }
     }
 
-    fn insert(&mut self, member: Box<[u8]>) -> bool {
+    pub(crate) fn insert(&mut self, member: Box<[u8]>) -> bool {
         let bytes = boxed_bytes(member.len());
         let inserted = self.members.insert(member);
         if inserted {

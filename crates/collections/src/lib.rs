@@ -7,8 +7,8 @@
 //!
 //! What it is not: it does no I/O, parses no commands and knows nothing of
 //! keys, expiry or the server. Argument validation, reply shaping and error
-//! texts belong to the server; persistence formats come later and will be
-//! built on the encodings exposed here.
+//! texts belong to the server; the byte forms snapshots store (`persist.rs`)
+//! keep each value's encoding.
 //!
 //! Encodings (what OBJECT ENCODING reports):
 //! - `bitmap` (Abacus-specific, takes the place of Redis's `intset`): a set
@@ -30,6 +30,7 @@ mod algebra;
 mod hash;
 mod idset;
 mod int;
+mod persist;
 mod random;
 
 #[cfg(test)]
@@ -42,6 +43,7 @@ mod random_tests;
 pub use hash::{CompactHash, FieldValue, HashIter};
 pub use idset::{IdSet, Iter};
 pub use int::{parse_canonical_i64, IntMember, Member};
+pub use persist::DecodeError;
 
 /// When a small set or hash stops being a listpack.
 ///

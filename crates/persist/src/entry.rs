@@ -1,0 +1,116 @@
+//! The byte form of one key: `[u16 db][u32 key len][key][u64 expire_at_ms][u8 flags][u8 type]
+//! [u32 value len][value]`, little-endian.
+//!
+//! Value types: a string's bytes; a postgresql-hll sketch as its storage-specification bytes
+//! (the same bytes GET returns, decoded again on load so HLL.ADD does not re-parse); sets and
+//! hashes in the collections crate's byte forms, which keep their encodings.
+
+use abacus_collections::{CompactHash, IdSet};
+use abacus_hll::Hll;
+use abacus_keyspace::{Entry, Value};
+
+const TYPE_STR: u8 = 0;
+const TYPE_HLL: u8 = 1;
+const TYPE_SET: u8 = 2;
+const TYPE_HASH: u8 = 3;
+
+const FLAG_RAW: u8 = 1;
+
+/// Appends the byte form of `key` in database `db` to `out`.
+pub fn encode(out: &mut Vec<u8>, db: u16, key: &[u8], e: &Entry) {
+    out.extend_from_slice(&db.to_le_bytes());
+    out.extend_from_slice(&(key.len() as u32).to_le_bytes());
+    out.extend_from_slice(key);
+    out.extend_from_slice(&e.expire_at_ms.to_le_bytes());
+    out.push(if e.raw_encoding { FLAG_RAW } else { 0 });
+    let (ty, at) = match &e.value {
+        Value::Str(_) => (TYPE_STR, out.len()),
+        Value::Hll(_) => (TYPE_HLL, out.len()),
+        Value::Set(_) => (TYPE_SET, out.len()),
+        Value::Hash(_) => (TYPE_HASH, out.len()),
+    };
+    out.push(ty);
+    let len_at = at + 1;
+    out.extend_from_slice(&[0; 4]);
+    match &e.value {
+        Value::Str(s) => out.extend_from_slice(s),
+        Value::Hll(h) => out.extend_from_slice(&h.to_bytes()),
+        Value::Set(s) => s.serialize_into(out),
+        Value::Hash(h) => h.serialize_into(out),
+    }
+    let len = (out.len() - len_at - 4) as u32;
+    out[len_at..len_at + 4].copy_from_slice(&len.to_le_bytes());
+}
+
+/// A decoded key.
+pub struct Decoded {
+    pub db: u16,
+    pub key: Vec<u8>,
+    pub entry: Entry,
+}
+
+/// Decodes one key from the front of `bytes`; returns it and the bytes it took.
+pub fn decode(bytes: &[u8]) -> Result<(Decoded, usize), String> {
+    let mut at = 0usize;
+    let mut take = |n: usize| -> Result<&[u8], String> {
+        let end = at.checked_add(n).filter(|&e| e <= bytes.len()).ok_or_else(|| "truncated entry".to_string())?;
+        let s = &bytes[at..end];
+        at = end;
+        Ok(s)
+    };
+    let db = u16::from_le_bytes(take(2)?.try_into().unwrap_or_default());
+    let klen = u32::from_le_bytes(take(4)?.try_into().unwrap_or_default()) as usize;
+    let key = take(klen)?.to_vec();
+    let expire_at_ms = u64::from_le_bytes(take(8)?.try_into().unwrap_or_default());
+    let flags = take(1)?[0];
+    let ty = take(1)?[0];
+    let vlen = u32::from_le_bytes(take(4)?.try_into().unwrap_or_default()) as usize;
+    let raw = take(vlen)?;
+    let value = match ty {
+        TYPE_STR => Value::Str(raw.to_vec()),
+        TYPE_HLL => Value::Hll(Box::new(Hll::from_bytes(raw).map_err(|e| format!("corrupt sketch: {e}"))?)),
+        TYPE_SET => Value::Set(Box::new(IdSet::deserialize(raw)?)),
+        TYPE_HASH => Value::Hash(Box::new(CompactHash::deserialize(raw)?)),
+        t => return Err(format!("unknown value type {t}")),
+    };
+    let mut entry = Entry::new(value);
+    entry.expire_at_ms = expire_at_ms;
+    entry.raw_encoding = flags & FLAG_RAW != 0;
+    Ok((Decoded { db, key, entry }, at))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_type_round_trips_and_truncation_is_an_error() {
+        let mut set = IdSet::new();
+        set.insert(b"42");
+        let mut hash = CompactHash::new();
+        hash.insert(b"f", b"v");
+        let hll = Hll::from_bytes(&[0x11, 0x8b, 0x7f]).unwrap();
+        let mut e = Entry::new(Value::Str(b"hello".to_vec()));
+        e.expire_at_ms = 123;
+        e.raw_encoding = true;
+        let entries = [e, Entry::new(Value::Hll(Box::new(hll))), Entry::new(Value::Set(Box::new(set))), Entry::new(Value::Hash(Box::new(hash)))];
+        let mut out = Vec::new();
+        for (i, e) in entries.iter().enumerate() {
+            encode(&mut out, i as u16, format!("k{i}").as_bytes(), e);
+        }
+        let mut at = 0;
+        for (i, e) in entries.iter().enumerate() {
+            let (d, n) = decode(&out[at..]).unwrap();
+            assert_eq!(d.db as usize, i);
+            assert_eq!(d.key, format!("k{i}").as_bytes());
+            assert_eq!(d.entry.value, e.value);
+            assert_eq!(d.entry.expire_at_ms, e.expire_at_ms);
+            assert_eq!(d.entry.raw_encoding, e.raw_encoding);
+            for cut in 0..n {
+                assert!(decode(&out[at..at + cut]).is_err());
+            }
+            at += n;
+        }
+        assert_eq!(at, out.len());
+    }
+}
