@@ -350,8 +350,8 @@ impl Db {
     /// Evicts one key chosen by `policy` among `samples` random candidates (Redis's
     /// approximated LRU: the least recently used of a sample; volatile policies sample keys
     /// with an expiry; volatile-ttl takes the nearest expiry). Returns an estimate of the bytes
-    /// freed, or None if there is no candidate.
-    pub fn evict_one(&mut self, policy: EvictionPolicy, samples: usize) -> Option<usize> {
+    /// freed with the evicted key, or None if there is no candidate.
+    pub fn evict_one(&mut self, policy: EvictionPolicy, samples: usize) -> Option<(Key, usize)> {
         let mut rng = rand::thread_rng();
         let mut best: Option<(Key, u64)> = None;
         for _ in 0..samples.max(1) {
@@ -377,7 +377,8 @@ impl Db {
         let e = self.remove_entry(&key)?;
         self.evicted_keys_total += 1;
         self.signal_modified(&key);
-        Some(key.len() + e.value.heap_bytes() + ENTRY_SLOT_BYTES)
+        let freed = key.len() + e.value.heap_bytes() + ENTRY_SLOT_BYTES;
+        Some((key, freed))
     }
 
     /// Keys matching the glob `pattern` that have not expired.

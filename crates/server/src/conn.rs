@@ -60,6 +60,9 @@ pub struct Conn {
     /// Set by QUIT (and fatal errors): close once the pending replies are written.
     pub close_after_reply: bool,
     pub peer_is_loopback: bool,
+    /// A write command ran since the last replies were sent: with `appendfsync always` the
+    /// replies wait for the log to be durable.
+    wrote: bool,
     out: BytesMut,
 }
 
@@ -107,6 +110,7 @@ pub async fn serve(worker: Rc<Worker>, stream: TcpStream, addr: SocketAddr) {
         reply_mode: ReplyMode::On,
         close_after_reply: false,
         peer_is_loopback: addr.ip().is_loopback(),
+        wrote: false,
         out: BytesMut::with_capacity(READ_CHUNK_BYTES),
     };
     if let Err(e) = conn.run(stream).await {
@@ -173,6 +177,10 @@ impl Conn {
                     encode(&err, self.proto, &mut self.out);
                     self.close_after_reply = true;
                 }
+                if self.wrote {
+                    self.wrote = false;
+                    self.wait_durable().await;
+                }
                 if !self.out.is_empty() {
                     stream.write_all(&self.out).await?;
                     ServerStats::add(&server.stats.net_output_bytes_total, self.out.len() as u64);
@@ -189,6 +197,16 @@ impl Conn {
             if rbuf.len() as u64 > server.config.query_buffer_limit() {
                 tracing::warn!(client = self.meta.id, "closing client that reached max query buffer length ({} bytes)", rbuf.len());
                 return Ok(());
+            }
+        }
+    }
+
+    /// With `appendfsync always`, waits until every log record written so far, which
+    /// includes this connection's, is on stable storage (group commit: see `aof.rs`).
+    async fn wait_durable(&self) {
+        if let Some(aof) = crate::aof::global() {
+            if aof.mode() == crate::aof::Fsync::Always {
+                aof.wait_durable(aof.appended()).await;
             }
         }
     }
@@ -284,6 +302,9 @@ impl Conn {
                 self.meta.multi_len.store(multi.queued.len(), Ordering::Relaxed);
                 return Step::Reply(Frame::simple("QUEUED"));
             }
+        }
+        if spec.is_write() || spec.name == "exec" {
+            self.wrote = true;
         }
         let call = Call { spec, args };
         if let Handler::Keyed(_) = spec.handler {

@@ -35,15 +35,53 @@ use crate::shard::{now_ms, shard_of, Ctx, Job, Shard, ShardMsg};
 use crate::memory;
 use crate::stats;
 
-/// Shards held by a coordinator: their private job channels.
+/// Shards held by a coordinator: their private job channels, and the log commands of the
+/// atomic operation running under them.
 #[derive(Default)]
 pub struct Locks {
     held: BTreeMap<usize, mpsc::UnboundedSender<Job>>,
+    /// Log commands gathered from every shard the operation ran on; written as one record
+    /// when the locks are released (see `aof.rs`).
+    log: RefCell<Vec<u8>>,
 }
 
 impl Locks {
     pub fn holds(&self, shard: usize) -> bool {
         self.held.contains_key(&shard)
+    }
+
+    /// Adds log commands produced under these locks.
+    pub fn add_log(&self, payload: Vec<u8>) {
+        if payload.is_empty() {
+            return;
+        }
+        let mut log = self.log.borrow_mut();
+        if log.is_empty() {
+            *log = payload;
+        } else {
+            log.extend_from_slice(&payload);
+        }
+    }
+
+    /// Logs one server-level write (FLUSHALL, SWAPDB...) run under these locks.
+    pub fn log_command<A: AsRef<[u8]>>(&self, now_ms: u64, db: usize, args: &[A]) {
+        if crate::aof::enabled() {
+            let mut log = self.log.borrow_mut();
+            abacus_persist::log::push_command(&mut log, now_ms, db as u16, args);
+        }
+    }
+}
+
+impl Drop for Locks {
+    /// Writes the operation's log commands as one record. This runs before the fields drop,
+    /// that is before the shards are released: nothing can slip in between.
+    fn drop(&mut self) {
+        let log = self.log.get_mut();
+        if !log.is_empty() {
+            if let Some(aof) = crate::aof::global() {
+                aof.append(log);
+            }
+        }
     }
 }
 
@@ -73,7 +111,7 @@ pub struct Call {
 }
 
 /// Runs a keyed command's handler against `dbs` and does the bookkeeping every write needs
-/// (WATCH signals; the append-only log will hook in here too, so every write has one path).
+/// (WATCH signals and the append-only log: every keyed write goes through here).
 pub fn exec_keyed(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Bytes], now_ms: u64, cfg: CmdConfig) -> Frame {
     let started = Instant::now();
     let reply = exec_keyed_untimed(dbs, db, spec, args, now_ms, cfg);
@@ -82,7 +120,8 @@ pub fn exec_keyed(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Bytes]
 }
 
 /// [`exec_keyed`] without the per-command clock reads: batches time the whole group once.
-fn exec_keyed_untimed(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Bytes], now_ms: u64, cfg: CmdConfig) -> Frame {
+/// Recovery replays the log through it too.
+pub(crate) fn exec_keyed_untimed(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Bytes], now_ms: u64, cfg: CmdConfig) -> Frame {
     let Handler::Keyed(f) = spec.handler else {
         return Frame::error("ERR internal error: not a keyed command");
     };
@@ -103,6 +142,7 @@ fn exec_keyed_untimed(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[By
         for i in spec.key_indexes(args) {
             dbs[db].signal_modified(&args[i]);
         }
+        crate::aof::log_write(spec, args, &reply, now_ms, db);
     }
     reply
 }
@@ -138,7 +178,9 @@ fn admit(dbs: &mut [Db], spec: &Spec, args: &[Bytes], now: u64, cfg: &CmdConfig,
         // Visit the databases from a random one so no database is always evicted first.
         for k in 0..dbs.len() {
             let d = (start + k) % dbs.len();
-            if let Some(freed) = dbs[d].evict_one(cfg.eviction, cfg.eviction_samples) {
+            if let Some((key, freed)) = dbs[d].evict_one(cfg.eviction, cfg.eviction_samples) {
+                // Replay must not depend on which keys a random sample chose.
+                crate::aof::log_command(now, d, &[&b"DEL"[..], &key]);
                 evicted += 1;
                 memory::note_freed(freed as u64);
                 to_free = to_free.saturating_sub(freed as u64);
@@ -340,16 +382,30 @@ impl Worker {
             let shard = shards.first().copied().unwrap_or(self.shard_id);
             let Call { spec, args } = call;
             let shards_total = n;
-            return self
+            // Inside a transaction the log commands go back to the coordinator, which writes
+            // the whole transaction as one record; otherwise they are written right here, on
+            // the shard's thread, so the log keeps the shard's execution order.
+            let in_tx = matches!(access, Access::Locked(l) if l.holds(shard));
+            let done = self
                 .run(access, shard, move |s| {
                     let now = now_ms();
-                    match admit(&mut s.dbs, spec, &args, now, &cfg, shards_total) {
+                    let reply = match admit(&mut s.dbs, spec, &args, now, &cfg, shards_total) {
                         Some(refused) => refused,
                         None => exec_keyed(&mut s.dbs, db, spec, &args, now, cfg),
-                    }
+                    };
+                    let log = if in_tx { crate::aof::take_pending() } else { crate::aof::flush_pending(); Vec::new() };
+                    (reply, log)
                 })
-                .await
-                .unwrap_or_else(shutting_down);
+                .await;
+            return match done {
+                Some((reply, log)) => {
+                    if let Access::Locked(l) = access {
+                        l.add_log(log);
+                    }
+                    reply
+                }
+                None => shutting_down(),
+            };
         }
         let own_locks;
         let access = match access {
@@ -404,6 +460,9 @@ impl Worker {
             }
         }
         let reply = exec_keyed(&mut scratch, db, call.spec, &call.args, now, self.server.config.cmd_config());
+        if let Access::Locked(l) = access {
+            l.add_log(crate::aof::take_pending());
+        }
         let write = call.spec.is_write();
         for (shard, ks) in by_shard {
             let back: Vec<(usize, Bytes, Option<Entry>)> =
@@ -456,6 +515,8 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
             (i, reply, c.spec.name)
         })
         .collect();
+    // The batch's log record is written before its replies go back to the connection.
+    crate::aof::flush_pending();
     let each = started.elapsed() / n;
     out.into_iter()
         .map(|(i, reply, name)| {

@@ -15,6 +15,7 @@
 //! What it is not: persistence, replication and the compact keyspace engine are separate
 //! issues; their hooks are noted where they will attach (`exec::exec_keyed` for the log).
 
+pub mod aof;
 pub mod clients;
 pub mod cmd;
 pub mod command;
@@ -22,7 +23,9 @@ pub mod config;
 pub mod conn;
 pub mod exec;
 pub mod memory;
+pub mod recovery;
 pub mod server;
+pub mod snapshot;
 pub mod shard;
 pub mod stats;
 

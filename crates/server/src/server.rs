@@ -74,6 +74,26 @@ pub fn run(config: Config) -> Result<(), String> {
     }
     let threads = config.threads();
     let databases = config.get_u64("databases") as usize;
+    let dir_path = std::path::PathBuf::from(&dir);
+    let recovered = crate::recovery::recover(&config, &dir_path, threads, databases)?;
+    let mut manifest = recovered.manifest;
+    if config.get_bool("appendonly") {
+        // Keep appending to the last segment (its torn tail, if any, was cut off), or start
+        // the first one.
+        let segment = match manifest.logs.last() {
+            Some(last) => last.clone(),
+            None => {
+                let seq = manifest.files().map(|f| crate::aof::file_seq(f)).max().unwrap_or(0) + 1;
+                let name = crate::aof::segment_name(seq);
+                manifest.logs.push(name.clone());
+                manifest.write(&dir_path)?;
+                name
+            }
+        };
+        crate::aof::start(&dir_path, &segment, crate::aof::Fsync::from_name(&config.get("appendfsync")))?;
+    }
+    crate::snapshot::init(dir_path.clone(), manifest);
+    let mut shards_to_move: Vec<Option<Shard>> = recovered.shards.into_iter().map(Some).collect();
     let mut senders = Vec::with_capacity(threads);
     let mut receivers = Vec::with_capacity(threads);
     for _ in 0..threads {
@@ -95,6 +115,7 @@ pub fn run(config: Config) -> Result<(), String> {
 
     let mut conn_senders = Vec::with_capacity(threads);
     for (id, rx) in receivers.into_iter().enumerate() {
+        let shard = shards_to_move[id].take().ok_or("internal error: shard missing")?;
         let (ctx, mut crx) = mpsc::unbounded_channel::<(std::net::TcpStream, SocketAddr)>();
         conn_senders.push(ctx);
         let server = server.clone();
@@ -110,7 +131,7 @@ pub fn run(config: Config) -> Result<(), String> {
                 };
                 let local = tokio::task::LocalSet::new();
                 local.block_on(&rt, async move {
-                    let shard = Rc::new(RefCell::new(Shard::new(id, databases)));
+                    let shard = Rc::new(RefCell::new(shard));
                     tokio::task::spawn_local(shard_loop(shard.clone(), rx, server.clone()));
                     let worker = Rc::new(Worker { server, shard_id: id, shard });
                     while let Some((stream, addr)) = crx.recv().await {
@@ -152,8 +173,19 @@ pub fn run(config: Config) -> Result<(), String> {
         std::process::id()
     );
     wait_for_signal();
-    tracing::info!("Received shutdown signal, exiting. Bye bye...");
+    tracing::info!("Received shutdown signal, scheduling shutdown...");
+    shutdown_persist();
+    tracing::info!("Abacus is now ready to exit, bye bye...");
     Ok(())
+}
+
+/// What every exit does (SIGTERM, SIGINT, SHUTDOWN): make the log durable, whatever
+/// `appendfsync` says, so a clean stop loses nothing even on power loss right after.
+pub fn shutdown_persist() {
+    if let Some(aof) = crate::aof::global() {
+        aof.sync_now();
+        tracing::info!("append-only log synced to disk");
+    }
 }
 
 fn set_keepalive(stream: &std::net::TcpStream, secs: u64) -> std::io::Result<()> {

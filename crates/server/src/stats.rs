@@ -7,7 +7,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 #[derive(Clone, Copy, Default, Debug)]
@@ -117,5 +117,30 @@ impl ServerStats {
         for c in [&self.connections_received_total, &self.connections_rejected_total, &self.net_input_bytes_total, &self.net_output_bytes_total] {
             c.store(0, Ordering::Relaxed);
         }
+    }
+}
+
+/// Progress of loading the data at start (INFO persistence `loading*` fields).
+pub struct Loading {
+    pub active: AtomicBool,
+    /// Bytes to load (snapshot and log files) and bytes loaded so far.
+    pub total: AtomicU64,
+    pub loaded: AtomicU64,
+    pub start_ms: AtomicU64,
+}
+
+pub static LOADING: Loading =
+    Loading { active: AtomicBool::new(false), total: AtomicU64::new(0), loaded: AtomicU64::new(0), start_ms: AtomicU64::new(0) };
+
+impl Loading {
+    pub fn start(&self, total: u64) {
+        self.total.store(total, Ordering::Relaxed);
+        self.loaded.store(0, Ordering::Relaxed);
+        self.start_ms.store(crate::shard::now_ms(), Ordering::Relaxed);
+        self.active.store(true, Ordering::Release);
+    }
+
+    pub fn finish(&self) {
+        self.active.store(false, Ordering::Release);
     }
 }

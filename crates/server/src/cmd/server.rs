@@ -45,6 +45,16 @@ const FUNCTION: &[Spec] = &[
     Spec::conn("function|flush", -2, WRITE | NO_MULTI, NONE, "scripting", "Deletes all libraries and functions."),
 ];
 
+/// Logs a server-level write with the atomic operation holding the shards: the caller's own
+/// locks, or the transaction's.
+fn log_under<A: AsRef<[u8]>>(access: Access<'_>, own: Option<&Locks>, db: usize, args: &[A]) {
+    let now = crate::shard::now_ms();
+    match (own, access) {
+        (Some(l), _) | (None, Access::Locked(l)) => l.log_command(now, db, args),
+        (None, Access::Free) => {}
+    }
+}
+
 /// Locks every shard unless the caller already holds them (inside EXEC).
 async fn lock_all_if_free(conn: &Conn, access: Access<'_>) -> Option<Option<Locks>> {
     match access {
@@ -81,6 +91,7 @@ pub async fn flush(conn: &mut Conn, access: Access<'_>, which: &str, a: &[Bytes]
         None => access,
     };
     let only = if which == "flushdb" { Some(conn.db) } else { None };
+    log_under(access, own.as_ref(), conn.db, &[which.as_bytes()]);
     let olds = conn
         .worker
         .run_all(access, move |s| {
@@ -123,6 +134,7 @@ pub async fn swapdb(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
         None => access,
     };
     let (x, y) = (first.min(second) as usize, first.max(second) as usize);
+    log_under(access, own.as_ref(), conn.db, &[&b"SWAPDB"[..], x.to_string().as_bytes(), y.to_string().as_bytes()]);
     let done = conn
         .worker
         .run_all(access, move |s| {
@@ -246,31 +258,46 @@ async fn populate(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
     }
     let db = conn.db;
     let shards = conn.worker.shards();
-    let job = move |s: &mut crate::shard::Shard| {
-        let now = crate::shard::now_ms();
-        let mut key = Vec::with_capacity(prefix.len() + 21);
-        let mut digits = itoa::Buffer::new();
-        for j in 0..count {
-            let num = digits.format(j).as_bytes();
-            key.clear();
-            key.extend_from_slice(&prefix);
-            key.push(b':');
-            key.extend_from_slice(num);
-            if crate::shard::shard_of(&key, shards) != s.id || s.dbs[db].contains(&key, now) {
-                continue;
-            }
-            let mut value = Vec::with_capacity(size.max(6 + num.len()));
-            value.extend_from_slice(b"value:");
-            value.extend_from_slice(num);
-            if size > 0 {
-                value.resize(size, 0);
-            }
-            s.dbs[db].set(&key, abacus_keyspace::Value::Str(value), 0, now);
-        }
+    // Under every shard's lock, so the log's single record of it is exact (it creates only
+    // missing keys, which depends on the writes before it).
+    let Some(own) = lock_all_if_free(conn, access).await else { return shutting_down() };
+    let access = match &own {
+        Some(l) => Access::Locked(l),
+        None => access,
     };
-    match conn.worker.run_all(access, job).await {
+    let logged: Vec<&[u8]> = a.iter().map(|x| &x[..]).collect();
+    log_under(access, own.as_ref(), db, &logged);
+    let now = crate::shard::now_ms();
+    let job = move |s: &mut crate::shard::Shard| populate_shard(s, db, count, &prefix, size, shards, now);
+    let done = conn.worker.run_all(access, job).await;
+    drop(own);
+    match done {
         Some(_) => Frame::ok(),
         None => shutting_down(),
+    }
+}
+
+/// DEBUG POPULATE's work on one shard: creates the missing keys of the sequence that hash
+/// to this shard. Recovery replays a logged DEBUG POPULATE through it too.
+pub fn populate_shard(s: &mut crate::shard::Shard, db: usize, count: u64, prefix: &[u8], size: usize, shards: usize, now: u64) {
+    let mut key = Vec::with_capacity(prefix.len() + 21);
+    let mut digits = itoa::Buffer::new();
+    for j in 0..count {
+        let num = digits.format(j).as_bytes();
+        key.clear();
+        key.extend_from_slice(prefix);
+        key.push(b':');
+        key.extend_from_slice(num);
+        if crate::shard::shard_of(&key, shards) != s.id || s.dbs[db].contains(&key, now) {
+            continue;
+        }
+        let mut value = Vec::with_capacity(size.max(6 + num.len()));
+        value.extend_from_slice(b"value:");
+        value.extend_from_slice(num);
+        if size > 0 {
+            value.resize(size, 0);
+        }
+        s.dbs[db].set(&key, abacus_keyspace::Value::Str(value), 0, now);
     }
 }
 

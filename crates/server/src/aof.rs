@@ -1,0 +1,420 @@
+//! The append-only log: every acknowledged write reaches it before its reply leaves.
+//!
+//! One path for every write. A command that changes data is turned into a log command by
+//! [`log_write`], called from the single place keyed commands run (`exec::exec_keyed`), and
+//! the few server-level writes (FLUSHALL, FLUSHDB, SWAPDB, DEBUG POPULATE, evictions) call
+//! [`log_command`] themselves. Log commands collect in a per-thread buffer and leave it at a
+//! flush point that keeps the log in execution order:
+//! - the end of a batch on a shard (`exec::run_group`, on the shard's thread, before its
+//!   replies are handed back): one record per batch;
+//! - the end of an atomic multi-shard operation (a transaction, MSET over shards, FLUSHALL):
+//!   the coordinator gathers the buffers of every shard it ran on into its `Locks` and writes
+//!   them as ONE record before it releases the locks, so a crash never leaves half of it.
+//! A record is written (`write(2)`, to the page cache) before any reply of its commands is
+//! sent, so a process crash (SIGKILL, panic, OOM kill) loses no acknowledged write in any
+//! mode. What `appendfsync` decides is when the page cache reaches the disk:
+//! - `always`: a connection that wrote waits for an fsync covering its records before
+//!   sending its replies. One fsync thread syncs whatever has been written since the last
+//!   one, so all the clients whose writes landed during an fsync share the next one: group
+//!   commit, and throughput does not collapse to one write per disk flush;
+//! - `everysec` (the default): the fsync thread syncs once a second;
+//! - `no`: the kernel decides.
+//!
+//! Why one file for all shards and not one per shard: records of different shards touch
+//! different keys, so their interleaving does not matter, but multi-shard records must sit
+//! at one point of every shard's history; in a single file the order of appends is that
+//! point. Appends take a mutex for one `write(2)` per batch, not per command.
+//!
+//! Why the log lives in a process-wide static: there is one log per process, and the command
+//! path that produces log commands (a handler on some shard thread) has no server handle.
+//!
+//! The log is split into segments (`log-NNNNNN.aof`): a snapshot starts a new segment at its
+//! point in time, and once the snapshot is durable the manifest drops the older segments
+//! (see `snapshot.rs`). That is log compaction, and it never blocks writes.
+
+use std::cell::RefCell;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::Duration;
+
+use abacus_persist::log as fmt;
+use abacus_protocol::{Bytes, Frame};
+
+use crate::command::Spec;
+
+/// When the log reaches stable storage (`appendfsync`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fsync {
+    Always = 0,
+    EverySec = 1,
+    No = 2,
+}
+
+impl Fsync {
+    pub fn from_name(s: &str) -> Fsync {
+        match s {
+            "always" => Fsync::Always,
+            "no" => Fsync::No,
+            _ => Fsync::EverySec,
+        }
+    }
+}
+
+/// The open log segment.
+struct Segment {
+    name: String,
+    file: Arc<File>,
+    /// Bytes in this segment.
+    bytes: u64,
+}
+
+pub struct Aof {
+    dir: PathBuf,
+    segment: Mutex<Segment>,
+    /// Bytes appended to the log since start (a log sequence number).
+    appended: AtomicU64,
+    /// Appended bytes known to be on stable storage.
+    durable: AtomicU64,
+    durable_tx: tokio::sync::watch::Sender<u64>,
+    mode: AtomicU8,
+    /// Wakes the fsync thread (appendfsync always).
+    wake: (Mutex<bool>, Condvar),
+    /// The last write or fsync error, if the last attempt failed (INFO aof_last_write_status;
+    /// writes are refused while it is set, as Redis's MISCONF).
+    pub error: Mutex<Option<String>>,
+    /// Bytes of the log when the last snapshot started (auto-aof-rewrite-percentage base).
+    pub base_bytes: AtomicU64,
+    pub last_fsync_ms: AtomicU64,
+}
+
+static AOF: OnceLock<Aof> = OnceLock::new();
+/// Whether write commands are being logged (false while loading and with appendonly no).
+static ENABLED: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    /// Log commands of the work running on this thread, not yet written. Empty at every
+    /// `await` point: each flush point empties it right after the commands it covers.
+    static PENDING: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+pub fn global() -> Option<&'static Aof> {
+    AOF.get()
+}
+
+pub fn enabled() -> bool {
+    ENABLED.load(Ordering::Relaxed)
+}
+
+/// The segment file name for sequence number `seq`.
+pub fn segment_name(seq: u64) -> String {
+    format!("log-{seq:06}.aof")
+}
+
+/// Sequence number of a segment or snapshot file name (`log-000012.aof` -> 12).
+pub fn file_seq(name: &str) -> u64 {
+    name.trim_start_matches(|c: char| !c.is_ascii_digit()).split('.').next().and_then(|d| d.parse().ok()).unwrap_or(0)
+}
+
+fn open_segment(dir: &Path, name: &str) -> Result<Segment, String> {
+    let path = dir.join(name);
+    let mut file = OpenOptions::new().create(true).append(true).read(true).open(&path).map_err(|e| format!("cannot open log {}: {e}", path.display()))?;
+    let mut bytes = file.metadata().map_err(|e| format!("cannot stat {}: {e}", path.display()))?.len();
+    if bytes == 0 {
+        file.write_all(fmt::MAGIC).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        bytes = fmt::MAGIC.len() as u64;
+    }
+    Ok(Segment { name: name.to_string(), file: Arc::new(file), bytes })
+}
+
+/// Opens (or creates) segment `name` in `dir`, starts the fsync thread and enables logging.
+pub fn start(dir: &Path, name: &str, mode: Fsync) -> Result<&'static Aof, String> {
+    let seg = open_segment(dir, name)?;
+    let base = seg.bytes;
+    let (durable_tx, _) = tokio::sync::watch::channel(0u64);
+    let aof = Aof {
+        dir: dir.to_path_buf(),
+        segment: Mutex::new(seg),
+        appended: AtomicU64::new(0),
+        durable: AtomicU64::new(0),
+        durable_tx,
+        mode: AtomicU8::new(mode as u8),
+        wake: (Mutex::new(false), Condvar::new()),
+        error: Mutex::new(None),
+        base_bytes: AtomicU64::new(base),
+        last_fsync_ms: AtomicU64::new(crate::shard::now_ms()),
+    };
+    AOF.set(aof).map_err(|_| "the log is already started".to_string())?;
+    let aof = AOF.get().ok_or("log not started")?;
+    std::thread::Builder::new().name("abacus-fsync".into()).spawn(move || aof.fsync_loop()).map_err(|e| format!("cannot start the fsync thread: {e}"))?;
+    ENABLED.store(true, Ordering::Release);
+    Ok(aof)
+}
+
+impl Aof {
+    pub fn mode(&self) -> Fsync {
+        match self.mode.load(Ordering::Relaxed) {
+            0 => Fsync::Always,
+            1 => Fsync::EverySec,
+            _ => Fsync::No,
+        }
+    }
+
+    pub fn set_mode(&self, mode: Fsync) {
+        self.mode.store(mode as u8, Ordering::Relaxed);
+        self.kick();
+    }
+
+    pub fn appended(&self) -> u64 {
+        self.appended.load(Ordering::Acquire)
+    }
+
+    pub fn durable(&self) -> u64 {
+        self.durable.load(Ordering::Acquire)
+    }
+
+    /// Bytes in the current segment, and its name.
+    pub fn segment(&self) -> (String, u64) {
+        let s = self.segment.lock().unwrap_or_else(|p| p.into_inner());
+        (s.name.clone(), s.bytes)
+    }
+
+    /// Writes `payload` (log commands) as one record. Returns the log position after it.
+    pub fn append(&self, payload: &[u8]) -> u64 {
+        if payload.is_empty() {
+            return self.appended();
+        }
+        let header = fmt::header(payload);
+        let mut seg = self.segment.lock().unwrap_or_else(|p| p.into_inner());
+        // One write(2) for header and payload: two would double the syscalls of small
+        // batches, and a copy of a large payload costs more than the syscall it saves.
+        let res = if payload.len() <= 64 * 1024 {
+            let mut rec = Vec::with_capacity(header.len() + payload.len());
+            rec.extend_from_slice(&header);
+            rec.extend_from_slice(payload);
+            (&*seg.file).write_all(&rec)
+        } else {
+            (&*seg.file).write_all(&header).and_then(|_| (&*seg.file).write_all(payload))
+        };
+        match res {
+            Ok(()) => {
+                seg.bytes += (header.len() + payload.len()) as u64;
+                let at = self.appended.fetch_add((header.len() + payload.len()) as u64, Ordering::AcqRel) + (header.len() + payload.len()) as u64;
+                drop(seg);
+                if self.mode() == Fsync::Always {
+                    self.kick();
+                }
+                at
+            }
+            Err(e) => {
+                tracing::error!("writing the append-only log failed: {e}");
+                *self.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+                self.appended()
+            }
+        }
+    }
+
+    fn kick(&self) {
+        let (m, cv) = &self.wake;
+        *m.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        cv.notify_one();
+    }
+
+    /// Waits until everything appended up to `at` is on stable storage (appendfsync always).
+    pub async fn wait_durable(&self, at: u64) {
+        if self.durable() >= at {
+            return;
+        }
+        let mut rx = self.durable_tx.subscribe();
+        let _ = rx.wait_for(|&d| d >= at || self.error.lock().map_or(true, |e| e.is_some())).await;
+    }
+
+    /// fsyncs what has been appended so far; returns once it is durable.
+    pub fn sync_now(&self) {
+        let (file, upto) = {
+            let seg = self.segment.lock().unwrap_or_else(|p| p.into_inner());
+            (seg.file.clone(), self.appended())
+        };
+        if let Err(e) = file.sync_data() {
+            tracing::error!("fsync of the append-only log failed: {e}");
+            *self.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+            return;
+        }
+        self.last_fsync_ms.store(crate::shard::now_ms(), Ordering::Relaxed);
+        if self.durable.fetch_max(upto, Ordering::AcqRel) < upto {
+            self.durable_tx.send_replace(upto);
+        }
+    }
+
+    fn fsync_loop(&self) {
+        loop {
+            let mode = self.mode();
+            {
+                let (m, cv) = &self.wake;
+                let mut woken = m.lock().unwrap_or_else(|p| p.into_inner());
+                if !*woken {
+                    let wait = if mode == Fsync::Always { Duration::from_millis(100) } else { Duration::from_secs(1) };
+                    woken = cv.wait_timeout(woken, wait).unwrap_or_else(|p| p.into_inner()).0;
+                }
+                *woken = false;
+            }
+            if self.mode() != Fsync::No && self.appended() > self.durable() {
+                self.sync_now();
+            }
+        }
+    }
+
+    /// Starts a new segment `name`: everything appended from now on goes there. The old
+    /// segment is fsynced first, so it is complete on disk. Callers hold every shard (no
+    /// write is running), so the switch is a point in every shard's history.
+    pub fn rotate(&self, name: &str) -> Result<(), String> {
+        let new = open_segment(&self.dir, name)?;
+        abacus_persist::manifest::sync_dir(&self.dir)?;
+        let mut seg = self.segment.lock().unwrap_or_else(|p| p.into_inner());
+        seg.file.sync_data().map_err(|e| format!("cannot fsync log {}: {e}", seg.name))?;
+        *seg = new;
+        self.base_bytes.store(seg.bytes, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// Appends one command to this thread's pending log commands.
+pub fn log_command<A: AsRef<[u8]>>(now_ms: u64, db: usize, args: &[A]) {
+    if enabled() {
+        PENDING.with(|p| fmt::push_command(&mut p.borrow_mut(), now_ms, db as u16, args));
+    }
+}
+
+/// Writes this thread's pending log commands as one record; returns the log position after
+/// them (0 if nothing was pending or logging is off).
+pub fn flush_pending() -> u64 {
+    if !enabled() {
+        return 0;
+    }
+    PENDING.with(|p| {
+        let mut p = p.borrow_mut();
+        if p.is_empty() {
+            return 0;
+        }
+        let at = global().map_or(0, |a| a.append(&p));
+        p.clear();
+        if p.capacity() > 1 << 20 {
+            p.shrink_to(64 * 1024);
+        }
+        at
+    })
+}
+
+/// Takes this thread's pending log commands (for a coordinator to write them with the rest
+/// of an atomic operation).
+pub fn take_pending() -> Vec<u8> {
+    if !enabled() {
+        return Vec::new();
+    }
+    PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()))
+}
+
+/// Logs a successful write command, rewritten so that replaying it is deterministic and
+/// expiries are absolute:
+/// - relative expiries (SET EX/PX, SETEX, PSETEX, GETEX EX/PX/EXAT/PXAT/PERSIST, EXPIRE,
+///   PEXPIRE) become SET ... PXAT / PEXPIREAT / PERSIST;
+/// - SPOP, whose members are chosen at random, becomes SREM of the members it returned.
+pub fn log_write(spec: &Spec, args: &[Bytes], reply: &Frame, now_ms: u64, db: usize) {
+    if !enabled() {
+        return;
+    }
+    let abs = |rel: &[u8], unit_ms: u64| -> Option<Vec<u8>> {
+        let v: i64 = std::str::from_utf8(rel).ok()?.parse().ok()?;
+        let at = (now_ms as i64).checked_add(v.checked_mul(unit_ms as i64)?)?;
+        Some(at.to_string().into_bytes())
+    };
+    let name = spec.name;
+    let rewritten: Option<Vec<Vec<u8>>> = match name {
+        "set" => {
+            let mut out: Vec<Vec<u8>> = args[..3].iter().map(|a| a.to_vec()).collect();
+            let mut i = 3;
+            let mut ok = true;
+            while i < args.len() {
+                let a = &args[i];
+                let unit = if a.eq_ignore_ascii_case(b"ex") { Some(1000) } else if a.eq_ignore_ascii_case(b"px") { Some(1) } else { None };
+                match (unit, args.get(i + 1)) {
+                    (Some(u), Some(v)) => match abs(v, u) {
+                        Some(at) => {
+                            out.push(b"PXAT".to_vec());
+                            out.push(at);
+                            i += 2;
+                        }
+                        None => {
+                            ok = false;
+                            break;
+                        }
+                    },
+                    _ => {
+                        out.push(a.to_vec());
+                        i += 1;
+                    }
+                }
+            }
+            ok.then_some(out)
+        }
+        "setex" | "psetex" => {
+            let unit = if name == "setex" { 1000 } else { 1 };
+            abs(&args[2], unit).map(|at| vec![b"SET".to_vec(), args[1].to_vec(), args[3].to_vec(), b"PXAT".to_vec(), at])
+        }
+        "expire" | "pexpire" => {
+            let unit = if name == "expire" { 1000 } else { 1 };
+            abs(&args[2], unit).map(|at| {
+                let mut out = vec![b"PEXPIREAT".to_vec(), args[1].to_vec(), at];
+                out.extend(args[3..].iter().map(|a| a.to_vec()));
+                out
+            })
+        }
+        "expireat" => abs(&args[2], 1000).map(|_| {
+            let secs: i64 = std::str::from_utf8(&args[2]).ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+            let mut out = vec![b"PEXPIREAT".to_vec(), args[1].to_vec(), secs.saturating_mul(1000).to_string().into_bytes()];
+            out.extend(args[3..].iter().map(|a| a.to_vec()));
+            out
+        }),
+        "getex" => {
+            if matches!(reply, Frame::Null | Frame::NullArray) || args.len() < 3 {
+                // A missing key or no option: nothing changed.
+                return;
+            }
+            let opt = &args[2];
+            let at = if opt.eq_ignore_ascii_case(b"persist") {
+                log_command(now_ms, db, &[&b"PERSIST"[..], &args[1]]);
+                return;
+            } else if opt.eq_ignore_ascii_case(b"ex") {
+                args.get(3).and_then(|v| abs(v, 1000))
+            } else if opt.eq_ignore_ascii_case(b"px") {
+                args.get(3).and_then(|v| abs(v, 1))
+            } else if opt.eq_ignore_ascii_case(b"exat") {
+                args.get(3).and_then(|v| std::str::from_utf8(v).ok()?.parse::<i64>().ok()?.checked_mul(1000)).map(|v| v.to_string().into_bytes())
+            } else {
+                args.get(3).map(|v| v.to_vec())
+            };
+            at.map(|at| vec![b"PEXPIREAT".to_vec(), args[1].to_vec(), at])
+        }
+        "spop" => {
+            let members: Vec<&[u8]> = match reply {
+                Frame::Bulk(m) => vec![&m[..]],
+                Frame::Array(items) | Frame::Set(items) => items.iter().filter_map(|f| if let Frame::Bulk(m) = f { Some(&m[..]) } else { None }).collect(),
+                _ => Vec::new(),
+            };
+            if members.is_empty() {
+                return;
+            }
+            let mut out: Vec<&[u8]> = vec![b"SREM", &args[1]];
+            out.extend(members);
+            log_command(now_ms, db, &out);
+            return;
+        }
+        _ => None,
+    };
+    match rewritten {
+        Some(args) => log_command(now_ms, db, &args),
+        None => log_command(now_ms, db, args),
+    }
+}
