@@ -38,11 +38,15 @@ pub struct Entry {
     /// Modified in place (APPEND, SETRANGE, SETBIT): Redis reports such strings as "raw"
     /// whatever their bytes.
     pub raw_encoding: bool,
+    /// Snapshot bookkeeping: equal to the database's epoch once this entry's state as of the
+    /// running snapshot has been handed to the snapshot (see [`Db::snapshot_begin`]). Fits in
+    /// the entry's padding.
+    pub snap_epoch: bool,
 }
 
 impl Entry {
     pub fn new(value: Value) -> Entry {
-        Entry { value, expire_at_ms: 0, accessed_s: 0, raw_encoding: false }
+        Entry { value, expire_at_ms: 0, accessed_s: 0, raw_encoding: false, snap_epoch: false }
     }
 
     /// The encoding OBJECT ENCODING reports.
@@ -78,6 +82,27 @@ pub struct Db {
     pub misses_total: u64,
     /// Keys removed to stay under `maxmemory`.
     pub evicted_keys_total: u64,
+    /// The snapshot epoch: entries whose `snap_epoch` differs still owe the running snapshot
+    /// their state. Flipped when a snapshot begins.
+    epoch: bool,
+    /// The running snapshot, if any: where its sweep is and where pre-images go.
+    snap: Option<Snap>,
+}
+
+/// Receives the keys of a snapshot: (key, entry as of the snapshot's point in time).
+pub type SnapshotSink = Box<dyn FnMut(&[u8], &Entry) + Send>;
+
+/// A snapshot in progress on one database.
+struct Snap {
+    sink: SnapshotSink,
+    /// The sweep's position in hash space (a SCAN cursor); None once it has wrapped.
+    cursor: Option<u64>,
+}
+
+impl std::fmt::Debug for Snap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snap").field("cursor", &self.cursor).finish()
+    }
 }
 
 /// Which keys `maxmemory` may evict (Redis's policy names). LFU policies are not offered yet:
@@ -155,10 +180,80 @@ impl Db {
         self.map.prefetch(self.map.hash_key(key));
     }
 
+    /// Hands the running snapshot `key`'s state before it changes, unless the snapshot has
+    /// it already. Every mutation of an existing entry calls this first; one branch when no
+    /// snapshot runs.
+    #[inline]
+    fn before_change(&mut self, key: &[u8]) {
+        if let Some(snap) = &mut self.snap {
+            if let Some(e) = self.map.get_mut(key) {
+                if e.snap_epoch != self.epoch {
+                    (snap.sink)(key, e);
+                    e.snap_epoch = self.epoch;
+                }
+            }
+        }
+    }
+
+    /// Starts a point-in-time snapshot of this database: from now on, each key's state as of
+    /// this moment is passed to `sink` exactly once, either by the sweep
+    /// ([`Db::snapshot_step`]) or, if the key is about to change first, right before it
+    /// changes. Keys created afterwards are not part of it. Nothing is copied up front, so
+    /// memory does not grow with the dataset: the only extra memory is what `sink` buffers.
+    ///
+    /// Why an epoch bit: after a completed snapshot every entry carries the database's epoch;
+    /// flipping the epoch marks them all as owed to the new snapshot at once.
+    pub fn snapshot_begin(&mut self, sink: SnapshotSink) {
+        self.finish_snapshot();
+        self.epoch = !self.epoch;
+        self.snap = Some(Snap { sink, cursor: Some(0) });
+    }
+
+    pub fn snapshot_active(&self) -> bool {
+        self.snap.is_some()
+    }
+
+    /// Advances the snapshot sweep by about `budget` entries. Returns true when the
+    /// snapshot of this database is complete (it then releases its sink).
+    pub fn snapshot_step(&mut self, budget: usize) -> bool {
+        let Some(snap) = &mut self.snap else { return true };
+        let Some(cursor) = snap.cursor else {
+            self.snap = None;
+            return true;
+        };
+        let epoch = self.epoch;
+        let mut owed: Vec<Key> = Vec::new();
+        let next = self.map.scan(cursor, budget.max(1), |k, e| {
+            if e.snap_epoch != epoch {
+                (snap.sink)(k, e);
+                owed.push(k.into());
+            }
+        });
+        for k in owed {
+            if let Some(e) = self.map.get_mut(&k) {
+                e.snap_epoch = epoch;
+            }
+        }
+        if next == 0 {
+            self.snap = None;
+            return true;
+        }
+        if let Some(snap) = &mut self.snap {
+            snap.cursor = Some(next);
+        }
+        false
+    }
+
+    /// Completes a running snapshot at once (before FLUSHDB, SWAPDB or a new snapshot).
+    pub fn finish_snapshot(&mut self) {
+        while !self.snapshot_step(4096) {}
+    }
+
     /// Removes `key` if it has expired. Returns true if it was removed.
     fn expire_if_needed(&mut self, key: &[u8], now_ms: u64) -> bool {
         let expired = self.map.get(key).is_some_and(|e| e.is_expired(now_ms));
         if expired {
+            self.before_change(key);
             self.map.remove(key);
             self.volatile.remove(key);
             self.expired_keys_total += 1;
@@ -185,6 +280,9 @@ impl Db {
         }
         if touch == Touch::Read {
             self.hits_total += 1;
+        }
+        if touch == Touch::Write && self.snap.is_some() {
+            self.before_change(key);
         }
         let e = self.map.get_mut_hashed(hash, key)?;
         if touch != Touch::None {
@@ -231,13 +329,19 @@ impl Db {
     /// Stores `value` under `key` with the given absolute expiry (0 = none), replacing any
     /// previous entry and its expiry, as SET does.
     pub fn set(&mut self, key: &[u8], value: Value, expire_at_ms: u64, now_ms: u64) {
-        let entry = Entry { value, expire_at_ms, accessed_s: (now_ms / 1000) as u32, raw_encoding: false };
+        let entry = Entry { value, expire_at_ms, accessed_s: (now_ms / 1000) as u32, raw_encoding: false, snap_epoch: false };
         self.insert_entry(key, entry);
     }
 
     /// Inserts a whole entry (value and expiry), replacing any previous one. One hash lookup
     /// (plus the expiry index only when the key has or had an expiry).
-    pub fn insert_entry(&mut self, key: &[u8], entry: Entry) {
+    pub fn insert_entry(&mut self, key: &[u8], mut entry: Entry) {
+        if self.snap.is_some() {
+            self.before_change(key);
+        }
+        // A new entry is never owed to a running snapshot (it did not exist at its point in
+        // time, or its old state was just handed over).
+        entry.snap_epoch = self.epoch;
         let volatile = entry.expire_at_ms != 0;
         let was_volatile = self.map.insert(key, entry).is_some_and(|old| old.expire_at_ms != 0);
         if volatile && !was_volatile {
@@ -249,6 +353,9 @@ impl Db {
 
     /// Removes `key`, returning its entry (expired or not).
     pub fn remove_entry(&mut self, key: &[u8]) -> Option<Entry> {
+        if self.snap.is_some() {
+            self.before_change(key);
+        }
         let e = self.map.remove(key)?;
         if e.expire_at_ms != 0 {
             self.volatile.remove(key);
@@ -271,6 +378,9 @@ impl Db {
     /// Sets the absolute expiry of an existing key (0 removes it). Returns false if the key
     /// does not exist.
     pub fn set_expire(&mut self, key: &[u8], expire_at_ms: u64) -> bool {
+        if self.snap.is_some() {
+            self.before_change(key);
+        }
         let Some(e) = self.map.get_mut(key) else { return false };
         let was_volatile = e.expire_at_ms != 0;
         e.expire_at_ms = expire_at_ms;
@@ -286,6 +396,9 @@ impl Db {
     /// (FLUSHDB ASYNC drops them on a background thread).
     pub fn take_all(&mut self) -> Db {
         self.signal_all();
+        // A running snapshot takes what it is still owed first (this stalls for the rest of
+        // the sweep; FLUSHDB during a snapshot is rare).
+        self.finish_snapshot();
         Db { map: self.map.take(), volatile: self.volatile.take(), ..Db::default() }
     }
 
@@ -294,6 +407,10 @@ impl Db {
     pub fn swap_contents(&mut self, other: &mut Db) {
         self.signal_all();
         other.signal_all();
+        // Each database's snapshot sink writes that database's number: finish both first.
+        self.finish_snapshot();
+        other.finish_snapshot();
+        std::mem::swap(&mut self.epoch, &mut other.epoch);
         std::mem::swap(&mut self.map, &mut other.map);
         std::mem::swap(&mut self.volatile, &mut other.volatile);
     }
@@ -543,6 +660,45 @@ mod tests {
             any::<u8>().prop_map(|k| Op::Get(k % 32)),
             (1u64..10).prop_map(Op::Tick),
         ]
+    }
+
+    proptest! {
+        /// A snapshot taken while keys are set, deleted and expired (in any interleaving with
+        /// its sweep) holds exactly the keys and values of its point in time, each once.
+        #[test]
+        fn snapshot_is_point_in_time(
+            before in proptest::collection::vec((0u8..64, any::<u8>()), 0..100),
+            during in proptest::collection::vec((0u8..80, any::<u8>(), 0u8..4), 0..200),
+            twice in any::<bool>(),
+        ) {
+            let mut db = Db::new();
+            for (k, v) in &before {
+                db.set(&[*k], Value::Str(vec![*v]), 0, 1);
+            }
+            for round in 0..if twice { 2 } else { 1 } {
+                let expected: BTreeMap<Vec<u8>, Vec<u8>> = db.map.iter().map(|(k, e)| (k.to_vec(), match &e.value { Value::Str(s) => s.clone(), _ => unreachable!() })).collect();
+                let got = Arc::new(std::sync::Mutex::new(Vec::<(Vec<u8>, Vec<u8>)>::new()));
+                let sink_got = got.clone();
+                db.snapshot_begin(Box::new(move |k, e| {
+                    let v = match &e.value { Value::Str(s) => s.clone(), _ => unreachable!() };
+                    sink_got.lock().unwrap().push((k.to_vec(), v));
+                }));
+                for (k, v, op) in &during {
+                    match op {
+                        0 => db.set(&[*k], Value::Str(vec![*v, round]), 0, 1),
+                        1 => { db.remove(&[*k], 1); }
+                        2 => { db.set_expire(&[*k], 5); db.get(&[*k], 10); }
+                        _ => { db.snapshot_step(3); }
+                    }
+                }
+                db.finish_snapshot();
+                prop_assert!(!db.snapshot_active());
+                let mut got = got.lock().unwrap().clone();
+                got.sort();
+                let expected: Vec<(Vec<u8>, Vec<u8>)> = expected.into_iter().collect();
+                prop_assert_eq!(got, expected);
+            }
+        }
     }
 
     proptest! {

@@ -143,6 +143,7 @@ pub(crate) fn exec_keyed_untimed(dbs: &mut [Db], db: usize, spec: &'static Spec,
             dbs[db].signal_modified(&args[i]);
         }
         crate::aof::log_write(spec, args, &reply, now_ms, db);
+        crate::snapshot::note_change();
     }
     reply
 }

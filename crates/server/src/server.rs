@@ -134,6 +134,9 @@ pub fn run(config: Config) -> Result<(), String> {
                     let shard = Rc::new(RefCell::new(shard));
                     tokio::task::spawn_local(shard_loop(shard.clone(), rx, server.clone()));
                     let worker = Rc::new(Worker { server, shard_id: id, shard });
+                    if id == 0 {
+                        tokio::task::spawn_local(crate::snapshot::driver(worker.clone()));
+                    }
                     while let Some((stream, addr)) = crx.recv().await {
                         if stream.set_nonblocking(true).is_err() {
                             continue;
@@ -174,6 +177,11 @@ pub fn run(config: Config) -> Result<(), String> {
     );
     wait_for_signal();
     tracing::info!("Received shutdown signal, scheduling shutdown...");
+    // As Redis: with snapshots scheduled and the log off, a clean stop saves a snapshot.
+    if !server.config.get("save").trim().is_empty() && !server.config.get_bool("appendonly") {
+        tracing::info!("Saving the final snapshot before exiting");
+        crate::snapshot::final_save_blocking();
+    }
     shutdown_persist();
     tracing::info!("Abacus is now ready to exit, bye bye...");
     Ok(())

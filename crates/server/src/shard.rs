@@ -71,11 +71,13 @@ pub struct Shard {
     /// True while a multi-shard operation holds this shard; direct local access must then go
     /// through the queue like everyone else.
     pub locked: bool,
+    /// This shard's part of a running snapshot (see `snapshot.rs`).
+    pub snapshot: Option<crate::snapshot::ShardSnapshot>,
 }
 
 impl Shard {
     pub fn new(id: usize, databases: usize) -> Shard {
-        Shard { id, dbs: (0..databases).map(|_| Db::new()).collect(), locked: false }
+        Shard { id, dbs: (0..databases).map(|_| Db::new()).collect(), locked: false, snapshot: None }
     }
 
     /// Active expiry: Redis's algorithm, per database sample 20 keys with a TTL and repeat while
@@ -123,10 +125,20 @@ pub async fn shard_loop(shard: Rc<RefCell<Shard>>, mut rx: mpsc::Receiver<ShardM
     let mut tick = tokio::time::interval(period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
+        let snapshotting = shard.borrow().snapshot_active();
         tokio::select! {
+            biased;
             msg = rx.recv() => match msg {
                 None => break,
-                Some(ShardMsg::Run(job)) => job(&mut shard.borrow_mut()),
+                Some(ShardMsg::Run(job)) => {
+                    let mut s = shard.borrow_mut();
+                    job(&mut s);
+                    // Under a full queue the idle branch below never runs: the sweep also
+                    // advances a little after every job, so a snapshot always completes.
+                    if snapshotting {
+                        s.snapshot_step(crate::snapshot::SWEEP_STEP_ENTRIES / 8);
+                    }
+                }
                 Some(ShardMsg::Lock(grant)) => {
                     let (tx, mut private) = mpsc::unbounded_channel::<Job>();
                     shard.borrow_mut().locked = true;
@@ -145,12 +157,17 @@ pub async fn shard_loop(shard: Rc<RefCell<Shard>>, mut rx: mpsc::Receiver<ShardM
                     s.active_expire(period / 4);
                     s.id
                 };
+                crate::snapshot::fold_changes();
                 if let Some(slot) = server.stats.ops_per_sec.get(id) {
                     slot.store(meter.sample(), std::sync::atomic::Ordering::Relaxed);
                 }
                 if id == 0 {
                     crate::memory::allocated_bytes();
                 }
+            }
+            _ = tokio::task::yield_now(), if snapshotting => {
+                // Idle: sweep a slice, then let the connections of this thread run.
+                shard.borrow_mut().snapshot_step(crate::snapshot::SWEEP_STEP_ENTRIES);
             }
         }
     }

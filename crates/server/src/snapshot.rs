@@ -1,17 +1,488 @@
-//! Snapshots (placeholder until the fork-less snapshot lands).
+//! Snapshots without fork, and log compaction.
+//!
+//! A snapshot starts at one point in every shard's history: the coordinator locks all shards
+//! (no command runs anywhere), tells every database to begin (`Db::snapshot_begin`), starts a
+//! new log segment, and releases. That takes microseconds; nothing is copied. From then on
+//! each shard hands the snapshot every key's state as of that point exactly once: its sweep
+//! walks the table a slice at a time between other work (`Shard::snapshot_step`), and a write
+//! to a key the sweep has not reached yet first hands over the key's old state (copy before
+//! write, per key, not per page as fork does). Memory overhead is therefore bounded by the
+//! blocks in flight to the writer ([`BLOCKS_IN_FLIGHT`] x [`BLOCK_BYTES`]), not by the write
+//! rate or the dataset: there is no doubling as with fork's copy-on-write under writes.
+//!
+//! Blocks go through a bounded channel to a writer thread that compresses and writes them
+//! (`abacus_persist::snapshot`). When every shard is done the file is fsynced and renamed,
+//! and the manifest is replaced: the new snapshot plus the log segment started with it.
+//! Older snapshots and segments are then deleted. That is also log compaction
+//! (BGREWRITEAOF, and automatically when the log has grown by `auto-aof-rewrite-percentage`):
+//! the log's size is bounded by the writes since the last snapshot, and compaction never
+//! blocks writes.
+//!
+//! Triggers: BGSAVE, SAVE (waits for the background snapshot; other clients keep being
+//! served), BGREWRITEAOF, the `save` schedule, log growth, SHUTDOWN and SIGTERM when
+//! snapshots are configured and the log is off.
 
 use std::path::PathBuf;
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
-use abacus_persist::manifest::Manifest;
+use abacus_keyspace::Entry;
+use abacus_persist::manifest::{sync_dir, Manifest};
 
+use crate::exec::{Access, Worker};
+use crate::shard::{now_ms, Shard};
+
+/// Raw bytes per snapshot block before compression.
+pub const BLOCK_BYTES: usize = 1 << 20;
+/// Blocks queued for the writer at most; a shard whose block does not fit waits (bounded
+/// memory beats a snapshot that can outgrow the machine).
+pub const BLOCKS_IN_FLIGHT: usize = 16;
+/// Entries a shard's sweep visits per step, between other work.
+pub const SWEEP_STEP_ENTRIES: usize = 1024;
+
+enum Msg {
+    Block { shard: u16, raw: Vec<u8>, keys: u64 },
+    Done,
+}
+
+/// A shard's part of a running snapshot: the block being filled.
+pub struct ShardSnapshot {
+    buf: Arc<Mutex<ShardBuf>>,
+}
+
+struct ShardBuf {
+    shard: u16,
+    raw: Vec<u8>,
+    keys: u64,
+    tx: SyncSender<Msg>,
+}
+
+impl ShardBuf {
+    fn send(&mut self) {
+        if !self.raw.is_empty() {
+            let raw = std::mem::replace(&mut self.raw, Vec::with_capacity(BLOCK_BYTES + 64 * 1024));
+            let _ = self.tx.send(Msg::Block { shard: self.shard, raw, keys: std::mem::take(&mut self.keys) });
+        }
+    }
+}
+
+impl Shard {
+    pub fn snapshot_active(&self) -> bool {
+        self.snapshot.is_some()
+    }
+
+    /// One slice of the sweep over this shard's databases; sends the shard's last block and
+    /// its completion when all are done.
+    pub fn snapshot_step(&mut self, budget: usize) {
+        if self.snapshot.is_none() {
+            return;
+        }
+        for db in &mut self.dbs {
+            if db.snapshot_active() {
+                db.snapshot_step(budget);
+                return;
+            }
+        }
+        if let Some(s) = self.snapshot.take() {
+            let mut b = s.buf.lock().unwrap_or_else(|p| p.into_inner());
+            b.send();
+            let _ = b.tx.send(Msg::Done);
+        }
+    }
+}
+
+/// Snapshot state shared by the whole server.
 pub struct Snapshots {
     pub dir: PathBuf,
-    pub manifest: Mutex<Manifest>,
+    manifest: Mutex<Manifest>,
+    pub in_progress: AtomicBool,
+    /// Unix seconds of the last successful snapshot (LASTSAVE).
+    pub last_save_s: AtomicU64,
+    pub last_ok: AtomicBool,
+    pub last_duration_ms: AtomicU64,
+    pub last_keys: AtomicU64,
+    pub last_bytes: AtomicU64,
+    pub started_ms: AtomicU64,
+    /// Writes since the last successful snapshot (rdb_changes_since_last_save).
+    pub changes: AtomicU64,
+    changes_at_start: AtomicU64,
+    /// Completed snapshots (successful or not), for SAVE to wait on.
+    done_tx: tokio::sync::watch::Sender<u64>,
 }
 
 static SNAPSHOTS: OnceLock<Snapshots> = OnceLock::new();
 
+thread_local! {
+    static CHANGES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts one write (cheaply: a thread-local, folded in by [`fold_changes`]).
+pub fn note_change() {
+    CHANGES.with(|c| c.set(c.get() + 1));
+}
+
+/// Adds this thread's counted writes to the shared counter (each shard tick).
+pub fn fold_changes() {
+    let n = CHANGES.with(|c| c.replace(0));
+    if n > 0 {
+        if let Some(s) = global() {
+            s.changes.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+}
+
+pub fn global() -> Option<&'static Snapshots> {
+    SNAPSHOTS.get()
+}
+
 pub fn init(dir: PathBuf, manifest: Manifest) {
-    let _ = SNAPSHOTS.set(Snapshots { dir, manifest: Mutex::new(manifest) });
+    let last = manifest
+        .snapshot
+        .as_ref()
+        .and_then(|s| abacus_persist::snapshot::index(&dir.join(s)).ok())
+        .map_or(now_ms(), |i| i.created_ms);
+    let (done_tx, _) = tokio::sync::watch::channel(0);
+    let _ = SNAPSHOTS.set(Snapshots {
+        dir,
+        manifest: Mutex::new(manifest),
+        in_progress: AtomicBool::new(false),
+        last_save_s: AtomicU64::new(last / 1000),
+        last_ok: AtomicBool::new(true),
+        last_duration_ms: AtomicU64::new(0),
+        last_keys: AtomicU64::new(0),
+        last_bytes: AtomicU64::new(0),
+        started_ms: AtomicU64::new(0),
+        changes: AtomicU64::new(0),
+        changes_at_start: AtomicU64::new(0),
+        done_tx,
+    });
+}
+
+fn snapshot_name(seq: u64) -> String {
+    format!("snap-{seq:06}.abs")
+}
+
+/// Starts a snapshot (and a new log segment). Returns the number of snapshots completed
+/// before this one, for [`wait`].
+pub async fn start(worker: &Worker, access: Access<'_>) -> Result<u64, String> {
+    let snaps = global().ok_or("ERR snapshots are not initialised")?;
+    if snaps.in_progress.swap(true, Ordering::AcqRel) {
+        return Err("ERR Background save already in progress".into());
+    }
+    let before = *snaps.done_tx.borrow();
+    match begin(worker, access, snaps).await {
+        Ok(()) => Ok(before),
+        Err(e) => {
+            snaps.in_progress.store(false, Ordering::Release);
+            snaps.last_ok.store(false, Ordering::Relaxed);
+            tracing::error!("snapshot failed to start: {e}");
+            Err(format!("ERR {e}"))
+        }
+    }
+}
+
+/// Waits until more than `before` snapshots have completed; Ok if the last one succeeded.
+pub async fn wait(before: u64) -> Result<(), String> {
+    let snaps = global().ok_or("ERR snapshots are not initialised")?;
+    let mut rx = snaps.done_tx.subscribe();
+    rx.wait_for(|&n| n > before).await.map_err(|_| "ERR server is shutting down".to_string())?;
+    if snaps.last_ok.load(Ordering::Acquire) {
+        Ok(())
+    } else {
+        Err("ERR snapshot failed: see the server log".into())
+    }
+}
+
+async fn begin(worker: &Worker, access: Access<'_>, snaps: &'static Snapshots) -> Result<(), String> {
+    let shards = worker.shards();
+    let (seq, tmp, name) = {
+        let m = snaps.manifest.lock().unwrap_or_else(|p| p.into_inner());
+        let seq = m.files().map(|f| crate::aof::file_seq(f)).max().unwrap_or(0) + 1;
+        (seq, snaps.dir.join(format!("{}.tmp", snapshot_name(seq))), snapshot_name(seq))
+    };
+    let started = now_ms();
+    let writer = abacus_persist::snapshot::Writer::create(&tmp, started, shards as u32)?;
+    let (tx, rx) = sync_channel::<Msg>(BLOCKS_IN_FLIGHT);
+    // The point in time: every shard held, so no command runs between the first database's
+    // begin and the log's switch to the new segment.
+    let own;
+    let access = match access {
+        Access::Locked(_) => access,
+        Access::Free => {
+            own = worker.lock(0..shards).await.ok_or("server is shutting down")?;
+            Access::Locked(&own)
+        }
+    };
+    let tx_for_shards = tx.clone();
+    worker
+        .run_all(access, move |s: &mut Shard| {
+            let buf = Arc::new(Mutex::new(ShardBuf {
+                shard: s.id as u16,
+                raw: Vec::with_capacity(BLOCK_BYTES + 64 * 1024),
+                keys: 0,
+                tx: tx_for_shards.clone(),
+            }));
+            for (i, db) in s.dbs.iter_mut().enumerate() {
+                let buf = buf.clone();
+                db.snapshot_begin(Box::new(move |key: &[u8], e: &Entry| {
+                    let mut b = buf.lock().unwrap_or_else(|p| p.into_inner());
+                    abacus_persist::entry::encode(&mut b.raw, i as u16, key, e);
+                    b.keys += 1;
+                    if b.raw.len() >= BLOCK_BYTES {
+                        b.send();
+                    }
+                }));
+            }
+            s.snapshot = Some(ShardSnapshot { buf });
+            fold_changes();
+        })
+        .await
+        .ok_or("server is shutting down")?;
+    drop(tx);
+    let mut logs_after = Vec::new();
+    if let Some(aof) = crate::aof::global() {
+        let seg = crate::aof::segment_name(seq);
+        aof.rotate(&seg)?;
+        let mut m = snaps.manifest.lock().unwrap_or_else(|p| p.into_inner());
+        m.logs.push(seg.clone());
+        m.write(&snaps.dir)?;
+        logs_after.push(seg);
+    }
+    snaps.changes_at_start.store(snaps.changes.load(Ordering::Relaxed), Ordering::Relaxed);
+    snaps.started_ms.store(started, Ordering::Relaxed);
+    tracing::info!("Background saving started ({name})");
+    std::thread::Builder::new()
+        .name("abacus-snapshot".into())
+        .spawn(move || write_snapshot(snaps, writer, rx, shards, tmp, name, logs_after, started))
+        .map_err(|e| format!("cannot start the snapshot writer: {e}"))?;
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn write_snapshot(
+    snaps: &'static Snapshots,
+    mut writer: abacus_persist::snapshot::Writer,
+    rx: Receiver<Msg>,
+    shards: usize,
+    tmp: PathBuf,
+    name: String,
+    logs_after: Vec<String>,
+    started: u64,
+) {
+    let t0 = Instant::now();
+    let mut error: Option<String> = None;
+    let mut done = 0;
+    // Drain every message even after an error: the shards must finish their sweeps.
+    while done < shards {
+        match rx.recv() {
+            Ok(Msg::Block { shard, raw, keys }) => {
+                if error.is_none() {
+                    if let Err(e) = writer.write_block(shard, &raw, keys) {
+                        error = Some(e);
+                    }
+                }
+            }
+            Ok(Msg::Done) => done += 1,
+            Err(_) => {
+                error.get_or_insert_with(|| "a shard stopped before finishing its snapshot".into());
+                break;
+            }
+        }
+    }
+    let result = match error {
+        Some(e) => Err(e),
+        None => writer.finish().and_then(|(keys, bytes)| {
+            let path = snaps.dir.join(&name);
+            std::fs::rename(&tmp, &path).map_err(|e| format!("cannot rename {}: {e}", tmp.display()))?;
+            sync_dir(&snaps.dir)?;
+            let old = {
+                let mut m = snaps.manifest.lock().unwrap_or_else(|p| p.into_inner());
+                let next = Manifest { snapshot: Some(name.clone()), logs: logs_after.clone() };
+                next.write(&snaps.dir)?;
+                std::mem::replace(&mut *m, next)
+            };
+            for f in old.files() {
+                if Some(f) != Some(&name) && !logs_after.contains(f) {
+                    let _ = std::fs::remove_file(snaps.dir.join(f));
+                }
+            }
+            Ok((keys, bytes))
+        }),
+    };
+    match result {
+        Ok((keys, bytes)) => {
+            snaps.last_ok.store(true, Ordering::Release);
+            snaps.last_save_s.store(started / 1000, Ordering::Relaxed);
+            snaps.last_keys.store(keys, Ordering::Relaxed);
+            snaps.last_bytes.store(bytes, Ordering::Relaxed);
+            let at_start = snaps.changes_at_start.load(Ordering::Relaxed);
+            let _ = snaps.changes.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| Some(c.saturating_sub(at_start)));
+            tracing::info!("Background saving terminated with success: {name}, {keys} keys, {bytes} bytes, {:.2}s", t0.elapsed().as_secs_f64());
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            snaps.last_ok.store(false, Ordering::Release);
+            tracing::error!("Background saving error: {e}");
+        }
+    }
+    snaps.last_duration_ms.store(t0.elapsed().as_millis() as u64, Ordering::Relaxed);
+    snaps.in_progress.store(false, Ordering::Release);
+    snaps.done_tx.send_modify(|n| *n += 1);
+}
+
+/// The `save` schedule: pairs of (seconds, changes).
+pub fn parse_schedule(s: &str) -> Result<Vec<(u64, u64)>, String> {
+    let parts: Vec<&str> = s.split_whitespace().collect();
+    if parts.len() % 2 != 0 {
+        return Err("save: expected pairs of 'seconds changes'".into());
+    }
+    parts
+        .chunks(2)
+        .map(|p| match (p[0].parse::<u64>(), p[1].parse::<u64>()) {
+            (Ok(a), Ok(b)) => Ok((a, b)),
+            _ => Err(format!("save: '{} {}' is not a pair of integers", p[0], p[1])),
+        })
+        .collect()
+}
+
+/// Requests for a final snapshot at shutdown (from the signal handler's thread).
+static FINAL_SAVE: OnceLock<tokio::sync::mpsc::UnboundedSender<std::sync::mpsc::Sender<()>>> = OnceLock::new();
+
+/// Starts snapshots when the `save` schedule or the log's growth calls for one, and serves
+/// shutdown's final snapshot. Runs on worker 0.
+pub async fn driver(worker: std::rc::Rc<Worker>) {
+    let (tx, mut final_rx) = tokio::sync::mpsc::unbounded_channel();
+    let _ = FINAL_SAVE.set(tx);
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            req = final_rx.recv() => {
+                if let Some(done) = req {
+                    if let Ok(before) = start(&worker, Access::Free).await {
+                        let _ = wait(before).await;
+                    } else if let Some(s) = global() {
+                        // One is running already: wait for it.
+                        let n = *s.done_tx.borrow();
+                        if s.in_progress.load(Ordering::Acquire) {
+                            let _ = wait(n).await;
+                        }
+                    }
+                    let _ = done.send(());
+                }
+                continue;
+            }
+        }
+        let Some(snaps) = global() else { continue };
+        if snaps.in_progress.load(Ordering::Acquire) {
+            continue;
+        }
+        let cfg = &worker.server.config;
+        let now_s = now_ms() / 1000;
+        let since = now_s.saturating_sub(snaps.last_save_s.load(Ordering::Relaxed));
+        let changes = snaps.changes.load(Ordering::Relaxed);
+        let scheduled = parse_schedule(&cfg.get("save")).unwrap_or_default().iter().any(|&(secs, n)| changes >= n.max(1) && since >= secs);
+        // A failed snapshot is retried after a pause, not in a loop.
+        let retry_ok = snaps.last_ok.load(Ordering::Relaxed) || now_s.saturating_sub(snaps.started_ms.load(Ordering::Relaxed) / 1000) >= 5;
+        let mut grow = false;
+        if let Some(aof) = crate::aof::global() {
+            let pct = cfg.get_u64("auto-aof-rewrite-percentage");
+            let min = cfg.get_u64("auto-aof-rewrite-min-size");
+            let (_, size) = aof.segment();
+            let base = aof.base_bytes.load(Ordering::Relaxed).max(1);
+            grow = pct > 0 && size >= min && (size.saturating_sub(base)) * 100 / base >= pct;
+        }
+        if (scheduled || grow) && retry_ok {
+            let why = if grow { "the log grew past auto-aof-rewrite-percentage" } else { "the save schedule" };
+            tracing::info!("starting a snapshot: {why}");
+            let _ = start(&worker, Access::Free).await;
+        }
+    }
+}
+
+/// Takes a final snapshot from outside the workers (SIGTERM) and waits for it.
+pub fn final_save_blocking() {
+    if let Some(tx) = FINAL_SAVE.get() {
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        if tx.send(done_tx).is_ok() {
+            let _ = done_rx.recv_timeout(Duration::from_secs(3600));
+        }
+    }
+}
+
+/// INFO's persistence section, with Redis's field names.
+pub fn info_persistence() -> String {
+    use std::fmt::Write;
+    let load = &crate::stats::LOADING;
+    let loading = load.active.load(Ordering::Acquire);
+    let mut out = String::from("# Persistence\r\n");
+    let _ = write!(out, "loading:{}\r\nasync_loading:0\r\n", loading as u8);
+    if loading {
+        let total = load.total.load(Ordering::Relaxed).max(1);
+        let done = load.loaded.load(Ordering::Relaxed);
+        let started = load.start_ms.load(Ordering::Relaxed);
+        let elapsed_s = (now_ms().saturating_sub(started)) as f64 / 1000.0;
+        let eta = if done > 0 { (total - done.min(total)) as f64 * elapsed_s / done as f64 } else { 0.0 };
+        let _ = write!(
+            out,
+            "loading_start_time:{}\r\nloading_total_bytes:{total}\r\nloading_loaded_bytes:{done}\r\nloading_loaded_perc:{:.2}\r\nloading_eta_seconds:{}\r\n",
+            started / 1000,
+            done as f64 * 100.0 / total as f64,
+            eta as u64
+        );
+    }
+    let (changes, in_progress, last_save, ok, dur, started, keys, bytes) = match global() {
+        Some(s) => (
+            s.changes.load(Ordering::Relaxed),
+            s.in_progress.load(Ordering::Relaxed),
+            s.last_save_s.load(Ordering::Relaxed),
+            s.last_ok.load(Ordering::Relaxed),
+            s.last_duration_ms.load(Ordering::Relaxed),
+            s.started_ms.load(Ordering::Relaxed),
+            s.last_keys.load(Ordering::Relaxed),
+            s.last_bytes.load(Ordering::Relaxed),
+        ),
+        None => (0, false, 0, true, 0, 0, 0, 0),
+    };
+    let status = if ok { "ok" } else { "err" };
+    let current = if in_progress { (now_ms().saturating_sub(started) / 1000) as i64 } else { -1 };
+    let _ = write!(
+        out,
+        "current_cow_peak:0\r\nrdb_changes_since_last_save:{changes}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{last_save}\r\n\
+         rdb_last_bgsave_status:{status}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{current}\r\n\
+         rdb_saves:{}\r\nrdb_last_save_keys:{keys}\r\nrdb_last_save_bytes:{bytes}\r\n",
+        in_progress as u8,
+        dur / 1000,
+        global().map_or(0, |s| *s.done_tx.borrow()),
+    );
+    match crate::aof::global() {
+        Some(aof) => {
+            let (name, size) = aof.segment();
+            let write_ok = aof.error.lock().map_or(false, |e| e.is_none());
+            let _ = write!(
+                out,
+                "aof_enabled:1\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:0\r\naof_last_rewrite_time_sec:{}\r\n\
+                 aof_current_rewrite_time_sec:{current}\r\naof_last_bgrewrite_status:{status}\r\naof_last_write_status:{}\r\n\
+                 aof_current_size:{size}\r\naof_base_size:{}\r\naof_current_segment:{name}\r\naof_fsync_policy:{}\r\n\
+                 aof_buffer_length:0\r\naof_pending_bio_fsync:{}\r\naof_delayed_fsync:0\r\n",
+                in_progress as u8,
+                dur / 1000,
+                if write_ok { "ok" } else { "err" },
+                aof.base_bytes.load(Ordering::Relaxed),
+                match aof.mode() {
+                    crate::aof::Fsync::Always => "always",
+                    crate::aof::Fsync::EverySec => "everysec",
+                    crate::aof::Fsync::No => "no",
+                },
+                (aof.appended() > aof.durable()) as u8,
+            );
+        }
+        None => {
+            let _ = write!(out, "aof_enabled:0\r\naof_rewrite_in_progress:0\r\naof_last_bgrewrite_status:ok\r\naof_last_write_status:ok\r\n");
+        }
+    }
+    out.push_str("\r\n");
+    out
 }

@@ -11,6 +11,7 @@ pub mod expiry;
 pub mod hashes;
 pub mod hll;
 pub mod keys;
+pub mod persistence;
 pub mod pf;
 pub mod server;
 pub mod set_algebra;
@@ -38,6 +39,7 @@ pub const FAMILIES: &[&[Spec]] = &[
     hashes::COMMANDS,
     sets::COMMANDS,
     set_algebra::COMMANDS,
+    persistence::COMMANDS,
 ];
 
 /// Runs a connection-level command.
@@ -61,6 +63,11 @@ pub async fn dispatch_conn(conn: &mut Conn, access: Access<'_>, call: Call) -> F
         n if n.starts_with("config|") => server::config(conn, access, call.spec.name, args).await,
         n if n.starts_with("debug") => server::debug(conn, access, args).await,
         n if n.starts_with("function|") => server::function(call.spec.name, args),
+        "save" => persistence::save(conn).await,
+        "bgsave" => persistence::bgsave(conn, args).await,
+        "bgrewriteaof" => persistence::bgrewriteaof(conn).await,
+        "lastsave" => persistence::lastsave(),
+        "shutdown" => persistence::shutdown(conn, args).await,
         "keys" => keys::keys(conn, access, args).await,
         "scan" => keys::scan(conn, access, args).await,
         "randomkey" => keys::randomkey(conn, access).await,

@@ -165,8 +165,18 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: &str, a: &[Bytes])
             }
             let pairs: Vec<(String, String)> =
                 a[2..].chunks(2).map(|p| (String::from_utf8_lossy(&p[0]).into_owned(), String::from_utf8_lossy(&p[1]).into_owned())).collect();
+            if let Some((_, v)) = pairs.iter().find(|(n, _)| n.eq_ignore_ascii_case("save")) {
+                if let Err(e) = crate::snapshot::parse_schedule(v) {
+                    return Frame::error(format!("ERR CONFIG SET failed (possibly related to argument 'save') - {e}"));
+                }
+            }
             match cfg.set_many(&pairs) {
-                Ok(()) => Frame::ok(),
+                Ok(()) => {
+                    if let Some(aof) = crate::aof::global() {
+                        aof.set_mode(crate::aof::Fsync::from_name(&cfg.get("appendfsync")));
+                    }
+                    Frame::ok()
+                }
                 Err(e) => Frame::error(e),
             }
         }
@@ -405,11 +415,7 @@ pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
         );
     }
     if want("persistence") {
-        let _ = write!(
-            out,
-            "# Persistence\r\nloading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\nrdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\naof_last_bgrewrite_status:ok\r\naof_last_write_status:ok\r\n\r\n",
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs().saturating_sub(uptime)
-        );
+        out.push_str(&crate::snapshot::info_persistence());
     }
     if want("stats") {
         let st = &server.stats;

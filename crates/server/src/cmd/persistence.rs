@@ -1,0 +1,104 @@
+//! Persistence commands: SAVE, BGSAVE, BGREWRITEAOF, LASTSAVE, SHUTDOWN.
+//!
+//! SAVE and BGSAVE both take a fork-less snapshot (`snapshot.rs`); SAVE waits for it to
+//! finish, but unlike Redis's SAVE it does not stop other clients meanwhile. BGREWRITEAOF is
+//! the same operation: a snapshot plus a new log segment is how the log is compacted.
+
+use abacus_protocol::{Bytes, Frame};
+
+use super::args::*;
+use crate::command::flags::*;
+use crate::command::Spec;
+use crate::conn::Conn;
+use crate::exec::Access;
+
+const G: &str = "server";
+const NONE: (i32, i32, i32) = (0, 0, 0);
+
+pub const COMMANDS: &[Spec] = &[
+    Spec::conn("save", 1, ADMIN | NO_MULTI | ALL_SHARDS, NONE, G, "Synchronously saves the database(s) to disk."),
+    Spec::conn("bgsave", -1, ADMIN | NO_MULTI | ALL_SHARDS, NONE, G, "Asynchronously saves the database(s) to disk."),
+    Spec::conn("bgrewriteaof", 1, ADMIN | NO_MULTI | ALL_SHARDS, NONE, G, "Asynchronously rewrites the append-only file to disk."),
+    Spec::conn("lastsave", 1, LOADING | STALE | FAST, NONE, G, "Returns the Unix timestamp of the last successful save to disk."),
+    Spec::conn("shutdown", -1, ADMIN | NO_MULTI | LOADING | STALE, NONE, G, "Synchronously saves the database(s) to disk and shuts down the server."),
+];
+
+pub async fn save(conn: &mut Conn) -> Frame {
+    match crate::snapshot::start(&conn.worker, Access::Free).await {
+        Ok(before) => match crate::snapshot::wait(before).await {
+            Ok(()) => Frame::ok(),
+            Err(e) => Frame::error(e),
+        },
+        Err(e) => Frame::error(e),
+    }
+}
+
+pub async fn bgsave(conn: &mut Conn, a: &[Bytes]) -> Frame {
+    let schedule = match a.len() {
+        1 => false,
+        2 if is(&a[1], "schedule") => true,
+        _ => return err(ERR_SYNTAX),
+    };
+    match crate::snapshot::start(&conn.worker, Access::Free).await {
+        Ok(_) => Frame::simple("Background saving started"),
+        Err(_) if schedule => Frame::simple("Background saving scheduled"),
+        Err(e) => Frame::error(e),
+    }
+}
+
+pub async fn bgrewriteaof(conn: &mut Conn) -> Frame {
+    match crate::snapshot::start(&conn.worker, Access::Free).await {
+        Ok(_) => Frame::simple("Background append only file rewriting started"),
+        Err(e) if e.contains("already in progress") => {
+            Frame::error("ERR Background append only file rewriting already in progress")
+        }
+        Err(e) => Frame::error(e),
+    }
+}
+
+pub fn lastsave() -> Frame {
+    let s = crate::snapshot::global().map_or(0, |s| s.last_save_s.load(std::sync::atomic::Ordering::Relaxed));
+    Frame::Integer(s as i64)
+}
+
+/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]: snapshots if asked to (or if a `save`
+/// schedule is configured and the log is off, as Redis), makes the log durable and exits.
+/// Like Redis, a successful SHUTDOWN sends no reply: the connection closes.
+pub async fn shutdown(conn: &mut Conn, a: &[Bytes]) -> Frame {
+    let (mut save, mut nosave, mut force) = (false, false, false);
+    for x in &a[1..] {
+        if is(x, "save") {
+            save = true;
+        } else if is(x, "nosave") {
+            nosave = true;
+        } else if is(x, "now") {
+        } else if is(x, "force") {
+            force = true;
+        } else if is(x, "abort") {
+            return err("ERR No shutdown in progress.");
+        } else {
+            return err(ERR_SYNTAX);
+        }
+    }
+    if save && nosave {
+        return err(ERR_SYNTAX);
+    }
+    let cfg = &conn.worker.server.config;
+    let scheduled = !cfg.get("save").trim().is_empty() && !cfg.get_bool("appendonly");
+    if save || (scheduled && !nosave) {
+        let result = match crate::snapshot::start(&conn.worker, Access::Free).await {
+            Ok(before) => crate::snapshot::wait(before).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = result {
+            if !force {
+                tracing::warn!("SHUTDOWN refused: the snapshot failed ({e})");
+                return err("ERR Errors trying to SHUTDOWN. Check logs.");
+            }
+        }
+    }
+    tracing::info!("User requested shutdown...");
+    crate::server::shutdown_persist();
+    tracing::info!("Abacus is now ready to exit, bye bye...");
+    std::process::exit(0);
+}
