@@ -29,6 +29,17 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "--name value")]
         params: Vec<String>,
     },
+    /// Check an append-only log segment (dir/log-NNNNNN.aof) and, with --fix, truncate it to
+    /// its last valid record (what a start refuses to guess after corruption).
+    CheckAof {
+        /// Truncate the file at the first damaged record (everything after it is lost).
+        #[arg(long)]
+        fix: bool,
+        file: std::path::PathBuf,
+    },
+    /// Check a snapshot file (dir/snap-NNNNNN.abs): structure, every block's checksum and
+    /// every key's encoding.
+    CheckSnapshot { file: std::path::PathBuf },
 }
 
 fn params_help() -> String {
@@ -67,6 +78,19 @@ fn main() {
                 fail(&e);
             }
         }
+        Command::CheckAof { fix, file } => match abacus_persist::log::check_file(&file, fix) {
+            Ok(report) => {
+                print!("{report}");
+                if !fix && !report.contains("log is valid") {
+                    std::process::exit(1);
+                }
+            }
+            Err(e) => fail(&e),
+        },
+        Command::CheckSnapshot { file } => match abacus_persist::snapshot::check_file(&file) {
+            Ok(report) => print!("{report}"),
+            Err(e) => fail(&e),
+        },
     }
 }
 

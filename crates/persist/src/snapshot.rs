@@ -223,6 +223,27 @@ pub fn for_each_entry(raw: &[u8], mut f: impl FnMut(Decoded)) -> Result<u64> {
     Ok(n)
 }
 
+/// `abacus check-snapshot FILE`: reads everything and reports, or says what is wrong.
+pub fn check_file(path: &Path) -> Result<String> {
+    let idx = index(path)?;
+    let f = File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let mut keys = 0;
+    for b in &idx.blocks {
+        keys += for_each_entry(&read_block(&f, path, b)?, |_| {})?;
+    }
+    if keys != idx.keys {
+        return Err(corrupt(path, format!("trailer counts {} keys, the blocks hold {keys}", idx.keys)));
+    }
+    Ok(format!(
+        "{}: valid snapshot, {keys} keys in {} blocks, {} bytes, written by {} shards at {} ms\n",
+        path.display(),
+        idx.blocks.len(),
+        idx.file_bytes,
+        idx.shards,
+        idx.created_ms
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

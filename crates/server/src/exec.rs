@@ -355,9 +355,20 @@ impl Worker {
             }
         }
         if !local.is_empty() {
-            let mut s = self.shard.borrow_mut();
-            for (i, r) in run_group(&mut s, db, local, cfg, total_shards) {
-                replies[i] = Some(r);
+            // Sending the other groups may have yielded, and a multi-shard operation (or a
+            // snapshot's start) may have locked this shard meanwhile: then the group must
+            // queue behind the lock like everyone else's.
+            if self.shard.borrow().locked {
+                let shard = self.shard_id;
+                let job = move |s: &mut Shard| run_group(s, db, local, cfg, total_shards);
+                if let Some(rx) = self.spawn_job(Access::Free, shard, job).await {
+                    pending.push(rx);
+                }
+            } else {
+                let mut s = self.shard.borrow_mut();
+                for (i, r) in run_group(&mut s, db, local, cfg, total_shards) {
+                    replies[i] = Some(r);
+                }
             }
         }
         for rx in pending {

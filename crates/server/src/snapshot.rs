@@ -243,11 +243,13 @@ async fn begin(worker: &Worker, access: Access<'_>, snaps: &'static Snapshots) -
     drop(tx);
     let mut logs_after = Vec::new();
     if let Some(aof) = crate::aof::global() {
+        // The manifest names the new segment before the first write goes there: a crash in
+        // between finds an empty or missing last segment, never writes it does not know of.
         let seg = crate::aof::segment_name(seq);
-        aof.rotate(&seg)?;
         let mut m = snaps.manifest.lock().unwrap_or_else(|p| p.into_inner());
         m.logs.push(seg.clone());
         m.write(&snaps.dir)?;
+        aof.rotate(&seg)?;
         logs_after.push(seg);
     }
     snaps.changes_at_start.store(snaps.changes.load(Ordering::Relaxed), Ordering::Relaxed);

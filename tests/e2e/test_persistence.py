@@ -1,0 +1,508 @@
+"""Durability: the append-only log, snapshots, recovery, torn tails, corruption, SHUTDOWN.
+
+Every test runs a private abacus server on a data directory of its own, stops or kills it,
+and starts a new process on the same directory: what comes back is what is on disk.
+
+Crash rounds: ABACUS_CRASH_ROUNDS (default 20) SIGKILLs of a server under write load with
+`appendfsync always`, each followed by a restart that must hold every acknowledged write.
+scripts/crash-soak.sh runs more.
+"""
+
+import os
+import random
+import shutil
+import signal
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+
+import pytest
+import redis
+
+from conftest import REPO_ROOT, ServerProcess
+
+pytestmark = pytest.mark.abacus_only("Abacus's own log and snapshot formats and recovery")
+
+ABACUS = os.environ.get("ABACUS_BIN") or os.path.join(REPO_ROOT, "target", "release", "abacus")
+LOG_MAGIC = b"ABACUSL1"
+
+
+class Node:
+    """An abacus server on a data directory that outlives the process."""
+
+    def __init__(self, data_dir, *args):
+        self.data_dir = data_dir
+        self.args = [str(a) for a in args]
+        self.p = None
+        self.runs = 0
+
+    def spawn(self):
+        p = ServerProcess("abacus", self.args)
+        shutil.rmtree(p.dir, ignore_errors=True)
+        p.dir = self.data_dir
+        self.runs += 1
+        p.log_path = os.path.join(self.data_dir, "server-%d.log" % self.runs)
+        p.argv = p._argv()
+        self.p = p.spawn()
+        return self.p
+
+    def start(self):
+        self.spawn()
+        self.p.wait_ready()
+        return self
+
+    def client(self, **kw):
+        kw.setdefault("socket_timeout", 20)
+        return redis.Redis(host=self.p.host, port=self.p.port, **kw)
+
+    def kill(self):
+        os.killpg(self.p.proc.pid, signal.SIGKILL)
+        self.p.proc.wait(timeout=10)
+
+    def term(self):
+        os.killpg(self.p.proc.pid, signal.SIGTERM)
+        assert self.p.proc.wait(timeout=30) == 0, self.p.log()
+
+    def start_fails(self):
+        """Starts a process expected to refuse to start; returns its output."""
+        self.spawn()
+        code = self.p.wait_exit(30)
+        assert code is not None and code != 0, "server started but should have refused"
+        return self.p.log()
+
+    def files(self, prefix):
+        return sorted(f for f in os.listdir(self.data_dir) if f.startswith(prefix))
+
+    def log_path(self):
+        logs = self.files("log-")
+        assert logs, os.listdir(self.data_dir)
+        return os.path.join(self.data_dir, logs[-1])
+
+
+@pytest.fixture
+def data_dir():
+    d = tempfile.mkdtemp(prefix="abacus-persist-")
+    nodes = []
+    yield d, nodes
+    for n in nodes:
+        if n.p is not None and n.p.proc.poll() is None:
+            os.killpg(n.p.proc.pid, signal.SIGKILL)
+            n.p.proc.wait(timeout=10)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def node(data_dir, *args):
+    d, nodes = data_dir
+    n = Node(d, *args)
+    nodes.append(n)
+    return n
+
+
+def fill_every_type(r):
+    """Writes keys of every type and encoding in two databases."""
+    r.set("str", "hello")
+    r.set("int", 12345)
+    r.append("raw", "abc")
+    r.append("raw", "def")
+    r.set("bin", bytes(range(256)))
+    r.set("ttl", "v", ex=1000)
+    r.set("pttl-abs", "v", pxat=int(time.time() * 1000) + 500000)
+    r.incrbyfloat("float", 1.5)
+    r.sadd("bitmap", *range(1000))
+    r.sadd("listpack-set", "a", "b", "c")
+    r.sadd("table-set", *["m%d" % i for i in range(300)])
+    r.hset("listpack-hash", mapping={"f1": "v1", "f2": "v2"})
+    r.hset("table-hash", mapping={"f%d" % i: "v%d" % i for i in range(600)})
+    r.execute_command("HLL.ADD", "sketch", *["u%d" % i for i in range(50)])
+    r.execute_command("HLL.ADDINT", "sketch-full", *range(5000))
+    r.pfadd("pf", *["e%d" % i for i in range(200)])
+    r.setbit("bits", 77, 1)
+    r.mset({"{t}a": 1, "{t}b": 2, "x1": 3, "x2": 4})
+    r.sadd("popped", *range(50))
+    r.spop("popped", 10)
+    r.expire("int", 5000)
+    r3 = redis.Redis(host=r.connection_pool.connection_kwargs["host"],
+                     port=r.connection_pool.connection_kwargs["port"], db=3)
+    r3.set("in-db-3", "yes")
+    r3.close()
+
+
+def dump(r, dbs=(0, 3)):
+    """Everything observable about the keyspace, for comparison."""
+    host = r.connection_pool.connection_kwargs["host"]
+    port = r.connection_pool.connection_kwargs["port"]
+    out = {}
+    for db in dbs:
+        c = redis.Redis(host=host, port=port, db=db)
+        for k in sorted(c.keys("*")):
+            t = c.type(k)
+            if t == b"string":
+                v = c.get(k)
+            elif t == b"set":
+                v = sorted(c.smembers(k))
+            elif t == b"hash":
+                v = sorted(c.hgetall(k).items())
+            else:
+                v = None
+            ttl = c.pttl(k)
+            out[(db, k)] = (t, v, c.object("encoding", k), ttl > 0)
+        c.close()
+    return out
+
+
+def test_every_type_survives_restart_kill_and_snapshot(data_dir):
+    n = node(data_dir).start()
+    r = n.client()
+    fill_every_type(r)
+    before = dump(r)
+    assert r.execute_command("HLL.CARD", "sketch-full")
+    n.term()
+    n.start()
+    r = n.client()
+    assert dump(r) == before, "clean restart (log only)"
+    # A snapshot, more writes after it, then a crash: snapshot + log tail.
+    r.bgsave()
+    wait_snapshot(r)
+    r.set("after-snapshot", "1")
+    r.hset("table-hash", "new", "field")
+    before = dump(r)
+    n.kill()
+    n.start()
+    r = n.client()
+    assert dump(r) == before, "snapshot + log after a crash"
+    assert len(n.files("snap-")) == 1
+    assert r.pttl("ttl") > 900000
+
+
+def shutdown(r, *args):
+    """SHUTDOWN succeeds by closing the connection without a reply."""
+    with pytest.raises(redis.exceptions.ConnectionError):
+        r.execute_command("SHUTDOWN", *args)
+
+
+def wait_snapshot(r, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        info = r.info("persistence")
+        if info["rdb_bgsave_in_progress"] == 0:
+            assert info["rdb_last_bgsave_status"] == "ok"
+            return info
+        time.sleep(0.05)
+    raise AssertionError("snapshot did not finish")
+
+
+def test_snapshot_only_mode_save_and_shutdown(data_dir):
+    n = node(data_dir, "--appendonly", "no", "--save", "").start()
+    r = n.client()
+    fill_every_type(r)
+    assert r.save() is True
+    assert r.lastsave()
+    r.set("not-saved", "1")
+    before = dump(r)
+    assert not n.files("log-")
+    n.kill()
+    n.start()
+    r = n.client()
+    after = dump(r)
+    assert (0, b"not-saved") not in after
+    del before[(0, b"not-saved")]
+    assert after == before
+    # SHUTDOWN SAVE snapshots; the connection just closes.
+    r.set("saved-at-shutdown", "1")
+    shutdown(r, "SAVE")
+    assert n.p.proc.wait(timeout=30) == 0
+    n.start()
+    assert n.client().get("saved-at-shutdown") == b"1"
+
+
+def test_sigterm_saves_when_a_schedule_is_set_and_the_log_is_off(data_dir):
+    n = node(data_dir, "--appendonly", "no", "--save", "3600 1").start()
+    r = n.client()
+    r.set("k", "v")
+    n.term()
+    assert n.files("snap-")
+    n.start()
+    assert n.client().get("k") == b"v"
+
+
+def test_snapshot_under_writes_is_point_in_time(data_dir):
+    """Keys written while the sweep runs must not leak into the snapshot, and
+    keys overwritten must appear with their old value."""
+    n = node(data_dir, "--appendonly", "no", "--save", "").start()
+    r = n.client()
+    r.execute_command("DEBUG", "POPULATE", 200000, "key", 8)
+    r.bgsave()
+    pipe = r.pipeline(transaction=False)
+    for i in range(0, 200000, 7):
+        pipe.set("key:%d" % i, "changed")
+        pipe.set("new:%d" % i, "x")
+    pipe.execute()
+    wait_snapshot(r)
+    n.kill()
+    n.start()
+    r = n.client()
+    assert r.dbsize() == 200000
+    assert not r.keys("new:*")
+    vals = r.mget(["key:%d" % i for i in range(0, 200000, 7)])
+    assert all(v and v.startswith(b"value:") for v in vals)
+
+
+def test_compaction_bounds_the_log_and_keeps_data(data_dir):
+    n = node(data_dir).start()
+    r = n.client()
+    pipe = r.pipeline(transaction=False)
+    for i in range(20000):
+        pipe.set("hot", "value-%d" % i)
+        pipe.incr("counter")
+    pipe.execute()
+    big = os.path.getsize(n.log_path())
+    assert big > 500000
+    assert r.bgrewriteaof()
+    info = wait_snapshot(r)
+    assert info["aof_enabled"] == 1
+    total = sum(os.path.getsize(os.path.join(n.data_dir, f)) for f in n.files("log-") + n.files("snap-"))
+    assert total < big / 10, (total, big)
+    assert len(n.files("log-")) == 1
+    r.incr("counter")
+    n.kill()
+    n.start()
+    r = n.client()
+    assert r.get("hot") == b"value-19999"
+    assert r.get("counter") == b"20001"
+
+
+def test_auto_rewrite_when_the_log_grows(data_dir):
+    n = node(data_dir, "--auto-aof-rewrite-min-size", "200kb", "--auto-aof-rewrite-percentage", "100",
+             "--save", "").start()
+    r = n.client()
+    first = n.files("log-")
+    pipe = r.pipeline(transaction=False)
+    for i in range(30000):
+        pipe.set("k%d" % (i % 100), "x" * 20)
+    pipe.execute()
+    deadline = time.monotonic() + 20
+    while n.files("log-") == first and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert n.files("log-") != first, "no automatic compaction"
+    wait_snapshot(r)
+    assert r.dbsize() == 100
+
+
+def test_relative_expiries_are_logged_as_absolute_times(data_dir):
+    n = node(data_dir).start()
+    r = n.client()
+    r.set("a", "1", ex=100)
+    r.setex("b", 100, "1")
+    r.set("c", "1")
+    r.expire("c", 100)
+    r.getex("a", px=50000)
+    n.term()
+    data = open(n.log_path(), "rb").read()
+    assert b"PXAT" in data and b"PEXPIREAT" in data
+    assert b"SETEX" not in data.upper() and b"\x06\x00\x00\x00EXPIRE" not in data.upper()
+    assert b"\x02\x00\x00\x00EX" not in data.upper() and b"\x02\x00\x00\x00PX" not in data.upper()
+
+
+def read_records(path):
+    """(start, end) byte offsets of each record of a log file."""
+    data = open(path, "rb").read()
+    assert data[:8] == LOG_MAGIC
+    at, out = 8, []
+    while at < len(data):
+        (length,) = struct.unpack_from("<Q", data, at)
+        end = at + 12 + length
+        out.append((at, end))
+        at = end
+    return data, out
+
+
+def test_torn_tail_at_every_offset_keeps_everything_before(data_dir):
+    n = node(data_dir).start()
+    r = n.client()
+    for i in range(5):
+        r.set("k%d" % i, "v%d" % i)
+    n.kill()
+    path = n.log_path()
+    data, records = read_records(path)
+    assert len(records) == 5
+    for cut in range(records[3][0], len(data)):
+        with open(path, "wb") as f:
+            f.write(data[:cut])
+        n.start()
+        r = n.client()
+        whole = sum(1 for (_, end) in records if end <= cut)
+        got = r.mget(["k%d" % i for i in range(5)])
+        assert got == [b"v%d" % i if i < whole else None for i in range(5)], cut
+        if cut != records[whole - 1][1]:
+            assert "dropping the last %d bytes" % (cut - records[whole - 1][1]) in n.p.log()
+        n.kill()
+
+
+def test_torn_tail_refused_when_aof_load_truncated_is_no(data_dir):
+    n = node(data_dir).start()
+    n.client().set("a", "1")
+    n.kill()
+    path = n.log_path()
+    data = open(path, "rb").read()
+    open(path, "wb").write(data[:-3])
+    n.args += ["--aof-load-truncated", "no"]
+    out = n.start_fails()
+    assert "incomplete record" in out and "check-aof" in out
+
+
+def test_corruption_in_the_middle_stops_start_and_check_aof_fixes_it(data_dir):
+    n = node(data_dir).start()
+    r = n.client()
+    for i in range(6):
+        r.set("k%d" % i, "v%d" % i)
+    n.kill()
+    path = n.log_path()
+    data, records = read_records(path)
+    bad = bytearray(data)
+    bad[records[2][0] + 14] ^= 0xFF
+    open(path, "wb").write(bytes(bad))
+    out = n.start_fails()
+    assert "corrupt at offset %d" % records[2][0] in out, out
+    assert "check-aof --fix" in out
+    check = subprocess.run([ABACUS, "check-aof", path], capture_output=True, text=True)
+    assert check.returncode != 0 and "corruption at offset" in check.stdout
+    fix = subprocess.run([ABACUS, "check-aof", "--fix", path], capture_output=True, text=True)
+    assert fix.returncode == 0 and "truncated" in fix.stdout, fix.stdout + fix.stderr
+    n.start()
+    assert n.client().mget(["k%d" % i for i in range(6)]) == [b"v0", b"v1", None, None, None, None]
+
+
+def test_corrupt_snapshot_is_rejected_by_checksum(data_dir):
+    n = node(data_dir, "--appendonly", "no", "--save", "").start()
+    r = n.client()
+    r.execute_command("DEBUG", "POPULATE", 10000)
+    r.save()
+    n.kill()
+    snap = os.path.join(n.data_dir, n.files("snap-")[-1])
+    data = bytearray(open(snap, "rb").read())
+    good = bytes(data)
+    ok = subprocess.run([ABACUS, "check-snapshot", snap], capture_output=True, text=True)
+    assert ok.returncode == 0 and "10000 keys" in ok.stdout
+    data[len(data) // 2] ^= 0x01
+    open(snap, "wb").write(bytes(data))
+    out = n.start_fails()
+    assert "corrupt" in out and "checksum" in out, out
+    bad = subprocess.run([ABACUS, "check-snapshot", snap], capture_output=True, text=True)
+    assert bad.returncode != 0 and "checksum" in bad.stderr
+    open(snap, "wb").write(good[:-5])
+    out = n.start_fails()
+    assert "corrupt" in out
+
+
+def test_shutdown_nosave_keeps_logged_writes_and_rejects_bad_args(data_dir):
+    n = node(data_dir).start()
+    r = n.client()
+    with pytest.raises(redis.ResponseError, match="syntax error"):
+        r.execute_command("SHUTDOWN", "SAVE", "NOSAVE")
+    with pytest.raises(redis.ResponseError, match="No shutdown in progress"):
+        r.execute_command("SHUTDOWN", "ABORT")
+    r.set("k", "v")
+    shutdown(r, "NOSAVE")
+    assert n.p.proc.wait(timeout=30) == 0
+    n.start()
+    assert n.client().get("k") == b"v"
+
+
+def test_appendfsync_always_config_and_info(data_dir):
+    n = node(data_dir, "--appendfsync", "always").start()
+    r = n.client()
+    assert r.config_get("appendfsync") == {"appendfsync": "always"}
+    r.set("a", "1")
+    info = r.info("persistence")
+    assert info["aof_enabled"] == 1 and info["aof_fsync_policy"] == "always"
+    assert info["aof_pending_bio_fsync"] == 0
+    r.config_set("appendfsync", "everysec")
+    assert r.info("persistence")["aof_fsync_policy"] == "everysec"
+    with pytest.raises(redis.ResponseError):
+        r.config_set("appendfsync", "sometimes")
+    with pytest.raises(redis.ResponseError):
+        r.config_set("save", "10")
+    assert r.bgsave()
+    wait_snapshot(r)
+    assert r.lastsave()
+
+
+CRASH_ROUNDS = int(os.environ.get("ABACUS_CRASH_ROUNDS", "20"))
+
+
+def test_sigkill_under_load_loses_no_acknowledged_write(data_dir):
+    """appendfsync always: writers record what was acknowledged; the server is
+    SIGKILLed at a random moment; after the restart every acknowledged write
+    is there, and recovery always succeeds."""
+    n = node(data_dir, "--appendfsync", "always").start()
+    rng = random.Random(int(os.environ.get("ABACUS_CRASH_SEED", "7")))
+    acked_counters = {}
+    attempted_counters = {}
+    acked_sets = {}
+    acked_multi = {}
+    for rnd in range(CRASH_ROUNDS):
+        stop = threading.Event()
+        lock = threading.Lock()
+
+        def writer(wid):
+            c = n.client(socket_timeout=5)
+            i = 0
+            try:
+                while not stop.is_set():
+                    i += 1
+                    key = "w%d:r%d:%d" % (wid, rnd, i)
+                    c.set(key, "v%d" % i)
+                    with lock:
+                        acked_sets[key] = b"v%d" % i
+                    with lock:
+                        attempted_counters[wid] = attempted_counters.get(wid, 0) + 1
+                    c.incr("counter:%d" % wid)
+                    with lock:
+                        acked_counters[wid] = acked_counters.get(wid, 0) + 1
+                    # Atomic over shards: both or neither.
+                    c.mset({"m:%d:a" % wid: i, "m:%d:b" % wid: i})
+                    p = c.pipeline(transaction=True)
+                    p.set("tx:%d:a" % wid, i)
+                    p.set("tx:%d:b" % wid, i)
+                    p.execute()
+                    with lock:
+                        acked_multi[wid] = i
+            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError):
+                pass
+            finally:
+                c.close()
+
+        threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
+        for t in threads:
+            t.start()
+        if rnd % 5 == 2:
+            try:
+                n.client().bgsave()
+            except redis.exceptions.RedisError:
+                pass
+        time.sleep(rng.uniform(0.05, 0.6))
+        n.kill()
+        stop.set()
+        for t in threads:
+            t.join(timeout=30)
+        n.start()
+        r = n.client()
+        keys = list(acked_sets)
+        for i in range(0, len(keys), 500):
+            chunk = keys[i:i + 500]
+            got = r.mget(chunk)
+            missing = [k for k, v in zip(chunk, got) if v != acked_sets[k]]
+            assert not missing, "round %d lost acknowledged writes: %s" % (rnd, missing[:5])
+        for wid, count in acked_counters.items():
+            v = int(r.get("counter:%d" % wid) or 0)
+            # Increments whose replies were lost in a kill may be there too.
+            assert count <= v <= attempted_counters[wid], (rnd, wid, count, v)
+        for wid, i in acked_multi.items():
+            a, b = r.mget("m:%d:a" % wid, "m:%d:b" % wid)
+            assert a == b and int(a) >= i, (rnd, wid, a, b, i)
+            a, b = r.mget("tx:%d:a" % wid, "tx:%d:b" % wid)
+            assert a == b and int(a) >= i, (rnd, wid, a, b, i)
+        r.close()
+    assert acked_sets, "the writers never got a write acknowledged"
