@@ -49,9 +49,11 @@ start_abacus() {
 }
 
 # start_pair: Redis and Abacus (with $ABACUS_ARGS) on free ports; sets RPORT and APORT.
+# Both run without persistence, as start_redis does for Redis (bench/persist.sh compares
+# them with the log on).
 start_pair() {
   RPORT=$(free_port); start_redis "$RPORT"
-  APORT=$(free_port); start_abacus "$APORT" ${ABACUS_ARGS:-}
+  APORT=$(free_port); start_abacus "$APORT" --appendonly no --save "" ${ABACUS_ARGS:-}
 }
 
 # rss_kb PID

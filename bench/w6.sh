@@ -16,7 +16,7 @@ source "$(dirname "$0")/lib.sh"
 ABACUS_ARGS=${ABACUS_ARGS:-}
 
 RPORT=$(free_port); start_redis "$RPORT"; RPID=${BENCH_PIDS[-1]}
-APORT=$(free_port); start_abacus "$APORT" $ABACUS_ARGS; APID=${BENCH_PIDS[-1]}
+APORT=$(free_port); start_abacus "$APORT" --appendonly no --save "" $ABACUS_ARGS; APID=${BENCH_PIDS[-1]}
 
 printf 'W6 on %s cores, %s GiB, %s; %s; abacus args: %s\n' \
   "$(nproc)" "$(free -g | awk '/Mem:/ {print $2}')" "$(date -u +%F)" \

@@ -169,6 +169,14 @@ impl Db {
         self.map.is_empty()
     }
 
+    /// Prepares an empty database for about `n` keys (loading a snapshot), so its table is
+    /// sized once instead of growing. No effect on a database that holds keys.
+    pub fn reserve(&mut self, n: usize) {
+        if self.map.is_empty() && n > 0 {
+            self.map = Table::with_capacity(n);
+        }
+    }
+
     /// Number of keys with an expiry.
     pub fn volatile_len(&self) -> usize {
         self.volatile.len()

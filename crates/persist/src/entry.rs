@@ -43,14 +43,14 @@ pub fn encode(out: &mut Vec<u8>, db: u16, key: &[u8], e: &Entry) {
 }
 
 /// A decoded key.
-pub struct Decoded {
+pub struct Decoded<'a> {
     pub db: u16,
-    pub key: Vec<u8>,
+    pub key: &'a [u8],
     pub entry: Entry,
 }
 
 /// Decodes one key from the front of `bytes`; returns it and the bytes it took.
-pub fn decode(bytes: &[u8]) -> Result<(Decoded, usize), String> {
+pub fn decode(bytes: &[u8]) -> Result<(Decoded<'_>, usize), String> {
     let mut at = 0usize;
     let mut take = |n: usize| -> Result<&[u8], String> {
         let end = at.checked_add(n).filter(|&e| e <= bytes.len()).ok_or_else(|| "truncated entry".to_string())?;
@@ -60,7 +60,7 @@ pub fn decode(bytes: &[u8]) -> Result<(Decoded, usize), String> {
     };
     let db = u16::from_le_bytes(take(2)?.try_into().unwrap_or_default());
     let klen = u32::from_le_bytes(take(4)?.try_into().unwrap_or_default()) as usize;
-    let key = take(klen)?.to_vec();
+    let key = take(klen)?;
     let expire_at_ms = u64::from_le_bytes(take(8)?.try_into().unwrap_or_default());
     let flags = take(1)?[0];
     let ty = take(1)?[0];

@@ -211,7 +211,7 @@ pub fn read_block(f: &File, path: &Path, b: &BlockRef) -> Result<Vec<u8>> {
 }
 
 /// Decodes every key of a raw block, calling `f` for each.
-pub fn for_each_entry(raw: &[u8], mut f: impl FnMut(Decoded)) -> Result<u64> {
+pub fn for_each_entry<'a>(raw: &'a [u8], mut f: impl FnMut(Decoded<'a>)) -> Result<u64> {
     let mut at = 0;
     let mut n = 0;
     while at < raw.len() {
@@ -268,7 +268,8 @@ mod tests {
         let f = File::open(path).unwrap();
         let mut keys = Vec::new();
         for b in &idx.blocks {
-            for_each_entry(&read_block(&f, path, b)?, |d| keys.push(d.key))?;
+            let raw = read_block(&f, path, b)?;
+            for_each_entry(&raw, |d| keys.push(d.key.to_vec()))?;
         }
         Ok(keys)
     }

@@ -32,6 +32,9 @@ use crate::exec::{command_keys, exec_keyed_untimed};
 use crate::shard::{shard_of, Shard};
 use crate::stats::LOADING;
 
+/// Entries whose table slots are prefetched together while loading a snapshot.
+const PREFETCH_RUN: usize = 16;
+
 /// What recovery found.
 pub struct Recovered {
     pub shards: Vec<Shard>,
@@ -98,13 +101,36 @@ fn load_snapshot(path: &Path, shards: &mut [Shard], databases: usize) -> Result<
                     scope.spawn(move || -> Result<u64, String> {
                         let f = File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
                         let mut keys = 0;
-                        for b in idx.blocks.iter().filter(|b| b.shard as usize == shard.id) {
+                        // Most snapshots are mostly database 0: size its table once instead
+                        // of growing it segment by segment.
+                        shard.dbs[0].reserve(idx.keys as usize / n);
+                        let id = shard.id;
+                        for b in idx.blocks.iter().filter(|b| b.shard as usize == id) {
                             let raw = snapshot::read_block(&f, path, b)?;
                             let mut bad = None;
-                            keys += snapshot::for_each_entry(&raw, |d| match check_db(d.db) {
-                                Ok(db) => shard.dbs[db].insert_entry(&d.key, d.entry),
-                                Err(e) => bad = Some(e),
+                            // Inserting random keys is bound by cache misses: decode a run
+                            // of entries, start all their slots' loads, then insert.
+                            let mut run: Vec<abacus_persist::entry::Decoded<'_>> = Vec::with_capacity(PREFETCH_RUN);
+                            let mut insert_run = |run: &mut Vec<abacus_persist::entry::Decoded<'_>>, shard: &mut Shard| {
+                                for d in run.iter() {
+                                    if let Some(db) = shard.dbs.get(d.db as usize) {
+                                        db.prefetch(d.key);
+                                    }
+                                }
+                                for d in run.drain(..) {
+                                    match check_db(d.db) {
+                                        Ok(db) => shard.dbs[db].insert_entry(d.key, d.entry),
+                                        Err(e) => bad = Some(e),
+                                    }
+                                }
+                            };
+                            keys += snapshot::for_each_entry(&raw, |d| {
+                                run.push(d);
+                                if run.len() == PREFETCH_RUN {
+                                    insert_run(&mut run, shard);
+                                }
                             })?;
+                            insert_run(&mut run, shard);
                             if let Some(e) = bad {
                                 return Err(e);
                             }
@@ -129,7 +155,7 @@ fn load_snapshot(path: &Path, shards: &mut [Shard], databases: usize) -> Result<
         let raw = snapshot::read_block(&f, path, b)?;
         let mut bad = None;
         total += snapshot::for_each_entry(&raw, |d| match check_db(d.db) {
-            Ok(db) => shards[shard_of(&d.key, n)].dbs[db].insert_entry(&d.key, d.entry),
+            Ok(db) => shards[shard_of(d.key, n)].dbs[db].insert_entry(d.key, d.entry),
             Err(e) => bad = Some(e),
         })?;
         if let Some(e) = bad {
