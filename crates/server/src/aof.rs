@@ -69,6 +69,8 @@ struct Segment {
     file: Arc<File>,
     /// Bytes in this segment.
     bytes: u64,
+    /// A record whose write failed (disk full...), retried before anything else is written.
+    retry: Vec<u8>,
 }
 
 pub struct Aof {
@@ -82,9 +84,11 @@ pub struct Aof {
     mode: AtomicU8,
     /// Wakes the fsync thread (appendfsync always).
     wake: (Mutex<bool>, Condvar),
-    /// The last write or fsync error, if the last attempt failed (INFO aof_last_write_status;
-    /// writes are refused while it is set, as Redis's MISCONF).
+    /// The last write or fsync error, if the last attempt failed (INFO aof_last_write_status).
     pub error: Mutex<Option<String>>,
+    /// Set while a record could not be written: write commands are refused (MISCONF) until
+    /// the fsync thread manages to write it, so no further write goes unlogged.
+    failed: AtomicBool,
     /// Bytes of the log when the last snapshot started (auto-aof-rewrite-percentage base).
     pub base_bytes: AtomicU64,
     pub last_fsync_ms: AtomicU64,
@@ -126,7 +130,7 @@ fn open_segment(dir: &Path, name: &str) -> Result<Segment, String> {
         file.write_all(fmt::MAGIC).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         bytes = fmt::MAGIC.len() as u64;
     }
-    Ok(Segment { name: name.to_string(), file: Arc::new(file), bytes })
+    Ok(Segment { name: name.to_string(), file: Arc::new(file), bytes, retry: Vec::new() })
 }
 
 /// Opens (or creates) segment `name` in `dir`, starts the fsync thread and enables logging.
@@ -143,6 +147,7 @@ pub fn start(dir: &Path, name: &str, mode: Fsync) -> Result<&'static Aof, String
         mode: AtomicU8::new(mode as u8),
         wake: (Mutex::new(false), Condvar::new()),
         error: Mutex::new(None),
+        failed: AtomicBool::new(false),
         base_bytes: AtomicU64::new(base),
         last_fsync_ms: AtomicU64::new(crate::shard::now_ms()),
     };
@@ -181,38 +186,80 @@ impl Aof {
         (s.name.clone(), s.bytes)
     }
 
+    /// Whether writes are refused because the log cannot be written (the MISCONF error).
+    pub fn refusing_writes(&self) -> Option<String> {
+        if self.failed.load(Ordering::Relaxed) {
+            let e = self.error.lock().unwrap_or_else(|p| p.into_inner()).clone().unwrap_or_default();
+            Some(format!("MISCONF Errors writing to the AOF file: {e}"))
+        } else {
+            None
+        }
+    }
+
     /// Writes `payload` (log commands) as one record. Returns the log position after it.
+    ///
+    /// If the write fails (disk full...), the record is kept and retried by the fsync thread
+    /// every second, and write commands are refused meanwhile; with `appendfsync always`,
+    /// whose clients were promised durability before the reply, the process exits instead,
+    /// as Redis does.
     pub fn append(&self, payload: &[u8]) -> u64 {
         if payload.is_empty() {
             return self.appended();
         }
-        let header = fmt::header(payload);
+        let mut rec = Vec::with_capacity(fmt::HEADER_BYTES + payload.len());
+        rec.extend_from_slice(&fmt::header(payload));
+        rec.extend_from_slice(payload);
         let mut seg = self.segment.lock().unwrap_or_else(|p| p.into_inner());
-        // One write(2) for header and payload: two would double the syscalls of small
-        // batches, and a copy of a large payload costs more than the syscall it saves.
-        let res = if payload.len() <= 64 * 1024 {
-            let mut rec = Vec::with_capacity(header.len() + payload.len());
-            rec.extend_from_slice(&header);
-            rec.extend_from_slice(payload);
-            (&*seg.file).write_all(&rec)
-        } else {
-            (&*seg.file).write_all(&header).and_then(|_| (&*seg.file).write_all(payload))
-        };
-        match res {
+        if !seg.retry.is_empty() {
+            // Order matters: the failed record goes first.
+            let mut all = std::mem::take(&mut seg.retry);
+            all.extend_from_slice(&rec);
+            rec = all;
+        }
+        self.write_locked(&mut seg, rec)
+    }
+
+    /// Writes `rec` to the segment (one write(2)) with the segment lock held.
+    fn write_locked(&self, seg: &mut Segment, rec: Vec<u8>) -> u64 {
+        match (&*seg.file).write_all(&rec) {
             Ok(()) => {
-                seg.bytes += (header.len() + payload.len()) as u64;
-                let at = self.appended.fetch_add((header.len() + payload.len()) as u64, Ordering::AcqRel) + (header.len() + payload.len()) as u64;
-                drop(seg);
+                seg.bytes += rec.len() as u64;
+                let at = self.appended.fetch_add(rec.len() as u64, Ordering::AcqRel) + rec.len() as u64;
+                if self.failed.swap(false, Ordering::AcqRel) {
+                    tracing::warn!("the append-only log is writable again");
+                    *self.error.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                }
                 if self.mode() == Fsync::Always {
                     self.kick();
                 }
                 at
             }
             Err(e) => {
-                tracing::error!("writing the append-only log failed: {e}");
-                *self.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+                // A partial write leaves a torn record; cut it off so the retry starts clean.
+                let _ = seg.file.set_len(seg.bytes);
+                self.fail(&format!("writing the append-only log failed: {e}"));
+                seg.retry = rec;
                 self.appended()
             }
+        }
+    }
+
+    fn fail(&self, msg: &str) {
+        tracing::error!("{msg}");
+        if self.mode() == Fsync::Always {
+            tracing::error!("cannot keep the promise of appendfsync always: exiting");
+            std::process::exit(1);
+        }
+        *self.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(msg.to_string());
+        self.failed.store(true, Ordering::Release);
+    }
+
+    /// Retries a record whose write failed (the fsync thread, every second).
+    fn retry_failed(&self) {
+        let mut seg = self.segment.lock().unwrap_or_else(|p| p.into_inner());
+        if !seg.retry.is_empty() {
+            let rec = std::mem::take(&mut seg.retry);
+            self.write_locked(&mut seg, rec);
         }
     }
 
@@ -228,7 +275,7 @@ impl Aof {
             return;
         }
         let mut rx = self.durable_tx.subscribe();
-        let _ = rx.wait_for(|&d| d >= at || self.error.lock().map_or(true, |e| e.is_some())).await;
+        let _ = rx.wait_for(|&d| d >= at).await;
     }
 
     /// fsyncs what has been appended so far; returns once it is durable.
@@ -238,8 +285,7 @@ impl Aof {
             (seg.file.clone(), self.appended())
         };
         if let Err(e) = file.sync_data() {
-            tracing::error!("fsync of the append-only log failed: {e}");
-            *self.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+            self.fail(&format!("fsync of the append-only log failed: {e}"));
             return;
         }
         self.last_fsync_ms.store(crate::shard::now_ms(), Ordering::Relaxed);
@@ -259,6 +305,9 @@ impl Aof {
                     woken = cv.wait_timeout(woken, wait).unwrap_or_else(|p| p.into_inner()).0;
                 }
                 *woken = false;
+            }
+            if self.failed.load(Ordering::Acquire) {
+                self.retry_failed();
             }
             if self.mode() != Fsync::No && self.appended() > self.durable() {
                 self.sync_now();

@@ -305,6 +305,11 @@ impl Conn {
         }
         if spec.is_write() || spec.name == "exec" {
             self.wrote = true;
+            if spec.is_write() {
+                if let Some(refused) = crate::aof::global().and_then(|a| a.refusing_writes()) {
+                    return Step::Reply(Frame::error(refused));
+                }
+            }
         }
         let call = Call { spec, args };
         if let Handler::Keyed(_) = spec.handler {
