@@ -127,13 +127,14 @@ class ServerProcess:
             return ""
 
     def ping_ok(self):
-        """True if the server answers a PING with any reply (an error such as
-        NOAUTH also proves it is up)."""
+        """True if the server answers a PING with any reply but -LOADING (an
+        error such as NOAUTH also proves it is up)."""
         try:
             with socket.create_connection((self.host, self.port), timeout=1.0) as s:
                 s.sendall(encode_command("PING"))
                 data = s.recv(100)
-                return data[:1] in (b"+", b"-")
+                # -LOADING: up, but still loading its data (not ready yet).
+                return data[:1] in (b"+", b"-") and not data.startswith(b"-LOADING")
         except OSError:
             return False
 

@@ -506,3 +506,33 @@ def test_sigkill_under_load_loses_no_acknowledged_write(data_dir):
             assert a == b and int(a) >= i, (rnd, wid, a, b, i)
         r.close()
     assert acked_sets, "the writers never got a write acknowledged"
+
+
+def test_clients_get_loading_errors_never_partial_data_while_loading(data_dir):
+    """While a restart loads the data, every reply is -LOADING or the loaded value, never a
+    missing key; INFO answers throughout."""
+    n = node(data_dir, "--appendonly", "no", "--save", "").start()
+    r = n.client()
+    r.execute_command("DEBUG", "POPULATE", 2000000)
+    r.save()
+    n.kill()
+    n.spawn()
+    seen = set()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            c = redis.Redis(host=n.p.host, port=n.p.port, socket_timeout=20)
+            info = c.info("persistence")
+            assert info["loading"] in (0, 1)
+            if info["loading"] == 1:
+                assert 0 <= info["loading_loaded_perc"] <= 100
+            v = c.get("key:1999999")
+            assert v == b"value:1999999", v
+            seen.add("loaded")
+            break
+        except redis.exceptions.BusyLoadingError:
+            seen.add("loading")
+        except redis.exceptions.ConnectionError:
+            time.sleep(0.01)
+    assert "loaded" in seen
+    assert n.client().dbsize() == 2000000

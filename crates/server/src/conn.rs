@@ -291,6 +291,10 @@ impl Conn {
                 return Step::Reply(e);
             }
         };
+        if !spec.has(flags::LOADING) && crate::stats::LOADING.active.load(Ordering::Relaxed) {
+            self.fail_multi();
+            return Step::Reply(Frame::error("LOADING Abacus is loading the dataset in memory"));
+        }
         if !self.authenticated && !spec.has(flags::NO_AUTH) {
             stats::record_rejected(spec.name);
             self.fail_multi();

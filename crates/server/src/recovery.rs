@@ -13,8 +13,9 @@
 //! a message naming the file, the offset and the command that repairs it. Abacus never
 //! starts on a guess.
 //!
-//! Recovery runs before the server accepts connections, with logging off. It reports
-//! progress in the log every second (percent, rate, ETA) and in INFO's `loading_*` fields.
+//! Recovery runs with logging off while clients get -LOADING (INFO works and shows the
+//! `loading_*` fields); it also reports progress in the log every second (percent, rate,
+//! ETA). The server ends the loading state once the loaded shards are in place.
 
 use std::fs::File;
 use std::path::Path;
@@ -68,7 +69,6 @@ pub fn recover(config: &Config, dir: &Path, threads: usize, databases: usize) ->
         }
         Ok::<_, String>((keys_loaded, commands_replayed))
     })();
-    LOADING.finish();
     let (keys_loaded, commands_replayed) = result?;
     if keys_loaded > 0 || commands_replayed > 0 {
         tracing::info!(

@@ -75,25 +75,8 @@ pub fn run(config: Config) -> Result<(), String> {
     let threads = config.threads();
     let databases = config.get_u64("databases") as usize;
     let dir_path = std::path::PathBuf::from(&dir);
-    let recovered = crate::recovery::recover(&config, &dir_path, threads, databases)?;
-    let mut manifest = recovered.manifest;
-    if config.get_bool("appendonly") {
-        // Keep appending to the last segment (its torn tail, if any, was cut off), or start
-        // the first one.
-        let segment = match manifest.logs.last() {
-            Some(last) => last.clone(),
-            None => {
-                let seq = manifest.files().map(|f| crate::aof::file_seq(f)).max().unwrap_or(0) + 1;
-                let name = crate::aof::segment_name(seq);
-                manifest.logs.push(name.clone());
-                manifest.write(&dir_path)?;
-                name
-            }
-        };
-        crate::aof::start(&dir_path, &segment, crate::aof::Fsync::from_name(&config.get("appendfsync")))?;
-    }
-    crate::snapshot::init(dir_path.clone(), manifest);
-    let mut shards_to_move: Vec<Option<Shard>> = recovered.shards.into_iter().map(Some).collect();
+    // Clients may connect while the data loads: they get -LOADING (INFO shows the progress).
+    crate::stats::LOADING.start(0);
     let mut senders = Vec::with_capacity(threads);
     let mut receivers = Vec::with_capacity(threads);
     for _ in 0..threads {
@@ -115,7 +98,6 @@ pub fn run(config: Config) -> Result<(), String> {
 
     let mut conn_senders = Vec::with_capacity(threads);
     for (id, rx) in receivers.into_iter().enumerate() {
-        let shard = shards_to_move[id].take().ok_or("internal error: shard missing")?;
         let (ctx, mut crx) = mpsc::unbounded_channel::<(std::net::TcpStream, SocketAddr)>();
         conn_senders.push(ctx);
         let server = server.clone();
@@ -131,7 +113,7 @@ pub fn run(config: Config) -> Result<(), String> {
                 };
                 let local = tokio::task::LocalSet::new();
                 local.block_on(&rt, async move {
-                    let shard = Rc::new(RefCell::new(shard));
+                    let shard = Rc::new(RefCell::new(Shard::new(id, databases)));
                     tokio::task::spawn_local(shard_loop(shard.clone(), rx, server.clone()));
                     let worker = Rc::new(Worker { server, shard_id: id, shard });
                     if id == 0 {
@@ -175,6 +157,7 @@ pub fn run(config: Config) -> Result<(), String> {
         "Abacus {ABACUS_VERSION} (Redis {REDIS_VERSION} protocol) started: pid {}, port {port}, {threads} worker threads, data directory {dir}",
         std::process::id()
     );
+    load_data(&server, &dir_path, threads, databases)?;
     wait_for_signal();
     tracing::info!("Received shutdown signal, scheduling shutdown...");
     // As Redis: with snapshots scheduled and the log off, a clean stop saves a snapshot.
@@ -184,6 +167,45 @@ pub fn run(config: Config) -> Result<(), String> {
     }
     shutdown_persist();
     tracing::info!("Abacus is now ready to exit, bye bye...");
+    Ok(())
+}
+
+/// Recovers the data directory into the running shards, then opens the log and ends the
+/// loading state. Loading happens on this thread into shards of its own, which then replace
+/// the workers' empty shards (no write reaches a worker while loading: they are refused).
+fn load_data(server: &Arc<Server>, dir_path: &std::path::Path, threads: usize, databases: usize) -> Result<(), String> {
+    let config = &server.config;
+    let recovered = crate::recovery::recover(config, dir_path, threads, databases)?;
+    let mut manifest = recovered.manifest;
+    let (ack_tx, ack_rx) = std::sync::mpsc::channel();
+    for (id, shard) in recovered.shards.into_iter().enumerate() {
+        let ack = ack_tx.clone();
+        let job: crate::shard::Job = Box::new(move |s: &mut Shard| {
+            *s = shard;
+            let _ = ack.send(());
+        });
+        server.senders[id].blocking_send(ShardMsg::Run(job)).map_err(|_| "a worker stopped while loading".to_string())?;
+    }
+    for _ in 0..threads {
+        ack_rx.recv().map_err(|_| "a worker stopped while loading".to_string())?;
+    }
+    if config.get_bool("appendonly") {
+        // Keep appending to the last segment (its torn tail, if any, was cut off), or start
+        // the first one.
+        let segment = match manifest.logs.last() {
+            Some(last) => last.clone(),
+            None => {
+                let seq = manifest.files().map(|f| crate::aof::file_seq(f)).max().unwrap_or(0) + 1;
+                let name = crate::aof::segment_name(seq);
+                manifest.logs.push(name.clone());
+                manifest.write(dir_path)?;
+                name
+            }
+        };
+        crate::aof::start(dir_path, &segment, crate::aof::Fsync::from_name(&config.get("appendfsync")))?;
+    }
+    crate::snapshot::init(dir_path.to_path_buf(), manifest);
+    crate::stats::LOADING.finish();
     Ok(())
 }
 

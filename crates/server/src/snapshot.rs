@@ -378,7 +378,7 @@ pub async fn driver(worker: std::rc::Rc<Worker>) {
             }
         }
         let Some(snaps) = global() else { continue };
-        if snaps.in_progress.load(Ordering::Acquire) {
+        if crate::stats::LOADING.active.load(Ordering::Acquire) || snaps.in_progress.load(Ordering::Acquire) {
             continue;
         }
         let cfg = &worker.server.config;

@@ -84,8 +84,10 @@ pub async fn shutdown(conn: &mut Conn, a: &[Bytes]) -> Frame {
         return err(ERR_SYNTAX);
     }
     let cfg = &conn.worker.server.config;
-    let scheduled = !cfg.get("save").trim().is_empty() && !cfg.get_bool("appendonly");
-    if save || (scheduled && !nosave) {
+    // Nothing to save while the data is still loading: the files on disk are the data.
+    let loading = crate::stats::LOADING.active.load(std::sync::atomic::Ordering::Acquire);
+    let scheduled = !cfg.get("save").trim().is_empty() && !cfg.get_bool("appendonly") && !loading;
+    if (save && !loading) || (scheduled && !nosave) {
         let result = match crate::snapshot::start(&conn.worker, Access::Free).await {
             Ok(before) => crate::snapshot::wait(before).await,
             Err(e) => Err(e),

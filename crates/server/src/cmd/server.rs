@@ -254,6 +254,9 @@ async fn populate(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
         Ok(n) if n >= 0 => Ok(n as u64),
         _ => Err(err("ERR value is out of range, must be positive")),
     };
+    if crate::stats::LOADING.active.load(std::sync::atomic::Ordering::Acquire) {
+        return err("LOADING Abacus is loading the dataset in memory");
+    }
     let count = match positive(&a[2]) {
         Ok(n) => n,
         Err(e) => return e,
