@@ -176,10 +176,12 @@ def test_every_type_survives_restart_kill_and_snapshot(data_dir):
     assert r.pttl("ttl") > 900000
 
 
-def shutdown(r, *args):
-    """SHUTDOWN succeeds by closing the connection without a reply."""
+def shutdown_and_restart(n, r, *args):
+    """SHUTDOWN succeeds by closing the connection without a reply and exiting with 0."""
     with pytest.raises(redis.exceptions.ConnectionError):
         r.execute_command("SHUTDOWN", *args)
+    assert n.p.proc.wait(timeout=30) == 0
+    n.start()
 
 
 def wait_snapshot(r, timeout=60):
@@ -211,9 +213,7 @@ def test_snapshot_only_mode_save_and_shutdown(data_dir):
     assert after == before
     # SHUTDOWN SAVE snapshots; the connection just closes.
     r.set("saved-at-shutdown", "1")
-    shutdown(r, "SAVE")
-    assert n.p.proc.wait(timeout=30) == 0
-    n.start()
+    shutdown_and_restart(n, r, "SAVE")
     assert n.client().get("saved-at-shutdown") == b"1"
 
 
@@ -404,9 +404,7 @@ def test_shutdown_nosave_keeps_logged_writes_and_rejects_bad_args(data_dir):
     with pytest.raises(redis.ResponseError, match="No shutdown in progress"):
         r.execute_command("SHUTDOWN", "ABORT")
     r.set("k", "v")
-    shutdown(r, "NOSAVE")
-    assert n.p.proc.wait(timeout=30) == 0
-    n.start()
+    shutdown_and_restart(n, r, "NOSAVE")
     assert n.client().get("k") == b"v"
 
 
