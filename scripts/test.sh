@@ -20,10 +20,16 @@ if [ -z "${SKIP_INSTALL:-}" ]; then
   printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
   $SUDO chmod +x /usr/sbin/policy-rc.d
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-    redis-server redis-tools postgresql-15 postgresql-15-hll >/dev/null
+    redis-server redis-tools postgresql-15 postgresql-15-hll python3-venv >/dev/null
   $SUDO rm -f /usr/sbin/policy-rc.d
   echo "==> Installing Python packages"
   python3 -m pip install -q --disable-pip-version-check -r tests/requirements.txt
+  echo "==> python-hll in its own virtualenv (it needs numpy < 1.24)"
+  python3 -m venv "$ROOT/.venv-python-hll"
+  "$ROOT/.venv-python-hll/bin/pip" install -q --disable-pip-version-check -r tests/hll_python/requirements.txt
+fi
+if [ -x "$ROOT/.venv-python-hll/bin/python" ]; then
+  export ABACUS_PYTHON_HLL="$ROOT/.venv-python-hll/bin/python"
 fi
 
 PG_DIR=""
