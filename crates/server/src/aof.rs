@@ -381,7 +381,7 @@ pub fn log_write(spec: &Spec, args: &[Bytes], reply: &Frame, now_ms: u64, db: us
     };
     let name = spec.name;
     let rewritten: Option<Vec<Vec<u8>>> = match name {
-        "set" => {
+        "set" if args[3..].iter().any(|a| a.eq_ignore_ascii_case(b"ex") || a.eq_ignore_ascii_case(b"px")) => {
             let mut out: Vec<Vec<u8>> = args[..3].iter().map(|a| a.to_vec()).collect();
             let mut i = 3;
             let mut ok = true;
@@ -420,9 +420,8 @@ pub fn log_write(spec: &Spec, args: &[Bytes], reply: &Frame, now_ms: u64, db: us
                 out
             })
         }
-        "expireat" => abs(&args[2], 1000).map(|_| {
-            let secs: i64 = std::str::from_utf8(&args[2]).ok().and_then(|s| s.parse().ok()).unwrap_or(0);
-            let mut out = vec![b"PEXPIREAT".to_vec(), args[1].to_vec(), secs.saturating_mul(1000).to_string().into_bytes()];
+        "expireat" => std::str::from_utf8(&args[2]).ok().and_then(|s| s.parse::<i64>().ok()).and_then(|secs| secs.checked_mul(1000)).map(|ms| {
+            let mut out = vec![b"PEXPIREAT".to_vec(), args[1].to_vec(), ms.to_string().into_bytes()];
             out.extend(args[3..].iter().map(|a| a.to_vec()));
             out
         }),
