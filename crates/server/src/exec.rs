@@ -86,6 +86,12 @@ fn exec_keyed_untimed(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[By
     let Handler::Keyed(f) = spec.handler else {
         return Frame::error("ERR internal error: not a keyed command");
     };
+    // The eviction policy decides how lookups maintain the entries' metadata; databases learn
+    // a change here (one comparison per command otherwise).
+    let tracking = cfg.tracking();
+    if dbs.first().is_some_and(|d| d.tracking() != tracking) {
+        dbs.iter_mut().for_each(|d| d.set_tracking(tracking));
+    }
     let reply = {
         let mut ctx = Ctx {
             dbs: &mut *dbs,
@@ -138,7 +144,7 @@ fn admit(dbs: &mut [Db], spec: &Spec, args: &[Bytes], now: u64, cfg: &CmdConfig,
         // Visit the databases from a random one so no database is always evicted first.
         for k in 0..dbs.len() {
             let d = (start + k) % dbs.len();
-            if let Some(freed) = dbs[d].evict_one(cfg.eviction, cfg.eviction_samples) {
+            if let Some((_key, freed)) = dbs[d].evict_one(cfg.eviction, cfg.eviction_samples) {
                 evicted += 1;
                 memory::note_freed(freed as u64);
                 to_free = to_free.saturating_sub(freed as u64);
