@@ -202,3 +202,165 @@ fn noeviction_and_empty_databases_evict_nothing() {
     assert_eq!(db.len(), 1);
 }
 
+
+mod model {
+    //! Property test: random operation sequences against a reference model.
+    //!
+    //! The model is a `BTreeMap` of every entry the table holds, expired-but-unreclaimed ones
+    //! included (no active expiry here, so reclamation is deterministic: a read of an
+    //! expired key or a delete). Keys come from a range of 4,096 and bulk inserts add up to
+    //! 600 at once, so sequences cross several table growth steps and shrink again through
+    //! evictions.
+
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        /// key, value byte, ttl in ms (0 = none)
+        Set(u16, u8, u64),
+        /// first key, count, ttl for all of them
+        Bulk(u16, u16, u64),
+        Del(u16),
+        Expire(u16, u64),
+        Persist(u16),
+        Get(u16),
+        /// count, samples
+        Evict(u16, u8),
+        Policy(usize),
+        Tick(u64),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let k = 0u16..4096;
+        let ttl = prop_oneof![3 => Just(0u64), 2 => 1u64..100_000];
+        prop_oneof![
+            6 => (k.clone(), any::<u8>(), ttl.clone()).prop_map(|(k, v, t)| Op::Set(k, v, t)),
+            2 => (k.clone(), 1u16..600, ttl).prop_map(|(k, n, t)| Op::Bulk(k, n, t)),
+            2 => k.clone().prop_map(Op::Del),
+            2 => (k.clone(), 1u64..100_000).prop_map(|(k, t)| Op::Expire(k, t)),
+            1 => k.clone().prop_map(Op::Persist),
+            4 => k.prop_map(Op::Get),
+            3 => (1u16..300, 1u8..16).prop_map(|(n, s)| Op::Evict(n, s)),
+            1 => (0..EvictionPolicy::ALL.len()).prop_map(Op::Policy),
+            2 => (1u64..200_000).prop_map(Op::Tick),
+        ]
+    }
+
+    fn kb(k: u16) -> [u8; 2] {
+        k.to_be_bytes()
+    }
+
+    /// (value byte, absolute expiry or 0)
+    type Model = BTreeMap<u16, (u8, u64)>;
+
+    fn live(m: &Model, k: u16, now: u64) -> Option<u8> {
+        m.get(&k).filter(|&&(_, at)| at == 0 || at > now).map(|&(v, _)| v)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+        #[test]
+        fn eviction_matches_model(ops in proptest::collection::vec(op(), 1..120)) {
+            let mut db = Db::new();
+            let mut m = Model::new();
+            let mut policy = EvictionPolicy::NoEviction;
+            let mut now = 1_700_000_000_000u64;
+            let (mut evicted_total, mut expired_total) = (0u64, 0u64);
+            for op in ops {
+                match op {
+                    Op::Set(k, v, t) => {
+                        let at = if t == 0 { 0 } else { now + t };
+                        db.set(&kb(k), Value::Str(vec![v]), at, now);
+                        m.insert(k, (v, at));
+                    }
+                    Op::Bulk(k, n, t) => {
+                        let at = if t == 0 { 0 } else { now + t };
+                        for i in 0..n {
+                            let k = k.wrapping_add(i) % 4096;
+                            db.set(&kb(k), Value::Str(vec![k as u8]), at, now);
+                            m.insert(k, (k as u8, at));
+                        }
+                    }
+                    Op::Del(k) => {
+                        let was_live = live(&m, k, now).is_some();
+                        if m.remove(&k).is_some() && !was_live {
+                            expired_total += 1;
+                        }
+                        prop_assert_eq!(db.remove(&kb(k), now), was_live);
+                    }
+                    Op::Expire(k, t) => {
+                        if live(&m, k, now).is_some() {
+                            prop_assert!(db.set_expire(&kb(k), now + t));
+                            m.get_mut(&k).unwrap().1 = now + t;
+                        }
+                    }
+                    Op::Persist(k) => {
+                        if live(&m, k, now).is_some() {
+                            prop_assert!(db.set_expire(&kb(k), 0));
+                            m.get_mut(&k).unwrap().1 = 0;
+                        }
+                    }
+                    Op::Get(k) => {
+                        let want = live(&m, k, now);
+                        if want.is_none() && m.remove(&k).is_some() {
+                            expired_total += 1;
+                        }
+                        let got = db.get(&kb(k), now).map(|e| match &e.value {
+                            Value::Str(s) => s[0],
+                            _ => unreachable!("only strings are stored"),
+                        });
+                        prop_assert_eq!(got, want);
+                    }
+                    Op::Evict(n, samples) => {
+                        for _ in 0..n {
+                            let candidates = m.values().filter(|&&(_, at)| !policy.volatile_only() || at != 0).count();
+                            match db.evict_one(policy, samples as usize) {
+                                None => prop_assert!(
+                                    candidates == 0 || policy == EvictionPolicy::NoEviction,
+                                    "no eviction with {} candidates under {:?}", candidates, policy
+                                ),
+                                Some((key, freed)) => {
+                                    prop_assert!(policy != EvictionPolicy::NoEviction);
+                                    let k = u16::from_be_bytes([key[0], key[1]]);
+                                    let (_, at) = m.remove(&k).expect("the evicted key was in the database");
+                                    prop_assert!(!policy.volatile_only() || at != 0, "{:?} evicted persistent key {}", policy, k);
+                                    prop_assert!(freed >= key.len());
+                                    prop_assert!(db.get_shared(&key, 0).is_none(), "evicted key {} still present", k);
+                                    evicted_total += 1;
+                                }
+                            }
+                        }
+                    }
+                    Op::Policy(i) => {
+                        policy = EvictionPolicy::ALL[i];
+                        db.set_tracking(Tracking { policy, ..Tracking::default() });
+                    }
+                    Op::Tick(d) => now += d,
+                }
+                prop_assert_eq!(db.len(), m.len());
+                prop_assert_eq!(db.volatile_len(), m.values().filter(|&&(_, at)| at != 0).count());
+                prop_assert_eq!(db.evicted_keys_total, evicted_total);
+                prop_assert_eq!(db.expired_keys_total, expired_total);
+            }
+            // Every key of the model is there with its value, and nothing else is.
+            for (&k, &(v, at)) in &m {
+                let e = db.get_shared(&kb(k), 0).expect("model key present");
+                prop_assert_eq!(&e.value, &Value::Str(vec![v]));
+                prop_assert_eq!(e.expire_at_ms, at);
+            }
+            let mut seen = 0;
+            let mut cursor = 0;
+            loop {
+                cursor = db.scan(cursor, 64, 0, |k, _| {
+                    assert!(m.contains_key(&u16::from_be_bytes([k[0], k[1]])));
+                    seen += 1;
+                }).0;
+                if cursor == 0 { break; }
+            }
+            prop_assert_eq!(seen, m.len());
+        }
+    }
+}
