@@ -18,13 +18,18 @@ C=${C:-50}
 
 start_pair
 
+# The pinger runs at real-time priority when allowed (PINGER_RT=0 disables), so that on a
+# busy machine its own descheduling (the late_ms column) does not pass for server stalls.
+RT=""
+if [ "${PINGER_RT:-1}" = 1 ] && chrt -f 10 true 2>/dev/null; then RT="chrt -f 10"; fi
+
 pct() { # pct FILE FRACTION: the FRACTION quantile of the numbers in FILE (skips comments)
   grep -v '^#' "$1" | sort -n | awk -v q="$2" '{a[NR]=$1} END {i=int(NR*q); if (i<1) i=1; if (i>NR) i=NR; print a[i]}'
 }
 
 run() { # run NAME PORT
   local name=$1 port=$2 out="$BENCH_TMP/$1.rtt"
-  python3 "$ROOT/bench/pinger.py" "$port" "$out" &
+  $RT python3 "$ROOT/bench/pinger.py" "$port" "$out" &
   local pinger=$!
   sleep 0.5
   local t0 t1 rps
@@ -44,8 +49,8 @@ run() { # run NAME PORT
     "$(echo "$(awk '/late_us_max/ {print $3}' "$out") / 1000" | bc -l)"
 }
 
-printf '\nGrowth stall on %s cores, %s GiB, %s: N=%s SETs -r 100000000 -P %s -c %s; abacus args: %s\n' \
-  "$(nproc)" "$(free -g | awk '/Mem:/ {print $2}')" "$(date -u +%F)" "$N" "$P" "$C" "${ABACUS_ARGS:-default}"
+printf '\nGrowth stall on %s cores, %s GiB, %s: N=%s SETs -r 100000000 -P %s -c %s; abacus args: %s; pinger: %s\n' \
+  "$(nproc)" "$(free -g | awk '/Mem:/ {print $2}')" "$(date -u +%F)" "$N" "$P" "$C" "${ABACUS_ARGS:-default}" "${RT:-normal priority}"
 printf '%-7s %10s %8s %8s %9s %7s %9s %9s %9s %9s %9s\n' server keys used_MiB secs set/s pings p50_ms p99_ms p99.9_ms max_ms late_ms
 run redis "$RPORT"
 run abacus "$APORT"
