@@ -9,7 +9,6 @@ Environment:
     ABACUS_BIN           path of the abacus binary
                          (default <repo>/target/release/abacus)
     REDIS_SERVER_BIN     path of redis-server (default: found on PATH)
-    ABACUS_HAS_EVICTION  if set, run tests marked needs_eviction (LFU policies) against abacus
 """
 
 import os
@@ -42,9 +41,6 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "needs_eviction: needs an LFU maxmemory-policy (the keyspace "
-        "engine issue); skipped on abacus unless ABACUS_HAS_EVICTION is set")
-    config.addinivalue_line(
         "markers", "abacus_only(reason): behaviour specific to abacus; skipped "
         "against redis")
 
@@ -63,11 +59,6 @@ def pytest_report_header(config):
 def pytest_collection_modifyitems(config, items):
     target = _target(config)
     for item in items:
-        if target == "abacus" and item.get_closest_marker("needs_eviction") \
-                and not os.environ.get("ABACUS_HAS_EVICTION"):
-            item.add_marker(pytest.mark.skip(
-                reason="LFU eviction policies are not built yet "
-                       "(set ABACUS_HAS_EVICTION=1 once they exist)"))
         m = item.get_closest_marker("abacus_only")
         if target == "redis" and m:
             reason = m.args[0] if m.args else m.kwargs.get("reason", "abacus-specific behaviour")

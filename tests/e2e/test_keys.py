@@ -366,7 +366,6 @@ def test_object_freq_requires_lfu(c):
         "data will take some time to adjust.")
 
 
-@pytest.mark.needs_eviction
 def test_object_freq_with_lfu_policy(c):
     c("SET", "k", "v")
     assert c("CONFIG", "SET", "maxmemory-policy", "allkeys-lfu") == "OK"

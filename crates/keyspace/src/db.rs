@@ -9,6 +9,10 @@
 //! - Expiry: each entry carries its absolute expiry time in milliseconds (0 = none), and the
 //!   keys that have one are also in `volatile`, a second table sampled by active expiry the
 //!   way Redis samples its `expires` dict. Lookups expire lazily.
+//! - Eviction (`evict.rs` has the policies and the metadata's layout): each entry carries a
+//!   32-bit clock and an 8-bit LFU counter, maintained by lookups and inserts according to
+//!   the [`Tracking`] the server sets; [`Db::evict_one`] samples candidates and removes the
+//!   best by the policy.
 //! - WATCH: a client watching a key registers a shared flag here; every modification of the
 //!   key (reported by the server through [`Db::signal_modified`], plus expiry and flushes done
 //!   here) raises the flags. The check costs one `is_empty` when nobody watches.
@@ -19,6 +23,8 @@ use std::sync::Arc;
 
 use abacus_table::Table;
 
+use crate::evict::{lfu_decayed, lfu_log_incr, SplitMix, LFU_INIT_VAL};
+pub use crate::evict::{EvictionPolicy, Tracking};
 use crate::glob::glob_match;
 use crate::value::Value;
 use crate::Key;
@@ -33,8 +39,12 @@ pub struct Entry {
     pub value: Value,
     /// Absolute expiry time in Unix milliseconds; 0 means no expiry.
     pub expire_at_ms: u64,
-    /// Last access time in Unix seconds (OBJECT IDLETIME; LRU eviction later).
+    /// The eviction clock, read by the policy in force (see `evict.rs`): LRU and LFU, the last
+    /// access time in Unix seconds (OBJECT IDLETIME; LFU's last decrement time); FIFO, the
+    /// database's insertion sequence number.
     pub accessed_s: u32,
+    /// Redis's 8-bit logarithmic LFU counter (OBJECT FREQ, after decay).
+    pub lfu_counter: u8,
     /// Modified in place (APPEND, SETRANGE, SETBIT): Redis reports such strings as "raw"
     /// whatever their bytes.
     pub raw_encoding: bool,
@@ -46,7 +56,12 @@ pub struct Entry {
 
 impl Entry {
     pub fn new(value: Value) -> Entry {
-        Entry { value, expire_at_ms: 0, accessed_s: 0, raw_encoding: false, snap_epoch: false }
+        Entry { value, expire_at_ms: 0, accessed_s: 0, lfu_counter: LFU_INIT_VAL, raw_encoding: false, snap_epoch: false }
+    }
+
+    /// The LFU counter as OBJECT FREQ reports it: decayed to `now_ms`, not stored.
+    pub fn lfu_freq(&self, now_ms: u64, decay_time_min: u32) -> u8 {
+        lfu_decayed(self.lfu_counter, self.accessed_s, (now_ms / 1000) as u32, decay_time_min)
     }
 
     /// The encoding OBJECT ENCODING reports.
@@ -62,6 +77,10 @@ impl Entry {
         self.expire_at_ms != 0 && self.expire_at_ms <= now_ms
     }
 }
+
+// The eviction metadata lives in what was padding: an entry is 40 bytes, which with its
+// 24-byte inline key makes a 64-byte slot (one cache line).
+const _: () = assert!(std::mem::size_of::<Entry>() <= 40);
 
 /// Per-entry bookkeeping bytes counted by [`Db::approx_bytes`] beyond the table's own
 /// memory: none today (the table accounts its slots and out-of-line keys exactly).
@@ -82,6 +101,14 @@ pub struct Db {
     pub misses_total: u64,
     /// Keys removed to stay under `maxmemory`.
     pub evicted_keys_total: u64,
+    /// How accesses update the entries' eviction metadata.
+    tracking: Tracking,
+    /// The latest time (Unix seconds) given to any lookup or insert: the "now" of LFU decay
+    /// during eviction, as Redis uses its cached clock.
+    clock_s: u32,
+    /// Insertion sequence for FIFO (wraps; compared relative to the current value).
+    fifo_seq: u32,
+    rng: SplitMix,
     /// The snapshot epoch: entries whose `snap_epoch` differs still owe the running snapshot
     /// their state. Flipped when a snapshot begins.
     epoch: bool,
@@ -102,40 +129,6 @@ struct Snap {
 impl std::fmt::Debug for Snap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Snap").field("cursor", &self.cursor).finish()
-    }
-}
-
-/// Which keys `maxmemory` may evict (Redis's policy names). LFU policies are not offered yet:
-/// entries keep an access time but no frequency counter.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EvictionPolicy {
-    NoEviction,
-    AllKeysLru,
-    AllKeysRandom,
-    VolatileLru,
-    VolatileRandom,
-    VolatileTtl,
-}
-
-impl EvictionPolicy {
-    pub const NAMES: &'static [&'static str] =
-        &["noeviction", "allkeys-lru", "allkeys-random", "volatile-lru", "volatile-random", "volatile-ttl"];
-
-    pub fn from_name(name: &str) -> Option<EvictionPolicy> {
-        use EvictionPolicy::*;
-        Some(match name {
-            "noeviction" => NoEviction,
-            "allkeys-lru" => AllKeysLru,
-            "allkeys-random" => AllKeysRandom,
-            "volatile-lru" => VolatileLru,
-            "volatile-random" => VolatileRandom,
-            "volatile-ttl" => VolatileTtl,
-            _ => return None,
-        })
-    }
-
-    fn volatile_only(self) -> bool {
-        matches!(self, EvictionPolicy::VolatileLru | EvictionPolicy::VolatileRandom | EvictionPolicy::VolatileTtl)
     }
 }
 
@@ -180,6 +173,17 @@ impl Db {
     /// Number of keys with an expiry.
     pub fn volatile_len(&self) -> usize {
         self.volatile.len()
+    }
+
+    /// The eviction policy and LFU parameters in force.
+    pub fn tracking(&self) -> Tracking {
+        self.tracking
+    }
+
+    /// Sets how accesses are tracked from now on (the server calls this when the
+    /// configuration changes; existing metadata is reinterpreted, see `evict.rs`).
+    pub fn set_tracking(&mut self, tracking: Tracking) {
+        self.tracking = tracking;
     }
 
     /// Hashes `key` for this database's table and prefetches its slot, so that a batch of
@@ -273,6 +277,8 @@ impl Db {
     /// One hash lookup in the common case; an expired key is reclaimed on the way (a second
     /// lookup, only then).
     fn lookup(&mut self, key: &[u8], now_ms: u64, touch: Touch) -> Option<&mut Entry> {
+        let now_s = (now_ms / 1000) as u32;
+        self.clock_s = now_s;
         let hash = self.map.hash_key(key);
         let expired = match self.map.get_mut_hashed(hash, key) {
             None => true,
@@ -294,7 +300,15 @@ impl Db {
         }
         let e = self.map.get_mut_hashed(hash, key)?;
         if touch != Touch::None {
-            e.accessed_s = (now_ms / 1000) as u32;
+            let t = self.tracking;
+            if t.policy.is_lfu() {
+                // Redis's updateLFU: decay for the idle minutes, then count this access.
+                let decayed = lfu_decayed(e.lfu_counter, e.accessed_s, now_s, t.lfu_decay_time_min);
+                e.lfu_counter = lfu_log_incr(decayed, t.lfu_log_factor, self.rng.uniform());
+                e.accessed_s = now_s;
+            } else if !t.policy.is_fifo() {
+                e.accessed_s = now_s;
+            }
         }
         Some(e)
     }
@@ -337,8 +351,31 @@ impl Db {
     /// Stores `value` under `key` with the given absolute expiry (0 = none), replacing any
     /// previous entry and its expiry, as SET does.
     pub fn set(&mut self, key: &[u8], value: Value, expire_at_ms: u64, now_ms: u64) {
-        let entry = Entry { value, expire_at_ms, accessed_s: (now_ms / 1000) as u32, raw_encoding: false, snap_epoch: false };
+        let now_s = (now_ms / 1000) as u32;
+        self.clock_s = now_s;
+        let (accessed_s, lfu_counter) = self.insert_metadata(key, now_ms);
+        let entry = Entry { value, expire_at_ms, accessed_s, lfu_counter, raw_encoding: false, snap_epoch: false };
         self.insert_entry(key, entry);
+    }
+
+    /// The eviction metadata of a key being (re)written: FIFO stamps the next insertion
+    /// sequence number; LFU keeps an overwritten live key's counter and counts the write as
+    /// an access (Redis's dbOverwrite keeps the old object's LFU field after lookupKeyWrite
+    /// touched it); otherwise the access time and LFU_INIT_VAL.
+    fn insert_metadata(&mut self, key: &[u8], now_ms: u64) -> (u32, u8) {
+        let now_s = (now_ms / 1000) as u32;
+        let t = self.tracking;
+        if t.policy.is_fifo() {
+            self.fifo_seq = self.fifo_seq.wrapping_add(1);
+            return (self.fifo_seq, LFU_INIT_VAL);
+        }
+        if t.policy.is_lfu() {
+            if let Some(old) = self.map.get(key).filter(|e| !e.is_expired(now_ms)) {
+                let decayed = lfu_decayed(old.lfu_counter, old.accessed_s, now_s, t.lfu_decay_time_min);
+                return (now_s, lfu_log_incr(decayed, t.lfu_log_factor, self.rng.uniform()));
+            }
+        }
+        (now_s, LFU_INIT_VAL)
     }
 
     /// Inserts a whole entry (value and expiry), replacing any previous one. One hash lookup
@@ -473,29 +510,43 @@ impl Db {
     }
 
     /// Evicts one key chosen by `policy` among `samples` random candidates (Redis's
-    /// approximated LRU: the least recently used of a sample; volatile policies sample keys
-    /// with an expiry; volatile-ttl takes the nearest expiry). Returns an estimate of the bytes
-    /// freed with the evicted key, or None if there is no candidate.
+    /// approximated LRU/LFU: the best candidate of a sample; volatile policies sample keys
+    /// with an expiry). The best candidate is the least recently accessed (LRU), the lowest
+    /// decayed LFU counter, ties to the least recently accessed (LFU), the oldest insertion
+    /// (FIFO) or the nearest expiry (volatile-ttl). Returns the evicted key and an estimate of
+    /// the bytes freed, or None if there is no candidate (or the policy is noeviction).
     pub fn evict_one(&mut self, policy: EvictionPolicy, samples: usize) -> Option<(Key, usize)> {
+        if policy == EvictionPolicy::NoEviction {
+            return None;
+        }
         let mut rng = rand::thread_rng();
-        let mut best: Option<(Key, u64)> = None;
-        for _ in 0..samples.max(1) {
-            let key: Key = if policy.volatile_only() {
-                self.volatile.random_entry(&mut rng)?.0.into()
-            } else {
-                self.map.random_entry(&mut rng)?.0.into()
-            };
-            let Some(e) = self.map.get(&key) else { continue };
-            let score = match policy {
+        let (now_s, decay, fifo_now) = (self.clock_s, self.tracking.lfu_decay_time_min, self.fifo_seq);
+        // Lower scores are evicted first.
+        let score = |e: &Entry| -> u64 {
+            match policy {
                 EvictionPolicy::AllKeysLru | EvictionPolicy::VolatileLru => e.accessed_s as u64,
+                EvictionPolicy::AllKeysLfu | EvictionPolicy::VolatileLfu => {
+                    (lfu_decayed(e.lfu_counter, e.accessed_s, now_s, decay) as u64) << 32 | e.accessed_s as u64
+                }
+                EvictionPolicy::AllKeysFifo => (u32::MAX - fifo_now.wrapping_sub(e.accessed_s)) as u64,
                 EvictionPolicy::VolatileTtl => e.expire_at_ms,
-                _ => 0,
-            };
-            if best.as_ref().map_or(true, |(_, s)| score < *s) {
-                best = Some((key, score));
+                EvictionPolicy::AllKeysRandom | EvictionPolicy::VolatileRandom | EvictionPolicy::NoEviction => 0,
             }
-            if matches!(policy, EvictionPolicy::AllKeysRandom | EvictionPolicy::VolatileRandom) {
-                break;
+        };
+        let random = matches!(policy, EvictionPolicy::AllKeysRandom | EvictionPolicy::VolatileRandom);
+        let draws = if random { 1 } else { samples.max(1) };
+        let mut best: Option<(Key, u64)> = None;
+        for _ in 0..draws {
+            let (key, s) = if policy.volatile_only() {
+                let key = self.volatile.random_entry(&mut rng)?.0;
+                let Some(e) = self.map.get(key) else { continue };
+                (key, score(e))
+            } else {
+                let (key, e) = self.map.random_entry(&mut rng)?;
+                (key, score(e))
+            };
+            if best.as_ref().map_or(true, |(_, b)| s < *b) {
+                best = Some((key.into(), s));
             }
         }
         let (key, _) = best?;
@@ -649,6 +700,23 @@ mod tests {
         assert!(lru.get_shared(b"a", 0).is_some() && lru.get_shared(b"c", 0).is_some());
         assert_eq!(lru.evicted_keys_total, 1);
         assert_eq!(db.evicted_keys_total, 1);
+    }
+
+    #[test]
+    fn fifo_order_holds_across_sequence_wrap() {
+        let mut db = Db::new();
+        db.set_tracking(Tracking { policy: EvictionPolicy::AllKeysFifo, ..Tracking::default() });
+        db.fifo_seq = u32::MAX - 50;
+        for i in 0..100u32 {
+            db.set(&i.to_be_bytes(), s("v"), 0, 0);
+        }
+        // Keys 0..50 were stamped before the wrap (large numbers), 51.. after (small ones):
+        // wrapping ages still put the pre-wrap keys first.
+        for _ in 0..40 {
+            let (k, _) = db.evict_one(EvictionPolicy::AllKeysFifo, 64).unwrap();
+            let i = u32::from_be_bytes(k[..].try_into().unwrap());
+            assert!(i < 60, "evicted {i}, a key inserted after the wrap, while older ones remain");
+        }
     }
 
     #[derive(Debug, Clone)]

@@ -64,8 +64,10 @@ pub const PARAMS: &[Param] = &[
     Param { name: "logfile", default: "", kind: Kind::Str, mutable: false, help: "log file; empty = standard output" },
     Param { name: "enable-debug-command", default: "local", kind: Kind::Enum(&["yes", "no", "local"]), mutable: false, help: "allow DEBUG: yes, no, or local (loopback connections only)" },
     Param { name: "maxmemory", default: "0", kind: Kind::Memory { min: 0, max: i64::MAX as u64 }, mutable: true, help: "memory limit in bytes (0 = none); see maxmemory-policy" },
-    Param { name: "maxmemory-policy", default: "noeviction", kind: Kind::Enum(abacus_keyspace::EvictionPolicy::NAMES), mutable: true, help: "what to do at maxmemory: noeviction (refuse writes) or evict keys (allkeys-/volatile- lru, random; volatile-ttl)" },
-    Param { name: "maxmemory-samples", default: "5", kind: Kind::Int { min: 1, max: 64 }, mutable: true, help: "keys sampled per eviction (approximated LRU)" },
+    Param { name: "maxmemory-policy", default: "noeviction", kind: Kind::Enum(abacus_keyspace::EvictionPolicy::NAMES), mutable: true, help: "what to do at maxmemory: noeviction (refuse writes) or evict keys (allkeys-/volatile- lru, lfu, random; allkeys-fifo; volatile-ttl)" },
+    Param { name: "maxmemory-samples", default: "5", kind: Kind::Int { min: 1, max: 64 }, mutable: true, help: "keys sampled per eviction (approximated LRU/LFU/FIFO)" },
+    Param { name: "lfu-log-factor", default: "10", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "LFU policies: how many hits raise the 8-bit frequency counter (10: ~100 hits reach 10, ~1M reach 255)" },
+    Param { name: "lfu-decay-time", default: "1", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "LFU policies: minutes without access that lower the frequency counter by one (0 = never)" },
     Param { name: "appendonly", default: "yes", kind: Kind::Bool, mutable: false, help: "log every write to the append-only log in dir (recovered on start)" },
     Param { name: "appendfsync", default: "everysec", kind: Kind::Enum(&["always", "everysec", "no"]), mutable: true, help: "when the log reaches the disk: always (before replying; group commit), everysec, no (the kernel decides)" },
     Param { name: "aof-load-truncated", default: "yes", kind: Kind::Bool, mutable: true, help: "on start, drop a torn last log record with a warning (no: refuse to start)" },
@@ -125,6 +127,16 @@ pub struct CmdConfig {
     pub maxmemory: u64,
     pub eviction: abacus_keyspace::EvictionPolicy,
     pub eviction_samples: usize,
+    /// lfu-log-factor, lfu-decay-time (minutes).
+    pub lfu_log_factor: u32,
+    pub lfu_decay_time_min: u32,
+}
+
+impl CmdConfig {
+    /// How the keyspace tracks accesses under this configuration.
+    pub fn tracking(&self) -> abacus_keyspace::Tracking {
+        abacus_keyspace::Tracking { policy: self.eviction, lfu_log_factor: self.lfu_log_factor, lfu_decay_time_min: self.lfu_decay_time_min }
+    }
 }
 
 /// Looks a parameter up by name (case-insensitive, as Redis).
@@ -207,6 +219,8 @@ pub struct Config {
     maxmemory: AtomicU64,
     eviction_policy: AtomicU64,
     eviction_samples: AtomicU64,
+    lfu_log_factor: AtomicU64,
+    lfu_decay_time_min: AtomicU64,
 }
 
 impl Default for Config {
@@ -232,6 +246,8 @@ impl Default for Config {
             maxmemory: AtomicU64::new(0),
             eviction_policy: AtomicU64::new(0),
             eviction_samples: AtomicU64::new(5),
+            lfu_log_factor: AtomicU64::new(0),
+            lfu_decay_time_min: AtomicU64::new(0),
         };
         c.refresh_hot();
         c
@@ -346,6 +362,8 @@ impl Config {
         let policy = abacus_keyspace::EvictionPolicy::NAMES.iter().position(|n| *n == self.get("maxmemory-policy")).unwrap_or(0);
         self.eviction_policy.store(policy as u64, Ordering::Relaxed);
         self.eviction_samples.store(self.get_u64("maxmemory-samples"), Ordering::Relaxed);
+        self.lfu_log_factor.store(self.get_u64("lfu-log-factor"), Ordering::Relaxed);
+        self.lfu_decay_time_min.store(self.get_u64("lfu-decay-time"), Ordering::Relaxed);
     }
 
     /// What keyed handlers need, read from the hot mirrors (no lock).
@@ -363,11 +381,13 @@ impl Config {
             set_limits: limits(&self.set_listpack_entries, &self.set_listpack_value),
             hash_limits: limits(&self.hash_listpack_entries, &self.hash_listpack_value),
             maxmemory: self.maxmemory.load(Ordering::Relaxed),
-            eviction: abacus_keyspace::EvictionPolicy::NAMES
+            eviction: abacus_keyspace::EvictionPolicy::ALL
                 .get(self.eviction_policy.load(Ordering::Relaxed) as usize)
-                .and_then(|n| abacus_keyspace::EvictionPolicy::from_name(n))
+                .copied()
                 .unwrap_or(abacus_keyspace::EvictionPolicy::NoEviction),
             eviction_samples: self.eviction_samples.load(Ordering::Relaxed) as usize,
+            lfu_log_factor: self.lfu_log_factor.load(Ordering::Relaxed).min(u32::MAX as u64) as u32,
+            lfu_decay_time_min: self.lfu_decay_time_min.load(Ordering::Relaxed).min(u32::MAX as u64) as u32,
         }
     }
 
@@ -478,6 +498,27 @@ mod tests {
         assert_eq!(c.cmd_config().set_limits.max_listpack_entries, 4);
         assert_eq!(c.cmd_config().hash_limits.max_listpack_value_bytes, 1024);
         assert!(c.set_many(&[("set-max-listpack-entries".into(), "-1".into())]).is_err());
+    }
+
+    #[test]
+    fn eviction_parameters() {
+        use abacus_keyspace::EvictionPolicy;
+        let c = Config::default();
+        let t = c.cmd_config().tracking();
+        assert_eq!((t.policy, t.lfu_log_factor, t.lfu_decay_time_min), (EvictionPolicy::NoEviction, 10, 1));
+        let set = |n: &str, v: &str| c.set_many(&[(n.to_string(), v.to_string())]);
+        for &p in EvictionPolicy::ALL {
+            set("maxmemory-policy", &p.name().to_uppercase()).unwrap();
+            assert_eq!(c.cmd_config().eviction, p);
+            assert_eq!(c.get("maxmemory-policy"), p.name());
+        }
+        set("lfu-log-factor", "0").unwrap();
+        set("lfu-decay-time", "30").unwrap();
+        let t = c.cmd_config().tracking();
+        assert_eq!((t.lfu_log_factor, t.lfu_decay_time_min), (0, 30));
+        assert!(set("lfu-log-factor", "-1").is_err());
+        assert!(set("lfu-decay-time", "x").is_err());
+        assert!(set("maxmemory-policy", "volatile-fifo").is_err());
     }
 
     #[test]

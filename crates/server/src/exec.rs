@@ -125,6 +125,12 @@ pub(crate) fn exec_keyed_untimed(dbs: &mut [Db], db: usize, spec: &'static Spec,
     let Handler::Keyed(f) = spec.handler else {
         return Frame::error("ERR internal error: not a keyed command");
     };
+    // The eviction policy decides how lookups maintain the entries' metadata; databases learn
+    // a change here (one comparison per command otherwise).
+    let tracking = cfg.tracking();
+    if dbs.first().is_some_and(|d| d.tracking() != tracking) {
+        dbs.iter_mut().for_each(|d| d.set_tracking(tracking));
+    }
     let reply = {
         let mut ctx = Ctx {
             dbs: &mut *dbs,

@@ -26,9 +26,12 @@ static CACHED_AT_MS: AtomicU64 = AtomicU64::new(0);
 /// check runs before every write, and refreshing jemalloc's statistics costs microseconds.
 /// Between refreshes, evictions lower the cached figure by their estimate ([`note_freed`]).
 pub fn used_bytes_cached(now_ms: u64) -> u64 {
-    if CACHED_AT_MS.load(Ordering::Relaxed) != now_ms {
-        CACHED_AT_MS.store(now_ms, Ordering::Relaxed);
+    if CACHED_AT_MS.load(Ordering::Acquire) != now_ms {
+        // The figure first, then its time: a shard that sees this millisecond's time must also
+        // see this millisecond's figure, not one left from long ago (when maxmemory was off and
+        // nothing refreshed it), which once refused a write on an empty shard.
         CACHED_BYTES.store(allocated_bytes(), Ordering::Relaxed);
+        CACHED_AT_MS.store(now_ms, Ordering::Release);
     }
     CACHED_BYTES.load(Ordering::Relaxed)
 }

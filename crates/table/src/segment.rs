@@ -151,6 +151,37 @@ impl<K: KeyKind, V: Default> Segment<K, V> {
         }
     }
 
+    /// One probe for an insert: `Ok(slot)` holding `key`, or `Err(free)` with the first free
+    /// slot on its probe path if the segment may take one more entry there (as
+    /// [`Self::free_with_room`]), `Err(None)` if it may not. One pass over the control bytes
+    /// where [`Self::find`] followed by [`Self::free_with_room`] would make two: the first
+    /// free slot always lies at or before the EMPTY slot that ends the search.
+    #[inline(always)]
+    pub(crate) fn find_or_free(&self, hash: u64, key: K::Key<'_>) -> Result<usize, Option<usize>> {
+        let (cap, t) = (self.cap as usize, tag(hash));
+        let home = self.home(hash);
+        prefetch_read(self.slots.as_ptr().wrapping_add(home));
+        let mut pos = home;
+        let mut free = None;
+        loop {
+            let g = Group::load(&self.ctrl, pos);
+            for b in g.match_tag(t) {
+                let i = wrap(pos + b, cap);
+                if K::eq(&self.slots[i].0, key) {
+                    return Ok(i);
+                }
+            }
+            if free.is_none() {
+                free = g.match_free().lowest().map(|b| wrap(pos + b, cap));
+            }
+            if g.match_empty().any() {
+                let i = free.expect("an EMPTY slot is a free slot");
+                return Err((self.ctrl[i] == DELETED || self.used < self.used_max).then_some(i));
+            }
+            pos = wrap(pos + GROUP, cap);
+        }
+    }
+
     /// The first free slot on the probe path of `hash` (where an absent key goes), if the
     /// segment may take one more entry there: reusing a tombstone always may, a new slot only
     /// below the load limit.

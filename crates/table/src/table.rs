@@ -339,19 +339,16 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
         std::mem::replace(self, fresh)
     }
 
-    /// Where `key` is, or where it goes. The common case is one probe of one segment for the
-    /// key and a re-read of the same control bytes for the free slot, all inlined; the rare
-    /// case (first insert, full segment) is out of line.
+    /// Where `key` is, or where it goes. The common case is one pass over one segment's
+    /// control bytes, inlined; the rare case (first insert, full segment) is out of line.
     #[inline(always)]
     fn locate(&mut self, hash: u64, key: K::Key<'_>) -> Slot {
         if !self.dir.is_empty() {
             let id = self.seg_id(hash);
-            let seg = &self.segs[id];
-            if let Some(i) = seg.find(hash, key) {
-                return Slot::Found(id, i);
-            }
-            if let Some(i) = seg.free_with_room(hash) {
-                return Slot::Free(id, i);
+            match self.segs[id].find_or_free(hash, key) {
+                Ok(i) => return Slot::Found(id, i),
+                Err(Some(i)) => return Slot::Free(id, i),
+                Err(None) => {}
             }
         }
         self.make_room(hash)

@@ -177,21 +177,29 @@ fn object_encoding(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     }
 }
 
+/// OBJECT FREQ: the decayed LFU counter, under an LFU policy only (Redis's replies: the key is
+/// looked up first, so a missing key is nil whatever the policy).
 fn object_freq(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     let now = ctx.now_ms;
-    if ctx.db().peek(&a[2], now).is_none() {
-        return Frame::Null;
+    let tracking = ctx.db().tracking();
+    match ctx.db().peek(&a[2], now) {
+        None => Frame::Null,
+        Some(_) if !tracking.policy.is_lfu() => err("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."),
+        Some(e) => Frame::Integer(e.lfu_freq(now, tracking.lfu_decay_time_min) as i64),
     }
-    // No LFU policy exists yet (eviction policies arrive with the keyspace engine), so access
-    // frequency is never tracked: Redis's reply for a non-LFU policy.
-    err("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
 }
 
+/// OBJECT IDLETIME: seconds since the last access. Under LFU Redis refuses (the clock is kept
+/// in minutes there); under allkeys-fifo accesses are not recorded at all (the clock holds
+/// the insertion sequence), so Abacus refuses the same way.
 fn object_idletime(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     let now = ctx.now_ms;
+    let policy = ctx.db().tracking().policy;
     match ctx.db().peek(&a[2], now) {
-        Some(e) => Frame::Integer((now / 1000).saturating_sub(e.accessed_s as u64) as i64),
         None => Frame::Null,
+        Some(_) if policy.is_lfu() => err("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."),
+        Some(_) if policy.is_fifo() => err("ERR A FIFO maxmemory policy is selected, idle time not tracked."),
+        Some(e) => Frame::Integer((now / 1000).saturating_sub(e.accessed_s as u64) as i64),
     }
 }
 
