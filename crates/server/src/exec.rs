@@ -30,6 +30,7 @@ use abacus_protocol::{Bytes, Frame};
 
 use crate::command::{Handler, Spec};
 use crate::config::CmdConfig;
+use crate::hop::Hops;
 use crate::server::Server;
 use crate::shard::{now_ms, shard_of, Ctx, Job, Shard, ShardMsg};
 use crate::memory;
@@ -64,12 +65,28 @@ pub struct Worker {
     pub server: Arc<Server>,
     pub shard_id: usize,
     pub shard: Rc<RefCell<Shard>>,
+    /// This thread's outgoing groups for other shards, coalesced per tick (see `hop.rs`).
+    pub hops: Rc<Hops>,
 }
 
 /// A command ready to run: its spec and arguments (name first).
 pub struct Call {
     pub spec: &'static Spec,
     pub args: Vec<Bytes>,
+}
+
+/// One connection's single-shard calls for one shard, with their indexes in its batch.
+pub struct Group {
+    pub db: usize,
+    pub calls: Vec<(usize, Call)>,
+    /// The configuration read when the batch was formed.
+    pub cfg: CmdConfig,
+}
+
+/// Runs several connections' groups on one shard, one after the other, each exactly as
+/// [`Worker::run_batch`] runs a lone group (the coalesced path of `hop.rs`).
+pub(crate) fn run_groups(s: &mut Shard, groups: Vec<Group>, shards: usize) -> Vec<Vec<(usize, Frame)>> {
+    groups.into_iter().map(|g| run_group(s, g.db, g.calls, g.cfg, shards)).collect()
 }
 
 /// Runs a keyed command's handler against `dbs` and does the bookkeeping every write needs
@@ -283,17 +300,26 @@ impl Worker {
     }
 
     /// Runs a batch of single-shard calls (each call's keys on one shard) and returns their
-    /// replies in order.
+    /// replies in order. The group for this thread's own shard runs in place; the others are
+    /// queued with this tick's other groups for their shards (see `hop.rs`).
     pub async fn run_batch(&self, db: usize, calls: Vec<(usize, Call)>) -> Vec<Frame> {
         let total_shards = self.shards();
+        let cfg = self.server.config.cmd_config();
+        let local_free = !self.shard.borrow().locked;
         let n = calls.len();
-        let mut groups: Vec<Vec<(usize, Call)>> = (0..self.shards()).map(|_| Vec::new()).collect();
+        // Fast path: everything on this thread's own, unlocked shard (always so with one
+        // shard): the replies come back in order, no regrouping needed.
+        if local_free && calls.iter().all(|(s, _)| *s == self.shard_id) {
+            let group = calls.into_iter().enumerate().map(|(i, (_, c))| (i, c)).collect();
+            let mut s = self.shard.borrow_mut();
+            return run_group(&mut s, db, group, cfg, total_shards).into_iter().map(|(_, r)| r).collect();
+        }
+        let mut groups: Vec<Vec<(usize, Call)>> = (0..total_shards).map(|_| Vec::new()).collect();
         for (i, (shard, call)) in calls.into_iter().enumerate() {
             if let Some(g) = groups.get_mut(shard) {
                 g.push((i, call));
             }
         }
-        let cfg = self.server.config.cmd_config();
         let mut replies: Vec<Option<Frame>> = (0..n).map(|_| None).collect();
         let mut pending = Vec::new();
         let mut local = Vec::new();
@@ -301,15 +327,11 @@ impl Worker {
             if group.is_empty() {
                 continue;
             }
-            if shard == self.shard_id && !self.shard.borrow().locked {
+            if shard == self.shard_id && local_free {
                 local = group;
                 continue;
             }
-            let job = move |s: &mut Shard| run_group(s, db, group, cfg, total_shards);
-            match self.spawn_job(Access::Free, shard, job).await {
-                Some(rx) => pending.push(rx),
-                None => break,
-            }
+            pending.push(self.hops.send(shard, db, group, cfg));
         }
         if !local.is_empty() {
             let mut s = self.shard.borrow_mut();
