@@ -305,3 +305,31 @@ def test_append_concurrent(r, clients):
     assert len(v) == nthreads * per
     for ch in b"abcd":
         assert v.count(ch) == per
+
+
+def test_concurrent_pipelines_replies_in_order(r, clients):
+    """Many connections pipeline commands on keys of every shard at once, so the server
+    coalesces their cross-shard groups into shared messages (hop.rs): each connection must
+    still get exactly its own replies, in its request order."""
+    conns = 16
+    rounds = 30
+
+    def worker(n):
+        c = clients()
+        for i in range(rounds):
+            p = c.pipeline(transaction=False)
+            for k in range(20):
+                key = "hop:%d:%d" % (n, k)
+                p.set(key, "%d:%d" % (i, k))
+                p.incr("hop:ctr:%d:%d" % (n, k))
+                p.get(key)
+                p.strlen("hop:missing:%d:%d" % (n, k))
+            out = p.execute()
+            for k in range(20):
+                assert out[4 * k] is True
+                assert out[4 * k + 1] == i + 1
+                assert out[4 * k + 2] == ("%d:%d" % (i, k)).encode()
+                assert out[4 * k + 3] == 0
+
+    run_threads([lambda n=n: worker(n) for n in range(conns)])
+    assert r.get("hop:ctr:3:7") == b"%d" % rounds

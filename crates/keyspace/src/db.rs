@@ -274,19 +274,22 @@ impl Db {
         expired
     }
 
-    /// One hash lookup in the common case; an expired key is reclaimed on the way (a second
-    /// lookup, only then).
+    /// One hash and one probe for a missing key; a live key is probed a second time with the
+    /// same hash (returning the first probe's borrow conditionally is not accepted by the
+    /// borrow checker); an expired key is reclaimed on the way.
     fn lookup(&mut self, key: &[u8], now_ms: u64, touch: Touch) -> Option<&mut Entry> {
         let now_s = (now_ms / 1000) as u32;
         self.clock_s = now_s;
         let hash = self.map.hash_key(key);
-        let expired = match self.map.get_mut_hashed(hash, key) {
-            None => true,
-            Some(e) => e.is_expired(now_ms),
+        let (absent, expired) = match self.map.get_mut_hashed(hash, key) {
+            None => (true, false),
+            Some(e) => (false, e.is_expired(now_ms)),
         };
-        if expired {
-            // Absent or expired: reclaim if expired, count a miss.
-            self.expire_if_needed(key, now_ms);
+        if absent || expired {
+            // Absent or expired: reclaim if expired (a second lookup, only then), count a miss.
+            if expired {
+                self.expire_if_needed(key, now_ms);
+            }
             if touch == Touch::Read {
                 self.misses_total += 1;
             }

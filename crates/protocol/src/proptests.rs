@@ -201,6 +201,33 @@ proptest! {
     }
 
     #[test]
+    fn fast_path_matches_state_machine(
+        data in any_input(),
+        cmds in arg_lists(),
+        sizes in vec(1usize..300, 1..20),
+        limits in limits(),
+        unauthenticated in any::<bool>(),
+    ) {
+        // Well-formed commands followed by noise, so both complete commands (where the fast
+        // path answers) and every malformed shape (where it must defer) occur.
+        let mut wire = BytesMut::new();
+        for c in &cmds {
+            let refs: Vec<&[u8]> = c.iter().map(|a| a.as_slice()).collect();
+            encode_command(&refs, &mut wire);
+        }
+        wire.extend_from_slice(&data);
+        let limits = Limits { unauthenticated, ..limits };
+        let mut fast = RequestParser::new(limits);
+        let mut slow = RequestParser::new(limits);
+        slow.fast_path = false;
+        let (a, ea, ba) = feed(&mut fast, &wire, &sizes);
+        let (b, eb, bb) = feed(&mut slow, &wire, &sizes);
+        prop_assert_eq!(a, b);
+        prop_assert_eq!(ea.map(|e| e.0), eb.map(|e| e.0));
+        prop_assert_eq!(ba, bb);
+    }
+
+    #[test]
     fn encoded_commands_round_trip(
         cmds in arg_lists(),
         sizes in vec(1usize..200, 1..20),

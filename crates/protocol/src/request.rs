@@ -36,6 +36,14 @@ const MAX_PREALLOC_ARGS: usize = 1024;
 /// beyond this many entries, so one big command doesn't pin memory forever.
 const MAX_RETAINED_ARGS: usize = 64 * 1024;
 
+/// The fast path takes commands of at most this many arguments, so a command that turns out
+/// incomplete wastes a bounded look before the state machine takes over.
+const FAST_MAX_ARGS: i64 = 64;
+
+/// Longest header line (`*<count>` or `$<len>` without the CRLF) the fast path reads; longer
+/// ones go to the state machine, which knows every error they can produce.
+const FAST_MAX_HEADER: usize = 24;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     /// Between commands: the next byte decides multibulk vs inline.
@@ -66,6 +74,9 @@ pub struct RequestParser {
     /// Bytes examined by terminator searches (tests prove linearity with it).
     #[cfg(test)]
     pub(crate) scanned: usize,
+    /// Tests turn the fast path off to check it against the state machine.
+    #[cfg(test)]
+    pub(crate) fast_path: bool,
 }
 
 impl Default for RequestParser {
@@ -84,6 +95,8 @@ impl RequestParser {
             spans: Vec::new(),
             #[cfg(test)]
             scanned: 0,
+            #[cfg(test)]
+            fast_path: true,
         }
     }
 
@@ -157,6 +170,10 @@ impl RequestParser {
                     };
                     self.pos = 0;
                     if first == b'*' {
+                        if let Some(end) = self.complete_multibulk(buf) {
+                            self.pos = end;
+                            return Ok(Some(self.finish(buf)));
+                        }
                         self.state = State::Count;
                         self.scan = 1;
                     } else {
@@ -240,6 +257,68 @@ impl RequestParser {
                 },
             }
         }
+    }
+
+    /// The fast path for what pipelines send: a complete, well-formed multibulk of a few
+    /// arguments already in the buffer. Reads it in one pass without the state machine's
+    /// bookkeeping and returns where it ends, its argument spans in `self.spans`. Returns None,
+    /// having changed nothing but `spans`, for anything else (incomplete, `*0`, too many
+    /// arguments, long header lines, any error); the state machine then parses the command
+    /// from its start with Redis's exact checks and error texts. A successful fast parse
+    /// accepts exactly what the state machine would: the same first-`\r` line ends, the same
+    /// `string2ll` grammar, the same limits, the same unchecked payload terminators
+    /// (`fast_path_matches_state_machine` checks this on random input).
+    fn complete_multibulk(&mut self, buf: &[u8]) -> Option<usize> {
+        #[cfg(test)]
+        if !self.fast_path {
+            return None;
+        }
+        let (count, mut pos) = self.header_number(buf, 1)?;
+        if count <= 0 || count > FAST_MAX_ARGS || count as u64 > self.limits.max_multibulk_len as u64 {
+            return None;
+        }
+        if self.limits.unauthenticated && count > crate::UNAUTHENTICATED_MAX_ARGS {
+            return None;
+        }
+        self.spans.clear();
+        for _ in 0..count {
+            if buf.get(pos) != Some(&b'$') {
+                return None;
+            }
+            let (len, start) = self.header_number(buf, pos + 1)?;
+            if len < 0 || len as u64 > self.limits.max_bulk_len as u64 {
+                return None;
+            }
+            if self.limits.unauthenticated && len > crate::UNAUTHENTICATED_MAX_BULK {
+                return None;
+            }
+            let end = start + len as usize;
+            if end + 2 > buf.len() {
+                return None;
+            }
+            self.spans.push((start, end));
+            pos = end + 2; // terminator skipped unchecked, as Redis
+        }
+        Some(pos)
+    }
+
+    /// The number on the header line whose digits start at `from`: `(value, index after the
+    /// CRLF)`. None unless the line's `\r` and the byte after it are in the buffer within
+    /// [`FAST_MAX_HEADER`] bytes and the digits parse as `string2ll` does.
+    #[inline]
+    fn header_number(&mut self, buf: &[u8], from: usize) -> Option<(i64, usize)> {
+        let window = buf.get(from..)?;
+        let window = window.get(..FAST_MAX_HEADER + 1).unwrap_or(window);
+        let i = window.iter().position(|&c| c == b'\r')?;
+        #[cfg(test)]
+        {
+            self.scanned += i + 1;
+        }
+        let cr = from + i;
+        if cr + 1 >= buf.len() {
+            return None;
+        }
+        Some((string2ll(&window[..i])?, cr + 2))
     }
 
     /// Finds the `\r` ending the header line that starts at `self.pos`,

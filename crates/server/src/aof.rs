@@ -98,6 +98,9 @@ static AOF: OnceLock<Aof> = OnceLock::new();
 /// Whether write commands are being logged (false while loading and with appendonly no).
 static ENABLED: AtomicBool = AtomicBool::new(false);
 
+/// Capacity a thread's pending buffer keeps between batches.
+const PENDING_KEEP_BYTES: usize = 64 * 1024;
+
 thread_local! {
     /// Log commands of the work running on this thread, not yet written. Empty at every
     /// `await` point: each flush point empties it right after the commands it covers.
@@ -349,8 +352,10 @@ pub fn flush_pending() -> u64 {
         }
         let at = global().map_or(0, |a| a.append(&p));
         p.clear();
-        if p.capacity() > 1 << 20 {
-            p.shrink_to(64 * 1024);
+        // A big batch must not leave its buffer behind: it would count against maxmemory
+        // for as long as the thread lives (Redis likewise keeps AOF buffers out of the way).
+        if p.capacity() > PENDING_KEEP_BYTES {
+            p.shrink_to(PENDING_KEEP_BYTES);
         }
         at
     })

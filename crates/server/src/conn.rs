@@ -64,6 +64,9 @@ pub struct Conn {
     /// replies wait for the log to be durable.
     wrote: bool,
     out: BytesMut,
+    /// The command table entry of the previous request: a pipeline repeats one command, and
+    /// comparing its name is cheaper than lowercasing and hashing it again.
+    last_root: Option<&'static Spec>,
 }
 
 /// What pre-dispatch checks decided for one request.
@@ -112,6 +115,7 @@ pub async fn serve(worker: Rc<Worker>, stream: TcpStream, addr: SocketAddr) {
         peer_is_loopback: addr.ip().is_loopback(),
         wrote: false,
         out: BytesMut::with_capacity(READ_CHUNK_BYTES),
+        last_root: None,
     };
     if let Err(e) = conn.run(stream).await {
         tracing::debug!(client = meta.id, "connection closed: {e}");
@@ -131,6 +135,13 @@ impl Conn {
         let mut parser = RequestParser::new(self.limits());
         let mut rbuf = BytesMut::with_capacity(READ_CHUNK_BYTES);
         let server = self.worker.server.clone();
+        // One registration with the kill signal for the connection's life, not one per read
+        // (each registration and removal takes the Notify's lock).
+        let meta = self.meta.clone();
+        let killed = meta.kill.notified();
+        tokio::pin!(killed);
+        // Reused for every batch: the parsed requests are drained, the capacity stays.
+        let mut calls: Vec<Vec<Bytes>> = Vec::new();
         loop {
             if rbuf.capacity() - rbuf.len() < READ_CHUNK_BYTES / 4 {
                 rbuf.reserve(READ_CHUNK_BYTES);
@@ -148,7 +159,7 @@ impl Conn {
             };
             let n = tokio::select! {
                 r = read => r?,
-                _ = self.meta.kill.notified() => return Ok(()),
+                _ = &mut killed => return Ok(()),
             };
             if n == 0 {
                 return Ok(());
@@ -159,7 +170,6 @@ impl Conn {
             // Parse and execute in batches until the buffer holds no complete command.
             loop {
                 let max = server.config.max_pipeline();
-                let mut calls = Vec::new();
                 let mut fatal = None;
                 while calls.len() < max {
                     match parser.parse(&mut rbuf) {
@@ -172,7 +182,7 @@ impl Conn {
                     }
                 }
                 let more = calls.len() >= max;
-                self.process(calls).await;
+                self.process(&mut calls).await;
                 if let Some(err) = fatal {
                     encode(&err, self.proto, &mut self.out);
                     self.close_after_reply = true;
@@ -212,10 +222,11 @@ impl Conn {
     }
 
     /// Executes parsed requests in order, appending their replies to the output buffer.
-    pub async fn process(&mut self, requests: Vec<Vec<Bytes>>) {
-        let mut batch: Vec<(usize, Call)> = Vec::new();
+    /// `requests` is left empty (its capacity is reused for the next batch).
+    pub async fn process(&mut self, requests: &mut Vec<Vec<Bytes>>) {
+        let mut batch: Vec<(usize, Call)> = Vec::with_capacity(requests.len());
         let mut last: &'static str = "";
-        for args in requests {
+        for args in requests.drain(..) {
             if args.is_empty() {
                 continue;
             }
@@ -269,9 +280,16 @@ impl Conn {
 
     /// Lookup, arity, authentication and MULTI queueing; then routing.
     fn prepare(&mut self, args: Vec<Bytes>) -> Step {
-        let Some(root) = command::lookup(&args[0]) else {
-            self.fail_multi();
-            return Step::Reply(error_unknown_command(&args));
+        let root = match self.last_root {
+            Some(spec) if spec.name.as_bytes().eq_ignore_ascii_case(&args[0]) => spec,
+            _ => {
+                let Some(root) = command::lookup(&args[0]) else {
+                    self.fail_multi();
+                    return Step::Reply(error_unknown_command(&args));
+                };
+                self.last_root = Some(root);
+                root
+            }
         };
         let spec = match self.resolve(root, &args) {
             Ok(spec) => spec,

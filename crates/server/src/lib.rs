@@ -5,6 +5,7 @@
 //! - `server.rs`   start-up, threads, listeners, signals
 //! - `shard.rs`    a shard's data and its job loop; key -> shard mapping
 //! - `exec.rs`     running commands on shards: batches, multi-shard atomicity, fan-outs
+//! - `hop.rs`      coalescing the batches bound for other shards: one message per tick
 //! - `conn.rs`     one client connection: read, parse, check, dispatch, write
 //! - `command.rs`  the command table (names, arity, flags, keys, handlers)
 //! - `cmd/`        one file per command family (strings, bits, keys, expiry, connection,
@@ -22,6 +23,7 @@ pub mod command;
 pub mod config;
 pub mod conn;
 pub mod exec;
+pub mod hop;
 pub mod memory;
 pub mod recovery;
 pub mod server;

@@ -115,7 +115,8 @@ pub fn run(config: Config) -> Result<(), String> {
                 local.block_on(&rt, async move {
                     let shard = Rc::new(RefCell::new(Shard::new(id, databases)));
                     tokio::task::spawn_local(shard_loop(shard.clone(), rx, server.clone()));
-                    let worker = Rc::new(Worker { server, shard_id: id, shard });
+                    let hops = crate::hop::Hops::new(server.clone());
+                    let worker = Rc::new(Worker { server, shard_id: id, shard, hops });
                     if id == 0 {
                         tokio::task::spawn_local(crate::snapshot::driver(worker.clone()));
                     }

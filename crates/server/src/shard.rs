@@ -40,7 +40,9 @@ pub const SHARD_QUEUE_CAPACITY: usize = 1024;
 /// Redis Cluster's slot count: the key -> shard map goes through slots.
 pub const SLOTS: usize = 16384;
 
-const CRC16: crc::Crc<u16> = crc::Crc::<u16>::new(&crc::CRC_16_XMODEM);
+/// Slice-by-16 tables (8 KiB): every keyed command hashes its key here to find its shard, and
+/// the byte-at-a-time default table cost about 3% of a pipelined GET's CPU.
+const CRC16: crc::Crc<u16, crc::Table<16>> = crc::Crc::<u16, crc::Table<16>>::new(&crc::CRC_16_XMODEM);
 
 /// The slot of a key, with Redis Cluster's hash-tag rule: if the key contains `{...}` with a
 /// non-empty body, only the body is hashed.

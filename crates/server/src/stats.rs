@@ -18,8 +18,38 @@ pub struct CmdStat {
     pub failed_calls: u64,
 }
 
+/// One thread's command table: rows in first-seen order, an index by name, and the row of the
+/// last command counted. Pipelines repeat one command, so `record` usually compares one
+/// pointer instead of hashing the name (the hash lookup was about 1% of a pipelined GET).
+#[derive(Default)]
+struct Table {
+    rows: Vec<(&'static str, CmdStat)>,
+    index: HashMap<&'static str, usize, foldhash::fast::FixedState>,
+    /// (name pointer, row) of the last name looked up; names are the command table's
+    /// `&'static str`s, so one command always comes with the same pointer.
+    last: Option<(*const u8, usize)>,
+}
+
+impl Table {
+    fn row(&mut self, name: &'static str) -> &mut CmdStat {
+        let i = match self.last {
+            Some((p, i)) if p == name.as_ptr() && self.rows[i].0.len() == name.len() => i,
+            _ => {
+                let rows = &mut self.rows;
+                let i = *self.index.entry(name).or_insert_with(|| {
+                    rows.push((name, CmdStat::default()));
+                    rows.len() - 1
+                });
+                self.last = Some((name.as_ptr(), i));
+                i
+            }
+        };
+        &mut self.rows[i].1
+    }
+}
+
 thread_local! {
-    static COMMANDS: RefCell<HashMap<&'static str, CmdStat, foldhash::fast::FixedState>> = RefCell::new(HashMap::default());
+    static COMMANDS: RefCell<Table> = RefCell::new(Table::default());
     /// Commands executed by this thread since it started (never reset), for ops/sec.
     static CALLS_TOTAL: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
@@ -64,7 +94,7 @@ pub fn record(name: &'static str, took: Duration, failed: bool) {
     CALLS_TOTAL.with(|c| c.set(c.get() + 1));
     COMMANDS.with(|c| {
         let mut c = c.borrow_mut();
-        let s = c.entry(name).or_default();
+        let s = c.row(name);
         s.calls += 1;
         s.usec += took.as_micros() as u64;
         if failed {
@@ -75,17 +105,17 @@ pub fn record(name: &'static str, took: Duration, failed: bool) {
 
 /// Counts a command refused before execution (arity, auth, unknown subcommand...).
 pub fn record_rejected(name: &'static str) {
-    COMMANDS.with(|c| c.borrow_mut().entry(name).or_default().rejected_calls += 1);
+    COMMANDS.with(|c| c.borrow_mut().row(name).rejected_calls += 1);
 }
 
 /// This thread's table.
 pub fn snapshot() -> HashMap<&'static str, CmdStat> {
-    COMMANDS.with(|c| c.borrow().iter().map(|(k, v)| (*k, *v)).collect())
+    COMMANDS.with(|c| c.borrow().rows.iter().map(|(k, v)| (*k, *v)).collect())
 }
 
 /// Clears this thread's table (CONFIG RESETSTAT).
 pub fn reset() {
-    COMMANDS.with(|c| c.borrow_mut().clear());
+    COMMANDS.with(|c| *c.borrow_mut() = Table::default());
 }
 
 /// Server-wide counters.

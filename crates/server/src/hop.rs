@@ -1,0 +1,100 @@
+//! Coalesced cross-thread hops: the groups of single-shard commands that connections on this
+//! thread send to other shards travel together, one message per shard per event-loop tick.
+//!
+//! Why: a pipelined batch with random keys has a group for every shard. Sent one message per
+//! connection, each group costs a boxed job, a queue slot, a cross-thread wake-up of the shard
+//! thread (often an `eventfd` write and a context switch), and a second wake-up for its reply.
+//! When the event loop finds many connections readable at once, their groups for shard B are
+//! instead queued here; the first one queued spawns a flush task, which the local task queue
+//! runs after the connections already woken in this tick. The flush sends ONE job per shard
+//! carrying every queued group, the shard runs them one after the other (each group exactly as
+//! `run_batch` would have run it alone) and sends ONE reply back; the flush hands each group's
+//! replies to its connection through a same-thread channel, which wakes no other thread.
+//!
+//! Correctness: a group only ever holds commands of one connection, all on one shard, and a
+//! connection waits for its whole batch before going on, exactly as before. Running several
+//! connections' groups in one job is equivalent to receiving them back to back, which the
+//! queue already allowed. Locks are unaffected: the job queues behind a `Lock` like any other.
+//!
+//! Bounds: at most `max-pipeline-commands` calls per group and one pending group per
+//! connection, so a flush carries at most (connections on this thread) groups; the shard
+//! queue stays bounded and its back-pressure holds the flush (and so the connections).
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::Arc;
+
+use tokio::sync::oneshot;
+
+use abacus_protocol::Frame;
+
+use crate::config::CmdConfig;
+use crate::exec::{run_groups, Call, Group};
+use crate::server::Server;
+use crate::shard::ShardMsg;
+
+/// One connection's group waiting for the flush.
+struct Pending {
+    group: Group,
+    reply: oneshot::Sender<Vec<(usize, Frame)>>,
+}
+
+/// The groups this thread's connections queued for each shard during the current tick.
+pub struct Hops {
+    server: Arc<Server>,
+    /// Indexed by destination shard.
+    queued: RefCell<Vec<Vec<Pending>>>,
+    /// A flush task has been spawned and has not yet taken the queue.
+    flush_spawned: Cell<bool>,
+}
+
+impl Hops {
+    pub fn new(server: Arc<Server>) -> Rc<Hops> {
+        let shards = server.senders.len();
+        Rc::new(Hops { server, queued: RefCell::new((0..shards).map(|_| Vec::new()).collect()), flush_spawned: Cell::new(false) })
+    }
+
+    /// Queues `calls` (indexes into the caller's batch, all for `shard`) to run on `shard` in
+    /// database `db`; the receiver yields their replies, or an error if the shard is gone.
+    /// Must be called from this thread's `LocalSet` (it spawns the flush there).
+    pub fn send(self: &Rc<Self>, shard: usize, db: usize, calls: Vec<(usize, Call)>, cfg: CmdConfig) -> oneshot::Receiver<Vec<(usize, Frame)>> {
+        let (tx, rx) = oneshot::channel();
+        match self.queued.borrow_mut().get_mut(shard) {
+            Some(q) => q.push(Pending { group: Group { db, calls, cfg }, reply: tx }),
+            None => return rx, // no such shard: the dropped sender reports it
+        }
+        if !self.flush_spawned.replace(true) {
+            tokio::task::spawn_local(flush(self.clone()));
+        }
+        rx
+    }
+}
+
+/// Sends everything queued so far, one job per shard, and hands out the replies.
+async fn flush(hops: Rc<Hops>) {
+    hops.flush_spawned.set(false);
+    let queued: Vec<(usize, Vec<Pending>)> = {
+        let mut q = hops.queued.borrow_mut();
+        q.iter_mut().enumerate().filter(|(_, p)| !p.is_empty()).map(|(shard, p)| (shard, std::mem::take(p))).collect()
+    };
+    let total_shards = hops.server.senders.len();
+    let mut in_flight = Vec::with_capacity(queued.len());
+    for (shard, pending) in queued {
+        let (groups, replies): (Vec<Group>, Vec<_>) = pending.into_iter().map(|p| (p.group, p.reply)).unzip();
+        let (tx, rx) = oneshot::channel();
+        let job: crate::shard::Job = Box::new(move |s| {
+            let _ = tx.send(run_groups(s, groups, total_shards));
+        });
+        let Some(sender) = hops.server.senders.get(shard) else { continue };
+        if sender.send(ShardMsg::Run(job)).await.is_err() {
+            continue; // shutting down: dropping `replies` tells every connection
+        }
+        in_flight.push((rx, replies));
+    }
+    for (rx, replies) in in_flight {
+        let Ok(results) = rx.await else { continue };
+        for (reply, result) in replies.into_iter().zip(results) {
+            let _ = reply.send(result);
+        }
+    }
+}
