@@ -41,6 +41,8 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line(
+        "markers", "one_shard: run on a private single-thread server (test_eviction.py)")
+    config.addinivalue_line(
         "markers", "abacus_only(reason): behaviour specific to abacus; skipped "
         "against redis")
 
