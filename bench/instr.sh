@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# User-space instructions per request of the Abacus server under callgrind, for the W3
+# commands. Unlike ops/s, the count does not depend on what else runs on the machine, so it
+# shows a per-request saving (or a regression) that throughput noise on a shared 2-core
+# machine hides. It leaves out the kernel (about half the CPU of a request) and cache misses.
+#
+#   bench/instr.sh                              SET and GET at -P 1 and -P 16, default config
+#   ABACUS_ARGS="--threads 1" bench/instr.sh
+#   ABACUS_BIN=/path/to/other/abacus bench/instr.sh    compare two builds
+#
+# Each cell: start Abacus under `valgrind --tool=callgrind` with instrumentation off, load
+# 20,000 random keys, switch instrumentation on for N requests of
+# `redis-benchmark -t TEST -r 100000 -c 50 -P P`, and divide the instructions counted by N.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+N=${N:-20000}
+ABACUS_ARGS=${ABACUS_ARGS:-}
+command -v valgrind >/dev/null || { echo "valgrind is required" >&2; exit 1; }
+[ -x "$ABACUS_BIN" ] || (cd "$ROOT" && cargo build --release -q -p abacus)
+
+# instr TEST P: prints instructions per request.
+instr() {
+  local test=$1 p=$2 port dir pid total
+  port=$(free_port); dir="$BENCH_TMP/cg-$port"; mkdir -p "$dir"
+  # shellcheck disable=SC2086
+  valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$dir/cg.out" \
+    "$ABACUS_BIN" serve --port "$port" --dir "$dir" $ABACUS_ARGS >"$dir/log" 2>&1 &
+  pid=$!
+  wait_ping "$port"
+  redis-benchmark -p "$port" -t set -r 100000 -n 20000 -c 50 -P "$p" -q >/dev/null 2>&1
+  callgrind_control -i on "$pid" >/dev/null 2>&1
+  redis-benchmark -p "$port" -t "$test" -r 100000 -n "$N" -c 50 -P "$p" -q >/dev/null 2>&1
+  callgrind_control -i off "$pid" >/dev/null 2>&1
+  callgrind_control -d "$pid" >/dev/null 2>&1
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+  total=$(cat "$dir"/cg.out* | awk '/^totals:/ {s += $2} END {print s + 0}')
+  echo $((total / N))
+}
+
+printf '\nUser-space instructions per request (callgrind), %s; N=%s, abacus args: %s\n' \
+  "$(date -u +%F)" "$N" "${ABACUS_ARGS:-default}"
+printf '%-10s %-5s %12s\n' pipeline test instr/req
+for P in 1 16; do
+  for t in SET GET; do
+    printf '%-10s %-5s %12s\n' "-P $P" "$t" "$(instr "${t,,}" "$P")"
+  done
+done
