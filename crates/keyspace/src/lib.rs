@@ -10,9 +10,31 @@
 //! keys, glob matching, WATCH notifications, and `maxmemory` eviction by sampling (LRU, LFU,
 //! FIFO, random, TTL; see `evict.rs`).
 //!
-//! What it is not (yet): the compact, never-stalling hash table of the keyspace-engine issue.
-//! [`Db`] is built on `indexmap` today; its public methods are the contract that engine will
-//! implement, so the server does not change when the table underneath does.
+//! The map underneath is `abacus-table` (segmented growth, never a whole-table rehash; keys
+//! inline in the slot). What it is not: a memory meter (the embedding program decides when it
+//! is over its limit, as the server does from jemalloc's figures, and calls
+//! [`Db::evict_one`] until it is not) or a server.
+//!
+//! Embedded use (times are Unix milliseconds, passed in so that the caller owns the clock):
+//!
+//! ```
+//! use abacus_keyspace::{Db, EvictionPolicy, Tracking, Value};
+//!
+//! let now = 1_700_000_000_000;
+//! let mut db = Db::new();
+//! db.set_tracking(Tracking { policy: EvictionPolicy::AllKeysLfu, ..Tracking::default() });
+//! db.set(b"user:1", Value::Str(b"16 bytes of data".to_vec()), 0, now);
+//! // APPEND-like update in place.
+//! if let Some(e) = db.get_mut(b"user:1", now) {
+//!     e.value.string_bytes_mut().unwrap().extend_from_slice(b"more");
+//! }
+//! db.set(b"session:9", Value::Str(b"x".to_vec()), now + 60_000, now); // expires in 60 s
+//! assert!(db.get(b"session:9", now + 60_000).is_none());
+//! // Over the memory limit: evict by the policy; the key is returned for logging.
+//! let (key, bytes_freed_estimate) = db.evict_one(EvictionPolicy::AllKeysLfu, 5).unwrap();
+//! assert_eq!(&key[..], b"user:1");
+//! assert!(bytes_freed_estimate > 0 && db.is_empty());
+//! ```
 
 pub mod db;
 pub mod evict;
