@@ -219,12 +219,29 @@ impl Aof {
             all.extend_from_slice(&rec);
             rec = all;
         }
-        self.write_locked(&mut seg, rec)
+        self.write_locked(&mut seg, &rec)
+    }
+
+    /// Writes a buffer of log commands that starts with [`fmt::HEADER_BYTES`] reserved bytes
+    /// as one record: the header is filled in place, no copy of the commands is made.
+    pub fn append_framed(&self, buf: &mut Vec<u8>) -> u64 {
+        if buf.len() <= fmt::HEADER_BYTES {
+            return self.appended();
+        }
+        let header = fmt::header(&buf[fmt::HEADER_BYTES..]);
+        buf[..fmt::HEADER_BYTES].copy_from_slice(&header);
+        let mut seg = self.segment.lock().unwrap_or_else(|p| p.into_inner());
+        if seg.retry.is_empty() {
+            return self.write_locked(&mut seg, buf);
+        }
+        let mut all = std::mem::take(&mut seg.retry);
+        all.extend_from_slice(buf);
+        self.write_locked(&mut seg, &all)
     }
 
     /// Writes `rec` to the segment (one write(2)) with the segment lock held.
-    fn write_locked(&self, seg: &mut Segment, rec: Vec<u8>) -> u64 {
-        match (&*seg.file).write_all(&rec) {
+    fn write_locked(&self, seg: &mut Segment, rec: &[u8]) -> u64 {
+        match (&*seg.file).write_all(rec) {
             Ok(()) => {
                 seg.bytes += rec.len() as u64;
                 let at = self.appended.fetch_add(rec.len() as u64, Ordering::AcqRel) + rec.len() as u64;
@@ -241,7 +258,7 @@ impl Aof {
                 // A partial write leaves a torn record; cut it off so the retry starts clean.
                 let _ = seg.file.set_len(seg.bytes);
                 self.fail(&format!("writing the append-only log failed: {e}"));
-                seg.retry = rec;
+                seg.retry = rec.to_vec();
                 self.appended()
             }
         }
@@ -262,7 +279,7 @@ impl Aof {
         let mut seg = self.segment.lock().unwrap_or_else(|p| p.into_inner());
         if !seg.retry.is_empty() {
             let rec = std::mem::take(&mut seg.retry);
-            self.write_locked(&mut seg, rec);
+            self.write_locked(&mut seg, &rec);
         }
     }
 
@@ -335,7 +352,15 @@ impl Aof {
 /// Appends one command to this thread's pending log commands.
 pub fn log_command<A: AsRef<[u8]>>(now_ms: u64, db: usize, args: &[A]) {
     if enabled() {
-        PENDING.with(|p| fmt::push_command(&mut p.borrow_mut(), now_ms, db as u16, args));
+        PENDING.with(|p| {
+            let mut p = p.borrow_mut();
+            if p.is_empty() {
+                // Room for the record header, filled in at the flush: the record then goes
+                // to the file from this buffer as it is, without another copy.
+                p.extend_from_slice(&[0; fmt::HEADER_BYTES]);
+            }
+            fmt::push_command(&mut p, now_ms, db as u16, args)
+        });
     }
 }
 
@@ -350,7 +375,7 @@ pub fn flush_pending() -> u64 {
         if p.is_empty() {
             return 0;
         }
-        let at = global().map_or(0, |a| a.append(&p));
+        let at = global().map_or(0, |a| a.append_framed(&mut p));
         p.clear();
         // A big batch must not leave its buffer behind: it would count against maxmemory
         // for as long as the thread lives (Redis likewise keeps AOF buffers out of the way).
@@ -367,7 +392,10 @@ pub fn take_pending() -> Vec<u8> {
     if !enabled() {
         return Vec::new();
     }
-    PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()))
+    let mut v = PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
+    // Without the reserved header: the coordinator frames the whole operation.
+    v.drain(..v.len().min(fmt::HEADER_BYTES));
+    v
 }
 
 /// Logs a successful write command, rewritten so that replaying it is deterministic and

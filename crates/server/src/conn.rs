@@ -63,6 +63,10 @@ pub struct Conn {
     /// A write command ran since the last replies were sent: with `appendfsync always` the
     /// replies wait for the log to be durable.
     wrote: bool,
+    /// The log position right after this connection's writes ran: what `appendfsync always`
+    /// waits for. Read as soon as the writes return, so that later records of other clients
+    /// do not make this one wait for an extra fsync.
+    wait_lsn: u64,
     out: BytesMut,
     /// The command table entry of the previous request: a pipeline repeats one command, and
     /// comparing its name is cheaper than lowercasing and hashing it again.
@@ -114,6 +118,7 @@ pub async fn serve(worker: Rc<Worker>, stream: TcpStream, addr: SocketAddr) {
         close_after_reply: false,
         peer_is_loopback: addr.ip().is_loopback(),
         wrote: false,
+        wait_lsn: 0,
         out: BytesMut::with_capacity(READ_CHUNK_BYTES),
         last_root: None,
     };
@@ -216,7 +221,16 @@ impl Conn {
     async fn wait_durable(&self) {
         if let Some(aof) = crate::aof::global() {
             if aof.mode() == crate::aof::Fsync::Always {
-                aof.wait_durable(aof.appended()).await;
+                aof.wait_durable(self.wait_lsn).await;
+            }
+        }
+    }
+
+    /// Notes the log position after writes of this connection have run.
+    fn note_written(&mut self) {
+        if self.wrote {
+            if let Some(aof) = crate::aof::global() {
+                self.wait_lsn = self.wait_lsn.max(aof.appended());
             }
         }
     }
@@ -249,6 +263,7 @@ impl Conn {
                     *self.meta.last_cmd.lock() = call.spec.name;
                     self.flush_batch(&mut batch).await;
                     let reply = self.dispatch(Access::Free, call).await;
+                    self.note_written();
                     self.emit(reply);
                 }
             }
@@ -264,7 +279,9 @@ impl Conn {
             return;
         }
         let calls = std::mem::take(batch);
-        for reply in self.worker.run_batch(self.db, calls).await {
+        let replies = self.worker.run_batch(self.db, calls).await;
+        self.note_written();
+        for reply in replies {
             self.emit(reply);
         }
     }
