@@ -318,15 +318,22 @@ def read_records(path):
     return data, out
 
 
-def test_torn_tail_at_every_offset_keeps_everything_before(data_dir):
+def logged_keys(data_dir, count):
+    """A killed server whose log holds `count` records (SET k<i> v<i>); returns the node,
+    the log's path, its bytes and its records."""
     n = node(data_dir).start()
     r = n.client()
-    for i in range(5):
+    for i in range(count):
         r.set("k%d" % i, "v%d" % i)
     n.kill()
     path = n.log_path()
     data, records = read_records(path)
-    assert len(records) == 5
+    assert len(records) == count
+    return n, path, data, records
+
+
+def test_torn_tail_at_every_offset_keeps_everything_before(data_dir):
+    n, path, data, records = logged_keys(data_dir, 5)
     for cut in range(records[3][0], len(data)):
         with open(path, "wb") as f:
             f.write(data[:cut])
@@ -353,13 +360,7 @@ def test_torn_tail_refused_when_aof_load_truncated_is_no(data_dir):
 
 
 def test_corruption_in_the_middle_stops_start_and_check_aof_fixes_it(data_dir):
-    n = node(data_dir).start()
-    r = n.client()
-    for i in range(6):
-        r.set("k%d" % i, "v%d" % i)
-    n.kill()
-    path = n.log_path()
-    data, records = read_records(path)
+    n, path, data, records = logged_keys(data_dir, 6)
     bad = bytearray(data)
     bad[records[2][0] + 14] ^= 0xFF
     open(path, "wb").write(bytes(bad))
