@@ -84,8 +84,9 @@ pub struct Aof {
     mode: AtomicU8,
     /// Wakes the fsync thread (appendfsync always).
     wake: (Mutex<bool>, Condvar),
-    /// The last write or fsync error, if the last attempt failed (INFO aof_last_write_status).
-    pub error: Mutex<Option<String>>,
+    /// The last write or fsync error, if the last attempt failed (INFO aof_last_write_status),
+    /// and the system's text for it alone (what Redis's MISCONF error quotes).
+    pub error: Mutex<Option<(String, String)>>,
     /// Set while a record could not be written: write commands are refused (MISCONF) until
     /// the fsync thread manages to write it, so no further write goes unlogged.
     failed: AtomicBool,
@@ -130,7 +131,7 @@ fn open_segment(dir: &Path, name: &str) -> Result<Segment, String> {
     let mut file = OpenOptions::new().create(true).append(true).read(true).open(&path).map_err(|e| format!("cannot open log {}: {e}", path.display()))?;
     let mut bytes = file.metadata().map_err(|e| format!("cannot stat {}: {e}", path.display()))?.len();
     if bytes == 0 {
-        file.write_all(fmt::MAGIC).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        file.write_all(fmt::MAGIC).and_then(|_| file.sync_data()).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         bytes = fmt::MAGIC.len() as u64;
     }
     Ok(Segment { name: name.to_string(), file: Arc::new(file), bytes, retry: Vec::new() })
@@ -192,7 +193,7 @@ impl Aof {
     /// Whether writes are refused because the log cannot be written (the MISCONF error).
     pub fn refusing_writes(&self) -> Option<String> {
         if self.failed.load(Ordering::Relaxed) {
-            let e = self.error.lock().unwrap_or_else(|p| p.into_inner()).clone().unwrap_or_default();
+            let e = self.error.lock().unwrap_or_else(|p| p.into_inner()).clone().map(|(_, os)| os).unwrap_or_default();
             Some(format!("MISCONF Errors writing to the AOF file: {e}"))
         } else {
             None
@@ -245,10 +246,7 @@ impl Aof {
             Ok(()) => {
                 seg.bytes += rec.len() as u64;
                 let at = self.appended.fetch_add(rec.len() as u64, Ordering::AcqRel) + rec.len() as u64;
-                if self.failed.swap(false, Ordering::AcqRel) {
-                    tracing::warn!("the append-only log is writable again");
-                    *self.error.lock().unwrap_or_else(|p| p.into_inner()) = None;
-                }
+                self.clear_failure();
                 if self.mode() == Fsync::Always {
                     self.kick();
                 }
@@ -257,29 +255,60 @@ impl Aof {
             Err(e) => {
                 // A partial write leaves a torn record; cut it off so the retry starts clean.
                 let _ = seg.file.set_len(seg.bytes);
-                self.fail(&format!("writing the append-only log failed: {e}"));
+                self.fail("writing the append-only log failed", &e);
                 seg.retry = rec.to_vec();
                 self.appended()
             }
         }
     }
 
-    fn fail(&self, msg: &str) {
+    fn fail(&self, what: &str, e: &std::io::Error) {
+        let msg = format!("{what}: {e}");
         tracing::error!("{msg}");
         if self.mode() == Fsync::Always {
             tracing::error!("cannot keep the promise of appendfsync always: exiting");
             std::process::exit(1);
         }
-        *self.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(msg.to_string());
+        *self.error.lock().unwrap_or_else(|p| p.into_inner()) = Some((msg, os_error_text(e)));
         self.failed.store(true, Ordering::Release);
     }
 
-    /// Retries a record whose write failed (the fsync thread, every second).
-    fn retry_failed(&self) {
-        let mut seg = self.segment.lock().unwrap_or_else(|p| p.into_inner());
-        if !seg.retry.is_empty() {
-            let rec = std::mem::take(&mut seg.retry);
-            self.write_locked(&mut seg, &rec);
+    fn clear_failure(&self) {
+        if self.failed.swap(false, Ordering::AcqRel) {
+            tracing::warn!("the append-only log is writable again");
+            *self.error.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        }
+    }
+
+    /// Whether the log is failing (writes are refused until it recovers).
+    pub fn failing(&self) -> bool {
+        self.failed.load(Ordering::Acquire)
+    }
+
+    /// Retries a failed write and then fsyncs (the fsync thread, every second, and shutdown):
+    /// the log is healthy again once both succeed. Returns whether it is.
+    fn recover(&self) -> bool {
+        {
+            let mut seg = self.segment.lock().unwrap_or_else(|p| p.into_inner());
+            if !seg.retry.is_empty() {
+                let rec = std::mem::take(&mut seg.retry);
+                self.write_locked(&mut seg, &rec);
+                if !seg.retry.is_empty() {
+                    return false;
+                }
+            }
+        }
+        self.sync_now()
+    }
+
+    /// What a clean stop needs: every record written (retrying a failed one) and fsynced.
+    /// An error means acknowledged writes are only in memory: the caller must not exit.
+    pub fn finish(&self) -> Result<(), String> {
+        if self.recover() {
+            Ok(())
+        } else {
+            let e = self.error.lock().unwrap_or_else(|p| p.into_inner()).clone().map(|(m, _)| m).unwrap_or_default();
+            Err(e)
         }
     }
 
@@ -298,20 +327,26 @@ impl Aof {
         let _ = rx.wait_for(|&d| d >= at).await;
     }
 
-    /// fsyncs what has been appended so far; returns once it is durable.
-    pub fn sync_now(&self) {
-        let (file, upto) = {
+    /// fsyncs what has been appended so far; returns once it is durable (true), or false if
+    /// the fsync failed.
+    pub fn sync_now(&self) -> bool {
+        let (file, upto, retry_pending) = {
             let seg = self.segment.lock().unwrap_or_else(|p| p.into_inner());
-            (seg.file.clone(), self.appended())
+            (seg.file.clone(), self.appended(), !seg.retry.is_empty())
         };
         if let Err(e) = file.sync_data() {
-            self.fail(&format!("fsync of the append-only log failed: {e}"));
-            return;
+            self.fail("fsync of the append-only log failed", &e);
+            return false;
         }
         self.last_fsync_ms.store(crate::shard::now_ms(), Ordering::Relaxed);
         if self.durable.fetch_max(upto, Ordering::AcqRel) < upto {
             self.durable_tx.send_replace(upto);
         }
+        if !retry_pending {
+            // An earlier fsync failure is over once one succeeds.
+            self.clear_failure();
+        }
+        !retry_pending
     }
 
     fn fsync_loop(&self) {
@@ -327,25 +362,56 @@ impl Aof {
                 *woken = false;
             }
             if self.failed.load(Ordering::Acquire) {
-                self.retry_failed();
-            }
-            if self.mode() != Fsync::No && self.appended() > self.durable() {
+                self.recover();
+            } else if self.mode() != Fsync::No && self.appended() > self.durable() {
                 self.sync_now();
             }
         }
     }
 
-    /// Starts a new segment `name`: everything appended from now on goes there. The old
-    /// segment is fsynced first, so it is complete on disk. Callers hold every shard (no
-    /// write is running), so the switch is a point in every shard's history.
-    pub fn rotate(&self, name: &str) -> Result<(), String> {
-        let new = open_segment(&self.dir, name)?;
-        abacus_persist::manifest::sync_dir(&self.dir)?;
+    /// Creates segment `name` (durably, with its magic) for [`Aof::rotate`]; on error no file
+    /// is left behind. Refused while the log is failing: a record waiting for its retry
+    /// belongs before the new segment's point in time.
+    pub fn prepare_segment(&self, name: &str) -> Result<NewSegment, String> {
+        if self.failing() {
+            let e = self.error.lock().unwrap_or_else(|p| p.into_inner()).clone().map(|(_, os)| os).unwrap_or_default();
+            return Err(format!("the append-only log cannot be written ({e})"));
+        }
+        let seg = open_segment(&self.dir, name).and_then(|s| abacus_persist::manifest::sync_dir(&self.dir).map(|_| s));
+        match seg {
+            Ok(s) => Ok(NewSegment(s)),
+            Err(e) => {
+                let _ = std::fs::remove_file(self.dir.join(name));
+                Err(e)
+            }
+        }
+    }
+
+    /// Starts the new segment: everything appended from now on goes there. The old segment
+    /// is fsynced first, so it is complete on disk (if that fails, the switch still happens:
+    /// the manifest names both segments, and the failure is reported like any fsync's).
+    /// Callers hold every shard (no write is running), so the switch is a point in every
+    /// shard's history.
+    pub fn rotate(&self, new: NewSegment) {
         let mut seg = self.segment.lock().unwrap_or_else(|p| p.into_inner());
-        seg.file.sync_data().map_err(|e| format!("cannot fsync log {}: {e}", seg.name))?;
-        *seg = new;
+        if let Err(e) = seg.file.sync_data() {
+            self.fail("fsync of the append-only log failed", &e);
+        }
+        *seg = new.0;
         self.base_bytes.store(seg.bytes, Ordering::Relaxed);
-        Ok(())
+    }
+}
+
+/// A segment created for a coming [`Aof::rotate`].
+pub struct NewSegment(Segment);
+
+/// The system's text for an I/O error without Rust's " (os error N)" suffix: what Redis's
+/// MISCONF reply quotes (`strerror`).
+fn os_error_text(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.rfind(" (os error ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
     }
 }
 

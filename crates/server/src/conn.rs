@@ -335,6 +335,15 @@ impl Conn {
             self.fail_multi();
             return Step::Reply(Frame::error("NOAUTH Authentication required."));
         }
+        if spec.is_write() {
+            // Redis refuses writes, queued ones included, while the log cannot be written
+            // (MISCONF); a refused queued command aborts the transaction like any other.
+            if let Some(refused) = crate::aof::global().and_then(|a| a.refusing_writes()) {
+                stats::record_rejected(spec.name);
+                self.fail_multi();
+                return Step::Reply(Frame::error(refused));
+            }
+        }
         if let Some(multi) = &mut self.multi {
             if !spec.has(flags::NO_MULTI) {
                 multi.queued.push(Call { spec, args });
@@ -344,11 +353,6 @@ impl Conn {
         }
         if spec.is_write() || spec.name == "exec" {
             self.wrote = true;
-            if spec.is_write() {
-                if let Some(refused) = crate::aof::global().and_then(|a| a.refusing_writes()) {
-                    return Step::Reply(Frame::error(refused));
-                }
-            }
         }
         let call = Call { spec, args };
         if let Handler::Keyed(_) = spec.handler {
