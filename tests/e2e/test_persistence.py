@@ -632,3 +632,29 @@ def test_disk_full_refuses_writes_loses_no_acknowledged_write_and_recovers(data_
         assert r.get("k%d" % i) == value(i), "acknowledged key k%d lost" % i
     assert r.get("after") == b"space" and r.get("after-snapshot") == b"1"
     assert r.dbsize() == len(acked) + 2
+
+
+def test_snapshot_on_a_full_disk_fails_cleanly_and_sigterm_waits_for_one_that_fits(data_dir, small_disk):
+    """Snapshots only (the log off): a snapshot bigger than the disk fails with an error and
+    leaves no partial file; SIGTERM, which must save, refuses to exit instead of dropping
+    the writes since the last good snapshot; once the data fits, SIGTERM saves and exits."""
+    n = node(data_dir, "--appendonly", "no", "--save", "3600 1", data=small_disk).start()
+    r = n.client()
+    r.set("first", "1")
+    assert r.save()
+    for i in range(4000):  # 16 MiB of incompressible values on a 6 MiB disk
+        r.set("big%d" % i, os.urandom(4096))
+    with pytest.raises(redis.ResponseError):
+        r.save()
+    assert r.info("persistence")["rdb_last_bgsave_status"] == "err"
+    assert not [f for f in os.listdir(small_disk) if f.endswith(".tmp")], os.listdir(small_disk)
+    r.set("second", "2")
+    os.kill(n.p.proc.pid, signal.SIGTERM)
+    wait_until(lambda: "errors trying to shut down" in n.p.log(), "SIGTERM refusal in the log")
+    assert n.p.proc.poll() is None, "the server exited without saving"
+    r.delete(*["big%d" % i for i in range(4000)])
+    os.kill(n.p.proc.pid, signal.SIGTERM)
+    assert n.p.proc.wait(timeout=60) == 0, n.p.log()
+    n.start()
+    r = n.client()
+    assert r.get("first") == b"1" and r.get("second") == b"2" and r.dbsize() == 2
