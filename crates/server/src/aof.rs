@@ -6,7 +6,13 @@
 //! [`log_command`] themselves. Log commands collect in a per-thread buffer and leave it at a
 //! flush point that keeps the log in execution order:
 //! - the end of a batch on a shard (`exec::run_group`, on the shard's thread, before its
-//!   replies are handed back): one record per batch;
+//!   replies are handed back): one record per batch; for a batch a connection runs on its
+//!   own thread's shard, the commands are deferred instead ([`defer_pending`]): the
+//!   connection yields once, so that the other connections woken in the same event-loop
+//!   tick add theirs, and the first to resume writes them all as one record before any of
+//!   them replies (one `write(2)` per tick instead of one per connection). Any other flush
+//!   on the thread, and every lock of the shard (transactions, snapshots), writes deferred
+//!   commands first, so the log keeps the shard's execution order;
 //! - the end of an atomic multi-shard operation (a transaction, MSET over shards, FLUSHALL):
 //!   the coordinator gathers the buffers of every shard it ran on into its `Locks` and writes
 //!   them as ONE record before it releases the locks, so a crash never leaves half of it.
@@ -103,9 +109,13 @@ static ENABLED: AtomicBool = AtomicBool::new(false);
 const PENDING_KEEP_BYTES: usize = 64 * 1024;
 
 thread_local! {
-    /// Log commands of the work running on this thread, not yet written. Empty at every
-    /// `await` point: each flush point empties it right after the commands it covers.
+    /// Log commands of the work running on this thread, not yet written. Every thread only
+    /// ever runs its own shard's commands, so this is that shard's history in order. At an
+    /// `await` point it holds at most the deferred commands (see [`defer_pending`]).
     static PENDING: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// Length of the prefix of `PENDING` that is deferred: commands that ran and whose
+    /// connections wait (without having replied) for a later flush. 0 when none.
+    static DEFERRED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 pub fn global() -> Option<&'static Aof> {
@@ -443,6 +453,7 @@ pub fn flush_pending() -> u64 {
         }
         let at = global().map_or(0, |a| a.append_framed(&mut p));
         p.clear();
+        DEFERRED.set(0);
         // A big batch must not leave its buffer behind: it would count against maxmemory
         // for as long as the thread lives (Redis likewise keeps AOF buffers out of the way).
         if p.capacity() > PENDING_KEEP_BYTES {
@@ -452,11 +463,44 @@ pub fn flush_pending() -> u64 {
     })
 }
 
+/// Leaves this thread's pending log commands for a later flush instead of writing them now:
+/// the connections woken in the same event-loop tick then share one record and one
+/// `write(2)` (the write's fixed cost in the kernel, not the bytes, is what the log costs
+/// at high request rates). The caller must not reply before [`flush_deferred`] (or any
+/// other flush on this thread) has run; until then the commands are not acknowledged, so a
+/// crash in between loses nothing that was promised.
+pub fn defer_pending() {
+    if enabled() {
+        PENDING.with(|p| DEFERRED.set(p.borrow().len()));
+    }
+}
+
+/// Whether deferred log commands wait on this thread.
+pub fn has_deferred() -> bool {
+    DEFERRED.get() > 0
+}
+
+/// Writes the deferred log commands, if another flush has not already.
+pub fn flush_deferred() {
+    if has_deferred() {
+        flush_pending();
+    }
+}
+
 /// Takes this thread's pending log commands (for a coordinator to write them with the rest
 /// of an atomic operation).
 pub fn take_pending() -> Vec<u8> {
     if !enabled() {
         return Vec::new();
+    }
+    let deferred = DEFERRED.replace(0);
+    if deferred > fmt::HEADER_BYTES {
+        // Commands of other connections ran before the operation's: they are written first,
+        // as their own record, and the operation takes only what came after them.
+        let mut tail = PENDING.with(|p| p.borrow_mut().split_off(deferred));
+        flush_pending();
+        tail.splice(..0, [0u8; fmt::HEADER_BYTES]);
+        PENDING.with(|p| *p.borrow_mut() = tail);
     }
     let mut v = PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
     // Without the reserved header: the coordinator frames the whole operation.

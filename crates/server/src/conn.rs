@@ -192,6 +192,18 @@ impl Conn {
                     encode(&err, self.proto, &mut self.out);
                     self.close_after_reply = true;
                 }
+                if crate::aof::has_deferred() {
+                    // Log commands of this thread's shard wait in its buffer (this batch's,
+                    // or ones this batch may have read). A writer lets the other connections
+                    // woken in this tick run theirs first, so that one record (one write(2))
+                    // covers them all; then, unless one of them already has, it is written.
+                    // No reply leaves before the writes it reflects are in the log.
+                    if self.wrote {
+                        tokio::task::yield_now().await;
+                    }
+                    crate::aof::flush_deferred();
+                    self.note_written();
+                }
                 if self.wrote {
                     self.wrote = false;
                     self.wait_durable().await;

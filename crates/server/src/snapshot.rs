@@ -245,6 +245,8 @@ async fn begin_with(
     // empty last segment, never writes it does not know of.
     let mut logs_after = Vec::new();
     if let Some(aof) = crate::aof::global() {
+        // Commands deferred for a shared write (`aof::defer_pending`) before this point were
+        // written when the shards were locked (`shard_loop`): they are in the old segment.
         let seg = crate::aof::segment_name(seq);
         let new = aof.prepare_segment(&seg)?;
         let mut m = snaps.manifest.lock().unwrap_or_else(|p| p.into_inner());
