@@ -17,15 +17,20 @@
 //! niche: `Value` (this plus three boxed variants) stays 24 bytes, which keeps the table's
 //! entry at 40 bytes (asserted in `value.rs` and `db.rs`).
 //!
-//! Growth (`grow`): when an append needs more room than the heap buffer has, the new capacity
-//! is max(needed, 1.25 x current) rounded up to the allocator's size class ([`size_class`]),
-//! never 2x as `Vec` and Redis's sds do. Why: append-heavy values (W1: millions of values
-//! growing 16 bytes at a time) sit mostly just after a growth, so doubling keeps up to half
-//! of every buffer empty; 1.25x bounds the slack to about 20% of the buffer while the copies
-//! stay amortized O(1) (a value of final size n was copied at most about 5n bytes in all:
-//! n / (1 - 1/1.25)). Rounding to the size class costs nothing (the allocator hands out the
-//! whole class anyway) and makes [`StrBuf::capacity`] the exact bytes allocated, so memory
-//! estimates from capacities are exact for strings.
+//! Growth (`grow`): when an append needs more room than the heap buffer has, the buffer grows
+//! to the allocator's next size class ([`size_class`]) above its current one, or to the class
+//! of what is needed if that is larger — never 2x as `Vec` and Redis's sds do. jemalloc's
+//! classes are four per doubling (..., 1024, 1280, 1536, 1792, 2048, ...), so one step is a
+//! factor of 1.14-1.25 (1.33-1.5 below 64 bytes, where a step is 16 bytes). Why: append-heavy
+//! values (W1: millions of values growing 16 bytes at a time) sit mostly just after a growth,
+//! so doubling keeps up to half of every buffer empty; one class step bounds the slack to 20%
+//! of the buffer (above 64 bytes) while the copies stay amortized O(1): a value of final
+//! size n was copied at most n / (1 - 1/1.14), about 8n bytes, in all (about 6n typically;
+//! doubling copies n). Growing to "1.25x, rounded up to a class" instead would often skip a
+//! class (896 x 1.25 = 1120 rounds up to 1280, 1.43x). Sizing every buffer to a class costs
+//! nothing (the allocator hands out the whole class anyway) and makes
+//! [`StrBuf::capacity`] the bytes really allocated, so memory estimates from capacities are
+//! exact for strings under jemalloc.
 //!
 //! Safety: all `unsafe` of the keyspace's values is in this file. The invariants:
 //! - `tag` is `Heap` exactly when `ptr` is a live allocation of `cap` bytes (align 1) owned by
@@ -229,8 +234,8 @@ impl StrBuf {
     #[cold]
     fn grow(&mut self, needed: usize) {
         let old_cap = self.capacity();
-        // Doubling, as `Vec` does.
-        let new_cap = needed.max(old_cap * 2);
+        // One size class up (x1.14-1.25), not 2x: see the module header.
+        let new_cap = size_class(needed.max(old_cap + 1));
         let len = self.len();
         if self.is_inline() {
             let p = alloc_bytes(new_cap);
@@ -448,6 +453,34 @@ mod tests {
             }
             prev = c;
         }
+    }
+
+    #[test]
+    fn appends_grow_by_a_quarter_not_double() {
+        let mut s = StrBuf::new();
+        let mut caps = vec![];
+        let mut reallocs = 0;
+        for _ in 0..10_000 {
+            let before = s.capacity();
+            s.extend_from_slice(b"0123456789abcdef");
+            if s.capacity() != before {
+                reallocs += 1;
+                caps.push(s.capacity());
+            }
+            // Slack at most a fifth of the buffer past the small classes; doubling leaves half.
+            if s.len() > 64 {
+                assert!(s.capacity() * 4 / 5 <= s.len(), "len {} cap {}", s.len(), s.capacity());
+            }
+        }
+        assert_eq!(s.len(), 160_000);
+        for w in caps.windows(2) {
+            // One class step: x1.14-1.25 above 64 bytes (x1.5 at most below).
+            let ratio = w[1] as f64 / w[0] as f64;
+            assert!(ratio <= 1.5 && (w[0] < 64 || (1.14..=1.25).contains(&ratio)), "{caps:?}");
+        }
+        // Amortized: reallocations are logarithmic in the length (four per doubling: 160 KB
+        // is about 13 doublings above 23 bytes, plus the 16-byte steps below 128).
+        assert!(reallocs <= 4 * 13 + 8, "{reallocs} reallocations: {caps:?}");
     }
 
     #[test]
