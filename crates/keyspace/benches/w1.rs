@@ -161,4 +161,23 @@ fn main() {
         net(hwm_kb) / keys as f64,
         db.approx_bytes() as f64 / keys as f64
     );
+    // Where the bytes are: the table (slots at their load factor), the values' buffers, and
+    // what the allocator holds beyond what was asked of it (size-class holes in partly used
+    // slabs, its metadata, freed pages not yet returned).
+    let table = db.table_bytes() as f64;
+    let values = (db.approx_bytes() - db.table_bytes()) as f64;
+    let _ = tikv_jemalloc_ctl::epoch::advance();
+    let je = |v: Result<usize, tikv_jemalloc_ctl::Error>| v.unwrap_or(0) as f64;
+    let (allocated, active) = (je(tikv_jemalloc_ctl::stats::allocated::read()), je(tikv_jemalloc_ctl::stats::active::read()));
+    let (resident, metadata) = (je(tikv_jemalloc_ctl::stats::resident::read()), je(tikv_jemalloc_ctl::stats::metadata::read()));
+    let k = keys as f64;
+    println!(
+        "per key: table {:.1}, value buffers {:.1}; jemalloc allocated {:.1}, active {:.1}, metadata {:.1}, resident {:.1}",
+        table / k,
+        values / k,
+        allocated / k,
+        active / k,
+        metadata / k,
+        resident / k
+    );
 }

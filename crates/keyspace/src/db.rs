@@ -572,7 +572,12 @@ impl Db {
 
     /// Bytes used by this database: the tables' exact memory plus the values' heap bytes.
     pub fn approx_bytes(&self) -> usize {
-        self.map.memory_bytes() + self.volatile.memory_bytes() + self.map.iter().map(|(_, e)| e.value.heap_bytes()).sum::<usize>()
+        self.table_bytes() + self.map.iter().map(|(_, e)| e.value.heap_bytes()).sum::<usize>()
+    }
+
+    /// Bytes of the tables alone (slots, control bytes, directories, out-of-line keys).
+    pub fn table_bytes(&self) -> usize {
+        self.map.memory_bytes() + self.volatile.memory_bytes()
     }
 
     /// Registers `flag` to be raised when `key` is modified.
