@@ -514,7 +514,10 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(2000))]
+        // Miri (`cargo +nightly miri test -p abacus-keyspace --lib strbuf`, with
+        // MIRIFLAGS=-Zmiri-disable-isolation for proptest's files) runs each case ~1000x
+        // slower.
+        #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 64 } else { 2000 }))]
 
         /// Every operation agrees with `Vec<u8>`, through inline/heap transitions.
         #[test]
