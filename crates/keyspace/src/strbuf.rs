@@ -100,7 +100,9 @@ pub fn size_class(n: usize) -> usize {
     // n in (2^k, 2^(k+1)]: k = floor(log2(n - 1)).
     let k = usize::BITS - 1 - (n - 1).leading_zeros();
     let spacing = (1usize << (k - 2)).max(16);
-    (n + spacing - 1) & !(spacing - 1)
+    // Checked: a wrapped sum would be a capacity below `n` (sizes near usize::MAX are refused
+    // by `Layout` anyway; this keeps the bound from relying on it).
+    n.checked_add(spacing - 1).expect("string size overflow") & !(spacing - 1)
 }
 
 impl StrBuf {
@@ -236,6 +238,7 @@ impl StrBuf {
         let old_cap = self.capacity();
         // One size class up (x1.14-1.25), not 2x: see the module header.
         let new_cap = size_class(needed.max(old_cap + 1));
+        assert!(new_cap >= needed);
         let len = self.len();
         if self.is_inline() {
             let p = alloc_bytes(new_cap);
@@ -481,6 +484,15 @@ mod tests {
         // Amortized: reallocations are logarithmic in the length (four per doubling: 160 KB
         // is about 13 doublings above 23 bytes, plus the 16-byte steps below 128).
         assert!(reallocs <= 4 * 13 + 8, "{reallocs} reallocations: {caps:?}");
+    }
+
+    #[test]
+    #[should_panic(expected = "overflow")]
+    fn an_impossible_size_panics_instead_of_wrapping() {
+        // size_class(usize::MAX) would wrap to 0 with unchecked arithmetic, and the buffer
+        // would be written past its end.
+        let mut s = StrBuf::from_slice(&[1; 40]);
+        s.reserve(usize::MAX - 40);
     }
 
     #[test]
