@@ -243,6 +243,36 @@ impl RedisHll {
         self.set_register(index, count, sparse_max_bytes)
     }
 
+    /// PFADD's loop over its elements (`pfaddCommand`): [`RedisHll::add`] for each element
+    /// in order; true if any register changed. Once the value is dense (from the start or
+    /// after a promotion) the rest are added in a tight loop that hashes, raises the register
+    /// and invalidates the cache once at the end, as Redis does after its loop (a dense add
+    /// cannot fail, so no error can come between). `Err(Corrupted)` as for
+    /// [`RedisHll::add`]: earlier elements stay added.
+    pub fn add_all<'a, I>(&mut self, elements: I, sparse_max_bytes: usize) -> Result<bool, HllError>
+    where
+        I: IntoIterator<Item = &'a [u8]>,
+    {
+        let mut elements = elements.into_iter();
+        let mut changed = false;
+        while !self.is_dense() {
+            let Some(element) = elements.next() else {
+                return Ok(changed);
+            };
+            changed |= self.add(element, sparse_max_bytes)?;
+        }
+        let regs = &mut self.bytes[HDR_SIZE..];
+        let mut raised = false;
+        for element in elements {
+            let (index, count) = murmur::pat_len(element);
+            raised |= dense::set_if_greater(regs, index, count);
+        }
+        if raised {
+            self.invalidate_cache();
+        }
+        Ok(changed | raised)
+    }
+
     /// Raises register `index` to `count` (`hllDenseSet`/`hllSparseSet`) and
     /// invalidates the cache if it changed.
     fn set_register(
