@@ -88,24 +88,16 @@ fn store_new(ctx: &mut Ctx, key: &[u8], h: RedisHll) {
 
 fn pfadd(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     let max_bytes = ctx.hll.sparse_max_bytes;
-    let added = with_hll(ctx, &a[1], Lookup::Write, |h| -> Result<bool, HllError> {
-        let mut updated = false;
-        for el in &a[2..] {
-            // On a corrupt body Redis stops at that element; earlier ones stay added.
-            updated |= h.add(el, max_bytes)?;
-        }
-        Ok(updated)
-    });
+    // On a corrupt body Redis stops at that element; earlier ones stay added.
+    let added = with_hll(ctx, &a[1], Lookup::Write, |h| h.add_all(a[2..].iter().map(|el| &el[..]), max_bytes));
     match added {
         Ok(Some(Ok(updated))) => Frame::Integer(updated.into()),
         Ok(Some(Err(e))) => hll_error(e),
         Err(reply) => reply,
         Ok(None) => {
             let mut h = RedisHll::new();
-            for el in &a[2..] {
-                // A fresh value is never corrupt: add cannot fail here.
-                let _ = h.add(el, max_bytes);
-            }
+            // A fresh value is never corrupt: adding cannot fail here.
+            let _ = h.add_all(a[2..].iter().map(|el| &el[..]), max_bytes);
             h.invalidate_cache();
             store_new(ctx, &a[1], h);
             Frame::Integer(1)
