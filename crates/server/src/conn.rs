@@ -177,6 +177,11 @@ impl Conn {
                 let max = server.config.max_pipeline();
                 let mut fatal = None;
                 while calls.len() < max {
+                    // A pipeline's run of ordinary commands leaves the buffer in one piece;
+                    // `parse` takes whatever the run stopped at.
+                    if parser.parse_batch(&mut rbuf, max - calls.len(), &mut calls) > 0 {
+                        continue;
+                    }
                     match parser.parse(&mut rbuf) {
                         Ok(Some(args)) => calls.push(args),
                         Ok(None) => break,

@@ -353,3 +353,28 @@ fn fast_header_numbers_agree_with_string2ll() {
         fast_and_slow(input);
     }
 }
+
+#[test]
+fn parse_batch_takes_a_pipeline_in_one_split() {
+    let mut p = RequestParser::default();
+    let mut buf = BytesMut::from(&b"*2\r\n$3\r\nGET\r\n$1\r\na\r\n*1\r\n$4\r\nPING\r\n*2\r\n$3\r\nGET\r\n$1\r\nb\r\n*1\r\n$4\r\nPI"[..]);
+    let mut out = Vec::new();
+    // At most two, then the third; the fourth is incomplete.
+    assert_eq!(p.parse_batch(&mut buf, 2, &mut out), 2);
+    assert_eq!(p.parse_batch(&mut buf, 2, &mut out), 1);
+    assert_eq!(p.parse_batch(&mut buf, 2, &mut out), 0);
+    let got: Vec<Vec<&[u8]>> = out.iter().map(|c| c.iter().map(|a| &a[..]).collect()).collect();
+    assert_eq!(got, vec![vec![&b"GET"[..], b"a"], vec![b"PING"], vec![b"GET", b"b"]]);
+    assert_eq!(&buf[..], b"*1\r\n$4\r\nPI");
+    // The incomplete command goes through the state machine; a batch never starts inside it.
+    assert_eq!(p.parse(&mut buf).unwrap(), None);
+    buf.extend_from_slice(b"NG\r\n*1\r\n$4\r\nPING\r\n");
+    assert_eq!(p.parse_batch(&mut buf, 10, &mut out), 0);
+    assert_eq!(p.parse(&mut buf).unwrap().unwrap(), vec![Bytes::from_static(b"PING")]);
+    assert_eq!(p.parse_batch(&mut buf, 10, &mut out), 1);
+    assert!(buf.is_empty());
+    // Inline commands and errors are left to parse.
+    let mut buf = BytesMut::from(&b"PING\r\n"[..]);
+    assert_eq!(p.parse_batch(&mut buf, 10, &mut out), 0);
+    assert_eq!(&buf[..], b"PING\r\n");
+}
