@@ -303,7 +303,7 @@ impl Conn {
     /// Lookup, arity, authentication and MULTI queueing; then routing.
     fn prepare(&mut self, args: Vec<Bytes>) -> Step {
         let root = match self.last_root {
-            Some(spec) if spec.name.as_bytes().eq_ignore_ascii_case(&args[0]) => spec,
+            Some(spec) if command::is_name(spec.name.as_bytes(), &args[0]) => spec,
             _ => {
                 let Some(root) = command::lookup(&args[0]) else {
                     self.fail_multi();
