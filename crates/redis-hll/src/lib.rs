@@ -58,11 +58,13 @@
 //! across commands but a `RedisHll` only during its lifetime
 //! ([`RedisHll::from_bytes`] starts from 0, like a freshly `SET` value).
 
+mod debug;
 mod dense;
 mod estimate;
 mod murmur;
 mod sparse;
 
+pub use debug::self_test;
 pub use murmur::{murmurhash64a, HLL_HASH_SEED};
 
 use std::fmt;
@@ -348,6 +350,18 @@ impl RedisHll {
             h.merge_into(&mut max)?;
         }
         Ok(Self::count_registers(&max))
+    }
+
+    /// PFDEBUG DECODE: the sparse opcodes as Redis prints them (`Z:8436 v:1,1 ...`); None
+    /// for a dense value (Redis's `HLL encoding is not sparse`).
+    pub fn describe_sparse(&self) -> Option<String> {
+        (!self.is_dense()).then(|| sparse::describe(&self.bytes, self.term))
+    }
+
+    /// PFDEBUG GETREG: the 16384 register values of a dense value; None if sparse (PFDEBUG
+    /// converts it with [`RedisHll::to_dense`] first).
+    pub fn dense_registers(&self) -> Option<Vec<u8>> {
+        self.is_dense().then(|| (0..HLL_REGISTERS).map(|i| dense::get(&self.bytes[HDR_SIZE..], i)).collect())
     }
 
     /// Converts a sparse value to dense (`hllSparseToDense`; the header,

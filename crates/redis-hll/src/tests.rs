@@ -238,3 +238,21 @@ fn add_all_on_a_corrupt_body_keeps_earlier_elements() {
     assert_eq!(all.as_bytes(), one.as_bytes());
     assert_eq!(all.cached_count(), None);
 }
+
+#[test]
+fn pfdebug_views() {
+    let mut h = RedisHll::new();
+    assert_eq!(h.describe_sparse().as_deref(), Some("Z:16384"));
+    assert_eq!(h.dense_registers(), None);
+    assert!(h.add(b"a", DEFAULT_SPARSE_MAX_BYTES).unwrap());
+    let (index, count) = murmur::pat_len(b"a");
+    let text = h.describe_sparse().unwrap();
+    let expected = format!("Z:{index} v:{count},1 Z:{}", HLL_REGISTERS - index - 1);
+    assert_eq!(text, expected.replace("Z:0 ", ""));
+    h.to_dense().unwrap();
+    assert_eq!(h.describe_sparse(), None);
+    let regs = h.dense_registers().unwrap();
+    assert_eq!(regs.len(), HLL_REGISTERS);
+    assert_eq!(regs[index], count);
+    assert_eq!(regs.iter().filter(|&&r| r != 0).count(), 1);
+}
