@@ -349,6 +349,13 @@ fn fast_header_numbers_agree_with_string2ll() {
         b"*1\r\n$4\rXPING\r\n",
         b"*1\r\n$4",
         b"*1\r\n$4\r",
+        b"*1\r\n$12\r",
+        b"*1\r\n$12",
+        b"*1\r\n$5\r\nhello\r\n",
+        b"*1\r\n$10\r\n0123456789\r\n",
+        b"*1\r\n$1\r\n\r\r\n",
+        b"*9\r\n$1\r\na\r\n",
+        b"*2\r\n$1\r\na\r\n$99\r\nxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\r\n",
     ] {
         fast_and_slow(input);
     }
