@@ -293,3 +293,52 @@ def test_values_move_between_redis_and_abacus(c, rc, n):
             assert side("PFMERGE", "m", "other", "h") == "OK"
         assert dst("GET", "m") == src("GET", "m")
         assert dst("PFCOUNT", "h", "other") == src("PFCOUNT", "h", "other")
+
+
+# ---------------------------------------------------------------- PFDEBUG, PFSELFTEST
+
+def test_pfdebug_same_replies_as_redis(c, rc):
+    """Every PFDEBUG subcommand on sparse, dense, corrupt and non-HLL values, and its errors:
+    the same replies (and afterwards the same bytes) as the real Redis."""
+    rng = random.Random(7)
+    corrupt = b"HYLL\x01\x00\x00\x00" + b"\x00" * 7 + b"\x80" + bytes([0x40, 99])
+    truncated = b"HYLL\x01\x00\x00\x00" + b"\x00" * 8 + bytes([0x00, 0x40])
+    for srv in (c, rc):
+        for name, n in (("empty", 0), ("small", 3), ("mid", 60), ("big", 700), ("dense", 5000)):
+            rng.seed(n)
+            srv("PFADD", name, *[random_element(rng) for _ in range(n)])
+        srv("SET", "corrupt", corrupt)
+        srv("SET", "truncated", truncated)
+        srv("SET", "plain", "abc")
+        srv("SADD", "set", "a")
+    keys = ["empty", "small", "mid", "big", "dense", "corrupt", "truncated", "plain", "set", "missing"]
+    for sub in ("ENCODING", "DECODE", "getreg", "TODENSE", "todense", "decode", "nosuch"):
+        for key in keys:
+            cmd = ("PFDEBUG", sub, key)
+            assert c(*cmd) == rc(*cmd), cmd
+            assert c("GET", key) == rc("GET", key) if key not in ("set", "missing") else True, cmd
+    for cmd in (("PFDEBUG", "getreg"), ("PFDEBUG", "getreg", "small", "x"), ("PFDEBUG",)):
+        assert c(*cmd) == rc(*cmd), cmd
+    assert c("OBJECT", "ENCODING", "small") == rc("OBJECT", "ENCODING", "small")
+
+
+def test_pfdebug_replies(c):
+    assert c("PFADD", "h", "a", "b", "c") == 1
+    assert c("PFDEBUG", "ENCODING", "h") == "sparse"
+    decoded = c("PFDEBUG", "DECODE", "h")
+    ops = decoded.split(b" ")
+    assert sum(1 for op in ops if op.startswith(b"v:")) == 3, decoded
+    regs = c("PFDEBUG", "GETREG", "h")
+    assert len(regs) == 16384 and sum(1 for r in regs if r) == 3
+    # GETREG converted the value, as in Redis.
+    assert c("PFDEBUG", "ENCODING", "h") == "dense"
+    assert c("PFDEBUG", "DECODE", "h") == Err("ERR HLL encoding is not sparse")
+    assert c("PFDEBUG", "TODENSE", "h") == 0
+    assert c("PFCOUNT", "h") == 3
+    assert c("PFDEBUG", "ENCODING", "nokey") == Err("ERR The specified key does not exist")
+    assert c("PFDEBUG", "what", "h") == Err("ERR Unknown PFDEBUG subcommand 'what'")
+
+
+def test_pfselftest(c):
+    assert c("PFSELFTEST") == "OK"
+    assert c("PFSELFTEST", "x") == wrong_args("pfselftest")

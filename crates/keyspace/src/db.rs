@@ -274,34 +274,32 @@ impl Db {
         expired
     }
 
-    /// One hash and one probe for a missing key; a live key is probed a second time with the
-    /// same hash (returning the first probe's borrow conditionally is not accepted by the
-    /// borrow checker); an expired key is reclaimed on the way.
+    /// One hash and one probe (the position found is reused to borrow the entry); an expired
+    /// key is reclaimed on the way.
     fn lookup(&mut self, key: &[u8], now_ms: u64, touch: Touch) -> Option<&mut Entry> {
         let now_s = (now_ms / 1000) as u32;
         self.clock_s = now_s;
         let hash = self.map.hash_key(key);
-        let (absent, expired) = match self.map.get_mut_hashed(hash, key) {
-            None => (true, false),
-            Some(e) => (false, e.is_expired(now_ms)),
-        };
-        if absent || expired {
+        let found = self.map.find_hashed(hash, key);
+        let Some(found) = found.filter(|&f| !self.map.at_mut(f).is_expired(now_ms)) else {
             // Absent or expired: reclaim if expired (a second lookup, only then), count a miss.
-            if expired {
+            if found.is_some() {
                 self.expire_if_needed(key, now_ms);
             }
             if touch == Touch::Read {
                 self.misses_total += 1;
             }
             return None;
-        }
+        };
         if touch == Touch::Read {
             self.hits_total += 1;
         }
         if touch == Touch::Write && self.snap.is_some() {
+            // Hands the snapshot the entry's state; it does not move entries, so `found`
+            // stays valid.
             self.before_change(key);
         }
-        let e = self.map.get_mut_hashed(hash, key)?;
+        let e = self.map.at_mut(found);
         if touch != Touch::None {
             let t = self.tracking;
             if t.policy.is_lfu() {

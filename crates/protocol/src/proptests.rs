@@ -98,6 +98,38 @@ fn feed(
     (out, None, buf)
 }
 
+/// [`feed`], trying [`RequestParser::parse_batch`] (at most `batch_max` commands) before each
+/// [`RequestParser::parse`], as the server does.
+fn feed_batches(
+    p: &mut RequestParser,
+    data: &[u8],
+    sizes: &[usize],
+    batch_max: usize,
+) -> (Vec<Vec<Bytes>>, Option<ProtocolError>, BytesMut) {
+    let mut buf = BytesMut::new();
+    let mut out = Vec::new();
+    let mut rest = data;
+    let mut i = 0;
+    while !rest.is_empty() {
+        let n = sizes[i % sizes.len()].clamp(1, rest.len());
+        i += 1;
+        let (chunk, tail) = rest.split_at(n);
+        rest = tail;
+        buf.extend_from_slice(chunk);
+        loop {
+            if p.parse_batch(&mut buf, batch_max, &mut out) > 0 {
+                continue;
+            }
+            match p.parse(&mut buf) {
+                Ok(Some(args)) => out.push(args),
+                Ok(None) => break,
+                Err(e) => return (out, Some(e), buf),
+            }
+        }
+    }
+    (out, None, buf)
+}
+
 fn arg_lists() -> impl Strategy<Value = Vec<Vec<Vec<u8>>>> {
     let arg = prop_oneof![
         vec(any::<u8>(), 0..40),
@@ -222,6 +254,33 @@ proptest! {
         slow.fast_path = false;
         let (a, ea, ba) = feed(&mut fast, &wire, &sizes);
         let (b, eb, bb) = feed(&mut slow, &wire, &sizes);
+        prop_assert_eq!(a, b);
+        prop_assert_eq!(ea.map(|e| e.0), eb.map(|e| e.0));
+        prop_assert_eq!(ba, bb);
+    }
+
+    #[test]
+    fn batches_match_one_command_at_a_time(
+        data in any_input(),
+        cmds in arg_lists(),
+        sizes in vec(1usize..300, 1..20),
+        batch_max in 1usize..8,
+        limits in limits(),
+        unauthenticated in any::<bool>(),
+    ) {
+        // parse_batch for runs of commands, parse for the rest, against parse alone: the
+        // same commands, error and leftover bytes.
+        let mut wire = BytesMut::new();
+        for c in &cmds {
+            let refs: Vec<&[u8]> = c.iter().map(|a| a.as_slice()).collect();
+            encode_command(&refs, &mut wire);
+        }
+        wire.extend_from_slice(&data);
+        let limits = Limits { unauthenticated, ..limits };
+        let mut batched = RequestParser::new(limits);
+        let mut single = RequestParser::new(limits);
+        let (a, ea, ba) = feed_batches(&mut batched, &wire, &sizes, batch_max);
+        let (b, eb, bb) = feed(&mut single, &wire, &sizes);
         prop_assert_eq!(a, b);
         prop_assert_eq!(ea.map(|e| e.0), eb.map(|e| e.0));
         prop_assert_eq!(ba, bb);

@@ -41,8 +41,25 @@ pub(crate) fn set(regs: &mut [u8], index: usize, val: u8) {
 }
 
 /// `hllDenseSet`: raise register `index` to `count`; true if it changed.
+///
+/// A register spans at most two bytes (6 bits starting at bit 0..=7 of its first byte), so
+/// it is read and written as one little-endian `u16`; only the last register, whose second
+/// byte would lie past the end, takes the byte-wise path.
 #[inline]
 pub(crate) fn set_if_greater(regs: &mut [u8], index: usize, count: u8) -> bool {
+    let byte = index * HLL_BITS as usize / 8;
+    let fb = (index * HLL_BITS as usize) & 7;
+    if let Some(pair) = regs.get_mut(byte..byte + 2) {
+        let w = u16::from_le_bytes([pair[0], pair[1]]);
+        let mask = (REGISTER_MAX as u16) << fb;
+        let val = u16::from(count) & REGISTER_MAX as u16;
+        if val <= (w & mask) >> fb {
+            return false;
+        }
+        let w = (w & !mask) | (val << fb);
+        pair.copy_from_slice(&w.to_le_bytes());
+        return true;
+    }
     if count > get(regs, index) {
         set(regs, index, count);
         true
@@ -102,6 +119,27 @@ mod tests {
             let mut max = [0u8; HLL_REGISTERS];
             merge_into(&regs, &mut max);
             assert_eq!(&max[..], &shadow[..]);
+        }
+    }
+
+    #[test]
+    fn set_if_greater_matches_get_and_set() {
+        // Every register (the last one included, whose second byte is past the end), raised
+        // in a scrambled order with random values, against a plain array.
+        let mut regs = vec![0u8; DENSE_REGS_BYTES];
+        let mut shadow = vec![0u8; HLL_REGISTERS];
+        let mut x: u32 = 777;
+        for round in 0..4 * HLL_REGISTERS {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            let i = if round % 1000 == 0 { HLL_REGISTERS - 1 } else { (x >> 8) as usize % HLL_REGISTERS };
+            let v = ((x >> 20) % 64) as u8;
+            let grew = set_if_greater(&mut regs, i, v);
+            assert_eq!(grew, v > shadow[i], "register {i}");
+            shadow[i] = shadow[i].max(v);
+            assert_eq!(get(&regs, i), shadow[i]);
+        }
+        for (i, &s) in shadow.iter().enumerate() {
+            assert_eq!(get(&regs, i), s, "register {i}");
         }
     }
 }

@@ -58,11 +58,13 @@
 //! across commands but a `RedisHll` only during its lifetime
 //! ([`RedisHll::from_bytes`] starts from 0, like a freshly `SET` value).
 
+mod debug;
 mod dense;
 mod estimate;
 mod murmur;
 mod sparse;
 
+pub use debug::self_test;
 pub use murmur::{murmurhash64a, HLL_HASH_SEED};
 
 use std::fmt;
@@ -243,6 +245,36 @@ impl RedisHll {
         self.set_register(index, count, sparse_max_bytes)
     }
 
+    /// PFADD's loop over its elements (`pfaddCommand`): [`RedisHll::add`] for each element
+    /// in order; true if any register changed. Once the value is dense (from the start or
+    /// after a promotion) the rest are added in a tight loop that hashes, raises the register
+    /// and invalidates the cache once at the end, as Redis does after its loop (a dense add
+    /// cannot fail, so no error can come between). `Err(Corrupted)` as for
+    /// [`RedisHll::add`]: earlier elements stay added.
+    pub fn add_all<'a, I>(&mut self, elements: I, sparse_max_bytes: usize) -> Result<bool, HllError>
+    where
+        I: IntoIterator<Item = &'a [u8]>,
+    {
+        let mut elements = elements.into_iter();
+        let mut changed = false;
+        while !self.is_dense() {
+            let Some(element) = elements.next() else {
+                return Ok(changed);
+            };
+            changed |= self.add(element, sparse_max_bytes)?;
+        }
+        let regs = &mut self.bytes[HDR_SIZE..];
+        let mut raised = false;
+        for element in elements {
+            let (index, count) = murmur::pat_len(element);
+            raised |= dense::set_if_greater(regs, index, count);
+        }
+        if raised {
+            self.invalidate_cache();
+        }
+        Ok(changed | raised)
+    }
+
     /// Raises register `index` to `count` (`hllDenseSet`/`hllSparseSet`) and
     /// invalidates the cache if it changed.
     fn set_register(
@@ -318,6 +350,18 @@ impl RedisHll {
             h.merge_into(&mut max)?;
         }
         Ok(Self::count_registers(&max))
+    }
+
+    /// PFDEBUG DECODE: the sparse opcodes as Redis prints them (`Z:8436 v:1,1 ...`); None
+    /// for a dense value (Redis's `HLL encoding is not sparse`).
+    pub fn describe_sparse(&self) -> Option<String> {
+        (!self.is_dense()).then(|| sparse::describe(&self.bytes, self.term))
+    }
+
+    /// PFDEBUG GETREG: the 16384 register values of a dense value; None if sparse (PFDEBUG
+    /// converts it with [`RedisHll::to_dense`] first).
+    pub fn dense_registers(&self) -> Option<Vec<u8>> {
+        self.is_dense().then(|| (0..HLL_REGISTERS).map(|i| dense::get(&self.bytes[HDR_SIZE..], i)).collect())
     }
 
     /// Converts a sparse value to dense (`hllSparseToDense`; the header,

@@ -158,6 +158,30 @@ pub(crate) fn merge_into(bytes: &[u8], term: u8, max: &mut [u8; HLL_REGISTERS]) 
 /// `hllSparseToDense`: the dense object, with the header (magic, unused
 /// bytes and cached cardinality) copied from the sparse one. `None` if the
 /// sparse representation is invalid.
+/// PFDEBUG DECODE's text: each opcode as `z:len` (ZERO), `Z:len` (XZERO) or `v:value,len`
+/// (VAL), separated by spaces, read exactly as Redis reads them (no validation of the runs;
+/// a truncated XZERO reads the terminator).
+pub(crate) fn describe(bytes: &[u8], term: u8) -> String {
+    let mut out = String::new();
+    let mut p = HDR_SIZE;
+    while p < bytes.len() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        let b = bytes[p];
+        let op = decode(bytes, term, p);
+        if is_zero(b) {
+            out.push_str(&format!("z:{}", op.len));
+        } else if is_xzero(b) {
+            out.push_str(&format!("Z:{}", op.len));
+        } else {
+            out.push_str(&format!("v:{},{}", op.val, op.len));
+        }
+        p += op.oplen;
+    }
+    out
+}
+
 pub(crate) fn to_dense(bytes: &[u8], term: u8) -> Option<Vec<u8>> {
     let mut out = vec![0u8; DENSE_SIZE];
     out[..HDR_SIZE].copy_from_slice(&bytes[..HDR_SIZE]);

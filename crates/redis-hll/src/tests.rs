@@ -190,3 +190,69 @@ fn from_vec_gives_the_bytes_back_on_error() {
     let good = RedisHll::new().into_bytes();
     assert_eq!(RedisHll::from_vec(good.clone()).unwrap().into_bytes(), good);
 }
+
+#[test]
+fn add_all_matches_one_add_per_element() {
+    // Batches of every size through sparse, the promotion and dense, with repeats: the bytes
+    // and the "changed" flag must be what adding one element at a time gives.
+    let elements: Vec<Vec<u8>> = (0..6000u32).map(|i| format!("el:{}", i % 4500).into_bytes()).collect();
+    let mut one = RedisHll::new();
+    let mut all = RedisHll::new();
+    let mut start = 0;
+    let mut size = 1;
+    while start < elements.len() {
+        let batch = &elements[start..(start + size).min(elements.len())];
+        let mut want = false;
+        for e in batch {
+            want |= one.add(e, DEFAULT_SPARSE_MAX_BYTES).unwrap();
+        }
+        let got = all.add_all(batch.iter().map(|e| &e[..]), DEFAULT_SPARSE_MAX_BYTES).unwrap();
+        assert_eq!(got, want, "batch at {start}");
+        assert_eq!(all.as_bytes(), one.as_bytes(), "batch at {start}");
+        if start % 3 == 0 {
+            // A valid cache in between, so that invalidation is checked too.
+            assert_eq!(all.count(), one.count());
+        }
+        start += size;
+        size = size % 37 + 1;
+    }
+    assert!(all.is_dense());
+}
+
+#[test]
+fn add_all_on_a_corrupt_body_keeps_earlier_elements() {
+    // XZERO:100 with a valid cache: elements in registers 0..100 are added, the first one
+    // beyond is an error, exactly as with one add per element.
+    let mut value = b"HYLL\x01\x00\x00\x00".to_vec();
+    value.extend_from_slice(&[0; 8]);
+    value.extend_from_slice(&[0x40, 99]);
+    let elements: Vec<Vec<u8>> = (0..5000u32).map(|i| i.to_string().into_bytes()).collect();
+    let low = elements.iter().find(|e| murmur::pat_len(e).0 < 100).unwrap();
+    let high = elements.iter().find(|e| murmur::pat_len(e).0 >= 100).unwrap();
+    let mut one = RedisHll::from_bytes(value.clone()).unwrap();
+    assert_eq!(one.add(low, DEFAULT_SPARSE_MAX_BYTES), Ok(true));
+    assert_eq!(one.add(high, DEFAULT_SPARSE_MAX_BYTES), Err(HllError::Corrupted));
+    let mut all = RedisHll::from_bytes(value).unwrap();
+    let batch = [&low[..], &high[..], &low[..]];
+    assert_eq!(all.add_all(batch, DEFAULT_SPARSE_MAX_BYTES), Err(HllError::Corrupted));
+    assert_eq!(all.as_bytes(), one.as_bytes());
+    assert_eq!(all.cached_count(), None);
+}
+
+#[test]
+fn pfdebug_views() {
+    let mut h = RedisHll::new();
+    assert_eq!(h.describe_sparse().as_deref(), Some("Z:16384"));
+    assert_eq!(h.dense_registers(), None);
+    assert!(h.add(b"a", DEFAULT_SPARSE_MAX_BYTES).unwrap());
+    let (index, count) = murmur::pat_len(b"a");
+    let text = h.describe_sparse().unwrap();
+    let expected = format!("Z:{index} v:{count},1 Z:{}", HLL_REGISTERS - index - 1);
+    assert_eq!(text, expected.replace("Z:0 ", ""));
+    h.to_dense().unwrap();
+    assert_eq!(h.describe_sparse(), None);
+    let regs = h.dense_registers().unwrap();
+    assert_eq!(regs.len(), HLL_REGISTERS);
+    assert_eq!(regs[index], count);
+    assert_eq!(regs.iter().filter(|&&r| r != 0).count(), 1);
+}

@@ -109,8 +109,13 @@ impl Spec {
     /// call's keys: shard routing, the atomic multi-shard path, MULTI/EXEC locking and WATCH
     /// signals all read it. A numkeys command whose count is not a positive integer that fits
     /// the arguments has no keys; it then runs anywhere and its handler replies the error.
-    pub fn key_indexes(&self, args: &[Bytes]) -> std::iter::StepBy<std::ops::Range<usize>> {
+    #[inline]
+    pub fn key_indexes(&self, args: &[Bytes]) -> KeyIndexes {
         let argc = args.len();
+        if self.numkeys_index == 0 && self.first_key == 1 && self.last_key == 1 {
+            // The common shape, one key right after the name: no arithmetic to do.
+            return KeyIndexes { next: 1, end: argc.min(2), step: 1 };
+        }
         let (start, end, step) = if self.numkeys_index > 0 {
             let count = args
                 .get(self.numkeys_index)
@@ -129,7 +134,7 @@ impl Spec {
             let end = (last.min(argc as i64 - 1) + 1).max(first);
             (first as usize, end as usize, self.step.max(1) as usize)
         };
-        (start..end).step_by(step)
+        KeyIndexes { next: start, end, step }
     }
 
     /// The subcommand spec named by `args[1]`, for container commands.
@@ -160,6 +165,39 @@ pub fn all() -> impl Iterator<Item = &'static Spec> {
 }
 
 /// Finds a command by name, case-insensitively, without allocating for names up to 32 bytes.
+/// The argument positions of a call's keys ([`Spec::key_indexes`]): `next`, `next + step`,
+/// ... below `end`. (A plain struct: `StepBy` costs a few branches more per call, and every
+/// keyed command asks two or three times.)
+#[derive(Clone, Debug)]
+pub struct KeyIndexes {
+    next: usize,
+    end: usize,
+    step: usize,
+}
+
+impl Iterator for KeyIndexes {
+    type Item = usize;
+
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        if self.next < self.end {
+            let i = self.next;
+            self.next += self.step;
+            Some(i)
+        } else {
+            None
+        }
+    }
+}
+
+/// Whether `input` names the command whose (lower-case) table name is `lower`, in any case:
+/// `lower.eq_ignore_ascii_case(input)` for a lower-case `lower`, one compare per byte for a
+/// client that sends names as stored (a pipeline repeats this check for every command).
+#[inline]
+pub fn is_name(lower: &[u8], input: &[u8]) -> bool {
+    lower.len() == input.len() && lower.iter().zip(input).all(|(&l, &c)| l == c || (l.is_ascii_lowercase() && c == l - 32))
+}
+
 pub fn lookup(name: &[u8]) -> Option<&'static Spec> {
     let mut buf = [0u8; 32];
     if name.len() > buf.len() {
@@ -186,6 +224,26 @@ mod tests {
             }
         }
         assert!(lookup(b"GeT").is_some());
+        for spec in all() {
+            assert!(is_name(spec.name.as_bytes(), spec.name.to_ascii_uppercase().as_bytes()), "{}", spec.name);
+        }
+    }
+
+    #[test]
+    fn is_name_is_a_case_insensitive_compare() {
+        // Against eq_ignore_ascii_case for every byte pair at every position, including
+        // non-letters whose bit 5 differs (`_` vs DEL, `.` vs 0x0e, `@` vs a backquote).
+        for name in ["pfadd", "hll.add", "get", "a_b-c|d", "x"] {
+            let lower = name.as_bytes();
+            for i in 0..lower.len() {
+                for c in 0..=255u8 {
+                    let mut input = lower.to_vec();
+                    input[i] = c;
+                    assert_eq!(is_name(lower, &input), lower.eq_ignore_ascii_case(&input), "{name} {i} {c}");
+                }
+            }
+            assert!(!is_name(lower, &lower[..lower.len() - 1]));
+        }
         assert!(lookup(b"nosuchcommand").is_none());
     }
 
@@ -198,6 +256,9 @@ mod tests {
     fn key_positions() {
         assert_eq!(keys_of("mset a 1 b 2"), vec![1, 3]);
         assert_eq!(keys_of("get a"), vec![1]);
+        assert_eq!(keys_of("pfadd h a b c"), vec![1]);
+        assert_eq!(keys_of("pfadd"), Vec::<usize>::new());
+        assert_eq!(keys_of("pfcount a b c"), vec![1, 2, 3]);
         assert_eq!(keys_of("del a b c"), vec![1, 2, 3]);
         assert_eq!(keys_of("ping"), Vec::<usize>::new());
         assert_eq!(keys_of("smove a b m"), vec![1, 2]);

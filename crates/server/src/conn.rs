@@ -177,6 +177,11 @@ impl Conn {
                 let max = server.config.max_pipeline();
                 let mut fatal = None;
                 while calls.len() < max {
+                    // A pipeline's run of ordinary commands leaves the buffer in one piece;
+                    // `parse` takes whatever the run stopped at.
+                    if parser.parse_batch(&mut rbuf, max - calls.len(), &mut calls) > 0 {
+                        continue;
+                    }
                     match parser.parse(&mut rbuf) {
                         Ok(Some(args)) => calls.push(args),
                         Ok(None) => break,
@@ -310,7 +315,7 @@ impl Conn {
     /// Lookup, arity, authentication and MULTI queueing; then routing.
     fn prepare(&mut self, args: Vec<Bytes>) -> Step {
         let root = match self.last_root {
-            Some(spec) if spec.name.as_bytes().eq_ignore_ascii_case(&args[0]) => spec,
+            Some(spec) if command::is_name(spec.name.as_bytes(), &args[0]) => spec,
             _ => {
                 let Some(root) = command::lookup(&args[0]) else {
                     self.fail_multi();

@@ -565,11 +565,18 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
     let n = group.len().max(1) as u32;
     // Start every key's memory loads before executing the first command: a pipeline of random
     // keys is bound by cache misses, and this lets them overlap instead of queueing.
+    // A key equal to the previous command's is already on its way (a pipeline on one hot key
+    // would otherwise hash it twice per command).
     if let Some(d) = s.dbs.get(db) {
         if group.len() > 1 {
+            let mut previous: &[u8] = &[];
             for (_, c) in &group {
                 if let Some(i) = c.spec.key_indexes(&c.args).next() {
-                    d.prefetch(&c.args[i]);
+                    let key = &c.args[i][..];
+                    if key != previous {
+                        d.prefetch(key);
+                        previous = key;
+                    }
                 }
             }
         }

@@ -70,7 +70,7 @@ mod walk;
 
 pub use hash::Seed;
 pub use key::{BytesKey, KeyKind, SmallKey, U64Key, INLINE_KEY_MAX};
-pub use table::{Config, HashTable};
+pub use table::{Config, Found, HashTable};
 
 /// A table keyed by byte strings (`&[u8]`).
 pub type Table<V> = HashTable<BytesKey, V>;

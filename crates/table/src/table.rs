@@ -37,6 +37,17 @@ enum Slot {
     Free(usize, usize),
 }
 
+/// Where [`HashTable::find_hashed`] found a key: its segment and slot. It stays valid until
+/// the table is next modified (an insert may move entries); [`HashTable::at_mut`] reads it.
+/// It exists so a caller can look a key up, decide something that needs `&mut` access to
+/// itself (reclaim an expired entry, say), and only then borrow the value, without a second
+/// probe: returning a borrow from one branch of a match is what the borrow checker refuses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Found {
+    seg: usize,
+    slot: usize,
+}
+
 /// Tuning and reproducibility knobs. `Default` is what servers should use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
@@ -241,6 +252,25 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
         let id = self.seg_id(hash);
         let seg = &mut self.segs[id];
         seg.find(hash, key).map(|i| &mut seg.slots[i].1)
+    }
+
+    /// Where `key` is (`hash == self.hash_key(key)`), for [`Self::at_mut`].
+    #[inline]
+    pub fn find_hashed(&self, hash: u64, key: K::Key<'_>) -> Option<Found> {
+        if self.dir.is_empty() {
+            return None;
+        }
+        let seg = self.seg_id(hash);
+        self.segs[seg].find(hash, key).map(|slot| Found { seg, slot })
+    }
+
+    /// The value at a position [`Self::find_hashed`] returned, with no modification of the
+    /// table in between. (A stale position reads whatever slot is there now, possibly an
+    /// empty slot's default value, or panics if the slot no longer exists: a logic error,
+    /// never undefined behaviour.)
+    #[inline]
+    pub fn at_mut(&mut self, found: Found) -> &mut V {
+        &mut self.segs[found.seg].slots[found.slot].1
     }
 
     pub fn contains_key(&self, key: K::Key<'_>) -> bool {

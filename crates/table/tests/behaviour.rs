@@ -222,3 +222,27 @@ fn prefetch_and_hashed_calls_agree_with_plain_ones() {
     assert_eq!(t.remove_hashed(hashes[0], &keys[0]), Some(2));
     assert_eq!(t.iter_mut().map(|(_, v)| *v).sum::<u32>(), 2 * 9_999);
 }
+
+#[test]
+fn find_hashed_then_at_mut_reaches_the_same_value_as_get_mut() {
+    // Across many splits (16-slot segments) and with tombstones: every live key's position
+    // leads to its own value, and missing keys have none.
+    let mut t: Table<u32> = Table::with_config(small(7));
+    for i in 0..3000u32 {
+        t.insert(format!("k{i}").as_bytes(), i);
+        if i % 5 == 0 {
+            t.remove(format!("k{}", i / 2).as_bytes());
+        }
+    }
+    for i in 0..3000u32 {
+        let key = format!("k{i}");
+        let hash = t.hash_key(key.as_bytes());
+        let found = t.find_hashed(hash, key.as_bytes());
+        assert_eq!(found.is_some(), t.get(key.as_bytes()).is_some(), "{key}");
+        if let Some(f) = found {
+            *t.at_mut(f) += 1_000_000;
+            assert_eq!(t.get(key.as_bytes()), Some(&(i + 1_000_000)));
+        }
+    }
+    assert!(t.find_hashed(t.hash_key(b"absent"), b"absent").is_none());
+}

@@ -306,3 +306,82 @@ fn unauthenticated_limits_match_redis() {
     let mut buf = BytesMut::from(&b"*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n"[..]);
     assert_eq!(p.parse(&mut buf).unwrap().unwrap().len(), 2);
 }
+
+/// Parses `input` whole with the fast path on and off: both must give the same commands,
+/// error and leftover bytes.
+fn fast_and_slow(input: &[u8]) {
+    let run = |fast: bool| {
+        let mut p = RequestParser::new(Limits::default());
+        p.fast_path = fast;
+        let mut buf = BytesMut::from(input);
+        let mut out = Vec::new();
+        let err = loop {
+            match p.parse(&mut buf) {
+                Ok(Some(args)) => out.push(args.iter().map(|a| a.to_vec()).collect::<Vec<_>>()),
+                Ok(None) => break None,
+                Err(e) => break Some(e.0),
+            }
+        };
+        (out, err, buf.to_vec())
+    };
+    assert_eq!(run(true), run(false), "{:?}", String::from_utf8_lossy(input));
+}
+
+#[test]
+fn fast_header_numbers_agree_with_string2ll() {
+    // Shapes the fast path's digit loop must accept exactly as string2ll does, or defer.
+    for input in [
+        &b"*1\r\n$0\r\n\r\n"[..],
+        b"*01\r\n$4\r\nPING\r\n",
+        b"*1\r\n$04\r\nPING\r\n",
+        b"*1\r\n$00\r\n\r\n",
+        b"*1\r\n$-0\r\n\r\n",
+        b"*1\r\n$+4\r\nPING\r\n",
+        b"*-1\r\n*1\r\n$4\r\nPING\r\n",
+        b"*1\r\n$ 4\r\nPING\r\n",
+        b"*1\r\n$4 \r\nPING\r\n",
+        b"*1\r\n$\r\nPING\r\n",
+        b"*\r\n",
+        b"*1\r\n$1234567890123456789\r\nx\r\n",
+        b"*1\r\n$99999999999999999999\r\nx\r\n",
+        b"*1\r\n$123456789012345678\r\nx\r\n",
+        b"*2\r\n$3\r\nGET\r\n$10\r\n0123456789\r\n*1\r\n$4\r\nPING\r\n",
+        b"*1\r\n$4\rXPING\r\n",
+        b"*1\r\n$4",
+        b"*1\r\n$4\r",
+        b"*1\r\n$12\r",
+        b"*1\r\n$12",
+        b"*1\r\n$5\r\nhello\r\n",
+        b"*1\r\n$10\r\n0123456789\r\n",
+        b"*1\r\n$1\r\n\r\r\n",
+        b"*9\r\n$1\r\na\r\n",
+        b"*2\r\n$1\r\na\r\n$99\r\nxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\r\n",
+    ] {
+        fast_and_slow(input);
+    }
+}
+
+#[test]
+fn parse_batch_takes_a_pipeline_in_one_split() {
+    let mut p = RequestParser::default();
+    let mut buf = BytesMut::from(&b"*2\r\n$3\r\nGET\r\n$1\r\na\r\n*1\r\n$4\r\nPING\r\n*2\r\n$3\r\nGET\r\n$1\r\nb\r\n*1\r\n$4\r\nPI"[..]);
+    let mut out = Vec::new();
+    // At most two, then the third; the fourth is incomplete.
+    assert_eq!(p.parse_batch(&mut buf, 2, &mut out), 2);
+    assert_eq!(p.parse_batch(&mut buf, 2, &mut out), 1);
+    assert_eq!(p.parse_batch(&mut buf, 2, &mut out), 0);
+    let got: Vec<Vec<&[u8]>> = out.iter().map(|c| c.iter().map(|a| &a[..]).collect()).collect();
+    assert_eq!(got, vec![vec![&b"GET"[..], b"a"], vec![b"PING"], vec![b"GET", b"b"]]);
+    assert_eq!(&buf[..], b"*1\r\n$4\r\nPI");
+    // The incomplete command goes through the state machine; a batch never starts inside it.
+    assert_eq!(p.parse(&mut buf).unwrap(), None);
+    buf.extend_from_slice(b"NG\r\n*1\r\n$4\r\nPING\r\n");
+    assert_eq!(p.parse_batch(&mut buf, 10, &mut out), 0);
+    assert_eq!(p.parse(&mut buf).unwrap().unwrap(), vec![Bytes::from_static(b"PING")]);
+    assert_eq!(p.parse_batch(&mut buf, 10, &mut out), 1);
+    assert!(buf.is_empty());
+    // Inline commands and errors are left to parse.
+    let mut buf = BytesMut::from(&b"PING\r\n"[..]);
+    assert_eq!(p.parse_batch(&mut buf, 10, &mut out), 0);
+    assert_eq!(&buf[..], b"PING\r\n");
+}

@@ -12,6 +12,10 @@
 //! value.`, a corrupt sparse body `INVALIDOBJ Corrupted HLL object detected`, and a set or a
 //! hash the generic `WRONGTYPE Operation against a key holding the wrong kind of value`.
 //!
+//! PFDEBUG (GETREG, DECODE, ENCODING, TODENSE) and PFSELFTEST are Redis 7's debugging
+//! commands with its replies. One difference: as a write command, a successful PFDEBUG here
+//! signals WATCH on its key, where Redis only counts it as dirty.
+//!
 //! PFCOUNT on a single key is flagged read-only, as in Redis, but writes the recomputed
 //! cardinality into the value's cache; like Redis it then signals the key as modified (WATCH).
 
@@ -30,6 +34,8 @@ pub const COMMANDS: &[Spec] = &[
     Spec::keyed("pfadd", -2, WRITE | DENYOOM | FAST, (1, 1, 1), pfadd, G, "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist."),
     Spec::keyed("pfcount", -2, READONLY, ALL, pfcount, G, "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s)."),
     Spec::keyed("pfmerge", -2, WRITE | DENYOOM, ALL, pfmerge, G, "Merges one or more HyperLogLog values into a single key."),
+    Spec::keyed("pfdebug", 3, WRITE | DENYOOM | ADMIN, (2, 2, 1), pfdebug, G, "Internal commands for debugging HyperLogLog values."),
+    Spec::keyed("pfselftest", 1, ADMIN, (0, 0, 0), pfselftest, G, "An internal command for testing HyperLogLog values."),
 ];
 
 fn hll_error(e: HllError) -> Frame {
@@ -88,24 +94,16 @@ fn store_new(ctx: &mut Ctx, key: &[u8], h: RedisHll) {
 
 fn pfadd(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     let max_bytes = ctx.hll.sparse_max_bytes;
-    let added = with_hll(ctx, &a[1], Lookup::Write, |h| -> Result<bool, HllError> {
-        let mut updated = false;
-        for el in &a[2..] {
-            // On a corrupt body Redis stops at that element; earlier ones stay added.
-            updated |= h.add(el, max_bytes)?;
-        }
-        Ok(updated)
-    });
+    // On a corrupt body Redis stops at that element; earlier ones stay added.
+    let added = with_hll(ctx, &a[1], Lookup::Write, |h| h.add_all(a[2..].iter().map(|el| &el[..]), max_bytes));
     match added {
         Ok(Some(Ok(updated))) => Frame::Integer(updated.into()),
         Ok(Some(Err(e))) => hll_error(e),
         Err(reply) => reply,
         Ok(None) => {
             let mut h = RedisHll::new();
-            for el in &a[2..] {
-                // A fresh value is never corrupt: add cannot fail here.
-                let _ = h.add(el, max_bytes);
-            }
+            // A fresh value is never corrupt: adding cannot fail here.
+            let _ = h.add_all(a[2..].iter().map(|el| &el[..]), max_bytes);
             h.invalidate_cache();
             store_new(ctx, &a[1], h);
             Frame::Integer(1)
@@ -172,5 +170,52 @@ fn pfmerge(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
             store_new(ctx, &a[1], h);
             Frame::ok()
         }
+    }
+}
+
+/// PFDEBUG subcommand key: Redis looks the key up (for writing) and checks it is a
+/// HyperLogLog before it reads the subcommand's name.
+fn pfdebug(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+    let sub = a[1].to_ascii_lowercase();
+    let replied = with_hll(ctx, &a[2], Lookup::Write, |h| -> Frame {
+        match &sub[..] {
+            b"getreg" => {
+                if let Err(e) = h.to_dense() {
+                    return hll_error(e);
+                }
+                let regs = h.dense_registers().unwrap_or_default();
+                Frame::Array(regs.into_iter().map(|r| Frame::Integer(r.into())).collect())
+            }
+            b"decode" => match h.describe_sparse() {
+                // Redis 7 sends this one as a bulk string (ENCODING is a status).
+                Some(text) => Frame::bulk(text),
+                None => Frame::error("ERR HLL encoding is not sparse"),
+            },
+            b"encoding" => Frame::simple(if h.is_dense() { "dense" } else { "sparse" }),
+            b"todense" => {
+                let converted = !h.is_dense();
+                match h.to_dense() {
+                    Ok(()) => Frame::Integer(converted.into()),
+                    Err(e) => hll_error(e),
+                }
+            }
+            _ => {
+                // addReplyErrorFormat turns line breaks into spaces.
+                let name: String = String::from_utf8_lossy(&a[1]).chars().map(|c| if c == '\r' || c == '\n' { ' ' } else { c }).collect();
+                Frame::error(format!("ERR Unknown PFDEBUG subcommand '{name}'"))
+            }
+        }
+    });
+    match replied {
+        Ok(Some(reply)) => reply,
+        Ok(None) => Frame::error("ERR The specified key does not exist"),
+        Err(reply) => reply,
+    }
+}
+
+fn pfselftest(_ctx: &mut Ctx, _a: &[Bytes]) -> Frame {
+    match abacus_redis_hll::self_test() {
+        Ok(()) => Frame::ok(),
+        Err(text) => Frame::error(text),
     }
 }
