@@ -672,3 +672,54 @@ def test_bitpos_errors(c):
     assert c("BITPOS", "k", "1", "0", "1", "FOO") == SYNTAX
     assert c("BITPOS", "k", "1", "x") == NOT_INT
     assert c("BITPOS", "k") == wrong_args("bitpos")
+
+
+# ------------------------------------------- values across the inline/heap boundary
+
+def test_string_commands_agree_with_a_model_across_value_sizes(c):
+    """Abacus keeps strings of up to 23 bytes inside the entry and longer ones on the heap,
+    growing by size classes; every string command must see the same bytes whichever form a
+    value is in and however often it moved. A byte-at-a-time APPEND walks the value across
+    the boundary and through many heap growths, and the other commands edit it at the
+    boundary and beyond, each checked against a Python model."""
+    import random
+    rng = random.Random(23)
+    model = bytearray()
+    for i in range(300):
+        b = bytes([rng.randrange(256)])
+        assert c("APPEND", "s", b) == len(model) + 1
+        model += b
+        assert c("STRLEN", "s") == len(model)
+        if i % 7 == 0 or 20 <= len(model) <= 26:
+            assert c("GET", "s") == bytes(model)
+            lo = rng.randrange(len(model))
+            hi = rng.randrange(lo, len(model))
+            assert c("GETRANGE", "s", lo, hi) == bytes(model[lo:hi + 1])
+    # SETRANGE and SETBIT growing a short value past the inline size, and editing in place.
+    for start_len, offset in [(0, 22), (5, 23), (23, 0), (23, 23), (10, 40), (24, 3)]:
+        c("DEL", "t")
+        model = bytearray(b"x" * start_len)
+        if start_len:
+            c("SET", "t", bytes(model))
+        piece = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 6)))
+        assert c("SETRANGE", "t", offset, piece) == max(start_len, offset + len(piece))
+        if len(model) < offset + len(piece):
+            model += bytes(offset + len(piece) - len(model))
+        model[offset:offset + len(piece)] = piece
+        assert c("GET", "t") == bytes(model)
+        bit = rng.randrange(8 * (len(model) + 8))
+        old = (model[bit // 8] >> (7 - bit % 8)) & 1 if bit // 8 < len(model) else 0
+        assert c("SETBIT", "t", bit, 1) == old
+        if bit // 8 >= len(model):
+            model += bytes(bit // 8 + 1 - len(model))
+        model[bit // 8] |= 1 << (7 - bit % 8)
+        assert c("GET", "t") == bytes(model)
+        assert c("STRLEN", "t") == len(model)
+    # Counters are short strings; INCR over a value made long by APPEND and back.
+    c("SET", "n", "9" * 18)
+    assert c("INCR", "n") == 10**18
+    assert c("APPEND", "n", "0" * 10) == 29
+    assert c("INCR", "n") == NOT_INT
+    c("SET", "n", "-5")
+    assert c("INCRBY", "n", 10**17) == 10**17 - 5
+    assert c("GET", "n") == str(10**17 - 5).encode()
