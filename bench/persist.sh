@@ -2,7 +2,7 @@
 # Durability benchmarks, Abacus and Redis side by side (issue: durability).
 #
 #   bench/persist.sh                    everything, KEYS=10000000 for the snapshot part
-#   PARTS=throughput N=300000 bench/persist.sh
+#   PARTS=throughput N=300000 ROUNDS=3 bench/persist.sh
 #   PARTS=snapshot KEYS=1000000 bench/persist.sh
 #
 # throughput: redis-benchmark SET (W3: -r 1000000 -c 50, -P 16 and -P 1) and APPEND
@@ -15,6 +15,7 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 N=${N:-1000000}
+ROUNDS=${ROUNDS:-3}
 KEYS=${KEYS:-10000000}
 PARTS=${PARTS:-throughput snapshot}
 NOPERSIST=(--appendonly no --save '')
@@ -32,44 +33,77 @@ stop_port() {
 
 ratio() { echo "$1 / $2" | bc -l; }
 
+# cpu_ticks PID: user + system clock ticks the process has used so far
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+pid_of_port() { redis-cli -p "$1" info server | awk -F: '/^process_id/ {print $2}' | tr -d '\r'; }
+
+# workload_args W N: the redis-benchmark arguments of workload W
+workload_args() {
+  case $1 in
+    set16) echo "-t set -r 1000000 -n $2 -c 50 -P 16" ;;
+    set1) echo "-t set -r 1000000 -n $(($2 / 4)) -c 50 -P 1" ;;
+    set1-always) echo "-t set -r 1000000 -n 50000 -c 50 -P 1" ;;
+    append) echo "-r 7800000 -n $2 -c 50 -P 100 append key:__rand_int__ 0123456789abcdef" ;;
+  esac
+}
+
+# measure NAME PORT W: one run of workload W on an emptied server; appends its requests/s to
+# R[NAME,W] and the server's CPU microseconds per request to C[NAME,W].
+measure() {
+  local name=$1 port=$2 w=$3 pid t0 t1 rps n
+  redis-cli -p "$port" flushall >/dev/null
+  pid=$(pid_of_port "$port")
+  # shellcheck disable=SC2046
+  n=$(workload_args "$w" "$N" | awk '{for (i = 1; i < NF; i++) if ($i == "-n") print $(i + 1)}')
+  t0=$(cpu_ticks "$pid")
+  # shellcheck disable=SC2046
+  rps=$(bench_rps "$port" $(workload_args "$w" "$N"))
+  t1=$(cpu_ticks "$pid")
+  R[$name,$w]+="$rps "
+  C[$name,$w]+="$(echo "($t1 - $t0) * 1000000 / $(getconf CLK_TCK) / $n" | bc -l) "
+}
+
 if [[ " $PARTS " == *" throughput "* ]]; then
-  printf '\nThroughput on %s cores, %s, N=%s (requests/s)\n' "$(nproc)" "$(date -u +%F)" "$N"
-  printf '%-34s %12s %12s %12s %12s\n' workload abacus_none abacus_every redis_every ratio_ev/none
-  declare -A R
-  for mode in none everysec always; do
-    AP=$(free_port)
-    case $mode in
-      none) start_abacus "$AP" "${NOPERSIST[@]}" ;;
-      *) start_abacus "$AP" --appendonly yes --appendfsync "$mode" --save '' ;;
-    esac
-    RP=""
-    if [ "$mode" != none ]; then
-      RP=$(free_port); start_redis "$RP" --appendonly yes --appendfsync "$mode"
-    fi
-    for w in set16 set1 append; do
-      case $w in
-        set16) args=(-t set -r 1000000 -n "$N" -c 50 -P 16) ;;
-        set1) args=(-t set -r 1000000 -n "$((N / 4))" -c 50 -P 1) ;;
-        append) args=(-r 7800000 -n "$N" -c 50 -P 100 append key:__rand_int__ 0123456789abcdef) ;;
-      esac
-      [ "$mode" = always ] && [ "$w" = set1 ] && args=(-t set -r 1000000 -n 50000 -c 50 -P 1)
-      R[abacus,$mode,$w]=$(bench_rps "$AP" "${args[@]}")
-      [ -n "$RP" ] && R[redis,$mode,$w]=$(bench_rps "$RP" "${args[@]}")
-      redis-cli -p "$AP" flushall >/dev/null
-      [ -n "$RP" ] && redis-cli -p "$RP" flushall >/dev/null
+  # All servers of a comparison run at once (idle while another is measured) and the rounds
+  # alternate between them, so the machine's drift hits every one alike; each cell is the
+  # median over ROUNDS. The CPU columns (server CPU per request, from /proc) are a second,
+  # less load-sensitive view of what the log costs.
+  declare -A R C
+  AN=$(free_port); start_abacus "$AN" "${NOPERSIST[@]}"
+  AE=$(free_port); start_abacus "$AE" --appendonly yes --appendfsync everysec --save ''
+  RE=$(free_port); start_redis "$RE" --appendonly yes --appendfsync everysec
+  for w in set16 set1 append; do
+    for _ in $(seq 1 "$ROUNDS"); do
+      measure none "$AN" "$w"; measure every "$AE" "$w"; measure redis-every "$RE" "$w"
     done
-    stop_port "$AP"; [ -n "$RP" ] && stop_port "$RP"
   done
+  stop_port "$AN"; stop_port "$AE"; stop_port "$RE"
+  AA=$(free_port); start_abacus "$AA" --appendonly yes --appendfsync always --save ''
+  RA=$(free_port); start_redis "$RA" --appendonly yes --appendfsync always
+  for w in set16 set1-always append; do
+    for _ in $(seq 1 "$ROUNDS"); do
+      measure always "$AA" "$w"; measure redis-always "$RA" "$w"
+    done
+  done
+  stop_port "$AA"; stop_port "$RA"
+
+  printf '\nThroughput on %s cores, %s, N=%s, median of %s alternating rounds (requests/s; server CPU us/request)\n' \
+    "$(nproc)" "$(date -u +%F)" "$N" "$ROUNDS"
+  printf '%-16s %12s %12s %12s %9s %9s %9s %10s\n' workload abacus_none abacus_every redis_every 'cpu_none' 'cpu_every' 'cpu_redis' 'every/none'
   for w in set16 set1 append; do
-    printf '%-34s %12.0f %12.0f %12.0f %12.2f\n' "$w (everysec)" "${R[abacus,none,$w]}" "${R[abacus,everysec,$w]}" \
-      "${R[redis,everysec,$w]}" "$(ratio "${R[abacus,everysec,$w]}" "${R[abacus,none,$w]}")"
+    # shellcheck disable=SC2086
+    printf '%-16s %12.0f %12.0f %12.0f %9.2f %9.2f %9.2f %10.2f\n' "$w" "$(median ${R[none,$w]})" "$(median ${R[every,$w]})" \
+      "$(median ${R[redis-every,$w]})" "$(median ${C[none,$w]})" "$(median ${C[every,$w]})" "$(median ${C[redis-every,$w]})" \
+      "$(ratio "$(median ${R[every,$w]})" "$(median ${R[none,$w]})")"
   done
-  printf '%-34s %12s %12s %12s %12s\n' workload '' abacus_always redis_always abacus/redis
-  for w in set16 set1 append; do
-    printf '%-34s %12s %12.0f %12.0f %12.2f\n' "$w (always)" '' "${R[abacus,always,$w]}" "${R[redis,always,$w]}" \
-      "$(ratio "${R[abacus,always,$w]}" "${R[redis,always,$w]}")"
+  printf 'every/none: Abacus with appendfsync everysec vs Abacus without persistence (target >= 0.90)\n'
+  printf '%-16s %12s %12s %9s %9s %12s\n' workload abacus_always redis_always 'cpu_abacus' 'cpu_redis' abacus/redis
+  for w in set16 set1-always append; do
+    # shellcheck disable=SC2086
+    printf '%-16s %12.0f %12.0f %9.2f %9.2f %12.2f\n' "$w" "$(median ${R[always,$w]})" "$(median ${R[redis-always,$w]})" \
+      "$(median ${C[always,$w]})" "$(median ${C[redis-always,$w]})" \
+      "$(ratio "$(median ${R[always,$w]})" "$(median ${R[redis-always,$w]})")"
   done
-  printf 'ratio_ev/none: Abacus with appendfsync everysec vs Abacus without persistence (target >= 0.90)\n'
 fi
 
 # pss_kb PID...: summed proportional set size (fork's shared pages counted once)

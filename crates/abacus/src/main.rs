@@ -74,6 +74,9 @@ fn main() {
                 Err(e) => fail(&e),
             };
             init_logging(&cfg.get("loglevel"));
+            if !abacus_server::memory::enable_background_purge() {
+                tracing::warn!("jemalloc background threads did not start: freed memory returns to the OS only while allocating");
+            }
             if let Err(e) = abacus_server::run(cfg) {
                 fail(&e);
             }

@@ -20,7 +20,7 @@
 //! Reported: throughput for every million records (a growth stall shows up as a slow
 //! million), overall appends/s, peak RSS (VmHWM), and bytes per key of RSS growth (final
 //! VmRSS minus the baseline and the harness's counters) and of peak RSS. The allocator is
-//! jemalloc, as in the `abacus` binary.
+//! jemalloc with its background purge threads, as in the `abacus` binary.
 
 use std::time::Instant;
 
@@ -67,6 +67,9 @@ fn main() {
     assert!(keys >= 1 && keys <= records, "need 1 <= W1_KEYS <= W1_RECORDS");
 
     let prefetch = std::env::var("W1_PREFETCH").map_or(true, |v| v != "0");
+    // As `abacus serve` (abacus-server's memory.rs): freed pages return to the kernel in the
+    // background instead of only while allocating.
+    let background_purge = tikv_jemalloc_ctl::background_thread::write(true).is_ok();
     let baseline_kb = status_kb("VmRSS:");
     let mut appends = vec![0u16; keys as usize];
     // Touch the counters now so their pages count in the baseline, not in the table's growth.
@@ -74,7 +77,7 @@ fn main() {
     let harness_kb = status_kb("VmRSS:").saturating_sub(baseline_kb);
 
     println!(
-        "W1 embedded: {records} appends of 16 B onto {keys} random u64 keys (abacus-keyspace Db, jemalloc, batches of {BATCH}, prefetch {prefetch})"
+        "W1 embedded: {records} appends of 16 B onto {keys} random u64 keys (abacus-keyspace Db, jemalloc, batches of {BATCH}, prefetch {prefetch}, background purge {background_purge})"
     );
     println!("{:>10} {:>10} {:>12} {:>10}", "records_M", "keys_M", "appends/s", "rss_MiB");
     let mut db = Db::new();
@@ -113,7 +116,7 @@ fn main() {
             for key in batch.drain(..) {
                 match db.get_mut(&key, now_ms) {
                     Some(e) => e.value.string_bytes_mut().expect("only strings are stored").extend_from_slice(RECORD),
-                    None => db.set(&key, Value::Str(RECORD.to_vec()), 0, now_ms),
+                    None => db.set(&key, Value::str(RECORD), 0, now_ms),
                 }
             }
         }
@@ -157,5 +160,24 @@ fn main() {
         net(final_kb) / keys as f64,
         net(hwm_kb) / keys as f64,
         db.approx_bytes() as f64 / keys as f64
+    );
+    // Where the bytes are: the table (slots at their load factor), the values' buffers, and
+    // what the allocator holds beyond what was asked of it (size-class holes in partly used
+    // slabs, its metadata, freed pages not yet returned).
+    let table = db.table_bytes() as f64;
+    let values = (db.approx_bytes() - db.table_bytes()) as f64;
+    let _ = tikv_jemalloc_ctl::epoch::advance();
+    let je = |v: Result<usize, tikv_jemalloc_ctl::Error>| v.unwrap_or(0) as f64;
+    let (allocated, active) = (je(tikv_jemalloc_ctl::stats::allocated::read()), je(tikv_jemalloc_ctl::stats::active::read()));
+    let (resident, metadata) = (je(tikv_jemalloc_ctl::stats::resident::read()), je(tikv_jemalloc_ctl::stats::metadata::read()));
+    let k = keys as f64;
+    println!(
+        "per key: table {:.1}, value buffers {:.1}; jemalloc allocated {:.1}, active {:.1}, metadata {:.1}, resident {:.1}",
+        table / k,
+        values / k,
+        allocated / k,
+        active / k,
+        metadata / k,
+        resident / k
     );
 }

@@ -570,7 +570,12 @@ impl Db {
 
     /// Bytes used by this database: the tables' exact memory plus the values' heap bytes.
     pub fn approx_bytes(&self) -> usize {
-        self.map.memory_bytes() + self.volatile.memory_bytes() + self.map.iter().map(|(_, e)| e.value.heap_bytes()).sum::<usize>()
+        self.table_bytes() + self.map.iter().map(|(_, e)| e.value.heap_bytes()).sum::<usize>()
+    }
+
+    /// Bytes of the tables alone (slots, control bytes, directories, out-of-line keys).
+    pub fn table_bytes(&self) -> usize {
+        self.map.memory_bytes() + self.volatile.memory_bytes()
     }
 
     /// Registers `flag` to be raised when `key` is modified.
@@ -620,7 +625,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     fn s(v: &str) -> Value {
-        Value::Str(v.as_bytes().to_vec())
+        Value::str(v.as_bytes())
     }
 
     #[test]
@@ -750,19 +755,19 @@ mod tests {
         ) {
             let mut db = Db::new();
             for (k, v) in &before {
-                db.set(&[*k], Value::Str(vec![*v]), 0, 1);
+                db.set(&[*k], Value::Str(vec![*v].into()), 0, 1);
             }
             for round in 0..if twice { 2 } else { 1 } {
-                let expected: BTreeMap<Vec<u8>, Vec<u8>> = db.map.iter().map(|(k, e)| (k.to_vec(), match &e.value { Value::Str(s) => s.clone(), _ => unreachable!() })).collect();
+                let expected: BTreeMap<Vec<u8>, Vec<u8>> = db.map.iter().map(|(k, e)| (k.to_vec(), match &e.value { Value::Str(s) => s.to_vec(), _ => unreachable!() })).collect();
                 let got = Arc::new(std::sync::Mutex::new(Vec::<(Vec<u8>, Vec<u8>)>::new()));
                 let sink_got = got.clone();
                 db.snapshot_begin(Box::new(move |k, e| {
-                    let v = match &e.value { Value::Str(s) => s.clone(), _ => unreachable!() };
+                    let v = match &e.value { Value::Str(s) => s.to_vec(), _ => unreachable!() };
                     sink_got.lock().unwrap().push((k.to_vec(), v));
                 }));
                 for (k, v, op) in &during {
                     match op {
-                        0 => db.set(&[*k], Value::Str(vec![*v, round]), 0, 1),
+                        0 => db.set(&[*k], Value::Str(vec![*v, round].into()), 0, 1),
                         1 => { db.remove(&[*k], 1); }
                         2 => { db.set_expire(&[*k], 5); db.get(&[*k], 10); }
                         _ => { db.snapshot_step(3); }
@@ -790,7 +795,7 @@ mod tests {
                 match op {
                     Op::Set(k, v, t) => {
                         let at = if t == 0 { 0 } else { now + t };
-                        db.set(&[k], Value::Str(vec![v]), at, now);
+                        db.set(&[k], Value::Str(vec![v].into()), at, now);
                         model.insert(k, (v, at));
                     }
                     Op::Del(k) => {

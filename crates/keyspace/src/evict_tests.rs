@@ -8,7 +8,7 @@ use crate::evict::{EvictionPolicy, Tracking, LFU_INIT_VAL};
 use crate::{Db, Value};
 
 fn v(n: usize) -> Value {
-    Value::Str(vec![b'x'; n])
+    Value::Str(vec![b'x'; n].into())
 }
 
 fn key(i: usize) -> Vec<u8> {
@@ -273,14 +273,14 @@ mod model {
                 match op {
                     Op::Set(k, v, t) => {
                         let at = if t == 0 { 0 } else { now + t };
-                        db.set(&kb(k), Value::Str(vec![v]), at, now);
+                        db.set(&kb(k), Value::Str(vec![v].into()), at, now);
                         m.insert(k, (v, at));
                     }
                     Op::Bulk(k, n, t) => {
                         let at = if t == 0 { 0 } else { now + t };
                         for i in 0..n {
                             let k = k.wrapping_add(i) % 4096;
-                            db.set(&kb(k), Value::Str(vec![k as u8]), at, now);
+                            db.set(&kb(k), Value::Str(vec![k as u8].into()), at, now);
                             m.insert(k, (k as u8, at));
                         }
                     }
@@ -348,7 +348,7 @@ mod model {
             // Every key of the model is there with its value, and nothing else is.
             for (&k, &(v, at)) in &m {
                 let e = db.get_shared(&kb(k), 0).expect("model key present");
-                prop_assert_eq!(&e.value, &Value::Str(vec![v]));
+                prop_assert_eq!(&e.value, &Value::Str(vec![v].into()));
                 prop_assert_eq!(e.expire_at_ms, at);
             }
             let mut seen = 0;

@@ -23,12 +23,12 @@
 //! let now = 1_700_000_000_000;
 //! let mut db = Db::new();
 //! db.set_tracking(Tracking { policy: EvictionPolicy::AllKeysLfu, ..Tracking::default() });
-//! db.set(b"user:1", Value::Str(b"16 bytes of data".to_vec()), 0, now);
+//! db.set(b"user:1", Value::str(b"16 bytes of data"), 0, now);
 //! // APPEND-like update in place.
 //! if let Some(e) = db.get_mut(b"user:1", now) {
 //!     e.value.string_bytes_mut().unwrap().extend_from_slice(b"more");
 //! }
-//! db.set(b"session:9", Value::Str(b"x".to_vec()), now + 60_000, now); // expires in 60 s
+//! db.set(b"session:9", Value::str(b"x"), now + 60_000, now); // expires in 60 s
 //! assert!(db.get(b"session:9", now + 60_000).is_none());
 //! // Over the memory limit: evict by the policy; the key is returned for logging.
 //! let (key, bytes_freed_estimate) = db.evict_one(EvictionPolicy::AllKeysLfu, 5).unwrap();
@@ -41,11 +41,13 @@ pub mod evict;
 #[cfg(test)]
 mod evict_tests;
 pub mod glob;
+pub mod strbuf;
 pub mod value;
 
 pub use db::{Db, Entry, WatchFlag};
 pub use evict::{EvictionPolicy, Tracking, LFU_INIT_VAL};
 pub use glob::glob_match;
+pub use strbuf::StrBuf;
 pub use value::{Value, ValueType};
 
 /// Keys are owned byte strings; boxed slices save the capacity word a `Vec` would carry.

@@ -1,8 +1,9 @@
 //! Values stored under a key.
 //!
-//! Strings are plain byte vectors: mutation in place (APPEND, SETRANGE, SETBIT) needs an
-//! owned, growable buffer, and copying a value out for GET is cheap compared with the network
-//! round trip. The encoding names OBJECT ENCODING reports are derived from the bytes the way
+//! Strings are [`StrBuf`]s: byte buffers of 24 bytes that hold up to 23 bytes inline (no heap
+//! object for short values) and grow on the heap by 1.25x size classes, not 2x (`strbuf.rs`
+//! says why). Mutation in place (APPEND, SETRANGE, SETBIT) needs an owned, growable buffer,
+//! and copying a value out for GET is cheap compared with the network round trip. The encoding names OBJECT ENCODING reports are derived from the bytes the way
 //! Redis chooses them at write time.
 //!
 //! Sets and hashes are the `abacus-collections` types ([`IdSet`], [`CompactHash`]), boxed so
@@ -30,10 +31,12 @@
 use abacus_collections::{CompactHash, IdSet};
 use abacus_hll::Hll;
 
+use crate::strbuf::StrBuf;
+
 /// A stored value. `Clone` is a deep copy (COPY relies on it).
 #[derive(Clone, Debug)]
 pub enum Value {
-    Str(Vec<u8>),
+    Str(StrBuf),
     /// A decoded postgresql-hll sketch: a string whose bytes are `to_bytes()`.
     Hll(Box<Hll>),
     Set(Box<IdSet>),
@@ -57,9 +60,13 @@ impl Eq for Value {}
 /// The empty string: what a free table slot holds (no allocation).
 impl Default for Value {
     fn default() -> Value {
-        Value::Str(Vec::new())
+        Value::Str(StrBuf::new())
     }
 }
+
+// Three words whatever the variant: `StrBuf`'s tag byte leaves a niche for the other
+// variants' discriminant, so the table's entry stays 40 bytes.
+const _: () = assert!(std::mem::size_of::<Value>() == 24);
 
 /// The type names TYPE reports and SCAN's TYPE option matches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,6 +90,11 @@ impl ValueType {
 const EMBSTR_MAX_LEN: usize = 44;
 
 impl Value {
+    /// A string value holding a copy of `bytes`.
+    pub fn str(bytes: &[u8]) -> Value {
+        Value::Str(StrBuf::from_slice(bytes))
+    }
+
     pub fn value_type(&self) -> ValueType {
         match self {
             Value::Str(_) | Value::Hll(_) => ValueType::String,
@@ -114,7 +126,7 @@ impl Value {
     /// callers estimate on request (INFO, MEMORY), never on every write.
     pub fn heap_bytes(&self) -> usize {
         match self {
-            Value::Str(s) => s.capacity(),
+            Value::Str(s) => s.heap_bytes(),
             Value::Hll(h) => {
                 let data = h.registers().map_or(0, <[u8]>::len) + h.explicit_values().map_or(0, |v| v.len() * 8);
                 std::mem::size_of::<Hll>() + data
@@ -128,9 +140,9 @@ impl Value {
     /// serialized and becomes [`Value::Str`] (its bytes are what clients must see, and a
     /// modification makes them a plain string). `None` for sets and hashes: the caller replies
     /// WRONGTYPE.
-    pub fn string_bytes_mut(&mut self) -> Option<&mut Vec<u8>> {
+    pub fn string_bytes_mut(&mut self) -> Option<&mut StrBuf> {
         if let Value::Hll(h) = self {
-            *self = Value::Str(h.to_bytes());
+            *self = Value::Str(h.to_bytes().into());
         }
         match self {
             Value::Str(s) => Some(s),
@@ -215,10 +227,10 @@ mod tests {
 
     #[test]
     fn encodings() {
-        assert_eq!(Value::Str(b"123".to_vec()).encoding(), "int");
-        assert_eq!(Value::Str(b"0123".to_vec()).encoding(), "embstr");
-        assert_eq!(Value::Str(vec![b'a'; 44]).encoding(), "embstr");
-        assert_eq!(Value::Str(vec![b'a'; 45]).encoding(), "raw");
+        assert_eq!(Value::str(b"123").encoding(), "int");
+        assert_eq!(Value::str(b"0123").encoding(), "embstr");
+        assert_eq!(Value::str(&[b'a'; 44]).encoding(), "embstr");
+        assert_eq!(Value::str(&[b'a'; 45]).encoding(), "raw");
     }
 
     #[test]
@@ -254,11 +266,11 @@ mod tests {
         assert!(v.heap_bytes() >= 2048, "one byte per register at least");
         // A string command sees exactly the serialized bytes, and the value becomes a string.
         assert_eq!(v.string_bytes_mut().unwrap(), &bytes);
-        assert_eq!(v, Value::Str(bytes.clone()));
+        assert_eq!(v, Value::str(&bytes));
         // ...which decodes back to the same sketch.
         assert_eq!(Hll::from_bytes(&bytes).unwrap(), h);
         // Modifying the bytes modifies the string, not a cached copy.
         v.string_bytes_mut().unwrap().push(0);
-        assert_eq!(v, Value::Str([bytes, vec![0]].concat()));
+        assert_eq!(v, Value::str(&[bytes, vec![0]].concat()));
     }
 }

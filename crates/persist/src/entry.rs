@@ -67,7 +67,7 @@ pub fn decode(bytes: &[u8]) -> Result<(Decoded<'_>, usize), String> {
     let vlen = u32::from_le_bytes(take(4)?.try_into().unwrap_or_default()) as usize;
     let raw = take(vlen)?;
     let value = match ty {
-        TYPE_STR => Value::Str(raw.to_vec()),
+        TYPE_STR => Value::str(raw),
         TYPE_HLL => Value::Hll(Box::new(Hll::from_bytes(raw).map_err(|e| format!("corrupt sketch: {e}"))?)),
         TYPE_SET => Value::Set(Box::new(IdSet::deserialize(raw)?)),
         TYPE_HASH => Value::Hash(Box::new(CompactHash::deserialize(raw)?)),
@@ -90,7 +90,7 @@ mod tests {
         let mut hash = CompactHash::new();
         hash.insert(b"f", b"v");
         let hll = Hll::from_bytes(&[0x11, 0x8b, 0x7f]).unwrap();
-        let mut e = Entry::new(Value::Str(b"hello".to_vec()));
+        let mut e = Entry::new(Value::str(b"hello"));
         e.expire_at_ms = 123;
         e.raw_encoding = true;
         let entries = [e, Entry::new(Value::Hll(Box::new(hll))), Entry::new(Value::Set(Box::new(set))), Entry::new(Value::Hash(Box::new(hash)))];

@@ -253,7 +253,7 @@ mod tests {
         let mut w = Writer::create(path, 42, 2).unwrap();
         let mut raw = Vec::new();
         for i in 0..keys {
-            entry::encode(&mut raw, 0, format!("key:{i}").as_bytes(), &Entry::new(Value::Str(format!("value:{i}").into_bytes())));
+            entry::encode(&mut raw, 0, format!("key:{i}").as_bytes(), &Entry::new(Value::str(format!("value:{i}").as_bytes())));
             if raw.len() > 1000 {
                 w.write_block((i % 2) as u16, &raw, 0).unwrap();
                 raw.clear();

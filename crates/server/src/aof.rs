@@ -6,7 +6,13 @@
 //! [`log_command`] themselves. Log commands collect in a per-thread buffer and leave it at a
 //! flush point that keeps the log in execution order:
 //! - the end of a batch on a shard (`exec::run_group`, on the shard's thread, before its
-//!   replies are handed back): one record per batch;
+//!   replies are handed back): one record per batch; for a batch a connection runs on its
+//!   own thread's shard, the commands are deferred instead ([`defer_pending`]): the
+//!   connection yields once, so that the other connections woken in the same event-loop
+//!   tick add theirs, and the first to resume writes them all as one record before any of
+//!   them replies (one `write(2)` per tick instead of one per connection). Any other flush
+//!   on the thread, and every lock of the shard (transactions, snapshots), writes deferred
+//!   commands first, so the log keeps the shard's execution order;
 //! - the end of an atomic multi-shard operation (a transaction, MSET over shards, FLUSHALL):
 //!   the coordinator gathers the buffers of every shard it ran on into its `Locks` and writes
 //!   them as ONE record before it releases the locks, so a crash never leaves half of it.
@@ -84,8 +90,9 @@ pub struct Aof {
     mode: AtomicU8,
     /// Wakes the fsync thread (appendfsync always).
     wake: (Mutex<bool>, Condvar),
-    /// The last write or fsync error, if the last attempt failed (INFO aof_last_write_status).
-    pub error: Mutex<Option<String>>,
+    /// The last write or fsync error, if the last attempt failed (INFO aof_last_write_status),
+    /// and the system's text for it alone (what Redis's MISCONF error quotes).
+    pub error: Mutex<Option<(String, String)>>,
     /// Set while a record could not be written: write commands are refused (MISCONF) until
     /// the fsync thread manages to write it, so no further write goes unlogged.
     failed: AtomicBool,
@@ -102,9 +109,13 @@ static ENABLED: AtomicBool = AtomicBool::new(false);
 const PENDING_KEEP_BYTES: usize = 64 * 1024;
 
 thread_local! {
-    /// Log commands of the work running on this thread, not yet written. Empty at every
-    /// `await` point: each flush point empties it right after the commands it covers.
+    /// Log commands of the work running on this thread, not yet written. Every thread only
+    /// ever runs its own shard's commands, so this is that shard's history in order. At an
+    /// `await` point it holds at most the deferred commands (see [`defer_pending`]).
     static PENDING: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// Length of the prefix of `PENDING` that is deferred: commands that ran and whose
+    /// connections wait (without having replied) for a later flush. 0 when none.
+    static DEFERRED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 pub fn global() -> Option<&'static Aof> {
@@ -130,7 +141,7 @@ fn open_segment(dir: &Path, name: &str) -> Result<Segment, String> {
     let mut file = OpenOptions::new().create(true).append(true).read(true).open(&path).map_err(|e| format!("cannot open log {}: {e}", path.display()))?;
     let mut bytes = file.metadata().map_err(|e| format!("cannot stat {}: {e}", path.display()))?.len();
     if bytes == 0 {
-        file.write_all(fmt::MAGIC).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        file.write_all(fmt::MAGIC).and_then(|_| file.sync_data()).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         bytes = fmt::MAGIC.len() as u64;
     }
     Ok(Segment { name: name.to_string(), file: Arc::new(file), bytes, retry: Vec::new() })
@@ -192,7 +203,7 @@ impl Aof {
     /// Whether writes are refused because the log cannot be written (the MISCONF error).
     pub fn refusing_writes(&self) -> Option<String> {
         if self.failed.load(Ordering::Relaxed) {
-            let e = self.error.lock().unwrap_or_else(|p| p.into_inner()).clone().unwrap_or_default();
+            let e = self.error.lock().unwrap_or_else(|p| p.into_inner()).clone().map(|(_, os)| os).unwrap_or_default();
             Some(format!("MISCONF Errors writing to the AOF file: {e}"))
         } else {
             None
@@ -245,10 +256,7 @@ impl Aof {
             Ok(()) => {
                 seg.bytes += rec.len() as u64;
                 let at = self.appended.fetch_add(rec.len() as u64, Ordering::AcqRel) + rec.len() as u64;
-                if self.failed.swap(false, Ordering::AcqRel) {
-                    tracing::warn!("the append-only log is writable again");
-                    *self.error.lock().unwrap_or_else(|p| p.into_inner()) = None;
-                }
+                self.clear_failure();
                 if self.mode() == Fsync::Always {
                     self.kick();
                 }
@@ -257,29 +265,60 @@ impl Aof {
             Err(e) => {
                 // A partial write leaves a torn record; cut it off so the retry starts clean.
                 let _ = seg.file.set_len(seg.bytes);
-                self.fail(&format!("writing the append-only log failed: {e}"));
+                self.fail("writing the append-only log failed", &e);
                 seg.retry = rec.to_vec();
                 self.appended()
             }
         }
     }
 
-    fn fail(&self, msg: &str) {
+    fn fail(&self, what: &str, e: &std::io::Error) {
+        let msg = format!("{what}: {e}");
         tracing::error!("{msg}");
         if self.mode() == Fsync::Always {
             tracing::error!("cannot keep the promise of appendfsync always: exiting");
             std::process::exit(1);
         }
-        *self.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(msg.to_string());
+        *self.error.lock().unwrap_or_else(|p| p.into_inner()) = Some((msg, os_error_text(e)));
         self.failed.store(true, Ordering::Release);
     }
 
-    /// Retries a record whose write failed (the fsync thread, every second).
-    fn retry_failed(&self) {
-        let mut seg = self.segment.lock().unwrap_or_else(|p| p.into_inner());
-        if !seg.retry.is_empty() {
-            let rec = std::mem::take(&mut seg.retry);
-            self.write_locked(&mut seg, &rec);
+    fn clear_failure(&self) {
+        if self.failed.swap(false, Ordering::AcqRel) {
+            tracing::warn!("the append-only log is writable again");
+            *self.error.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        }
+    }
+
+    /// Whether the log is failing (writes are refused until it recovers).
+    pub fn failing(&self) -> bool {
+        self.failed.load(Ordering::Acquire)
+    }
+
+    /// Retries a failed write and then fsyncs (the fsync thread, every second, and shutdown):
+    /// the log is healthy again once both succeed. Returns whether it is.
+    fn recover(&self) -> bool {
+        {
+            let mut seg = self.segment.lock().unwrap_or_else(|p| p.into_inner());
+            if !seg.retry.is_empty() {
+                let rec = std::mem::take(&mut seg.retry);
+                self.write_locked(&mut seg, &rec);
+                if !seg.retry.is_empty() {
+                    return false;
+                }
+            }
+        }
+        self.sync_now()
+    }
+
+    /// What a clean stop needs: every record written (retrying a failed one) and fsynced.
+    /// An error means acknowledged writes are only in memory: the caller must not exit.
+    pub fn finish(&self) -> Result<(), String> {
+        if self.recover() {
+            Ok(())
+        } else {
+            let e = self.error.lock().unwrap_or_else(|p| p.into_inner()).clone().map(|(m, _)| m).unwrap_or_default();
+            Err(e)
         }
     }
 
@@ -298,20 +337,26 @@ impl Aof {
         let _ = rx.wait_for(|&d| d >= at).await;
     }
 
-    /// fsyncs what has been appended so far; returns once it is durable.
-    pub fn sync_now(&self) {
-        let (file, upto) = {
+    /// fsyncs what has been appended so far; returns once it is durable (true), or false if
+    /// the fsync failed.
+    pub fn sync_now(&self) -> bool {
+        let (file, upto, retry_pending) = {
             let seg = self.segment.lock().unwrap_or_else(|p| p.into_inner());
-            (seg.file.clone(), self.appended())
+            (seg.file.clone(), self.appended(), !seg.retry.is_empty())
         };
         if let Err(e) = file.sync_data() {
-            self.fail(&format!("fsync of the append-only log failed: {e}"));
-            return;
+            self.fail("fsync of the append-only log failed", &e);
+            return false;
         }
         self.last_fsync_ms.store(crate::shard::now_ms(), Ordering::Relaxed);
         if self.durable.fetch_max(upto, Ordering::AcqRel) < upto {
             self.durable_tx.send_replace(upto);
         }
+        if !retry_pending {
+            // An earlier fsync failure is over once one succeeds.
+            self.clear_failure();
+        }
+        !retry_pending
     }
 
     fn fsync_loop(&self) {
@@ -327,25 +372,56 @@ impl Aof {
                 *woken = false;
             }
             if self.failed.load(Ordering::Acquire) {
-                self.retry_failed();
-            }
-            if self.mode() != Fsync::No && self.appended() > self.durable() {
+                self.recover();
+            } else if self.mode() != Fsync::No && self.appended() > self.durable() {
                 self.sync_now();
             }
         }
     }
 
-    /// Starts a new segment `name`: everything appended from now on goes there. The old
-    /// segment is fsynced first, so it is complete on disk. Callers hold every shard (no
-    /// write is running), so the switch is a point in every shard's history.
-    pub fn rotate(&self, name: &str) -> Result<(), String> {
-        let new = open_segment(&self.dir, name)?;
-        abacus_persist::manifest::sync_dir(&self.dir)?;
+    /// Creates segment `name` (durably, with its magic) for [`Aof::rotate`]; on error no file
+    /// is left behind. Refused while the log is failing: a record waiting for its retry
+    /// belongs before the new segment's point in time.
+    pub fn prepare_segment(&self, name: &str) -> Result<NewSegment, String> {
+        if self.failing() {
+            let e = self.error.lock().unwrap_or_else(|p| p.into_inner()).clone().map(|(_, os)| os).unwrap_or_default();
+            return Err(format!("the append-only log cannot be written ({e})"));
+        }
+        let seg = open_segment(&self.dir, name).and_then(|s| abacus_persist::manifest::sync_dir(&self.dir).map(|_| s));
+        match seg {
+            Ok(s) => Ok(NewSegment(s)),
+            Err(e) => {
+                let _ = std::fs::remove_file(self.dir.join(name));
+                Err(e)
+            }
+        }
+    }
+
+    /// Starts the new segment: everything appended from now on goes there. The old segment
+    /// is fsynced first, so it is complete on disk (if that fails, the switch still happens:
+    /// the manifest names both segments, and the failure is reported like any fsync's).
+    /// Callers hold every shard (no write is running), so the switch is a point in every
+    /// shard's history.
+    pub fn rotate(&self, new: NewSegment) {
         let mut seg = self.segment.lock().unwrap_or_else(|p| p.into_inner());
-        seg.file.sync_data().map_err(|e| format!("cannot fsync log {}: {e}", seg.name))?;
-        *seg = new;
+        if let Err(e) = seg.file.sync_data() {
+            self.fail("fsync of the append-only log failed", &e);
+        }
+        *seg = new.0;
         self.base_bytes.store(seg.bytes, Ordering::Relaxed);
-        Ok(())
+    }
+}
+
+/// A segment created for a coming [`Aof::rotate`].
+pub struct NewSegment(Segment);
+
+/// The system's text for an I/O error without Rust's " (os error N)" suffix: what Redis's
+/// MISCONF reply quotes (`strerror`).
+fn os_error_text(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.rfind(" (os error ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
     }
 }
 
@@ -377,6 +453,7 @@ pub fn flush_pending() -> u64 {
         }
         let at = global().map_or(0, |a| a.append_framed(&mut p));
         p.clear();
+        DEFERRED.set(0);
         // A big batch must not leave its buffer behind: it would count against maxmemory
         // for as long as the thread lives (Redis likewise keeps AOF buffers out of the way).
         if p.capacity() > PENDING_KEEP_BYTES {
@@ -386,11 +463,44 @@ pub fn flush_pending() -> u64 {
     })
 }
 
+/// Leaves this thread's pending log commands for a later flush instead of writing them now:
+/// the connections woken in the same event-loop tick then share one record and one
+/// `write(2)` (the write's fixed cost in the kernel, not the bytes, is what the log costs
+/// at high request rates). The caller must not reply before [`flush_deferred`] (or any
+/// other flush on this thread) has run; until then the commands are not acknowledged, so a
+/// crash in between loses nothing that was promised.
+pub fn defer_pending() {
+    if enabled() {
+        PENDING.with(|p| DEFERRED.set(p.borrow().len()));
+    }
+}
+
+/// Whether deferred log commands wait on this thread.
+pub fn has_deferred() -> bool {
+    DEFERRED.get() > 0
+}
+
+/// Writes the deferred log commands, if another flush has not already.
+pub fn flush_deferred() {
+    if has_deferred() {
+        flush_pending();
+    }
+}
+
 /// Takes this thread's pending log commands (for a coordinator to write them with the rest
 /// of an atomic operation).
 pub fn take_pending() -> Vec<u8> {
     if !enabled() {
         return Vec::new();
+    }
+    let deferred = DEFERRED.replace(0);
+    if deferred > fmt::HEADER_BYTES {
+        // Commands of other connections ran before the operation's: they are written first,
+        // as their own record, and the operation takes only what came after them.
+        let mut tail = PENDING.with(|p| p.borrow_mut().split_off(deferred));
+        flush_pending();
+        tail.splice(..0, [0u8; fmt::HEADER_BYTES]);
+        PENDING.with(|p| *p.borrow_mut() = tail);
     }
     let mut v = PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
     // Without the reserved header: the coordinator frames the whole operation.

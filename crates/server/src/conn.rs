@@ -197,6 +197,18 @@ impl Conn {
                     encode(&err, self.proto, &mut self.out);
                     self.close_after_reply = true;
                 }
+                if crate::aof::has_deferred() {
+                    // Log commands of this thread's shard wait in its buffer (this batch's,
+                    // or ones this batch may have read). A writer lets the other connections
+                    // woken in this tick run theirs first, so that one record (one write(2))
+                    // covers them all; then, unless one of them already has, it is written.
+                    // No reply leaves before the writes it reflects are in the log.
+                    if self.wrote {
+                        tokio::task::yield_now().await;
+                    }
+                    crate::aof::flush_deferred();
+                    self.note_written();
+                }
                 if self.wrote {
                     self.wrote = false;
                     self.wait_durable().await;
@@ -340,6 +352,15 @@ impl Conn {
             self.fail_multi();
             return Step::Reply(Frame::error("NOAUTH Authentication required."));
         }
+        if spec.is_write() {
+            // Redis refuses writes, queued ones included, while the log cannot be written
+            // (MISCONF); a refused queued command aborts the transaction like any other.
+            if let Some(refused) = crate::aof::global().and_then(|a| a.refusing_writes()) {
+                stats::record_rejected(spec.name);
+                self.fail_multi();
+                return Step::Reply(Frame::error(refused));
+            }
+        }
         if let Some(multi) = &mut self.multi {
             if !spec.has(flags::NO_MULTI) {
                 multi.queued.push(Call { spec, args });
@@ -349,11 +370,6 @@ impl Conn {
         }
         if spec.is_write() || spec.name == "exec" {
             self.wrote = true;
-            if spec.is_write() {
-                if let Some(refused) = crate::aof::global().and_then(|a| a.refusing_writes()) {
-                    return Step::Reply(Frame::error(refused));
-                }
-            }
         }
         let call = Call { spec, args };
         if let Handler::Keyed(_) = spec.handler {

@@ -141,6 +141,15 @@ fn run_group_logged(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: Cm
     out
 }
 
+/// [`run_group`] on this thread's own shard for one of its connections, whose replies wait
+/// for the log: its log commands are deferred so that the connections woken in the same
+/// tick share one write (the connection flushes them before replying: `Conn::serve`).
+fn run_group_deferred(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig, shards: usize) -> Vec<(usize, Frame)> {
+    let out = run_group(s, db, group, cfg, shards);
+    crate::aof::defer_pending();
+    out
+}
+
 /// Runs a keyed command's handler against `dbs` and does the bookkeeping every write needs
 /// (WATCH signals and the append-only log: every keyed write goes through here).
 pub fn exec_keyed(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Bytes], now_ms: u64, cfg: CmdConfig) -> Frame {
@@ -374,7 +383,7 @@ impl Worker {
         // shard): the replies come back in order, no regrouping needed.
         if local_free && calls.iter().all(|(s, _)| *s == self.shard_id) {
             let group = calls.into_iter().enumerate().map(|(i, (_, c))| (i, c)).collect();
-            let done = run_group_logged(&mut self.shard.borrow_mut(), db, group, cfg, total_shards);
+            let done = run_group_deferred(&mut self.shard.borrow_mut(), db, group, cfg, total_shards);
             // Pushed into a fresh vector: an in-place collect into the smaller `Frame` would
             // shrink the buffer with a realloc.
             let mut replies = Vec::with_capacity(done.len());
@@ -412,7 +421,7 @@ impl Worker {
                 }
             } else {
                 let mut s = self.shard.borrow_mut();
-                for (i, r) in run_group_logged(&mut s, db, local, cfg, total_shards) {
+                for (i, r) in run_group_deferred(&mut s, db, local, cfg, total_shards) {
                     replies[i] = Some(r);
                 }
             }

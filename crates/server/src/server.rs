@@ -159,14 +159,26 @@ pub fn run(config: Config) -> Result<(), String> {
         std::process::id()
     );
     load_data(&server, &dir_path, threads, databases)?;
-    wait_for_signal();
-    tracing::info!("Received shutdown signal, scheduling shutdown...");
-    // As Redis: with snapshots scheduled and the log off, a clean stop saves a snapshot.
-    if !server.config.get("save").trim().is_empty() && !server.config.get_bool("appendonly") {
-        tracing::info!("Saving the final snapshot before exiting");
-        crate::snapshot::final_save_blocking();
+    loop {
+        wait_for_signal();
+        tracing::info!("Received shutdown signal, scheduling shutdown...");
+        // As Redis: with snapshots scheduled and the log off, a clean stop saves a snapshot.
+        if !server.config.get("save").trim().is_empty() && !server.config.get_bool("appendonly") {
+            tracing::info!("Saving the final snapshot before exiting");
+            if !crate::snapshot::final_save_blocking() {
+                // As Redis: exiting now would lose every write since the last snapshot.
+                tracing::error!("Error trying to save the DB, can't exit.");
+                tracing::error!("SIGTERM received but errors trying to shut down the server, check the logs for more information");
+                continue;
+            }
+        }
+        if let Err(e) = shutdown_persist() {
+            tracing::error!("the append-only log cannot be written ({e}): acknowledged writes would be lost, not exiting");
+            tracing::error!("SIGTERM received but errors trying to shut down the server, check the logs for more information");
+            continue;
+        }
+        break;
     }
-    shutdown_persist();
     tracing::info!("Abacus is now ready to exit, bye bye...");
     Ok(())
 }
@@ -212,11 +224,13 @@ fn load_data(server: &Arc<Server>, dir_path: &std::path::Path, threads: usize, d
 
 /// What every exit does (SIGTERM, SIGINT, SHUTDOWN): make the log durable, whatever
 /// `appendfsync` says, so a clean stop loses nothing even on power loss right after.
-pub fn shutdown_persist() {
+/// An error means some acknowledged writes are only in memory (the disk refuses them).
+pub fn shutdown_persist() -> Result<(), String> {
     if let Some(aof) = crate::aof::global() {
-        aof.sync_now();
+        aof.finish()?;
         tracing::info!("append-only log synced to disk");
     }
+    Ok(())
 }
 
 fn set_keepalive(stream: &std::net::TcpStream, secs: u64) -> std::io::Result<()> {

@@ -176,6 +176,10 @@ pub async fn shard_loop(shard: Rc<RefCell<Shard>>, mut rx: mpsc::Receiver<ShardM
                     }
                 }
                 Some(ShardMsg::Lock(grant)) => {
+                    // Log commands deferred for a shared write (`aof::defer_pending`) ran
+                    // before the operation that locks: they go to the log before any of its
+                    // records (a snapshot's new segment, a FLUSHALL...).
+                    crate::aof::flush_pending();
                     let (tx, mut private) = mpsc::unbounded_channel::<Job>();
                     shard.borrow_mut().locked = true;
                     if grant.send(tx).is_ok() {

@@ -98,6 +98,8 @@ pub struct Snapshots {
     pub dir: PathBuf,
     manifest: Mutex<Manifest>,
     pub in_progress: AtomicBool,
+    /// BGSAVE SCHEDULE arrived while one was running: the driver starts another after it.
+    pub scheduled: AtomicBool,
     /// Unix seconds of the last successful snapshot (LASTSAVE).
     pub last_save_s: AtomicU64,
     pub last_ok: AtomicBool,
@@ -148,6 +150,7 @@ pub fn init(dir: PathBuf, manifest: Manifest) {
         dir,
         manifest: Mutex::new(manifest),
         in_progress: AtomicBool::new(false),
+        scheduled: AtomicBool::new(false),
         last_save_s: AtomicU64::new(last / 1000),
         last_ok: AtomicBool::new(true),
         last_duration_ms: AtomicU64::new(0),
@@ -203,7 +206,28 @@ async fn begin(worker: &Worker, access: Access<'_>, snaps: &'static Snapshots) -
         (seq, snaps.dir.join(format!("{}.tmp", snapshot_name(seq))), snapshot_name(seq))
     };
     let started = now_ms();
+    // Also when the start fails: the driver retries a failed snapshot only after a pause.
+    snaps.started_ms.store(started, Ordering::Relaxed);
     let writer = abacus_persist::snapshot::Writer::create(&tmp, started, shards as u32)?;
+    let result = begin_with(worker, access, snaps, writer, seq, &tmp, &name, started).await;
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn begin_with(
+    worker: &Worker,
+    access: Access<'_>,
+    snaps: &'static Snapshots,
+    writer: abacus_persist::snapshot::Writer,
+    seq: u64,
+    tmp: &std::path::Path,
+    name: &str,
+    started: u64,
+) -> Result<(), String> {
+    let shards = worker.shards();
     let (tx, rx) = sync_channel::<Msg>(BLOCKS_IN_FLIGHT);
     // The point in time: every shard held, so no command runs between the first database's
     // begin and the log's switch to the new segment.
@@ -215,6 +239,27 @@ async fn begin(worker: &Worker, access: Access<'_>, snaps: &'static Snapshots) -
             Access::Locked(&own)
         }
     };
+    // The new log segment first, while every shard is held: if the disk refuses it (full,
+    // failing), nothing has changed yet and the snapshot simply fails to start. The manifest
+    // names the new segment before the first write goes there: a crash in between finds an
+    // empty last segment, never writes it does not know of.
+    let mut logs_after = Vec::new();
+    if let Some(aof) = crate::aof::global() {
+        // Commands deferred for a shared write (`aof::defer_pending`) before this point were
+        // written when the shards were locked (`shard_loop`): they are in the old segment.
+        let seg = crate::aof::segment_name(seq);
+        let new = aof.prepare_segment(&seg)?;
+        let mut m = snaps.manifest.lock().unwrap_or_else(|p| p.into_inner());
+        let mut next = m.clone();
+        next.logs.push(seg.clone());
+        if let Err(e) = next.write(&snaps.dir) {
+            let _ = std::fs::remove_file(snaps.dir.join(&seg));
+            return Err(e);
+        }
+        *m = next;
+        aof.rotate(new);
+        logs_after.push(seg);
+    }
     let tx_for_shards = tx.clone();
     worker
         .run_all(access, move |s: &mut Shard| {
@@ -241,20 +286,9 @@ async fn begin(worker: &Worker, access: Access<'_>, snaps: &'static Snapshots) -
         .await
         .ok_or("server is shutting down")?;
     drop(tx);
-    let mut logs_after = Vec::new();
-    if let Some(aof) = crate::aof::global() {
-        // The manifest names the new segment before the first write goes there: a crash in
-        // between finds an empty or missing last segment, never writes it does not know of.
-        let seg = crate::aof::segment_name(seq);
-        let mut m = snaps.manifest.lock().unwrap_or_else(|p| p.into_inner());
-        m.logs.push(seg.clone());
-        m.write(&snaps.dir)?;
-        aof.rotate(&seg)?;
-        logs_after.push(seg);
-    }
     snaps.changes_at_start.store(snaps.changes.load(Ordering::Relaxed), Ordering::Relaxed);
-    snaps.started_ms.store(started, Ordering::Relaxed);
     tracing::info!("Background saving started ({name})");
+    let (tmp, name) = (tmp.to_path_buf(), name.to_string());
     std::thread::Builder::new()
         .name("abacus-snapshot".into())
         .spawn(move || write_snapshot(snaps, writer, rx, shards, tmp, name, logs_after, started))
@@ -350,7 +384,7 @@ pub fn parse_schedule(s: &str) -> Result<Vec<(u64, u64)>, String> {
 }
 
 /// Requests for a final snapshot at shutdown (from the signal handler's thread).
-static FINAL_SAVE: OnceLock<tokio::sync::mpsc::UnboundedSender<std::sync::mpsc::Sender<()>>> = OnceLock::new();
+static FINAL_SAVE: OnceLock<tokio::sync::mpsc::UnboundedSender<std::sync::mpsc::Sender<bool>>> = OnceLock::new();
 
 /// Starts snapshots when the `save` schedule or the log's growth calls for one, and serves
 /// shutdown's final snapshot. Runs on worker 0.
@@ -363,16 +397,22 @@ pub async fn driver(worker: std::rc::Rc<Worker>) {
             _ = tick.tick() => {}
             req = final_rx.recv() => {
                 if let Some(done) = req {
-                    if let Ok(before) = start(&worker, Access::Free).await {
-                        let _ = wait(before).await;
-                    } else if let Some(s) = global() {
-                        // One is running already: wait for it.
-                        let n = *s.done_tx.borrow();
-                        if s.in_progress.load(Ordering::Acquire) {
-                            let _ = wait(n).await;
-                        }
-                    }
-                    let _ = done.send(());
+                    let result = match start(&worker, Access::Free).await {
+                        Ok(before) => wait(before).await,
+                        Err(e) => match global() {
+                            // One is running already: wait for it, then take ours.
+                            Some(s) if s.in_progress.load(Ordering::Acquire) => {
+                                let n = *s.done_tx.borrow();
+                                let _ = wait(n).await;
+                                match start(&worker, Access::Free).await {
+                                    Ok(before) => wait(before).await,
+                                    Err(e) => Err(e),
+                                }
+                            }
+                            _ => Err(e),
+                        },
+                    };
+                    let _ = done.send(result.is_ok());
                 }
                 continue;
             }
@@ -396,22 +436,25 @@ pub async fn driver(worker: std::rc::Rc<Worker>) {
             let base = aof.base_bytes.load(Ordering::Relaxed).max(1);
             grow = pct > 0 && size >= min && (size.saturating_sub(base)) * 100 / base >= pct;
         }
-        if (scheduled || grow) && retry_ok {
-            let why = if grow { "the log grew past auto-aof-rewrite-percentage" } else { "the save schedule" };
+        let requested = snaps.scheduled.swap(false, Ordering::AcqRel);
+        if requested || ((scheduled || grow) && retry_ok) {
+            let why = if requested { "BGSAVE SCHEDULE" } else if grow { "the log grew past auto-aof-rewrite-percentage" } else { "the save schedule" };
             tracing::info!("starting a snapshot: {why}");
             let _ = start(&worker, Access::Free).await;
         }
     }
 }
 
-/// Takes a final snapshot from outside the workers (SIGTERM) and waits for it.
-pub fn final_save_blocking() {
+/// Takes a final snapshot from outside the workers (SIGTERM) and waits for it; whether it
+/// succeeded.
+pub fn final_save_blocking() -> bool {
     if let Some(tx) = FINAL_SAVE.get() {
         let (done_tx, done_rx) = std::sync::mpsc::channel();
         if tx.send(done_tx).is_ok() {
-            let _ = done_rx.recv_timeout(Duration::from_secs(3600));
+            return done_rx.recv_timeout(Duration::from_secs(3600)).unwrap_or(false);
         }
     }
+    false
 }
 
 /// INFO's persistence section, with Redis's field names.

@@ -41,7 +41,13 @@ pub async fn bgsave(conn: &mut Conn, a: &[Bytes]) -> Frame {
     };
     match crate::snapshot::start(&conn.worker, Access::Free).await {
         Ok(_) => Frame::simple("Background saving started"),
-        Err(_) if schedule => Frame::simple("Background saving scheduled"),
+        Err(e) if schedule && e.contains("already in progress") => {
+            // As Redis: run one as soon as the current one is over.
+            if let Some(s) = crate::snapshot::global() {
+                s.scheduled.store(true, std::sync::atomic::Ordering::Release);
+            }
+            Frame::simple("Background saving scheduled")
+        }
         Err(e) => Frame::error(e),
     }
 }
@@ -100,7 +106,13 @@ pub async fn shutdown(conn: &mut Conn, a: &[Bytes]) -> Frame {
         }
     }
     tracing::info!("User requested shutdown...");
-    crate::server::shutdown_persist();
+    if let Err(e) = crate::server::shutdown_persist() {
+        if !force {
+            tracing::warn!("SHUTDOWN refused: the append-only log cannot be written ({e})");
+            return err("ERR Errors trying to SHUTDOWN. Check logs.");
+        }
+        tracing::warn!("SHUTDOWN FORCE: exiting although the append-only log cannot be written ({e})");
+    }
     tracing::info!("Abacus is now ready to exit, bye bye...");
     std::process::exit(0);
 }

@@ -66,15 +66,15 @@ fn with_hll<R>(ctx: &mut Ctx, key: &[u8], lookup: Lookup, f: impl FnOnce(&mut Re
         // Redis's isHLLObjectOrReply checks the type first: the generic WRONGTYPE text.
         Value::Set(_) | Value::Hash(_) => return Err(Frame::error(super::args::ERR_WRONGTYPE)),
     };
-    let mut h = match RedisHll::from_vec(std::mem::take(bytes)) {
+    let mut h = match RedisHll::from_vec(std::mem::take(bytes).into_vec()) {
         Ok(h) => h,
         Err((err, back)) => {
-            *bytes = back;
+            *bytes = back.into();
             return Err(hll_error(err));
         }
     };
     let r = f(&mut h);
-    *bytes = h.into_bytes();
+    *bytes = h.into_bytes().into();
     if lookup != Lookup::Read {
         // An unshared string is "raw" in Redis whatever its length (OBJECT ENCODING).
         e.raw_encoding = true;
@@ -86,7 +86,7 @@ fn with_hll<R>(ctx: &mut Ctx, key: &[u8], lookup: Lookup, f: impl FnOnce(&mut Re
 fn store_new(ctx: &mut Ctx, key: &[u8], h: RedisHll) {
     let now = ctx.now_ms;
     let db = ctx.db();
-    db.set(key, Value::Str(h.into_bytes()), 0, now);
+    db.set(key, Value::Str(h.into_bytes().into()), 0, now);
     if let Some(e) = db.get_mut(key, now) {
         e.raw_encoding = true;
     }

@@ -310,7 +310,7 @@ pub fn populate_shard(s: &mut crate::shard::Shard, db: usize, count: u64, prefix
         if size > 0 {
             value.resize(size, 0);
         }
-        s.dbs[db].set(&key, abacus_keyspace::Value::Str(value), 0, now);
+        s.dbs[db].set(&key, abacus_keyspace::Value::Str(value.into()), 0, now);
     }
 }
 

@@ -4,7 +4,7 @@
 //! access to it, so read-modify-write commands (INCR, APPEND, GETSET...) are atomic without
 //! locks. Replies and error texts follow Redis 7 (`t_string.c`).
 
-use abacus_keyspace::{Entry, Value};
+use abacus_keyspace::{Entry, StrBuf, Value};
 use abacus_protocol::{Bytes, Frame};
 
 use super::args::*;
@@ -45,7 +45,7 @@ pub const COMMANDS: &[Spec] = &[
 /// The string stored at `key`: Ok(None) if missing, Err(WRONGTYPE) if not a string. A
 /// decoded HLL sketch is a string: it is serialized in place first (see `Value`), so every
 /// string command reads exactly the bytes GET returns.
-pub fn read_str<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a Vec<u8>>, Frame> {
+pub fn read_str<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a StrBuf>, Frame> {
     let now = ctx.now_ms;
     match ctx.db().get_read_mut(key, now) {
         None => Ok(None),
@@ -57,10 +57,10 @@ pub fn read_str<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a Vec<u8>>,
 }
 
 /// The string at `key` for modification, created empty if missing.
-pub fn str_mut<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<&'a mut Vec<u8>, Frame> {
+pub fn str_mut<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<&'a mut StrBuf, Frame> {
     let now = ctx.now_ms;
     if !ctx.db().contains(key, now) {
-        ctx.db().set(key, Value::Str(Vec::new()), 0, now);
+        ctx.db().set(key, Value::Str(Default::default()), 0, now);
     }
     match ctx.db().get_mut(key, now) {
         Some(Entry { value, raw_encoding, .. }) => {
@@ -72,7 +72,7 @@ pub fn str_mut<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<&'a mut Vec<u8>, Fram
     }
 }
 
-fn bulk_or_null(v: Option<&Vec<u8>>) -> Frame {
+fn bulk_or_null(v: Option<&StrBuf>) -> Frame {
     match v {
         Some(s) => Frame::Bulk(Bytes::copy_from_slice(s)),
         None => Frame::Null,
@@ -156,7 +156,7 @@ fn set(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
         if at != 0 && at <= now {
             ctx.db().remove(key, now);
         } else {
-            ctx.db().set(key, Value::Str(a[2].to_vec()), at, now);
+            ctx.db().set(key, Value::str(&a[2]), at, now);
         }
         return Frame::ok();
     }
@@ -180,7 +180,7 @@ fn set(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
         // Already expired: the write is accepted and the key is gone at once.
         ctx.db().remove(key, now);
     } else {
-        ctx.db().set(key, Value::Str(a[2].to_vec()), at, now);
+        ctx.db().set(key, Value::str(&a[2]), at, now);
     }
     if want_get {
         bulk_or_null(old.as_ref())
@@ -194,7 +194,7 @@ fn setnx(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     if ctx.db().contains(&a[1], now) {
         return Frame::Integer(0);
     }
-    ctx.db().set(&a[1], Value::Str(a[2].to_vec()), 0, now);
+    ctx.db().set(&a[1], Value::str(&a[2]), 0, now);
     Frame::Integer(1)
 }
 
@@ -204,7 +204,7 @@ fn setex_generic(ctx: &mut Ctx, a: &[Bytes], kind: &str, cmd: &str) -> Frame {
         Err(e) => return e,
     };
     let now = ctx.now_ms;
-    ctx.db().set(&a[1], Value::Str(a[3].to_vec()), at, now);
+    ctx.db().set(&a[1], Value::str(&a[3]), at, now);
     Frame::ok()
 }
 
@@ -222,7 +222,7 @@ fn getset(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
         Err(e) => return e,
     };
     let now = ctx.now_ms;
-    ctx.db().set(&a[1], Value::Str(a[2].to_vec()), 0, now);
+    ctx.db().set(&a[1], Value::str(&a[2]), 0, now);
     old
 }
 
@@ -286,7 +286,7 @@ fn mset(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     }
     let now = ctx.now_ms;
     for kv in a[1..].chunks(2) {
-        ctx.db().set(&kv[0], Value::Str(kv[1].to_vec()), 0, now);
+        ctx.db().set(&kv[0], Value::str(&kv[1]), 0, now);
     }
     Frame::ok()
 }
@@ -405,8 +405,8 @@ fn incr_by(ctx: &mut Ctx, key: &[u8], by: i64) -> Frame {
     let now = ctx.now_ms;
     let bytes = int_bytes(new);
     match ctx.db().get_mut(key, now) {
-        Some(e) => e.value = Value::Str(bytes),
-        None => ctx.db().set(key, Value::Str(bytes), 0, now),
+        Some(e) => e.value = Value::Str(bytes.into()),
+        None => ctx.db().set(key, Value::Str(bytes.into()), 0, now),
     }
     Frame::Integer(new)
 }
@@ -451,12 +451,12 @@ fn incrbyfloat(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     if !new.is_finite() {
         return err("ERR increment would produce NaN or Infinity");
     }
-    let current_text = read_str(ctx, &a[1]).ok().flatten().cloned().unwrap_or_else(|| b"0".to_vec());
+    let current_text = read_str(ctx, &a[1]).ok().flatten().map(|s| s.to_vec()).unwrap_or_else(|| b"0".to_vec());
     let text = format_float_sum(&current_text, &a[2], new);
     let now = ctx.now_ms;
     match ctx.db().get_mut(&a[1], now) {
-        Some(e) => e.value = Value::Str(text.clone()),
-        None => ctx.db().set(&a[1], Value::Str(text.clone()), 0, now),
+        Some(e) => e.value = Value::Str(text.clone().into()),
+        None => ctx.db().set(&a[1], Value::Str(text.clone().into()), 0, now),
     }
     Frame::Bulk(Bytes::from(text))
 }

@@ -54,6 +54,13 @@ pub async fn exec(conn: &mut Conn) -> Frame {
         conn.unwatch_all().await;
         return err("EXECABORT Transaction discarded because of previous errors.");
     }
+    if multi.queued.iter().any(|c| c.spec.is_write()) {
+        // The log failed after these writes were queued: Redis refuses the EXEC (MISCONF).
+        if let Some(refused) = crate::aof::global().and_then(|a| a.refusing_writes()) {
+            conn.unwatch_all().await;
+            return Frame::error(refused);
+        }
+    }
     let n = conn.worker.shards();
     let mut all = false;
     let mut shards = BTreeSet::new();
