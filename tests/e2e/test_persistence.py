@@ -291,6 +291,34 @@ def test_auto_rewrite_when_the_log_grows(data_dir):
     assert r.dbsize() == 100
 
 
+def test_auto_rewrite_base_is_the_snapshot(data_dir):
+    """As Redis's rule with the snapshot as the rewritten file: after a compaction the log
+    must grow by auto-aof-rewrite-percentage of the snapshot's size, not of nothing."""
+    n = node(data_dir, "--auto-aof-rewrite-min-size", "64kb", "--auto-aof-rewrite-percentage", "100",
+             "--save", "").start()
+    r = n.client()
+    for i in range(100):
+        r.set("big%d" % i, os.urandom(10000))  # ~1 MB, incompressible
+    wait_until(lambda: n.files("snap-"), "the first automatic compaction")
+    wait_snapshot(r)
+    snap = n.files("snap-")
+    info = r.info("persistence")
+    snap_bytes = os.path.getsize(os.path.join(n.data_dir, snap[-1]))
+    assert info["aof_base_size"] == snap_bytes > 1000000
+    assert info["aof_current_size"] >= snap_bytes
+    # 200 KB of log: over the minimum, far under 100% of the snapshot.
+    for i in range(200):
+        r.set("small%d" % i, os.urandom(1000))
+    time.sleep(1.5)  # the driver checks every 250 ms
+    assert n.files("snap-") == snap, "compacted although the log is a fifth of the snapshot"
+    # Past the snapshot's size: compaction.
+    for i in range(1100):
+        r.set("more%d" % i, os.urandom(1000))
+    wait_until(lambda: n.files("snap-") != snap, "compaction once the log outgrew the snapshot")
+    wait_snapshot(r)
+    assert r.dbsize() == 1400
+
+
 def test_relative_expiries_are_logged_as_absolute_times(data_dir):
     n = node(data_dir).start()
     r = n.client()

@@ -96,8 +96,6 @@ pub struct Aof {
     /// Set while a record could not be written: write commands are refused (MISCONF) until
     /// the fsync thread manages to write it, so no further write goes unlogged.
     failed: AtomicBool,
-    /// Bytes of the log when the last snapshot started (auto-aof-rewrite-percentage base).
-    pub base_bytes: AtomicU64,
     pub last_fsync_ms: AtomicU64,
 }
 
@@ -150,7 +148,6 @@ fn open_segment(dir: &Path, name: &str) -> Result<Segment, String> {
 /// Opens (or creates) segment `name` in `dir`, starts the fsync thread and enables logging.
 pub fn start(dir: &Path, name: &str, mode: Fsync) -> Result<&'static Aof, String> {
     let seg = open_segment(dir, name)?;
-    let base = seg.bytes;
     let (durable_tx, _) = tokio::sync::watch::channel(0u64);
     let aof = Aof {
         dir: dir.to_path_buf(),
@@ -162,7 +159,6 @@ pub fn start(dir: &Path, name: &str, mode: Fsync) -> Result<&'static Aof, String
         wake: (Mutex::new(false), Condvar::new()),
         error: Mutex::new(None),
         failed: AtomicBool::new(false),
-        base_bytes: AtomicU64::new(base),
         last_fsync_ms: AtomicU64::new(crate::shard::now_ms()),
     };
     AOF.set(aof).map_err(|_| "the log is already started".to_string())?;
@@ -408,7 +404,6 @@ impl Aof {
             self.fail("fsync of the append-only log failed", &e);
         }
         *seg = new.0;
-        self.base_bytes.store(seg.bytes, Ordering::Relaxed);
     }
 }
 

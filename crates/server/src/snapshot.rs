@@ -145,6 +145,8 @@ pub fn init(dir: PathBuf, manifest: Manifest) {
         .as_ref()
         .and_then(|s| abacus_persist::snapshot::index(&dir.join(s)).ok())
         .map_or(now_ms(), |i| i.created_ms);
+    // The compacted size of the data, the base of auto-aof-rewrite-percentage.
+    let snapshot_bytes = manifest.snapshot.as_ref().and_then(|s| std::fs::metadata(dir.join(s)).ok()).map_or(0, |m| m.len());
     let (done_tx, _) = tokio::sync::watch::channel(0);
     let _ = SNAPSHOTS.set(Snapshots {
         dir,
@@ -155,7 +157,7 @@ pub fn init(dir: PathBuf, manifest: Manifest) {
         last_ok: AtomicBool::new(true),
         last_duration_ms: AtomicU64::new(0),
         last_keys: AtomicU64::new(0),
-        last_bytes: AtomicU64::new(0),
+        last_bytes: AtomicU64::new(snapshot_bytes),
         started_ms: AtomicU64::new(0),
         changes: AtomicU64::new(0),
         changes_at_start: AtomicU64::new(0),
@@ -432,9 +434,12 @@ pub async fn driver(worker: std::rc::Rc<Worker>) {
         if let Some(aof) = crate::aof::global() {
             let pct = cfg.get_u64("auto-aof-rewrite-percentage");
             let min = cfg.get_u64("auto-aof-rewrite-min-size");
-            let (_, size) = aof.segment();
-            let base = aof.base_bytes.load(Ordering::Relaxed).max(1);
-            grow = pct > 0 && size >= min && (size.saturating_sub(base)) * 100 / base >= pct;
+            // As Redis's rule, with the snapshot as the rewritten base: compact when the data
+            // on disk (snapshot + log since) is at least the minimum and the log has grown by
+            // the percentage of the snapshot. Without a snapshot, at the minimum.
+            let base = snaps.last_bytes.load(Ordering::Relaxed);
+            let (_, log) = aof.segment();
+            grow = pct > 0 && base + log >= min && log.saturating_mul(100) / base.max(1) >= pct;
         }
         let requested = snaps.scheduled.swap(false, Ordering::AcqRel);
         if requested || ((scheduled || grow) && retry_ok) {
@@ -510,12 +515,13 @@ pub fn info_persistence() -> String {
                 out,
                 "aof_enabled:1\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:0\r\naof_last_rewrite_time_sec:{}\r\n\
                  aof_current_rewrite_time_sec:{current}\r\naof_last_bgrewrite_status:{status}\r\naof_last_write_status:{}\r\n\
-                 aof_current_size:{size}\r\naof_base_size:{}\r\naof_current_segment:{name}\r\naof_fsync_policy:{}\r\n\
+                 aof_current_size:{}\r\naof_base_size:{}\r\naof_current_segment:{name}\r\naof_fsync_policy:{}\r\n\
                  aof_buffer_length:0\r\naof_pending_bio_fsync:{}\r\naof_delayed_fsync:0\r\n",
                 in_progress as u8,
                 dur / 1000,
                 if write_ok { "ok" } else { "err" },
-                aof.base_bytes.load(Ordering::Relaxed),
+                bytes + size,
+                bytes,
                 match aof.mode() {
                     crate::aof::Fsync::Always => "always",
                     crate::aof::Fsync::EverySec => "everysec",
