@@ -4,6 +4,7 @@
 #   bench/persist.sh                    everything, KEYS=10000000 for the snapshot part
 #   PARTS=throughput N=300000 ROUNDS=3 bench/persist.sh
 #   PARTS=snapshot KEYS=1000000 bench/persist.sh
+#   PARTS=w1 bench/persist.sh          the W1 load at one tenth, everysec vs none vs Redis
 #
 # throughput: redis-benchmark SET (W3: -r 1000000 -c 50, -P 16 and -P 1) and APPEND
 #   (W1-style: 16-byte appends onto random keys, -P 100) against Abacus without persistence,
@@ -44,6 +45,7 @@ workload_args() {
     set1) echo "-t set -r 1000000 -n $(($2 / 4)) -c 50 -P 1" ;;
     set1-always) echo "-t set -r 1000000 -n 50000 -c 50 -P 1" ;;
     append) echo "-r 7800000 -n $2 -c 50 -P 100 append key:__rand_int__ 0123456789abcdef" ;;
+    w1) echo "-r 7800000 -n 21200000 -c 50 -P 100 append key:__rand_int__ 0123456789abcdef" ;;
   esac
 }
 
@@ -104,6 +106,27 @@ if [[ " $PARTS " == *" throughput "* ]]; then
       "$(median ${C[always,$w]})" "$(median ${C[redis-always,$w]})" \
       "$(ratio "$(median ${R[always,$w]})" "$(median ${R[redis-always,$w]})")"
   done
+fi
+
+if [[ " $PARTS " == *" w1 "* ]]; then
+  # The W1 load at one tenth (21.2M 16-byte appends onto 7.8M random keys, -P 100) from an
+  # empty server: long enough for automatic compaction to follow the dataset's growth.
+  declare -A R C
+  AN=$(free_port); start_abacus "$AN" "${NOPERSIST[@]}"
+  AE=$(free_port); start_abacus "$AE" --appendonly yes --appendfsync everysec --save ''
+  RE=$(free_port); start_redis "$RE" --appendonly yes --appendfsync everysec
+  for _ in $(seq 1 "$ROUNDS"); do
+    measure none "$AN" w1; measure every "$AE" w1; measure redis-every "$RE" w1
+  done
+  compactions=$(grep -c "Background saving started" "$BENCH_TMP/abacus-$AE.log" || true)
+  stop_port "$AN"; stop_port "$AE"; stop_port "$RE"
+  printf '\nW1 at one tenth on %s cores, %s, median of %s rounds (requests/s; server CPU us/request)\n' "$(nproc)" "$(date -u +%F)" "$ROUNDS"
+  printf '%-16s %12s %12s %12s %9s %9s %9s %10s\n' workload abacus_none abacus_every redis_every 'cpu_none' 'cpu_every' 'cpu_redis' 'every/none'
+  # shellcheck disable=SC2086
+  printf '%-16s %12.0f %12.0f %12.0f %9.2f %9.2f %9.2f %10.2f\n' w1 "$(median ${R[none,w1]})" "$(median ${R[every,w1]})" \
+    "$(median ${R[redis-every,w1]})" "$(median ${C[none,w1]})" "$(median ${C[every,w1]})" "$(median ${C[redis-every,w1]})" \
+    "$(ratio "$(median ${R[every,w1]})" "$(median ${R[none,w1]})")"
+  printf 'automatic compactions during the everysec runs: %s\n' "$compactions"
 fi
 
 # pss_kb PID...: summed proportional set size (fork's shared pages counted once)

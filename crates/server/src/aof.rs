@@ -29,7 +29,7 @@
 //! Why one file for all shards and not one per shard: records of different shards touch
 //! different keys, so their interleaving does not matter, but multi-shard records must sit
 //! at one point of every shard's history; in a single file the order of appends is that
-//! point. Appends take a mutex for one `write(2)` per batch, not per command.
+//! point. Appends take a mutex for one `write(2)` per record (a tick's batches), not per command.
 //!
 //! Why the log lives in a process-wide static: there is one log per process, and the command
 //! path that produces log commands (a handler on some shard thread) has no server handle.
