@@ -57,6 +57,19 @@ impl PartialEq for Value {
 
 impl Eq for Value {}
 
+impl Value {
+    /// Where this value's own data starts (for prefetching before a sweep reads it): the
+    /// string's bytes (inline or on the heap), or the boxed collection or sketch.
+    pub fn heap_ptr(&self) -> *const u8 {
+        match self {
+            Value::Str(s) => s.as_slice().as_ptr(),
+            Value::Hll(b) => (&**b as *const Hll).cast(),
+            Value::Set(b) => (&**b as *const IdSet).cast(),
+            Value::Hash(b) => (&**b as *const CompactHash).cast(),
+        }
+    }
+}
+
 /// The empty string: what a free table slot holds (no allocation).
 impl Default for Value {
     fn default() -> Value {

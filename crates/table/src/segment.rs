@@ -271,19 +271,30 @@ impl<K: KeyKind, V: Default> Segment<K, V> {
         want: usize,
         f: &mut F,
     ) -> (usize, Option<u64>) {
+        let mut slots = Vec::new();
+        let cut = self.scan_slots(seed, cursor, want, &mut slots);
+        for &s in &slots {
+            let (k, v) = &self.slots[s];
+            f(k, v);
+        }
+        (slots.len(), cut)
+    }
+
+    /// The slots [`Segment::scan_from`] visits, in order, appended to `out`; the cut cursor
+    /// if the step ended at an empty slot.
+    pub(crate) fn scan_slots(&self, seed: Seed, cursor: u64, want: usize, out: &mut Vec<usize>) -> Option<u64> {
         let cap = self.cap as usize;
-        let mut reported = 0;
+        let first = out.len();
         for s in self.home(cursor)..cap {
             let c = self.ctrl[s];
-            if c == EMPTY && reported >= want {
-                return (reported, Some(self.boundary(cursor, s)));
+            if c == EMPTY && out.len() - first >= want {
+                return Some(self.boundary(cursor, s));
             }
             if is_full(c) {
-                let (k, v) = &self.slots[s];
+                let (k, _) = &self.slots[s];
                 let h = K::hash(seed, K::key(k));
                 if h >= cursor && self.home(h) <= s {
-                    f(k, v);
-                    reported += 1;
+                    out.push(s);
                 }
             }
         }
@@ -294,15 +305,14 @@ impl<K: KeyKind, V: Default> Segment<K, V> {
                 break;
             }
             if is_full(c) {
-                let (k, v) = &self.slots[s];
+                let (k, _) = &self.slots[s];
                 let h = K::hash(seed, K::key(k));
                 if h >= cursor && self.home(h) > s {
-                    f(k, v);
-                    reported += 1;
+                    out.push(s);
                 }
             }
         }
-        (reported, None)
+        None
     }
 
     /// The smallest hash in this segment's range (the one `cursor` lies in) whose home is

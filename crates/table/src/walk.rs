@@ -74,6 +74,50 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
         cursor
     }
 
+    /// [`HashTable::scan`] with mutable values, for sweeps that update what they visit (a
+    /// snapshot marks each entry it has written). Each segment's share of the step is found
+    /// first and `heap(v)` of every value in it is prefetched, then `visit` runs on them:
+    /// a sweep over values that live in their own allocations is bound by one cache miss
+    /// per value, and this lets those misses overlap.
+    pub fn scan_mut(
+        &mut self,
+        cursor: u64,
+        count: usize,
+        heap: impl Fn(&V) -> *const u8,
+        mut visit: impl FnMut(K::Key<'_>, &mut V),
+    ) -> u64 {
+        if self.dir.is_empty() {
+            return 0;
+        }
+        let want = count.max(1);
+        let (mut cursor, mut reported) = (cursor, 0);
+        let seed = self.seed;
+        let mut slots = Vec::with_capacity(want.min(4096));
+        for _ in 0..=SCAN_SEGMENTS_MAX {
+            let id = self.seg_id(cursor);
+            let seg = &mut self.segs[id];
+            slots.clear();
+            let cut = seg.scan_slots(seed, cursor, want - reported, &mut slots);
+            for &s in &slots {
+                crate::prefetch::prefetch_read(heap(&seg.slots[s].1));
+            }
+            for &s in &slots {
+                let (k, v) = &mut seg.slots[s];
+                visit(K::key(k), v);
+            }
+            if let Some(next) = cut {
+                return next;
+            }
+            reported += slots.len();
+            let range = u64::MAX >> seg.depth;
+            cursor = (cursor & !range).wrapping_add(range).wrapping_add(1);
+            if cursor == 0 || reported >= want {
+                break;
+            }
+        }
+        cursor
+    }
+
     /// A uniformly random entry (see the module comment), or None if the table is empty.
     pub fn random_entry<R: Rng + ?Sized>(&self, rng: &mut R) -> Option<(K::Key<'_>, &V)> {
         if self.is_empty() {

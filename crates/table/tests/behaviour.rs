@@ -246,3 +246,31 @@ fn find_hashed_then_at_mut_reaches_the_same_value_as_get_mut() {
     }
     assert!(t.find_hashed(t.hash_key(b"absent"), b"absent").is_none());
 }
+
+#[test]
+fn scan_mut_visits_every_entry_once_and_its_changes_stick() {
+    let mut t: Table<u32> = Table::with_config(Config {
+        segment_slots: 32,
+        seed: Some(9),
+    });
+    for i in 0..5000u32 {
+        t.insert(format!("k:{i}").as_bytes(), 0);
+    }
+    let (mut cursor, mut visits) = (0, 0usize);
+    loop {
+        cursor = t.scan_mut(cursor, 37, |v| (v as *const u32).cast(), |_, v| {
+            *v += 1;
+            visits += 1;
+        });
+        // Growth between steps must not make the sweep miss or repeat an entry that was
+        // present throughout.
+        t.insert(format!("extra:{visits}").as_bytes(), 100);
+        if cursor == 0 {
+            break;
+        }
+    }
+    for i in 0..5000u32 {
+        assert_eq!(t.get(format!("k:{i}").as_bytes()), Some(&1), "k:{i} visited other than once");
+    }
+    t.check_invariants().unwrap();
+}
