@@ -199,8 +199,7 @@ impl Aof {
     /// Whether writes are refused because the log cannot be written (the MISCONF error).
     pub fn refusing_writes(&self) -> Option<String> {
         if self.failed.load(Ordering::Relaxed) {
-            let e = self.error.lock().unwrap_or_else(|p| p.into_inner()).clone().map(|(_, os)| os).unwrap_or_default();
-            Some(format!("MISCONF Errors writing to the AOF file: {e}"))
+            Some(format!("MISCONF Errors writing to the AOF file: {}", self.error_text(true)))
         } else {
             None
         }
@@ -279,6 +278,12 @@ impl Aof {
         self.failed.store(true, Ordering::Release);
     }
 
+    /// The last error: the system's text alone (`os`, as Redis quotes it) or the full message.
+    fn error_text(&self, os: bool) -> String {
+        let e = self.error.lock().unwrap_or_else(|p| p.into_inner());
+        e.as_ref().map(|(msg, os_text)| if os { os_text.clone() } else { msg.clone() }).unwrap_or_default()
+    }
+
     fn clear_failure(&self) {
         if self.failed.swap(false, Ordering::AcqRel) {
             tracing::warn!("the append-only log is writable again");
@@ -313,8 +318,7 @@ impl Aof {
         if self.recover() {
             Ok(())
         } else {
-            let e = self.error.lock().unwrap_or_else(|p| p.into_inner()).clone().map(|(m, _)| m).unwrap_or_default();
-            Err(e)
+            Err(self.error_text(false))
         }
     }
 
@@ -380,8 +384,7 @@ impl Aof {
     /// belongs before the new segment's point in time.
     pub fn prepare_segment(&self, name: &str) -> Result<NewSegment, String> {
         if self.failing() {
-            let e = self.error.lock().unwrap_or_else(|p| p.into_inner()).clone().map(|(_, os)| os).unwrap_or_default();
-            return Err(format!("the append-only log cannot be written ({e})"));
+            return Err(format!("the append-only log cannot be written ({})", self.error_text(true)));
         }
         let seg = open_segment(&self.dir, name).and_then(|s| abacus_persist::manifest::sync_dir(&self.dir).map(|_| s));
         match seg {
@@ -489,15 +492,16 @@ pub fn take_pending() -> Vec<u8> {
         return Vec::new();
     }
     let deferred = DEFERRED.replace(0);
+    let mut v = PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
     if deferred > fmt::HEADER_BYTES {
         // Commands of other connections ran before the operation's: they are written first,
         // as their own record, and the operation takes only what came after them.
-        let mut tail = PENDING.with(|p| p.borrow_mut().split_off(deferred));
-        flush_pending();
-        tail.splice(..0, [0u8; fmt::HEADER_BYTES]);
-        PENDING.with(|p| *p.borrow_mut() = tail);
+        let tail = v.split_off(deferred);
+        if let Some(a) = global() {
+            a.append_framed(&mut v);
+        }
+        return tail;
     }
-    let mut v = PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
     // Without the reserved header: the coordinator frames the whole operation.
     v.drain(..v.len().min(fmt::HEADER_BYTES));
     v

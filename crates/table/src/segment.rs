@@ -9,7 +9,7 @@
 //! Home slot: a segment of depth `d` holds the hashes whose top `d` bits are its prefix. The
 //! next 32 bits, `x`, pick the home slot as `(x * cap) >> 32`, which is monotonic in the
 //! hash: within a segment, slots are in hash order apart from linear probing's displacement
-//! and the wrap-around at the end. SCAN depends on that (see [`Segment::scan_from`]).
+//! and the wrap-around at the end. SCAN depends on that (see [`Segment::scan_slots`]).
 //!
 //! Deletion leaves a tombstone (DELETED) unless the next slot is empty, in which case the
 //! slot and the tombstones before it become EMPTY again. This keeps the probing invariant
@@ -250,10 +250,10 @@ impl<K: KeyKind, V: Default> Segment<K, V> {
             .map(|(_, e)| e)
     }
 
-    /// SCAN step: reports (through `f`) this segment's entries whose hash is in
-    /// `[cursor, next)` and returns `(reported, Some(next))`, stopping once `want` entries are
-    /// reported; or, having reached the end of the segment, reports all entries with hash
-    /// `>= cursor` and returns `(reported, None)` (the caller continues at the segment's end).
+    /// SCAN step: appends to `out` the slots of this segment's entries whose hash is in
+    /// `[cursor, next)` and returns `Some(next)`, stopping once `want` slots are added; or,
+    /// having reached the end of the segment, adds all entries with hash `>= cursor` and
+    /// returns `None` (the caller continues at the segment's end).
     ///
     /// Why nothing is missed: homes are monotonic in the hash, so every entry with hash
     /// `>= cursor` has home `>= p = home(cursor)`, and by the probing invariant it sits at a
@@ -264,24 +264,6 @@ impl<K: KeyKind, V: Default> Segment<K, V> {
     /// Wrapped entries (home > slot) are left to the final step that reaches the segment end.
     /// The returned cursor is a position in hash space, not in this segment, so it stays
     /// valid however the segment is rebuilt or split before the next call.
-    pub(crate) fn scan_from<F: FnMut(&K::Stored, &V)>(
-        &self,
-        seed: Seed,
-        cursor: u64,
-        want: usize,
-        f: &mut F,
-    ) -> (usize, Option<u64>) {
-        let mut slots = Vec::new();
-        let cut = self.scan_slots(seed, cursor, want, &mut slots);
-        for &s in &slots {
-            let (k, v) = &self.slots[s];
-            f(k, v);
-        }
-        (slots.len(), cut)
-    }
-
-    /// The slots [`Segment::scan_from`] visits, in order, appended to `out`; the cut cursor
-    /// if the step ended at an empty slot.
     pub(crate) fn scan_slots(&self, seed: Seed, cursor: u64, want: usize, out: &mut Vec<usize>) -> Option<u64> {
         let cap = self.cap as usize;
         let first = out.len();

@@ -2,7 +2,7 @@
 //!
 //! SCAN: the cursor is a position in hash space, not in any array. A call visits the
 //! segment that covers the cursor, reports its entries with hash in `[cursor, next)` (see
-//! `Segment::scan_from` for why the cut at an empty slot misses nothing) and returns `next`;
+//! `Segment::scan_slots` for why the cut at an empty slot misses nothing) and returns `next`;
 //! after the last segment (hash range ending at 2^64) it returns 0. The ranges of successive
 //! calls tile `[0, 2^64)`. Between calls, segments may be rebuilt or split any number of
 //! times: that moves entries between slots and segments but never changes their hashes, so
@@ -27,6 +27,14 @@ use crate::table::HashTable;
 
 /// Segments one SCAN call may visit beyond the first (bounds a call over an emptied table).
 const SCAN_SEGMENTS_MAX: usize = 16;
+/// Where a SCAN step goes after one segment.
+enum SegmentScan {
+    /// The step ended inside the segment, at this cursor.
+    Cut(u64),
+    /// The segment is done; the next one starts at this cursor (0: the iteration is over).
+    End(u64),
+}
+
 /// Rejection-sampling draws before [`HashTable::random_entry`] falls back.
 const RANDOM_DRAWS_MAX: usize = 64;
 
@@ -51,24 +59,19 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
     /// an empty slot, so sometimes more; fewer at segment ends) from `cursor`, and returns
     /// the next cursor, 0 when the iteration is complete. Start with cursor 0.
     pub fn scan(&self, cursor: u64, count: usize, mut visit: impl FnMut(K::Key<'_>, &V)) -> u64 {
-        if self.dir.is_empty() {
-            return 0;
-        }
-        let want = count.max(1);
-        let (mut cursor, mut reported) = (cursor, 0);
+        let (mut cursor, mut reported, want) = (cursor, 0, count.max(1));
+        let mut slots = Vec::new();
         for _ in 0..=SCAN_SEGMENTS_MAX {
-            let seg = &self.segs[self.seg_id(cursor)];
-            let mut f = |k: &K::Stored, v: &V| visit(K::key(k), v);
-            let (n, cut) = seg.scan_from(self.seed, cursor, want - reported, &mut f);
-            if let Some(next) = cut {
-                return next;
+            let Some((seg, next)) = self.scan_segment(cursor, want - reported, &mut slots) else { return 0 };
+            for &s in &slots {
+                let (k, v) = &self.segs[seg].slots[s];
+                visit(K::key(k), v);
             }
-            reported += n;
-            // Continue at the end of this segment's hash range; 0 past the last one.
-            let range = u64::MAX >> seg.depth;
-            cursor = (cursor & !range).wrapping_add(range).wrapping_add(1);
-            if cursor == 0 || reported >= want {
-                break;
+            reported += slots.len();
+            match next {
+                SegmentScan::Cut(next) => return next,
+                SegmentScan::End(next) if next == 0 || reported >= want => return next,
+                SegmentScan::End(next) => cursor = next,
             }
         }
         cursor
@@ -86,18 +89,11 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
         heap: impl Fn(&V) -> *const u8,
         mut visit: impl FnMut(K::Key<'_>, &mut V),
     ) -> u64 {
-        if self.dir.is_empty() {
-            return 0;
-        }
-        let want = count.max(1);
-        let (mut cursor, mut reported) = (cursor, 0);
-        let seed = self.seed;
+        let (mut cursor, mut reported, want) = (cursor, 0, count.max(1));
         let mut slots = Vec::with_capacity(want.min(4096));
         for _ in 0..=SCAN_SEGMENTS_MAX {
-            let id = self.seg_id(cursor);
-            let seg = &mut self.segs[id];
-            slots.clear();
-            let cut = seg.scan_slots(seed, cursor, want - reported, &mut slots);
+            let Some((seg, next)) = self.scan_segment(cursor, want - reported, &mut slots) else { return 0 };
+            let seg = &mut self.segs[seg];
             for &s in &slots {
                 crate::prefetch::prefetch_read(heap(&seg.slots[s].1));
             }
@@ -105,20 +101,38 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
                 let (k, v) = &mut seg.slots[s];
                 visit(K::key(k), v);
             }
-            if let Some(next) = cut {
-                return next;
-            }
             reported += slots.len();
-            let range = u64::MAX >> seg.depth;
-            cursor = (cursor & !range).wrapping_add(range).wrapping_add(1);
-            if cursor == 0 || reported >= want {
-                break;
+            match next {
+                SegmentScan::Cut(next) => return next,
+                SegmentScan::End(next) if next == 0 || reported >= want => return next,
+                SegmentScan::End(next) => cursor = next,
             }
         }
         cursor
     }
 
-    /// A uniformly random entry (see the module comment), or None if the table is empty.
+    /// The part of a SCAN step in the segment covering `cursor`: its index, with the slots
+    /// to visit in `slots` (replacing what was there), and where the step goes on. None if
+    /// the table has no segment.
+    fn scan_segment(&self, cursor: u64, want: usize, slots: &mut Vec<usize>) -> Option<(usize, SegmentScan)> {
+        if self.dir.is_empty() {
+            return None;
+        }
+        let id = self.seg_id(cursor);
+        let seg = &self.segs[id];
+        slots.clear();
+        let next = match seg.scan_slots(self.seed, cursor, want, slots) {
+            Some(cut) => SegmentScan::Cut(cut),
+            None => {
+                // Continue at the end of this segment's hash range; 0 past the last one.
+                let range = u64::MAX >> seg.depth;
+                SegmentScan::End((cursor & !range).wrapping_add(range).wrapping_add(1))
+            }
+        };
+        Some((id, next))
+    }
+
+    /// A uniformly random entry    /// A uniformly random entry (see the module comment), or None if the table is empty.
     pub fn random_entry<R: Rng + ?Sized>(&self, rng: &mut R) -> Option<(K::Key<'_>, &V)> {
         if self.is_empty() {
             return None;
