@@ -293,7 +293,7 @@ def test_auto_rewrite_when_the_log_grows(data_dir):
 
 def test_auto_rewrite_base_is_the_snapshot(data_dir):
     """As Redis's rule with the snapshot as the rewritten file: after a compaction the log
-    must grow by auto-aof-rewrite-percentage of the snapshot's size, not of nothing."""
+    must grow by auto-aof-rewrite-percentage of the snapshot's data, not of nothing."""
     n = node(data_dir, "--auto-aof-rewrite-min-size", "64kb", "--auto-aof-rewrite-percentage", "100",
              "--save", "").start()
     r = n.client()
@@ -305,6 +305,7 @@ def test_auto_rewrite_base_is_the_snapshot(data_dir):
     info = r.info("persistence")
     snap_bytes = os.path.getsize(os.path.join(n.data_dir, snap[-1]))
     assert info["aof_base_size"] == snap_bytes > 1000000
+    assert info["aof_base_data_size"] > 1000000
     assert info["aof_current_size"] >= snap_bytes
     # 200 KB of log: over the minimum, far under 100% of the snapshot.
     for i in range(200):
@@ -317,6 +318,32 @@ def test_auto_rewrite_base_is_the_snapshot(data_dir):
     wait_until(lambda: n.files("snap-") != snap, "compaction once the log outgrew the snapshot")
     wait_snapshot(r)
     assert r.dbsize() == 1400
+
+
+def test_auto_rewrite_weighs_the_log_against_uncompressed_data(data_dir):
+    """The log is not compressed, so the percentage is of the snapshot's data before LZ4:
+    a well-compressing dataset must not be compacted every time the log passes its tiny file."""
+    n = node(data_dir, "--auto-aof-rewrite-min-size", "64kb", "--auto-aof-rewrite-percentage", "100",
+             "--save", "").start()
+    r = n.client()
+    for i in range(100):
+        r.set("big%d" % i, b"x" * 10000)  # ~1 MB of data, a few KB compressed
+    wait_until(lambda: n.files("snap-"), "the first automatic compaction")
+    wait_snapshot(r)
+    snap = n.files("snap-")
+    info = r.info("persistence")
+    assert info["aof_base_size"] < 100000
+    assert info["aof_base_data_size"] > 1000000
+    # 300 KB of log: several times the file, under a third of the data.
+    for i in range(300):
+        r.set("small%d" % i, b"y" * 1000)
+    time.sleep(1.5)  # the driver checks every 250 ms
+    assert n.files("snap-") == snap, "compacted when the log passed the compressed file's size"
+    for i in range(1100):
+        r.set("more%d" % i, b"z" * 1000)
+    wait_until(lambda: n.files("snap-") != snap, "compaction once the log outgrew the data")
+    wait_snapshot(r)
+    assert r.dbsize() == 1500
 
 
 def test_relative_expiries_are_logged_as_absolute_times(data_dir):

@@ -41,6 +41,17 @@ pub struct Writer {
     keys: u64,
     blocks: u64,
     bytes: u64,
+    raw_bytes: u64,
+}
+
+/// What a finished snapshot holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Written {
+    pub keys: u64,
+    /// The file's size.
+    pub bytes: u64,
+    /// The size of its blocks before compression: the data the snapshot stands for.
+    pub raw_bytes: u64,
 }
 
 impl Writer {
@@ -55,7 +66,7 @@ impl Writer {
         let crc = crc32fast::hash(&h);
         h.extend_from_slice(&crc.to_le_bytes());
         out.write_all(&h).map_err(|e| format!("cannot write snapshot: {e}"))?;
-        Ok(Writer { out, keys: 0, blocks: 0, bytes: HEADER_BYTES as u64 })
+        Ok(Writer { out, keys: 0, blocks: 0, bytes: HEADER_BYTES as u64, raw_bytes: 0 })
     }
 
     /// Compresses and writes one block of `keys` encoded keys of `shard`.
@@ -75,11 +86,12 @@ impl Writer {
         self.keys += keys;
         self.blocks += 1;
         self.bytes += (BLOCK_HEADER_BYTES + compressed.len()) as u64;
+        self.raw_bytes += raw.len() as u64;
         Ok(())
     }
 
-    /// Writes the trailer and makes the file durable. Returns (keys, bytes written).
-    pub fn finish(mut self) -> Result<(u64, u64)> {
+    /// Writes the trailer and makes the file durable.
+    pub fn finish(mut self) -> Result<Written> {
         let mut t = Vec::with_capacity(21);
         t.push(KIND_TRAILER);
         t.extend_from_slice(&self.keys.to_le_bytes());
@@ -89,7 +101,7 @@ impl Writer {
         self.out.write_all(&t).map_err(|e| format!("cannot write snapshot: {e}"))?;
         let file = self.out.into_inner().map_err(|e| format!("cannot write snapshot: {e}"))?;
         file.sync_all().map_err(|e| format!("cannot fsync snapshot: {e}"))?;
-        Ok((self.keys, self.bytes + t.len() as u64))
+        Ok(Written { keys: self.keys, bytes: self.bytes + t.len() as u64, raw_bytes: self.raw_bytes })
     }
 }
 
@@ -120,6 +132,13 @@ pub struct Index {
     pub keys: u64,
     pub blocks: Vec<BlockRef>,
     pub file_bytes: u64,
+}
+
+impl Index {
+    /// The size of the blocks before compression (see [`Written::raw_bytes`]).
+    pub fn raw_bytes(&self) -> u64 {
+        self.blocks.iter().map(|b| b.raw_len as u64).sum()
+    }
 }
 
 fn corrupt(path: &Path, what: impl std::fmt::Display) -> String {
@@ -249,18 +268,24 @@ mod tests {
     use super::*;
     use abacus_keyspace::{Entry, Value};
 
-    fn write(path: &Path, keys: u64) {
+    fn write(path: &Path, keys: u64) -> Written {
         let mut w = Writer::create(path, 42, 2).unwrap();
         let mut raw = Vec::new();
+        let mut raw_total = 0;
         for i in 0..keys {
             entry::encode(&mut raw, 0, format!("key:{i}").as_bytes(), &Entry::new(Value::str(format!("value:{i}").as_bytes())));
             if raw.len() > 1000 {
                 w.write_block((i % 2) as u16, &raw, 0).unwrap();
+                raw_total += raw.len() as u64;
                 raw.clear();
             }
         }
         w.write_block(0, &raw, 0).unwrap();
-        w.finish().unwrap();
+        raw_total += raw.len() as u64;
+        let written = w.finish().unwrap();
+        assert_eq!(written.raw_bytes, raw_total);
+        assert_eq!(written.bytes, std::fs::metadata(path).unwrap().len());
+        written
     }
 
     fn load(path: &Path) -> Result<Vec<Vec<u8>>> {
@@ -279,7 +304,8 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("abacus-snap-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("s.abs");
-        write(&p, 500);
+        let written = write(&p, 500);
+        assert_eq!(index(&p).unwrap().raw_bytes(), written.raw_bytes);
         let keys = load(&p).unwrap();
         assert_eq!(keys.len(), 500);
         assert_eq!(keys[499], b"key:499");
