@@ -349,7 +349,7 @@ mod model {
             for (&k, &(v, at)) in &m {
                 let e = db.get_shared(&kb(k), 0).expect("model key present");
                 prop_assert_eq!(&e.value, &Value::Str(vec![v].into()));
-                prop_assert_eq!(e.expire_at_ms, at);
+                prop_assert_eq!(db.expire_at(&kb(k)), at);
             }
             let mut seen = 0;
             let mut cursor = 0;

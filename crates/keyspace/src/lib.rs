@@ -44,7 +44,7 @@ pub mod glob;
 pub mod strbuf;
 pub mod value;
 
-pub use db::{Db, Entry, WatchFlag};
+pub use db::{Db, Detached, Entry, WatchFlag};
 pub use evict::{EvictionPolicy, Tracking, LFU_INIT_VAL};
 pub use glob::glob_match;
 pub use strbuf::StrBuf;

@@ -7,7 +7,7 @@
 
 use abacus_collections::{CompactHash, IdSet};
 use abacus_hll::Hll;
-use abacus_keyspace::{Entry, Value};
+use abacus_keyspace::{Detached, Entry, Value};
 
 const TYPE_STR: u8 = 0;
 const TYPE_HLL: u8 = 1;
@@ -16,12 +16,13 @@ const TYPE_HASH: u8 = 3;
 
 const FLAG_RAW: u8 = 1;
 
-/// Appends the byte form of `key` in database `db` to `out`.
-pub fn encode(out: &mut Vec<u8>, db: u16, key: &[u8], e: &Entry) {
+/// Appends the byte form of `key` in database `db`, with absolute expiry `expire_at_ms`
+/// (0 = none), to `out`.
+pub fn encode(out: &mut Vec<u8>, db: u16, key: &[u8], e: &Entry, expire_at_ms: u64) {
     out.extend_from_slice(&db.to_le_bytes());
     out.extend_from_slice(&(key.len() as u32).to_le_bytes());
     out.extend_from_slice(key);
-    out.extend_from_slice(&e.expire_at_ms.to_le_bytes());
+    out.extend_from_slice(&expire_at_ms.to_le_bytes());
     out.push(if e.raw_encoding { FLAG_RAW } else { 0 });
     let (ty, at) = match &e.value {
         Value::Str(_) => (TYPE_STR, out.len()),
@@ -46,7 +47,7 @@ pub fn encode(out: &mut Vec<u8>, db: u16, key: &[u8], e: &Entry) {
 pub struct Decoded<'a> {
     pub db: u16,
     pub key: &'a [u8],
-    pub entry: Entry,
+    pub entry: Detached,
 }
 
 /// Decodes one key from the front of `bytes`; returns it and the bytes it took.
@@ -74,9 +75,8 @@ pub fn decode(bytes: &[u8]) -> Result<(Decoded<'_>, usize), String> {
         t => return Err(format!("unknown value type {t}")),
     };
     let mut entry = Entry::new(value);
-    entry.expire_at_ms = expire_at_ms;
     entry.raw_encoding = flags & FLAG_RAW != 0;
-    Ok((Decoded { db, key, entry }, at))
+    Ok((Decoded { db, key, entry: Detached { entry, expire_at_ms } }, at))
 }
 
 #[cfg(test)]
@@ -91,21 +91,21 @@ mod tests {
         hash.insert(b"f", b"v");
         let hll = Hll::from_bytes(&[0x11, 0x8b, 0x7f]).unwrap();
         let mut e = Entry::new(Value::str(b"hello"));
-        e.expire_at_ms = 123;
         e.raw_encoding = true;
         let entries = [e, Entry::new(Value::Hll(Box::new(hll))), Entry::new(Value::Set(Box::new(set))), Entry::new(Value::Hash(Box::new(hash)))];
+        let expiry = |i: usize| if i == 0 { 123 } else { 0 };
         let mut out = Vec::new();
         for (i, e) in entries.iter().enumerate() {
-            encode(&mut out, i as u16, format!("k{i}").as_bytes(), e);
+            encode(&mut out, i as u16, format!("k{i}").as_bytes(), e, expiry(i));
         }
         let mut at = 0;
         for (i, e) in entries.iter().enumerate() {
             let (d, n) = decode(&out[at..]).unwrap();
             assert_eq!(d.db as usize, i);
             assert_eq!(d.key, format!("k{i}").as_bytes());
-            assert_eq!(d.entry.value, e.value);
-            assert_eq!(d.entry.expire_at_ms, e.expire_at_ms);
-            assert_eq!(d.entry.raw_encoding, e.raw_encoding);
+            assert_eq!(d.entry.entry.value, e.value);
+            assert_eq!(d.entry.expire_at_ms, expiry(i));
+            assert_eq!(d.entry.entry.raw_encoding, e.raw_encoding);
             for cut in 0..n {
                 assert!(decode(&out[at..at + cut]).is_err());
             }

@@ -273,7 +273,7 @@ mod tests {
         let mut raw = Vec::new();
         let mut raw_total = 0;
         for i in 0..keys {
-            entry::encode(&mut raw, 0, format!("key:{i}").as_bytes(), &Entry::new(Value::str(format!("value:{i}").as_bytes())));
+            entry::encode(&mut raw, 0, format!("key:{i}").as_bytes(), &Entry::new(Value::str(format!("value:{i}").as_bytes())), 0);
             if raw.len() > 1000 {
                 w.write_block((i % 2) as u16, &raw, 0).unwrap();
                 raw_total += raw.len() as u64;

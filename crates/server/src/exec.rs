@@ -25,7 +25,7 @@ use std::time::Instant;
 
 use tokio::sync::{mpsc, oneshot};
 
-use abacus_keyspace::{Db, Entry, EvictionPolicy};
+use abacus_keyspace::{Db, Detached, EvictionPolicy};
 use abacus_protocol::{Bytes, Frame};
 
 use crate::command::{Handler, Spec};
@@ -518,7 +518,7 @@ impl Worker {
                             let e = if live { s.dbs[d].remove_entry(&k) } else { None };
                             e.map(|e| (d, k, e))
                         })
-                        .collect::<Vec<(usize, Bytes, Entry)>>()
+                        .collect::<Vec<(usize, Bytes, Detached)>>()
                 })
                 .await;
             let Some(taken) = taken else { return shutting_down() };
@@ -532,7 +532,7 @@ impl Worker {
         }
         let write = call.spec.is_write();
         for (shard, ks) in by_shard {
-            let back: Vec<(usize, Bytes, Option<Entry>)> =
+            let back: Vec<(usize, Bytes, Option<Detached>)> =
                 ks.into_iter().map(|(d, k)| { let e = scratch[d].remove_entry(&k); (d, k, e) }).collect();
             let done = self
                 .run(access, shard, move |s| {

@@ -273,9 +273,9 @@ async fn begin_with(
             }));
             for (i, db) in s.dbs.iter_mut().enumerate() {
                 let buf = buf.clone();
-                db.snapshot_begin(Box::new(move |key: &[u8], e: &Entry| {
+                db.snapshot_begin(Box::new(move |key: &[u8], e: &Entry, expire_at_ms: u64| {
                     let mut b = buf.lock().unwrap_or_else(|p| p.into_inner());
-                    abacus_persist::entry::encode(&mut b.raw, i as u16, key, e);
+                    abacus_persist::entry::encode(&mut b.raw, i as u16, key, e, expire_at_ms);
                     b.keys += 1;
                     if b.raw.len() >= BLOCK_BYTES {
                         b.send();

@@ -59,8 +59,10 @@ fn expire_generic(ctx: &mut Ctx, a: &[Bytes], unit_ms: i64, relative: bool, cmd:
         at = v;
     }
     let now = ctx.now_ms;
-    let Some(entry) = ctx.db().get(&a[1], now) else { return Frame::Integer(0) };
-    let current = entry.expire_at_ms;
+    if ctx.db().get(&a[1], now).is_none() {
+        return Frame::Integer(0);
+    }
+    let current = ctx.db().expire_at(&a[1]);
     let has_ttl = current != 0;
     if (nx && has_ttl) || (xx && !has_ttl) {
         return Frame::Integer(0);
@@ -98,10 +100,12 @@ fn pexpireat(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
 /// -2 if missing, -1 if no expiry, else the absolute expiry in ms.
 fn expire_of(ctx: &mut Ctx, key: &[u8]) -> i64 {
     let now = ctx.now_ms;
-    match ctx.db().peek(key, now) {
-        None => -2,
-        Some(e) if e.expire_at_ms == 0 => -1,
-        Some(e) => e.expire_at_ms as i64,
+    if ctx.db().peek(key, now).is_none() {
+        return -2;
+    }
+    match ctx.db().expire_at(key) {
+        0 => -1,
+        at => at as i64,
     }
 }
 

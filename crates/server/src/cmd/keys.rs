@@ -59,8 +59,8 @@ fn unlink(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
         }
         if let Some(e) = ctx.db().remove_entry(k) {
             removed += 1;
-            if e.value.heap_bytes() > crate::memory::LAZYFREE_THRESHOLD_BYTES {
-                crate::memory::free_later(e);
+            if e.entry.value.heap_bytes() > crate::memory::LAZYFREE_THRESHOLD_BYTES {
+                crate::memory::free_later(e.entry);
             }
         }
     }
@@ -157,7 +157,8 @@ fn copy(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
         return err("ERR source and destination objects are the same");
     }
     let now = ctx.now_ms;
-    let Some(src) = ctx.db().get(&a[1], now).cloned() else { return Frame::Integer(0) };
+    let Some(entry) = ctx.db().get(&a[1], now).cloned() else { return Frame::Integer(0) };
+    let src = abacus_keyspace::Detached { entry, expire_at_ms: ctx.db().expire_at(&a[1]) };
     if ctx.dbs[target].contains(&a[2], now) {
         if !replace {
             return Frame::Integer(0);

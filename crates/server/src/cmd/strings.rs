@@ -173,7 +173,10 @@ fn set(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     }
     let at = match expire {
         ExpireOpt::At(at) => at,
-        ExpireOpt::KeepTtl => ctx.db().get(key, now).map(|e| e.expire_at_ms).unwrap_or(0),
+        ExpireOpt::KeepTtl => match ctx.db().get(key, now) {
+            Some(_) => ctx.db().expire_at(key),
+            None => 0,
+        },
         _ => 0,
     };
     if at != 0 && at <= now {
