@@ -151,7 +151,7 @@ impl std::fmt::Debug for Snap {
 
 /// Fixed bytes an entry costs beyond its key and value heap bytes (slot, control byte, load
 /// factor slack), for the estimate of what an eviction frees.
-const ENTRY_SLOT_BYTES: usize = 96;
+const ENTRY_SLOT_BYTES: usize = 80;
 
 /// How a lookup treats the entry it finds.
 #[derive(Clone, Copy, PartialEq, Eq)]
