@@ -669,7 +669,9 @@ def test_disk_full_refuses_writes_loses_no_acknowledged_write_and_recovers(data_
     os.kill(n.p.proc.pid, signal.SIGTERM)
     wait_until(lambda: "errors trying to shut down" in n.p.log(), "SIGTERM refusal in the log")
     assert n.p.proc.poll() is None, "the server exited with an unwritten acknowledged write"
-    assert r.ping()
+    # PING reports the failure too, as Redis's does (health checks must see it).
+    with pytest.raises(redis.ResponseError, match="^MISCONF Errors writing to the AOF file"):
+        r.ping()
     # Space comes back: the retry lands and writes resume without intervention.
     os.remove(filler)
 
@@ -707,6 +709,19 @@ def test_snapshot_on_a_full_disk_fails_cleanly_and_sigterm_waits_for_one_that_fi
         r.save()
     assert r.info("persistence")["rdb_last_bgsave_status"] == "err"
     assert not [f for f in os.listdir(small_disk) if f.endswith(".tmp")], os.listdir(small_disk)
+    # stop-writes-on-bgsave-error (default yes) with a save schedule: writes and PING are
+    # refused until a snapshot succeeds or the operator says otherwise; reads go on.
+    with pytest.raises(redis.ResponseError, match="^MISCONF .*stop-writes-on-bgsave-error"):
+        r.set("second", "2")
+    with pytest.raises(redis.ResponseError, match="^MISCONF"):
+        r.ping()
+    p = r.pipeline(transaction=True)
+    p.set("in-multi", "x")
+    with pytest.raises(redis.ResponseError, match="EXECABORT|MISCONF"):
+        p.execute()
+    assert r.get("first") == b"1"
+    r.config_set("stop-writes-on-bgsave-error", "no")
+    assert r.ping()
     r.set("second", "2")
     os.kill(n.p.proc.pid, signal.SIGTERM)
     wait_until(lambda: "errors trying to shut down" in n.p.log(), "SIGTERM refusal in the log")

@@ -73,6 +73,7 @@ pub const PARAMS: &[Param] = &[
     Param { name: "aof-load-truncated", default: "yes", kind: Kind::Bool, mutable: true, help: "on start, drop a torn last log record with a warning (no: refuse to start)" },
     Param { name: "auto-aof-rewrite-percentage", default: "100", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "compact the log (snapshot + new segment) when the log since the last snapshot reaches this percent of the snapshot's data size before compression (INFO aof_base_data_size); 0 = never" },
     Param { name: "auto-aof-rewrite-min-size", default: "67108864", kind: Kind::Memory { min: 0, max: i64::MAX as u64 }, mutable: true, help: "...and snapshot + log are at least this big" },
+    Param { name: "stop-writes-on-bgsave-error", default: "yes", kind: Kind::Bool, mutable: true, help: "refuse writes (MISCONF) while the last snapshot failed and a save schedule is set, as Redis does, so a failing disk is noticed before data is lost" },
     Param { name: "save", default: "3600 1 300 100 60 10000", kind: Kind::Str, mutable: true, help: "snapshot schedule: pairs 'seconds changes' (snapshot when at least that many writes happened in that many seconds); empty = none" },
     Param { name: "hll-log2m", default: "11", kind: Kind::Int { min: 4, max: 31 }, mutable: true, help: "HLL.* sketches created without LOG2M: log2 of the register count" },
     Param { name: "hll-regwidth", default: "5", kind: Kind::Int { min: 1, max: 8 }, mutable: true, help: "HLL.* sketches created without REGWIDTH: bits per register" },

@@ -352,10 +352,11 @@ impl Conn {
             self.fail_multi();
             return Step::Reply(Frame::error("NOAUTH Authentication required."));
         }
-        if spec.is_write() {
-            // Redis refuses writes, queued ones included, while the log cannot be written
-            // (MISCONF); a refused queued command aborts the transaction like any other.
-            if let Some(refused) = crate::aof::global().and_then(|a| a.refusing_writes()) {
+        if spec.is_write() || spec.name == "ping" {
+            // Redis refuses writes, queued ones included, while persistence fails (MISCONF),
+            // and PING too, so that health checks see it; a refused queued command aborts
+            // the transaction like any other.
+            if let Some(refused) = crate::snapshot::refusing_writes(&self.worker.server.config) {
                 stats::record_rejected(spec.name);
                 self.fail_multi();
                 return Step::Reply(Frame::error(refused));

@@ -459,6 +459,26 @@ pub async fn driver(worker: std::rc::Rc<Worker>) {
     }
 }
 
+/// Why writes are refused because persistence is failing, if they are (Redis's
+/// `writeCommandsDeniedByDiskError`, in its order): the last snapshot failed while a save
+/// schedule is set and `stop-writes-on-bgsave-error` is on, or the log cannot be written.
+/// One atomic load each when all is well.
+pub fn refusing_writes(config: &crate::config::Config) -> Option<String> {
+    if global().is_some_and(|s| !s.last_ok.load(Ordering::Relaxed))
+        && config.get_bool("stop-writes-on-bgsave-error")
+        && !config.get("save").trim().is_empty()
+    {
+        return Some(
+            "MISCONF Abacus is configured to save snapshots, but it's currently unable to persist to disk. \
+             Commands that may modify the data set are disabled, because this instance is configured to report \
+             errors during writes if snapshotting fails (stop-writes-on-bgsave-error option). Please check the \
+             Abacus logs for details about the snapshot error."
+                .into(),
+        );
+    }
+    crate::aof::global().and_then(|a| a.refusing_writes())
+}
+
 /// Takes a final snapshot from outside the workers (SIGTERM) and waits for it; whether it
 /// succeeded.
 pub fn final_save_blocking() -> bool {

@@ -55,8 +55,8 @@ pub async fn exec(conn: &mut Conn) -> Frame {
         return err("EXECABORT Transaction discarded because of previous errors.");
     }
     if multi.queued.iter().any(|c| c.spec.is_write()) {
-        // The log failed after these writes were queued: Redis refuses the EXEC (MISCONF).
-        if let Some(refused) = crate::aof::global().and_then(|a| a.refusing_writes()) {
+        // Persistence failed after these writes were queued: Redis refuses the EXEC (MISCONF).
+        if let Some(refused) = crate::snapshot::refusing_writes(&conn.worker.server.config) {
             conn.unwatch_all().await;
             return Frame::error(refused);
         }
