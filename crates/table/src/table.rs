@@ -369,6 +369,14 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
         std::mem::replace(self, fresh)
     }
 
+    /// Whether inserting `key` (hashed to `hash`) would first grow its segment (a rebuild or a
+    /// split): true only for an absent key whose segment is at its load limit. For benchmarks
+    /// that time the inserts that grow the table apart from the others; not a stable API.
+    #[doc(hidden)]
+    pub fn insert_grows(&self, hash: u64, key: K::Key<'_>) -> bool {
+        self.dir.is_empty() || matches!(self.segs[self.seg_id(hash)].find_or_free(hash, key), Err(None))
+    }
+
     /// Where `key` is, or where it goes. The common case is one pass over one segment's
     /// control bytes, inlined; the rare case (first insert, full segment) is out of line.
     #[inline(always)]
