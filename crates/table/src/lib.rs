@@ -17,13 +17,14 @@
 //!   split in two, so segments stay 71-90% full at every table size.
 //! - Segments (`segment.rs`, `ctrl.rs`): open addressing with linear probing over one
 //!   control byte per slot (a 7-bit tag), read eight at a time.
-//! - Entries (`key.rs`): the key and the value sit inline in the slot. Byte keys of up to 22
-//!   bytes are stored inline (24-byte [`SmallKey`]), longer ones boxed; `u64` keys take 8
-//!   bytes. A `u64 -> u64` entry costs 17 bytes per slot, 21-24 bytes per entry.
+//! - Entries (`key.rs`, `small_key.rs`): the key and the value sit inline in the slot. Byte
+//!   keys of up to 15 bytes, and most 16-byte ones, are stored inline (16-byte [`SmallKey`]),
+//!   longer ones boxed; `u64` keys take 8 bytes. A `u64 -> u64` entry costs 17 bytes per slot, 21-24 bytes per entry.
 //! - SCAN (`walk.rs`): the cursor is a position in hash space, so Redis's guarantee (every
 //!   entry present throughout an iteration is returned) holds across any number of segment
 //!   splits between calls.
-//! - Safety: safe code except one prefetch intrinsic (`prefetch.rs`); empty slots hold
+//! - Safety: safe code except one prefetch intrinsic (`prefetch.rs`) and the two
+//!   representations of a [`SmallKey`] (`small_key.rs`, a union); empty slots hold
 //!   `V::default()`, hence the `V: Default` bound (keep `Default` allocation-free).
 //!
 //! ```
@@ -65,6 +66,7 @@ mod hash;
 mod key;
 mod prefetch;
 mod segment;
+mod small_key;
 mod table;
 mod walk;
 

@@ -50,16 +50,19 @@ fn every_value_is_dropped_exactly_once() {
 fn memory_counts_out_of_line_keys_exactly() {
     let mut t: Table<u64> = Table::with_capacity(1000);
     let base = t.memory_bytes();
-    t.insert(&[7u8; 22], 1); // inline: no heap bytes
+    t.insert(&[7u8; 15], 1); // inline: no heap bytes
+    t.insert(b"key:000000012345", 1); // 16 bytes ending in a character: inline too
     assert_eq!(t.memory_bytes(), base);
+    t.insert(&[7u8; 16], 1); // 16 bytes whose last byte is a length tag: boxed
+    assert_eq!(t.memory_bytes(), base + 16);
     t.insert(&[7u8; 23], 1);
-    assert_eq!(t.memory_bytes(), base + 23);
+    assert_eq!(t.memory_bytes(), base + 39);
     t.insert(&[9u8; 1000], 1);
-    assert_eq!(t.memory_bytes(), base + 1023);
+    assert_eq!(t.memory_bytes(), base + 1039);
     t.insert(&[9u8; 1000], 2); // overwrite keeps the stored key
-    assert_eq!(t.memory_bytes(), base + 1023);
+    assert_eq!(t.memory_bytes(), base + 1039);
     t.remove(&[7u8; 23]);
-    assert_eq!(t.memory_bytes(), base + 1000);
+    assert_eq!(t.memory_bytes(), base + 1016);
     t.retain(|_, _| false);
     assert_eq!(t.memory_bytes(), base);
     t.clear();
