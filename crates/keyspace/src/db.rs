@@ -95,7 +95,7 @@ fn expired(volatile: &Table<u64>, key: &[u8], e: &Entry, now_ms: u64) -> bool {
 }
 
 // The value (24 bytes), the eviction clock and counter, and three flags: 32 bytes, which with
-// the 24-byte inline key makes a 56-byte slot.
+// the 16-byte key (`abacus_table::SmallKey`) makes a 48-byte slot.
 const _: () = assert!(std::mem::size_of::<Entry>() <= 32);
 
 /// Per-entry bookkeeping bytes counted by [`Db::approx_bytes`] beyond the table's own
@@ -151,7 +151,7 @@ impl std::fmt::Debug for Snap {
 
 /// Fixed bytes an entry costs beyond its key and value heap bytes (slot, control byte, load
 /// factor slack), for the estimate of what an eviction frees.
-const ENTRY_SLOT_BYTES: usize = 80;
+const ENTRY_SLOT_BYTES: usize = 64;
 
 /// How a lookup treats the entry it finds.
 #[derive(Clone, Copy, PartialEq, Eq)]
