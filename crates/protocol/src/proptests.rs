@@ -89,7 +89,7 @@ fn feed(
         buf.extend_from_slice(chunk);
         loop {
             match p.parse(&mut buf) {
-                Ok(Some(args)) => out.push(args),
+                Ok(Some(args)) => out.push(args.to_vec()),
                 Ok(None) => break,
                 Err(e) => return (out, Some(e), buf),
             }
@@ -117,11 +117,13 @@ fn feed_batches(
         rest = tail;
         buf.extend_from_slice(chunk);
         loop {
-            if p.parse_batch(&mut buf, batch_max, &mut out) > 0 {
+            let mut batch = Vec::new();
+            if p.parse_batch(&mut buf, batch_max, &mut batch) > 0 {
+                out.extend(batch.iter().map(|a| a.to_vec()));
                 continue;
             }
             match p.parse(&mut buf) {
-                Ok(Some(args)) => out.push(args),
+                Ok(Some(args)) => out.push(args.to_vec()),
                 Ok(None) => break,
                 Err(e) => return (out, Some(e), buf),
             }

@@ -9,8 +9,9 @@
 //! Zero-copy: while a command is incomplete nothing is removed from the
 //! caller's buffer; argument positions are kept as offsets. When the command
 //! completes, its bytes are split off the buffer in one `split_to` and every
-//! argument is a `Bytes` slice of that block. The only per-command allocation
-//! is the returned `Vec<Bytes>`; the offset list is reused between commands.
+//! argument is a view of that block ([`Args`]: one reference to the block per
+//! command, none per argument). The only per-command allocation is the
+//! argument list; the offset list is reused between commands.
 //! Trade-off: the arguments keep the block alive until they are dropped, so
 //! the caller's `BytesMut` must reallocate rather than reuse that memory.
 //!
@@ -24,6 +25,8 @@
 //! CRLF, and the byte after a header's `\r` is not checked to be `\n`.
 
 use bytes::{Buf, Bytes, BytesMut};
+
+use crate::args::Args;
 
 use crate::inline::{split_into, Arg};
 use crate::{string2ll, Limits, ProtocolError};
@@ -154,7 +157,7 @@ impl RequestParser {
     /// is kept, call again after appending more bytes. Empty inline lines and
     /// `*0` / negative counts are consumed and skipped. After `Err` the caller
     /// is expected to close the connection (the parser is reset anyway).
-    pub fn parse(&mut self, buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+    pub fn parse(&mut self, buf: &mut BytesMut) -> Result<Option<Args>, ProtocolError> {
         if self.pos > buf.len() || self.scan > buf.len() {
             // Contract broken (buffer shrank): restart rather than misread.
             self.reset();
@@ -166,7 +169,7 @@ impl RequestParser {
         result
     }
 
-    fn run(&mut self, buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+    fn run(&mut self, buf: &mut BytesMut) -> Result<Option<Args>, ProtocolError> {
         loop {
             match self.state {
                 State::Idle => {
@@ -333,7 +336,7 @@ impl RequestParser {
     /// next command needs the state machine (incomplete, inline, unusual or erroneous); then
     /// [`Self::parse`] handles that one. Taking a command here or through `parse` gives the
     /// same arguments and consumes the same bytes.
-    pub fn parse_batch(&mut self, buf: &mut BytesMut, max: usize, out: &mut Vec<Vec<Bytes>>) -> usize {
+    pub fn parse_batch(&mut self, buf: &mut BytesMut, max: usize, out: &mut Vec<Args>) -> usize {
         if self.state != State::Idle {
             return 0;
         }
@@ -353,13 +356,15 @@ impl RequestParser {
         if taken == 0 {
             return 0;
         }
-        let block = buf.split_to(end).freeze();
+        let mut block = buf.split_to(end).freeze();
         out.reserve(taken);
         let mut first = 0;
-        for &last in &self.batch_ends {
-            let spans = &self.spans[first..last];
-            // Spans lie inside the block by construction; stay safe anyway.
-            out.push(spans.iter().map(|&(s, e)| if s <= e && e <= block.len() { block.slice(s..e) } else { Bytes::new() }).collect());
+        for (k, &last) in self.batch_ends.iter().enumerate() {
+            let spans = self.spans.get(first..last).unwrap_or(&[]);
+            // One reference to the block per command (the last takes the block itself), none
+            // per argument: see `args.rs`.
+            let owner = if k + 1 == taken { std::mem::take(&mut block) } else { block.clone() };
+            out.push(Args::from_block(owner, spans));
             first = last;
         }
         self.reset();
@@ -461,20 +466,10 @@ impl RequestParser {
     }
 
     /// Splits the finished multibulk off the buffer and slices the args.
-    fn finish(&mut self, buf: &mut BytesMut) -> Vec<Bytes> {
+    fn finish(&mut self, buf: &mut BytesMut) -> Args {
         let block = buf.split_to(self.pos.min(buf.len())).freeze();
-        let args = self
-            .spans
-            .iter()
-            .map(|&(s, e)| {
-                // Spans lie inside the block by construction; stay safe anyway.
-                if s <= e && e <= block.len() {
-                    block.slice(s..e)
-                } else {
-                    Bytes::new()
-                }
-            })
-            .collect();
+        // Spans lie inside the block by construction; `from_block` stays safe anyway.
+        let args = Args::from_block(block, &self.spans);
         self.reset();
         args
     }
@@ -482,7 +477,7 @@ impl RequestParser {
     /// Inline request: one line up to `\n` (a preceding `\r` is dropped).
     /// Returns `Ok(None)` both when incomplete and when the line was empty
     /// (then the state is back to `Idle` and the line consumed).
-    fn parse_inline(&mut self, buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+    fn parse_inline(&mut self, buf: &mut BytesMut) -> Result<Option<Args>, ProtocolError> {
         let from = self.scan;
         let hay = buf.get(from..).unwrap_or(&[]);
         let Some(i) = find_byte(b'\n', hay) else {
@@ -514,7 +509,7 @@ impl RequestParser {
         if tokens.is_empty() {
             return Ok(None);
         }
-        Ok(Some(
+        Ok(Some(Args::from_vec(
             tokens
                 .into_iter()
                 .map(|t| match t {
@@ -523,7 +518,7 @@ impl RequestParser {
                     Arg::Owned(v) => Bytes::from(v),
                 })
                 .collect(),
-        ))
+        )))
     }
 }
 

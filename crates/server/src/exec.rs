@@ -26,7 +26,7 @@ use std::time::Instant;
 use tokio::sync::{mpsc, oneshot};
 
 use abacus_keyspace::{Db, Entry, EvictionPolicy};
-use abacus_protocol::{Bytes, Frame};
+use abacus_protocol::{Arg, Args, Bytes, Frame};
 
 use crate::command::{Handler, Spec};
 use crate::config::CmdConfig;
@@ -110,7 +110,7 @@ pub struct Worker {
 /// A command ready to run: its spec and arguments (name first).
 pub struct Call {
     pub spec: &'static Spec,
-    pub args: Vec<Bytes>,
+    pub args: Args,
 }
 
 /// One connection's single-shard calls for one shard, with their indexes in its batch.
@@ -152,7 +152,7 @@ fn run_group_deferred(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: 
 
 /// Runs a keyed command's handler against `dbs` and does the bookkeeping every write needs
 /// (WATCH signals and the append-only log: every keyed write goes through here).
-pub fn exec_keyed(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Bytes], now_ms: u64, cfg: CmdConfig) -> Frame {
+pub fn exec_keyed(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Arg], now_ms: u64, cfg: CmdConfig) -> Frame {
     let started = Instant::now();
     let reply = exec_keyed_untimed(dbs, db, spec, args, now_ms, cfg);
     stats::record(spec.name, started.elapsed(), reply.is_error());
@@ -161,7 +161,7 @@ pub fn exec_keyed(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Bytes]
 
 /// [`exec_keyed`] without the per-command clock reads: batches time the whole group once.
 /// Recovery replays the log through it too.
-pub(crate) fn exec_keyed_untimed(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Bytes], now_ms: u64, cfg: CmdConfig) -> Frame {
+pub(crate) fn exec_keyed_untimed(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Arg], now_ms: u64, cfg: CmdConfig) -> Frame {
     let Handler::Keyed(f) = spec.handler else {
         return Frame::error("ERR internal error: not a keyed command");
     };
@@ -205,7 +205,7 @@ const MAX_EVICTIONS_PER_COMMAND: usize = 256;
 /// Over the limit, it evicts keys of this shard by the configured policy — this shard's share
 /// of the excess, since every shard sees the same process-wide figure — and refuses the
 /// command with Redis's OOM error only if nothing could be evicted.
-fn admit(dbs: &mut [Db], spec: &Spec, args: &[Bytes], now: u64, cfg: &CmdConfig, shards: usize) -> Option<Frame> {
+fn admit(dbs: &mut [Db], spec: &Spec, args: &[Arg], now: u64, cfg: &CmdConfig, shards: usize) -> Option<Frame> {
     if cfg.maxmemory == 0 || !spec.has(crate::command::flags::DENYOOM) {
         return None;
     }
@@ -248,8 +248,8 @@ fn admit(dbs: &mut [Db], spec: &Spec, args: &[Bytes], now: u64, cfg: &CmdConfig,
 /// The (database, key) pairs a command touches. Key positions come from the command table
 /// ([`Spec::key_indexes`], numkeys commands included); COPY's `DB n` option names a second
 /// database.
-pub fn command_keys(spec: &Spec, args: &[Bytes], db: usize) -> Vec<(usize, Bytes)> {
-    let mut keys: Vec<(usize, Bytes)> = spec.key_indexes(args).map(|i| (db, args[i].clone())).collect();
+pub fn command_keys(spec: &Spec, args: &[Arg], db: usize) -> Vec<(usize, Bytes)> {
+    let mut keys: Vec<(usize, Bytes)> = spec.key_indexes(args).map(|i| (db, Bytes::copy_from_slice(&args[i]))).collect();
     if spec.name == "copy" && keys.len() == 2 {
         let mut i = 3;
         while i + 1 < args.len() {
