@@ -393,6 +393,11 @@ impl Worker {
         let mut groups: Vec<Vec<(usize, Call)>> = (0..total_shards).map(|_| Vec::new()).collect();
         for (i, (shard, call)) in calls.into_iter().enumerate() {
             if let Some(g) = groups.get_mut(shard) {
+                if g.capacity() == 0 {
+                    // Room for the rest of the batch at once: growing 4, 8, 16... costs a
+                    // reallocation each (a pipeline on one hot key puts everything in one group).
+                    g.reserve_exact(n - i);
+                }
                 g.push((i, call));
             }
         }
