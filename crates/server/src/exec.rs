@@ -577,28 +577,22 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
             // Sketch adds reach two pointer hops further (see `Db::prefetch_sketches`), which
             // needs the keys' hashes; not for a group on one hot key, whose sketch stays in
             // cache anyway.
-            let sketch_add = |c: &Call| c.spec.name.starts_with("hll.add");
+            let sketch_adds = group.first().is_some_and(|(_, c)| c.spec.name.starts_with("hll.add"));
             let mut sketches: Vec<(u64, &[u8])> = Vec::new();
-            if group.first().is_some_and(|(_, c)| sketch_add(c)) {
-                sketches.reserve_exact(group.len());
-            }
             let mut previous: &[u8] = &[];
-            let mut hash = 0;
-            let mut distinct = 0;
             for (_, c) in &group {
                 if let Some(i) = c.spec.key_indexes(&c.args).next() {
                     let key = &c.args[i][..];
                     if key != previous {
-                        hash = d.prefetch(key);
+                        let hash = d.prefetch(key);
                         previous = key;
-                        distinct += 1;
-                    }
-                    if sketches.capacity() > 0 && i == 1 && sketch_add(c) {
-                        sketches.push((hash, key));
+                        if sketch_adds && c.spec.name.starts_with("hll.add") {
+                            sketches.push((hash, key));
+                        }
                     }
                 }
             }
-            if distinct > 1 {
+            if sketches.len() > 1 {
                 d.prefetch_sketches(sketches.into_iter());
             }
         }
