@@ -381,17 +381,10 @@ impl RequestParser {
         if taken == 0 {
             return 0;
         }
-        let mut block = buf.split_to(end).freeze();
-        out.reserve(taken);
-        let mut first = 0;
-        for (k, &last) in self.batch_ends.iter().enumerate() {
-            let spans = self.spans.get(first..last).unwrap_or(&[]);
-            // One reference to the block per command (the last takes the block itself), none
-            // per argument: see `args.rs`.
-            let owner = if k + 1 == taken { std::mem::take(&mut block) } else { block.clone() };
-            out.push(Args::from_block(owner, spans));
-            first = last;
-        }
+        let block = buf.split_to(end).freeze();
+        // One argument list and one reference to the block for the whole run, shared by its
+        // commands (see `args.rs`).
+        Args::from_block_run(block, &self.spans, &self.batch_ends, out);
         self.reset();
         if self.batch_ends.capacity() > MAX_RETAINED_ARGS {
             self.batch_ends = Vec::new();
