@@ -248,8 +248,8 @@ fn admit(dbs: &mut [Db], spec: &Spec, args: &[Arg], now: u64, cfg: &CmdConfig, s
 /// The (database, key) pairs a command touches. Key positions come from the command table
 /// ([`Spec::key_indexes`], numkeys commands included); COPY's `DB n` option names a second
 /// database.
-pub fn command_keys(spec: &Spec, args: &[Arg], db: usize) -> Vec<(usize, Bytes)> {
-    let mut keys: Vec<(usize, Bytes)> = spec.key_indexes(args).map(|i| (db, Bytes::copy_from_slice(&args[i]))).collect();
+pub fn command_keys(spec: &Spec, args: &Args, db: usize) -> Vec<(usize, Bytes)> {
+    let mut keys: Vec<(usize, Bytes)> = spec.key_indexes(args).map(|i| (db, args.bytes(i))).collect();
     if spec.name == "copy" && keys.len() == 2 {
         let mut i = 3;
         while i + 1 < args.len() {
