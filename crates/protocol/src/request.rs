@@ -9,9 +9,10 @@
 //! Zero-copy: while a command is incomplete nothing is removed from the
 //! caller's buffer; argument positions are kept as offsets. When the command
 //! completes, its bytes are split off the buffer in one `split_to` and every
-//! argument is a view of that block ([`Args`]: one reference to the block per
-//! command, none per argument). The only per-command allocation is the
-//! argument list; the offset list is reused between commands.
+//! argument is a view of that block ([`Args`]: no reference count per
+//! argument; the commands of a run taken by `parse_batch` share one argument
+//! list and one reference to the block). The offset list is reused between
+//! commands.
 //! Trade-off: the arguments keep the block alive until they are dropped, so
 //! the caller's `BytesMut` must reallocate rather than reuse that memory.
 //!
@@ -27,7 +28,6 @@
 use bytes::{Buf, Bytes, BytesMut};
 
 use crate::args::Args;
-
 use crate::inline::{split_into, Arg};
 use crate::{string2ll, Limits, ProtocolError};
 
