@@ -30,6 +30,9 @@ pub(crate) enum State {
     Registers(Vec<u8>),
 }
 
+/// Capacity of a new explicit list (32 bytes).
+const EXPLICIT_FIRST_CAPACITY: usize = 4;
+
 /// A HyperLogLog sketch, byte-compatible with postgresql-hll 2.17.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Hll {
@@ -143,7 +146,11 @@ impl Hll {
                 true
             }
             State::Empty => {
-                self.state = State::Explicit(vec![hash]);
+                // Room for a few values at once: growing from one (1, 4, 8...) reallocated
+                // on the second add already, and a counter rarely stays at one value.
+                let mut values = Vec::with_capacity(threshold.clamp(1, EXPLICIT_FIRST_CAPACITY));
+                values.push(hash);
+                self.state = State::Explicit(values);
                 true
             }
             State::Explicit(values) => match values.binary_search(&hash) {

@@ -204,9 +204,37 @@ impl Db {
     }
 
     /// Hashes `key` for this database's table and prefetches its slot, so that a batch of
-    /// commands can start all its memory loads before executing the first one.
-    pub fn prefetch(&self, key: &[u8]) {
-        self.map.prefetch(self.map.hash_key(key));
+    /// commands can start all its memory loads before executing the first one. Returns the
+    /// hash, for [`Db::prefetch_sketches`].
+    pub fn prefetch(&self, key: &[u8]) -> u64 {
+        let hash = self.map.hash_key(key);
+        self.map.prefetch(hash);
+        hash
+    }
+
+    /// The second step of a batch's prefetch, for decoded HLL sketches, whose data lies two
+    /// pointer hops behind the slot: the `Box<Hll>`, then its explicit list, which an add
+    /// binary-searches (`perf` at 10k keys: ~7% of the server's CPU waiting for the box and
+    /// ~14% for the list). Call it after [`Db::prefetch`] of every key, so the slots are on
+    /// their way: each key is looked up (nothing is counted or changed), its box prefetched,
+    /// and the list behind the box prefetched eight keys earlier, by now arriving, is prefetched.
+    /// `keys` come with the hashes [`Db::prefetch`] returned (a wrong hash finds nothing).
+    pub fn prefetch_sketches<'k>(&self, keys: impl Iterator<Item = (u64, &'k [u8])>) {
+        const LAG: usize = 8;
+        let mut ring: [Option<&abacus_hll::Hll>; LAG] = [None; LAG];
+        for (i, (hash, key)) in keys.enumerate() {
+            let slot = &mut ring[i % LAG];
+            if let Some(h) = slot.take() {
+                prefetch_explicit(h);
+            }
+            if let Some(Value::Hll(h)) = self.map.get_hashed(hash, key).map(|e| &e.value) {
+                abacus_table::prefetch_read(&**h as *const abacus_hll::Hll);
+                *slot = Some(h);
+            }
+        }
+        for h in ring.into_iter().flatten() {
+            prefetch_explicit(h);
+        }
     }
 
     /// Hands the running snapshot `key`'s state before it changes, unless the snapshot has
@@ -856,6 +884,20 @@ mod tests {
             seen.sort();
             let want: Vec<u8> = model.iter().filter(|(_, &(_, at))| at == 0 || at > now).map(|(&k, _)| k).collect();
             prop_assert_eq!(seen, want);
+        }
+    }
+}
+
+/// Prefetches a sketch's explicit list, up to 16 cache lines (128 values; the default
+/// threshold promotes at 160): a binary search visits lines all over it.
+fn prefetch_explicit(h: &abacus_hll::Hll) {
+    if let Some(values) = h.explicit_values() {
+        for line in values.chunks(8).take(16) {
+            abacus_table::prefetch_read(line.as_ptr());
+        }
+        // The list need not start on a line boundary: its last line too.
+        if let Some(last) = values.get(..128).and_then(|v| v.last()) {
+            abacus_table::prefetch_read(last as *const i64);
         }
     }
 }

@@ -16,13 +16,14 @@
 //!   on its own (capacities are capped; memory grows only with bytes that
 //!   actually arrived);
 //! - nothing any input can do panics: no unchecked indexing on wire data;
-//! - the request hot path allocates one `Vec<Bytes>` per command and
-//!   returns zero-copy slices of the read buffer.
+//! - the request hot path allocates one argument list per command, whose
+//!   arguments are zero-copy views of the read buffer ([`Args`]).
 //!
 //! The behaviour mirrors Redis 7.2's `networking.c` (`processMultibulkBuffer`,
 //! `processInlineBuffer`), including its error texts, so existing clients and
 //! test suites see the same thing.
 
+mod args;
 mod double;
 mod frame;
 mod inline;
@@ -34,6 +35,7 @@ mod proptests;
 
 pub use bytes::{Bytes, BytesMut};
 
+pub use args::{Arg, Args};
 pub use double::{format_double, format_double_d2string};
 pub use frame::{encode, encode_command, Frame};
 pub use inline::split_args;

@@ -89,7 +89,7 @@ fn feed(
         buf.extend_from_slice(chunk);
         loop {
             match p.parse(&mut buf) {
-                Ok(Some(args)) => out.push(args),
+                Ok(Some(args)) => out.push(args.to_vec()),
                 Ok(None) => break,
                 Err(e) => return (out, Some(e), buf),
             }
@@ -117,11 +117,13 @@ fn feed_batches(
         rest = tail;
         buf.extend_from_slice(chunk);
         loop {
-            if p.parse_batch(&mut buf, batch_max, &mut out) > 0 {
+            let mut batch = Vec::new();
+            if p.parse_batch(&mut buf, batch_max, &mut batch) > 0 {
+                out.extend(batch.iter().map(|a| a.to_vec()));
                 continue;
             }
             match p.parse(&mut buf) {
-                Ok(Some(args)) => out.push(args),
+                Ok(Some(args)) => out.push(args.to_vec()),
                 Ok(None) => break,
                 Err(e) => return (out, Some(e), buf),
             }
@@ -211,6 +213,29 @@ fn resp2_view(f: &Frame) -> Frame {
 }
 
 proptest! {
+    #[test]
+    fn argument_runs_match_their_spans(
+        data in vec(any::<u8>(), 0..64),
+        spans in vec((0usize..80, 0usize..80), 0..12),
+        ends in vec(0usize..16, 0..6),
+    ) {
+        // Any spans and ends, even ones the parser never makes: no panic, every argument is
+        // its span's bytes (or empty when the span is not inside the block), and the commands
+        // split the list in order.
+        let block = Bytes::from(data.clone());
+        let mut out = Vec::new();
+        Args::from_block_run(block, &spans, &ends, &mut out);
+        prop_assert_eq!(out.len(), ends.len());
+        let flat: Vec<Vec<u8>> = out.iter().flat_map(|c| c.iter().map(|a| a.to_vec())).collect();
+        let want: Vec<Vec<u8>> = spans.iter().map(|&(s, e)| data.get(s..e).unwrap_or(&[]).to_vec()).collect();
+        prop_assert!(want.starts_with(&flat));
+        for c in &out {
+            for i in 0..c.len() {
+                prop_assert_eq!(&c.bytes(i)[..], &c[i][..]);
+            }
+        }
+    }
+
     #[test]
     fn arbitrary_bytes_never_panic(
         data in any_input(),

@@ -9,8 +9,10 @@
 //! Zero-copy: while a command is incomplete nothing is removed from the
 //! caller's buffer; argument positions are kept as offsets. When the command
 //! completes, its bytes are split off the buffer in one `split_to` and every
-//! argument is a `Bytes` slice of that block. The only per-command allocation
-//! is the returned `Vec<Bytes>`; the offset list is reused between commands.
+//! argument is a view of that block ([`Args`]: no reference count per
+//! argument; the commands of a run taken by `parse_batch` share one argument
+//! list and one reference to the block). The offset list is reused between
+//! commands.
 //! Trade-off: the arguments keep the block alive until they are dropped, so
 //! the caller's `BytesMut` must reallocate rather than reuse that memory.
 //!
@@ -25,6 +27,7 @@
 
 use bytes::{Buf, Bytes, BytesMut};
 
+use crate::args::Args;
 use crate::inline::{split_into, Arg};
 use crate::{string2ll, Limits, ProtocolError};
 
@@ -154,7 +157,7 @@ impl RequestParser {
     /// is kept, call again after appending more bytes. Empty inline lines and
     /// `*0` / negative counts are consumed and skipped. After `Err` the caller
     /// is expected to close the connection (the parser is reset anyway).
-    pub fn parse(&mut self, buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+    pub fn parse(&mut self, buf: &mut BytesMut) -> Result<Option<Args>, ProtocolError> {
         if self.pos > buf.len() || self.scan > buf.len() {
             // Contract broken (buffer shrank): restart rather than misread.
             self.reset();
@@ -166,7 +169,7 @@ impl RequestParser {
         result
     }
 
-    fn run(&mut self, buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+    fn run(&mut self, buf: &mut BytesMut) -> Result<Option<Args>, ProtocolError> {
         loop {
             match self.state {
                 State::Idle => {
@@ -304,18 +307,43 @@ impl RequestParser {
         if self.limits.unauthenticated && count > crate::UNAUTHENTICATED_MAX_ARGS {
             return None;
         }
+        // The largest payload accepted, both limits in one (checked once per argument).
+        let max_len = if self.limits.unauthenticated {
+            self.limits.max_bulk_len.min(crate::UNAUTHENTICATED_MAX_BULK as usize)
+        } else {
+            self.limits.max_bulk_len
+        };
         for _ in 0..count {
-            if buf.get(pos) != Some(&b'$') {
+            // `$` and one or two digits, what nearly every argument's header is, read from one
+            // five-byte window (the byte after the `\r` included, as `header_number` wants);
+            // anything else goes through `header_number`.
+            let (len, start) = match buf.get(pos..pos + 5) {
+                Some(&[b'$', d0 @ b'0'..=b'9', b'\r', _, _]) => {
+                    #[cfg(test)]
+                    {
+                        self.scanned += 2;
+                    }
+                    (usize::from(d0 - b'0'), pos + 4)
+                }
+                Some(&[b'$', d0 @ b'1'..=b'9', d1 @ b'0'..=b'9', b'\r', _]) => {
+                    #[cfg(test)]
+                    {
+                        self.scanned += 3;
+                    }
+                    (usize::from(d0 - b'0') * 10 + usize::from(d1 - b'0'), pos + 5)
+                }
+                _ => {
+                    if buf.get(pos) != Some(&b'$') {
+                        return None;
+                    }
+                    let (len, start) = self.header_number(buf, pos + 1)?;
+                    (usize::try_from(len).ok()?, start)
+                }
+            };
+            if len > max_len {
                 return None;
             }
-            let (len, start) = self.header_number(buf, pos + 1)?;
-            if len < 0 || len as u64 > self.limits.max_bulk_len as u64 {
-                return None;
-            }
-            if self.limits.unauthenticated && len > crate::UNAUTHENTICATED_MAX_BULK {
-                return None;
-            }
-            let end = start + len as usize;
+            let end = start + len;
             if end + 2 > buf.len() {
                 return None;
             }
@@ -333,7 +361,7 @@ impl RequestParser {
     /// next command needs the state machine (incomplete, inline, unusual or erroneous); then
     /// [`Self::parse`] handles that one. Taking a command here or through `parse` gives the
     /// same arguments and consumes the same bytes.
-    pub fn parse_batch(&mut self, buf: &mut BytesMut, max: usize, out: &mut Vec<Vec<Bytes>>) -> usize {
+    pub fn parse_batch(&mut self, buf: &mut BytesMut, max: usize, out: &mut Vec<Args>) -> usize {
         if self.state != State::Idle {
             return 0;
         }
@@ -354,14 +382,9 @@ impl RequestParser {
             return 0;
         }
         let block = buf.split_to(end).freeze();
-        out.reserve(taken);
-        let mut first = 0;
-        for &last in &self.batch_ends {
-            let spans = &self.spans[first..last];
-            // Spans lie inside the block by construction; stay safe anyway.
-            out.push(spans.iter().map(|&(s, e)| if s <= e && e <= block.len() { block.slice(s..e) } else { Bytes::new() }).collect());
-            first = last;
-        }
+        // One argument list and one reference to the block for the whole run, shared by its
+        // commands (see `args.rs`).
+        Args::from_block_run(block, &self.spans, &self.batch_ends, out);
         self.reset();
         if self.batch_ends.capacity() > MAX_RETAINED_ARGS {
             self.batch_ends = Vec::new();
@@ -461,20 +484,10 @@ impl RequestParser {
     }
 
     /// Splits the finished multibulk off the buffer and slices the args.
-    fn finish(&mut self, buf: &mut BytesMut) -> Vec<Bytes> {
+    fn finish(&mut self, buf: &mut BytesMut) -> Args {
         let block = buf.split_to(self.pos.min(buf.len())).freeze();
-        let args = self
-            .spans
-            .iter()
-            .map(|&(s, e)| {
-                // Spans lie inside the block by construction; stay safe anyway.
-                if s <= e && e <= block.len() {
-                    block.slice(s..e)
-                } else {
-                    Bytes::new()
-                }
-            })
-            .collect();
+        // Spans lie inside the block by construction; `from_block` stays safe anyway.
+        let args = Args::from_block(block, &self.spans);
         self.reset();
         args
     }
@@ -482,7 +495,7 @@ impl RequestParser {
     /// Inline request: one line up to `\n` (a preceding `\r` is dropped).
     /// Returns `Ok(None)` both when incomplete and when the line was empty
     /// (then the state is back to `Idle` and the line consumed).
-    fn parse_inline(&mut self, buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+    fn parse_inline(&mut self, buf: &mut BytesMut) -> Result<Option<Args>, ProtocolError> {
         let from = self.scan;
         let hay = buf.get(from..).unwrap_or(&[]);
         let Some(i) = find_byte(b'\n', hay) else {
@@ -514,7 +527,7 @@ impl RequestParser {
         if tokens.is_empty() {
             return Ok(None);
         }
-        Ok(Some(
+        Ok(Some(Args::from_vec(
             tokens
                 .into_iter()
                 .map(|t| match t {
@@ -523,7 +536,7 @@ impl RequestParser {
                     Arg::Owned(v) => Bytes::from(v),
                 })
                 .collect(),
-        ))
+        )))
     }
 }
 

@@ -47,7 +47,7 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
 use abacus_persist::log as fmt;
-use abacus_protocol::{Bytes, Frame};
+use abacus_protocol::{Arg, Frame};
 
 use crate::command::Spec;
 
@@ -512,7 +512,7 @@ pub fn take_pending() -> Vec<u8> {
 /// - relative expiries (SET EX/PX, SETEX, PSETEX, GETEX EX/PX/EXAT/PXAT/PERSIST, EXPIRE,
 ///   PEXPIRE) become SET ... PXAT / PEXPIREAT / PERSIST;
 /// - SPOP, whose members are chosen at random, becomes SREM of the members it returned.
-pub fn log_write(spec: &Spec, args: &[Bytes], reply: &Frame, now_ms: u64, db: usize) {
+pub fn log_write(spec: &Spec, args: &[Arg], reply: &Frame, now_ms: u64, db: usize) {
     if !enabled() {
         return;
     }

@@ -9,14 +9,14 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use abacus_protocol::{Bytes, Frame};
+use abacus_protocol::{Arg, Frame};
 
 use crate::cmd;
 use crate::shard::Ctx;
 
 /// A handler that runs on the shard owning its keys, with exclusive access to that shard's
 /// databases for the duration of the call.
-pub type KeyedFn = fn(&mut Ctx, &[Bytes]) -> Frame;
+pub type KeyedFn = fn(&mut Ctx, &[Arg]) -> Frame;
 
 /// Where a command runs.
 #[derive(Clone, Copy)]
@@ -110,7 +110,7 @@ impl Spec {
     /// signals all read it. A numkeys command whose count is not a positive integer that fits
     /// the arguments has no keys; it then runs anywhere and its handler replies the error.
     #[inline]
-    pub fn key_indexes(&self, args: &[Bytes]) -> KeyIndexes {
+    pub fn key_indexes(&self, args: &[Arg]) -> KeyIndexes {
         let argc = args.len();
         if self.numkeys_index == 0 && self.first_key == 1 && self.last_key == 1 {
             // The common shape, one key right after the name: no arithmetic to do.
@@ -248,7 +248,7 @@ mod tests {
     }
 
     fn keys_of(line: &str) -> Vec<usize> {
-        let args: Vec<Bytes> = line.split(' ').map(|a| Bytes::copy_from_slice(a.as_bytes())).collect();
+        let args = abacus_protocol::Args::from_vec(line.split(' ').map(|a| abacus_protocol::Bytes::copy_from_slice(a.as_bytes())).collect());
         lookup(&args[0]).unwrap().key_indexes(&args).collect()
     }
 

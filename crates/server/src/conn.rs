@@ -20,7 +20,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use abacus_keyspace::WatchFlag;
-use abacus_protocol::{encode, Bytes, BytesMut, Frame, Limits, Protocol, RequestParser};
+use abacus_protocol::{encode, Arg, Args, Bytes, BytesMut, Frame, Limits, Protocol, RequestParser};
 
 use crate::clients::ClientMeta;
 use crate::command::{self, flags, Handler, Spec};
@@ -80,7 +80,7 @@ enum Step {
     Dispatch(Call),
 }
 
-pub fn error_unknown_command(args: &[Bytes]) -> Frame {
+pub fn error_unknown_command(args: &[Arg]) -> Frame {
     let mut msg = format!("ERR unknown command '{}', with args beginning with: ", String::from_utf8_lossy(&args[0][..args[0].len().min(128)]));
     for a in args.iter().skip(1).take(20) {
         msg.push('\'');
@@ -146,7 +146,7 @@ impl Conn {
         let killed = meta.kill.notified();
         tokio::pin!(killed);
         // Reused for every batch: the parsed requests are drained, the capacity stays.
-        let mut calls: Vec<Vec<Bytes>> = Vec::new();
+        let mut calls: Vec<Args> = Vec::new();
         loop {
             if rbuf.capacity() - rbuf.len() < READ_CHUNK_BYTES / 4 {
                 rbuf.reserve(READ_CHUNK_BYTES);
@@ -254,7 +254,7 @@ impl Conn {
 
     /// Executes parsed requests in order, appending their replies to the output buffer.
     /// `requests` is left empty (its capacity is reused for the next batch).
-    pub async fn process(&mut self, requests: &mut Vec<Vec<Bytes>>) {
+    pub async fn process(&mut self, requests: &mut Vec<Args>) {
         let mut batch: Vec<(usize, Call)> = Vec::with_capacity(requests.len());
         let mut last: &'static str = "";
         for args in requests.drain(..) {
@@ -313,7 +313,7 @@ impl Conn {
     }
 
     /// Lookup, arity, authentication and MULTI queueing; then routing.
-    fn prepare(&mut self, args: Vec<Bytes>) -> Step {
+    fn prepare(&mut self, args: Args) -> Step {
         let root = match self.last_root {
             Some(spec) if command::is_name(spec.name.as_bytes(), &args[0]) => spec,
             _ => {
@@ -382,7 +382,7 @@ impl Conn {
     }
 
     /// Resolves container commands (CLIENT, CONFIG, ...) to their subcommand and checks arity.
-    fn resolve(&self, root: &'static Spec, args: &[Bytes]) -> Result<&'static Spec, Frame> {
+    fn resolve(&self, root: &'static Spec, args: &[Arg]) -> Result<&'static Spec, Frame> {
         if root.subcommands.is_empty() {
             return if root.arity_ok(args.len()) { Ok(root) } else { Err(error_arity(root.name)) };
         }

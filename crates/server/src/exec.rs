@@ -26,7 +26,7 @@ use std::time::Instant;
 use tokio::sync::{mpsc, oneshot};
 
 use abacus_keyspace::{Db, Detached, EvictionPolicy};
-use abacus_protocol::{Bytes, Frame};
+use abacus_protocol::{Arg, Args, Bytes, Frame};
 
 use crate::command::{Handler, Spec};
 use crate::config::CmdConfig;
@@ -110,7 +110,7 @@ pub struct Worker {
 /// A command ready to run: its spec and arguments (name first).
 pub struct Call {
     pub spec: &'static Spec,
-    pub args: Vec<Bytes>,
+    pub args: Args,
 }
 
 /// One connection's single-shard calls for one shard, with their indexes in its batch.
@@ -152,7 +152,7 @@ fn run_group_deferred(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: 
 
 /// Runs a keyed command's handler against `dbs` and does the bookkeeping every write needs
 /// (WATCH signals and the append-only log: every keyed write goes through here).
-pub fn exec_keyed(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Bytes], now_ms: u64, cfg: CmdConfig) -> Frame {
+pub fn exec_keyed(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Arg], now_ms: u64, cfg: CmdConfig) -> Frame {
     let started = Instant::now();
     let reply = exec_keyed_untimed(dbs, db, spec, args, now_ms, cfg);
     stats::record(spec.name, started.elapsed(), reply.is_error());
@@ -161,7 +161,7 @@ pub fn exec_keyed(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Bytes]
 
 /// [`exec_keyed`] without the per-command clock reads: batches time the whole group once.
 /// Recovery replays the log through it too.
-pub(crate) fn exec_keyed_untimed(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Bytes], now_ms: u64, cfg: CmdConfig) -> Frame {
+pub(crate) fn exec_keyed_untimed(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Arg], now_ms: u64, cfg: CmdConfig) -> Frame {
     let Handler::Keyed(f) = spec.handler else {
         return Frame::error("ERR internal error: not a keyed command");
     };
@@ -205,7 +205,7 @@ const MAX_EVICTIONS_PER_COMMAND: usize = 256;
 /// Over the limit, it evicts keys of this shard by the configured policy — this shard's share
 /// of the excess, since every shard sees the same process-wide figure — and refuses the
 /// command with Redis's OOM error only if nothing could be evicted.
-fn admit(dbs: &mut [Db], spec: &Spec, args: &[Bytes], now: u64, cfg: &CmdConfig, shards: usize) -> Option<Frame> {
+fn admit(dbs: &mut [Db], spec: &Spec, args: &[Arg], now: u64, cfg: &CmdConfig, shards: usize) -> Option<Frame> {
     if cfg.maxmemory == 0 || !spec.has(crate::command::flags::DENYOOM) {
         return None;
     }
@@ -248,8 +248,8 @@ fn admit(dbs: &mut [Db], spec: &Spec, args: &[Bytes], now: u64, cfg: &CmdConfig,
 /// The (database, key) pairs a command touches. Key positions come from the command table
 /// ([`Spec::key_indexes`], numkeys commands included); COPY's `DB n` option names a second
 /// database.
-pub fn command_keys(spec: &Spec, args: &[Bytes], db: usize) -> Vec<(usize, Bytes)> {
-    let mut keys: Vec<(usize, Bytes)> = spec.key_indexes(args).map(|i| (db, args[i].clone())).collect();
+pub fn command_keys(spec: &Spec, args: &Args, db: usize) -> Vec<(usize, Bytes)> {
+    let mut keys: Vec<(usize, Bytes)> = spec.key_indexes(args).map(|i| (db, args.bytes(i))).collect();
     if spec.name == "copy" && keys.len() == 2 {
         let mut i = 3;
         while i + 1 < args.len() {
@@ -393,6 +393,11 @@ impl Worker {
         let mut groups: Vec<Vec<(usize, Call)>> = (0..total_shards).map(|_| Vec::new()).collect();
         for (i, (shard, call)) in calls.into_iter().enumerate() {
             if let Some(g) = groups.get_mut(shard) {
+                if g.capacity() == 0 {
+                    // Room for the rest of the batch at once: growing 4, 8, 16... costs a
+                    // reallocation each (a pipeline on one hot key puts everything in one group).
+                    g.reserve_exact(n - i);
+                }
                 g.push((i, call));
             }
         }
@@ -569,15 +574,26 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
     // would otherwise hash it twice per command).
     if let Some(d) = s.dbs.get(db) {
         if group.len() > 1 {
+            // Sketch adds reach two pointer hops further (see `Db::prefetch_sketches`), which
+            // needs the keys' hashes; not for a group on one hot key, whose sketch stays in
+            // cache anyway.
+            let sketch_adds = group.first().is_some_and(|(_, c)| c.spec.name.starts_with("hll.add"));
+            let mut sketches: Vec<(u64, &[u8])> = Vec::new();
             let mut previous: &[u8] = &[];
             for (_, c) in &group {
                 if let Some(i) = c.spec.key_indexes(&c.args).next() {
                     let key = &c.args[i][..];
                     if key != previous {
-                        d.prefetch(key);
+                        let hash = d.prefetch(key);
                         previous = key;
+                        if sketch_adds && c.spec.name.starts_with("hll.add") {
+                            sketches.push((hash, key));
+                        }
                     }
                 }
+            }
+            if sketches.len() > 1 {
+                d.prefetch_sketches(sketches.into_iter());
             }
         }
     }

@@ -25,7 +25,7 @@ use std::time::Instant;
 use abacus_persist::log::{self as fmt, Problem};
 use abacus_persist::manifest::Manifest;
 use abacus_persist::snapshot;
-use abacus_protocol::Bytes;
+use abacus_protocol::{Arg, Args, Bytes};
 
 use crate::command::{self, Handler};
 use crate::config::{CmdConfig, Config};
@@ -235,7 +235,7 @@ fn replay_command(shards: &mut [Shard], c: &fmt::Command<'_>, databases: usize, 
     if db >= databases {
         return Err(format!("command on database {db}, but only {databases} databases are configured"));
     }
-    let args: Vec<Bytes> = c.args.iter().map(|a| Bytes::copy_from_slice(a)).collect();
+    let args = Args::from_vec(c.args.iter().map(|a| Bytes::copy_from_slice(a)).collect());
     let name = String::from_utf8_lossy(&args[0]).to_ascii_lowercase();
     let Some(spec) = command::lookup(&args[0]) else { return Err(format!("unknown command '{name}' in the log")) };
     let now = c.now_ms;
@@ -273,7 +273,7 @@ fn replay_command(shards: &mut [Shard], c: &fmt::Command<'_>, databases: usize, 
             "flushall" => shards.iter_mut().for_each(|s| s.dbs.iter_mut().for_each(|d| drop(d.take_all()))),
             "flushdb" => shards.iter_mut().for_each(|s| drop(s.dbs[db].take_all())),
             "swapdb" => {
-                let parse = |a: &Bytes| std::str::from_utf8(a).ok().and_then(|s| s.parse::<usize>().ok()).filter(|&v| v < databases);
+                let parse = |a: &Arg| std::str::from_utf8(a).ok().and_then(|s| s.parse::<usize>().ok()).filter(|&v| v < databases);
                 let (Some(x), Some(y)) = (args.get(1).and_then(parse), args.get(2).and_then(parse)) else {
                     return Err("bad SWAPDB in the log".into());
                 };
@@ -286,7 +286,7 @@ fn replay_command(shards: &mut [Shard], c: &fmt::Command<'_>, databases: usize, 
                 }
             }
             "debug" if args.len() >= 3 && args[1].eq_ignore_ascii_case(b"populate") => {
-                let num = |a: Option<&Bytes>| a.and_then(|a| std::str::from_utf8(a).ok()?.parse::<u64>().ok());
+                let num = |a: Option<&Arg>| a.and_then(|a| std::str::from_utf8(a).ok()?.parse::<u64>().ok());
                 let count = num(args.get(2)).ok_or("bad DEBUG POPULATE in the log")?;
                 let prefix = args.get(3).map_or(&b"key"[..], |p| &p[..]).to_vec();
                 let size = num(args.get(4)).unwrap_or(0) as usize;

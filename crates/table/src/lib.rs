@@ -71,6 +71,7 @@ mod table;
 mod walk;
 
 pub use hash::Seed;
+pub use prefetch::prefetch_read;
 pub use key::{BytesKey, KeyKind, SmallKey, U64Key, INLINE_KEY_MAX};
 pub use table::{Config, Found, HashTable};
 

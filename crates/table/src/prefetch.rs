@@ -7,7 +7,7 @@
 
 /// Hints the CPU to bring the cache line at `p` into all cache levels.
 #[inline(always)]
-pub(crate) fn prefetch_read<T>(p: *const T) {
+pub fn prefetch_read<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: `_mm_prefetch` requires SSE, which every x86_64 CPU has (it is in the
     // x86_64 baseline the compiler targets). A prefetch is only a hint: it never faults,

@@ -1,6 +1,6 @@
 //! Argument parsing shared by the command families, with Redis's exact error replies.
 
-use abacus_protocol::{Bytes, Frame};
+use abacus_protocol::{Arg, Bytes, Frame};
 
 pub const ERR_NOT_INTEGER: &str = "ERR value is not an integer or out of range";
 pub const ERR_NOT_FLOAT: &str = "ERR value is not a valid float";
@@ -65,7 +65,7 @@ pub struct ScanOpts {
 }
 
 impl ScanOpts {
-    pub fn parse(opts: &[Bytes]) -> Result<ScanOpts, Frame> {
+    pub fn parse(opts: &[Arg]) -> Result<ScanOpts, Frame> {
         let mut parsed = ScanOpts { pattern: None, count: 10 };
         for pair in opts.chunks(2) {
             match pair {
@@ -76,7 +76,7 @@ impl ScanOpts {
                     };
                 }
                 [name, value] if is(name, "match") => {
-                    parsed.pattern = (&value[..] != b"*").then(|| value.clone());
+                    parsed.pattern = (&value[..] != b"*").then(|| Bytes::copy_from_slice(value));
                 }
                 _ => return Err(err(ERR_SYNTAX)),
             }

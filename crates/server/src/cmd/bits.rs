@@ -5,7 +5,7 @@
 //! the end. Counting uses `count_ones` on whole bytes and masks only the partial bytes at the
 //! edges of a bit range.
 
-use abacus_protocol::{Bytes, Frame};
+use abacus_protocol::{Arg, Frame};
 
 use super::args::*;
 use super::strings::{read_str, str_mut};
@@ -40,7 +40,7 @@ fn bit_at(s: &[u8], bit: u64) -> u8 {
     }
 }
 
-fn setbit(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn setbit(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let off = match bit_offset(&a[2], ctx.max_string_len) {
         Ok(o) => o,
         Err(e) => return e,
@@ -72,7 +72,7 @@ fn setbit(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     }
 }
 
-fn getbit(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn getbit(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let off = match bit_offset(&a[2], ctx.max_string_len) {
         Ok(o) => o,
         Err(e) => return e,
@@ -107,7 +107,7 @@ fn resolve_range(mut start: i64, mut end: i64, total: i64) -> Option<(u64, u64)>
 }
 
 /// Parses an optional BYTE|BIT unit argument.
-fn unit_is_bit(a: Option<&Bytes>) -> Result<bool, Frame> {
+fn unit_is_bit(a: Option<&Arg>) -> Result<bool, Frame> {
     match a {
         None => Ok(false),
         Some(u) if is(u, "byte") => Ok(false),
@@ -116,7 +116,7 @@ fn unit_is_bit(a: Option<&Bytes>) -> Result<bool, Frame> {
     }
 }
 
-fn bitcount(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn bitcount(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let range = match a.len() {
         2 => None,
         4 | 5 => match (parse_i64(&a[2]), parse_i64(&a[3]), unit_is_bit(a.get(4))) {
@@ -156,7 +156,7 @@ fn count_bits(s: &[u8], first: u64, last: u64) -> u64 {
     n
 }
 
-fn bitpos(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn bitpos(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let bit = match parse_i64(&a[2]) {
         Ok(1) => 1u8,
         Ok(0) => 0u8,

@@ -6,7 +6,7 @@
 
 use std::sync::atomic::Ordering;
 
-use abacus_protocol::{Bytes, Frame, Protocol};
+use abacus_protocol::{Arg, Bytes, Frame, Protocol};
 
 use super::args::*;
 use crate::command::flags::*;
@@ -52,10 +52,10 @@ const COMMAND: &[Spec] = &[
     Spec::conn("command|help", 2, LOADING | STALE, NONE, "server", "Returns helpful text about the different subcommands."),
 ];
 
-pub fn ping(_conn: &mut Conn, a: &[Bytes]) -> Frame {
+pub fn ping(_conn: &mut Conn, a: &[Arg]) -> Frame {
     match a.len() {
         1 => Frame::simple("PONG"),
-        2 => Frame::Bulk(a[1].clone()),
+        2 => Frame::Bulk(Bytes::copy_from_slice(&a[1])),
         _ => crate::conn::error_arity("ping"),
     }
 }
@@ -74,7 +74,7 @@ fn check_password(conn: &Conn, user: Option<&[u8]>, pass: &[u8]) -> bool {
 
 const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
-pub fn auth(conn: &mut Conn, a: &[Bytes]) -> Frame {
+pub fn auth(conn: &mut Conn, a: &[Arg]) -> Frame {
     if a.len() > 3 {
         return err(ERR_SYNTAX);
     }
@@ -94,7 +94,7 @@ fn valid_client_name(n: &[u8]) -> bool {
     n.iter().all(|&c| (b'!'..=b'~').contains(&c))
 }
 
-pub fn hello(conn: &mut Conn, a: &[Bytes]) -> Frame {
+pub fn hello(conn: &mut Conn, a: &[Arg]) -> Frame {
     let mut proto = None;
     if a.len() >= 2 {
         match parse_i64(&a[1]) {
@@ -145,7 +145,7 @@ pub fn hello(conn: &mut Conn, a: &[Bytes]) -> Frame {
     ])
 }
 
-pub fn select(conn: &mut Conn, a: &[Bytes]) -> Frame {
+pub fn select(conn: &mut Conn, a: &[Arg]) -> Frame {
     let n = match parse_i64(&a[1]) {
         Ok(n) => n,
         Err(e) => return e,
@@ -190,7 +190,7 @@ fn verbatim(text: String) -> Frame {
     Frame::Verbatim { format: *b"txt", text: Bytes::from(text) }
 }
 
-pub fn client(conn: &mut Conn, sub: &str, a: &[Bytes]) -> Frame {
+pub fn client(conn: &mut Conn, sub: &str, a: &[Arg]) -> Frame {
     match sub {
         "client|id" => Frame::Integer(conn.meta.id as i64),
         "client|setname" => {
@@ -257,7 +257,7 @@ pub fn client(conn: &mut Conn, sub: &str, a: &[Bytes]) -> Frame {
     }
 }
 
-fn client_list(conn: &Conn, a: &[Bytes]) -> Frame {
+fn client_list(conn: &Conn, a: &[Arg]) -> Frame {
     let mut ids: Option<Vec<u64>> = None;
     let mut i = 2;
     while i < a.len() {
@@ -296,7 +296,7 @@ fn client_list(conn: &Conn, a: &[Bytes]) -> Frame {
     verbatim(out)
 }
 
-fn client_kill(conn: &mut Conn, a: &[Bytes]) -> Frame {
+fn client_kill(conn: &mut Conn, a: &[Arg]) -> Frame {
     let clients = conn.worker.server.clients.all();
     if a.len() == 3 {
         // Old form: CLIENT KILL addr:port.
@@ -407,7 +407,7 @@ fn sorted_commands() -> Vec<&'static Spec> {
     all
 }
 
-pub fn command(a: &[Bytes], sub: &str) -> Frame {
+pub fn command(a: &[Arg], sub: &str) -> Frame {
     match sub {
         "command" => Frame::Array(sorted_commands().into_iter().map(command_info).collect()),
         "command|count" => Frame::Integer(command::all().count() as i64),

@@ -5,7 +5,7 @@
 //! record, so a replay never stretches a TTL). Relative forms are converted here, with Redis's
 //! overflow checks. Setting a time already past deletes the key at once, as Redis does.
 
-use abacus_protocol::{Bytes, Frame};
+use abacus_protocol::{Arg, Frame};
 
 use super::args::*;
 use crate::command::flags::*;
@@ -27,7 +27,7 @@ pub const COMMANDS: &[Spec] = &[
     Spec::keyed("persist", 2, WRITE | FAST, K1, persist, G, "Removes the expiration time of a key."),
 ];
 
-fn expire_generic(ctx: &mut Ctx, a: &[Bytes], unit_ms: i64, relative: bool, cmd: &str) -> Frame {
+fn expire_generic(ctx: &mut Ctx, a: &[Arg], unit_ms: i64, relative: bool, cmd: &str) -> Frame {
     let when = match parse_i64(&a[2]) {
         Ok(v) => v,
         Err(e) => return e,
@@ -81,19 +81,19 @@ fn expire_generic(ctx: &mut Ctx, a: &[Bytes], unit_ms: i64, relative: bool, cmd:
     Frame::Integer(1)
 }
 
-fn expire(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn expire(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     expire_generic(ctx, a, 1000, true, "expire")
 }
 
-fn pexpire(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn pexpire(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     expire_generic(ctx, a, 1, true, "pexpire")
 }
 
-fn expireat(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn expireat(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     expire_generic(ctx, a, 1000, false, "expireat")
 }
 
-fn pexpireat(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn pexpireat(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     expire_generic(ctx, a, 1, false, "pexpireat")
 }
 
@@ -109,7 +109,7 @@ fn expire_of(ctx: &mut Ctx, key: &[u8]) -> i64 {
     }
 }
 
-fn ttl(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn ttl(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let now = ctx.now_ms as i64;
     Frame::Integer(match expire_of(ctx, &a[1]) {
         at if at < 0 => at,
@@ -117,7 +117,7 @@ fn ttl(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     })
 }
 
-fn pttl(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn pttl(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let now = ctx.now_ms as i64;
     Frame::Integer(match expire_of(ctx, &a[1]) {
         at if at < 0 => at,
@@ -125,18 +125,18 @@ fn pttl(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     })
 }
 
-fn expiretime(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn expiretime(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     Frame::Integer(match expire_of(ctx, &a[1]) {
         at if at < 0 => at,
         at => at / 1000,
     })
 }
 
-fn pexpiretime(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn pexpiretime(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     Frame::Integer(expire_of(ctx, &a[1]))
 }
 
-fn persist(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn persist(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     if expire_of(ctx, &a[1]) < 0 {
         return Frame::Integer(0);
     }

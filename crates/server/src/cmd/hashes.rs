@@ -12,7 +12,7 @@
 
 use abacus_collections::{CompactHash, FieldValue};
 use abacus_keyspace::Value;
-use abacus_protocol::{Bytes, Frame};
+use abacus_protocol::{Arg, Bytes, Frame};
 
 use super::args::*;
 use super::strings::format_float_sum;
@@ -73,12 +73,12 @@ fn hash_mut_or_new<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<&'a mut CompactHa
     }
 }
 
-fn err_arity(a: &[Bytes]) -> Frame {
+fn err_arity(a: &[Arg]) -> Frame {
     Frame::error(format!("ERR wrong number of arguments for '{}' command", String::from_utf8_lossy(&a[0]).to_ascii_lowercase()))
 }
 
 /// HSET / HMSET: sets every pair; the number of new fields.
-fn set_pairs(ctx: &mut Ctx, a: &[Bytes]) -> Result<usize, Frame> {
+fn set_pairs(ctx: &mut Ctx, a: &[Arg]) -> Result<usize, Frame> {
     if a.len() % 2 != 0 {
         return Err(err_arity(a));
     }
@@ -87,21 +87,21 @@ fn set_pairs(ctx: &mut Ctx, a: &[Bytes]) -> Result<usize, Frame> {
     Ok(a[2..].chunks(2).filter(|pair| hash.insert_with_limits(&pair[0], &pair[1], &limits)).count())
 }
 
-fn hset(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn hset(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     match set_pairs(ctx, a) {
         Ok(added) => Frame::Integer(added as i64),
         Err(e) => e,
     }
 }
 
-fn hmset(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn hmset(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     match set_pairs(ctx, a) {
         Ok(_) => Frame::ok(),
         Err(e) => e,
     }
 }
 
-fn hsetnx(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn hsetnx(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     if let Ok(Some(hash)) = hash_mut(ctx, &a[1]) {
         if hash.contains(&a[2]) {
             return Frame::Integer(0);
@@ -114,28 +114,28 @@ fn hsetnx(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     }
 }
 
-fn hget(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn hget(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     match read_hash(ctx, &a[1]) {
         Ok(hash) => hash.and_then(|h| h.get(&a[2])).map_or(Frame::Null, bulk),
         Err(e) => e,
     }
 }
 
-fn hmget(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn hmget(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     match read_hash(ctx, &a[1]) {
         Ok(hash) => Frame::Array(a[2..].iter().map(|f| hash.and_then(|h| h.get(f)).map_or(Frame::Null, bulk)).collect()),
         Err(e) => e,
     }
 }
 
-fn hgetall(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn hgetall(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     match read_hash(ctx, &a[1]) {
         Ok(hash) => Frame::Map(hash.into_iter().flat_map(CompactHash::iter).map(|(f, v)| (bulk(f), bulk(v))).collect()),
         Err(e) => e,
     }
 }
 
-fn hdel(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn hdel(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let (removed, now_empty) = match hash_mut(ctx, &a[1]) {
         Ok(Some(hash)) => (a[2..].iter().filter(|f| hash.remove(f)).count(), hash.is_empty()),
         Ok(None) => return Frame::Integer(0),
@@ -148,42 +148,42 @@ fn hdel(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     Frame::Integer(removed as i64)
 }
 
-fn hlen(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn hlen(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     match read_hash(ctx, &a[1]) {
         Ok(hash) => Frame::Integer(hash.map_or(0, CompactHash::len) as i64),
         Err(e) => e,
     }
 }
 
-fn hexists(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn hexists(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     match read_hash(ctx, &a[1]) {
         Ok(hash) => Frame::Integer(hash.is_some_and(|h| h.contains(&a[2])).into()),
         Err(e) => e,
     }
 }
 
-fn hkeys(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn hkeys(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     match read_hash(ctx, &a[1]) {
         Ok(hash) => Frame::Array(hash.into_iter().flat_map(CompactHash::iter).map(|(f, _)| bulk(f)).collect()),
         Err(e) => e,
     }
 }
 
-fn hvals(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn hvals(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     match read_hash(ctx, &a[1]) {
         Ok(hash) => Frame::Array(hash.into_iter().flat_map(CompactHash::iter).map(|(_, v)| bulk(v)).collect()),
         Err(e) => e,
     }
 }
 
-fn hstrlen(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn hstrlen(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     match read_hash(ctx, &a[1]) {
         Ok(hash) => Frame::Integer(hash.and_then(|h| h.get(&a[2])).map_or(0, <[u8]>::len) as i64),
         Err(e) => e,
     }
 }
 
-fn hincrby(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn hincrby(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let by = match parse_i64(&a[3]) {
         Ok(v) => v,
         Err(e) => return e,
@@ -207,7 +207,7 @@ fn hincrby(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     }
 }
 
-fn hincrbyfloat(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn hincrbyfloat(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let by = match parse_f64(&a[3]) {
         Ok(v) if v.is_finite() => v,
         Ok(_) => return err("ERR value is NaN or Infinity"),
@@ -235,7 +235,7 @@ fn hincrbyfloat(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
 
 /// The current value of field `a[2]` of hash `a[1]` (HINCRBY*), copied: None if either is
 /// missing.
-fn read_field(ctx: &mut Ctx, a: &[Bytes]) -> Result<Option<Vec<u8>>, Frame> {
+fn read_field(ctx: &mut Ctx, a: &[Arg]) -> Result<Option<Vec<u8>>, Frame> {
     Ok(hash_mut(ctx, &a[1])?.and_then(|h| h.get(&a[2])).map(<[u8]>::to_vec))
 }
 
@@ -248,7 +248,7 @@ fn pair_frames(pairs: Vec<FieldValue<'_>>, with_values: bool) -> Frame {
 }
 
 /// HRANDFIELD key [count [WITHVALUES]].
-fn hrandfield(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn hrandfield(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let count = match a.get(2).map(|c| parse_random_count(c)) {
         Some(Ok(count)) => Some(count),
         Some(Err(e)) => return e,
@@ -285,7 +285,7 @@ fn hrandfield(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     }
 }
 
-fn hscan(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn hscan(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let cursor = match parse_cursor(&a[2]) {
         Ok(c) => c,
         Err(e) => return e,

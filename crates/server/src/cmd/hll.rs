@@ -29,7 +29,7 @@
 
 use abacus_hll::{hash_bigint, hash_bytes, Hll, Params};
 use abacus_keyspace::Value;
-use abacus_protocol::{Bytes, Frame};
+use abacus_protocol::{Arg, Frame};
 
 use super::args::*;
 use crate::command::flags::*;
@@ -138,7 +138,7 @@ fn shown(key: &[u8]) -> String {
 }
 
 /// The union of the sketches at `keys` (missing keys are empty), or None if none exists.
-fn union_of(ctx: &mut Ctx, keys: &[Bytes], read: bool) -> Result<Option<Hll>, Frame> {
+fn union_of(ctx: &mut Ctx, keys: &[Arg], read: bool) -> Result<Option<Hll>, Frame> {
     let mut acc: Option<Hll> = None;
     for key in keys {
         let Some(h) = sketch(ctx, key, read)? else { continue };
@@ -152,7 +152,7 @@ fn union_of(ctx: &mut Ctx, keys: &[Bytes], read: bool) -> Result<Option<Hll>, Fr
     Ok(acc)
 }
 
-fn create(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn create(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let cfg = ctx.hll;
     let (mut log2m, mut regwidth, mut expthresh, mut sparseon) = (cfg.log2m, cfg.regwidth, cfg.expthresh, cfg.sparseon);
     for opt in a[2..].chunks(2) {
@@ -208,23 +208,23 @@ fn add_hashes(ctx: &mut Ctx, key: &[u8], hashes: impl Iterator<Item = i64>) -> F
     Frame::Integer(1)
 }
 
-fn add(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn add(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     add_hashes(ctx, &a[1], a[2..].iter().map(|x| hash_bytes(x, 0)))
 }
 
 /// Parses every integer argument first, so that a bad one adds nothing.
-fn add_integers(ctx: &mut Ctx, a: &[Bytes], hash: fn(i64) -> i64) -> Frame {
+fn add_integers(ctx: &mut Ctx, a: &[Arg], hash: fn(i64) -> i64) -> Frame {
     if let Some(Err(e)) = a[2..].iter().map(|x| parse_i64(x)).find(Result::is_err) {
         return e;
     }
     add_hashes(ctx, &a[1], a[2..].iter().filter_map(|x| parse_i64(x).ok()).map(hash))
 }
 
-fn addint(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn addint(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     add_integers(ctx, a, |x| hash_bigint(x, 0))
 }
 
-fn addraw(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn addraw(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     add_integers(ctx, a, |x| x)
 }
 
@@ -235,7 +235,7 @@ fn card_reply(card: Option<f64>) -> Frame {
     }
 }
 
-fn card(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn card(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     if a.len() == 2 {
         return match sketch(ctx, &a[1], true) {
             Ok(Some(h)) => card_reply(h.cardinality()),
@@ -250,7 +250,7 @@ fn card(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     }
 }
 
-fn union(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn union(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     // The destination's own content comes first: it is part of the union, and its
     // parameters are the ones the sources must match.
     let result = match union_of(ctx, &a[1..], false) {
@@ -265,7 +265,7 @@ fn union(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     Frame::ok()
 }
 
-fn info(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn info(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let h = match sketch(ctx, &a[1], true) {
         Ok(Some(h)) => h,
         Ok(None) => return Frame::Null,
@@ -290,7 +290,7 @@ fn info(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
 }
 
 /// The optional `SEED n` of HLL.HASH / HLL.HASHINT (a 32-bit integer, as in postgresql-hll).
-fn seed(a: &[Bytes]) -> Result<i32, Frame> {
+fn seed(a: &[Arg]) -> Result<i32, Frame> {
     match a {
         [_, _] => Ok(0),
         [_, _, opt, n] if is(opt, "seed") => i32::try_from(parse_i64(n)?).map_err(|_| err(ERR_NOT_INTEGER)),
@@ -298,14 +298,14 @@ fn seed(a: &[Bytes]) -> Result<i32, Frame> {
     }
 }
 
-fn hash(_ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn hash(_ctx: &mut Ctx, a: &[Arg]) -> Frame {
     match seed(a) {
         Ok(s) => Frame::Integer(hash_bytes(&a[1], s)),
         Err(e) => e,
     }
 }
 
-fn hashint(_ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn hashint(_ctx: &mut Ctx, a: &[Arg]) -> Frame {
     match (parse_i64(&a[1]), seed(a)) {
         (Ok(v), Ok(s)) => Frame::Integer(hash_bigint(v, s)),
         (Err(e), _) | (_, Err(e)) => e,
@@ -318,7 +318,7 @@ mod tests {
     use abacus_keyspace::Db;
 
     fn run(dbs: &mut [Db], args: &[&[u8]]) -> Frame {
-        let args: Vec<Bytes> = args.iter().map(|a| Bytes::copy_from_slice(a)).collect();
+        let args = abacus_protocol::Args::from_vec(args.iter().map(|a| abacus_protocol::Bytes::copy_from_slice(a)).collect());
         let spec = crate::command::lookup(&args[0]).unwrap();
         let cfg = crate::config::Config::default().cmd_config();
         crate::exec::exec_keyed(dbs, 0, spec, &args, 1, cfg)

@@ -6,7 +6,7 @@
 //! (the low 8 bits hold the shard),
 //! iterating shard 0 to the end, then shard 1, and so on; cursor 0 starts and ends.
 
-use abacus_protocol::{Bytes, Frame};
+use abacus_protocol::{Arg, Bytes, Frame};
 
 use super::args::*;
 use crate::command::flags::*;
@@ -43,14 +43,14 @@ const OBJECT: &[Spec] = &[
     Spec::keyed("object|help", 2, READONLY, (0, 0, 0), object_help, G, "Returns helpful text about the different subcommands."),
 ];
 
-fn del(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn del(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let now = ctx.now_ms;
     Frame::Integer(a[1..].iter().filter(|k| ctx.db().remove(k, now)).count() as i64)
 }
 
 /// DEL, but values above the lazy-free threshold are freed on the background thread, so
 /// unlinking a 100M-member set returns at once.
-fn unlink(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn unlink(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let now = ctx.now_ms;
     let mut removed = 0;
     for k in &a[1..] {
@@ -67,12 +67,12 @@ fn unlink(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     Frame::Integer(removed)
 }
 
-fn exists(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn exists(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let now = ctx.now_ms;
     Frame::Integer(a[1..].iter().filter(|k| ctx.db().get(k, now).is_some()).count() as i64)
 }
 
-fn type_cmd(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn type_cmd(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let now = ctx.now_ms;
     match ctx.db().peek(&a[1], now) {
         Some(e) => Frame::simple(e.value.value_type().name()),
@@ -80,7 +80,7 @@ fn type_cmd(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     }
 }
 
-fn rename_generic(ctx: &mut Ctx, a: &[Bytes], nx: bool) -> Frame {
+fn rename_generic(ctx: &mut Ctx, a: &[Arg], nx: bool) -> Frame {
     let now = ctx.now_ms;
     if !ctx.db().contains(&a[1], now) {
         return err(ERR_NO_SUCH_KEY);
@@ -101,11 +101,11 @@ fn rename_generic(ctx: &mut Ctx, a: &[Bytes], nx: bool) -> Frame {
     }
 }
 
-fn rename(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn rename(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     rename_generic(ctx, a, false)
 }
 
-fn renamenx(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn renamenx(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     rename_generic(ctx, a, true)
 }
 
@@ -117,7 +117,7 @@ fn db_index(ctx: &Ctx, a: &[u8]) -> Result<usize, Frame> {
     Ok(n as usize)
 }
 
-fn move_cmd(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn move_cmd(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let target = match db_index(ctx, &a[2]) {
         Ok(t) => t,
         Err(e) => return e,
@@ -136,7 +136,7 @@ fn move_cmd(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     Frame::Integer(1)
 }
 
-fn copy(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn copy(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let (mut target, mut replace) = (ctx.db, false);
     let mut i = 3;
     while i < a.len() {
@@ -170,7 +170,7 @@ fn copy(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     Frame::Integer(1)
 }
 
-fn object_encoding(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn object_encoding(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let now = ctx.now_ms;
     match ctx.db().peek(&a[2], now) {
         Some(e) => Frame::bulk(e.encoding().as_bytes()),
@@ -180,7 +180,7 @@ fn object_encoding(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
 
 /// OBJECT FREQ: the decayed LFU counter, under an LFU policy only (Redis's replies: the key is
 /// looked up first, so a missing key is nil whatever the policy).
-fn object_freq(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn object_freq(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let now = ctx.now_ms;
     let tracking = ctx.db().tracking();
     match ctx.db().peek(&a[2], now) {
@@ -193,7 +193,7 @@ fn object_freq(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
 /// OBJECT IDLETIME: seconds since the last access. Under LFU Redis refuses (the clock is kept
 /// in minutes there); under allkeys-fifo accesses are not recorded at all (the clock holds
 /// the insertion sequence), so Abacus refuses the same way.
-fn object_idletime(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn object_idletime(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let now = ctx.now_ms;
     let policy = ctx.db().tracking().policy;
     match ctx.db().peek(&a[2], now) {
@@ -204,7 +204,7 @@ fn object_idletime(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     }
 }
 
-fn object_refcount(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn object_refcount(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let now = ctx.now_ms;
     match ctx.db().peek(&a[2], now) {
         // Values are never shared between keys here: every value has exactly one owner.
@@ -213,7 +213,7 @@ fn object_refcount(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     }
 }
 
-fn object_help(_ctx: &mut Ctx, _a: &[Bytes]) -> Frame {
+fn object_help(_ctx: &mut Ctx, _a: &[Arg]) -> Frame {
     let lines = [
         "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
         "ENCODING <key>",
@@ -234,9 +234,9 @@ fn object_help(_ctx: &mut Ctx, _a: &[Bytes]) -> Frame {
     Frame::Array(lines.iter().map(|l| Frame::Simple(Bytes::from_static(l.as_bytes()))).collect())
 }
 
-pub async fn keys(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
+pub async fn keys(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     let db = conn.db;
-    let pattern = a[1].clone();
+    let pattern = Bytes::copy_from_slice(&a[1]);
     let Some(per_shard) = conn.worker.run_all(access, move |s| s.dbs[db].keys_matching(&pattern, now_ms())).await else {
         return crate::exec::shutting_down();
     };
@@ -247,7 +247,7 @@ pub async fn keys(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
 /// in that shard's hash space.
 const SHARD_MASK: u64 = 0xff;
 
-pub async fn scan(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
+pub async fn scan(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     let cursor: u64 = match std::str::from_utf8(&a[1]).ok().and_then(|s| s.parse().ok()) {
         Some(c) => c,
         None => return err("ERR invalid cursor"),
@@ -260,7 +260,7 @@ pub async fn scan(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
         }
         if is(&a[i], "match") {
             // A lone "*" matches everything, the empty key included (Redis special-cases it).
-            pattern = (&a[i + 1][..] != b"*").then(|| a[i + 1].clone());
+            pattern = (&a[i + 1][..] != b"*").then(|| Bytes::copy_from_slice(&a[i + 1]));
         } else if is(&a[i], "count") {
             count = match parse_i64(&a[i + 1]) {
                 Ok(c) if c >= 1 => c as usize,

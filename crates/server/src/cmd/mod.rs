@@ -47,7 +47,7 @@ pub async fn dispatch_conn(conn: &mut Conn, access: Access<'_>, call: Call) -> F
     let args = &call.args;
     match call.spec.name {
         "ping" => connection::ping(conn, args),
-        "echo" => Frame::Bulk(args[1].clone()),
+        "echo" => Frame::Bulk(call.args.bytes(1)),
         "hello" => connection::hello(conn, args),
         "auth" => connection::auth(conn, args),
         "select" => connection::select(conn, args),

@@ -4,7 +4,7 @@
 //! finish, but unlike Redis's SAVE it does not stop other clients meanwhile. BGREWRITEAOF is
 //! the same operation: a snapshot plus a new log segment is how the log is compacted.
 
-use abacus_protocol::{Bytes, Frame};
+use abacus_protocol::{Arg, Frame};
 
 use super::args::*;
 use crate::command::flags::*;
@@ -33,7 +33,7 @@ pub async fn save(conn: &mut Conn) -> Frame {
     }
 }
 
-pub async fn bgsave(conn: &mut Conn, a: &[Bytes]) -> Frame {
+pub async fn bgsave(conn: &mut Conn, a: &[Arg]) -> Frame {
     let schedule = match a.len() {
         1 => false,
         2 if is(&a[1], "schedule") => true,
@@ -70,7 +70,7 @@ pub fn lastsave() -> Frame {
 /// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]: snapshots if asked to (or if a `save`
 /// schedule is configured and the log is off, as Redis), makes the log durable and exits.
 /// Like Redis, a successful SHUTDOWN sends no reply: the connection closes.
-pub async fn shutdown(conn: &mut Conn, a: &[Bytes]) -> Frame {
+pub async fn shutdown(conn: &mut Conn, a: &[Arg]) -> Frame {
     let (mut save, mut nosave, mut force) = (false, false, false);
     for x in &a[1..] {
         if is(x, "save") {

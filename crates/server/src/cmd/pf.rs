@@ -20,7 +20,7 @@
 //! cardinality into the value's cache; like Redis it then signals the key as modified (WATCH).
 
 use abacus_keyspace::Value;
-use abacus_protocol::{Bytes, Frame};
+use abacus_protocol::{Arg, Frame};
 use abacus_redis_hll::{HllError, RedisHll, HLL_REGISTERS};
 
 use crate::command::flags::*;
@@ -92,7 +92,7 @@ fn store_new(ctx: &mut Ctx, key: &[u8], h: RedisHll) {
     }
 }
 
-fn pfadd(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn pfadd(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let max_bytes = ctx.hll.sparse_max_bytes;
     // On a corrupt body Redis stops at that element; earlier ones stay added.
     let added = with_hll(ctx, &a[1], Lookup::Write, |h| h.add_all(a[2..].iter().map(|el| &el[..]), max_bytes));
@@ -111,7 +111,7 @@ fn pfadd(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     }
 }
 
-fn pfcount(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn pfcount(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     if a.len() == 2 {
         let counted = with_hll(ctx, &a[1], Lookup::ReadUnshare, |h| {
             let stale = h.cached_count().is_none();
@@ -141,7 +141,7 @@ fn pfcount(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     Frame::Integer(RedisHll::count_registers(&max) as i64)
 }
 
-fn pfmerge(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn pfmerge(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     // As Redis: the destination (if it exists) and every existing source, in order, are
     // checked and merged into `max`; then the destination gets `max`.
     let mut max = Box::new([0u8; HLL_REGISTERS]);
@@ -175,7 +175,7 @@ fn pfmerge(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
 
 /// PFDEBUG subcommand key: Redis looks the key up (for writing) and checks it is a
 /// HyperLogLog before it reads the subcommand's name.
-fn pfdebug(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn pfdebug(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let sub = a[1].to_ascii_lowercase();
     let replied = with_hll(ctx, &a[2], Lookup::Write, |h| -> Frame {
         match &sub[..] {
@@ -213,7 +213,7 @@ fn pfdebug(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     }
 }
 
-fn pfselftest(_ctx: &mut Ctx, _a: &[Bytes]) -> Frame {
+fn pfselftest(_ctx: &mut Ctx, _a: &[Arg]) -> Frame {
     match abacus_redis_hll::self_test() {
         Ok(()) => Frame::ok(),
         Err(text) => Frame::error(text),

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use abacus_protocol::{Bytes, Frame, Protocol};
+use abacus_protocol::{Arg, Bytes, Frame, Protocol};
 
 use super::args::*;
 use crate::command::flags::*;
@@ -71,7 +71,7 @@ pub async fn dbsize(conn: &mut Conn, access: Access<'_>) -> Frame {
     }
 }
 
-fn flush_mode(a: &[Bytes], at: usize) -> Result<bool, Frame> {
+fn flush_mode(a: &[Arg], at: usize) -> Result<bool, Frame> {
     match a.len() {
         n if n == at => Ok(false),
         n if n == at + 1 && is(&a[at], "async") => Ok(true),
@@ -80,7 +80,7 @@ fn flush_mode(a: &[Bytes], at: usize) -> Result<bool, Frame> {
     }
 }
 
-pub async fn flush(conn: &mut Conn, access: Access<'_>, which: &str, a: &[Bytes]) -> Frame {
+pub async fn flush(conn: &mut Conn, access: Access<'_>, which: &str, a: &[Arg]) -> Frame {
     let asynchronous = match flush_mode(a, 1) {
         Ok(m) => m,
         Err(e) => return e,
@@ -115,7 +115,7 @@ pub async fn flush(conn: &mut Conn, access: Access<'_>, which: &str, a: &[Bytes]
     Frame::ok()
 }
 
-pub async fn swapdb(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
+pub async fn swapdb(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     let n = conn.worker.server.databases as i64;
     let first = match parse_i64(&a[1]) {
         Ok(v) => v,
@@ -151,7 +151,7 @@ pub async fn swapdb(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
     }
 }
 
-pub async fn config(conn: &mut Conn, access: Access<'_>, sub: &str, a: &[Bytes]) -> Frame {
+pub async fn config(conn: &mut Conn, access: Access<'_>, sub: &str, a: &[Arg]) -> Frame {
     let cfg = &conn.worker.server.config;
     match sub {
         "config|get" => {
@@ -205,7 +205,7 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: &str, a: &[Bytes])
     }
 }
 
-pub async fn debug(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
+pub async fn debug(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     let allowed = match conn.worker.server.config.get("enable-debug-command").as_str() {
         "yes" => true,
         "local" => conn.peer_is_loopback,
@@ -249,7 +249,7 @@ pub async fn debug(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
 /// DEBUG POPULATE count [prefix] [size], as Redis: keys `prefix:N`, values `value:N` padded
 /// with zero bytes (or cut) to `size`; existing keys are left alone. Every shard creates the
 /// keys that hash to it, in parallel.
-async fn populate(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
+async fn populate(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     let positive = |v: &[u8]| match parse_i64(v) {
         Ok(n) if n >= 0 => Ok(n as u64),
         _ => Err(err("ERR value is out of range, must be positive")),
@@ -261,7 +261,7 @@ async fn populate(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
         Ok(n) => n,
         Err(e) => return e,
     };
-    let prefix = a.get(3).cloned().unwrap_or_else(|| Bytes::from_static(b"key"));
+    let prefix = a.get(3).map_or_else(|| Bytes::from_static(b"key"), |p| Bytes::copy_from_slice(p));
     let size = match a.get(4).map(|v| positive(v)).transpose() {
         Ok(s) => s.unwrap_or(0) as usize,
         Err(e) => return e,
@@ -314,7 +314,7 @@ pub fn populate_shard(s: &mut crate::shard::Shard, db: usize, count: u64, prefix
     }
 }
 
-pub fn function(sub: &str, a: &[Bytes]) -> Frame {
+pub fn function(sub: &str, a: &[Arg]) -> Frame {
     match sub {
         // No functions exist yet (scripting is a later issue), so there is nothing to delete.
         "function|flush" => match flush_mode(a, 2) {
@@ -337,7 +337,7 @@ struct ShardInfo {
 
 const DEFAULT_SECTIONS: &[&str] = &["server", "clients", "memory", "persistence", "stats", "replication", "cpu", "keyspace"];
 
-pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Bytes]) -> Frame {
+pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     let mut sections: Vec<String> = a[1..].iter().map(|s| String::from_utf8_lossy(s).to_ascii_lowercase()).collect();
     if sections.is_empty() || sections.iter().any(|s| s == "default") {
         sections.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string()));

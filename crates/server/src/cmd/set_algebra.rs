@@ -15,7 +15,7 @@
 
 use abacus_collections::IdSet;
 use abacus_keyspace::Value;
-use abacus_protocol::{Bytes, Frame};
+use abacus_protocol::{Arg, Frame};
 
 use super::args::*;
 use super::sets::member_frames;
@@ -46,7 +46,7 @@ enum Op {
 /// The sets at `keys` (None for a missing key), all borrowed at once. Each key is first
 /// looked up on its own (lazy expiry, type check; reads count keyspace hits, STORE forms look
 /// up for writing as Redis does), then the live sets are borrowed together.
-fn operands<'a>(ctx: &'a mut Ctx, keys: &[Bytes], write: bool) -> Result<Vec<Option<&'a IdSet>>, Frame> {
+fn operands<'a>(ctx: &'a mut Ctx, keys: &[Arg], write: bool) -> Result<Vec<Option<&'a IdSet>>, Frame> {
     let now = ctx.now_ms;
     let db = ctx.db();
     for key in keys {
@@ -59,7 +59,7 @@ fn operands<'a>(ctx: &'a mut Ctx, keys: &[Bytes], write: bool) -> Result<Vec<Opt
     Ok(keys.iter().map(|key| db.get_shared(key, now).and_then(|e| e.value.as_set())).collect())
 }
 
-fn compute(ctx: &mut Ctx, keys: &[Bytes], write: bool, op: Op) -> Result<IdSet, Frame> {
+fn compute(ctx: &mut Ctx, keys: &[Arg], write: bool, op: Op) -> Result<IdSet, Frame> {
     let limits = ctx.set_limits;
     let sets = operands(ctx, keys, write)?;
     Ok(match op {
@@ -75,14 +75,14 @@ fn compute(ctx: &mut Ctx, keys: &[Bytes], write: bool, op: Op) -> Result<IdSet, 
     })
 }
 
-fn reply(ctx: &mut Ctx, a: &[Bytes], op: Op) -> Frame {
+fn reply(ctx: &mut Ctx, a: &[Arg], op: Op) -> Frame {
     match compute(ctx, &a[1..], false, op) {
         Ok(result) => Frame::Set(member_frames(result.iter())),
         Err(e) => e,
     }
 }
 
-fn store(ctx: &mut Ctx, a: &[Bytes], op: Op) -> Frame {
+fn store(ctx: &mut Ctx, a: &[Arg], op: Op) -> Frame {
     let result = match compute(ctx, &a[2..], true, op) {
         Ok(result) => result,
         Err(e) => return e,
@@ -97,33 +97,33 @@ fn store(ctx: &mut Ctx, a: &[Bytes], op: Op) -> Frame {
     Frame::Integer(card as i64)
 }
 
-fn sinter(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn sinter(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     reply(ctx, a, Op::Inter)
 }
 
-fn sunion(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn sunion(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     reply(ctx, a, Op::Union)
 }
 
-fn sdiff(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn sdiff(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     reply(ctx, a, Op::Diff)
 }
 
-fn sinterstore(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn sinterstore(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     store(ctx, a, Op::Inter)
 }
 
-fn sunionstore(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn sunionstore(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     store(ctx, a, Op::Union)
 }
 
-fn sdiffstore(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn sdiffstore(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     store(ctx, a, Op::Diff)
 }
 
 /// SINTERCARD numkeys key [key ...] [LIMIT limit]. The key positions come from the numkeys
 /// argument (`Spec::with_numkeys`), which routing reads too; the checks here give the errors.
-fn sintercard(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn sintercard(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let numkeys = match parse_i64(&a[1]) {
         Ok(n) if n > 0 => n as u64,
         _ => return err("ERR numkeys should be greater than 0"),

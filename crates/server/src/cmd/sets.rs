@@ -16,7 +16,7 @@
 
 use abacus_collections::{IdSet, Member};
 use abacus_keyspace::Value;
-use abacus_protocol::{Bytes, Frame};
+use abacus_protocol::{Arg, Frame};
 
 use super::args::*;
 use crate::command::flags::*;
@@ -75,7 +75,7 @@ pub fn member_frames<'a>(members: impl Iterator<Item = Member<'a>>) -> Vec<Frame
     members.map(|m| bulk(&m)).collect()
 }
 
-fn sadd(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn sadd(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let limits = ctx.set_limits;
     match set_mut(ctx, &a[1]) {
         Ok(Some(set)) => Frame::Integer(set.insert_many_with_limits(&a[2..], &limits) as i64),
@@ -89,7 +89,7 @@ fn sadd(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     }
 }
 
-fn srem(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn srem(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let (removed, now_empty) = match set_mut(ctx, &a[1]) {
         Ok(Some(set)) => (a[2..].iter().filter(|m| set.remove(m)).count(), set.is_empty()),
         Ok(None) => return Frame::Integer(0),
@@ -101,28 +101,28 @@ fn srem(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     Frame::Integer(removed as i64)
 }
 
-fn sismember(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn sismember(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     match read_set(ctx, &a[1]) {
         Ok(set) => Frame::Integer(set.is_some_and(|s| s.contains(&a[2])).into()),
         Err(e) => e,
     }
 }
 
-fn smismember(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn smismember(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     match read_set(ctx, &a[1]) {
         Ok(set) => Frame::Array(a[2..].iter().map(|m| Frame::Integer(set.is_some_and(|s| s.contains(m)).into())).collect()),
         Err(e) => e,
     }
 }
 
-fn scard(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn scard(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     match read_set(ctx, &a[1]) {
         Ok(set) => Frame::Integer(set.map_or(0, IdSet::len) as i64),
         Err(e) => e,
     }
 }
 
-fn smembers(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn smembers(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     match read_set(ctx, &a[1]) {
         Ok(Some(set)) => Frame::Set(member_frames(set.iter())),
         Ok(None) => Frame::Set(Vec::new()),
@@ -130,7 +130,7 @@ fn smembers(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     }
 }
 
-fn srandmember(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn srandmember(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     if a.len() > 3 {
         return err(ERR_SYNTAX);
     }
@@ -160,7 +160,7 @@ fn srandmember(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     }
 }
 
-fn spop(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn spop(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     if a.len() > 3 {
         return err(ERR_SYNTAX);
     }
@@ -189,7 +189,7 @@ fn spop(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     reply
 }
 
-fn smove(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn smove(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let (src, dst, member) = (&a[1], &a[2], &a[3]);
     let limits = ctx.set_limits;
     // As Redis: a missing source answers 0 before the destination's type is checked.
@@ -232,7 +232,7 @@ fn smove(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     Frame::Integer(1)
 }
 
-fn sscan(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn sscan(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let cursor = match parse_cursor(&a[2]) {
         Ok(c) => c,
         Err(e) => return e,
@@ -255,10 +255,10 @@ fn sscan(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
 #[cfg(test)]
 mod tests {
     use abacus_keyspace::Db;
-    use abacus_protocol::{Bytes, Frame};
+    use abacus_protocol::{Args, Bytes, Frame};
 
     fn run(dbs: &mut [Db], line: &str) -> Frame {
-        let args: Vec<Bytes> = line.split(' ').map(|a| Bytes::copy_from_slice(a.as_bytes())).collect();
+        let args = Args::from_vec(line.split(' ').map(|a| Bytes::copy_from_slice(a.as_bytes())).collect());
         let spec = crate::command::lookup(&args[0]).unwrap();
         let cfg = crate::config::Config::default().cmd_config();
         crate::exec::exec_keyed(dbs, 0, spec, &args, 1, cfg)

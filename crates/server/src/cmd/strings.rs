@@ -5,7 +5,7 @@
 //! locks. Replies and error texts follow Redis 7 (`t_string.c`).
 
 use abacus_keyspace::{Entry, StrBuf, Value};
-use abacus_protocol::{Bytes, Frame};
+use abacus_protocol::{Arg, Bytes, Frame};
 
 use super::args::*;
 use crate::command::flags::*;
@@ -79,7 +79,7 @@ fn bulk_or_null(v: Option<&StrBuf>) -> Frame {
     }
 }
 
-fn get(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn get(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     match read_str(ctx, &a[1]) {
         Ok(v) => bulk_or_null(v),
         Err(e) => e,
@@ -115,7 +115,7 @@ pub fn expire_arg(kind: &[u8], arg: &[u8], now_ms: u64, cmd: &str) -> Result<u64
     Ok(at as u64)
 }
 
-fn set(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn set(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let (mut nx, mut xx, mut want_get) = (false, false, false);
     let mut expire = ExpireOpt::None;
     // Which expiry option was given: repeating the same one is allowed (the last wins, as in
@@ -192,7 +192,7 @@ fn set(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     }
 }
 
-fn setnx(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn setnx(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let now = ctx.now_ms;
     if ctx.db().contains(&a[1], now) {
         return Frame::Integer(0);
@@ -201,7 +201,7 @@ fn setnx(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     Frame::Integer(1)
 }
 
-fn setex_generic(ctx: &mut Ctx, a: &[Bytes], kind: &str, cmd: &str) -> Frame {
+fn setex_generic(ctx: &mut Ctx, a: &[Arg], kind: &str, cmd: &str) -> Frame {
     let at = match expire_arg(kind.as_bytes(), &a[2], ctx.now_ms, cmd) {
         Ok(at) => at,
         Err(e) => return e,
@@ -211,15 +211,15 @@ fn setex_generic(ctx: &mut Ctx, a: &[Bytes], kind: &str, cmd: &str) -> Frame {
     Frame::ok()
 }
 
-fn setex(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn setex(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     setex_generic(ctx, a, "ex", "setex")
 }
 
-fn psetex(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn psetex(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     setex_generic(ctx, a, "px", "psetex")
 }
 
-fn getset(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn getset(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let old = match read_str(ctx, &a[1]) {
         Ok(v) => bulk_or_null(v),
         Err(e) => return e,
@@ -229,7 +229,7 @@ fn getset(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     old
 }
 
-fn getdel(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn getdel(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let old = match read_str(ctx, &a[1]) {
         Ok(v) => bulk_or_null(v),
         Err(e) => return e,
@@ -239,7 +239,7 @@ fn getdel(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     old
 }
 
-fn getex(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn getex(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let mut expire = ExpireOpt::None;
     let mut i = 2;
     while i < a.len() {
@@ -278,12 +278,12 @@ fn getex(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     reply
 }
 
-fn mget(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn mget(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let out = a[1..].iter().map(|k| read_str(ctx, k).map(bulk_or_null).unwrap_or(Frame::Null)).collect();
     Frame::Array(out)
 }
 
-fn mset(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn mset(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     if a.len() % 2 == 0 {
         return Frame::error(format!("ERR wrong number of arguments for '{}' command", String::from_utf8_lossy(&a[0]).to_lowercase()));
     }
@@ -294,7 +294,7 @@ fn mset(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     Frame::ok()
 }
 
-fn msetnx(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn msetnx(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     if a.len() % 2 == 0 {
         return Frame::error("ERR wrong number of arguments for 'msetnx' command");
     }
@@ -306,7 +306,7 @@ fn msetnx(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     Frame::Integer(1)
 }
 
-fn append(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn append(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let max = ctx.max_string_len;
     let cur_len = match read_str(ctx, &a[1]) {
         Ok(v) => v.map(|s| s.len()).unwrap_or(0),
@@ -324,14 +324,14 @@ fn append(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     }
 }
 
-fn strlen(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn strlen(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     match read_str(ctx, &a[1]) {
         Ok(v) => Frame::Integer(v.map(|s| s.len()).unwrap_or(0) as i64),
         Err(e) => e,
     }
 }
 
-fn getrange(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn getrange(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let (mut start, mut end) = match (parse_i64(&a[2]), parse_i64(&a[3])) {
         (Ok(s), Ok(e)) => (s, e),
         (Err(e), _) | (_, Err(e)) => return e,
@@ -362,7 +362,7 @@ fn getrange(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     Frame::Bulk(Bytes::copy_from_slice(&s[start as usize..=end as usize]))
 }
 
-fn setrange(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn setrange(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let offset = match parse_i64(&a[2]) {
         Ok(o) => o,
         Err(e) => return e,
@@ -414,22 +414,22 @@ fn incr_by(ctx: &mut Ctx, key: &[u8], by: i64) -> Frame {
     Frame::Integer(new)
 }
 
-fn incr(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn incr(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     incr_by(ctx, &a[1], 1)
 }
 
-fn decr(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn decr(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     incr_by(ctx, &a[1], -1)
 }
 
-fn incrby(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn incrby(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     match parse_i64(&a[2]) {
         Ok(by) => incr_by(ctx, &a[1], by),
         Err(e) => e,
     }
 }
 
-fn decrby(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn decrby(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     match parse_i64(&a[2]) {
         Ok(i64::MIN) => err("ERR decrement would overflow"),
         Ok(by) => incr_by(ctx, &a[1], -by),
@@ -437,7 +437,7 @@ fn decrby(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
     }
 }
 
-fn incrbyfloat(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn incrbyfloat(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let by = match parse_f64(&a[2]) {
         Ok(v) => v,
         Err(e) => return e,
@@ -485,7 +485,7 @@ pub(crate) fn format_float_sum(a: &[u8], b: &[u8], f64_sum: f64) -> Vec<u8> {
     format!("{f64_sum}").into_bytes()
 }
 
-fn lcs(ctx: &mut Ctx, a: &[Bytes]) -> Frame {
+fn lcs(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let (mut want_len, mut want_idx, mut withmatchlen) = (false, false, false);
     let mut minmatchlen: i64 = 0;
     let mut i = 3;

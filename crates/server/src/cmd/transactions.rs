@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 
-use abacus_protocol::{Bytes, Frame};
+use abacus_protocol::{Arg, Bytes, Frame};
 
 use super::args::*;
 use crate::command::flags::*;
@@ -97,16 +97,16 @@ pub async fn exec(conn: &mut Conn) -> Frame {
     Frame::Array(replies)
 }
 
-pub async fn watch(conn: &mut Conn, a: &[Bytes]) -> Frame {
+pub async fn watch(conn: &mut Conn, a: &[Arg]) -> Frame {
     if conn.multi.is_some() {
         return err("ERR WATCH inside MULTI is not allowed");
     }
     let n = conn.worker.shards();
     for key in &a[1..] {
-        if conn.watched.iter().any(|(d, k)| *d == conn.db && k == key) {
+        if conn.watched.iter().any(|(d, k)| *d == conn.db && k[..] == key[..]) {
             continue;
         }
-        let (db, k, flag) = (conn.db, key.clone(), conn.watch_flag.clone());
+        let (db, k, flag) = (conn.db, Bytes::copy_from_slice(key), conn.watch_flag.clone());
         let done = conn
             .worker
             .run(Access::Free, shard_of(key, n), move |s| {
@@ -118,7 +118,7 @@ pub async fn watch(conn: &mut Conn, a: &[Bytes]) -> Frame {
         if done.is_none() {
             return crate::exec::shutting_down();
         }
-        conn.watched.push((conn.db, key.clone()));
+        conn.watched.push((conn.db, Bytes::copy_from_slice(key)));
     }
     Frame::ok()
 }
