@@ -6,7 +6,7 @@
 //! access costs a few stores in the entry and no pointer chasing.
 //!
 //! The metadata lives in 5 bytes of the entry, which fit in the padding the entry already had
-//! (the entry stays 40 bytes): `accessed_s: u32` and `lfu_counter: u8`. Like Redis's 24-bit
+//! (the entry stays 32 bytes): `accessed_s: u32` and `lfu_counter: u8`. Like Redis's 24-bit
 //! `lru` field, the 32-bit clock is read according to the policy in force:
 //! - LRU (and the policies that ignore access: random, ttl, noeviction): the last access time
 //!   in Unix seconds (OBJECT IDLETIME).

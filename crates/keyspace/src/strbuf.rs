@@ -15,7 +15,7 @@
 //!
 //! The tag is a `repr(u8)` enum with 25 valid values, so the other 231 byte values are a
 //! niche: `Value` (this plus three boxed variants) stays 24 bytes, which keeps the table's
-//! entry at 40 bytes (asserted in `value.rs` and `db.rs`).
+//! entry at 32 bytes (asserted in `value.rs` and `db.rs`).
 //!
 //! Growth (`grow`): when an append needs more room than the heap buffer has, the buffer grows
 //! to the allocator's next size class ([`size_class`]) above its current one, or to the class

@@ -78,7 +78,7 @@ impl Default for Value {
 }
 
 // Three words whatever the variant: `StrBuf`'s tag byte leaves a niche for the other
-// variants' discriminant, so the table's entry stays 40 bytes.
+// variants' discriminant, so the table's entry stays 32 bytes.
 const _: () = assert!(std::mem::size_of::<Value>() == 24);
 
 /// The type names TYPE reports and SCAN's TYPE option matches.
