@@ -6,7 +6,7 @@
 //! quick run; `W2_SINGLE=0` skips the per-insert timing pass). Needs ~5 GB at 100M.
 //!
 //! Reported per table: inserts/s and lookups/s (untimed-per-operation runs), peak and final
-//! bytes per entry from a counting global allocator (every byte the table asked for, not
+//! bytes per entry from a counting global allocator over jemalloc, as `abacus serve` allocates (every byte the table asked for, not
 //! RSS), the slowest batch of 1000 inserts in the throughput run both in wall time and in
 //! the thread's CPU time (on a shared machine the wall time includes being descheduled; the
 //! CPU time, page faults included, is the table's own work and bounds any single insert in
@@ -19,7 +19,9 @@
 //! from a splitmix64 stream, regenerated for the lookups, so no key array distorts the
 //! memory figures.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::{GlobalAlloc, Layout};
+
+use tikv_jemallocator::Jemalloc;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
@@ -36,13 +38,13 @@ fn grew(bytes: usize) {
     PEAK.fetch_max(now, Relaxed);
 }
 
-// SAFETY: every method forwards to the system allocator with the caller's arguments
-// unchanged, so it upholds GlobalAlloc's contract exactly as `System` does; the counters
-// are only bookkeeping on the side.
+// SAFETY: every method forwards to jemalloc with the caller's arguments unchanged, so it
+// upholds GlobalAlloc's contract exactly as `Jemalloc` does; the counters are only
+// bookkeeping on the side.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded unchanged (see the impl).
-        let p = unsafe { System.alloc(layout) };
+        let p = unsafe { Jemalloc.alloc(layout) };
         if !p.is_null() {
             grew(layout.size());
         }
@@ -50,7 +52,7 @@ unsafe impl GlobalAlloc for Counting {
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded unchanged (see the impl).
-        let p = unsafe { System.alloc_zeroed(layout) };
+        let p = unsafe { Jemalloc.alloc_zeroed(layout) };
         if !p.is_null() {
             grew(layout.size());
         }
@@ -58,12 +60,12 @@ unsafe impl GlobalAlloc for Counting {
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: forwarded unchanged (see the impl).
-        unsafe { System.dealloc(ptr, layout) };
+        unsafe { Jemalloc.dealloc(ptr, layout) };
         CURRENT.fetch_sub(layout.size(), Relaxed);
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: forwarded unchanged (see the impl).
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        let p = unsafe { Jemalloc.realloc(ptr, layout, new_size) };
         if !p.is_null() {
             CURRENT.fetch_sub(layout.size(), Relaxed);
             grew(new_size);
@@ -289,6 +291,11 @@ fn main() {
         .and_then(|s| s.replace('_', "").parse().ok())
         .unwrap_or(100_000_000);
     let single = std::env::var("W2_SINGLE").map_or(true, |s| s != "0");
+    // As `abacus serve` does: freed pages are purged by jemalloc's background threads, not
+    // inside the allocation calls of the insert path.
+    if tikv_jemalloc_ctl::background_thread::write(true).is_err() {
+        eprintln!("warning: jemalloc background threads could not be started");
+    }
     println!("W2: {n} inserts of uniformly random u64 keys (u64 values), then {n} lookups");
     let ours = run::<U64Table<u64>>(n, single);
     let theirs = run::<Hashbrown>(n, single);
