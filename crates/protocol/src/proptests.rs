@@ -70,6 +70,16 @@ fn limits() -> impl Strategy<Value = Limits> {
     ]
 }
 
+/// The RESP encoding of `cmds`, one after the other.
+fn encode_all(cmds: &[Vec<Vec<u8>>]) -> BytesMut {
+    let mut wire = BytesMut::new();
+    for c in cmds {
+        let refs: Vec<&[u8]> = c.iter().map(|a| a.as_slice()).collect();
+        encode_command(&refs, &mut wire);
+    }
+    wire
+}
+
 /// Feeds `data` in chunks of the given (cycled) sizes, draining commands
 /// after each chunk. Stops at the first error.
 fn feed(
@@ -267,11 +277,7 @@ proptest! {
     ) {
         // Well-formed commands followed by noise, so both complete commands (where the fast
         // path answers) and every malformed shape (where it must defer) occur.
-        let mut wire = BytesMut::new();
-        for c in &cmds {
-            let refs: Vec<&[u8]> = c.iter().map(|a| a.as_slice()).collect();
-            encode_command(&refs, &mut wire);
-        }
+        let mut wire = encode_all(&cmds);
         wire.extend_from_slice(&data);
         let limits = Limits { unauthenticated, ..limits };
         let mut fast = RequestParser::new(limits);
@@ -295,11 +301,7 @@ proptest! {
     ) {
         // parse_batch for runs of commands, parse for the rest, against parse alone: the
         // same commands, error and leftover bytes.
-        let mut wire = BytesMut::new();
-        for c in &cmds {
-            let refs: Vec<&[u8]> = c.iter().map(|a| a.as_slice()).collect();
-            encode_command(&refs, &mut wire);
-        }
+        let mut wire = encode_all(&cmds);
         wire.extend_from_slice(&data);
         let limits = Limits { unauthenticated, ..limits };
         let mut batched = RequestParser::new(limits);
@@ -316,11 +318,7 @@ proptest! {
         cmds in arg_lists(),
         sizes in vec(1usize..200, 1..20),
     ) {
-        let mut wire = BytesMut::new();
-        for c in &cmds {
-            let refs: Vec<&[u8]> = c.iter().map(|a| a.as_slice()).collect();
-            encode_command(&refs, &mut wire);
-        }
+        let wire = encode_all(&cmds);
         let mut p = RequestParser::default();
         let (got, err, buf) = feed(&mut p, &wire, &sizes);
         prop_assert_eq!(err, None);

@@ -19,6 +19,8 @@
 //! expected number of draws is about two; after mass deletion it grows, so the draws are
 //! bounded and fall back to the first entry after a random segment (slightly biased).
 
+use std::ops::ControlFlow;
+
 use rand::Rng;
 
 use crate::growth::class_cap;
@@ -33,6 +35,18 @@ enum SegmentScan {
     Cut(u64),
     /// The segment is done; the next one starts at this cursor (0: the iteration is over).
     End(u64),
+}
+
+impl SegmentScan {
+    /// Where a step goes after this segment, with `reported` of the `want` entries visited:
+    /// stop and return the cursor, or go on in the next segment at it.
+    fn then(self, reported: usize, want: usize) -> ControlFlow<u64, u64> {
+        match self {
+            SegmentScan::Cut(next) => ControlFlow::Break(next),
+            SegmentScan::End(next) if next == 0 || reported >= want => ControlFlow::Break(next),
+            SegmentScan::End(next) => ControlFlow::Continue(next),
+        }
+    }
 }
 
 /// Rejection-sampling draws before [`HashTable::random_entry`] falls back.
@@ -68,10 +82,9 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
                 visit(K::key(k), v);
             }
             reported += slots.len();
-            match next {
-                SegmentScan::Cut(next) => return next,
-                SegmentScan::End(next) if next == 0 || reported >= want => return next,
-                SegmentScan::End(next) => cursor = next,
+            match next.then(reported, want) {
+                ControlFlow::Break(next) => return next,
+                ControlFlow::Continue(next) => cursor = next,
             }
         }
         cursor
@@ -102,10 +115,9 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
                 visit(K::key(k), v);
             }
             reported += slots.len();
-            match next {
-                SegmentScan::Cut(next) => return next,
-                SegmentScan::End(next) if next == 0 || reported >= want => return next,
-                SegmentScan::End(next) => cursor = next,
+            match next.then(reported, want) {
+                ControlFlow::Break(next) => return next,
+                ControlFlow::Continue(next) => cursor = next,
             }
         }
         cursor
