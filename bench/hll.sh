@@ -45,7 +45,7 @@ run() {
     $(workload_args "$w" "$cmd") | awk -F, 'NR > 1 {gsub(/"/, "", $2); print $2}'
 }
 
-WORKLOADS="one-key one-key-x10 10k-keys"
+WORKLOADS=${WORKLOADS:-"one-key one-key-x10 10k-keys"}
 declare -A results
 for round in $(seq 1 "$ROUNDS"); do
   for w in $WORKLOADS; do

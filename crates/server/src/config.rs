@@ -59,6 +59,7 @@ pub const PARAMS: &[Param] = &[
     Param { name: "proto-max-bulk-len", default: "536870912", kind: Kind::Memory { min: 1024 * 1024, max: i64::MAX as u64 }, mutable: true, help: "largest bulk string a client may send" },
     Param { name: "client-query-buffer-limit", default: "1073741824", kind: Kind::Memory { min: 1024 * 1024, max: i64::MAX as u64 }, mutable: true, help: "largest unparsed request buffer per client" },
     Param { name: "max-pipeline-commands", default: "1024", kind: Kind::Int { min: 1, max: 1_000_000 }, mutable: true, help: "commands parsed from one read before their replies are written" },
+    Param { name: "migrate-connections-after", default: "256", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "move a connection to the worker thread that owns its keys once this many consecutive commands went to that thread's shard (no cross-thread hop per command for a client of one hot key); 0 = never" },
     Param { name: "hz", default: "10", kind: Kind::Int { min: 1, max: 500 }, mutable: true, help: "background task frequency (active expiry)" },
     Param { name: "loglevel", default: "notice", kind: Kind::Enum(&["debug", "verbose", "notice", "warning", "nothing"]), mutable: true, help: "log verbosity" },
     Param { name: "logfile", default: "", kind: Kind::Str, mutable: false, help: "log file; empty = standard output" },
@@ -207,6 +208,7 @@ pub struct Config {
     maxclients: AtomicU64,
     timeout_s: AtomicU64,
     max_pipeline: AtomicU64,
+    migrate_after: AtomicU64,
     hll_log2m: AtomicU64,
     hll_regwidth: AtomicU64,
     hll_expthresh: AtomicI64,
@@ -234,6 +236,7 @@ impl Default for Config {
             maxclients: AtomicU64::new(0),
             timeout_s: AtomicU64::new(0),
             max_pipeline: AtomicU64::new(0),
+            migrate_after: AtomicU64::new(0),
             hll_log2m: AtomicU64::new(0),
             hll_regwidth: AtomicU64::new(0),
             hll_expthresh: AtomicI64::new(0),
@@ -349,6 +352,7 @@ impl Config {
         self.maxclients.store(self.get_u64("maxclients"), Ordering::Relaxed);
         self.timeout_s.store(self.get_u64("timeout"), Ordering::Relaxed);
         self.max_pipeline.store(self.get_u64("max-pipeline-commands"), Ordering::Relaxed);
+        self.migrate_after.store(self.get_u64("migrate-connections-after"), Ordering::Relaxed);
         self.hll_log2m.store(self.get_u64("hll-log2m"), Ordering::Relaxed);
         self.hll_regwidth.store(self.get_u64("hll-regwidth"), Ordering::Relaxed);
         self.hll_expthresh.store(self.get("hll-expthresh").parse().unwrap_or(-1), Ordering::Relaxed);
@@ -406,6 +410,10 @@ impl Config {
     }
     pub fn max_pipeline(&self) -> usize {
         self.max_pipeline.load(Ordering::Relaxed) as usize
+    }
+    /// `migrate-connections-after`: 0 = never.
+    pub fn migrate_after(&self) -> u64 {
+        self.migrate_after.load(Ordering::Relaxed)
     }
 
     /// The password clients must give, if any.

@@ -9,6 +9,21 @@
 //! whose keys live on one shard are gathered into a batch (see `exec.rs`); anything else
 //! (connection commands, fan-outs, multi-shard commands) first completes the batch so that
 //! replies stay in request order.
+//!
+//! Migration: a command for another thread's shard costs a hop there and back (a message, a
+//! wake-up of that thread, its reply). A client that only ever touches one remote shard
+//! (one hot counter, keys under one `{hash tag}`) pays that for every batch, and the owning
+//! thread does the work of every client of its keys anyway. So once `migrate-connections-after`
+//! consecutive single-shard commands of a connection went to one other shard, the connection
+//! moves to that shard's thread, between two batches: when every reply so far is written (and
+//! durable, with `appendfsync always`), so nothing is in flight. What moves is the socket
+//! (deregistered from this thread's reactor, registered with the other's), the unparsed input
+//! and the parser's position in it, and the connection's state (database, protocol,
+//! authentication, CLIENT REPLY mode). The client's registry record (id, name, kill signal)
+//! stays the same. Not moved: a connection inside MULTI or with WATCHed keys (their
+//! registrations live on the shards), which keeps its thread until it is out of both. A run
+//! of random keys over N shards reaches the threshold with probability (1/N)^(threshold-1):
+//! never, in practice, at the default of 256.
 
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -71,6 +86,36 @@ pub struct Conn {
     /// The command table entry of the previous request: a pipeline repeats one command, and
     /// comparing its name is cheaper than lowercasing and hashing it again.
     last_root: Option<&'static Spec>,
+    /// The shard of the latest single-shard command, and how many consecutive ones went
+    /// there (connection commands do not count; a multi-shard command restarts the count):
+    /// what decides a migration.
+    streak_shard: usize,
+    streak: u64,
+}
+
+/// A connection on its way to another worker thread (see "Migration" above).
+pub struct Moved {
+    stream: std::net::TcpStream,
+    addr: SocketAddr,
+    meta: Arc<ClientMeta>,
+    proto: Protocol,
+    db: usize,
+    authenticated: bool,
+    watch_flag: WatchFlag,
+    reply_mode: ReplyMode,
+    peer_is_loopback: bool,
+    wait_lsn: u64,
+    last_root: Option<&'static Spec>,
+    parser: RequestParser,
+    rbuf: BytesMut,
+}
+
+/// Where [`Conn::run`] left a connection that is to move.
+struct Handoff {
+    stream: TcpStream,
+    parser: RequestParser,
+    rbuf: BytesMut,
+    target: usize,
 }
 
 /// What pre-dispatch checks decided for one request.
@@ -105,9 +150,9 @@ pub async fn serve(worker: Rc<Worker>, stream: TcpStream, addr: SocketAddr) {
         let _ = stream.write_all(b"-ERR max number of clients reached\r\n").await;
         return;
     };
-    let mut conn = Conn {
+    let conn = Conn {
         worker,
-        meta: meta.clone(),
+        meta,
         proto: Protocol::Resp2,
         db: 0,
         authenticated: server.config.requirepass().is_none(),
@@ -121,30 +166,135 @@ pub async fn serve(worker: Rc<Worker>, stream: TcpStream, addr: SocketAddr) {
         wait_lsn: 0,
         out: BytesMut::with_capacity(READ_CHUNK_BYTES),
         last_root: None,
+        streak_shard: 0,
+        streak: 0,
     };
-    if let Err(e) = conn.run(stream).await {
-        tracing::debug!(client = meta.id, "connection closed: {e}");
-    }
-    conn.unwatch_all().await;
-    server.clients.unregister(meta.id);
+    let parser = RequestParser::new(conn.limits());
+    conn.serve_until_closed(stream, addr, parser, BytesMut::with_capacity(READ_CHUNK_BYTES)).await;
+}
+
+/// Continues serving a connection that moved to this thread (see "Migration" above).
+pub async fn resume(worker: Rc<Worker>, m: Moved) {
+    let stream = match TcpStream::from_std(m.stream) {
+        Ok(stream) => stream,
+        Err(e) => {
+            tracing::debug!(client = m.meta.id, "connection closed while moving: {e}");
+            worker.server.clients.unregister(m.meta.id);
+            return;
+        }
+    };
+    let conn = Conn {
+        worker,
+        meta: m.meta,
+        proto: m.proto,
+        db: m.db,
+        authenticated: m.authenticated,
+        multi: None,
+        watch_flag: m.watch_flag,
+        watched: Vec::new(),
+        reply_mode: m.reply_mode,
+        close_after_reply: false,
+        peer_is_loopback: m.peer_is_loopback,
+        wrote: false,
+        wait_lsn: m.wait_lsn,
+        out: BytesMut::with_capacity(READ_CHUNK_BYTES),
+        last_root: m.last_root,
+        streak_shard: 0,
+        streak: 0,
+    };
+    conn.serve_until_closed(stream, m.addr, m.parser, m.rbuf).await;
 }
 
 
 impl Conn {
+    /// Serves the connection until it closes (then forgets the client) or moves to another
+    /// thread (then the client lives on there).
+    async fn serve_until_closed(mut self, stream: TcpStream, addr: SocketAddr, parser: RequestParser, rbuf: BytesMut) {
+        let server = self.worker.server.clone();
+        match self.run(stream, parser, rbuf).await {
+            Ok(Some(h)) => match self.hand_off(h, addr) {
+                Ok(()) => return,
+                Err(e) => tracing::debug!(client = self.meta.id, "connection closed while moving: {e}"),
+            },
+            Ok(None) => {}
+            Err(e) => tracing::debug!(client = self.meta.id, "connection closed: {e}"),
+        }
+        self.unwatch_all().await;
+        server.clients.unregister(self.meta.id);
+    }
+
+    /// The shard this connection should move to now, if any: between batches, with nothing
+    /// pending (see "Migration" above).
+    fn migration_target(&self) -> Option<usize> {
+        let after = self.worker.server.config.migrate_after();
+        let move_it = after > 0
+            && self.streak >= after
+            && self.streak_shard != self.worker.shard_id
+            && self.streak_shard < self.worker.shards()
+            && self.multi.is_none()
+            && self.watched.is_empty()
+            && !self.close_after_reply
+            && !self.wrote
+            && self.out.is_empty();
+        move_it.then_some(self.streak_shard)
+    }
+
+    /// Sends the connection to `h.target`'s thread. On error the socket is closed (the
+    /// caller forgets the client).
+    fn hand_off(&mut self, h: Handoff, addr: SocketAddr) -> std::io::Result<()> {
+        let server = self.worker.server.clone();
+        let stream = h.stream.into_std()?;
+        let moved = Moved {
+            stream,
+            addr,
+            meta: self.meta.clone(),
+            proto: self.proto,
+            db: self.db,
+            authenticated: self.authenticated,
+            watch_flag: self.watch_flag.clone(),
+            reply_mode: self.reply_mode,
+            peer_is_loopback: self.peer_is_loopback,
+            wait_lsn: self.wait_lsn,
+            last_root: self.last_root,
+            parser: h.parser,
+            rbuf: h.rbuf,
+        };
+        let queue = server.conn_queues.get(h.target).ok_or_else(|| std::io::Error::other("no such worker"))?;
+        queue.send(crate::server::Incoming::Moved(moved)).map_err(|_| std::io::Error::other("worker stopped"))?;
+        ServerStats::add(&server.stats.migrated_connections, 1);
+        Ok(())
+    }
+
+    /// Counts a command toward a migration: `shard` is where it runs, None for a command
+    /// whose keys span shards.
+    fn note_route(&mut self, shard: Option<usize>) {
+        match shard {
+            Some(s) if s == self.streak_shard => self.streak += 1,
+            Some(s) => {
+                self.streak_shard = s;
+                self.streak = 1;
+            }
+            None => self.streak = 0,
+        }
+    }
+
     fn limits(&self) -> Limits {
         let c = &self.worker.server.config;
         Limits { max_bulk_len: c.proto_max_bulk_len() as usize, unauthenticated: !self.authenticated, ..Limits::default() }
     }
 
-    async fn run(&mut self, mut stream: TcpStream) -> std::io::Result<()> {
-        let mut parser = RequestParser::new(self.limits());
-        let mut rbuf = BytesMut::with_capacity(READ_CHUNK_BYTES);
+    /// Serves requests until the connection closes (`None`) or is to move to another thread.
+    async fn run(&mut self, mut stream: TcpStream, mut parser: RequestParser, mut rbuf: BytesMut) -> std::io::Result<Option<Handoff>> {
         let server = self.worker.server.clone();
         // One registration with the kill signal for the connection's life, not one per read
         // (each registration and removal takes the Notify's lock).
         let meta = self.meta.clone();
         let killed = meta.kill.notified();
         tokio::pin!(killed);
+        if meta.killed.load(Ordering::Acquire) {
+            // Killed while moving here from another thread.
+            return Ok(None);
+        }
         // Reused for every batch: the parsed requests are drained, the capacity stays.
         let mut calls: Vec<Args> = Vec::new();
         loop {
@@ -164,10 +314,10 @@ impl Conn {
             };
             let n = tokio::select! {
                 r = read => r?,
-                _ = &mut killed => return Ok(()),
+                _ = &mut killed => return Ok(None),
             };
             if n == 0 {
-                return Ok(());
+                return Ok(None);
             }
             ServerStats::add(&server.stats.net_input_bytes_total, n as u64);
             self.meta.last_interaction_ms.store(now_ms(), Ordering::Relaxed);
@@ -220,7 +370,7 @@ impl Conn {
                 }
                 if self.close_after_reply || self.meta.killed.load(Ordering::Acquire) {
                     let _ = stream.shutdown().await;
-                    return Ok(());
+                    return Ok(None);
                 }
                 if !more {
                     break;
@@ -228,7 +378,10 @@ impl Conn {
             }
             if rbuf.len() as u64 > server.config.query_buffer_limit() {
                 tracing::warn!(client = self.meta.id, "closing client that reached max query buffer length ({} bytes)", rbuf.len());
-                return Ok(());
+                return Ok(None);
+            }
+            if let Some(target) = self.migration_target() {
+                return Ok(Some(Handoff { stream, parser, rbuf, target }));
             }
         }
     }
@@ -268,6 +421,7 @@ impl Conn {
             let step = self.prepare(args);
             match step {
                 Step::Batch(shard, call) => {
+                    self.note_route(Some(shard));
                     last = call.spec.name;
                     batch.push((shard, call));
                 }
@@ -276,6 +430,9 @@ impl Conn {
                     self.emit(frame);
                 }
                 Step::Dispatch(call) => {
+                    if let Handler::Keyed(_) = call.spec.handler {
+                        self.note_route(None);
+                    }
                     last = "";
                     *self.meta.last_cmd.lock() = call.spec.name;
                     self.flush_batch(&mut batch).await;

@@ -3,8 +3,9 @@
 //! `threads` worker threads each run a single-threaded tokio runtime that owns one shard (its
 //! `shard_loop` task) and the connections assigned to that thread. One acceptor thread per
 //! listening address accepts connections and deals them round-robin to the workers, so
-//! connections spread evenly and a connection stays on one thread for its whole life. The
-//! main thread waits for SIGINT/SIGTERM.
+//! connections spread evenly. A connection whose commands all go to another thread's shard
+//! moves to that thread (`conn.rs`, "Migration"), through the same per-worker queue that
+//! brings it new connections. The main thread waits for SIGINT/SIGTERM.
 //!
 //! Nothing is shared between workers but this `Server` (configuration, the shards' queues,
 //! the client registry and a few counters): shard data is only reachable through its queue.
@@ -27,10 +28,20 @@ use crate::stats::ServerStats;
 pub const REDIS_VERSION: &str = "7.0.15";
 pub const ABACUS_VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// What a worker thread's connection queue brings it.
+pub enum Incoming {
+    /// A freshly accepted connection.
+    New(std::net::TcpStream, SocketAddr),
+    /// A connection moving in from another worker (`conn.rs`, "Migration").
+    Moved(crate::conn::Moved),
+}
+
 /// State shared by all worker threads.
 pub struct Server {
     pub config: Config,
     pub senders: Vec<mpsc::Sender<ShardMsg>>,
+    /// Each worker's connection queue, indexed like `senders`.
+    pub conn_queues: Vec<mpsc::UnboundedSender<Incoming>>,
     pub clients: Clients,
     pub stats: ServerStats,
     pub databases: usize,
@@ -79,14 +90,18 @@ pub fn run(config: Config) -> Result<(), String> {
     crate::stats::LOADING.start(0);
     let mut senders = Vec::with_capacity(threads);
     let mut receivers = Vec::with_capacity(threads);
+    let mut conn_queues = Vec::with_capacity(threads);
     for _ in 0..threads {
         let (tx, rx) = mpsc::channel(SHARD_QUEUE_CAPACITY);
+        let (ctx, crx) = mpsc::unbounded_channel::<Incoming>();
         senders.push(tx);
-        receivers.push(rx);
+        conn_queues.push(ctx);
+        receivers.push((rx, crx));
     }
     let server = Arc::new(Server {
         config,
         senders,
+        conn_queues,
         clients: Clients::default(),
         stats: ServerStats::new(threads),
         databases,
@@ -96,10 +111,7 @@ pub fn run(config: Config) -> Result<(), String> {
         threads,
     });
 
-    let mut conn_senders = Vec::with_capacity(threads);
-    for (id, rx) in receivers.into_iter().enumerate() {
-        let (ctx, mut crx) = mpsc::unbounded_channel::<(std::net::TcpStream, SocketAddr)>();
-        conn_senders.push(ctx);
+    for (id, (rx, mut crx)) in receivers.into_iter().enumerate() {
         let server = server.clone();
         std::thread::Builder::new()
             .name(format!("abacus-worker-{id}"))
@@ -120,12 +132,19 @@ pub fn run(config: Config) -> Result<(), String> {
                     if id == 0 {
                         tokio::task::spawn_local(crate::snapshot::driver(worker.clone()));
                     }
-                    while let Some((stream, addr)) = crx.recv().await {
-                        if stream.set_nonblocking(true).is_err() {
-                            continue;
-                        }
-                        if let Ok(stream) = tokio::net::TcpStream::from_std(stream) {
-                            tokio::task::spawn_local(crate::conn::serve(worker.clone(), stream, addr));
+                    while let Some(incoming) = crx.recv().await {
+                        match incoming {
+                            Incoming::New(stream, addr) => {
+                                if stream.set_nonblocking(true).is_err() {
+                                    continue;
+                                }
+                                if let Ok(stream) = tokio::net::TcpStream::from_std(stream) {
+                                    tokio::task::spawn_local(crate::conn::serve(worker.clone(), stream, addr));
+                                }
+                            }
+                            Incoming::Moved(moved) => {
+                                tokio::task::spawn_local(crate::conn::resume(worker.clone(), moved));
+                            }
                         }
                     }
                 });
@@ -133,9 +152,8 @@ pub fn run(config: Config) -> Result<(), String> {
             .map_err(|e| format!("cannot start worker thread: {e}"))?;
     }
 
-    let conn_senders = Arc::new(conn_senders);
     for l in listeners {
-        let conn_senders = conn_senders.clone();
+        let server = server.clone();
         let keepalive = server.config.get_u64("tcp-keepalive");
         tracing::info!("Ready to accept connections tcp on {}", l.local_addr().map(|a| a.to_string()).unwrap_or_default());
         std::thread::Builder::new()
@@ -148,7 +166,8 @@ pub fn run(config: Config) -> Result<(), String> {
                     if keepalive > 0 {
                         let _ = set_keepalive(&stream, keepalive);
                     }
-                    let _ = conn_senders[next % conn_senders.len()].send((stream, addr));
+                    let queues = &server.conn_queues;
+                    let _ = queues[next % queues.len()].send(Incoming::New(stream, addr));
                     next = next.wrapping_add(1);
                 }
             })

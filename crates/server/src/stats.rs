@@ -124,6 +124,8 @@ pub struct ServerStats {
     pub connections_rejected_total: AtomicU64,
     pub net_input_bytes_total: AtomicU64,
     pub net_output_bytes_total: AtomicU64,
+    /// Connections moved to the thread owning their keys (`migrate-connections-after`).
+    pub migrated_connections: AtomicU64,
     /// Per shard thread: its instantaneous ops/sec, published by its background tick.
     pub ops_per_sec: Vec<AtomicU64>,
 }
@@ -135,6 +137,7 @@ impl ServerStats {
             connections_rejected_total: AtomicU64::new(0),
             net_input_bytes_total: AtomicU64::new(0),
             net_output_bytes_total: AtomicU64::new(0),
+            migrated_connections: AtomicU64::new(0),
             ops_per_sec: (0..shards).map(|_| AtomicU64::new(0)).collect(),
         }
     }
@@ -144,7 +147,7 @@ impl ServerStats {
     }
 
     pub fn reset(&self) {
-        for c in [&self.connections_received_total, &self.connections_rejected_total, &self.net_input_bytes_total, &self.net_output_bytes_total] {
+        for c in [&self.connections_received_total, &self.connections_rejected_total, &self.net_input_bytes_total, &self.net_output_bytes_total, &self.migrated_connections] {
             c.store(0, Ordering::Relaxed);
         }
     }
