@@ -611,9 +611,23 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
     // Not `into_iter().map().collect()`: collecting in place into smaller tuples makes the
     // allocator shrink the buffer, a realloc per group (a fifth of a -P 1 GET's instructions).
     let mut replies = Vec::with_capacity(out.len());
+    // Statistics per run of one command (a pipeline usually repeats one).
+    let mut run: (&'static str, u32, u64) = ("", 0, 0);
     for (i, reply, name) in out {
-        stats::record(name, each, reply.is_error());
+        // Names are the command table's `&'static str`s: comparing the pointers is enough
+        // (two equal names at different addresses would only split a run).
+        if name.as_ptr() != run.0.as_ptr() || name.len() != run.0.len() {
+            if run.1 > 0 {
+                stats::record_many(run.0, u64::from(run.1), each * run.1, run.2);
+            }
+            run = (name, 0, 0);
+        }
+        run.1 += 1;
+        run.2 += u64::from(reply.is_error());
         replies.push((i, reply));
+    }
+    if run.1 > 0 {
+        stats::record_many(run.0, u64::from(run.1), each * run.1, run.2);
     }
     replies
 }

@@ -103,6 +103,20 @@ pub fn record(name: &'static str, took: Duration, failed: bool) {
     });
 }
 
+/// [`record`] for `calls` executions of one command that took `took` together, `failed` of
+/// them with an error: a pipelined group repeats one command, and one table row lookup per
+/// run costs less than one per command.
+pub fn record_many(name: &'static str, calls: u64, took: Duration, failed: u64) {
+    CALLS_TOTAL.with(|c| c.set(c.get() + calls));
+    COMMANDS.with(|c| {
+        let mut c = c.borrow_mut();
+        let s = c.row(name);
+        s.calls += calls;
+        s.usec += took.as_micros() as u64;
+        s.failed_calls += failed;
+    });
+}
+
 /// Counts a command refused before execution (arity, auth, unknown subcommand...).
 pub fn record_rejected(name: &'static str) {
     COMMANDS.with(|c| c.borrow_mut().row(name).rejected_calls += 1);
