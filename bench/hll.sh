@@ -17,11 +17,13 @@
 #   bench/hll.sh                      defaults: N=2000000 commands, ROUNDS=3
 #   N=500000 ROUNDS=1 bench/hll.sh    quicker
 #   ABACUS_ARGS="--threads 1" bench/hll.sh
+#   P=1 N=200000 WORKLOADS=one-key bench/hll.sh    unpipelined, one workload
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 N=${N:-2000000}
 ROUNDS=${ROUNDS:-3}
 ABACUS_ARGS=${ABACUS_ARGS:-}
+P=${P:-100}
 
 start_pair
 
@@ -41,7 +43,7 @@ run() {
   local port=$1 w=$2 cmd=$3
   redis-cli -p "$port" flushall >/dev/null
   # shellcheck disable=SC2046
-  redis-benchmark -p "$port" -n "$N" -c 50 -P 100 -r "$(workload_r "$w")" -q --csv \
+  redis-benchmark -p "$port" -n "$N" -c 50 -P "$P" -r "$(workload_r "$w")" -q --csv \
     $(workload_args "$w" "$cmd") | awk -F, 'NR > 1 {gsub(/"/, "", $2); print $2}'
 }
 
@@ -55,8 +57,8 @@ for round in $(seq 1 "$ROUNDS"); do
   done
 done
 
-printf '\nHLL adds on %s cores, %s GiB, %s; N=%s, -c 50 -P 100, rounds=%s, abacus args: %s\n' \
-  "$(nproc)" "$(free -g | awk '/Mem:/ {print $2}')" "$(date -u +%F)" "$N" "$ROUNDS" "${ABACUS_ARGS:-default}"
+printf '\nHLL adds on %s cores, %s GiB, %s; N=%s, -c 50 -P %s, rounds=%s, abacus args: %s\n' \
+  "$(nproc)" "$(free -g | awk '/Mem:/ {print $2}')" "$(date -u +%F)" "$N" "$P" "$ROUNDS" "${ABACUS_ARGS:-default}"
 printf '%-12s %14s %14s %7s %16s %7s\n' workload redis_PFADD/s abacus_PFADD/s ratio abacus_HLL.ADD/s ratio
 for w in $WORKLOADS; do
   r=$(median ${results[redis,$w]}); a=$(median ${results[abacus,$w]}); h=$(median ${results[abacus-hll,$w]})

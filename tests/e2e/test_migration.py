@@ -196,3 +196,40 @@ def test_concurrent_pipelined_clients_of_one_hot_key_lose_nothing(srv):
     admin = srv.raw()
     assert admin.execute("GET", hot) == str(nclients * batches * per).encode()
     admin.close()
+
+
+def test_input_arriving_while_the_connection_moves_is_not_lost(srv):
+    # A writer that never waits for replies: commands reach the socket before, during and
+    # after the move, and every one of them must run once, in order.
+    admin = srv.raw()
+    before = migrated(admin)
+    s = socket.create_connection((srv.host, srv.port), timeout=20)
+    keys = [key_on(0, "stream"), key_on(1, "stream")]
+    per_key = AFTER * 40
+    chunks = []
+    for k in keys:
+        for start in range(0, per_key, 5):
+            chunks.append(b"".join(encode_command("INCR", k) for _ in range(5)))
+    received = []
+    total = 2 * per_key
+
+    def reader():
+        buf = b""
+        while buf.count(b"\r\n") < total:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+        received.append(buf)
+
+    t = threading.Thread(target=reader)
+    t.start()
+    for c in chunks:
+        s.sendall(c)
+        time.sleep(0.0005)
+    t.join(30)
+    s.close()
+    want = b"".join(b":%d\r\n" % (i + 1) for i in range(per_key)) * 2
+    assert received and received[0] == want
+    assert migrated(admin) >= before + 1
+    admin.close()
