@@ -15,7 +15,9 @@
 //! (one hot counter, keys under one `{hash tag}`) pays that for every batch, and the owning
 //! thread does the work of every client of its keys anyway. So once `migrate-connections-after`
 //! consecutive single-shard commands of a connection went to one other shard, the connection
-//! moves to that shard's thread, between two batches: when every reply so far is written (and
+//! moves to that shard's thread, between two batches, once the run has outlasted the batch
+//! in which it began (one long pipeline of another shard's keys does not move a client whose
+//! other batches go elsewhere): when every reply so far is written (and
 //! durable, with `appendfsync always`), so nothing is in flight. What moves is the socket
 //! (deregistered from this thread's reactor, registered with the other's), the unparsed input
 //! and the parser's position in it, and the connection's state (database, protocol,
@@ -91,6 +93,9 @@ pub struct Conn {
     /// what decides a migration.
     streak_shard: usize,
     streak: u64,
+    /// The streak began after the last migration check: it must outlast one more batch
+    /// before it can move the connection, so that one long batch alone never does.
+    streak_fresh: bool,
 }
 
 /// A connection on its way to another worker thread (see "Migration" above).
@@ -168,6 +173,7 @@ pub async fn serve(worker: Rc<Worker>, stream: TcpStream, addr: SocketAddr) {
         last_root: None,
         streak_shard: 0,
         streak: 0,
+        streak_fresh: false,
     };
     let parser = RequestParser::new(conn.limits());
     conn.serve_until_closed(stream, addr, parser, BytesMut::with_capacity(READ_CHUNK_BYTES)).await;
@@ -201,6 +207,7 @@ pub async fn resume(worker: Rc<Worker>, m: Moved) {
         last_root: m.last_root,
         streak_shard: 0,
         streak: 0,
+        streak_fresh: false,
     };
     conn.serve_until_closed(stream, m.addr, m.parser, m.rbuf).await;
 }
@@ -225,7 +232,10 @@ impl Conn {
 
     /// The shard this connection should move to now, if any: between batches, with nothing
     /// pending (see "Migration" above).
-    fn migration_target(&self) -> Option<usize> {
+    fn migration_target(&mut self) -> Option<usize> {
+        if std::mem::take(&mut self.streak_fresh) {
+            return None;
+        }
         let after = self.worker.server.config.migrate_after();
         let move_it = after > 0
             && self.streak >= after
@@ -273,8 +283,12 @@ impl Conn {
             Some(s) => {
                 self.streak_shard = s;
                 self.streak = 1;
+                self.streak_fresh = true;
             }
-            None => self.streak = 0,
+            None => {
+                self.streak = 0;
+                self.streak_fresh = true;
+            }
         }
     }
 
