@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from helpers import Err, RespClient, encode_command, info_dict
+from helpers import Err, RespClient, encode_command, info_dict, wait_until
 
 pytestmark = pytest.mark.abacus_only("worker threads and connection migration")
 
@@ -76,6 +76,8 @@ def test_a_client_of_one_shard_moves_and_keeps_its_state(srv):
     ids = [line.split()[0] for line in admin.execute("CLIENT", "LIST").decode().splitlines()]
     assert ids.count("id=%d" % cid) == 1
     c.close()
+    # Closing a moved connection forgets the client (on the thread it moved to).
+    assert wait_until(lambda: "id=%d " % cid not in admin.execute("CLIENT", "LIST").decode())
     admin.close()
 
 

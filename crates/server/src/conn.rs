@@ -67,6 +67,8 @@ pub enum ReplyMode {
 pub struct Conn {
     pub worker: Rc<Worker>,
     pub meta: Arc<ClientMeta>,
+    /// The client's place in the registry; None once handed to another thread.
+    registration: Option<Registration>,
     pub proto: Protocol,
     pub db: usize,
     pub authenticated: bool,
@@ -98,8 +100,23 @@ pub struct Conn {
     streak_fresh: bool,
 }
 
+/// Removes a client from the registry when dropped, so that whatever ends a connection (a
+/// close, an error, a panic in its task, a move whose message is never received) forgets the
+/// client exactly once.
+struct Registration {
+    server: Arc<crate::server::Server>,
+    id: u64,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        self.server.clients.unregister(self.id);
+    }
+}
+
 /// A connection on its way to another worker thread (see "Migration" above).
 pub struct Moved {
+    registration: Registration,
     stream: std::net::TcpStream,
     addr: SocketAddr,
     meta: Arc<ClientMeta>,
@@ -155,9 +172,11 @@ pub async fn serve(worker: Rc<Worker>, stream: TcpStream, addr: SocketAddr) {
         let _ = stream.write_all(b"-ERR max number of clients reached\r\n").await;
         return;
     };
+    let registration = Some(Registration { server: server.clone(), id: meta.id });
     let conn = Conn {
         worker,
         meta,
+        registration,
         proto: Protocol::Resp2,
         db: 0,
         authenticated: server.config.requirepass().is_none(),
@@ -184,14 +203,15 @@ pub async fn resume(worker: Rc<Worker>, m: Moved) {
     let stream = match TcpStream::from_std(m.stream) {
         Ok(stream) => stream,
         Err(e) => {
+            // Dropping `m` forgets the client.
             tracing::debug!(client = m.meta.id, "connection closed while moving: {e}");
-            worker.server.clients.unregister(m.meta.id);
             return;
         }
     };
     let conn = Conn {
         worker,
         meta: m.meta,
+        registration: Some(m.registration),
         proto: m.proto,
         db: m.db,
         authenticated: m.authenticated,
@@ -214,10 +234,9 @@ pub async fn resume(worker: Rc<Worker>, m: Moved) {
 
 
 impl Conn {
-    /// Serves the connection until it closes (then forgets the client) or moves to another
-    /// thread (then the client lives on there).
+    /// Serves the connection until it closes (then, dropping its registration, forgets the
+    /// client) or moves to another thread (then the client lives on there).
     async fn serve_until_closed(mut self, stream: TcpStream, addr: SocketAddr, parser: RequestParser, rbuf: BytesMut) {
-        let server = self.worker.server.clone();
         match self.run(stream, parser, rbuf).await {
             Ok(Some(h)) => match self.hand_off(h, addr) {
                 Ok(()) => return,
@@ -227,7 +246,6 @@ impl Conn {
             Err(e) => tracing::debug!(client = self.meta.id, "connection closed: {e}"),
         }
         self.unwatch_all().await;
-        server.clients.unregister(self.meta.id);
     }
 
     /// The shard this connection should move to now, if any: between batches, with nothing
@@ -254,7 +272,9 @@ impl Conn {
     fn hand_off(&mut self, h: Handoff, addr: SocketAddr) -> std::io::Result<()> {
         let server = self.worker.server.clone();
         let stream = h.stream.into_std()?;
+        let registration = self.registration.take().ok_or_else(|| std::io::Error::other("not registered"))?;
         let moved = Moved {
+            registration,
             stream,
             addr,
             meta: self.meta.clone(),
