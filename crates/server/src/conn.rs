@@ -114,11 +114,11 @@ impl Drop for Registration {
     }
 }
 
-/// A connection on its way to another worker thread (see "Migration" above).
-pub struct Moved {
+/// What a connection keeps when it moves to another thread: its client and the state its
+/// commands set (database, protocol, authentication, CLIENT REPLY, the log position it waits
+/// for). A new connection starts from [`Carried::fresh`].
+struct Carried {
     registration: Registration,
-    stream: std::net::TcpStream,
-    addr: SocketAddr,
     meta: Arc<ClientMeta>,
     proto: Protocol,
     db: usize,
@@ -128,6 +128,30 @@ pub struct Moved {
     peer_is_loopback: bool,
     wait_lsn: u64,
     last_root: Option<&'static Spec>,
+}
+
+impl Carried {
+    fn fresh(server: &Arc<crate::server::Server>, meta: Arc<ClientMeta>, addr: SocketAddr) -> Carried {
+        Carried {
+            registration: Registration { server: server.clone(), id: meta.id },
+            meta,
+            proto: Protocol::Resp2,
+            db: 0,
+            authenticated: server.config.requirepass().is_none(),
+            watch_flag: Arc::new(AtomicBool::new(false)),
+            reply_mode: ReplyMode::On,
+            peer_is_loopback: addr.ip().is_loopback(),
+            wait_lsn: 0,
+            last_root: None,
+        }
+    }
+}
+
+/// A connection on its way to another worker thread (see "Migration" above).
+pub struct Moved {
+    carried: Carried,
+    stream: std::net::TcpStream,
+    addr: SocketAddr,
     parser: RequestParser,
     rbuf: BytesMut,
 }
@@ -172,28 +196,7 @@ pub async fn serve(worker: Rc<Worker>, stream: TcpStream, addr: SocketAddr) {
         let _ = stream.write_all(b"-ERR max number of clients reached\r\n").await;
         return;
     };
-    let registration = Some(Registration { server: server.clone(), id: meta.id });
-    let conn = Conn {
-        worker,
-        meta,
-        registration,
-        proto: Protocol::Resp2,
-        db: 0,
-        authenticated: server.config.requirepass().is_none(),
-        multi: None,
-        watch_flag: Arc::new(AtomicBool::new(false)),
-        watched: Vec::new(),
-        reply_mode: ReplyMode::On,
-        close_after_reply: false,
-        peer_is_loopback: addr.ip().is_loopback(),
-        wrote: false,
-        wait_lsn: 0,
-        out: BytesMut::with_capacity(READ_CHUNK_BYTES),
-        last_root: None,
-        streak_shard: 0,
-        streak: 0,
-        streak_fresh: false,
-    };
+    let conn = Conn::new(worker, Carried::fresh(&server, meta, addr));
     let parser = RequestParser::new(conn.limits());
     conn.serve_until_closed(stream, addr, parser, BytesMut::with_capacity(READ_CHUNK_BYTES)).await;
 }
@@ -204,36 +207,40 @@ pub async fn resume(worker: Rc<Worker>, m: Moved) {
         Ok(stream) => stream,
         Err(e) => {
             // Dropping `m` forgets the client.
-            tracing::debug!(client = m.meta.id, "connection closed while moving: {e}");
+            tracing::debug!(client = m.carried.meta.id, "connection closed while moving: {e}");
             return;
         }
     };
-    let conn = Conn {
-        worker,
-        meta: m.meta,
-        registration: Some(m.registration),
-        proto: m.proto,
-        db: m.db,
-        authenticated: m.authenticated,
-        multi: None,
-        watch_flag: m.watch_flag,
-        watched: Vec::new(),
-        reply_mode: m.reply_mode,
-        close_after_reply: false,
-        peer_is_loopback: m.peer_is_loopback,
-        wrote: false,
-        wait_lsn: m.wait_lsn,
-        out: BytesMut::with_capacity(READ_CHUNK_BYTES),
-        last_root: m.last_root,
-        streak_shard: 0,
-        streak: 0,
-        streak_fresh: false,
-    };
+    let conn = Conn::new(worker, m.carried);
     conn.serve_until_closed(stream, m.addr, m.parser, m.rbuf).await;
 }
 
 
 impl Conn {
+    fn new(worker: Rc<Worker>, c: Carried) -> Conn {
+        Conn {
+            worker,
+            meta: c.meta,
+            registration: Some(c.registration),
+            proto: c.proto,
+            db: c.db,
+            authenticated: c.authenticated,
+            multi: None,
+            watch_flag: c.watch_flag,
+            watched: Vec::new(),
+            reply_mode: c.reply_mode,
+            close_after_reply: false,
+            peer_is_loopback: c.peer_is_loopback,
+            wrote: false,
+            wait_lsn: c.wait_lsn,
+            out: BytesMut::with_capacity(READ_CHUNK_BYTES),
+            last_root: c.last_root,
+            streak_shard: 0,
+            streak: 0,
+            streak_fresh: false,
+        }
+    }
+
     /// Serves the connection until it closes (then, dropping its registration, forgets the
     /// client) or moves to another thread (then the client lives on there).
     async fn serve_until_closed(mut self, stream: TcpStream, addr: SocketAddr, parser: RequestParser, rbuf: BytesMut) {
@@ -273,10 +280,8 @@ impl Conn {
         let server = self.worker.server.clone();
         let stream = h.stream.into_std()?;
         let registration = self.registration.take().ok_or_else(|| std::io::Error::other("not registered"))?;
-        let moved = Moved {
+        let carried = Carried {
             registration,
-            stream,
-            addr,
             meta: self.meta.clone(),
             proto: self.proto,
             db: self.db,
@@ -286,9 +291,8 @@ impl Conn {
             peer_is_loopback: self.peer_is_loopback,
             wait_lsn: self.wait_lsn,
             last_root: self.last_root,
-            parser: h.parser,
-            rbuf: h.rbuf,
         };
+        let moved = Moved { carried, stream, addr, parser: h.parser, rbuf: h.rbuf };
         let queue = server.conn_queues.get(h.target).ok_or_else(|| std::io::Error::other("no such worker"))?;
         queue.send(crate::server::Incoming::Moved(moved)).map_err(|_| std::io::Error::other("worker stopped"))?;
         ServerStats::add(&server.stats.migrated_connections, 1);

@@ -91,16 +91,7 @@ impl OpsMeter {
 
 /// Counts one execution of `name`.
 pub fn record(name: &'static str, took: Duration, failed: bool) {
-    CALLS_TOTAL.with(|c| c.set(c.get() + 1));
-    COMMANDS.with(|c| {
-        let mut c = c.borrow_mut();
-        let s = c.row(name);
-        s.calls += 1;
-        s.usec += took.as_micros() as u64;
-        if failed {
-            s.failed_calls += 1;
-        }
-    });
+    record_many(name, 1, took, u64::from(failed));
 }
 
 /// [`record`] for `calls` executions of one command that took `took` together, `failed` of
