@@ -11,7 +11,7 @@
 //! reading them costs no lock.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 
 use parking_lot::RwLock;
 
@@ -60,6 +60,7 @@ pub const PARAMS: &[Param] = &[
     Param { name: "client-query-buffer-limit", default: "1073741824", kind: Kind::Memory { min: 1024 * 1024, max: i64::MAX as u64 }, mutable: true, help: "largest unparsed request buffer per client" },
     Param { name: "max-pipeline-commands", default: "1024", kind: Kind::Int { min: 1, max: 1_000_000 }, mutable: true, help: "commands parsed from one read before their replies are written" },
     Param { name: "migrate-connections-after", default: "256", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "move a connection to the worker thread that owns its keys once this many consecutive commands went to that thread's shard (no cross-thread hop per command for a client of one hot key); 0 = never" },
+    Param { name: "direct-replies", default: "yes", kind: Kind::Bool, mutable: true, help: "a batch whose commands all run on another thread's shard gets its replies written to the socket by that thread, which saves waking the connection's thread for them" },
     Param { name: "hz", default: "10", kind: Kind::Int { min: 1, max: 500 }, mutable: true, help: "background task frequency (active expiry)" },
     Param { name: "loglevel", default: "notice", kind: Kind::Enum(&["debug", "verbose", "notice", "warning", "nothing"]), mutable: true, help: "log verbosity" },
     Param { name: "logfile", default: "", kind: Kind::Str, mutable: false, help: "log file; empty = standard output" },
@@ -209,6 +210,7 @@ pub struct Config {
     timeout_s: AtomicU64,
     max_pipeline: AtomicU64,
     migrate_after: AtomicU64,
+    direct_replies: AtomicBool,
     hll_log2m: AtomicU64,
     hll_regwidth: AtomicU64,
     hll_expthresh: AtomicI64,
@@ -237,6 +239,7 @@ impl Default for Config {
             timeout_s: AtomicU64::new(0),
             max_pipeline: AtomicU64::new(0),
             migrate_after: AtomicU64::new(0),
+            direct_replies: AtomicBool::new(false),
             hll_log2m: AtomicU64::new(0),
             hll_regwidth: AtomicU64::new(0),
             hll_expthresh: AtomicI64::new(0),
@@ -353,6 +356,7 @@ impl Config {
         self.timeout_s.store(self.get_u64("timeout"), Ordering::Relaxed);
         self.max_pipeline.store(self.get_u64("max-pipeline-commands"), Ordering::Relaxed);
         self.migrate_after.store(self.get_u64("migrate-connections-after"), Ordering::Relaxed);
+        self.direct_replies.store(self.get_bool("direct-replies"), Ordering::Relaxed);
         self.hll_log2m.store(self.get_u64("hll-log2m"), Ordering::Relaxed);
         self.hll_regwidth.store(self.get_u64("hll-regwidth"), Ordering::Relaxed);
         self.hll_expthresh.store(self.get("hll-expthresh").parse().unwrap_or(-1), Ordering::Relaxed);
@@ -411,6 +415,11 @@ impl Config {
     pub fn max_pipeline(&self) -> usize {
         self.max_pipeline.load(Ordering::Relaxed) as usize
     }
+    /// `direct-replies`.
+    pub fn direct_replies(&self) -> bool {
+        self.direct_replies.load(Ordering::Relaxed)
+    }
+
     /// `migrate-connections-after`: 0 = never.
     pub fn migrate_after(&self) -> u64 {
         self.migrate_after.load(Ordering::Relaxed)

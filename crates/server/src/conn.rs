@@ -41,6 +41,7 @@ use abacus_protocol::{encode, Arg, Args, Bytes, BytesMut, Frame, Limits, Protoco
 
 use crate::clients::ClientMeta;
 use crate::command::{self, flags, Handler, Spec};
+use crate::direct::{Completion, Leftover, Sink};
 use crate::exec::{Access, Call, Worker};
 use crate::shard::now_ms;
 use crate::stats::{self, ServerStats};
@@ -98,6 +99,12 @@ pub struct Conn {
     /// The streak began after the last migration check: it must outlast one more batch
     /// before it can move the connection, so that one long batch alone never does.
     streak_fresh: bool,
+    /// A batch another thread's shard runs and replies to (see `direct.rs`): settled before
+    /// anything else is processed or written.
+    inflight: Option<Arc<Completion>>,
+    /// The socket as a second descriptor, for shards to write direct replies to; made on the
+    /// first such batch.
+    shared_socket: Option<Arc<std::net::TcpStream>>,
 }
 
 /// Removes a client from the registry when dropped, so that whatever ends a connection (a
@@ -128,6 +135,7 @@ struct Carried {
     peer_is_loopback: bool,
     wait_lsn: u64,
     last_root: Option<&'static Spec>,
+    shared_socket: Option<Arc<std::net::TcpStream>>,
 }
 
 impl Carried {
@@ -143,6 +151,7 @@ impl Carried {
             peer_is_loopback: addr.ip().is_loopback(),
             wait_lsn: 0,
             last_root: None,
+            shared_socket: None,
         }
     }
 }
@@ -238,6 +247,8 @@ impl Conn {
             streak_shard: 0,
             streak: 0,
             streak_fresh: false,
+            inflight: None,
+            shared_socket: c.shared_socket,
         }
     }
 
@@ -261,6 +272,12 @@ impl Conn {
         if std::mem::take(&mut self.streak_fresh) {
             return None;
         }
+        self.migration_due().filter(|_| self.inflight.is_none())
+    }
+
+    /// Whether the connection should move to another shard's thread, replies in flight
+    /// aside.
+    fn migration_due(&self) -> Option<usize> {
         let after = self.worker.server.config.migrate_after();
         let move_it = after > 0
             && self.streak >= after
@@ -291,6 +308,7 @@ impl Conn {
             peer_is_loopback: self.peer_is_loopback,
             wait_lsn: self.wait_lsn,
             last_root: self.last_root,
+            shared_socket: self.shared_socket.take(),
         };
         let moved = Moved { carried, stream, addr, parser: h.parser, rbuf: h.rbuf };
         let queue = server.conn_queues.get(h.target).ok_or_else(|| std::io::Error::other("no such worker"))?;
@@ -350,9 +368,22 @@ impl Conn {
                     stream.read_buf(&mut rbuf).await
                 }
             };
+            // A batch's direct replies in flight: the shard wakes this task only if it
+            // could not send them all (or they must wait for an fsync).
+            let inflight = self.inflight.clone();
+            let attention = async {
+                match &inflight {
+                    Some(c) => c.attention().await,
+                    None => std::future::pending().await,
+                }
+            };
             let n = tokio::select! {
                 r = read => r?,
                 _ = &mut killed => return Ok(None),
+                _ = attention => {
+                    self.settle(&mut stream).await?;
+                    continue;
+                }
             };
             if n == 0 {
                 return Ok(None);
@@ -380,7 +411,10 @@ impl Conn {
                     }
                 }
                 let more = calls.len() >= max;
-                self.process(&mut calls).await;
+                // Replies keep request order: the previous batch's are out before this one runs.
+                self.settle(&mut stream).await?;
+                let direct = (fatal.is_none() && server.config.direct_replies()).then_some(&stream);
+                self.process(&mut calls, direct).await;
                 if let Some(err) = fatal {
                     encode(&err, self.proto, &mut self.out);
                     self.close_after_reply = true;
@@ -407,6 +441,7 @@ impl Conn {
                     self.out.clear();
                 }
                 if self.close_after_reply || self.meta.killed.load(Ordering::Acquire) {
+                    self.settle(&mut stream).await?;
                     let _ = stream.shutdown().await;
                     return Ok(None);
                 }
@@ -417,6 +452,9 @@ impl Conn {
             if rbuf.len() as u64 > server.config.query_buffer_limit() {
                 tracing::warn!(client = self.meta.id, "closing client that reached max query buffer length ({} bytes)", rbuf.len());
                 return Ok(None);
+            }
+            if self.inflight.is_some() && !self.streak_fresh && self.migration_due().is_some() {
+                self.settle(&mut stream).await?;
             }
             if let Some(target) = self.migration_target() {
                 return Ok(Some(Handoff { stream, parser, rbuf, target }));
@@ -444,8 +482,10 @@ impl Conn {
     }
 
     /// Executes parsed requests in order, appending their replies to the output buffer.
-    /// `requests` is left empty (its capacity is reused for the next batch).
-    pub async fn process(&mut self, requests: &mut Vec<Args>) {
+    /// `requests` is left empty (its capacity is reused for the next batch). With `direct`
+    /// (the connection's socket), a batch that runs entirely on another thread's shard has
+    /// that thread write its replies instead (see `direct.rs`): then `inflight` is set.
+    pub async fn process(&mut self, requests: &mut Vec<Args>, direct: Option<&TcpStream>) {
         let mut batch: Vec<(usize, Call)> = Vec::with_capacity(requests.len());
         let mut last: &'static str = "";
         for args in requests.drain(..) {
@@ -480,9 +520,67 @@ impl Conn {
                 }
             }
         }
-        self.flush_batch(&mut batch).await;
+        if !direct.is_some_and(|stream| self.delegate(&mut batch, stream)) {
+            self.flush_batch(&mut batch).await;
+        }
         if !last.is_empty() {
             *self.meta.last_cmd.lock() = last;
+        }
+    }
+
+    /// Sends `batch` to its shard with a [`Sink`] for the replies, if it qualifies: every
+    /// command on one shard of another thread, nothing of this batch replied yet, replies on
+    /// (CLIENT REPLY), and no fsync to wait for before replying.
+    fn delegate(&mut self, batch: &mut Vec<(usize, Call)>, stream: &TcpStream) -> bool {
+        let Some(&(shard, _)) = batch.first() else { return false };
+        if shard == self.worker.shard_id
+            || !self.out.is_empty()
+            || self.reply_mode != ReplyMode::On
+            || self.close_after_reply
+            || self.multi.is_some()
+            || !batch.iter().all(|(s, _)| *s == shard)
+            || crate::aof::global().is_some_and(|a| a.mode() == crate::aof::Fsync::Always)
+        {
+            return false;
+        }
+        let socket = match &self.shared_socket {
+            Some(s) => s.clone(),
+            None => {
+                use std::os::fd::AsFd;
+                let Ok(fd) = stream.as_fd().try_clone_to_owned() else { return false };
+                let s = Arc::new(std::net::TcpStream::from(fd));
+                self.shared_socket = Some(s.clone());
+                s
+            }
+        };
+        let completion = Arc::new(Completion::default());
+        let calls = std::mem::take(batch).into_iter().enumerate().map(|(i, (_, c))| (i, c)).collect();
+        let cfg = self.worker.server.config.cmd_config();
+        self.worker.hops.delegate(shard, self.db, calls, cfg, Sink::new(socket, self.proto, completion.clone()));
+        self.inflight = Some(completion);
+        true
+    }
+
+    /// Waits until the shard running the batch in flight (if any) is done with its direct
+    /// replies, and writes or fails as it says.
+    async fn settle(&mut self, stream: &mut TcpStream) -> std::io::Result<()> {
+        let Some(c) = self.inflight.take() else { return Ok(()) };
+        c.wait().await;
+        match c.take_leftover() {
+            None => Ok(()),
+            Some(Leftover::Bytes(rest)) => stream.write_all(&rest).await,
+            Some(Leftover::Replies { frames, lsn }) => {
+                self.wait_lsn = self.wait_lsn.max(lsn);
+                self.wait_durable().await;
+                let start = self.out.len();
+                for f in frames {
+                    self.emit(f);
+                }
+                let bytes = self.out.split_off(start);
+                ServerStats::add(&self.worker.server.stats.net_output_bytes_total, bytes.len() as u64);
+                stream.write_all(&bytes).await
+            }
+            Some(Leftover::Failed(e)) => Err(e),
         }
     }
 

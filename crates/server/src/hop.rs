@@ -16,6 +16,9 @@
 //! connections' groups in one job is equivalent to receiving them back to back, which the
 //! queue already allowed. Locks are unaffected: the job queues behind a `Lock` like any other.
 //!
+//! A group may instead carry a [`Sink`]: then the shard writes its replies to the client's
+//! socket itself (see `direct.rs`), and a job whose groups all do so sends nothing back.
+//!
 //! Bounds: at most `max-pipeline-commands` calls per group and one pending group per
 //! connection, so a flush carries at most (connections on this thread) groups; the shard
 //! queue stays bounded and its back-pressure holds the flush (and so the connections).
@@ -29,14 +32,23 @@ use tokio::sync::oneshot;
 use abacus_protocol::Frame;
 
 use crate::config::CmdConfig;
+use crate::direct::Sink;
 use crate::exec::{run_groups, Call, Group};
 use crate::server::Server;
 use crate::shard::ShardMsg;
 
+/// Where a group's replies go.
+enum Deliver {
+    /// Back to the connection's thread.
+    Back(oneshot::Sender<Vec<(usize, Frame)>>),
+    /// Straight to the client, from the shard's thread.
+    Direct(Sink),
+}
+
 /// One connection's group waiting for the flush.
 struct Pending {
     group: Group,
-    reply: oneshot::Sender<Vec<(usize, Frame)>>,
+    deliver: Deliver,
 }
 
 /// The groups this thread's connections queued for each shard during the current tick.
@@ -59,14 +71,27 @@ impl Hops {
     /// Must be called from this thread's `LocalSet` (it spawns the flush there).
     pub fn send(self: &Rc<Self>, shard: usize, db: usize, calls: Vec<(usize, Call)>, cfg: CmdConfig) -> oneshot::Receiver<Vec<(usize, Frame)>> {
         let (tx, rx) = oneshot::channel();
-        match self.queued.borrow_mut().get_mut(shard) {
-            Some(q) => q.push(Pending { group: Group { db, calls, cfg }, reply: tx }),
-            None => return rx, // no such shard: the dropped sender reports it
+        // No such shard: the dropped sender reports it.
+        self.queue(shard, Pending { group: Group { db, calls, cfg }, deliver: Deliver::Back(tx) });
+        rx
+    }
+
+    /// Queues `calls` like [`Hops::send`], with their replies going straight to the client
+    /// through `sink` (see `direct.rs`).
+    pub fn delegate(self: &Rc<Self>, shard: usize, db: usize, calls: Vec<(usize, Call)>, cfg: CmdConfig, sink: Sink) {
+        // No such shard: the dropped sink reports it.
+        self.queue(shard, Pending { group: Group { db, calls, cfg }, deliver: Deliver::Direct(sink) });
+    }
+
+    fn queue(self: &Rc<Self>, shard: usize, pending: Pending) {
+        if let Some(q) = self.queued.borrow_mut().get_mut(shard) {
+            q.push(pending);
+        } else {
+            return;
         }
         if !self.flush_spawned.replace(true) {
             tokio::task::spawn_local(flush(self.clone()));
         }
-        rx
     }
 }
 
@@ -80,16 +105,46 @@ async fn flush(hops: Rc<Hops>) {
     let total_shards = hops.server.senders.len();
     let mut in_flight = Vec::with_capacity(queued.len());
     for (shard, pending) in queued {
-        let (groups, replies): (Vec<Group>, Vec<_>) = pending.into_iter().map(|p| (p.group, p.reply)).unzip();
-        let (tx, rx) = oneshot::channel();
+        let (groups, delivers): (Vec<Group>, Vec<Deliver>) = pending.into_iter().map(|p| (p.group, p.deliver)).unzip();
+        let mut replies = Vec::new();
+        let mut sinks = Vec::new();
+        for d in delivers {
+            match d {
+                Deliver::Back(tx) => {
+                    replies.push(tx);
+                    sinks.push(None);
+                }
+                Deliver::Direct(sink) => sinks.push(Some(sink)),
+            }
+        }
+        // Only groups whose replies come back need an answer (and a wake-up of this thread).
+        let (tx, rx) = if replies.is_empty() {
+            (None, None)
+        } else {
+            let (tx, rx) = oneshot::channel();
+            (Some(tx), Some(rx))
+        };
+        let server = hops.server.clone();
         let job: crate::shard::Job = Box::new(move |s| {
-            let _ = tx.send(run_groups(s, groups, total_shards));
+            let results = run_groups(s, groups, total_shards);
+            let mut back = Vec::with_capacity(results.len());
+            for (sink, result) in sinks.into_iter().zip(results) {
+                match sink {
+                    Some(sink) => sink.deliver(result, &server.stats),
+                    None => back.push(result),
+                }
+            }
+            if let Some(tx) = tx {
+                let _ = tx.send(back);
+            }
         });
         let Some(sender) = hops.server.senders.get(shard) else { continue };
         if sender.send(ShardMsg::Run(job)).await.is_err() {
-            continue; // shutting down: dropping `replies` tells every connection
+            continue; // shutting down: dropping `replies` and the sinks tells every connection
         }
-        in_flight.push((rx, replies));
+        if let Some(rx) = rx {
+            in_flight.push((rx, replies));
+        }
     }
     for (rx, replies) in in_flight {
         let Ok(results) = rx.await else { continue };

@@ -22,6 +22,7 @@ pub mod cmd;
 pub mod command;
 pub mod config;
 pub mod conn;
+pub mod direct;
 pub mod exec;
 pub mod hop;
 pub mod memory;

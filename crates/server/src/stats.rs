@@ -131,6 +131,10 @@ pub struct ServerStats {
     pub net_output_bytes_total: AtomicU64,
     /// Connections moved to the thread owning their keys (`migrate-connections-after`).
     pub migrated_connections: AtomicU64,
+    /// Batches whose replies the shard's thread wrote to the client (`direct-replies`), and
+    /// how many of them the socket took only in part (the connection's thread wrote the rest).
+    pub direct_replies: AtomicU64,
+    pub direct_replies_partial: AtomicU64,
     /// Per shard thread: its instantaneous ops/sec, published by its background tick.
     pub ops_per_sec: Vec<AtomicU64>,
 }
@@ -143,6 +147,8 @@ impl ServerStats {
             net_input_bytes_total: AtomicU64::new(0),
             net_output_bytes_total: AtomicU64::new(0),
             migrated_connections: AtomicU64::new(0),
+            direct_replies: AtomicU64::new(0),
+            direct_replies_partial: AtomicU64::new(0),
             ops_per_sec: (0..shards).map(|_| AtomicU64::new(0)).collect(),
         }
     }
@@ -152,7 +158,7 @@ impl ServerStats {
     }
 
     pub fn reset(&self) {
-        for c in [&self.connections_received_total, &self.connections_rejected_total, &self.net_input_bytes_total, &self.net_output_bytes_total, &self.migrated_connections] {
+        for c in [&self.connections_received_total, &self.connections_rejected_total, &self.net_input_bytes_total, &self.net_output_bytes_total, &self.migrated_connections, &self.direct_replies, &self.direct_replies_partial] {
             c.store(0, Ordering::Relaxed);
         }
     }

@@ -426,7 +426,7 @@ pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         let expired: u64 = shards.iter().map(|s| s.expired).sum();
         let _ = write!(
             out,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{total}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{expired}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\nmigrated_connections:{}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{total}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{expired}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\nmigrated_connections:{}\r\ndirect_replies:{}\r\ndirect_replies_partial:{}\r\n\r\n",
             st.connections_received_total.load(Ordering::Relaxed),
             st.ops_per_sec.iter().map(|o| o.load(Ordering::Relaxed)).sum::<u64>(),
             st.net_input_bytes_total.load(Ordering::Relaxed),
@@ -436,6 +436,8 @@ pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
             shards.iter().map(|s| s.hits).sum::<u64>(),
             shards.iter().map(|s| s.misses).sum::<u64>(),
             st.migrated_connections.load(Ordering::Relaxed),
+            st.direct_replies.load(Ordering::Relaxed),
+            st.direct_replies_partial.load(Ordering::Relaxed),
         );
     }
     if want("replication") {
