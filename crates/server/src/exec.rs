@@ -574,10 +574,11 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
     // would otherwise hash it twice per command).
     if let Some(d) = s.dbs.get(db) {
         if group.len() > 1 {
-            // Sketch adds reach two pointer hops further (see `Db::prefetch_sketches`), which
+            // Sketch adds (HLL.ADD*, PFADD) reach further behind the slot (see `Db::prefetch_sketches`), which
             // needs the keys' hashes; not for a group on one hot key, whose sketch stays in
             // cache anyway.
-            let sketch_adds = group.first().is_some_and(|(_, c)| c.spec.name.starts_with("hll.add"));
+            let is_add = |name: &str| name.starts_with("hll.add") || name == "pfadd";
+            let sketch_adds = group.first().is_some_and(|(_, c)| is_add(c.spec.name));
             let mut sketches: Vec<(u64, &[u8])> = Vec::new();
             let mut previous: &[u8] = &[];
             for (_, c) in &group {
@@ -586,7 +587,7 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
                     if key != previous {
                         let hash = d.prefetch(key);
                         previous = key;
-                        if sketch_adds && c.spec.name.starts_with("hll.add") {
+                        if sketch_adds && is_add(c.spec.name) {
                             sketches.push((hash, key));
                         }
                     }
