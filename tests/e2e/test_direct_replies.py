@@ -204,3 +204,33 @@ def test_appendfsync_always_replies_come_back_through_the_connection(server):
     assert stats(admin)[0] > before
     c.close()
     admin.close()
+
+
+def test_pipelines_mixing_both_shards_keep_their_order(srv):
+    # Batches with keys on both shards: the connection's own shard runs its part first, the
+    # other thread writes every reply of the batch, in order.
+    admin = srv.raw()
+    before, _ = stats(admin)
+    c = srv.raw()
+    keys = [key_on(i % 2, "mix%d" % i) for i in range(10)]
+    model = {k: 0 for k in keys}
+    seed = 12345
+    for _ in range(200):
+        cmds = []
+        want = []
+        for _ in range(16):
+            seed = (seed * 1103515245 + 12345) % (1 << 31)
+            k = keys[seed % len(keys)]
+            if seed & 0x100:
+                model[k] += 1
+                cmds.append(("INCR", k))
+                want.append(model[k])
+            else:
+                cmds.append(("GET", k))
+                want.append(str(model[k]).encode() if model[k] else None)
+        assert c.pipeline(cmds) == want
+    # Every batch touched the other thread's shard: almost all went direct (a batch that
+    # happened to stay on the connection's own shard does not).
+    assert stats(admin)[0] - before >= 150
+    c.close()
+    admin.close()

@@ -732,3 +732,27 @@ def test_snapshot_on_a_full_disk_fails_cleanly_and_sigterm_waits_for_one_that_fi
     n.start()
     r = n.client()
     assert r.get("first") == b"1" and r.get("second") == b"2" and r.dbsize() == 2
+
+
+def test_everysec_writes_acknowledged_by_the_other_thread_survive_sigkill(data_dir):
+    """A pipeline mixing both shards gets all its replies from the other worker thread
+    (direct replies), including those of the writes that ran on the connection's own shard:
+    those must be in the log (written, with everysec) before the other thread replies, so a
+    process crash right after the replies loses none of them."""
+    n = node(data_dir, "--appendonly", "yes", "--appendfsync", "everysec",
+             "--migrate-connections-after", "0").start()
+    r = n.client()
+    keys = ["dr:%d" % i for i in range(16)]  # both shards
+    acked = {k: 0 for k in keys}
+    for round_ in range(300):
+        p = r.pipeline(transaction=False)
+        for k in keys:
+            p.incr(k)
+        for k, v in zip(keys, p.execute()):
+            assert v == acked[k] + 1
+            acked[k] = v
+    assert int(r.info("stats")["direct_replies"]) > 0
+    n.kill()
+    n.start()
+    r = n.client()
+    assert {k: int(r.get(k)) for k in keys} == acked

@@ -528,19 +528,33 @@ impl Conn {
         }
     }
 
-    /// Sends `batch` to its shard with a [`Sink`] for the replies, if it qualifies: every
-    /// command on one shard of another thread, nothing of this batch replied yet, replies on
-    /// (CLIENT REPLY), and no fsync to wait for before replying.
+    /// Has another thread's shard write `batch`'s replies, if it qualifies: every command on
+    /// one shard of another thread, or on that shard and this thread's own (whose commands
+    /// run here first: their replies travel with the others), nothing of this batch replied
+    /// yet, replies on (CLIENT REPLY), and no fsync to wait for before replying.
     fn delegate(&mut self, batch: &mut Vec<(usize, Call)>, stream: &TcpStream) -> bool {
-        let Some(&(shard, _)) = batch.first() else { return false };
-        if shard == self.worker.shard_id
-            || !self.out.is_empty()
+        let own = self.worker.shard_id;
+        let mut remote = None;
+        for &(s, _) in batch.iter() {
+            if s != own {
+                match remote {
+                    None => remote = Some(s),
+                    Some(r) if r != s => return false,
+                    Some(_) => {}
+                }
+            }
+        }
+        let Some(shard) = remote else { return false };
+        if !self.out.is_empty()
             || self.reply_mode != ReplyMode::On
             || self.close_after_reply
             || self.multi.is_some()
-            || !batch.iter().all(|(s, _)| *s == shard)
             || crate::aof::global().is_some_and(|a| a.mode() == crate::aof::Fsync::Always)
         {
+            return false;
+        }
+        let has_local = batch.iter().any(|&(s, _)| s == own);
+        if has_local && self.worker.shard.borrow().locked {
             return false;
         }
         let socket = match &self.shared_socket {
@@ -553,10 +567,25 @@ impl Conn {
                 s
             }
         };
-        let completion = Arc::new(Completion::default());
-        let calls = std::mem::take(batch).into_iter().enumerate().map(|(i, (_, c))| (i, c)).collect();
         let cfg = self.worker.server.config.cmd_config();
-        self.worker.hops.delegate(shard, self.db, calls, cfg, Sink::new(socket, self.proto, completion.clone()));
+        let mut local = Vec::new();
+        let mut calls = Vec::with_capacity(batch.len());
+        for (i, (s, c)) in std::mem::take(batch).into_iter().enumerate() {
+            if s == own {
+                local.push((i, c));
+            } else {
+                calls.push((i, c));
+            }
+        }
+        let local_replies = if local.is_empty() {
+            Vec::new()
+        } else {
+            // Not locked (checked above, and nothing awaited since).
+            self.worker.run_local(self.db, local, cfg).unwrap_or_default()
+        };
+        let completion = Arc::new(Completion::default());
+        let sink = Sink::new(socket, self.proto, completion.clone(), local_replies);
+        self.worker.hops.delegate(shard, self.db, calls, cfg, sink);
         self.inflight = Some(completion);
         true
     }

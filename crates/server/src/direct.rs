@@ -115,6 +115,9 @@ pub struct Sink {
     socket: Arc<std::net::TcpStream>,
     proto: Protocol,
     completion: Arc<Completion>,
+    /// Replies of the batch's commands on the connection's own shard, which ran there first
+    /// (indexes into the batch, in order).
+    local: Vec<(usize, Frame)>,
     finished: bool,
 }
 
@@ -127,18 +130,25 @@ thread_local! {
 const KEEP_BUFFER_BYTES: usize = 1 << 20;
 
 impl Sink {
-    pub fn new(socket: Arc<std::net::TcpStream>, proto: Protocol, completion: Arc<Completion>) -> Sink {
-        Sink { socket, proto, completion, finished: false }
+    pub fn new(socket: Arc<std::net::TcpStream>, proto: Protocol, completion: Arc<Completion>, local: Vec<(usize, Frame)>) -> Sink {
+        Sink { socket, proto, completion, local, finished: false }
     }
 
-    /// Sends `replies` (in order) to the client, on the shard's thread, after the batch's log
-    /// record is written.
+    /// Some of the replies were made on the connection's own shard, whose log commands must
+    /// be written before this sink's replies can go out (see `hop.rs`).
+    pub fn has_local(&self) -> bool {
+        !self.local.is_empty()
+    }
+
+    /// Sends `replies` with the local ones, in batch order, to the client, on the shard's
+    /// thread, after the batch's log records are written.
     pub fn deliver(mut self, replies: Vec<(usize, Frame)>, stats: &ServerStats) {
         self.finished = true;
+        let local = std::mem::take(&mut self.local);
         if let Some(aof) = crate::aof::global() {
             if aof.mode() == crate::aof::Fsync::Always {
                 let lsn = aof.appended();
-                let frames = replies.into_iter().map(|(_, f)| f).collect();
+                let frames = merged(local, replies).map(|(_, f)| f).collect();
                 self.completion.finish(Some(Leftover::Replies { frames, lsn }));
                 return;
             }
@@ -146,8 +156,8 @@ impl Sink {
         let leftover = ENCODED.with(|buf| {
             let mut buf = buf.borrow_mut();
             buf.clear();
-            for (_, frame) in &replies {
-                encode(frame, self.proto, &mut buf);
+            for (_, frame) in merged(local, replies) {
+                encode(&frame, self.proto, &mut buf);
             }
             ServerStats::add(&stats.net_output_bytes_total, buf.len() as u64);
             ServerStats::add(&stats.direct_replies, 1);
@@ -160,8 +170,6 @@ impl Sink {
             }
             leftover
         });
-        // The replies are freed here, on the thread that made them.
-        drop(replies);
         self.completion.finish(leftover);
     }
 }
@@ -172,6 +180,17 @@ impl Drop for Sink {
             self.completion.finish(Some(Leftover::Failed(std::io::Error::other("the shard dropped the batch (shutting down)"))));
         }
     }
+}
+
+/// Two runs of replies, each in batch order, merged into batch order.
+fn merged(a: Vec<(usize, Frame)>, b: Vec<(usize, Frame)>) -> impl Iterator<Item = (usize, Frame)> {
+    let mut a = a.into_iter().peekable();
+    let mut b = b.into_iter().peekable();
+    std::iter::from_fn(move || match (a.peek(), b.peek()) {
+        (Some((i, _)), Some((j, _))) => if i < j { a.next() } else { b.next() },
+        (Some(_), None) => a.next(),
+        (None, _) => b.next(),
+    })
 }
 
 /// One non-blocking send of `bytes` (the descriptor shares the connection's non-blocking

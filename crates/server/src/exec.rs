@@ -288,6 +288,17 @@ impl Worker {
         }
     }
 
+    /// Runs `calls` (indexes into a batch, all on this thread's shard) right here, if the
+    /// shard is not locked; their log commands are deferred like any batch's on this thread
+    /// (see `run_group_deferred`). None if the shard is locked.
+    pub fn run_local(&self, db: usize, calls: Vec<(usize, Call)>, cfg: CmdConfig) -> Option<Vec<(usize, Frame)>> {
+        let mut s = self.shard.borrow_mut();
+        if s.locked {
+            return None;
+        }
+        Some(run_group_deferred(&mut s, db, calls, cfg, self.shards()))
+    }
+
     /// Runs `f` on `shard` and returns its result; None if the shard is gone.
     pub async fn run<R, F>(&self, access: Access<'_>, shard: usize, f: F) -> Option<R>
     where

@@ -103,6 +103,12 @@ async fn flush(hops: Rc<Hops>) {
         q.iter_mut().enumerate().filter(|(_, p)| !p.is_empty()).map(|(shard, p)| (shard, std::mem::take(p))).collect()
     };
     let total_shards = hops.server.senders.len();
+    // A batch whose commands on this thread's shard already ran sends their replies along:
+    // their log commands, deferred on this thread (one write per tick), must be in the log
+    // before the other thread writes those replies.
+    if queued.iter().any(|(_, p)| p.iter().any(|p| matches!(&p.deliver, Deliver::Direct(s) if s.has_local()))) {
+        crate::aof::flush_deferred();
+    }
     let mut in_flight = Vec::with_capacity(queued.len());
     for (shard, pending) in queued {
         let (groups, delivers): (Vec<Group>, Vec<Deliver>) = pending.into_iter().map(|p| (p.group, p.deliver)).unzip();
