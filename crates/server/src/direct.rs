@@ -10,6 +10,13 @@
 //! thread can write the replies, and the connection's thread only has to learn, before it
 //! writes anything else to that socket, that they are out.
 //!
+//! A batch on two shards, the connection's own and one other (a pipeline of random keys
+//! with two threads), qualifies too: its commands on the own shard run first, on the
+//! connection's thread, and their replies travel with the batch in the [`Sink`], so the other
+//! thread writes the whole batch's replies in order. Their log commands, deferred on the
+//! connection's thread so that its connections share one write per tick, are written
+//! before the batch leaves (`hop.rs`), so no reply goes out before its write is in the log.
+//!
 //! How: the connection shares its socket as a second file descriptor (`dup`, once per
 //! connection) and sends, with the commands, a [`Sink`]: that descriptor, the protocol to
 //! encode in, and a [`Completion`]. The shard runs the commands, writes the log record (no
