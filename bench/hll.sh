@@ -65,3 +65,14 @@ for w in $WORKLOADS; do
   printf '%-12s %14.0f %14.0f %7.2f %16.0f %7.2f\n' "$w" "$r" "$a" "$(echo "$a / $r" | bc -l)" \
     "$h" "$(echo "$h / $r" | bc -l)"
 done
+# Each round's own ratios (same round, so the same machine conditions for both servers).
+printf '\nPer-round ratios to Redis PFADD (round 1 first)\n'
+for w in $WORKLOADS; do
+  read -ra rs <<<"${results[redis,$w]}"; read -ra as <<<"${results[abacus,$w]}"; read -ra hs <<<"${results[abacus-hll,$w]}"
+  pf=""; hl=""
+  for i in "${!rs[@]}"; do
+    pf+="$(printf '%.2f ' "$(echo "${as[$i]} / ${rs[$i]}" | bc -l)")"
+    hl+="$(printf '%.2f ' "$(echo "${hs[$i]} / ${rs[$i]}" | bc -l)")"
+  done
+  printf '%-12s PFADD: %s| HLL.ADD: %s\n' "$w" "$pf" "$hl"
+done
