@@ -28,6 +28,7 @@
 //! never, in practice, at the default of 256.
 
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -35,6 +36,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::sync::futures::Notified;
 
 use abacus_keyspace::WatchFlag;
 use abacus_protocol::{encode, Arg, Args, Bytes, BytesMut, Frame, Limits, Protocol, RequestParser};
@@ -192,6 +194,15 @@ pub fn error_unknown_command(args: &[Arg]) -> Frame {
 
 pub fn error_arity(name: &str) -> Frame {
     Frame::error(format!("ERR wrong number of arguments for '{name}' command"))
+}
+
+/// Writes `bytes` to the client, unless it is killed (CLIENT KILL) first: a client that does
+/// not read its replies must not keep its connection, blocked in a write, after a kill.
+async fn write_unless_killed(stream: &mut TcpStream, bytes: &[u8], killed: &mut Pin<&mut Notified<'_>>) -> std::io::Result<()> {
+    tokio::select! {
+        r = stream.write_all(bytes) => r,
+        _ = killed.as_mut() => Err(std::io::Error::other("killed by CLIENT KILL")),
+    }
 }
 
 pub async fn serve(worker: Rc<Worker>, stream: TcpStream, addr: SocketAddr) {
@@ -381,7 +392,7 @@ impl Conn {
                 r = read => r?,
                 _ = &mut killed => return Ok(None),
                 _ = attention => {
-                    self.settle(&mut stream).await?;
+                    self.settle(&mut stream, &mut killed).await?;
                     continue;
                 }
             };
@@ -412,7 +423,7 @@ impl Conn {
                 }
                 let more = calls.len() >= max;
                 // Replies keep request order: the previous batch's are out before this one runs.
-                self.settle(&mut stream).await?;
+                self.settle(&mut stream, &mut killed).await?;
                 let direct = (fatal.is_none() && server.config.direct_replies()).then_some(&stream);
                 self.process(&mut calls, direct).await;
                 if let Some(err) = fatal {
@@ -436,12 +447,12 @@ impl Conn {
                     self.wait_durable().await;
                 }
                 if !self.out.is_empty() {
-                    stream.write_all(&self.out).await?;
+                    write_unless_killed(&mut stream, &self.out, &mut killed).await?;
                     ServerStats::add(&server.stats.net_output_bytes_total, self.out.len() as u64);
                     self.out.clear();
                 }
                 if self.close_after_reply || self.meta.killed.load(Ordering::Acquire) {
-                    self.settle(&mut stream).await?;
+                    self.settle(&mut stream, &mut killed).await?;
                     let _ = stream.shutdown().await;
                     return Ok(None);
                 }
@@ -454,7 +465,7 @@ impl Conn {
                 return Ok(None);
             }
             if self.inflight.is_some() && !self.streak_fresh && self.migration_due().is_some() {
-                self.settle(&mut stream).await?;
+                self.settle(&mut stream, &mut killed).await?;
             }
             if let Some(target) = self.migration_target() {
                 return Ok(Some(Handoff { stream, parser, rbuf, target }));
@@ -553,9 +564,16 @@ impl Conn {
         {
             return false;
         }
-        let has_local = batch.iter().any(|&(s, _)| s == own);
-        if has_local && self.worker.shard.borrow().locked {
-            return false;
+        let worker = self.worker.clone();
+        // This thread's shard runs its part now: it must not be locked (no await from here
+        // on, so it stays so).
+        let mut here = None;
+        if batch.iter().any(|&(s, _)| s == own) {
+            let shard = worker.shard.borrow_mut();
+            if shard.locked {
+                return false;
+            }
+            here = Some(shard);
         }
         let socket = match &self.shared_socket {
             Some(s) => s.clone(),
@@ -577,27 +595,26 @@ impl Conn {
                 calls.push((i, c));
             }
         }
-        let local_replies = if local.is_empty() {
-            Vec::new()
-        } else {
-            // Not locked (checked above, and nothing awaited since).
-            self.worker.run_local(self.db, local, cfg).unwrap_or_default()
+        let local_replies = match &mut here {
+            Some(shard) => crate::exec::run_local_group(shard, self.db, local, cfg, worker.shards()),
+            None => Vec::new(),
         };
+        drop(here);
         let completion = Arc::new(Completion::default());
         let sink = Sink::new(socket, self.proto, completion.clone(), local_replies);
-        self.worker.hops.delegate(shard, self.db, calls, cfg, sink);
+        worker.hops.delegate(shard, self.db, calls, cfg, sink);
         self.inflight = Some(completion);
         true
     }
 
     /// Waits until the shard running the batch in flight (if any) is done with its direct
     /// replies, and writes or fails as it says.
-    async fn settle(&mut self, stream: &mut TcpStream) -> std::io::Result<()> {
+    async fn settle(&mut self, stream: &mut TcpStream, killed: &mut Pin<&mut Notified<'_>>) -> std::io::Result<()> {
         let Some(c) = self.inflight.take() else { return Ok(()) };
         c.wait().await;
         match c.take_leftover() {
             None => Ok(()),
-            Some(Leftover::Bytes(rest)) => stream.write_all(&rest).await,
+            Some(Leftover::Bytes(rest)) => write_unless_killed(stream, &rest, killed).await,
             Some(Leftover::Replies { frames, lsn }) => {
                 self.wait_lsn = self.wait_lsn.max(lsn);
                 self.wait_durable().await;
@@ -607,7 +624,7 @@ impl Conn {
                 }
                 let bytes = self.out.split_off(start);
                 ServerStats::add(&self.worker.server.stats.net_output_bytes_total, bytes.len() as u64);
-                stream.write_all(&bytes).await
+                write_unless_killed(stream, &bytes, killed).await
             }
             Some(Leftover::Failed(e)) => Err(e),
         }

@@ -134,6 +134,13 @@ pub(crate) fn run_groups(s: &mut Shard, groups: Vec<Group>, shards: usize) -> Ve
     out
 }
 
+/// [`run_group`] of a connection's own-shard part of a batch whose replies another thread
+/// writes (`direct.rs`); its log commands are deferred like any batch's on this thread, and
+/// written before that batch leaves (`hop.rs`).
+pub(crate) fn run_local_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig, shards: usize) -> Vec<(usize, Frame)> {
+    run_group_deferred(s, db, group, cfg, shards)
+}
+
 /// [`run_group`], then its log record: what a lone group does.
 fn run_group_logged(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig, shards: usize) -> Vec<(usize, Frame)> {
     let out = run_group(s, db, group, cfg, shards);
@@ -286,17 +293,6 @@ impl Worker {
         } else {
             None
         }
-    }
-
-    /// Runs `calls` (indexes into a batch, all on this thread's shard) right here, if the
-    /// shard is not locked; their log commands are deferred like any batch's on this thread
-    /// (see `run_group_deferred`). None if the shard is locked.
-    pub fn run_local(&self, db: usize, calls: Vec<(usize, Call)>, cfg: CmdConfig) -> Option<Vec<(usize, Frame)>> {
-        let mut s = self.shard.borrow_mut();
-        if s.locked {
-            return None;
-        }
-        Some(run_group_deferred(&mut s, db, calls, cfg, self.shards()))
     }
 
     /// Runs `f` on `shard` and returns its result; None if the shard is gone.
