@@ -108,7 +108,11 @@ def test_a_reply_larger_than_the_socket_buffer(srv):
         assert c.execute("SET", k, value) == "OK"
     for shard in (0, 1):
         k = key_on(shard, "big")
-        got = c.execute("GET", k)
+        # Not read for a while: the reply (larger than both socket buffers together) cannot
+        # all go out while nobody reads, whatever the timing.
+        c.send(encode_command("GET", k))
+        time.sleep(0.5)
+        got = c.read_reply()
         assert len(got) == size and got == bytes([65 + shard]) * size
         # The connection is still in step afterwards.
         assert c.execute("PING") == "PONG"
@@ -237,4 +241,28 @@ def test_pipelines_mixing_both_shards_keep_their_order(srv):
     # happened to stay on the connection's own shard does not).
     assert stats(admin)[0] - before >= 150
     c.close()
+    admin.close()
+
+
+def test_a_client_that_shuts_its_side_still_gets_every_reply(srv):
+    # `printf 'GET big\r\n' | nc -N`: the request, then EOF on the client's side while the
+    # reply, too big for one send, is still going out.
+    admin = srv.raw()
+    size = 16 << 20
+    keys = [key_on(0, "half"), key_on(1, "half")]
+    for shard, k in enumerate(keys):
+        assert admin.execute("SET", k, bytes([97 + shard]) * size) == "OK"
+    for k in keys * 2:
+        s = socket.create_connection((srv.host, srv.port), timeout=30)
+        s.sendall(encode_command("GET", k))
+        s.shutdown(socket.SHUT_WR)
+        got = b""
+        while True:
+            chunk = s.recv(1 << 20)
+            if not chunk:
+                break
+            got += chunk
+        s.close()
+        header = b"$%d\r\n" % size
+        assert got[:len(header)] == header and len(got) == len(header) + size + 2, len(got)
     admin.close()

@@ -397,6 +397,8 @@ impl Conn {
                 }
             };
             if n == 0 {
+                // The client may only have shut its side: replies in flight still go out.
+                self.settle(&mut stream, &mut killed).await?;
                 return Ok(None);
             }
             ServerStats::add(&server.stats.net_input_bytes_total, n as u64);
@@ -611,7 +613,11 @@ impl Conn {
     /// replies, and writes or fails as it says.
     async fn settle(&mut self, stream: &mut TcpStream, killed: &mut Pin<&mut Notified<'_>>) -> std::io::Result<()> {
         let Some(c) = self.inflight.take() else { return Ok(()) };
-        c.wait().await;
+        tokio::select! {
+            _ = c.wait() => {}
+            // Queued behind a long shard lock, say: CLIENT KILL need not wait for it.
+            _ = killed.as_mut() => return Err(std::io::Error::other("killed by CLIENT KILL")),
+        }
         match c.take_leftover() {
             None => Ok(()),
             Some(Leftover::Bytes(rest)) => write_unless_killed(stream, &rest, killed).await,

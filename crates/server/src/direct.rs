@@ -150,12 +150,14 @@ impl Sink {
     /// Sends `replies` with the local ones, in batch order, to the client, on the shard's
     /// thread, after the batch's log records are written.
     pub fn deliver(mut self, replies: Vec<(usize, Frame)>, stats: &ServerStats) {
-        self.finished = true;
+        // `finished` is set right before each `finish`: if anything in between panicked,
+        // the drop would still complete the batch (with an error) and free the connection.
         let local = std::mem::take(&mut self.local);
         if let Some(aof) = crate::aof::global() {
             if aof.mode() == crate::aof::Fsync::Always {
                 let lsn = aof.appended();
                 let frames = merged(local, replies).map(|(_, f)| f).collect();
+                self.finished = true;
                 self.completion.finish(Some(Leftover::Replies { frames, lsn }));
                 return;
             }
@@ -177,6 +179,7 @@ impl Sink {
             }
             leftover
         });
+        self.finished = true;
         self.completion.finish(leftover);
     }
 }

@@ -14,7 +14,7 @@ use std::cell::RefCell;
 use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
@@ -160,8 +160,21 @@ pub fn run(config: Config) -> Result<(), String> {
             .name("abacus-accept".into())
             .spawn(move || {
                 let mut next = 0usize;
+                let mut last_warned: Option<Instant> = None;
                 for stream in l.incoming() {
-                    let Ok(stream) = stream else { continue };
+                    let stream = match stream {
+                        Ok(s) => s,
+                        Err(e) => {
+                            // Out of descriptors (EMFILE) and the like: retrying at once would
+                            // spin a core until a client leaves.
+                            if last_warned.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+                                tracing::warn!("Accepting client connection: {e}");
+                                last_warned = Some(Instant::now());
+                            }
+                            std::thread::sleep(Duration::from_millis(10));
+                            continue;
+                        }
+                    };
                     let Ok(addr) = stream.peer_addr() else { continue };
                     if keepalive > 0 {
                         let _ = set_keepalive(&stream, keepalive);
