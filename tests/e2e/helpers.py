@@ -21,6 +21,7 @@ Reply mapping:
   RESP3 push     -> Push (a list subclass)
 """
 
+import binascii
 import socket
 import time
 
@@ -271,3 +272,19 @@ def kv_fields(value):
         k, _, v = part.partition("=")
         out[k] = v
     return out
+
+
+def shard_of(key, shards=2):
+    """The shard of `key` in a server with `shards` worker threads: its Redis Cluster slot
+    mod `shards` (binascii.crc_hqx is Redis Cluster's CRC-16/XMODEM)."""
+    return (binascii.crc_hqx(key.encode(), 0) % 16384) % shards
+
+
+def key_on(shard, prefix):
+    """The first key `prefix:N` that lives on `shard` (of two)."""
+    i = 0
+    while True:
+        k = "%s:%d" % (prefix, i)
+        if shard_of(k) == shard:
+            return k
+        i += 1

@@ -8,34 +8,27 @@ whichever thread that is. INFO stats counts `direct_replies` (batches the shard'
 answered) and `direct_replies_partial` (those the socket took only in part).
 """
 
-import binascii
 import socket
 import threading
 import time
 
 import pytest
 
-from helpers import RespClient, encode_command, info_dict, wait_until
+from helpers import RespClient, encode_command, info_dict, key_on, wait_until
 
 pytestmark = pytest.mark.abacus_only("worker threads and direct replies")
-
-
-def shard_of(key, shards=2):
-    return (binascii.crc_hqx(key.encode(), 0) % 16384) % shards
-
-
-def key_on(shard, prefix="dr"):
-    i = 0
-    while True:
-        k = "%s:%d" % (prefix, i)
-        if shard_of(k) == shard:
-            return k
-        i += 1
 
 
 def stats(c):
     d = info_dict(c.execute("INFO", "stats").decode())
     return int(d["direct_replies"]), int(d["direct_replies_partial"])
+
+
+def incr_both_shards(c, prefix, times, start=0):
+    """INCRs a key of each shard `times` times, one command per batch, checking each reply."""
+    for shard in (0, 1):
+        for i in range(start, start + times):
+            assert c.execute("INCR", key_on(shard, prefix)) == i + 1
 
 
 @pytest.fixture
@@ -184,13 +177,10 @@ def test_direct_replies_can_be_turned_off(srv):
     assert admin.execute("CONFIG", "GET", "direct-replies") == [b"direct-replies", b"no"]
     before, _ = stats(admin)
     c = srv.raw()
-    for shard in (0, 1):
-        for i in range(50):
-            assert c.execute("INCR", key_on(shard, "off")) == i + 1
+    incr_both_shards(c, "off", 50)
     assert stats(admin)[0] == before
     assert admin.execute("CONFIG", "SET", "direct-replies", "yes") == "OK"
-    for shard in (0, 1):
-        assert c.execute("INCR", key_on(shard, "off")) == 51
+    incr_both_shards(c, "off", 1, start=50)
     assert stats(admin)[0] > before
     c.close()
     admin.close()
@@ -201,14 +191,11 @@ def test_appendfsync_always_replies_come_back_through_the_connection(server):
     admin = s.raw()
     before, _ = stats(admin)
     c = s.raw()
-    for shard in (0, 1):
-        for i in range(30):
-            assert c.execute("INCR", key_on(shard, "always")) == i + 1
+    incr_both_shards(c, "always", 30)
     # Replies wait for the fsync covering their writes: no shard sends them on its own.
     assert stats(admin)[0] == before
     assert admin.execute("CONFIG", "SET", "appendfsync", "everysec") == "OK"
-    for shard in (0, 1):
-        assert c.execute("INCR", key_on(shard, "always")) == 31
+    incr_both_shards(c, "always", 1, start=30)
     assert stats(admin)[0] > before
     c.close()
     admin.close()

@@ -15,24 +15,11 @@ import time
 
 import pytest
 
-from helpers import Err, RespClient, encode_command, info_dict, wait_until
+from helpers import Err, RespClient, encode_command, info_dict, key_on, wait_until
 
 pytestmark = pytest.mark.abacus_only("worker threads and connection migration")
 
 AFTER = 8
-
-
-def shard_of(key, shards=2):
-    return (binascii.crc_hqx(key.encode(), 0) % 16384) % shards
-
-
-def key_on(shard, prefix="mig"):
-    i = 0
-    while True:
-        k = "%s:%d" % (prefix, i)
-        if shard_of(k) == shard:
-            return k
-        i += 1
 
 
 def migrated(c):
@@ -59,7 +46,7 @@ def test_a_client_of_one_shard_moves_and_keeps_its_state(srv):
     assert c.execute("SELECT", "3") == "OK"
     cid = c.execute("CLIENT", "ID")
     for shard in (0, 1):
-        k = key_on(shard)
+        k = key_on(shard, "mig")
         for i in range(AFTER * 3):
             assert c.execute("INCR", k) == i + 1
     assert migrated(admin) >= before + 1
@@ -70,9 +57,9 @@ def test_a_client_of_one_shard_moves_and_keeps_its_state(srv):
     assert " db=3 " in info and " resp=3" in info
     assert isinstance(c.execute("HELLO"), dict)
     for shard in (0, 1):
-        assert c.execute("GET", key_on(shard)) == str(AFTER * 3).encode()
+        assert c.execute("GET", key_on(shard, "mig")) == str(AFTER * 3).encode()
     assert admin.execute("SELECT", "3") == "OK"
-    assert admin.execute("GET", key_on(0)) == str(AFTER * 3).encode()
+    assert admin.execute("GET", key_on(0, "mig")) == str(AFTER * 3).encode()
     ids = [line.split()[0] for line in admin.execute("CLIENT", "LIST").decode().splitlines()]
     assert ids.count("id=%d" % cid) == 1
     c.close()

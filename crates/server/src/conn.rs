@@ -196,12 +196,16 @@ pub fn error_arity(name: &str) -> Frame {
     Frame::error(format!("ERR wrong number of arguments for '{name}' command"))
 }
 
+fn killed_error() -> std::io::Error {
+    std::io::Error::other("killed by CLIENT KILL")
+}
+
 /// Writes `bytes` to the client, unless it is killed (CLIENT KILL) first: a client that does
 /// not read its replies must not keep its connection, blocked in a write, after a kill.
 async fn write_unless_killed(stream: &mut TcpStream, bytes: &[u8], killed: &mut Pin<&mut Notified<'_>>) -> std::io::Result<()> {
     tokio::select! {
         r = stream.write_all(bytes) => r,
-        _ = killed.as_mut() => Err(std::io::Error::other("killed by CLIENT KILL")),
+        _ = killed.as_mut() => Err(killed_error()),
     }
 }
 
@@ -598,7 +602,7 @@ impl Conn {
             }
         }
         let local_replies = match &mut here {
-            Some(shard) => crate::exec::run_local_group(shard, self.db, local, cfg, worker.shards()),
+            Some(shard) => crate::exec::run_group_deferred(shard, self.db, local, cfg, worker.shards()),
             None => Vec::new(),
         };
         drop(here);
@@ -616,7 +620,7 @@ impl Conn {
         tokio::select! {
             _ = c.wait() => {}
             // Queued behind a long shard lock, say: CLIENT KILL need not wait for it.
-            _ = killed.as_mut() => return Err(std::io::Error::other("killed by CLIENT KILL")),
+            _ = killed.as_mut() => return Err(killed_error()),
         }
         match c.take_leftover() {
             None => Ok(()),

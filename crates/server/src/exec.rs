@@ -134,13 +134,6 @@ pub(crate) fn run_groups(s: &mut Shard, groups: Vec<Group>, shards: usize) -> Ve
     out
 }
 
-/// [`run_group`] of a connection's own-shard part of a batch whose replies another thread
-/// writes (`direct.rs`); its log commands are deferred like any batch's on this thread, and
-/// written before that batch leaves (`hop.rs`).
-pub(crate) fn run_local_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig, shards: usize) -> Vec<(usize, Frame)> {
-    run_group_deferred(s, db, group, cfg, shards)
-}
-
 /// [`run_group`], then its log record: what a lone group does.
 fn run_group_logged(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig, shards: usize) -> Vec<(usize, Frame)> {
     let out = run_group(s, db, group, cfg, shards);
@@ -150,8 +143,9 @@ fn run_group_logged(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: Cm
 
 /// [`run_group`] on this thread's own shard for one of its connections, whose replies wait
 /// for the log: its log commands are deferred so that the connections woken in the same
-/// tick share one write (the connection flushes them before replying: `Conn::serve`).
-fn run_group_deferred(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig, shards: usize) -> Vec<(usize, Frame)> {
+/// tick share one write (the connection flushes them before replying: `Conn::serve`; for a
+/// batch whose replies another thread writes, `hop.rs` writes them before the batch leaves).
+pub(crate) fn run_group_deferred(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig, shards: usize) -> Vec<(usize, Frame)> {
     let out = run_group(s, db, group, cfg, shards);
     crate::aof::defer_pending();
     out
