@@ -203,7 +203,11 @@ fn killed_error() -> std::io::Error {
 /// Writes `bytes` to the client, unless it is killed (CLIENT KILL) first: a client that does
 /// not read its replies must not keep its connection, blocked in a write, after a kill.
 async fn write_unless_killed(stream: &mut TcpStream, bytes: &[u8], killed: &mut Pin<&mut Notified<'_>>) -> std::io::Result<()> {
+    // Biased: the write is tried first, so a reply the socket takes at once still goes out
+    // after a kill (CLIENT KILL of oneself replies, then closes); only a write that would
+    // block gives way to the kill.
     tokio::select! {
+        biased;
         r = stream.write_all(bytes) => r,
         _ = killed.as_mut() => Err(killed_error()),
     }
@@ -618,6 +622,7 @@ impl Conn {
     async fn settle(&mut self, stream: &mut TcpStream, killed: &mut Pin<&mut Notified<'_>>) -> std::io::Result<()> {
         let Some(c) = self.inflight.take() else { return Ok(()) };
         tokio::select! {
+            biased;
             _ = c.wait() => {}
             // Queued behind a long shard lock, say: CLIENT KILL need not wait for it.
             _ = killed.as_mut() => return Err(killed_error()),
