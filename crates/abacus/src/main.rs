@@ -35,6 +35,10 @@ enum Command {
         /// Truncate the file at the first damaged record (everything after it is lost).
         #[arg(long)]
         fix: bool,
+        /// Also print every command of the valid records, one per line (time in ms, database,
+        /// quoted arguments) on standard output; the report then goes to standard error.
+        #[arg(long)]
+        print: bool,
         file: std::path::PathBuf,
     },
     /// Check a snapshot file (dir/snap-NNNNNN.abs): structure, every block's checksum and
@@ -81,9 +85,19 @@ fn main() {
                 fail(&e);
             }
         }
-        Command::CheckAof { fix, file } => match abacus_persist::log::check_file(&file, fix) {
+        Command::CheckAof { fix, print, file } => match abacus_persist::log::check_file(&file, fix) {
             Ok(report) => {
-                print!("{report}");
+                if print {
+                    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+                    if let Err(e) = abacus_persist::log::print_file(&file, &mut out).and_then(|_| {
+                        std::io::Write::flush(&mut out).map_err(|e| format!("cannot write: {e}"))
+                    }) {
+                        fail(&e);
+                    }
+                    eprint!("{report}");
+                } else {
+                    print!("{report}");
+                }
                 if !fix && !report.contains("log is valid") {
                     std::process::exit(1);
                 }

@@ -1,8 +1,9 @@
 //! The append-only command log.
 //!
 //! File: the 8-byte magic `ABACUSL1`, then records. A record is
-//! `[u64 payload len][u32 CRC32 of payload][payload]`, and a payload is one or more commands,
-//! each `[u64 now_ms][u16 db][u32 argc]` then `argc` times `[u32 len][bytes]`.
+//! `[u64: format << 56 | payload len][u32 CRC32 of payload][payload]`, and a payload is one or
+//! more commands, each its time, database and arguments (see [`push_command`] for the
+//! encoding written now, [`Format`] for the older one still read).
 //!
 //! Why records group commands: a record is the unit of atomicity on recovery. The server
 //! writes one pipelined batch of a client, one MULTI/EXEC transaction or one multi-shard
@@ -30,22 +31,93 @@ pub const HEADER_BYTES: usize = 12;
 /// Largest payload a reader accepts: larger lengths can only be damage.
 pub const MAX_PAYLOAD_BYTES: u64 = 1 << 40;
 
-/// Appends one command to a payload being built.
-pub fn push_command<A: AsRef<[u8]>>(payload: &mut Vec<u8>, now_ms: u64, db: u16, args: &[A]) {
-    payload.extend_from_slice(&now_ms.to_le_bytes());
-    payload.extend_from_slice(&db.to_le_bytes());
-    payload.extend_from_slice(&(args.len() as u32).to_le_bytes());
-    for a in args {
+/// How a record's payload encodes its commands, from the top byte of the header's length
+/// field (payload lengths never reach 2^56). Records of both formats may share one file: a
+/// log started by an older build goes on in the new format after an upgrade.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Fixed widths: `[u64 now_ms][u16 db][u32 argc]`, then `[u32 len][bytes]` per argument.
+    /// Written by builds before 2026-11-22; still read.
+    Fixed,
+    /// Varints ([`push_command`]). What is written now.
+    Varint,
+}
+
+impl Format {
+    fn from_tag(tag: u8) -> Option<Format> {
+        match tag {
+            0 => Some(Format::Fixed),
+            1 => Some(Format::Varint),
+            _ => None,
+        }
+    }
+}
+
+/// Command names logged as two bytes (`[0][index]`). The index is
+/// part of the file format: names are only ever appended to this list.
+const NAMES: [&str; 48] = [
+    "SET", "APPEND", "DEL", "INCR", "INCRBY", "DECR", "DECRBY", "INCRBYFLOAT", "MSET", "SETRANGE", "SETBIT",
+    "PEXPIREAT", "PERSIST", "RENAME", "COPY", "HSET", "HDEL", "HINCRBY", "HINCRBYFLOAT", "SADD", "SREM",
+    "SMOVE", "ZADD", "ZREM", "ZINCRBY", "LPUSH", "RPUSH", "LPOP", "RPOP", "LSET", "LREM", "LTRIM", "PFADD",
+    "PFMERGE", "HLL.ADD", "HLL.ADDINT", "HLL.ADDRAW", "HLL.UNION", "HLL.CREATE", "GETDEL", "SETNX",
+    "MSETNX", "FLUSHDB", "FLUSHALL", "SELECT", "SWAPDB", "MOVE", "UNLINK",
+];
+
+/// The [`NAMES`] index of a command name, in any case.
+fn name_index(name: &[u8]) -> Option<u8> {
+    if name.len() > 12 {
+        return None;
+    }
+    NAMES.iter().position(|n| n.as_bytes().eq_ignore_ascii_case(name)).map(|i| i as u8)
+}
+
+fn push_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Appends one command to a payload being built, in [`Format::Varint`]:
+/// `varint(db << 1 | has_time)`, then `varint(now_ms)` if `has_time`, `varint(argc)`, and per
+/// argument `varint(len) bytes`, except the command name: `[0][index]` for a name of
+/// [`NAMES`], else `varint(len + 1) bytes`.
+///
+/// `last_ms` is the time of the previous command in this payload, or `None` at its start or
+/// after any point where the payload may be cut or joined to another one; a command that ran
+/// at the same millisecond as the one before it leaves its time out. The caller resets it
+/// wherever a reader could start. An APPEND of 16 bytes onto a 16-byte key costs 38 bytes
+/// here (64 in [`Format::Fixed`]): the log's bytes are most of what it costs per write.
+pub fn push_command<A: AsRef<[u8]>>(payload: &mut Vec<u8>, last_ms: &mut Option<u64>, now_ms: u64, db: u16, args: &[A]) {
+    let same = *last_ms == Some(now_ms);
+    push_varint(payload, (db as u64) << 1 | !same as u64);
+    if !same {
+        push_varint(payload, now_ms);
+        *last_ms = Some(now_ms);
+    }
+    push_varint(payload, args.len() as u64);
+    for (i, a) in args.iter().enumerate() {
         let a = a.as_ref();
-        payload.extend_from_slice(&(a.len() as u32).to_le_bytes());
+        if i == 0 {
+            match name_index(a) {
+                Some(ix) => payload.extend_from_slice(&[0, ix]),
+                None => {
+                    push_varint(payload, a.len() as u64 + 1);
+                    payload.extend_from_slice(a);
+                }
+            }
+            continue;
+        }
+        push_varint(payload, a.len() as u64);
         payload.extend_from_slice(a);
     }
 }
 
-/// The header that frames `payload` as a record.
+/// The header that frames `payload` (built by [`push_command`]) as a record.
 pub fn header(payload: &[u8]) -> [u8; HEADER_BYTES] {
     let mut h = [0u8; HEADER_BYTES];
-    h[..8].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+    h[..8].copy_from_slice(&(payload.len() as u64 | 1 << 56).to_le_bytes());
     h[8..].copy_from_slice(&crc32fast::hash(payload).to_le_bytes());
     h
 }
@@ -58,27 +130,98 @@ pub struct Command<'a> {
     pub args: Vec<&'a [u8]>,
 }
 
-/// The commands of a record payload, in order.
-pub fn commands(payload: &[u8]) -> Result<Vec<Command<'_>>, String> {
-    let mut out = Vec::new();
-    let mut at = 0usize;
-    let take = |at: &mut usize, n: usize| -> Result<&[u8], String> {
-        let end = at.checked_add(n).filter(|&e| e <= payload.len()).ok_or("command cut short inside a record")?;
-        let s = &payload[*at..end];
-        *at = end;
+/// A record's payload and how it is encoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    pub range: std::ops::Range<usize>,
+    pub format: Format,
+}
+
+/// Reads a payload from its start: fixed-width integers, varints, byte strings.
+struct Reader<'a> {
+    payload: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn left(&self) -> usize {
+        self.payload.len() - self.at
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        if n > self.left() {
+            return Err("command cut short inside a record".into());
+        }
+        let s = &self.payload[self.at..self.at + n];
+        self.at += n;
         Ok(s)
-    };
-    while at < payload.len() {
-        let now_ms = u64::from_le_bytes(take(&mut at, 8)?.try_into().unwrap_or_default());
-        let db = u16::from_le_bytes(take(&mut at, 2)?.try_into().unwrap_or_default());
-        let argc = u32::from_le_bytes(take(&mut at, 4)?.try_into().unwrap_or_default()) as usize;
-        if argc == 0 || argc > (payload.len() - at) / 4 {
+    }
+
+    fn fixed<const N: usize>(&mut self) -> Result<[u8; N], String> {
+        Ok(self.take(N)?.try_into().unwrap_or([0; N]))
+    }
+
+    fn varint(&mut self) -> Result<u64, String> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.take(1)?[0];
+            if shift == 63 && b > 1 {
+                break;
+            }
+            v |= ((b & 0x7f) as u64) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err("malformed varint in a record".into())
+    }
+}
+
+/// The commands of a record payload, in order. Never panics, whatever the bytes.
+pub fn commands(payload: &[u8], format: Format) -> Result<Vec<Command<'_>>, String> {
+    let mut out = Vec::new();
+    let mut r = Reader { payload, at: 0 };
+    let mut last_ms = None;
+    while r.left() > 0 {
+        let (now_ms, db, argc) = match format {
+            Format::Fixed => {
+                let now_ms = u64::from_le_bytes(r.fixed()?);
+                let db = u16::from_le_bytes(r.fixed()?);
+                (now_ms, db, u32::from_le_bytes(r.fixed()?) as u64)
+            }
+            Format::Varint => {
+                let head = r.varint()?;
+                let db = u16::try_from(head >> 1).map_err(|_| format!("bad database number {}", head >> 1))?;
+                let now_ms = if head & 1 == 1 {
+                    r.varint()?
+                } else {
+                    last_ms.ok_or("a command without its time starts a record")?
+                };
+                last_ms = Some(now_ms);
+                (now_ms, db, r.varint()?)
+            }
+        };
+        // Every argument takes at least one byte (four in the fixed format).
+        let min_arg = if format == Format::Fixed { 4 } else { 1 };
+        if argc == 0 || argc > (r.left() / min_arg) as u64 {
             return Err(format!("bad argument count {argc}"));
         }
-        let mut args = Vec::with_capacity(argc);
-        for _ in 0..argc {
-            let n = u32::from_le_bytes(take(&mut at, 4)?.try_into().unwrap_or_default()) as usize;
-            args.push(take(&mut at, n)?);
+        let mut args = Vec::with_capacity(argc as usize);
+        for i in 0..argc {
+            let n = match format {
+                Format::Fixed => u32::from_le_bytes(r.fixed()?) as u64,
+                Format::Varint => r.varint()?,
+            };
+            if format == Format::Varint && i == 0 {
+                if n == 0 {
+                    let ix = r.take(1)?[0] as usize;
+                    args.push(NAMES.get(ix).ok_or_else(|| format!("unknown command index {ix}"))?.as_bytes());
+                } else {
+                    args.push(r.take(usize::try_from(n - 1).unwrap_or(usize::MAX))?);
+                }
+                continue;
+            }
+            args.push(r.take(usize::try_from(n).unwrap_or(usize::MAX))?);
         }
         out.push(Command { now_ms, db, args });
     }
@@ -98,8 +241,8 @@ pub enum Problem {
 /// The result of reading a log.
 #[derive(Debug, Default)]
 pub struct Scan {
-    /// Payload byte ranges of the valid records, in order.
-    pub records: Vec<std::ops::Range<usize>>,
+    /// The valid records, in order.
+    pub records: Vec<Record>,
     /// End of the last valid record (the length to truncate to when the tail is torn).
     pub valid_len: u64,
     pub problem: Option<Problem>,
@@ -129,18 +272,19 @@ pub fn scan(bytes: &[u8]) -> Scan {
             scan.problem = Some(torn(at));
             break;
         }
-        let plen = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap_or_default());
+        let word = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap_or_default());
         let crc = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap_or_default());
-        if plen == 0 || plen > MAX_PAYLOAD_BYTES {
+        let (format, plen) = (Format::from_tag((word >> 56) as u8), word & ((1 << 56) - 1));
+        let Some(format) = format.filter(|_| plen != 0 && plen <= MAX_PAYLOAD_BYTES) else {
             // Zero-filled space after the last write (some filesystems leave it after a
             // crash) is a torn tail; anything else is damage.
             scan.problem = Some(if bytes[at..].iter().all(|&b| b == 0) {
                 torn(at)
             } else {
-                Problem::Corrupt { offset: at as u64, reason: format!("impossible record length {plen}") }
+                Problem::Corrupt { offset: at as u64, reason: format!("impossible record header {word:#x}") }
             });
             break;
-        }
+        };
         let start = at + HEADER_BYTES;
         let Some(end) = start.checked_add(plen as usize).filter(|&e| e <= len) else {
             scan.problem = Some(torn(at));
@@ -155,11 +299,11 @@ pub fn scan(bytes: &[u8]) -> Scan {
             });
             break;
         }
-        if let Err(e) = commands(payload) {
+        if let Err(e) = commands(payload, format) {
             scan.problem = Some(Problem::Corrupt { offset: at as u64, reason: e });
             break;
         }
-        scan.records.push(start..end);
+        scan.records.push(Record { range: start..end, format });
         at = end;
         scan.valid_len = at as u64;
     }
@@ -171,7 +315,7 @@ pub fn scan(bytes: &[u8]) -> Scan {
 pub fn check_file(path: &std::path::Path, fix: bool) -> Result<String, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let scan = scan(&bytes);
-    let commands: usize = scan.records.iter().map(|r| commands(&bytes[r.clone()]).map_or(0, |c| c.len())).sum();
+    let commands: usize = scan.records.iter().map(|r| commands(&bytes[r.range.clone()], r.format).map_or(0, |c| c.len())).sum();
     let mut report = format!(
         "{}: {} bytes, {} valid records ({} commands) in the first {} bytes\n",
         path.display(),
@@ -198,14 +342,44 @@ pub fn check_file(path: &std::path::Path, fix: bool) -> Result<String, String> {
     Ok(report)
 }
 
+/// `abacus check-aof --print FILE`: writes every command of the log's valid records, one per
+/// line: `<time in ms> <db> <arguments>`, each argument in double quotes with `\\`, `\"`
+/// and non-printable bytes escaped (`\xNN`), as redis-cli prints strings.
+pub fn print_file(path: &std::path::Path, out: &mut impl std::io::Write) -> Result<(), String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let scan = scan(&bytes);
+    let mut line = Vec::new();
+    for r in &scan.records {
+        for c in commands(&bytes[r.range.clone()], r.format)? {
+            line.clear();
+            line.extend_from_slice(format!("{} {}", c.now_ms, c.db).as_bytes());
+            for a in &c.args {
+                line.extend_from_slice(b" \"");
+                for &b in *a {
+                    match b {
+                        b'"' | b'\\' => line.extend_from_slice(&[b'\\', b]),
+                        0x20..=0x7e => line.push(b),
+                        _ => line.extend_from_slice(format!("\\x{b:02x}").as_bytes()),
+                    }
+                }
+                line.push(b'"');
+            }
+            line.push(b'\n');
+            out.write_all(&line).map_err(|e| format!("cannot write: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn record(out: &mut Vec<u8>, cmds: &[(&[&[u8]], u64)]) {
         let mut payload = Vec::new();
+        let mut last = None;
         for (args, now) in cmds {
-            push_command(&mut payload, *now, 0, args);
+            push_command(&mut payload, &mut last, *now, 0, args);
         }
         out.extend_from_slice(&header(&payload));
         out.extend_from_slice(&payload);
@@ -228,7 +402,7 @@ mod tests {
         let s = scan(&log);
         assert_eq!(s.problem, None);
         assert_eq!(s.records.len(), 5);
-        let c = commands(&log[s.records[3].clone()]).unwrap();
+        let c = commands(&log[s.records[3].range.clone()], Format::Varint).unwrap();
         assert_eq!(c[0], Command { now_ms: 1003, db: 0, args: vec![&b"SET"[..], b"k", b"3"] });
         assert_eq!(c[1].args, vec![&b"INCR"[..], b"n"]);
     }
@@ -285,7 +459,109 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// A record in the fixed-width format of older builds.
+    fn fixed_record(out: &mut Vec<u8>, now_ms: u64, db: u16, args: &[&[u8]]) {
+        let mut p = Vec::new();
+        p.extend_from_slice(&now_ms.to_le_bytes());
+        p.extend_from_slice(&db.to_le_bytes());
+        p.extend_from_slice(&(args.len() as u32).to_le_bytes());
+        for a in args {
+            p.extend_from_slice(&(a.len() as u32).to_le_bytes());
+            p.extend_from_slice(a);
+        }
+        out.extend_from_slice(&(p.len() as u64).to_le_bytes());
+        out.extend_from_slice(&crc32fast::hash(&p).to_le_bytes());
+        out.extend_from_slice(&p);
+    }
+
+    #[test]
+    fn records_of_older_builds_read_before_and_between_new_ones() {
+        let mut log = MAGIC.to_vec();
+        fixed_record(&mut log, 7, 3, &[b"SET", b"old", b"1"]);
+        record(&mut log, &[(&[b"append", b"new", b"2"], 9)]);
+        fixed_record(&mut log, 11, 0, &[b"DEL", b"old"]);
+        let s = scan(&log);
+        assert_eq!(s.problem, None);
+        let got: Vec<_> = s.records.iter().flat_map(|r| commands(&log[r.range.clone()], r.format).unwrap()).collect();
+        assert_eq!(
+            got,
+            vec![
+                Command { now_ms: 7, db: 3, args: vec![&b"SET"[..], b"old", b"1"] },
+                // A known command name comes back in upper case, as replay reads it anyway.
+                Command { now_ms: 9, db: 0, args: vec![&b"APPEND"[..], b"new", b"2"] },
+                Command { now_ms: 11, db: 0, args: vec![&b"DEL"[..], b"old"] },
+            ]
+        );
+        assert_eq!([s.records[0].format, s.records[1].format], [Format::Fixed, Format::Varint]);
+    }
+
+    #[test]
+    fn an_append_of_16_bytes_costs_38_bytes_and_6_more_with_its_time() {
+        let mut p = Vec::new();
+        let mut last = None;
+        push_command(&mut p, &mut last, 1_790_000_000_000, 0, &[&b"APPEND"[..], &[b'k'; 16], &[b'v'; 16]]);
+        assert_eq!(p.len(), 44);
+        push_command(&mut p, &mut last, 1_790_000_000_000, 0, &[&b"APPEND"[..], &[b'k'; 16], &[b'v'; 16]]);
+        assert_eq!(p.len(), 44 + 38);
+    }
+
+    #[test]
+    fn a_record_must_not_start_without_a_time() {
+        let mut p = Vec::new();
+        push_command(&mut p, &mut Some(5), 5, 0, &[&b"SET"[..], b"k", b"v"]);
+        assert!(commands(&p, Format::Varint).unwrap_err().contains("without its time"));
+        assert!(commands(&[0x03, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f], Format::Varint).is_err());
+        assert!(commands(&[0x03, 0x01, 0x01, 0x00, 200], Format::Varint).unwrap_err().contains("unknown command index"));
+    }
+
+    fn arg() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..300),
+            proptest::sample::select(NAMES.to_vec()).prop_map(|n| n.to_ascii_lowercase().into_bytes()),
+        ]
+    }
+
     proptest::proptest! {
+        #[test]
+        fn commands_read_back_as_written(
+            cmds in proptest::collection::vec(
+                (0u64..4, proptest::prelude::any::<u16>(), proptest::collection::vec(arg(), 1..5)),
+                1..20,
+            ),
+            base in proptest::prelude::any::<u64>(),
+        ) {
+            let mut p = Vec::new();
+            let mut last = None;
+            let mut now = base;
+            for (dt, db, args) in &cmds {
+                now = now.wrapping_add(*dt);
+                push_command(&mut p, &mut last, now, *db, args);
+            }
+            let got = commands(&p, Format::Varint).unwrap();
+            proptest::prop_assert_eq!(got.len(), cmds.len());
+            let mut now = base;
+            for (g, (dt, db, args)) in got.iter().zip(&cmds) {
+                now = now.wrapping_add(*dt);
+                proptest::prop_assert_eq!(g.now_ms, now);
+                proptest::prop_assert_eq!(g.db, *db);
+                proptest::prop_assert_eq!(g.args.len(), args.len());
+                for (i, (a, b)) in g.args.iter().zip(args).enumerate() {
+                    if i == 0 {
+                        proptest::prop_assert!(a.eq_ignore_ascii_case(b));
+                    } else {
+                        proptest::prop_assert_eq!(*a, &b[..]);
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn random_payloads_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200)) {
+            let _ = commands(&bytes, Format::Varint);
+            let _ = commands(&bytes, Format::Fixed);
+        }
+
         #[test]
         fn random_bytes_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200)) {
             let mut log = MAGIC.to_vec();

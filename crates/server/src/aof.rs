@@ -114,6 +114,10 @@ thread_local! {
     /// Length of the prefix of `PENDING` that is deferred: commands that ran and whose
     /// connections wait (without having replied) for a later flush. 0 when none.
     static DEFERRED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// Time of the last command in `PENDING` after the last point where it may be cut
+    /// ([`defer_pending`]); `None` makes the next command carry its time (see
+    /// [`fmt::push_command`]).
+    static LAST_MS: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
 }
 
 pub fn global() -> Option<&'static Aof> {
@@ -432,8 +436,11 @@ pub fn log_command<A: AsRef<[u8]>>(now_ms: u64, db: usize, args: &[A]) {
                 // Room for the record header, filled in at the flush: the record then goes
                 // to the file from this buffer as it is, without another copy.
                 p.extend_from_slice(&[0; fmt::HEADER_BYTES]);
+                LAST_MS.set(None);
             }
-            fmt::push_command(&mut p, now_ms, db as u16, args)
+            let mut last = LAST_MS.get();
+            fmt::push_command(&mut p, &mut last, now_ms, db as u16, args);
+            LAST_MS.set(last);
         });
     }
 }
@@ -470,6 +477,8 @@ pub fn flush_pending() -> u64 {
 pub fn defer_pending() {
     if enabled() {
         PENDING.with(|p| DEFERRED.set(p.borrow().len()));
+        // `take_pending` may cut the buffer here: what follows must not lean on what precedes.
+        LAST_MS.set(None);
     }
 }
 

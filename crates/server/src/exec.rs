@@ -68,7 +68,8 @@ impl Locks {
     pub fn log_command<A: AsRef<[u8]>>(&self, now_ms: u64, db: usize, args: &[A]) {
         if crate::aof::enabled() {
             let mut log = self.log.borrow_mut();
-            abacus_persist::log::push_command(&mut log, now_ms, db as u16, args);
+            // Always with its time: payloads of other operations are joined to this one.
+            abacus_persist::log::push_command(&mut log, &mut None, now_ms, db as u16, args);
         }
     }
 }

@@ -213,11 +213,11 @@ fn replay_log(config: &Config, path: &Path, last: bool, shards: &mut [Shard], da
     let mut last_report = Instant::now();
     let mut n = 0u64;
     for r in &scan.records {
-        for c in fmt::commands(&bytes[r.clone()])? {
-            replay_command(shards, &c, databases, cfg).map_err(|e| format!("log {} offset {}: {e}", path.display(), r.start))?;
+        for c in fmt::commands(&bytes[r.range.clone()], r.format)? {
+            replay_command(shards, &c, databases, cfg).map_err(|e| format!("log {} offset {}: {e}", path.display(), r.range.start))?;
             n += 1;
         }
-        let done = base + r.end as u64;
+        let done = base + r.range.end as u64;
         LOADING.loaded.store(done, Ordering::Relaxed);
         if last_report.elapsed().as_secs() >= 1 {
             last_report = Instant::now();
