@@ -99,6 +99,9 @@ if [[ " $PARTS " == *" throughput "* ]]; then
       "$(ratio "$(median ${R[every,$w]})" "$(median ${R[none,$w]})")"
   done
   printf 'every/none: Abacus with appendfsync everysec vs Abacus without persistence (target >= 0.90)\n'
+  for w in set16 set1 append; do
+    printf 'rounds %-8s none %s| everysec %s\n' "$w" "${R[none,$w]}" "${R[every,$w]}"
+  done
   printf '%-16s %12s %12s %9s %9s %12s\n' workload abacus_always redis_always 'cpu_abacus' 'cpu_redis' abacus/redis
   for w in set16 set1-always append; do
     # shellcheck disable=SC2086
@@ -127,6 +130,7 @@ if [[ " $PARTS " == *" w1 "* ]]; then
     "$(median ${R[redis-every,w1]})" "$(median ${C[none,w1]})" "$(median ${C[every,w1]})" "$(median ${C[redis-every,w1]})" \
     "$(ratio "$(median ${R[every,w1]})" "$(median ${R[none,w1]})")"
   printf 'automatic compactions during the everysec runs: %s\n' "$compactions"
+  printf 'rounds, requests/s: none %s| everysec %s| redis %s\n' "${R[none,w1]}" "${R[every,w1]}" "${R[redis-every,w1]}"
 fi
 
 # pss_kb PID...: summed proportional set size (fork's shared pages counted once)

@@ -68,7 +68,12 @@ fn name_index(name: &[u8]) -> Option<u8> {
     if name.len() > 12 {
         return None;
     }
-    NAMES.iter().position(|n| n.as_bytes().eq_ignore_ascii_case(name)).map(|i| i as u8)
+    let first = name.first()?.to_ascii_uppercase();
+    // Length and first letter rule out nearly every other name before a full comparison.
+    NAMES
+        .iter()
+        .position(|n| n.len() == name.len() && n.as_bytes()[0] == first && n.as_bytes().eq_ignore_ascii_case(name))
+        .map(|i| i as u8)
 }
 
 fn push_varint(out: &mut Vec<u8>, mut v: u64) {
