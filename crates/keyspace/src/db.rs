@@ -212,6 +212,20 @@ impl Db {
         hash
     }
 
+    /// The first step of a two-step batch prefetch: hashes `key` and starts loading its
+    /// segment's header; [`Db::prefetch_hashed`] then, once every key's header is on its way,
+    /// starts the slot. Returns the hash.
+    pub fn prefetch_segment(&self, key: &[u8]) -> u64 {
+        let hash = self.map.hash_key(key);
+        self.map.prefetch_segment(hash);
+        hash
+    }
+
+    /// The second step after [`Db::prefetch_segment`].
+    pub fn prefetch_hashed(&self, hash: u64) {
+        self.map.prefetch(hash);
+    }
+
     /// The second step of a batch's prefetch, for sketches, whose data lies behind the slot:
     /// a Redis HyperLogLog string's bytes (PFADD: its header and first opcodes, ~10% less
     /// server CPU per PFADD over 10k keys), or for a decoded HLL sketch two pointer hops: the

@@ -212,6 +212,16 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
         self.dir[((hash >> 1) >> self.dir_shift) as usize] as usize
     }
 
+    /// Starts loading the header of `hash`'s segment into the cache: the first step of a
+    /// two-step batch prefetch ([`Self::prefetch`] needs the header to find the slot).
+    #[inline]
+    pub fn prefetch_segment(&self, hash: u64) {
+        if self.dir.is_empty() {
+            return;
+        }
+        prefetch_read(&self.segs[self.seg_id(hash)] as *const Segment<K, V>);
+    }
+
     /// Starts loading the control bytes and home slot of `hash` into the cache.
     #[inline]
     pub fn prefetch(&self, hash: u64) {
