@@ -56,6 +56,9 @@ start_pair() {
   APORT=$(free_port); start_abacus "$APORT" --appendonly no --save "" ${ABACUS_ARGS:-}
 }
 
+# pid_of_port PORT: the process id a server on PORT reports in INFO.
+pid_of_port() { redis-cli -p "$1" info server | awk -F: '/^process_id/ {print $2}' | tr -d '\r'; }
+
 # rss_kb PID
 rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 

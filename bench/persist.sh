@@ -36,7 +36,6 @@ ratio() { echo "$1 / $2" | bc -l; }
 
 # cpu_ticks PID: user + system clock ticks the process has used so far
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-pid_of_port() { redis-cli -p "$1" info server | awk -F: '/^process_id/ {print $2}' | tr -d '\r'; }
 
 # workload_args W N: the redis-benchmark arguments of workload W
 workload_args() {
