@@ -103,10 +103,8 @@ static AOF: OnceLock<Aof> = OnceLock::new();
 /// Whether write commands are being logged (false while loading and with appendonly no).
 static ENABLED: AtomicBool = AtomicBool::new(false);
 
-/// Capacity a thread's pending buffer keeps between batches. One event-loop tick of 50
-/// clients pipelining 100 APPENDs each logs about 200 KB: with 64 KB kept, the buffer was
-/// shrunk and regrown (three `realloc`s) every tick, 3% of the server's CPU on W1.
-const PENDING_KEEP_BYTES: usize = 1 << 20;
+/// Capacity a thread's pending buffer keeps between batches.
+const PENDING_KEEP_BYTES: usize = 64 * 1024;
 
 thread_local! {
     /// Log commands of the work running on this thread, not yet written. Every thread only

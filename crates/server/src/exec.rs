@@ -576,7 +576,7 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
     // would otherwise hash it twice per command). Two passes: every key's segment header
     // first, then (the header giving the slot's address) every slot. In one pass each
     // prefetch waited for its header when headers were out of cache, as they are while a
-    // snapshot sweeps the table: 8% less server CPU per APPEND on W1 (7.8M keys).
+    // snapshot sweeps the table: 5-15% less server CPU per APPEND on W1 (7.8M keys).
     // Without a sweep and at 1M keys (W3) it measured the same as one pass.
     if let Some(d) = s.dbs.get(db) {
         if group.len() > 1 {

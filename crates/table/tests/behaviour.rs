@@ -208,6 +208,7 @@ fn random_entries_are_roughly_uniform() {
 fn prefetch_and_hashed_calls_agree_with_plain_ones() {
     let mut t: Table<u32> = Table::new();
     t.prefetch(t.hash_key(b"nothing")); // empty table: a no-op
+    t.prefetch_segment(t.hash_key(b"nothing"));
     let keys: Vec<Vec<u8>> = (0..10_000u32)
         .map(|i| format!("k{i}").into_bytes())
         .collect();
@@ -216,6 +217,7 @@ fn prefetch_and_hashed_calls_agree_with_plain_ones() {
         t.prefetch(h);
         assert_eq!(t.insert_hashed(h, k, 1), None);
     }
+    hashes.iter().for_each(|&h| t.prefetch_segment(h));
     for (k, &h) in keys.iter().zip(&hashes) {
         t.prefetch(h);
         assert_eq!(t.get_hashed(h, k), Some(&1));
