@@ -226,7 +226,8 @@ impl Db {
         self.map.prefetch(hash);
     }
 
-    /// The second step of a batch's prefetch, for sketches, whose data lies behind the slot:
+    /// The last step of a batch's prefetch, for commands that read a value's bytes behind the
+    /// slot (APPEND copies a heap string's bytes when its buffer grows), first of all sketches:
     /// a Redis HyperLogLog string's bytes (PFADD: its header and first opcodes, ~10% less
     /// server CPU per PFADD over 10k keys), or for a decoded HLL sketch two pointer hops: the
     /// `Box<Hll>`, then its explicit list, which an add binary-searches (`perf` at 10k keys:
