@@ -171,34 +171,32 @@ def test_resp3_and_client_reply_on_both_shards(srv):
     c.close()
 
 
+def assert_direct_only_after(s, prefix, n, switch):
+    """INCRs on both shards get no direct reply until CONFIG SET `switch`, then some do."""
+    admin = s.raw()
+    before, _ = stats(admin)
+    c = s.raw()
+    incr_both_shards(c, prefix, n)
+    assert stats(admin)[0] == before
+    assert admin.execute("CONFIG", "SET", *switch) == "OK"
+    incr_both_shards(c, prefix, 1, start=n)
+    assert stats(admin)[0] > before
+    c.close()
+    admin.close()
+
+
 def test_direct_replies_can_be_turned_off(srv):
     admin = srv.raw()
     assert admin.execute("CONFIG", "SET", "direct-replies", "no") == "OK"
     assert admin.execute("CONFIG", "GET", "direct-replies") == [b"direct-replies", b"no"]
-    before, _ = stats(admin)
-    c = srv.raw()
-    incr_both_shards(c, "off", 50)
-    assert stats(admin)[0] == before
-    assert admin.execute("CONFIG", "SET", "direct-replies", "yes") == "OK"
-    incr_both_shards(c, "off", 1, start=50)
-    assert stats(admin)[0] > before
-    c.close()
     admin.close()
+    assert_direct_only_after(srv, "off", 50, ("direct-replies", "yes"))
 
 
 def test_appendfsync_always_replies_come_back_through_the_connection(server):
     s = server.start(["--migrate-connections-after", "0", "--appendonly", "yes", "--appendfsync", "always"])
-    admin = s.raw()
-    before, _ = stats(admin)
-    c = s.raw()
-    incr_both_shards(c, "always", 30)
     # Replies wait for the fsync covering their writes: no shard sends them on its own.
-    assert stats(admin)[0] == before
-    assert admin.execute("CONFIG", "SET", "appendfsync", "everysec") == "OK"
-    incr_both_shards(c, "always", 1, start=30)
-    assert stats(admin)[0] > before
-    c.close()
-    admin.close()
+    assert_direct_only_after(s, "always", 30, ("appendfsync", "everysec"))
 
 
 def test_pipelines_mixing_both_shards_keep_their_order(srv):

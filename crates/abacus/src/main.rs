@@ -85,25 +85,25 @@ fn main() {
                 fail(&e);
             }
         }
-        Command::CheckAof { fix, print, file } => match abacus_persist::log::check_file(&file, fix) {
-            Ok(report) => {
-                if print {
-                    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-                    if let Err(e) = abacus_persist::log::print_file(&file, &mut out).and_then(|_| {
-                        std::io::Write::flush(&mut out).map_err(|e| format!("cannot write: {e}"))
-                    }) {
-                        fail(&e);
+        Command::CheckAof { fix, print, file } => {
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            let listing = print.then_some(&mut out as &mut dyn std::io::Write);
+            match abacus_persist::log::check_file(&file, fix, listing) {
+                Ok(report) => {
+                    drop(out);
+                    // With --print, standard output is the listing: the report goes aside.
+                    if print {
+                        eprint!("{report}");
+                    } else {
+                        print!("{report}");
                     }
-                    eprint!("{report}");
-                } else {
-                    print!("{report}");
+                    if !fix && !report.contains("log is valid") {
+                        std::process::exit(1);
+                    }
                 }
-                if !fix && !report.contains("log is valid") {
-                    std::process::exit(1);
-                }
+                Err(e) => fail(&e),
             }
-            Err(e) => fail(&e),
-        },
+        }
         Command::CheckSnapshot { file } => match abacus_persist::snapshot::check_file(&file) {
             Ok(report) => print!("{report}"),
             Err(e) => fail(&e),

@@ -205,7 +205,7 @@ impl Db {
 
     /// Hashes `key` for this database's table and prefetches its slot, so that a batch of
     /// commands can start all its memory loads before executing the first one. Returns the
-    /// hash, for [`Db::prefetch_sketches`].
+    /// hash, for [`Db::prefetch_values`].
     pub fn prefetch(&self, key: &[u8]) -> u64 {
         let hash = self.map.hash_key(key);
         self.map.prefetch(hash);
@@ -235,7 +235,7 @@ impl Db {
     /// their way: each key is looked up (nothing is counted or changed), its box prefetched,
     /// and the list behind the box prefetched eight keys earlier, by now arriving, is prefetched.
     /// `keys` come with the hashes [`Db::prefetch`] returned (a wrong hash finds nothing).
-    pub fn prefetch_sketches<'k>(&self, keys: impl Iterator<Item = (u64, &'k [u8])>) {
+    pub fn prefetch_values<'k>(&self, keys: impl Iterator<Item = (u64, &'k [u8])>) {
         const LAG: usize = 8;
         let mut ring: [Option<&abacus_hll::Hll>; LAG] = [None; LAG];
         for (i, (hash, key)) in keys.enumerate() {

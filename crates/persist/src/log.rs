@@ -371,11 +371,15 @@ pub fn scan(bytes: &[u8]) -> Scan {
     scan
 }
 
-/// `abacus check-aof [--fix] FILE`: reports on a log and, with `fix`, truncates it to its
-/// last valid record. Returns the report; an error if the file cannot be read or written.
-pub fn check_file(path: &std::path::Path, fix: bool) -> Result<String, String> {
+/// `abacus check-aof [--fix] [--print] FILE`: reports on a log and, with `fix`, truncates it
+/// to its last valid record; with `print`, first writes the valid records' commands there
+/// ([`print_commands`]). Returns the report; an error if the file cannot be read or written.
+pub fn check_file(path: &std::path::Path, fix: bool, print: Option<&mut dyn std::io::Write>) -> Result<String, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let scan = scan(&bytes);
+    if let Some(out) = print {
+        print_commands(&bytes, &scan, out)?;
+    }
     let commands: usize = scan.records.iter().map(|r| commands(&bytes[r.range.clone()], r.format).map_or(0, |c| c.len())).sum();
     let mut report = format!(
         "{}: {} bytes, {} valid records ({} commands) in the first {} bytes\n",
@@ -403,12 +407,9 @@ pub fn check_file(path: &std::path::Path, fix: bool) -> Result<String, String> {
     Ok(report)
 }
 
-/// `abacus check-aof --print FILE`: writes every command of the log's valid records, one per
-/// line: `<time in ms> <db> <arguments>`, each argument in double quotes with `\\`, `\"`
+/// Writes every command of a log's valid records, one per line: `<time in ms> <db> <arguments>`, each argument in double quotes with `\\`, `\"`
 /// and non-printable bytes escaped (`\xNN`), as redis-cli prints strings.
-pub fn print_file(path: &std::path::Path, out: &mut impl std::io::Write) -> Result<(), String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let scan = scan(&bytes);
+fn print_commands(bytes: &[u8], scan: &Scan, out: &mut dyn std::io::Write) -> Result<(), String> {
     let mut line = Vec::new();
     for r in &scan.records {
         for c in commands(&bytes[r.range.clone()], r.format)? {
@@ -429,7 +430,7 @@ pub fn print_file(path: &std::path::Path, out: &mut impl std::io::Write) -> Resu
             out.write_all(&line).map_err(|e| format!("cannot write: {e}"))?;
         }
     }
-    Ok(())
+    out.flush().map_err(|e| format!("cannot write: {e}"))
 }
 
 #[cfg(test)]
@@ -513,10 +514,10 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("x.aof");
         std::fs::write(&p, &log).unwrap();
-        let report = check_file(&p, true).unwrap();
+        let report = check_file(&p, true, None).unwrap();
         assert!(report.contains("torn tail"), "{report}");
         assert_eq!(std::fs::metadata(&p).unwrap().len(), ends[4]);
-        assert!(check_file(&p, false).unwrap().contains("log is valid"));
+        assert!(check_file(&p, false, None).unwrap().contains("log is valid"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

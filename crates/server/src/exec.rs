@@ -581,13 +581,13 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
     if let Some(d) = s.dbs.get(db) {
         if group.len() > 1 {
             // Sketch adds (HLL.ADD*, PFADD) and APPEND reach further behind the slot (see
-            // `Db::prefetch_sketches`: a string's first lines), which needs the keys' hashes;
+            // `Db::prefetch_values`: a string's first lines), which needs the keys' hashes;
             // not for a group on one hot key, whose value stays in cache anyway. APPEND copies
             // its old bytes when the buffer grows: prefetching them took W1's server CPU per
             // append from 0.77-0.80 to 0.66-0.75 us (`bench/ab.sh`, no persistence).
-            let is_add = |name: &str| name.starts_with("hll.add") || name == "pfadd" || name == "append";
-            let sketch_adds = group.first().is_some_and(|(_, c)| is_add(c.spec.name));
-            let mut sketches: Vec<(u64, &[u8])> = Vec::new();
+            let reads_value = |name: &str| name.starts_with("hll.add") || name == "pfadd" || name == "append";
+            let value_reads = group.first().is_some_and(|(_, c)| reads_value(c.spec.name));
+            let mut values: Vec<(u64, &[u8])> = Vec::new();
             let mut previous: &[u8] = &[];
             let mut hashes: Vec<u64> = Vec::with_capacity(group.len());
             for (_, c) in &group {
@@ -597,8 +597,8 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
                         let hash = d.prefetch_segment(key);
                         hashes.push(hash);
                         previous = key;
-                        if sketch_adds && is_add(c.spec.name) {
-                            sketches.push((hash, key));
+                        if value_reads && reads_value(c.spec.name) {
+                            values.push((hash, key));
                         }
                     }
                 }
@@ -606,8 +606,8 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
             for h in hashes {
                 d.prefetch_hashed(h);
             }
-            if sketches.len() > 1 {
-                d.prefetch_sketches(sketches.into_iter());
+            if values.len() > 1 {
+                d.prefetch_values(values.into_iter());
             }
         }
     }
