@@ -86,10 +86,11 @@ fn main() {
     let (mut rng, mut slowest_million_s, mut fastest_million_s) = (0u64, 0f64, f64::MAX);
     let start = Instant::now();
     let mut chunk_start = Instant::now();
-    // Records are processed in batches of BATCH: pick the keys, prefetch their slots
-    // (`Db::prefetch`, as the server does for a pipeline), then append. The misses of a batch
+    // Records are processed in batches of BATCH: pick the keys, prefetch (as the server does
+    // for a pipeline), then append. The misses of a batch
     // overlap instead of running one after the other.
     let mut batch: Vec<[u8; 8]> = Vec::with_capacity(BATCH);
+    let mut hashes = [0u64; BATCH];
     for r in 0..records {
         // Record r leaves floor(r K / N) + 1 keys opened: K at the last record.
         let opens = used <= (r as u128 * keys as u128 / records as u128) as u64;
@@ -107,12 +108,19 @@ fn main() {
             }
         };
         appends[idx as usize] = appends[idx as usize].saturating_add(1);
-        let key = key_of(idx);
-        if prefetch {
-            db.prefetch(&key);
-        }
-        batch.push(key);
+        batch.push(key_of(idx));
         if batch.len() == BATCH || r + 1 == records || (r + 1) % 1_000_000 == 0 {
+            if prefetch {
+                // As the server prefetches a pipeline (exec.rs): every key's segment header,
+                // then every slot, then every value's bytes, each step's loads overlapping.
+                for (h, key) in hashes.iter_mut().zip(&batch) {
+                    *h = db.prefetch_segment(key);
+                }
+                for &h in &hashes[..batch.len()] {
+                    db.prefetch_hashed(h);
+                }
+                db.prefetch_values(hashes.iter().copied().zip(batch.iter().map(|k| &k[..])));
+            }
             for key in batch.drain(..) {
                 match db.get_mut(&key, now_ms) {
                     Some(e) => e.value.string_bytes_mut().expect("only strings are stored").extend_from_slice(RECORD),
