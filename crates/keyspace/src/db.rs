@@ -621,7 +621,7 @@ impl Db {
                 let (key, e) = self.map.random_entry(&mut rng)?;
                 (key, score(e, 0))
             };
-            if best.as_ref().map_or(true, |(_, b)| s < *b) {
+            if best.as_ref().is_none_or(|(_, b)| s < *b) {
                 best = Some((key.into(), s));
             }
         }
@@ -689,6 +689,20 @@ impl Db {
             for f in flags {
                 f.store(true, Ordering::Release);
             }
+        }
+    }
+}
+
+/// Prefetches a sketch's explicit list, up to 16 cache lines (128 values; the default
+/// threshold promotes at 160): a binary search visits lines all over it.
+fn prefetch_explicit(h: &abacus_hll::Hll) {
+    if let Some(values) = h.explicit_values() {
+        for line in values.chunks(8).take(16) {
+            abacus_table::prefetch_read(line.as_ptr());
+        }
+        // The list need not start on a line boundary: its last line too.
+        if let Some(last) = values.get(..128).and_then(|v| v.last()) {
+            abacus_table::prefetch_read(last as *const i64);
         }
     }
 }
@@ -910,20 +924,6 @@ mod tests {
             seen.sort();
             let want: Vec<u8> = model.iter().filter(|(_, &(_, at))| at == 0 || at > now).map(|(&k, _)| k).collect();
             prop_assert_eq!(seen, want);
-        }
-    }
-}
-
-/// Prefetches a sketch's explicit list, up to 16 cache lines (128 values; the default
-/// threshold promotes at 160): a binary search visits lines all over it.
-fn prefetch_explicit(h: &abacus_hll::Hll) {
-    if let Some(values) = h.explicit_values() {
-        for line in values.chunks(8).take(16) {
-            abacus_table::prefetch_read(line.as_ptr());
-        }
-        // The list need not start on a line boundary: its last line too.
-        if let Some(last) = values.get(..128).and_then(|v| v.last()) {
-            abacus_table::prefetch_read(last as *const i64);
         }
     }
 }

@@ -125,8 +125,9 @@ pub fn lfu_decayed(counter: u8, accessed_s: u32, now_s: u32, decay_time_min: u32
     counter.saturating_sub(periods.min(255) as u8)
 }
 
-/// One access: the counter grows with probability 1 / ((counter - LFU_INIT_VAL) * log_factor
-/// + 1), so it grows logarithmically with the number of accesses and saturates at 255.
+/// One access: the counter grows with probability
+/// `1 / ((counter - LFU_INIT_VAL) * log_factor + 1)`, so it grows logarithmically with the
+/// number of accesses and saturates at 255.
 /// `uniform` is a random draw in [0, 1). Redis's `LFULogIncr`.
 pub fn lfu_log_incr(counter: u8, log_factor: u32, uniform: f64) -> u8 {
     if counter == 255 {

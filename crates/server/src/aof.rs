@@ -16,6 +16,7 @@
 //! - the end of an atomic multi-shard operation (a transaction, MSET over shards, FLUSHALL):
 //!   the coordinator gathers the buffers of every shard it ran on into its `Locks` and writes
 //!   them as ONE record before it releases the locks, so a crash never leaves half of it.
+//!
 //! A record is written (`write(2)`, to the page cache) before any reply of its commands is
 //! sent, so a process crash (SIGKILL, panic, OOM kill) loses no acknowledged write in any
 //! mode. What `appendfsync` decides is when the page cache reaches the disk:
@@ -234,7 +235,7 @@ impl Aof {
 
     /// Writes a buffer of log commands that starts with [`fmt::HEADER_BYTES`] reserved bytes
     /// as one record: the header is filled in place, no copy of the commands is made.
-    pub fn append_framed(&self, buf: &mut Vec<u8>) -> u64 {
+    pub fn append_framed(&self, buf: &mut [u8]) -> u64 {
         if buf.len() <= fmt::HEADER_BYTES {
             return self.appended();
         }

@@ -161,7 +161,7 @@ pub fn parse_memory(s: &str) -> Option<u64> {
 fn canonical(p: &Param, value: &str) -> Result<String, String> {
     match p.kind {
         Kind::Int { min, max } => {
-            let v: i64 = value.parse().map_err(|_| format!("argument couldn't be parsed into an integer"))?;
+            let v: i64 = value.parse().map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
             if v < min || v > max {
                 return Err(format!("argument must be between {min} and {max} inclusive"));
             }

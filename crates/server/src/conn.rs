@@ -331,7 +331,7 @@ impl Conn {
         };
         let moved = Moved { carried, stream, addr, parser: h.parser, rbuf: h.rbuf };
         let queue = server.conn_queues.get(h.target).ok_or_else(|| std::io::Error::other("no such worker"))?;
-        queue.send(crate::server::Incoming::Moved(moved)).map_err(|_| std::io::Error::other("worker stopped"))?;
+        queue.send(crate::server::Incoming::Moved(Box::new(moved))).map_err(|_| std::io::Error::other("worker stopped"))?;
         ServerStats::add(&server.stats.migrated_connections, 1);
         Ok(())
     }

@@ -33,7 +33,8 @@ pub enum Incoming {
     /// A freshly accepted connection.
     New(std::net::TcpStream, SocketAddr),
     /// A connection moving in from another worker (`conn.rs`, "Migration").
-    Moved(crate::conn::Moved),
+    /// Boxed: a moving connection carries its buffers and state, and is rare.
+    Moved(Box<crate::conn::Moved>),
 }
 
 /// State shared by all worker threads.
@@ -143,7 +144,7 @@ pub fn run(config: Config) -> Result<(), String> {
                                 }
                             }
                             Incoming::Moved(moved) => {
-                                tokio::task::spawn_local(crate::conn::resume(worker.clone(), moved));
+                                tokio::task::spawn_local(crate::conn::resume(worker.clone(), *moved));
                             }
                         }
                     }

@@ -374,7 +374,7 @@ fn write_snapshot(
 /// The `save` schedule: pairs of (seconds, changes).
 pub fn parse_schedule(s: &str) -> Result<Vec<(u64, u64)>, String> {
     let parts: Vec<&str> = s.split_whitespace().collect();
-    if parts.len() % 2 != 0 {
+    if !parts.len().is_multiple_of(2) {
         return Err("save: expected pairs of 'seconds changes'".into());
     }
     parts
@@ -539,7 +539,7 @@ pub fn info_persistence() -> String {
     match crate::aof::global() {
         Some(aof) => {
             let (name, size) = aof.segment();
-            let write_ok = aof.error.lock().map_or(false, |e| e.is_none());
+            let write_ok = aof.error.lock().is_ok_and(|e| e.is_none());
             let _ = write!(
                 out,
                 "aof_enabled:1\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:0\r\naof_last_rewrite_time_sec:{}\r\n\

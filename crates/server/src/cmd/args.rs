@@ -85,7 +85,7 @@ impl ScanOpts {
     }
 
     pub fn matches(&self, member: &[u8]) -> bool {
-        self.pattern.as_ref().map_or(true, |p| abacus_keyspace::glob_match(p, member, false))
+        self.pattern.as_ref().is_none_or(|p| abacus_keyspace::glob_match(p, member, false))
     }
 }
 

@@ -288,7 +288,7 @@ fn client_list(conn: &Conn, a: &[Arg]) -> Frame {
     let now = now_ms();
     let mut out = String::new();
     for c in conn.worker.server.clients.all() {
-        if ids.as_ref().map_or(true, |v| v.contains(&c.id)) {
+        if ids.as_ref().is_none_or(|v| v.contains(&c.id)) {
             out.push_str(&c.info_line(now));
             out.push('\n');
         }

@@ -79,7 +79,7 @@ fn err_arity(a: &[Arg]) -> Frame {
 
 /// HSET / HMSET: sets every pair; the number of new fields.
 fn set_pairs(ctx: &mut Ctx, a: &[Arg]) -> Result<usize, Frame> {
-    if a.len() % 2 != 0 {
+    if !a.len().is_multiple_of(2) {
         return Err(err_arity(a));
     }
     let limits = ctx.hash_limits;

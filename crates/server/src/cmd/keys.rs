@@ -293,8 +293,8 @@ pub async fn scan(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
             .run(access, shard as usize, move |s| {
                 let mut found = Vec::new();
                 let (next, visited) = s.dbs[db].scan(pos, budget, now_ms(), |k, e| {
-                    let type_ok = type_filter.as_deref().map_or(true, |t| e.value.value_type().name() == t);
-                    let match_ok = pattern.as_ref().map_or(true, |p| abacus_keyspace::glob_match(p, k, false));
+                    let type_ok = type_filter.as_deref().is_none_or(|t| e.value.value_type().name() == t);
+                    let match_ok = pattern.as_ref().is_none_or(|p| abacus_keyspace::glob_match(p, k, false));
                     if type_ok && match_ok {
                         found.push(Bytes::copy_from_slice(k));
                     }

@@ -97,7 +97,7 @@ pub async fn flush(conn: &mut Conn, access: Access<'_>, which: &str, a: &[Arg]) 
         .run_all(access, move |s| {
             let mut old = Vec::new();
             for (i, db) in s.dbs.iter_mut().enumerate() {
-                if only.map_or(true, |o| o == i) {
+                if only.is_none_or(|o| o == i) {
                     old.push(db.take_all());
                 }
             }
@@ -160,7 +160,7 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: &str, a: &[Arg]) -
             Frame::Map(pairs.into_iter().map(|(n, v)| (Frame::bulk(n.as_bytes().to_vec()), Frame::bulk(v.into_bytes()))).collect())
         }
         "config|set" => {
-            if a.len() % 2 != 0 {
+            if !a.len().is_multiple_of(2) {
                 return err(ERR_SYNTAX);
             }
             let pairs: Vec<(String, String)> =
@@ -216,7 +216,7 @@ pub async fn debug(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     }
     if is(&a[1], "sleep") && a.len() == 3 {
         let secs = match parse_f64(&a[2]) {
-            Ok(s) if s >= 0.0 && s < 1e9 => s,
+            Ok(s) if (0.0..1e9).contains(&s) => s,
             _ => return err(ERR_NOT_FLOAT),
         };
         // Sleeps this connection only: the shards keep serving everyone else (Redis blocks the

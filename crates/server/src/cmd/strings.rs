@@ -126,7 +126,7 @@ fn set(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         let o = &a[i];
         let has_next = i + 1 < a.len();
         let lower = o.to_ascii_lowercase();
-        let same_or_no_expiry = expire_kind.as_ref().map_or(true, |k| *k == lower);
+        let same_or_no_expiry = expire_kind.as_ref().is_none_or(|k| *k == lower);
         if is(o, "nx") && !xx {
             nx = true;
         } else if is(o, "xx") && !nx {
@@ -284,7 +284,7 @@ fn mget(ctx: &mut Ctx, a: &[Arg]) -> Frame {
 }
 
 fn mset(ctx: &mut Ctx, a: &[Arg]) -> Frame {
-    if a.len() % 2 == 0 {
+    if a.len().is_multiple_of(2) {
         return Frame::error(format!("ERR wrong number of arguments for '{}' command", String::from_utf8_lossy(&a[0]).to_lowercase()));
     }
     let now = ctx.now_ms;
@@ -295,7 +295,7 @@ fn mset(ctx: &mut Ctx, a: &[Arg]) -> Frame {
 }
 
 fn msetnx(ctx: &mut Ctx, a: &[Arg]) -> Frame {
-    if a.len() % 2 == 0 {
+    if a.len().is_multiple_of(2) {
         return Frame::error("ERR wrong number of arguments for 'msetnx' command");
     }
     let now = ctx.now_ms;
