@@ -135,6 +135,18 @@ def fill_every_type(r):
     r3.close()
 
 
+def type_and_value(c, k):
+    """A key's type and its value in a comparable form (None for other types)."""
+    t = c.type(k)
+    if t == b"string":
+        return t, c.get(k)
+    if t == b"set":
+        return t, sorted(c.smembers(k))
+    if t == b"hash":
+        return t, sorted(c.hgetall(k).items())
+    return t, None
+
+
 def dump(r, dbs=(0, 3)):
     """Everything observable about the keyspace, for comparison."""
     host = r.connection_pool.connection_kwargs["host"]
@@ -143,15 +155,7 @@ def dump(r, dbs=(0, 3)):
     for db in dbs:
         c = redis.Redis(host=host, port=port, db=db)
         for k in sorted(c.keys("*")):
-            t = c.type(k)
-            if t == b"string":
-                v = c.get(k)
-            elif t == b"set":
-                v = sorted(c.smembers(k))
-            elif t == b"hash":
-                v = sorted(c.hgetall(k).items())
-            else:
-                v = None
+            t, v = type_and_value(c, k)
             ttl = c.pttl(k)
             out[(db, k)] = (t, v, c.object("encoding", k), ttl > 0)
         c.close()
@@ -843,16 +847,7 @@ def persistent_state(host, port):
         for k in c.scan_iter(count=1000):
             if c.pttl(k) != -1:
                 continue  # may expire at any moment, or already has
-            t = c.type(k)
-            if t == b"string":
-                v = c.get(k)
-            elif t == b"set":
-                v = sorted(c.smembers(k))
-            elif t == b"hash":
-                v = sorted(c.hgetall(k).items())
-            else:
-                v = None
-            out[(db, k)] = (t, v)
+            out[(db, k)] = type_and_value(c, k)
         c.close()
     return out
 
