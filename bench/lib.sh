@@ -63,4 +63,4 @@ pid_of_port() { redis-cli -p "$1" info server | awk -F: '/^process_id/ {print $2
 rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 
 # median of the numbers given as arguments
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {printf "%.6f\n", (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
