@@ -268,6 +268,14 @@ def test_getex_errors(c):
     assert c("GETEX", "k", "EX") == SYNTAX
     assert c("GETEX", "k", "KEEPTTL") == SYNTAX
     assert c("TTL", "k") == -1
+    # The same option twice is allowed (the last wins), as in Redis.
+    assert c("GETEX", "k", "PERSIST", "PERSIST") == b"v"
+    assert c("GETEX", "k", "EX", "10", "EX", "100") == b"v"
+    assert 98 <= c("TTL", "k") <= 100
+    # On a missing key the time is not looked at: nil, not an error.
+    for bad in ("0", "-1", "abc", "9223372036854775807", "9223372036854775808"):
+        for opt in ("EX", "PX", "EXAT", "PXAT"):
+            assert c("GETEX", "missing", opt, bad) is None
 
 
 def test_getex_past_deletes(c):

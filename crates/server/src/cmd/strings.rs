@@ -240,18 +240,19 @@ fn getdel(ctx: &mut Ctx, a: &[Arg]) -> Frame {
 }
 
 fn getex(ctx: &mut Ctx, a: &[Arg]) -> Frame {
-    let mut expire = ExpireOpt::None;
+    // As in Redis: repeating the same option is allowed (the last wins), mixing two different
+    // ones is a syntax error, and the time is validated only once the key is found.
+    let mut persist = false;
+    let mut timed: Option<(&Arg, &Arg)> = None;
     let mut i = 2;
     while i < a.len() {
         let o = &a[i];
-        if (is(o, "ex") || is(o, "px") || is(o, "exat") || is(o, "pxat")) && expire == ExpireOpt::None && i + 1 < a.len() {
-            match expire_arg(o, &a[i + 1], ctx.now_ms, "getex") {
-                Ok(at) => expire = ExpireOpt::At(at),
-                Err(e) => return e,
-            }
+        let timed_kind = is(o, "ex") || is(o, "px") || is(o, "exat") || is(o, "pxat");
+        if timed_kind && !persist && timed.is_none_or(|(k, _)| k.eq_ignore_ascii_case(o)) && i + 1 < a.len() {
+            timed = Some((o, &a[i + 1]));
             i += 1;
-        } else if is(o, "persist") && expire == ExpireOpt::None {
-            expire = ExpireOpt::Persist;
+        } else if is(o, "persist") && timed.is_none() {
+            persist = true;
         } else {
             return err(ERR_SYNTAX);
         }
@@ -261,6 +262,14 @@ fn getex(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         Ok(None) => return Frame::Null,
         Ok(v) => bulk_or_null(v),
         Err(e) => return e,
+    };
+    let expire = match timed {
+        Some((kind, v)) => match expire_arg(kind, v, ctx.now_ms, "getex") {
+            Ok(at) => ExpireOpt::At(at),
+            Err(e) => return e,
+        },
+        None if persist => ExpireOpt::Persist,
+        None => ExpireOpt::None,
     };
     let now = ctx.now_ms;
     match expire {
