@@ -217,6 +217,9 @@ def test_hrandfield_errors(c):
     out_of_range = Err("ERR value is out of range")
     assert c("HRANDFIELD", "h", "5000000000000000000", "WITHVALUES") == out_of_range
     assert c("HRANDFIELD", "h", "-5000000000000000000", "WITHVALUES") == out_of_range
+    # A missing key answers [] whatever the count.
+    assert c("HRANDFIELD", "nokey", str(-2**62)) == []
+    assert c("HRANDFIELD", "nokey", "-4000000000000000000", "WITHVALUES") == []
 
 
 @pytest.mark.parametrize("size", [10, 1000])
@@ -263,6 +266,10 @@ def test_hscan_full_iteration(c, r, size):
 def test_hscan_errors(c):
     c("HSET", "h", "a", "1")
     assert c("HSCAN", "h", "x") == Err("ERR invalid cursor")
+    # Redis reads the cursor with strtoul: "" is 0 and "-1" wraps to 2^64-1.
+    assert c("HSCAN", "h", "") == [b"0", [b"a", b"1"]]
+    assert c("HSCAN", "h", "-1")[0] == b"0"
+    assert c("HSCAN", "h", " 0") == Err("ERR invalid cursor")
     assert c("HSCAN", "h", "0", "COUNT", "0") == SYNTAX
     assert c("HSCAN", "h", "0", "COUNT", "x") == NOT_INT
     assert c("HSCAN", "h", "0", "NOVALUES") == SYNTAX

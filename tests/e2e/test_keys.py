@@ -206,6 +206,13 @@ def test_scan_empty_db(c):
 
 def test_scan_errors(c):
     assert c("SCAN", "abc") == Err("ERR invalid cursor")
+    # Redis reads the cursor with strtoul: "" is 0 and "-1" wraps to 2^64-1.
+    c("SET", "a", "1")
+    assert c("SCAN", "") == [b"0", [b"a"]]
+    assert c("SCAN", "-1", "COUNT", "1000")[0] == b"0"
+    assert c("SCAN", " 0") == Err("ERR invalid cursor")
+    assert c("SCAN", "1-") == Err("ERR invalid cursor")
+    c("DEL", "a")
     assert c("SCAN", "0", "COUNT", "0") == SYNTAX
     assert c("SCAN", "0", "COUNT", "-1") == SYNTAX
     assert c("SCAN", "0", "COUNT", "x") == NOT_INT

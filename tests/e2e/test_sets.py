@@ -173,6 +173,9 @@ def test_srandmember_errors(c):
     assert c("SRANDMEMBER", "s", str(I64_MIN)) == Err(
         "ERR value is out of range, value must between -9223372036854775807 and "
         "9223372036854775807")
+    # A missing key answers [] whatever the count.
+    assert c("SRANDMEMBER", "nokey", str(-2**62)) == []
+    assert c("SRANDMEMBER", "nokey", str(-I64_MAX)) == []
 
 
 @pytest.mark.parametrize("kind", ["ints", "strings", "small"])
@@ -481,6 +484,12 @@ def test_sscan_match_and_errors(c, r):
     assert sorted(seen) == sorted(m for m in (b"a%d" % i for i in range(300)) if m.startswith(b"a1"))
     assert c("SSCAN", "s", "x") == Err("ERR invalid cursor")
     assert c("SSCAN", "s", "18446744073709551616") == Err("ERR invalid cursor")
+    # Redis reads the cursor with strtoul: "" is 0 and "-1" wraps to 2^64-1.
+    assert c("SSCAN", "s", " 0") == Err("ERR invalid cursor")
+    assert c("SSCAN", "s", "-") == Err("ERR invalid cursor")
+    assert c("SSCAN", "nokey", "") == [b"0", []]
+    assert c("SSCAN", "nokey", "-1") == [b"0", []]
+    assert c("SSCAN", "s", "-1", "COUNT", "1000")[0] == b"0"
     assert c("SSCAN", "s", "0", "COUNT", "0") == SYNTAX
     assert c("SSCAN", "s", "0", "COUNT", "x") == NOT_INT
     assert c("SSCAN", "s", "0", "TYPE", "set") == SYNTAX

@@ -53,8 +53,21 @@ pub fn err_too_many_repeats() -> Frame {
 }
 
 /// The cursor of SSCAN/HSCAN: an unsigned 64-bit decimal.
+/// Parsed like Redis's `strtoul`: an optional sign (`-n` wraps to 2^64 - n) and an empty
+/// string is cursor 0; leading spaces, trailing bytes and overflow are invalid.
 pub fn parse_cursor(a: &[u8]) -> Result<u64, Frame> {
-    std::str::from_utf8(a).ok().and_then(|s| s.parse().ok()).ok_or_else(|| err("ERR invalid cursor"))
+    let invalid = || err("ERR invalid cursor");
+    let (neg, digits) = match a.first() {
+        None => return Ok(0),
+        Some(b'-') => (true, &a[1..]),
+        Some(b'+') => (false, &a[1..]),
+        Some(_) => (false, a),
+    };
+    if digits.is_empty() {
+        return Err(invalid());
+    }
+    let v: u64 = std::str::from_utf8(digits).ok().filter(|d| d.bytes().all(|b| b.is_ascii_digit())).and_then(|d| d.parse().ok()).ok_or_else(invalid)?;
+    Ok(if neg { v.wrapping_neg() } else { v })
 }
 
 /// The options of SSCAN/HSCAN after the cursor (`args[3..]`): MATCH pattern, COUNT n.

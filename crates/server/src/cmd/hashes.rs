@@ -265,14 +265,15 @@ fn hrandfield(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         if with_values && count.unsigned_abs() > (i64::MAX / 2) as u64 {
             return err("ERR value is out of range");
         }
-        if count < 0 && count.unsigned_abs() > RANDOM_WITH_REPEATS_MAX {
-            return err_too_many_repeats();
-        }
     }
     let hash = match read_hash(ctx, &a[1]) {
         Ok(hash) => hash,
         Err(e) => return e,
     };
+    // Only an existing hash has a reply to bound: a missing key answers [] whatever the count.
+    if hash.is_some() && count.is_some_and(|c| c < 0 && c.unsigned_abs() > RANDOM_WITH_REPEATS_MAX) {
+        return err_too_many_repeats();
+    }
     let mut rng = rand::thread_rng();
     match (hash, count) {
         (None, None) => Frame::Null,

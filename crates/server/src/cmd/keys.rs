@@ -248,9 +248,9 @@ pub async fn keys(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
 const SHARD_MASK: u64 = 0xff;
 
 pub async fn scan(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
-    let cursor: u64 = match std::str::from_utf8(&a[1]).ok().and_then(|s| s.parse().ok()) {
-        Some(c) => c,
-        None => return err("ERR invalid cursor"),
+    let cursor: u64 = match parse_cursor(&a[1]) {
+        Ok(c) => c,
+        Err(e) => return e,
     };
     let (mut pattern, mut count, mut type_filter) = (None, 10usize, None);
     let mut i = 2;

@@ -139,13 +139,14 @@ fn srandmember(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         Some(Err(e)) => return e,
         None => None,
     };
-    if count.is_some_and(|c| c.unsigned_abs() > RANDOM_WITH_REPEATS_MAX && c < 0) {
-        return err_too_many_repeats();
-    }
     let set = match read_set(ctx, &a[1]) {
         Ok(set) => set,
         Err(e) => return e,
     };
+    // Only an existing set has a reply to bound: a missing key answers [] whatever the count.
+    if set.is_some() && count.is_some_and(|c| c.unsigned_abs() > RANDOM_WITH_REPEATS_MAX && c < 0) {
+        return err_too_many_repeats();
+    }
     let mut rng = rand::thread_rng();
     match (set, count) {
         (None, None) => Frame::Null,
