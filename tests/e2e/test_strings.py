@@ -574,6 +574,12 @@ def test_lcs_errors(c):
     assert c("LCS", "a", "b", "MINMATCHLEN") == SYNTAX
     assert c("LCS", "a", "b", "FOO") == SYNTAX
     assert c("LCS", "a") == wrong_args("lcs")
+    # The keys' types are checked before the options.
+    c("SADD", "s", "x")
+    not_strings = Err("ERR The specified keys must contain string values")
+    assert c("LCS", "a", "s", "FOO") == not_strings
+    assert c("LCS", "s", "b", "LEN", "IDX") == not_strings
+    assert c("LCS", "s", "b", "MINMATCHLEN", "x") == not_strings
 
 
 # ---------------------------------------------------------------- SETBIT / GETBIT

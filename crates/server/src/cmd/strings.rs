@@ -495,6 +495,15 @@ pub(crate) fn format_float_sum(a: &[u8], b: &[u8], f64_sum: f64) -> Vec<u8> {
 }
 
 fn lcs(ctx: &mut Ctx, a: &[Arg]) -> Frame {
+    // Redis checks the keys' types before it looks at the options.
+    let sa = match read_str(ctx, &a[1]) {
+        Ok(v) => v.cloned().unwrap_or_default(),
+        Err(_) => return err("ERR The specified keys must contain string values"),
+    };
+    let sb = match read_str(ctx, &a[2]) {
+        Ok(v) => v.cloned().unwrap_or_default(),
+        Err(_) => return err("ERR The specified keys must contain string values"),
+    };
     let (mut want_len, mut want_idx, mut withmatchlen) = (false, false, false);
     let mut minmatchlen: i64 = 0;
     let mut i = 3;
@@ -520,14 +529,6 @@ fn lcs(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     if want_len && want_idx {
         return err("ERR If you want both the length and indexes, please just use IDX.");
     }
-    let sa = match read_str(ctx, &a[1]) {
-        Ok(v) => v.cloned().unwrap_or_default(),
-        Err(_) => return err("ERR The specified keys must contain string values"),
-    };
-    let sb = match read_str(ctx, &a[2]) {
-        Ok(v) => v.cloned().unwrap_or_default(),
-        Err(_) => return err("ERR The specified keys must contain string values"),
-    };
     let cells = (sa.len() as u64 + 1) * (sb.len() as u64 + 1);
     if cells.saturating_mul(4) > ctx.max_string_len {
         return err("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
