@@ -268,6 +268,15 @@ def test_move_errors(c):
     assert c("MOVE", "a", "-1") == Err("ERR DB index is out of range")
     assert c("MOVE", "a", "x") == NOT_INT
     assert c("MOVE", "a") == wrong_args("move")
+    # A DB index is a C int: past it, Redis's range error, not "DB index is out of range".
+    int_range = Err("ERR value is out of range, value must between -2147483648 and 2147483647")
+    assert c("MOVE", "a", "2147483648") == int_range
+    assert c("MOVE", "a", "-9223372036854775808") == int_range
+    assert c("MOVE", "a", "2147483647") == Err("ERR DB index is out of range")
+    assert c("COPY", "a", "b", "DB", "9223372036854775807") == int_range
+    assert c("SELECT", "-2147483649") == int_range
+    assert c("SWAPDB", "9223372036854775807", "0") == Err("ERR invalid first DB index")
+    assert c("SWAPDB", "0", "-9223372036854775807") == Err("ERR invalid second DB index")
 
 
 # ---------------------------------------------------------------- COPY

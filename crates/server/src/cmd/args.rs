@@ -34,6 +34,16 @@ pub fn parse_f64(a: &[u8]) -> Result<f64, Frame> {
     Ok(v)
 }
 
+/// A C `int` argument (a DB index), with Redis's `getIntFromObjectOrReply` errors.
+pub fn parse_i32(a: &[u8]) -> Result<i64, Frame> {
+    match parse_i64(a)? {
+        v if v < i32::MIN as i64 || v > i32::MAX as i64 => {
+            Err(err("ERR value is out of range, value must between -2147483648 and 2147483647"))
+        }
+        v => Ok(v),
+    }
+}
+
 /// SRANDMEMBER / HRANDFIELD counts: any i64 but i64::MIN, whose negation (a count with
 /// repeats) would not fit. The text, typo included, is Redis's.
 pub fn parse_random_count(a: &[u8]) -> Result<i64, Frame> {

@@ -146,7 +146,7 @@ pub fn hello(conn: &mut Conn, a: &[Arg]) -> Frame {
 }
 
 pub fn select(conn: &mut Conn, a: &[Arg]) -> Frame {
-    let n = match parse_i64(&a[1]) {
+    let n = match parse_i32(&a[1]) {
         Ok(n) => n,
         Err(e) => return e,
     };

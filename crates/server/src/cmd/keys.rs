@@ -110,7 +110,7 @@ fn renamenx(ctx: &mut Ctx, a: &[Arg]) -> Frame {
 }
 
 fn db_index(ctx: &Ctx, a: &[u8]) -> Result<usize, Frame> {
-    let n = parse_i64(a)?;
+    let n = parse_i32(a)?;
     if n < 0 || n as usize >= ctx.dbs.len() {
         return Err(err("ERR DB index is out of range"));
     }

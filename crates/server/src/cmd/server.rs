@@ -117,11 +117,11 @@ pub async fn flush(conn: &mut Conn, access: Access<'_>, which: &str, a: &[Arg]) 
 
 pub async fn swapdb(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     let n = conn.worker.server.databases as i64;
-    let first = match parse_i64(&a[1]) {
+    let first = match parse_i32(&a[1]) {
         Ok(v) => v,
         Err(_) => return err("ERR invalid first DB index"),
     };
-    let second = match parse_i64(&a[2]) {
+    let second = match parse_i32(&a[2]) {
         Ok(v) => v,
         Err(_) => return err("ERR invalid second DB index"),
     };
