@@ -168,6 +168,11 @@ def test_hincrbyfloat(c):
     assert c("HINCRBYFLOAT", "h", "i", "1.5") == b"4.5"
     assert c("HGET", "h", "i") == b"4.5"
     assert c("HINCRBY", "h", "i", "1") == Err("ERR hash value is not an integer")
+    # Redis reads floats with strtold, which takes C99 hexadecimal floats too.
+    assert c("HINCRBYFLOAT", "h", "i", "0x1p1") == b"6.5"
+    c("HSET", "h", "hex", "0x10")
+    assert c("HINCRBYFLOAT", "h", "hex", "0X.8") == b"16.5"
+    assert c("HINCRBYFLOAT", "h", "hex", "0xg") == NOT_FLOAT
 
 
 def test_hincrbyfloat_errors(c):

@@ -498,6 +498,13 @@ def test_incrbyfloat(c):
     assert c("INCRBYFLOAT", "new", "3") == b"3"
     assert c("INCRBYFLOAT", "new", "-3") == b"0"
     assert c("INCRBYFLOAT", "new", "1.5") == b"1.5"
+    # Redis reads floats with strtold, which takes C99 hexadecimal floats too.
+    assert c("INCRBYFLOAT", "new", "0x10") == b"17.5"
+    assert c("INCRBYFLOAT", "new", "-0x1.8p3") == b"5.5"
+    c("SET", "hex", "0x10")
+    assert c("INCRBYFLOAT", "hex", "1") == b"17"
+    assert c("INCRBYFLOAT", "hex", "0x") == NOT_FLOAT
+    assert c("INCRBYFLOAT", "hex", "0x1p") == NOT_FLOAT
 
 
 def test_incrbyfloat_formatting(c):

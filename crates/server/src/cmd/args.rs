@@ -27,7 +27,11 @@ pub fn parse_f64(a: &[u8]) -> Result<f64, Frame> {
     if s.is_empty() || s.starts_with(char::is_whitespace) || s.ends_with(char::is_whitespace) || s.len() > 5000 {
         return Err(err(ERR_NOT_FLOAT));
     }
-    let v: f64 = s.parse().map_err(|_| err(ERR_NOT_FLOAT))?;
+    let v: f64 = match s.parse() {
+        Ok(v) => v,
+        // strtold also reads C99 hexadecimal floats ("0x10", "-0x1.8p3").
+        Err(_) => parse_hex_f64(s).ok_or_else(|| err(ERR_NOT_FLOAT))?,
+    };
     if v.is_nan() {
         return Err(err(ERR_NOT_FLOAT));
     }
@@ -42,6 +46,40 @@ pub fn parse_i32(a: &[u8]) -> Result<i64, Frame> {
         }
         v => Ok(v),
     }
+}
+
+/// A C99 hexadecimal float as strtold reads it: [sign] 0x hexdigits [. hexdigits] [p [sign] digits],
+/// with at least one hex digit; the whole text must be used.
+fn parse_hex_f64(s: &str) -> Option<f64> {
+    let (neg, rest) = match s.as_bytes().first()? {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let rest = rest.strip_prefix("0x").or_else(|| rest.strip_prefix("0X"))?;
+    let (mant, exp) = match rest.find(['p', 'P']) {
+        Some(i) => (&rest[..i], Some(&rest[i + 1..])),
+        None => (rest, None),
+    };
+    let (int_part, frac_part) = mant.split_once('.').unwrap_or((mant, ""));
+    if int_part.is_empty() && frac_part.is_empty() {
+        return None;
+    }
+    let mut m = 0f64;
+    for c in int_part.chars().chain(frac_part.chars()) {
+        m = m * 16.0 + c.to_digit(16)? as f64;
+    }
+    let mut e: i64 = -4 * frac_part.len() as i64;
+    if let Some(exp) = exp {
+        let digits = exp.strip_prefix(['+', '-']).unwrap_or(exp);
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let x: i64 = digits.parse().unwrap_or(i64::MAX / 2).min(1 << 20);
+        e += if exp.starts_with('-') { -x } else { x };
+    }
+    let v = if m == 0.0 { 0.0 } else { m * 2f64.powi(e.clamp(-1 << 20, 1 << 20) as i32) };
+    Some(if neg { -v } else { v })
 }
 
 /// SRANDMEMBER / HRANDFIELD counts: any i64 but i64::MIN, whose negation (a count with
@@ -144,5 +182,11 @@ mod tests {
         assert!(parse_f64(b"nan").is_err());
         assert!(parse_f64(b"abc").is_err());
         assert!(parse_f64(b"inf").unwrap().is_infinite());
+        assert_eq!(parse_f64(b"0x10").unwrap(), 16.0);
+        assert_eq!(parse_f64(b"-0x1.8p3").unwrap(), -12.0);
+        assert_eq!(parse_f64(b"0X.8").unwrap(), 0.5);
+        assert!(parse_f64(b"0x").is_err());
+        assert!(parse_f64(b"0x1p").is_err());
+        assert!(parse_f64(b"0x1g").is_err());
     }
 }
