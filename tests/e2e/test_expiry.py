@@ -110,6 +110,10 @@ def test_expire_invalid_args(c, cmd):
     assert c(cmd, "k", "") == NOT_INT
     assert c(cmd, "k") == wrong_args(cmd.lower())
     assert c(cmd, "k", far(cmd), "FOO") == Err("ERR Unsupported option FOO")
+    # The options are checked before the time, as Redis does.
+    assert c(cmd, "k", "abc", "FOO") == Err("ERR Unsupported option FOO")
+    assert c(cmd, "k", "9223372036854775808", "NX", "GT") == NX_XX
+    assert c(cmd, "k", "", "GT", "LT") == GT_LT
     assert c("TTL", "k") == -1
 
 

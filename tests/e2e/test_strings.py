@@ -111,6 +111,10 @@ def test_set_syntax_errors(c):
     assert c("SET", "k", "v", "PERSIST") == SYNTAX
     assert c("SET", "k", "v", "FOO") == SYNTAX
     assert c("SET", "k", "v", "10") == SYNTAX
+    # The whole syntax is checked before the time, as Redis does.
+    assert c("SET", "k", "v", "EX", "0", "FOO") == SYNTAX
+    assert c("SET", "k", "v", "PXAT", "abc", "NX", "XX") == SYNTAX
+    assert c("SET", "k", "v", "EX", "-1", "PX", "10") == SYNTAX
     assert c("EXISTS", "k") == 0
 
 
@@ -525,6 +529,10 @@ def test_incrbyfloat_errors(c):
     assert c("INCRBYFLOAT", "f", "inf") == Err(
         "ERR increment would produce NaN or Infinity")
     assert c("INCRBYFLOAT", "f", "nan") == NOT_FLOAT
+    # The key's type is checked before the increment.
+    c("SADD", "set", "a")
+    assert c("INCRBYFLOAT", "set", "abc") == Err(
+        "WRONGTYPE Operation against a key holding the wrong kind of value")
     assert c("EXISTS", "f") == 0
     assert c("INCRBYFLOAT", "f") == wrong_args("incrbyfloat")
 

@@ -28,10 +28,6 @@ pub const COMMANDS: &[Spec] = &[
 ];
 
 fn expire_generic(ctx: &mut Ctx, a: &[Arg], unit_ms: i64, relative: bool, cmd: &str) -> Frame {
-    let when = match parse_i64(&a[2]) {
-        Ok(v) => v,
-        Err(e) => return e,
-    };
     let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
     for o in &a[3..] {
         if is(o, "nx") {
@@ -52,6 +48,11 @@ fn expire_generic(ctx: &mut Ctx, a: &[Arg], unit_ms: i64, relative: bool, cmd: &
     if gt && lt {
         return err("ERR GT and LT options at the same time are not compatible");
     }
+    // Redis checks the options before the time.
+    let when = match parse_i64(&a[2]) {
+        Ok(v) => v,
+        Err(e) => return e,
+    };
     let invalid = || Frame::error(format!("ERR invalid expire time in '{cmd}' command"));
     let Some(mut at) = when.checked_mul(unit_ms) else { return invalid() };
     if relative {

@@ -121,6 +121,8 @@ fn set(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     // Which expiry option was given: repeating the same one is allowed (the last wins, as in
     // Redis), mixing two different ones is a syntax error.
     let mut expire_kind: Option<Vec<u8>> = None;
+    // The time is checked after the whole syntax, as Redis does.
+    let mut timed: Option<(&Arg, &Arg)> = None;
     let mut i = 3;
     while i < a.len() {
         let o = &a[i];
@@ -137,16 +139,19 @@ fn set(ctx: &mut Ctx, a: &[Arg]) -> Frame {
             expire = ExpireOpt::KeepTtl;
             expire_kind = Some(lower);
         } else if (is(o, "ex") || is(o, "px") || is(o, "exat") || is(o, "pxat")) && same_or_no_expiry && has_next {
-            match expire_arg(o, &a[i + 1], ctx.now_ms, "set") {
-                Ok(at) => expire = ExpireOpt::At(at),
-                Err(e) => return e,
-            }
+            timed = Some((o, &a[i + 1]));
             expire_kind = Some(lower);
             i += 1;
         } else {
             return err(ERR_SYNTAX);
         }
         i += 1;
+    }
+    if let Some((kind, v)) = timed {
+        match expire_arg(kind, v, ctx.now_ms, "set") {
+            Ok(at) => expire = ExpireOpt::At(at),
+            Err(e) => return e,
+        }
     }
     let key = &a[1];
     let now = ctx.now_ms;
@@ -447,16 +452,17 @@ fn decrby(ctx: &mut Ctx, a: &[Arg]) -> Frame {
 }
 
 fn incrbyfloat(ctx: &mut Ctx, a: &[Arg]) -> Frame {
-    let by = match parse_f64(&a[2]) {
-        Ok(v) => v,
-        Err(e) => return e,
-    };
+    // Redis checks the key's type before the increment.
     let cur = match read_str(ctx, &a[1]) {
         Ok(Some(s)) => match parse_f64(s) {
             Ok(v) => v,
             Err(e) => return e,
         },
         Ok(None) => 0.0,
+        Err(e) => return e,
+    };
+    let by = match parse_f64(&a[2]) {
+        Ok(v) => v,
         Err(e) => return e,
     };
     let new = cur + by;
