@@ -365,19 +365,22 @@ def test_relative_expiries_are_logged_as_absolute_times(data_dir):
     r.set("c", "1")
     r.expire("c", 100)
     r.getex("a", px=50000)
+    # A repeated option: the last one wins, in the log too.
+    r.execute_command("GETEX", "c", "EX", "10", "EX", "200")
     n.term()
     cmds = logged_commands(n.log_path())
     names = [c[2].upper() for c in cmds]
-    assert names == ["SET", "SET", "SET", "PEXPIREAT", "PEXPIREAT"], cmds
+    assert names == ["SET", "SET", "SET", "PEXPIREAT", "PEXPIREAT", "PEXPIREAT"], cmds
     for c in cmds:
         upper = [a.upper() for a in c[2:]]
         assert "EX" not in upper and "PX" not in upper, c
     # SET a 1 PXAT <ms>, SET b 1 PXAT <ms> (SETEX), then EXPIRE c and GETEX a as PEXPIREAT.
-    assert [c[3] for c in cmds] == ["a", "b", "c", "c", "a"]
+    assert [c[3] for c in cmds] == ["a", "b", "c", "c", "a", "c"]
     assert cmds[0][5].upper() == "PXAT" and cmds[1][5].upper() == "PXAT"
     now_ms = time.time() * 1000
     assert abs(int(cmds[0][6]) - (now_ms + 100000)) < 60000
     assert abs(int(cmds[4][4]) - (now_ms + 50000)) < 60000
+    assert abs(int(cmds[5][4]) - (now_ms + 200000)) < 60000
 
 
 def logged_commands(path):

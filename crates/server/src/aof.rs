@@ -582,18 +582,19 @@ pub fn log_write(spec: &Spec, args: &[Arg], reply: &Frame, now_ms: u64, db: usiz
                 // A missing key or no option: nothing changed.
                 return;
             }
-            let opt = &args[2];
+            // A repeated option is allowed (all PERSIST, or pairs of one kind): the last wins.
+            let (opt, val) = if args[2].eq_ignore_ascii_case(b"persist") { (&args[2], None) } else { (&args[args.len() - 2], args.last()) };
             let at = if opt.eq_ignore_ascii_case(b"persist") {
                 log_command(now_ms, db, &[&b"PERSIST"[..], &args[1]]);
                 return;
             } else if opt.eq_ignore_ascii_case(b"ex") {
-                args.get(3).and_then(|v| abs(v, 1000))
+                val.and_then(|v| abs(v, 1000))
             } else if opt.eq_ignore_ascii_case(b"px") {
-                args.get(3).and_then(|v| abs(v, 1))
+                val.and_then(|v| abs(v, 1))
             } else if opt.eq_ignore_ascii_case(b"exat") {
-                args.get(3).and_then(|v| std::str::from_utf8(v).ok()?.parse::<i64>().ok()?.checked_mul(1000)).map(|v| v.to_string().into_bytes())
+                val.and_then(|v| std::str::from_utf8(v).ok()?.parse::<i64>().ok()?.checked_mul(1000)).map(|v| v.to_string().into_bytes())
             } else {
-                args.get(3).map(|v| v.to_vec())
+                val.map(|v| v.to_vec())
             };
             at.map(|at| vec![b"PEXPIREAT".to_vec(), args[1].to_vec(), at])
         }
