@@ -292,6 +292,16 @@ def test_client_list_id_filter(c, raw_conn):
     assert c("CLIENT", "LIST", "ID", "abc") == Err("ERR Invalid client ID")
     assert c("CLIENT", "LIST", "ID", "999999999") == b""
     assert c("CLIENT", "LIST", "FOO") == Err("ERR syntax error")
+    # an ID no client can have matches nothing; it is not an error
+    assert c("CLIENT", "LIST", "ID", "0") == b""
+    assert c("CLIENT", "LIST", "ID", "-1") == b""
+
+
+def test_client_list_type(c):
+    assert c("CLIENT", "LIST", "TYPE", "FOO") == Err("ERR Unknown client type 'FOO'")
+    assert c("CLIENT", "LIST", "TYPE", "slave") == b""
+    assert c("CLIENT", "LIST", "TYPE", "pubsub") == b""
+    assert c("CLIENT", "LIST", "TYPE", "Normal").count(b"\n") >= 1
 
 
 def test_client_info(c):
@@ -355,6 +365,30 @@ def test_client_kill_syntax(c):
     # with exactly one argument it is the old ADDR form
     assert c("CLIENT", "KILL", "ID") == Err("ERR No such client")
     assert c("CLIENT", "KILL", "ID", "1", "ADDR") == Err("ERR syntax error")
+
+
+def test_client_kill_type_and_user_filters(c, raw_conn):
+    other = raw_conn()
+    oid = other("CLIENT", "ID")
+    assert c("CLIENT", "KILL", "TYPE", "Foo") == Err("ERR Unknown client type 'Foo'")
+    assert c("CLIENT", "KILL", "USER", "nosuch") == Err("ERR No such user 'nosuch'")
+    # MAXAGE is Redis 7.4's; Redis 7.0 knows no such filter
+    assert c("CLIENT", "KILL", "MAXAGE", "100000") == Err("ERR syntax error")
+    # no client is a pubsub/master/replica client: nothing is killed
+    for t in ("pubsub", "master", "replica", "slave"):
+        assert c("CLIENT", "KILL", "TYPE", t, "ID", oid) == 0
+    assert other("PING") == "PONG"
+    assert c("CLIENT", "KILL", "TYPE", "normal", "USER", "default", "ID", oid) == 1
+    assert other.is_closed()
+
+
+def test_command_info_and_docs_of_subcommand(c):
+    rep = c("COMMAND", "INFO", "client|kill", "CONFIG|GET", "client|nosuch", "get|x")
+    assert rep[0][0] == b"client|kill" and rep[0][1] == -3
+    assert rep[1][0] == b"config|get" and rep[1][1] == -3
+    assert rep[2] is None and rep[3] is None
+    docs = c("COMMAND", "DOCS", "client|kill", "client|nosuch")
+    assert docs[0] == b"client|kill" and len(docs) == 2
 
 
 def test_client_no_evict(c):

@@ -262,20 +262,19 @@ fn client_list(conn: &Conn, a: &[Arg]) -> Frame {
     let mut i = 2;
     while i < a.len() {
         if is(&a[i], "type") && i + 1 < a.len() {
-            let t = String::from_utf8_lossy(&a[i + 1]).to_ascii_lowercase();
-            if !["normal", "master", "replica", "pubsub"].contains(&t.as_str()) {
-                return Frame::error(format!("ERR Unknown client type '{t}'"));
-            }
-            if t != "normal" {
-                ids = Some(Vec::new());
+            match is_normal_type(&a[i + 1]) {
+                Ok(true) => {}
+                Ok(false) => ids = Some(Vec::new()),
+                Err(e) => return e,
             }
             i += 2;
         } else if is(&a[i], "id") && i + 1 < a.len() {
             let mut v = ids.take().unwrap_or_default();
             i += 1;
             while i < a.len() {
+                // Any integer: an ID no client has (0, -1) just matches nothing, as in Redis.
                 match parse_i64(&a[i]) {
-                    Ok(id) if id > 0 => v.push(id as u64),
+                    Ok(id) => v.extend(u64::try_from(id).ok()),
                     _ => return err("ERR Invalid client ID"),
                 }
                 i += 1;
@@ -296,6 +295,16 @@ fn client_list(conn: &Conn, a: &[Arg]) -> Frame {
     verbatim(out)
 }
 
+/// A CLIENT LIST/KILL TYPE value: whether it is `normal` (every client here is one), or
+/// Redis's error for a name that is no client type.
+fn is_normal_type(t: &[u8]) -> Result<bool, Frame> {
+    if ["normal", "master", "replica", "slave", "pubsub"].iter().any(|n| is(t, n)) {
+        Ok(is(t, "normal"))
+    } else {
+        Err(Frame::error(format!("ERR Unknown client type '{}'", String::from_utf8_lossy(t))))
+    }
+}
+
 fn client_kill(conn: &mut Conn, a: &[Arg]) -> Frame {
     let clients = conn.worker.server.clients.all();
     if a.len() == 3 {
@@ -312,7 +321,7 @@ fn client_kill(conn: &mut Conn, a: &[Arg]) -> Frame {
             None => err("ERR No such client"),
         };
     }
-    let (mut id, mut addr, mut laddr, mut skipme) = (None, None, None, true);
+    let (mut id, mut addr, mut laddr, mut skipme, mut none) = (None, None, None, true, false);
     let mut i = 2;
     while i + 1 < a.len() {
         let v = String::from_utf8_lossy(&a[i + 1]).into_owned();
@@ -331,8 +340,17 @@ fn client_kill(conn: &mut Conn, a: &[Arg]) -> Frame {
                 "no" => false,
                 _ => return err(ERR_SYNTAX),
             };
-        } else if is(&a[i], "type") || is(&a[i], "user") || is(&a[i], "maxage") {
-            // Every client here is a normal client of the default user; accept the filters.
+        } else if is(&a[i], "type") {
+            // Every client here is a normal one: another type matches none.
+            match is_normal_type(&a[i + 1]) {
+                Ok(normal) => none |= !normal,
+                Err(e) => return e,
+            }
+        } else if is(&a[i], "user") {
+            // Every client here is the default user's; there are no others.
+            if &a[i + 1][..] != b"default" {
+                return Frame::error(format!("ERR No such user '{v}'"));
+            }
         } else {
             return err(ERR_SYNTAX);
         }
@@ -343,7 +361,7 @@ fn client_kill(conn: &mut Conn, a: &[Arg]) -> Frame {
     }
     let mut killed = 0;
     for c in clients {
-        if id.is_some_and(|x| x != c.id) || addr.as_ref().is_some_and(|x| *x != c.addr.to_string()) || laddr.as_ref().is_some_and(|x| *x != c.laddr.to_string()) {
+        if none || id.is_some_and(|x| x != c.id) || addr.as_ref().is_some_and(|x| *x != c.addr.to_string()) || laddr.as_ref().is_some_and(|x| *x != c.laddr.to_string()) {
             continue;
         }
         if c.id == conn.meta.id {
@@ -407,6 +425,15 @@ fn sorted_commands() -> Vec<&'static Spec> {
     all
 }
 
+/// A command by name, or a subcommand by its full name (`client|kill`), as Redis's
+/// COMMAND INFO/DOCS look names up.
+fn lookup_full(name: &[u8]) -> Option<&'static Spec> {
+    command::lookup(name).or_else(|| {
+        let bar = name.iter().position(|&b| b == b'|')?;
+        command::lookup(&name[..bar])?.subcommands.iter().find(|c| c.name.as_bytes().eq_ignore_ascii_case(name))
+    })
+}
+
 pub fn command(a: &[Arg], sub: &str) -> Frame {
     match sub {
         "command" => Frame::Array(sorted_commands().into_iter().map(command_info).collect()),
@@ -415,10 +442,10 @@ pub fn command(a: &[Arg], sub: &str) -> Frame {
             if a.len() == 2 {
                 return Frame::Array(sorted_commands().into_iter().map(command_info).collect());
             }
-            Frame::Array(a[2..].iter().map(|n| command::lookup(n).map(command_info).unwrap_or(Frame::NullArray)).collect())
+            Frame::Array(a[2..].iter().map(|n| lookup_full(n).map(command_info).unwrap_or(Frame::NullArray)).collect())
         }
         "command|docs" => {
-            let specs: Vec<&'static Spec> = if a.len() == 2 { sorted_commands() } else { a[2..].iter().filter_map(|n| command::lookup(n)).collect() };
+            let specs: Vec<&'static Spec> = if a.len() == 2 { sorted_commands() } else { a[2..].iter().filter_map(|n| lookup_full(n)).collect() };
             Frame::Map(specs.into_iter().map(|c| (Frame::bulk(c.name.as_bytes().to_vec()), command_docs(c))).collect())
         }
         "command|list" => {
