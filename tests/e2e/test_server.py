@@ -312,6 +312,49 @@ def test_config_set_errors(c):
     assert c("CONFIG", "GET", "timeout") == [b"timeout", b"0"]
 
 
+def test_config_get_echoes_exact_name_as_given(c):
+    # Redis replies with an exact (non-glob) name as it was requested
+    assert c("CONFIG", "GET", "MAXMEMORY") == [b"MAXMEMORY", b"0"]
+    assert c("CONFIG", "GET", "maxmemory-pol*") == [b"maxmemory-policy", b"noeviction"]
+
+
+def test_config_set_values_parsed_like_redis(c):
+    def failed(name, why):
+        return Err("ERR CONFIG SET failed (possibly related to argument '%s') - %s" % (name, why))
+    try:
+        # booleans are only yes/no
+        assert c("CONFIG", "SET", "protected-mode", "true") == failed(
+            "protected-mode", "argument must be 'yes' or 'no'")
+        assert c("CONFIG", "SET", "stop-writes-on-bgsave-error", "1") == failed(
+            "stop-writes-on-bgsave-error", "argument must be 'yes' or 'no'")
+        # integers as string2ll: no '+', no leading zeros
+        assert c("CONFIG", "SET", "timeout", "+5") == failed(
+            "timeout", "argument couldn't be parsed into an integer")
+        assert c("CONFIG", "SET", "timeout", "05") == failed(
+            "timeout", "argument couldn't be parsed into an integer")
+        # memory as memtoull: no sign; no digits is 0
+        assert c("CONFIG", "SET", "maxmemory", "+1") == failed(
+            "maxmemory", "argument must be a memory value")
+        assert c("CONFIG", "SET", "maxmemory", "1x") == failed(
+            "maxmemory", "argument must be a memory value")
+        assert c("CONFIG", "SET", "maxmemory", "1gb") == "OK"
+        assert c("CONFIG", "GET", "maxmemory") == [b"maxmemory", b"1073741824"]
+        assert c("CONFIG", "SET", "maxmemory", "") == "OK"
+        assert c("CONFIG", "GET", "maxmemory") == [b"maxmemory", b"0"]
+        # hz takes any non-negative int and is clamped to 1..500
+        assert c("CONFIG", "SET", "hz", "0") == "OK"
+        assert c("CONFIG", "GET", "hz") == [b"hz", b"1"]
+        assert c("CONFIG", "SET", "hz", "1000") == "OK"
+        assert c("CONFIG", "GET", "hz") == [b"hz", b"500"]
+        assert c("CONFIG", "SET", "hz", "-1") == failed(
+            "hz", "argument must be between 0 and 2147483647 inclusive")
+        assert c("CONFIG", "SET", "save", "1 2 3") == failed("save", "Invalid save parameters")
+        assert c("CONFIG", "SET", "save", "10 abc") == failed("save", "Invalid save parameters")
+    finally:
+        c("CONFIG", "SET", "maxmemory", "0", "hz", "10", "protected-mode", "yes",
+          "stop-writes-on-bgsave-error", "yes", "timeout", "0")
+
+
 def test_config_set_is_atomic(c):
     # a failing pair leaves the whole command without effect
     rep = c("CONFIG", "SET", "timeout", "77", "loglevel", "bogus")

@@ -61,7 +61,7 @@ pub const PARAMS: &[Param] = &[
     Param { name: "max-pipeline-commands", default: "1024", kind: Kind::Int { min: 1, max: 1_000_000 }, mutable: true, help: "commands parsed from one read before their replies are written" },
     Param { name: "migrate-connections-after", default: "256", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "move a connection to the worker thread that owns its keys once this many consecutive commands went to that thread's shard (no cross-thread hop per command for a client of one hot key); 0 = never" },
     Param { name: "direct-replies", default: "yes", kind: Kind::Bool, mutable: true, help: "a batch whose commands all run on another thread's shard gets its replies written to the socket by that thread, which saves waking the connection's thread for them" },
-    Param { name: "hz", default: "10", kind: Kind::Int { min: 1, max: 500 }, mutable: true, help: "background task frequency (active expiry)" },
+    Param { name: "hz", default: "10", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "background task frequency (active expiry); clamped to 1..500 as Redis" },
     Param { name: "loglevel", default: "notice", kind: Kind::Enum(&["debug", "verbose", "notice", "warning", "nothing"]), mutable: true, help: "log verbosity" },
     Param { name: "logfile", default: "", kind: Kind::Str, mutable: false, help: "log file; empty = standard output" },
     Param { name: "enable-debug-command", default: "local", kind: Kind::Enum(&["yes", "no", "local"]), mutable: false, help: "allow DEBUG: yes, no, or local (loopback connections only)" },
@@ -148,22 +148,44 @@ pub fn param(name: &str) -> Option<&'static Param> {
 }
 
 /// Parses a memory amount with Redis's units.
+/// Like Redis's memtoull: leading digits then an optional unit; no sign or spaces; no digits
+/// reads as 0 (`""`, `"gb"`); a number past u64 saturates as strtoull does.
 pub fn parse_memory(s: &str) -> Option<u64> {
-    let lower = s.to_ascii_lowercase();
-    let (num, mul) = [("gb", GB), ("mb", 1024 * 1024), ("kb", 1024), ("g", 1_000_000_000), ("m", 1_000_000), ("k", 1000), ("b", 1)]
-        .iter()
-        .find_map(|(suffix, mul)| lower.strip_suffix(suffix).map(|n| (n.to_string(), *mul)))
-        .unwrap_or((lower.clone(), 1));
-    let n: u64 = num.parse().ok()?;
+    let split = s.bytes().position(|b| !b.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let mul = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1_000_000,
+        "mb" => 1024 * 1024,
+        "g" => 1_000_000_000,
+        "gb" => GB,
+        _ => return None,
+    };
+    if num.len() >= 128 {
+        return None;
+    }
+    let n: u64 = if num.is_empty() { 0 } else { num.parse().unwrap_or(u64::MAX) };
     n.checked_mul(mul)
+}
+
+/// A numeric parameter's value, read like Redis's string2ll (no '+', spaces or leading
+/// zeros).
+fn parse_int(value: &str) -> Result<i64, String> {
+    abacus_keyspace::value::parse_canonical_i64(value.as_bytes()).ok_or_else(|| "argument couldn't be parsed into an integer".to_string())
 }
 
 fn canonical(p: &Param, value: &str) -> Result<String, String> {
     match p.kind {
         Kind::Int { min, max } => {
-            let v: i64 = value.parse().map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+            let v = parse_int(value)?;
             if v < min || v > max {
                 return Err(format!("argument must be between {min} and {max} inclusive"));
+            }
+            if p.name == "hz" {
+                // Redis accepts any non-negative int and clamps it to 1..=500.
+                return Ok(v.clamp(1, 500).to_string());
             }
             Ok(v.to_string())
         }
@@ -175,8 +197,8 @@ fn canonical(p: &Param, value: &str) -> Result<String, String> {
             Ok(v.to_string())
         }
         Kind::Bool => match value.to_ascii_lowercase().as_str() {
-            "yes" | "true" | "1" => Ok("yes".into()),
-            "no" | "false" | "0" => Ok("no".into()),
+            "yes" => Ok("yes".into()),
+            "no" => Ok("no".into()),
             _ => Err("argument must be 'yes' or 'no'".into()),
         },
         Kind::Str => Ok(value.to_string()),
@@ -189,7 +211,7 @@ fn canonical(p: &Param, value: &str) -> Result<String, String> {
             }
         }
         Kind::Expthresh { max } => {
-            let v: i64 = value.parse().map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+            let v = parse_int(value)?;
             let power_of_two = v > 0 && v & (v - 1) == 0;
             if v == -1 || v == 0 || (power_of_two && v <= max) {
                 Ok(v.to_string())

@@ -157,7 +157,11 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: &str, a: &[Arg]) -
         "config|get" => {
             let patterns: Vec<&[u8]> = a[2..].iter().map(|p| &p[..]).collect();
             let pairs = cfg.get_matching(&patterns);
-            Frame::Map(pairs.into_iter().map(|(n, v)| (Frame::bulk(n.as_bytes().to_vec()), Frame::bulk(v.into_bytes()))).collect())
+            // A name asked for without glob characters is echoed as given (`MAXMEMORY`), as Redis.
+            let shown = |n: &str| {
+                patterns.iter().find(|p| !p.iter().any(|c| b"[*?".contains(c)) && p.eq_ignore_ascii_case(n.as_bytes())).map_or(n.as_bytes(), |p| *p).to_vec()
+            };
+            Frame::Map(pairs.into_iter().map(|(n, v)| (Frame::bulk(shown(n)), Frame::bulk(v.into_bytes()))).collect())
         }
         "config|set" => {
             if !a.len().is_multiple_of(2) {
@@ -166,8 +170,8 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: &str, a: &[Arg]) -
             let pairs: Vec<(String, String)> =
                 a[2..].chunks(2).map(|p| (String::from_utf8_lossy(&p[0]).into_owned(), String::from_utf8_lossy(&p[1]).into_owned())).collect();
             if let Some((_, v)) = pairs.iter().find(|(n, _)| n.eq_ignore_ascii_case("save")) {
-                if let Err(e) = crate::snapshot::parse_schedule(v) {
-                    return Frame::error(format!("ERR CONFIG SET failed (possibly related to argument 'save') - {e}"));
+                if crate::snapshot::parse_schedule(v).is_err() {
+                    return err("ERR CONFIG SET failed (possibly related to argument 'save') - Invalid save parameters");
                 }
             }
             match cfg.set_many(&pairs) {
