@@ -355,6 +355,23 @@ def test_config_set_values_parsed_like_redis(c):
           "stop-writes-on-bgsave-error", "yes", "timeout", "0")
 
 
+def test_config_set_checks_every_name_before_any_value(c):
+    # Redis checks names (unknown, immutable, duplicate) first, then values in order
+    assert c("CONFIG", "SET", "timeout", "abc", "nosuchparam", "1") == Err(
+        "ERR Unknown option or number of arguments for CONFIG SET - 'nosuchparam'")
+    assert c("CONFIG", "SET", "timeout", "abc", "databases", "1") == Err(
+        "ERR CONFIG SET failed (possibly related to argument 'databases') - can't set immutable config")
+    assert c("CONFIG", "SET", "timeout", "abc", "timeout", "1") == Err(
+        "ERR CONFIG SET failed (possibly related to argument 'timeout') - duplicate parameter")
+    assert c("CONFIG", "SET", "timeout", "abc", "save", "x") == Err(
+        "ERR CONFIG SET failed (possibly related to argument 'timeout') - "
+        "argument couldn't be parsed into an integer")
+    assert c("CONFIG", "SET", "appendfsync", "bogus") == Err(
+        "ERR CONFIG SET failed (possibly related to argument 'appendfsync') - "
+        "argument(s) must be one of the following: everysec, always, no")
+    assert c("CONFIG", "GET", "timeout") == [b"timeout", b"0"]
+
+
 def test_config_set_is_atomic(c):
     # a failing pair leaves the whole command without effect
     rep = c("CONFIG", "SET", "timeout", "77", "loglevel", "bogus")

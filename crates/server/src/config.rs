@@ -71,7 +71,7 @@ pub const PARAMS: &[Param] = &[
     Param { name: "lfu-log-factor", default: "10", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "LFU policies: how many hits raise the 8-bit frequency counter (10: ~100 hits reach 10, ~1M reach 255)" },
     Param { name: "lfu-decay-time", default: "1", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "LFU policies: minutes without access that lower the frequency counter by one (0 = never)" },
     Param { name: "appendonly", default: "yes", kind: Kind::Bool, mutable: false, help: "log every write to the append-only log in dir (recovered on start)" },
-    Param { name: "appendfsync", default: "everysec", kind: Kind::Enum(&["always", "everysec", "no"]), mutable: true, help: "when the log reaches the disk: always (before replying; group commit), everysec, no (the kernel decides)" },
+    Param { name: "appendfsync", default: "everysec", kind: Kind::Enum(&["everysec", "always", "no"]), mutable: true, help: "when the log reaches the disk: always (before replying; group commit), everysec, no (the kernel decides)" },
     Param { name: "aof-load-truncated", default: "yes", kind: Kind::Bool, mutable: true, help: "on start, drop a torn last log record with a warning (no: refuse to start)" },
     Param { name: "auto-aof-rewrite-percentage", default: "100", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "compact the log (snapshot + new segment) when the log since the last snapshot reaches this percent of the snapshot's data size before compression (INFO aof_base_data_size); 0 = never" },
     Param { name: "auto-aof-rewrite-min-size", default: "67108864", kind: Kind::Memory { min: 0, max: i64::MAX as u64 }, mutable: true, help: "...and snapshot + log are at least this big" },
@@ -324,20 +324,29 @@ impl Config {
     }
 
     /// CONFIG SET of several parameters, all or nothing. The error text is Redis's.
+    /// As Redis, every name is checked (unknown, immutable, duplicate) before any value.
     pub fn set_many(&self, pairs: &[(String, String)]) -> Result<(), String> {
-        let mut staged = Vec::with_capacity(pairs.len());
-        for (name, value) in pairs {
+        let mut params: Vec<&'static Param> = Vec::with_capacity(pairs.len());
+        for (name, _) in pairs {
             let Some(p) = param(name) else {
                 return Err(format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'"));
             };
             if !p.mutable {
                 return Err(format!("ERR CONFIG SET failed (possibly related to argument '{}') - can't set immutable config", p.name));
             }
-            if staged.iter().any(|(n, _): &(&str, String)| *n == p.name) {
+            if params.iter().any(|q| q.name == p.name) {
                 return Err(format!("ERR CONFIG SET failed (possibly related to argument '{}') - duplicate parameter", p.name));
             }
-            let v = canonical(p, value)
-                .map_err(|e| format!("ERR CONFIG SET failed (possibly related to argument '{}') - {e}", p.name))?;
+            params.push(p);
+        }
+        let mut staged = Vec::with_capacity(pairs.len());
+        for (p, (_, value)) in params.into_iter().zip(pairs) {
+            let checked = if p.name == "save" {
+                crate::snapshot::parse_schedule(value).map(|_| value.clone()).map_err(|_| "Invalid save parameters".to_string())
+            } else {
+                canonical(p, value)
+            };
+            let v = checked.map_err(|e| format!("ERR CONFIG SET failed (possibly related to argument '{}') - {e}", p.name))?;
             staged.push((p.name, v));
         }
         let mut values = self.values.write();

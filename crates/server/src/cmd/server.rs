@@ -169,11 +169,6 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: &str, a: &[Arg]) -
             }
             let pairs: Vec<(String, String)> =
                 a[2..].chunks(2).map(|p| (String::from_utf8_lossy(&p[0]).into_owned(), String::from_utf8_lossy(&p[1]).into_owned())).collect();
-            if let Some((_, v)) = pairs.iter().find(|(n, _)| n.eq_ignore_ascii_case("save")) {
-                if crate::snapshot::parse_schedule(v).is_err() {
-                    return err("ERR CONFIG SET failed (possibly related to argument 'save') - Invalid save parameters");
-                }
-            }
             match cfg.set_many(&pairs) {
                 Ok(()) => {
                     if let Some(aof) = crate::aof::global() {
