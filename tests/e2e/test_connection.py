@@ -196,6 +196,16 @@ def test_quit_value_written(r, c):
     assert r.get("q") == b"1"
 
 
+def test_quit_inside_multi_is_not_queued(r, c):
+    # Redis 7.0 runs QUIT at once inside MULTI: OK, then the connection closes
+    # and the transaction is dropped
+    assert c("MULTI") == "OK"
+    assert c("SET", "q", "1") == "QUEUED"
+    assert c("QUIT") == "OK"
+    assert c.is_closed()
+    assert r.get("q") is None
+
+
 def test_reset(c):
     c("SELECT", "5")
     c("CLIENT", "SETNAME", "before")
@@ -395,6 +405,17 @@ def test_client_no_evict(c):
     assert c("CLIENT", "NO-EVICT", "ON") == "OK"
     assert c("CLIENT", "NO-EVICT", "off") == "OK"
     assert c("CLIENT", "NO-EVICT", "maybe") == Err("ERR syntax error")
+
+
+def test_client_no_evict_flag_in_client_info(c):
+    def flags():
+        fields = dict(f.split("=", 1) for f in c("CLIENT", "INFO").decode().split())
+        return fields["flags"]
+    assert flags() == "N"
+    assert c("CLIENT", "NO-EVICT", "ON") == "OK"
+    assert flags() == "e"
+    assert c("CLIENT", "NO-EVICT", "OFF") == "OK"
+    assert flags() == "N"
 
 
 def test_client_reply_off_silences(server, r):

@@ -43,10 +43,17 @@ impl ClientMeta {
         let age = self.created.elapsed().as_secs();
         let idle = now_ms.saturating_sub(self.last_interaction_ms.load(Ordering::Relaxed)) / 1000;
         let name = self.name.lock().clone().unwrap_or_default();
-        let (flags, multi) = match self.multi_len.load(Ordering::Relaxed) {
-            usize::MAX => ("N", -1),
-            n => ("x", n as i64),
+        let (mut flags, multi) = match self.multi_len.load(Ordering::Relaxed) {
+            usize::MAX => (String::new(), -1),
+            n => ("x".to_string(), n as i64),
         };
+        // Redis's letters, in its order; N when none applies.
+        if self.no_evict.load(Ordering::Relaxed) {
+            flags.push('e');
+        }
+        if flags.is_empty() {
+            flags.push('N');
+        }
         format!(
             "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
             self.id,

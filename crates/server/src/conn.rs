@@ -717,7 +717,8 @@ impl Conn {
             }
         }
         if let Some(multi) = &mut self.multi {
-            if !spec.has(flags::NO_MULTI) {
+            // As Redis 7.0, QUIT is never queued: it closes the connection inside MULTI too.
+            if !spec.has(flags::NO_MULTI) && spec.name != "quit" {
                 multi.queued.push(Call { spec, args });
                 self.meta.multi_len.store(multi.queued.len(), Ordering::Relaxed);
                 return Step::Reply(Frame::simple("QUEUED"));
