@@ -372,6 +372,21 @@ def test_config_set_checks_every_name_before_any_value(c):
     assert c("CONFIG", "GET", "timeout") == [b"timeout", b"0"]
 
 
+def test_config_ziplist_aliases(c):
+    # Redis 7.0 still answers to the hash-max-ziplist-* names
+    try:
+        assert c("CONFIG", "SET", "hash-max-ziplist-entries", "100") == "OK"
+        assert c("CONFIG", "GET", "hash-max-ziplist-entries") == [b"hash-max-ziplist-entries", b"100"]
+        assert c("CONFIG", "GET", "hash-max-listpack-entries") == [b"hash-max-listpack-entries", b"100"]
+        d = pairs(c("CONFIG", "GET", "hash-max-ziplist-*"))
+        assert d == {b"hash-max-ziplist-entries": b"100", b"hash-max-ziplist-value": b"64"}
+        assert c("CONFIG", "SET", "hash-max-ziplist-value", "abc") == Err(
+            "ERR CONFIG SET failed (possibly related to argument 'hash-max-ziplist-value') - "
+            "argument must be a memory value")
+    finally:
+        c("CONFIG", "SET", "hash-max-listpack-entries", "512", "hash-max-listpack-value", "64")
+
+
 def test_config_set_is_atomic(c):
     # a failing pair leaves the whole command without effect
     rep = c("CONFIG", "SET", "timeout", "77", "loglevel", "bogus")

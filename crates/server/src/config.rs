@@ -142,8 +142,12 @@ impl CmdConfig {
     }
 }
 
-/// Looks a parameter up by name (case-insensitive, as Redis).
+/// Redis 7.0's old names of parameters Abacus has (alias, parameter).
+const ALIASES: &[(&str, &str)] = &[("hash-max-ziplist-entries", "hash-max-listpack-entries"), ("hash-max-ziplist-value", "hash-max-listpack-value")];
+
+/// Looks a parameter up by name or alias (case-insensitive, as Redis).
 pub fn param(name: &str) -> Option<&'static Param> {
+    let name = ALIASES.iter().find(|(alias, _)| alias.eq_ignore_ascii_case(name)).map_or(name, |(_, target)| target);
     PARAMS.iter().find(|p| p.name.eq_ignore_ascii_case(name))
 }
 
@@ -326,27 +330,29 @@ impl Config {
     /// CONFIG SET of several parameters, all or nothing. The error text is Redis's.
     /// As Redis, every name is checked (unknown, immutable, duplicate) before any value.
     pub fn set_many(&self, pairs: &[(String, String)]) -> Result<(), String> {
-        let mut params: Vec<&'static Param> = Vec::with_capacity(pairs.len());
+        // (parameter, the name errors show: an alias as such, as in Redis 7.0)
+        let mut params: Vec<(&'static Param, &'static str)> = Vec::with_capacity(pairs.len());
         for (name, _) in pairs {
             let Some(p) = param(name) else {
                 return Err(format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'"));
             };
+            let shown = ALIASES.iter().find(|(alias, _)| alias.eq_ignore_ascii_case(name)).map_or(p.name, |(alias, _)| alias);
             if !p.mutable {
-                return Err(format!("ERR CONFIG SET failed (possibly related to argument '{}') - can't set immutable config", p.name));
+                return Err(format!("ERR CONFIG SET failed (possibly related to argument '{shown}') - can't set immutable config"));
             }
-            if params.iter().any(|q| q.name == p.name) {
-                return Err(format!("ERR CONFIG SET failed (possibly related to argument '{}') - duplicate parameter", p.name));
+            if params.iter().any(|(_, q)| *q == shown) {
+                return Err(format!("ERR CONFIG SET failed (possibly related to argument '{shown}') - duplicate parameter"));
             }
-            params.push(p);
+            params.push((p, shown));
         }
         let mut staged = Vec::with_capacity(pairs.len());
-        for (p, (_, value)) in params.into_iter().zip(pairs) {
+        for ((p, shown), (_, value)) in params.into_iter().zip(pairs) {
             let checked = if p.name == "save" {
                 crate::snapshot::parse_schedule(value).map(|_| value.clone()).map_err(|_| "Invalid save parameters".to_string())
             } else {
                 canonical(p, value)
             };
-            let v = checked.map_err(|e| format!("ERR CONFIG SET failed (possibly related to argument '{}') - {e}", p.name))?;
+            let v = checked.map_err(|e| format!("ERR CONFIG SET failed (possibly related to argument '{shown}') - {e}"))?;
             staged.push((p.name, v));
         }
         let mut values = self.values.write();
@@ -361,8 +367,11 @@ impl Config {
     /// CONFIG GET: (name, value) of every parameter matching any of the glob patterns.
     pub fn get_matching(&self, patterns: &[&[u8]]) -> Vec<(&'static str, String)> {
         let values = self.values.read();
+        // Redis 7.0 lists the aliases too, under their own names.
+        let aliases = ALIASES.iter().filter_map(|(alias, target)| values.get(target).map(|v| (alias, v)));
         values
             .iter()
+            .chain(aliases)
             .filter(|(n, _)| patterns.iter().any(|p| glob_match(p, n.as_bytes(), true)))
             .map(|(n, v)| (*n, v.clone()))
             .collect()
