@@ -22,6 +22,10 @@ use abacus_keyspace::glob_match;
 #[derive(Clone, Copy, Debug)]
 pub enum Kind {
     Int { min: i64, max: i64 },
+    /// An integer accepted in `min..=max` and then clamped to `lo..=hi` (Redis's `hz`).
+    ClampedInt { min: i64, max: i64, lo: i64, hi: i64 },
+    /// A snapshot schedule: pairs `seconds changes`, or empty.
+    Schedule,
     /// A byte count that accepts Redis's units: 100, 1k (1000), 1kb (1024), 1m, 1mb, 1g, 1gb.
     Memory { min: u64, max: u64 },
     Bool,
@@ -61,7 +65,7 @@ pub const PARAMS: &[Param] = &[
     Param { name: "max-pipeline-commands", default: "1024", kind: Kind::Int { min: 1, max: 1_000_000 }, mutable: true, help: "commands parsed from one read before their replies are written" },
     Param { name: "migrate-connections-after", default: "256", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "move a connection to the worker thread that owns its keys once this many consecutive commands went to that thread's shard (no cross-thread hop per command for a client of one hot key); 0 = never" },
     Param { name: "direct-replies", default: "yes", kind: Kind::Bool, mutable: true, help: "a batch whose commands all run on another thread's shard gets its replies written to the socket by that thread, which saves waking the connection's thread for them" },
-    Param { name: "hz", default: "10", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "background task frequency (active expiry); clamped to 1..500 as Redis" },
+    Param { name: "hz", default: "10", kind: Kind::ClampedInt { min: 0, max: i32::MAX as i64, lo: 1, hi: 500 }, mutable: true, help: "background task frequency (active expiry); clamped to 1..500 as Redis" },
     Param { name: "loglevel", default: "notice", kind: Kind::Enum(&["debug", "verbose", "notice", "warning", "nothing"]), mutable: true, help: "log verbosity" },
     Param { name: "logfile", default: "", kind: Kind::Str, mutable: false, help: "log file; empty = standard output" },
     Param { name: "enable-debug-command", default: "local", kind: Kind::Enum(&["yes", "no", "local"]), mutable: false, help: "allow DEBUG: yes, no, or local (loopback connections only)" },
@@ -76,7 +80,7 @@ pub const PARAMS: &[Param] = &[
     Param { name: "auto-aof-rewrite-percentage", default: "100", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "compact the log (snapshot + new segment) when the log since the last snapshot reaches this percent of the snapshot's data size before compression (INFO aof_base_data_size); 0 = never" },
     Param { name: "auto-aof-rewrite-min-size", default: "67108864", kind: Kind::Memory { min: 0, max: i64::MAX as u64 }, mutable: true, help: "...and snapshot + log are at least this big" },
     Param { name: "stop-writes-on-bgsave-error", default: "yes", kind: Kind::Bool, mutable: true, help: "refuse writes (MISCONF) while the last snapshot failed and a save schedule is set, as Redis does, so a failing disk is noticed before data is lost" },
-    Param { name: "save", default: "3600 1 300 100 60 10000", kind: Kind::Str, mutable: true, help: "snapshot schedule: pairs 'seconds changes' (snapshot when at least that many writes happened in that many seconds); empty = none" },
+    Param { name: "save", default: "3600 1 300 100 60 10000", kind: Kind::Schedule, mutable: true, help: "snapshot schedule: pairs 'seconds changes' (snapshot when at least that many writes happened in that many seconds); empty = none" },
     Param { name: "hll-log2m", default: "11", kind: Kind::Int { min: 4, max: 31 }, mutable: true, help: "HLL.* sketches created without LOG2M: log2 of the register count" },
     Param { name: "hll-regwidth", default: "5", kind: Kind::Int { min: 1, max: 8 }, mutable: true, help: "HLL.* sketches created without REGWIDTH: bits per register" },
     Param { name: "hll-expthresh", default: "-1", kind: Kind::Expthresh { max: HLL_MAX_EXPTHRESH }, mutable: true, help: "HLL.* sketches created without EXPTHRESH: -1 auto, 0 off, or a power of two" },
@@ -147,8 +151,15 @@ const ALIASES: &[(&str, &str)] = &[("hash-max-ziplist-entries", "hash-max-listpa
 
 /// Looks a parameter up by name or alias (case-insensitive, as Redis).
 pub fn param(name: &str) -> Option<&'static Param> {
-    let name = ALIASES.iter().find(|(alias, _)| alias.eq_ignore_ascii_case(name)).map_or(name, |(_, target)| target);
-    PARAMS.iter().find(|p| p.name.eq_ignore_ascii_case(name))
+    param_as_named(name).map(|(p, _)| p)
+}
+
+/// The parameter and the name errors show for it: an alias as such, as in Redis 7.0.
+fn param_as_named(name: &str) -> Option<(&'static Param, &'static str)> {
+    match ALIASES.iter().find(|(alias, _)| alias.eq_ignore_ascii_case(name)) {
+        Some((alias, target)) => PARAMS.iter().find(|p| p.name == *target).map(|p| (p, *alias)),
+        None => PARAMS.iter().find(|p| p.name.eq_ignore_ascii_case(name)).map(|p| (p, p.name)),
+    }
 }
 
 /// Parses a memory amount with Redis's units.
@@ -187,12 +198,16 @@ fn canonical(p: &Param, value: &str) -> Result<String, String> {
             if v < min || v > max {
                 return Err(format!("argument must be between {min} and {max} inclusive"));
             }
-            if p.name == "hz" {
-                // Redis accepts any non-negative int and clamps it to 1..=500.
-                return Ok(v.clamp(1, 500).to_string());
-            }
             Ok(v.to_string())
         }
+        Kind::ClampedInt { min, max, lo, hi } => {
+            let v = parse_int(value)?;
+            if v < min || v > max {
+                return Err(format!("argument must be between {min} and {max} inclusive"));
+            }
+            Ok(v.clamp(lo, hi).to_string())
+        }
+        Kind::Schedule => crate::snapshot::parse_schedule(value).map(|_| value.to_string()).map_err(|_| "Invalid save parameters".to_string()),
         Kind::Memory { min, max } => {
             let v = parse_memory(value).ok_or_else(|| "argument must be a memory value".to_string())?;
             if v < min || v > max {
@@ -333,10 +348,9 @@ impl Config {
         // (parameter, the name errors show: an alias as such, as in Redis 7.0)
         let mut params: Vec<(&'static Param, &'static str)> = Vec::with_capacity(pairs.len());
         for (name, _) in pairs {
-            let Some(p) = param(name) else {
+            let Some((p, shown)) = param_as_named(name) else {
                 return Err(format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'"));
             };
-            let shown = ALIASES.iter().find(|(alias, _)| alias.eq_ignore_ascii_case(name)).map_or(p.name, |(alias, _)| alias);
             if !p.mutable {
                 return Err(format!("ERR CONFIG SET failed (possibly related to argument '{shown}') - can't set immutable config"));
             }
@@ -347,12 +361,7 @@ impl Config {
         }
         let mut staged = Vec::with_capacity(pairs.len());
         for ((p, shown), (_, value)) in params.into_iter().zip(pairs) {
-            let checked = if p.name == "save" {
-                crate::snapshot::parse_schedule(value).map(|_| value.clone()).map_err(|_| "Invalid save parameters".to_string())
-            } else {
-                canonical(p, value)
-            };
-            let v = checked.map_err(|e| format!("ERR CONFIG SET failed (possibly related to argument '{shown}') - {e}"))?;
+            let v = canonical(p, value).map_err(|e| format!("ERR CONFIG SET failed (possibly related to argument '{shown}') - {e}"))?;
             staged.push((p.name, v));
         }
         let mut values = self.values.write();
@@ -500,6 +509,22 @@ mod tests {
 
     fn args(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn start_up_values_are_checked_as_config_set_checks_them() {
+        // A schedule that does not parse is refused at start-up, not ignored.
+        assert!(Config::from_sources(None, &args("--save abc")).is_err());
+        assert!(Config::from_sources(Some("save 60\n"), &[]).is_err());
+        let c = Config::from_sources(Some("save \"\"\n"), &args("--hz 1000")).unwrap();
+        assert_eq!(c.get("save"), "");
+        // hz is clamped to 1..=500 as Redis does, at start-up and by CONFIG SET alike.
+        assert_eq!(c.get("hz"), "500");
+        c.set_many(&[("hz".into(), "0".into())]).unwrap();
+        assert_eq!(c.get("hz"), "1");
+        assert!(c.set_many(&[("save".into(), "1 2 3".into())]).unwrap_err().ends_with("Invalid save parameters"));
+        // An alias is found, and errors name it as given.
+        assert!(c.set_many(&[("hash-max-ziplist-entries".into(), "x".into())]).unwrap_err().contains("'hash-max-ziplist-entries'"));
     }
 
     #[test]
