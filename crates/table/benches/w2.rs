@@ -21,10 +21,10 @@
 
 use std::alloc::{GlobalAlloc, Layout};
 
-use tikv_jemallocator::Jemalloc;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
+use tikv_jemallocator::Jemalloc;
 
 use abacus_table::U64Table;
 
@@ -199,7 +199,8 @@ fn run<M: Map>(n: u64, single: bool) -> Figures {
     drop(map);
 
     let (mut single_max, mut inserts_over_100us) = (None, 0);
-    let (mut growing, mut growing_cpu_max, mut growing_wall_max) = (0, Duration::ZERO, Duration::ZERO);
+    let (mut growing, mut growing_cpu_max, mut growing_wall_max) =
+        (0, Duration::ZERO, Duration::ZERO);
     let mut growing_over = [0u64; 2];
     if single {
         let mut map = M::default();
@@ -208,7 +209,11 @@ fn run<M: Map>(n: u64, single: bool) -> Figures {
         for _ in 0..n {
             let k = keys.next().unwrap_or_default();
             let grows = map.grows(k);
-            let cpu = if grows { thread_cpu_time() } else { Duration::ZERO };
+            let cpu = if grows {
+                thread_cpu_time()
+            } else {
+                Duration::ZERO
+            };
             let t = Instant::now();
             map.put(k, k);
             let d = t.elapsed();
@@ -334,7 +339,10 @@ fn main() {
         );
     }
     if single {
-        for (name, f) in [(<U64Table<u64> as Map>::NAME, &ours), (<Hashbrown as Map>::NAME, &theirs)] {
+        for (name, f) in [
+            (<U64Table<u64> as Map>::NAME, &ours),
+            (<Hashbrown as Map>::NAME, &theirs),
+        ] {
             println!(
                 "{name}: {} inserts grew the table ({} over 0.5 ms of CPU, {} over 1 ms); the slowest of them took {} us of CPU ({} us wall)",
                 f.growing,

@@ -3,7 +3,7 @@
 //! figures. It walks everything, so it is for tests and debugging only.
 
 use crate::ctrl::{is_full, tag, EMPTY, GROUP};
-use crate::growth::{class_cap, used_max};
+use crate::growth::{class_cap, ladder_of, used_max, LADDER};
 use crate::key::KeyKind;
 use crate::segment::{wrap, Segment};
 use crate::table::{HashTable, MAX_DEPTH};
@@ -60,6 +60,16 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
             }
             if seg.class() > self.max_class {
                 return Err(format!("segment {id} has a class above max_class"));
+            }
+            // The ladder of the segment's phase (growth.rs), read from any hash it owns: the
+            // first of its directory block, shifted into the top bits.
+            let prefix = if gd == 0 {
+                0
+            } else {
+                (first[id] as u64) << (64 - gd as u32)
+            };
+            if seg.class() % LADDER != ladder_of(prefix, seg.depth) {
+                return Err(format!("segment {id} is on the wrong ladder"));
             }
             heap += seg
                 .check(self.seed, |h| self.seg_id(h) == id)

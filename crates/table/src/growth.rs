@@ -3,14 +3,27 @@
 //! Why classes: with uniform hashes, all segments of one depth fill up together, so a table
 //! whose segments only split in two would swing, all at once, between 90% and 45% full:
 //! at the wrong moment 38 bytes per `u64 -> u64` entry, worse than hashbrown's average. So a
-//! segment's capacity is `16 * 2^(class/3)`, consecutive classes 1.26x apart: a full
-//! segment is rebuilt one class up, and only a segment in the largest class (1.59x
-//! `segment_slots`) splits, into two halves of `segment_slots`. Either way its load drops
-//! from 90% to about 71%, never lower, so the table costs at most 17 / 0.71 = 24 bytes per
-//! `u64 -> u64` entry and about 21 on average, at every size. The price: an entry moves
+//! segment's capacity steps up its *ladder* of classes 1.26x apart (`16 * 2^(class/24)`,
+//! every eighth class): a full segment is rebuilt one rung up, and only a segment at the top
+//! of its ladder (at most 1.59x `segment_slots`) splits, into two halves at the bottom.
+//! Either way its load drops from 90% to about 71%, never lower, so the table costs at most
+//! 17 / 0.71 = 24 bytes per `u64 -> u64` entry and about 21 on average. The price: an entry moves
 //! about four times per doubling of the table instead of once. Each move stays inside one
 //! segment, which streams through the cache; a whole-table rehash instead writes every
 //! entry to a random cache line of a new array as large as the table.
+//!
+//! Staggered ladders: with one ladder for all segments, uniform hashes would still move the
+//! whole table up a class within a few million inserts (every segment of one depth reaches
+//! 90% at about the same size), so the table's load would swing between 71% and 90% as it
+//! grows, and a benchmark or a user's data set would land anywhere on that sawtooth. So
+//! classes are eighths of a step apart (`2^(1/24)`), and a segment's ladder (its class
+//! modulo 8) is chosen by the top three bits of its hash prefix, its *phase*
+//! ([`ladder_of`]): the eight groups of segments step up at eight evenly spaced sizes, and
+//! the table's load stays near the 80% average at every size (measured by
+//! `examples/load_curve.rs`). Phase 7's ladder is the top one (its largest class is 1.59x
+//! `segment_slots`); the others are up to 7/24 of a doubling smaller, so no segment gets
+//! larger, and the slowest growth step stays as it was. Segments of depth below 3 (tables
+//! of at most four segments) all use phase 7's ladder.
 //!
 //! A full segment with many tombstones is rebuilt in the class that fits its live entries,
 //! possibly a smaller one: that is also how deletions give memory back (segments never
@@ -30,10 +43,35 @@ use crate::Seed;
 /// The smallest segment capacity (two groups).
 pub(crate) const MIN_CAP: usize = 16;
 
-/// Capacity of a class: `MIN_CAP * 2^(class / 3)`, rounded.
-pub(crate) fn class_cap(class: u8) -> usize {
-    const MUL_1024: [usize; 3] = [1024, 1290, 1625]; // 2^0, 2^(1/3), 2^(2/3)
-    (MIN_CAP << (class / 3)) * MUL_1024[class as usize % 3] / 1024
+/// Classes per doubling of capacity: a growth step is 8 of them (x1.26, see [`LADDER`]).
+pub(crate) const CLASSES_PER_DOUBLING: u16 = 24;
+
+/// Classes between consecutive rungs of one segment's ladder: a growth step.
+pub(crate) const LADDER: u16 = 8;
+
+/// Capacity of a class: `MIN_CAP * 2^(class / 24)`, rounded down.
+pub(crate) fn class_cap(class: u16) -> usize {
+    // floor(1024 * 2^(i / 24)); entries 0, 8 and 16 are the three steps of a doubling.
+    #[rustfmt::skip]
+    const MUL_1024: [usize; CLASSES_PER_DOUBLING as usize] = [
+        1024, 1054, 1084, 1116, 1149, 1183, 1217, 1253, 1290, 1327, 1366, 1406,
+        1448, 1490, 1534, 1579, 1625, 1673, 1722, 1772, 1824, 1878, 1933, 1989,
+    ];
+    let d = CLASSES_PER_DOUBLING;
+    (MIN_CAP << (class / d)) * MUL_1024[(class % d) as usize] / 1024
+}
+
+/// The ladder (class modulo [`LADDER`]) of a segment of `depth` whose hash range holds
+/// `hash`, in a table whose largest class is `top` (a multiple of [`LADDER`]): the top
+/// three bits of the hash prefix, phase 7 being `top`'s own ladder (see the module comment).
+pub(crate) fn ladder_of(hash: u64, depth: u8) -> u16 {
+    let phase = if depth >= 3 { (hash >> 61) as u16 } else { 7 };
+    (phase + 1) % LADDER
+}
+
+/// The largest class of `ladder` that is at most `top`: where a segment of that ladder splits.
+pub(crate) fn ladder_top(top: u16, ladder: u16) -> u16 {
+    top - (top + LADDER - ladder) % LADDER
 }
 
 /// Full slots and tombstones a segment of `cap` slots may hold: 115/128, about 90%.
@@ -47,11 +85,12 @@ pub(crate) fn fill_max(cap: usize) -> usize {
     cap * 98 / 128
 }
 
-/// The smallest class into which `n` entries fit (see [`fill_max`]).
-pub(crate) fn class_for(n: usize) -> u8 {
-    let mut c = 0u8;
+/// The smallest class of `ladder` (a class modulo [`LADDER`]) into which `n` entries fit
+/// (see [`fill_max`]).
+pub(crate) fn class_for(n: usize, ladder: u16) -> u16 {
+    let mut c = ladder;
     while fill_max(class_cap(c)) < n {
-        c += 1;
+        c += LADDER;
     }
     c
 }
@@ -143,12 +182,14 @@ impl<K: KeyKind, V: Default> Segment<K, V> {
     }
 
     /// Splits `old` by hash bit `bit` into two fresh segments of depth `old.depth + 1`, each
-    /// of the smallest class that fits its half. `scratch` keeps the hashes between the
-    /// counting pass and the moving pass, so each key is hashed once.
+    /// of the smallest class of its ladder (`ladders`, low half first) that fits its half.
+    /// `scratch` keeps the hashes between the counting pass and the moving pass, so each key
+    /// is hashed once.
     pub(crate) fn split(
         mut old: Segment<K, V>,
         seed: Seed,
         bit: u64,
+        ladders: [u16; 2],
         scratch: &mut Scratch,
     ) -> [Segment<K, V>; 2] {
         let hashes = &mut scratch.hashes;
@@ -163,8 +204,8 @@ impl<K: KeyKind, V: Default> Segment<K, V> {
         let n_low = old.live as usize - n_high;
         let depth = old.depth + 1;
         let mut halves = [
-            Segment::new(class_for(n_low), depth),
-            Segment::new(class_for(n_high), depth),
+            Segment::new(class_for(n_low, ladders[0]), depth),
+            Segment::new(class_for(n_high, ladders[1]), depth),
         ];
         let [occupied_low, occupied_high] = &mut scratch.occupied;
         let mut occupied = [
@@ -186,8 +227,9 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
     /// Makes room in full segment `id` (which holds `hash`).
     pub(crate) fn grow(&mut self, id: usize, hash: u64) {
         let seg = &self.segs[id];
-        let class = class_for(seg.live as usize + 1);
-        if class > self.split_class && seg.depth < MAX_DEPTH {
+        let ladder = seg.class() % LADDER;
+        let class = class_for(seg.live as usize + 1, ladder);
+        if class > ladder_top(self.split_class, ladder) && seg.depth < MAX_DEPTH {
             self.split(id, hash);
         } else {
             self.rebuild(id, class);
@@ -195,7 +237,7 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
     }
 
     /// Moves segment `id`'s entries into a fresh segment of `class`.
-    fn rebuild(&mut self, id: usize, class: u8) {
+    fn rebuild(&mut self, id: usize, class: u16) {
         let mut fresh = Segment::new(class, self.segs[id].depth);
         let old = std::mem::replace(&mut self.segs[id], Segment::placeholder());
         self.seg_bytes = self.seg_bytes - old.alloc_bytes() + fresh.alloc_bytes();
@@ -219,12 +261,13 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
         }
         let old = std::mem::replace(&mut self.segs[id], Segment::placeholder());
         let old_bytes = old.alloc_bytes();
-        let [low, high] = Segment::split(
-            old,
-            self.seed,
-            1u64 << (63 - depth),
-            &mut Scratch::default(),
-        );
+        let bit = 1u64 << (63 - depth);
+        // Any hash of each half: the split bit clear or set below the shared prefix.
+        let ladders = [
+            ladder_of(hash & !bit, depth + 1),
+            ladder_of(hash | bit, depth + 1),
+        ];
+        let [low, high] = Segment::split(old, self.seed, bit, ladders, &mut Scratch::default());
         self.seg_bytes = self.seg_bytes - old_bytes + low.alloc_bytes() + high.alloc_bytes();
         self.max_class = self.max_class.max(low.class()).max(high.class());
         let high_id = u32::try_from(self.segs.len()).expect("at most 2^32 segments");

@@ -14,7 +14,8 @@
 //!   segment, so the slowest insert costs one segment rebuild (hundreds of microseconds)
 //!   and memory never doubles.
 //! - Growth (`growth.rs`): a full segment is rebuilt one capacity class larger (x1.26) or
-//!   split in two, so segments stay 71-90% full at every table size.
+//!   split in two, so segments stay 71-90% full; eight staggered ladders of classes keep
+//!   the whole table near 80% full at every size, rather than swinging between the two.
 //! - Segments (`segment.rs`, `ctrl.rs`): open addressing with linear probing over one
 //!   control byte per slot (a 7-bit tag), read eight at a time.
 //! - Entries (`key.rs`, `small_key.rs`): the key and the value sit inline in the slot. Byte
@@ -71,8 +72,8 @@ mod table;
 mod walk;
 
 pub use hash::Seed;
-pub use prefetch::prefetch_read;
 pub use key::{BytesKey, KeyKind, SmallKey, U64Key, INLINE_KEY_MAX};
+pub use prefetch::prefetch_read;
 pub use table::{Config, Found, HashTable};
 
 /// A table keyed by byte strings (`&[u8]`).

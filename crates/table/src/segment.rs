@@ -43,7 +43,7 @@ pub(crate) struct Segment<K: KeyKind, V> {
     /// Full slots plus tombstones.
     pub(crate) used: u32,
     pub(crate) depth: u8,
-    pub(crate) class: u8,
+    pub(crate) class: u16,
 }
 
 #[inline(always)]
@@ -56,7 +56,7 @@ pub(crate) fn wrap(i: usize, cap: usize) -> usize {
 }
 
 impl<K: KeyKind, V: Default> Segment<K, V> {
-    pub(crate) fn new(class: u8, depth: u8) -> Segment<K, V> {
+    pub(crate) fn new(class: u16, depth: u8) -> Segment<K, V> {
         let cap = class_cap(class);
         Segment {
             ctrl: vec![EMPTY; cap + GROUP].into_boxed_slice(),
@@ -84,7 +84,7 @@ impl<K: KeyKind, V: Default> Segment<K, V> {
         }
     }
 
-    pub(crate) fn class(&self) -> u8 {
+    pub(crate) fn class(&self) -> u16 {
         self.class
     }
 
@@ -264,7 +264,13 @@ impl<K: KeyKind, V: Default> Segment<K, V> {
     /// Wrapped entries (home > slot) are left to the final step that reaches the segment end.
     /// The returned cursor is a position in hash space, not in this segment, so it stays
     /// valid however the segment is rebuilt or split before the next call.
-    pub(crate) fn scan_slots(&self, seed: Seed, cursor: u64, want: usize, out: &mut Vec<usize>) -> Option<u64> {
+    pub(crate) fn scan_slots(
+        &self,
+        seed: Seed,
+        cursor: u64,
+        want: usize,
+        out: &mut Vec<usize>,
+    ) -> Option<u64> {
         let cap = self.cap as usize;
         let first = out.len();
         for s in self.home(cursor)..cap {

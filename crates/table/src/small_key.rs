@@ -59,7 +59,8 @@ impl SmallKey {
             b[SIZE - 1] = key.len() as u8;
             return SmallKey(Repr { inline: b });
         }
-        if key.len() == SIZE && key[SIZE - 1] as usize > INLINE_KEY_MAX && key[SIZE - 1] != HEAP_TAG {
+        if key.len() == SIZE && key[SIZE - 1] as usize > INLINE_KEY_MAX && key[SIZE - 1] != HEAP_TAG
+        {
             b.copy_from_slice(key);
             return SmallKey(Repr { inline: b });
         }
@@ -72,7 +73,9 @@ impl SmallKey {
         // `Box::into_raw` never returns null (even for an empty slice it is dangling, not
         // null); an empty key is inline anyway.
         let ptr = NonNull::new(ptr).unwrap_or(NonNull::dangling());
-        SmallKey(Repr { heap: Heap { ptr, len_tag } })
+        SmallKey(Repr {
+            heap: Heap { ptr, len_tag },
+        })
     }
 
     #[inline(always)]
@@ -179,7 +182,9 @@ mod tests {
     use proptest::prelude::*;
 
     fn expect_heap(key: &[u8]) -> bool {
-        key.len() > SIZE || (key.len() == SIZE && (key[SIZE - 1] as usize <= INLINE_KEY_MAX || key[SIZE - 1] == HEAP_TAG))
+        key.len() > SIZE
+            || (key.len() == SIZE
+                && (key[SIZE - 1] as usize <= INLINE_KEY_MAX || key[SIZE - 1] == HEAP_TAG))
     }
 
     #[test]
@@ -201,7 +206,10 @@ mod tests {
             }
         }
         assert_eq!(SmallKey::default().as_bytes(), b"");
-        assert!(SmallKey::new(b"key:000000012345").heap_bytes() == 0, "redis-benchmark keys stay inline");
+        assert!(
+            SmallKey::new(b"key:000000012345").heap_bytes() == 0,
+            "redis-benchmark keys stay inline"
+        );
     }
 
     proptest! {

@@ -21,7 +21,7 @@
 //! control bytes and one slot line, fetched in parallel. `hash_key` / `prefetch` / `*_hashed` let a caller
 //! overlap these misses across a batch of keys, as a server does for a pipeline.
 
-use crate::growth::{class_cap, class_for, fill_max};
+use crate::growth::{class_cap, class_for, fill_max, ladder_of, CLASSES_PER_DOUBLING, LADDER};
 use crate::key::KeyKind;
 use crate::prefetch::prefetch_read;
 use crate::segment::Segment;
@@ -77,10 +77,11 @@ pub struct HashTable<K: KeyKind, V> {
     /// `63 - global_depth`: `(hash >> 1) >> dir_shift` is the directory index, also for depth 0.
     pub(crate) dir_shift: u32,
     pub(crate) global_depth: u8,
-    /// A full segment of this class splits instead of growing.
-    pub(crate) split_class: u8,
+    /// The largest class (of phase 7's ladder, `growth.rs`): a full segment at the top of its
+    /// ladder splits instead of growing.
+    pub(crate) split_class: u16,
     /// Largest class any segment has had (bounds random sampling).
-    pub(crate) max_class: u8,
+    pub(crate) max_class: u16,
     pub(crate) len: usize,
     /// Bytes of all segments' control and slot arrays.
     pub(crate) seg_bytes: usize,
@@ -121,8 +122,8 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
             s.is_power_of_two() && (16..=1 << 24).contains(&s),
             "segment_slots must be a power of two in 16..=2^24"
         );
-        let split_class = 3 * (s / 16).trailing_zeros() as u8 + 2;
-        debug_assert_eq!(class_cap(split_class - 2), s);
+        let split_class = CLASSES_PER_DOUBLING * (s / 16).trailing_zeros() as u16 + 2 * LADDER;
+        debug_assert_eq!(class_cap(split_class - 2 * LADDER), s);
         HashTable {
             dir: Vec::new(),
             segs: Vec::new(),
@@ -142,24 +143,30 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
         if n == 0 {
             return t;
         }
-        // Enough segments of the post-split class that n entries spread evenly fit at 77%.
-        let base = t.split_class - 2;
+        // Enough segments of the post-split class that n entries spread evenly fit at 77%,
+        // each in the smallest class of its ladder that holds its share.
+        let base = t.split_class - 2 * LADDER;
         let per_segment = fill_max(class_cap(base));
-        let (class, depth) = if class_for(n) <= t.split_class {
-            (class_for(n), 0)
+        let depth = if class_for(n, ladder_of(0, 0)) <= t.split_class {
+            0
         } else {
-            (
-                base,
-                (n.div_ceil(per_segment).next_power_of_two().trailing_zeros() as u8).min(MAX_DEPTH),
-            )
+            (n.div_ceil(per_segment).next_power_of_two().trailing_zeros() as u8).min(MAX_DEPTH)
         };
-        t.segs = (0..1usize << depth)
-            .map(|_| Segment::new(class, depth))
+        let share = n.div_ceil(1 << depth);
+        t.segs = (0..1u64 << depth)
+            .map(|i| {
+                let hash = if depth == 0 {
+                    0
+                } else {
+                    i << (64 - depth as u32)
+                };
+                Segment::new(class_for(share, ladder_of(hash, depth)), depth)
+            })
             .collect();
         t.dir = (0..1u32 << depth).collect();
         t.global_depth = depth;
         t.dir_shift = 63 - depth as u32;
-        t.max_class = class;
+        t.max_class = t.segs.iter().map(Segment::class).max().unwrap_or(0);
         t.seg_bytes = t.segs.iter().map(Segment::alloc_bytes).sum();
         t
     }
@@ -271,7 +278,9 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
             return None;
         }
         let seg = self.seg_id(hash);
-        self.segs[seg].find(hash, key).map(|slot| Found { seg, slot })
+        self.segs[seg]
+            .find(hash, key)
+            .map(|slot| Found { seg, slot })
     }
 
     /// The value at a position [`Self::find_hashed`] returned, with no modification of the
@@ -384,7 +393,11 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
     /// that time the inserts that grow the table apart from the others; not a stable API.
     #[doc(hidden)]
     pub fn insert_grows(&self, hash: u64, key: K::Key<'_>) -> bool {
-        self.dir.is_empty() || matches!(self.segs[self.seg_id(hash)].find_or_free(hash, key), Err(None))
+        self.dir.is_empty()
+            || matches!(
+                self.segs[self.seg_id(hash)].find_or_free(hash, key),
+                Err(None)
+            )
     }
 
     /// Where `key` is, or where it goes. The common case is one pass over one segment's

@@ -76,7 +76,9 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
         let (mut cursor, mut reported, want) = (cursor, 0, count.max(1));
         let mut slots = Vec::new();
         for _ in 0..=SCAN_SEGMENTS_MAX {
-            let Some((seg, next)) = self.scan_segment(cursor, want - reported, &mut slots) else { return 0 };
+            let Some((seg, next)) = self.scan_segment(cursor, want - reported, &mut slots) else {
+                return 0;
+            };
             for &s in &slots {
                 let (k, v) = &self.segs[seg].slots[s];
                 visit(K::key(k), v);
@@ -105,7 +107,9 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
         let (mut cursor, mut reported, want) = (cursor, 0, count.max(1));
         let mut slots = Vec::with_capacity(want.min(4096));
         for _ in 0..=SCAN_SEGMENTS_MAX {
-            let Some((seg, next)) = self.scan_segment(cursor, want - reported, &mut slots) else { return 0 };
+            let Some((seg, next)) = self.scan_segment(cursor, want - reported, &mut slots) else {
+                return 0;
+            };
             let seg = &mut self.segs[seg];
             for &s in &slots {
                 crate::prefetch::prefetch_read(heap(&seg.slots[s].1));
@@ -126,7 +130,12 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
     /// The part of a SCAN step in the segment covering `cursor`: its index, with the slots
     /// to visit in `slots` (replacing what was there), and where the step goes on. None if
     /// the table has no segment.
-    fn scan_segment(&self, cursor: u64, want: usize, slots: &mut Vec<usize>) -> Option<(usize, SegmentScan)> {
+    fn scan_segment(
+        &self,
+        cursor: u64,
+        want: usize,
+        slots: &mut Vec<usize>,
+    ) -> Option<(usize, SegmentScan)> {
         if self.dir.is_empty() {
             return None;
         }
