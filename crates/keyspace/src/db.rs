@@ -29,7 +29,10 @@ use abacus_table::Table;
 use crate::evict::{lfu_decayed, lfu_log_incr, SplitMix, LFU_INIT_VAL};
 pub use crate::evict::{EvictionPolicy, Tracking};
 use crate::glob::glob_match;
-use crate::value::Value;
+use crate::packed::{PackedValue, StrMut};
+use crate::value::{Value, ValueRef};
+use abacus_collections::{CompactHash, IdSet};
+use abacus_hll::Hll;
 use crate::Key;
 
 /// Raised when a watched key is modified; owned jointly by the client and the databases.
@@ -37,26 +40,34 @@ pub type WatchFlag = Arc<AtomicBool>;
 
 /// A key's value with its metadata. `Default` (an empty string, no allocation) is what a free
 /// table slot holds.
+///
+/// 24 bytes: the value packed in 18 (`packed.rs`), so with the 16-byte key
+/// (`abacus_table::SmallKey`) a slot is 40 bytes. The value is reached through accessors
+/// ([`Entry::value`], [`Entry::str_mut`], [`Entry::as_set_mut`], ...), the flags through
+/// getters and setters.
+#[repr(C)]
 #[derive(Clone, Debug, Default)]
 pub struct Entry {
-    pub value: Value,
+    value: PackedValue,
+    /// Redis's 8-bit logarithmic LFU counter (OBJECT FREQ, after decay).
+    pub lfu_counter: u8,
+    /// `RAW_ENCODING`, `SNAP_EPOCH`, `HAS_EXPIRY`.
+    flags: u8,
     /// The eviction clock, read by the policy in force (see `evict.rs`): LRU and LFU, the last
     /// access time in Unix seconds (OBJECT IDLETIME; LFU's last decrement time); FIFO, the
     /// database's insertion sequence number.
     pub accessed_s: u32,
-    /// Redis's 8-bit logarithmic LFU counter (OBJECT FREQ, after decay).
-    pub lfu_counter: u8,
-    /// Modified in place (APPEND, SETRANGE, SETBIT): Redis reports such strings as "raw"
-    /// whatever their bytes.
-    pub raw_encoding: bool,
-    /// Snapshot bookkeeping: equal to the database's epoch once this entry's state as of the
-    /// running snapshot has been handed to the snapshot (see [`Db::snapshot_begin`]). Fits in
-    /// the entry's padding.
-    pub snap_epoch: bool,
-    /// The key has an expiry: its time is in the database's `volatile` table. Maintained by
-    /// the database (set from the expiry given to [`Db::insert_entry`] / [`Db::set`]).
-    has_expiry: bool,
 }
+
+/// Modified in place (APPEND, SETRANGE, SETBIT): Redis reports such strings as "raw" whatever
+/// their bytes.
+const RAW_ENCODING: u8 = 1;
+/// Snapshot bookkeeping: equal to the database's epoch once this entry's state as of the
+/// running snapshot has been handed to the snapshot (see [`Db::snapshot_begin`]).
+const SNAP_EPOCH: u8 = 2;
+/// The key has an expiry: its time is in the database's `volatile` table. Maintained by the
+/// database (set from the expiry given to [`Db::insert_entry`] / [`Db::set`]).
+const HAS_EXPIRY: u8 = 4;
 
 /// An entry out of its table (moved between databases or shards, loaded from a snapshot),
 /// with its absolute expiry time in Unix milliseconds (0 = none).
@@ -68,7 +79,105 @@ pub struct Detached {
 
 impl Entry {
     pub fn new(value: Value) -> Entry {
-        Entry { value, accessed_s: 0, lfu_counter: LFU_INIT_VAL, raw_encoding: false, snap_epoch: false, has_expiry: false }
+        Entry { value: PackedValue::pack(value), lfu_counter: LFU_INIT_VAL, flags: 0, accessed_s: 0 }
+    }
+
+    /// The value, borrowed in place.
+    #[inline]
+    pub fn value(&self) -> ValueRef<'_> {
+        self.value.get()
+    }
+
+    /// Replaces the value, returning the old one (metadata and flags unchanged).
+    pub fn replace_value(&mut self, v: Value) -> Value {
+        self.value.replace(v)
+    }
+
+    /// Takes the value out, leaving the empty string.
+    pub fn take_value(&mut self) -> Value {
+        self.value.take()
+    }
+
+    /// Bytes the value owns on the heap (see [`Value::heap_bytes`]).
+    pub fn heap_bytes(&self) -> usize {
+        self.value.heap_bytes()
+    }
+
+    /// The string for modification, if the value is a string. A decoded sketch is serialized
+    /// into a plain string first (see `value.rs`), so no string command sees anything but
+    /// the bytes GET returns. `None` for sets and hashes: the caller replies WRONGTYPE.
+    pub fn str_mut(&mut self) -> Option<StrMut<'_>> {
+        if let ValueRef::Hll(h) = self.value.get() {
+            let bytes = h.to_bytes();
+            self.value.replace(Value::Str(bytes.into()));
+        }
+        self.value.str_mut()
+    }
+
+    /// The bytes of a plain string (`None` for a decoded sketch, a set or a hash).
+    pub fn str_bytes(&self) -> Option<&[u8]> {
+        match self.value.get() {
+            ValueRef::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_set(&self) -> Option<&IdSet> {
+        self.value.get().as_set()
+    }
+
+    pub fn as_set_mut(&mut self) -> Option<&mut IdSet> {
+        self.value.as_set_mut()
+    }
+
+    pub fn as_hash(&self) -> Option<&CompactHash> {
+        self.value.get().as_hash()
+    }
+
+    pub fn as_hash_mut(&mut self) -> Option<&mut CompactHash> {
+        self.value.as_hash_mut()
+    }
+
+    /// The decoded sketch, if the value is one.
+    pub fn as_hll_mut(&mut self) -> Option<&mut Hll> {
+        self.value.as_hll_mut()
+    }
+
+    fn flag(&self, f: u8) -> bool {
+        self.flags & f != 0
+    }
+
+    fn set_flag(&mut self, f: u8, on: bool) {
+        if on {
+            self.flags |= f;
+        } else {
+            self.flags &= !f;
+        }
+    }
+
+    /// Modified in place (APPEND, SETRANGE, SETBIT): OBJECT ENCODING says "raw".
+    pub fn raw_encoding(&self) -> bool {
+        self.flag(RAW_ENCODING)
+    }
+
+    pub fn set_raw_encoding(&mut self, on: bool) {
+        self.set_flag(RAW_ENCODING, on)
+    }
+
+    fn snap_epoch(&self) -> bool {
+        self.flag(SNAP_EPOCH)
+    }
+
+    fn set_snap_epoch(&mut self, on: bool) {
+        self.set_flag(SNAP_EPOCH, on)
+    }
+
+    fn has_expiry(&self) -> bool {
+        self.flag(HAS_EXPIRY)
+    }
+
+    fn set_has_expiry(&mut self, on: bool) {
+        self.set_flag(HAS_EXPIRY, on)
     }
 
     /// The LFU counter as OBJECT FREQ reports it: decayed to `now_ms`, not stored.
@@ -78,10 +187,10 @@ impl Entry {
 
     /// The encoding OBJECT ENCODING reports.
     pub fn encoding(&self) -> &'static str {
-        if self.raw_encoding {
+        if self.raw_encoding() {
             "raw"
         } else {
-            self.value.encoding()
+            self.value().encoding()
         }
     }
 }
@@ -91,12 +200,13 @@ impl Entry {
 /// that callers can hold the map and the expiry table borrowed at once.
 #[inline]
 fn expired(volatile: &Table<u64>, key: &[u8], e: &Entry, now_ms: u64) -> bool {
-    e.has_expiry && volatile.get(key).is_some_and(|&at| at <= now_ms)
+    e.has_expiry() && volatile.get(key).is_some_and(|&at| at <= now_ms)
 }
 
-// The value (24 bytes), the eviction clock and counter, and three flags: 32 bytes, which with
-// the 16-byte key (`abacus_table::SmallKey`) makes a 48-byte slot.
-const _: () = assert!(std::mem::size_of::<Entry>() <= 32);
+// The packed value (18 bytes), the LFU counter, the flags and the eviction clock: 24 bytes,
+// which with the 16-byte key (`abacus_table::SmallKey`) makes a 40-byte slot.
+const _: () = assert!(std::mem::size_of::<Entry>() == 24);
+const _: () = assert!(std::mem::size_of::<(abacus_table::SmallKey, Entry)>() == 40);
 
 /// Per-entry bookkeeping bytes counted by [`Db::approx_bytes`] beyond the table's own
 /// memory: none today (the table accounts its slots and out-of-line keys exactly).
@@ -243,15 +353,15 @@ impl Db {
             if let Some(h) = slot.take() {
                 prefetch_explicit(h);
             }
-            match self.map.get_hashed(hash, key).map(|e| &e.value) {
-                Some(Value::Hll(h)) => {
-                    abacus_table::prefetch_read(&**h as *const abacus_hll::Hll);
+            match self.map.get_hashed(hash, key).map(Entry::value) {
+                Some(ValueRef::Hll(h)) => {
+                    abacus_table::prefetch_read(h as *const abacus_hll::Hll);
                     *slot = Some(h);
                 }
-                Some(Value::Str(s)) => {
+                Some(ValueRef::Str(s)) => {
                     // A Redis HyperLogLog (PFADD): its header, then the start of the sparse
                     // opcodes that every add walks from the beginning.
-                    for line in s.as_slice().chunks(64).take(4) {
+                    for line in s.chunks(64).take(4) {
                         abacus_table::prefetch_read(line.as_ptr());
                     }
                 }
@@ -270,10 +380,10 @@ impl Db {
     fn before_change(&mut self, key: &[u8]) {
         if let Some(snap) = &mut self.snap {
             if let Some(e) = self.map.get_mut(key) {
-                if e.snap_epoch != self.epoch {
-                    let at = if e.has_expiry { self.volatile.get(key).copied().unwrap_or(0) } else { 0 };
+                if e.snap_epoch() != self.epoch {
+                    let at = if e.has_expiry() { self.volatile.get(key).copied().unwrap_or(0) } else { 0 };
                     (snap.sink)(key, e, at);
-                    e.snap_epoch = self.epoch;
+                    e.set_snap_epoch(self.epoch);
                 }
             }
         }
@@ -309,11 +419,11 @@ impl Db {
         let volatile = &self.volatile;
         // Marks each entry in place as it goes (no second lookup per key), with the values'
         // heap data prefetched a segment's share at a time.
-        let next = self.map.scan_mut(cursor, budget.max(1), |e: &Entry| e.value.heap_ptr(), |k, e| {
-            if e.snap_epoch != epoch {
-                let at = if e.has_expiry { volatile.get(k).copied().unwrap_or(0) } else { 0 };
+        let next = self.map.scan_mut(cursor, budget.max(1), |e: &Entry| e.value().heap_ptr(), |k, e| {
+            if e.snap_epoch() != epoch {
+                let at = if e.has_expiry() { volatile.get(k).copied().unwrap_or(0) } else { 0 };
                 (snap.sink)(k, e, at);
-                e.snap_epoch = epoch;
+                e.set_snap_epoch(epoch);
             }
         });
         if next == 0 {
@@ -431,7 +541,7 @@ impl Db {
         let now_s = (now_ms / 1000) as u32;
         self.clock_s = now_s;
         let (accessed_s, lfu_counter) = self.insert_metadata(key, now_ms);
-        let entry = Entry { value, accessed_s, lfu_counter, raw_encoding: false, snap_epoch: false, has_expiry: false };
+        let entry = Entry { accessed_s, lfu_counter, ..Entry::new(value) };
         self.insert_entry(key, Detached { entry, expire_at_ms });
     }
 
@@ -464,9 +574,9 @@ impl Db {
         let Detached { mut entry, expire_at_ms } = d;
         // A new entry is never owed to a running snapshot (it did not exist at its point in
         // time, or its old state was just handed over).
-        entry.snap_epoch = self.epoch;
-        entry.has_expiry = expire_at_ms != 0;
-        let was_volatile = self.map.insert(key, entry).is_some_and(|old| old.has_expiry);
+        entry.set_snap_epoch(self.epoch);
+        entry.set_has_expiry(expire_at_ms != 0);
+        let was_volatile = self.map.insert(key, entry).is_some_and(|old| old.has_expiry());
         if expire_at_ms != 0 {
             self.volatile.insert(key, expire_at_ms);
         } else if was_volatile {
@@ -480,7 +590,7 @@ impl Db {
             self.before_change(key);
         }
         let entry = self.map.remove(key)?;
-        let expire_at_ms = if entry.has_expiry { self.volatile.remove(key).unwrap_or(0) } else { 0 };
+        let expire_at_ms = if entry.has_expiry() { self.volatile.remove(key).unwrap_or(0) } else { 0 };
         Some(Detached { entry, expire_at_ms })
     }
 
@@ -503,8 +613,8 @@ impl Db {
             self.before_change(key);
         }
         let Some(e) = self.map.get_mut(key) else { return false };
-        let was_volatile = e.has_expiry;
-        e.has_expiry = expire_at_ms != 0;
+        let was_volatile = e.has_expiry();
+        e.set_has_expiry(expire_at_ms != 0);
         if expire_at_ms != 0 {
             self.volatile.insert(key, expire_at_ms);
         } else if was_volatile {
@@ -848,14 +958,14 @@ mod tests {
             }
             type Got = Vec<(Vec<u8>, Vec<u8>, u64)>;
             for round in 0..if twice { 2 } else { 1 } {
-                let mut expected: Got = db.map.iter().map(|(k, e)| (k.to_vec(), match &e.value { Value::Str(s) => s.to_vec(), _ => unreachable!() }, 0)).collect();
+                let mut expected: Got = db.map.iter().map(|(k, e)| (k.to_vec(), match e.value() { ValueRef::Str(s) => s.to_vec(), _ => unreachable!() }, 0)).collect();
                 for x in expected.iter_mut() {
                     x.2 = db.expire_at(&x.0);
                 }
                 let got = Arc::new(std::sync::Mutex::new(Got::new()));
                 let sink_got = got.clone();
                 db.snapshot_begin(Box::new(move |k, e, at| {
-                    let v = match &e.value { Value::Str(s) => s.to_vec(), _ => unreachable!() };
+                    let v = match e.value() { ValueRef::Str(s) => s.to_vec(), _ => unreachable!() };
                     sink_got.lock().unwrap().push((k.to_vec(), v, at));
                 }));
                 for (k, v, op) in &during {
@@ -906,7 +1016,7 @@ mod tests {
                     }
                     Op::Get(k) => {
                         let want = model.get(&k).filter(|&&(_, at)| at == 0 || at > now).map(|&(v, _)| v);
-                        let got = db.get(&[k], now).map(|e| match &e.value { Value::Str(s) => s[0], _ => unreachable!("only strings are set here") });
+                        let got = db.get(&[k], now).map(|e| match e.value() { ValueRef::Str(s) => s[0], _ => unreachable!("only strings are set here") });
                         prop_assert_eq!(got, want);
                     }
                     Op::Tick(d) => {

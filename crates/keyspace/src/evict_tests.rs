@@ -308,8 +308,8 @@ mod model {
                         if want.is_none() && m.remove(&k).is_some() {
                             expired_total += 1;
                         }
-                        let got = db.get(&kb(k), now).map(|e| match &e.value {
-                            Value::Str(s) => s[0],
+                        let got = db.get(&kb(k), now).map(|e| match e.value() {
+                            crate::ValueRef::Str(s) => s[0],
                             _ => unreachable!("only strings are stored"),
                         });
                         prop_assert_eq!(got, want);
@@ -348,7 +348,7 @@ mod model {
             // Every key of the model is there with its value, and nothing else is.
             for (&k, &(v, at)) in &m {
                 let e = db.get_shared(&kb(k), 0).expect("model key present");
-                prop_assert_eq!(&e.value, &Value::Str(vec![v].into()));
+                prop_assert_eq!(e.value(), crate::ValueRef::Str(&[v]));
                 prop_assert_eq!(db.expire_at(&kb(k)), at);
             }
             let mut seen = 0;

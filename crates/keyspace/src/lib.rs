@@ -26,7 +26,7 @@
 //! db.set(b"user:1", Value::str(b"16 bytes of data"), 0, now);
 //! // APPEND-like update in place.
 //! if let Some(e) = db.get_mut(b"user:1", now) {
-//!     e.value.string_bytes_mut().unwrap().extend_from_slice(b"more");
+//!     e.str_mut().unwrap().extend_from_slice(b"more");
 //! }
 //! db.set(b"session:9", Value::str(b"x"), now + 60_000, now); // expires in 60 s
 //! assert!(db.get(b"session:9", now + 60_000).is_none());
@@ -41,6 +41,7 @@ pub mod evict;
 #[cfg(test)]
 mod evict_tests;
 pub mod glob;
+pub mod packed;
 pub mod strbuf;
 pub mod value;
 
@@ -48,7 +49,8 @@ pub use db::{Db, Detached, Entry, WatchFlag};
 pub use evict::{EvictionPolicy, Tracking, LFU_INIT_VAL};
 pub use glob::glob_match;
 pub use strbuf::StrBuf;
-pub use value::{Value, ValueType};
+pub use packed::{StrMut, PACKED_INLINE_MAX};
+pub use value::{Value, ValueRef, ValueType};
 
 /// Keys are owned byte strings; boxed slices save the capacity word a `Vec` would carry.
 pub type Key = Box<[u8]>;

@@ -336,6 +336,54 @@ impl StrBuf {
     }
 }
 
+/// A string's heap buffer taken out of its [`StrBuf`] (see `packed.rs`): `len` initialized
+/// bytes at `ptr`, an allocation of the global allocator with layout `Layout::array::<u8>(cap)`,
+/// `INLINE_CAP < cap`. Whoever holds it owns the buffer; [`StrBuf::from_heap_parts`] gives
+/// it back to a `StrBuf` (dropping a `HeapParts` leaks the buffer, never frees it twice).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HeapParts {
+    pub(crate) ptr: *mut u8,
+    pub(crate) len: usize,
+    pub(crate) cap: usize,
+}
+
+impl StrBuf {
+    /// Hands the heap buffer over (`Err(self)` for an inline string).
+    pub(crate) fn into_heap_parts(self) -> Result<HeapParts, StrBuf> {
+        if self.is_inline() {
+            return Err(self);
+        }
+        let this = std::mem::ManuallyDrop::new(self);
+        Ok(HeapParts { ptr: this.ptr, len: this.len, cap: this.heap_cap() })
+    }
+
+    /// The string owning `parts`' buffer.
+    ///
+    /// # Safety
+    /// `parts` must come from [`StrBuf::into_heap_parts`] (possibly stored and reloaded
+    /// bit for bit), and no other `StrBuf` may own the buffer.
+    pub(crate) unsafe fn from_heap_parts(parts: HeapParts) -> StrBuf {
+        let mut s = StrBuf::new();
+        s.set_heap(parts.ptr, parts.len, parts.cap);
+        s
+    }
+
+    /// Moves an inline string into a heap buffer of the smallest heap size class (a no-op on
+    /// the heap): for storage whose own inline room is smaller than [`INLINE_CAP`].
+    pub(crate) fn move_to_heap(&mut self) {
+        if !self.is_inline() {
+            return;
+        }
+        let len = self.len();
+        let cap = size_class(INLINE_CAP + 1);
+        let p = alloc_bytes(cap);
+        // SAFETY: `p` is a fresh allocation of `cap > INLINE_CAP >= len` bytes; the source is
+        // our own initialized inline bytes; they cannot overlap.
+        unsafe { ptr::copy_nonoverlapping(self as *const StrBuf as *const u8, p, len) };
+        self.set_heap(p, len, cap);
+    }
+}
+
 /// The layout of a heap buffer of `cap` bytes.
 fn layout(cap: usize) -> Layout {
     Layout::array::<u8>(cap).expect("string capacity overflow")

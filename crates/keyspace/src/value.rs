@@ -43,30 +43,131 @@ pub enum Value {
     Hash(Box<CompactHash>),
 }
 
-impl PartialEq for Value {
-    fn eq(&self, other: &Value) -> bool {
-        match (self, other) {
-            (Value::Str(a), Value::Str(b)) => a == b,
-            (Value::Hll(a), Value::Hll(b)) => a == b,
-            (Value::Set(a), Value::Set(b)) => a.len() == b.len() && a.iter().all(|m| b.contains(&m)),
-            (Value::Hash(a), Value::Hash(b)) => a.len() == b.len() && a.iter().all(|(f, v)| b.get(f) == Some(v)),
+/// A borrowed value, as a table entry gives it out (entries store values packed, see
+/// `packed.rs`, so they lend the parts rather than a `&Value`). The type, encoding and
+/// equality rules of values live here, and `Value` uses them through [`Value::as_ref`].
+#[derive(Clone, Copy, Debug)]
+pub enum ValueRef<'a> {
+    Str(&'a [u8]),
+    Hll(&'a Hll),
+    Set(&'a IdSet),
+    Hash(&'a CompactHash),
+}
+
+impl PartialEq for ValueRef<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        match (*self, *other) {
+            (ValueRef::Str(a), ValueRef::Str(b)) => a == b,
+            (ValueRef::Hll(a), ValueRef::Hll(b)) => a == b,
+            (ValueRef::Set(a), ValueRef::Set(b)) => a.len() == b.len() && a.iter().all(|m| b.contains(&m)),
+            (ValueRef::Hash(a), ValueRef::Hash(b)) => a.len() == b.len() && a.iter().all(|(f, v)| b.get(f) == Some(v)),
             _ => false,
         }
     }
 }
 
+impl Eq for ValueRef<'_> {}
+
+impl PartialEq for Value {
+    fn eq(&self, other: &Value) -> bool {
+        self.as_ref() == other.as_ref()
+    }
+}
+
 impl Eq for Value {}
 
-impl Value {
-    /// Where this value's own data starts (for prefetching before a sweep reads it): the
-    /// string's bytes (inline or on the heap), or the boxed collection or sketch.
-    pub fn heap_ptr(&self) -> *const u8 {
+impl<'a> ValueRef<'a> {
+    pub fn value_type(self) -> ValueType {
         match self {
-            Value::Str(s) => s.as_slice().as_ptr(),
-            Value::Hll(b) => (&**b as *const Hll).cast(),
-            Value::Set(b) => (&**b as *const IdSet).cast(),
-            Value::Hash(b) => (&**b as *const CompactHash).cast(),
+            ValueRef::Str(_) | ValueRef::Hll(_) => ValueType::String,
+            ValueRef::Set(_) => ValueType::Set,
+            ValueRef::Hash(_) => ValueType::Hash,
         }
+    }
+
+    /// The encoding OBJECT ENCODING reports, as Redis would pick it for the same bytes.
+    pub fn encoding(self) -> &'static str {
+        match self {
+            ValueRef::Str(s) => {
+                if s.len() <= 20 && parse_canonical_i64(s).is_some() {
+                    "int"
+                } else if s.len() <= EMBSTR_MAX_LEN {
+                    "embstr"
+                } else {
+                    "raw"
+                }
+            }
+            ValueRef::Hll(_) => "hll",
+            ValueRef::Set(s) => s.encoding(),
+            ValueRef::Hash(h) => h.encoding(),
+        }
+    }
+
+    /// Heap bytes of a sketch, set or hash including its box (see [`Value::heap_bytes`]); 0
+    /// for a string, whose buffer's size its owner knows.
+    pub(crate) fn boxed_heap_bytes(self) -> usize {
+        match self {
+            ValueRef::Str(_) => 0,
+            ValueRef::Hll(h) => {
+                let data = h.registers().map_or(0, <[u8]>::len) + h.explicit_values().map_or(0, |v| v.len() * 8);
+                std::mem::size_of::<Hll>() + data
+            }
+            ValueRef::Set(s) => std::mem::size_of::<IdSet>() + s.heap_bytes(),
+            ValueRef::Hash(h) => std::mem::size_of::<CompactHash>() + h.heap_bytes(),
+        }
+    }
+
+    /// Where this value's own data starts (for prefetching before a sweep reads it): the
+    /// string's bytes, or the boxed collection or sketch.
+    pub fn heap_ptr(self) -> *const u8 {
+        match self {
+            ValueRef::Str(s) => s.as_ptr(),
+            ValueRef::Hll(b) => (b as *const Hll).cast(),
+            ValueRef::Set(b) => (b as *const IdSet).cast(),
+            ValueRef::Hash(b) => (b as *const CompactHash).cast(),
+        }
+    }
+
+    /// An owned deep copy.
+    pub fn to_value(self) -> Value {
+        match self {
+            ValueRef::Str(s) => Value::str(s),
+            ValueRef::Hll(h) => Value::Hll(Box::new(h.clone())),
+            ValueRef::Set(s) => Value::Set(Box::new(s.clone())),
+            ValueRef::Hash(h) => Value::Hash(Box::new(h.clone())),
+        }
+    }
+
+    /// The set, or `None` for any other type.
+    pub fn as_set(self) -> Option<&'a IdSet> {
+        match self {
+            ValueRef::Set(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The hash, or `None` for any other type.
+    pub fn as_hash(self) -> Option<&'a CompactHash> {
+        match self {
+            ValueRef::Hash(h) => Some(h),
+            _ => None,
+        }
+    }
+}
+
+impl Value {
+    pub fn as_ref(&self) -> ValueRef<'_> {
+        match self {
+            Value::Str(s) => ValueRef::Str(s),
+            Value::Hll(h) => ValueRef::Hll(h),
+            Value::Set(s) => ValueRef::Set(s),
+            Value::Hash(h) => ValueRef::Hash(h),
+        }
+    }
+
+    /// Where this value's own data starts (see [`ValueRef::heap_ptr`]).
+    pub fn heap_ptr(&self) -> *const u8 {
+        self.as_ref().heap_ptr()
     }
 }
 
@@ -78,7 +179,7 @@ impl Default for Value {
 }
 
 // Three words whatever the variant: `StrBuf`'s tag byte leaves a niche for the other
-// variants' discriminant, so the table's entry stays 32 bytes.
+// variants' discriminant. (Table entries store values packed in 18 bytes: `packed.rs`.)
 const _: () = assert!(std::mem::size_of::<Value>() == 24);
 
 /// The type names TYPE reports and SCAN's TYPE option matches.
@@ -109,29 +210,12 @@ impl Value {
     }
 
     pub fn value_type(&self) -> ValueType {
-        match self {
-            Value::Str(_) | Value::Hll(_) => ValueType::String,
-            Value::Set(_) => ValueType::Set,
-            Value::Hash(_) => ValueType::Hash,
-        }
+        self.as_ref().value_type()
     }
 
     /// The encoding OBJECT ENCODING reports, as Redis would pick it for the same bytes.
     pub fn encoding(&self) -> &'static str {
-        match self {
-            Value::Str(s) => {
-                if s.len() <= 20 && parse_canonical_i64(s).is_some() {
-                    "int"
-                } else if s.len() <= EMBSTR_MAX_LEN {
-                    "embstr"
-                } else {
-                    "raw"
-                }
-            }
-            Value::Hll(_) => "hll",
-            Value::Set(s) => s.encoding(),
-            Value::Hash(h) => h.encoding(),
-        }
+        self.as_ref().encoding()
     }
 
     /// Bytes this value occupies on the heap, for memory estimates. O(1) for strings and
@@ -140,12 +224,7 @@ impl Value {
     pub fn heap_bytes(&self) -> usize {
         match self {
             Value::Str(s) => s.heap_bytes(),
-            Value::Hll(h) => {
-                let data = h.registers().map_or(0, <[u8]>::len) + h.explicit_values().map_or(0, |v| v.len() * 8);
-                std::mem::size_of::<Hll>() + data
-            }
-            Value::Set(s) => std::mem::size_of::<IdSet>() + s.heap_bytes(),
-            Value::Hash(h) => std::mem::size_of::<CompactHash>() + h.heap_bytes(),
+            other => other.as_ref().boxed_heap_bytes(),
         }
     }
 

@@ -7,7 +7,7 @@
 
 use abacus_collections::{CompactHash, IdSet};
 use abacus_hll::Hll;
-use abacus_keyspace::{Detached, Entry, Value};
+use abacus_keyspace::{Detached, Entry, Value, ValueRef};
 
 const TYPE_STR: u8 = 0;
 const TYPE_HLL: u8 = 1;
@@ -23,21 +23,21 @@ pub fn encode(out: &mut Vec<u8>, db: u16, key: &[u8], e: &Entry, expire_at_ms: u
     out.extend_from_slice(&(key.len() as u32).to_le_bytes());
     out.extend_from_slice(key);
     out.extend_from_slice(&expire_at_ms.to_le_bytes());
-    out.push(if e.raw_encoding { FLAG_RAW } else { 0 });
-    let (ty, at) = match &e.value {
-        Value::Str(_) => (TYPE_STR, out.len()),
-        Value::Hll(_) => (TYPE_HLL, out.len()),
-        Value::Set(_) => (TYPE_SET, out.len()),
-        Value::Hash(_) => (TYPE_HASH, out.len()),
+    out.push(if e.raw_encoding() { FLAG_RAW } else { 0 });
+    let (ty, at) = match e.value() {
+        ValueRef::Str(_) => (TYPE_STR, out.len()),
+        ValueRef::Hll(_) => (TYPE_HLL, out.len()),
+        ValueRef::Set(_) => (TYPE_SET, out.len()),
+        ValueRef::Hash(_) => (TYPE_HASH, out.len()),
     };
     out.push(ty);
     let len_at = at + 1;
     out.extend_from_slice(&[0; 4]);
-    match &e.value {
-        Value::Str(s) => out.extend_from_slice(s),
-        Value::Hll(h) => out.extend_from_slice(&h.to_bytes()),
-        Value::Set(s) => s.serialize_into(out),
-        Value::Hash(h) => h.serialize_into(out),
+    match e.value() {
+        ValueRef::Str(s) => out.extend_from_slice(s),
+        ValueRef::Hll(h) => out.extend_from_slice(&h.to_bytes()),
+        ValueRef::Set(s) => s.serialize_into(out),
+        ValueRef::Hash(h) => h.serialize_into(out),
     }
     let len = (out.len() - len_at - 4) as u32;
     out[len_at..len_at + 4].copy_from_slice(&len.to_le_bytes());
@@ -75,7 +75,7 @@ pub fn decode(bytes: &[u8]) -> Result<(Decoded<'_>, usize), String> {
         t => return Err(format!("unknown value type {t}")),
     };
     let mut entry = Entry::new(value);
-    entry.raw_encoding = flags & FLAG_RAW != 0;
+    entry.set_raw_encoding(flags & FLAG_RAW != 0);
     Ok((Decoded { db, key, entry: Detached { entry, expire_at_ms } }, at))
 }
 
@@ -91,7 +91,7 @@ mod tests {
         hash.insert(b"f", b"v");
         let hll = Hll::from_bytes(&[0x11, 0x8b, 0x7f]).unwrap();
         let mut e = Entry::new(Value::str(b"hello"));
-        e.raw_encoding = true;
+        e.set_raw_encoding(true);
         let entries = [e, Entry::new(Value::Hll(Box::new(hll))), Entry::new(Value::Set(Box::new(set))), Entry::new(Value::Hash(Box::new(hash)))];
         let expiry = |i: usize| if i == 0 { 123 } else { 0 };
         let mut out = Vec::new();
@@ -103,9 +103,9 @@ mod tests {
             let (d, n) = decode(&out[at..]).unwrap();
             assert_eq!(d.db as usize, i);
             assert_eq!(d.key, format!("k{i}").as_bytes());
-            assert_eq!(d.entry.entry.value, e.value);
+            assert_eq!(d.entry.entry.value(), e.value());
             assert_eq!(d.entry.expire_at_ms, expiry(i));
-            assert_eq!(d.entry.entry.raw_encoding, e.raw_encoding);
+            assert_eq!(d.entry.entry.raw_encoding(), e.raw_encoding());
             for cut in 0..n {
                 assert!(decode(&out[at..at + cut]).is_err());
             }

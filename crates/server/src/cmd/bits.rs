@@ -54,7 +54,7 @@ fn setbit(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         return e;
     }
     match str_mut(ctx, &a[1]) {
-        Ok(s) => {
+        Ok(mut s) => {
             let byte = (off >> 3) as usize;
             if s.len() <= byte {
                 s.resize(byte + 1, 0);

@@ -47,7 +47,7 @@ fn read_hash<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a CompactHash>
     let now = ctx.now_ms;
     match ctx.db().get(key, now) {
         None => Ok(None),
-        Some(e) => e.value.as_hash().map(Some).ok_or_else(|| err(ERR_WRONGTYPE)),
+        Some(e) => e.as_hash().map(Some).ok_or_else(|| err(ERR_WRONGTYPE)),
     }
 }
 
@@ -56,7 +56,7 @@ fn hash_mut<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a mut CompactHa
     let now = ctx.now_ms;
     match ctx.db().get_mut(key, now) {
         None => Ok(None),
-        Some(e) => e.value.as_hash_mut().map(Some).ok_or_else(|| err(ERR_WRONGTYPE)),
+        Some(e) => e.as_hash_mut().map(Some).ok_or_else(|| err(ERR_WRONGTYPE)),
     }
 }
 

@@ -28,7 +28,7 @@
 //! - HLL.INFO of a missing key is null.
 
 use abacus_hll::{hash_bigint, hash_bytes, Hll, Params};
-use abacus_keyspace::Value;
+use abacus_keyspace::{Value, ValueRef};
 use abacus_protocol::{Arg, Frame};
 
 use super::args::*;
@@ -102,17 +102,17 @@ fn sketch<'a>(ctx: &'a mut Ctx, key: &[u8], read: bool) -> Result<Option<&'a mut
     let db = ctx.db();
     let found = if read { db.get_read_mut(key, now) } else { db.get_mut(key, now) };
     let Some(e) = found else { return Ok(None) };
-    let decoded = match &e.value {
-        Value::Str(s) => Some(decode(s, &cfg)?),
-        Value::Hll(_) | Value::Set(_) | Value::Hash(_) => None,
+    let decoded = match e.value() {
+        ValueRef::Str(s) => Some(decode(s, &cfg)?),
+        ValueRef::Hll(_) | ValueRef::Set(_) | ValueRef::Hash(_) => None,
     };
     if let Some(h) = decoded {
-        e.value = Value::Hll(Box::new(h));
-        e.raw_encoding = false;
+        e.replace_value(Value::Hll(Box::new(h)));
+        e.set_raw_encoding(false);
     }
-    match &mut e.value {
-        Value::Hll(h) => Ok(Some(h)),
-        Value::Str(_) | Value::Set(_) | Value::Hash(_) => Err(err(ERR_WRONGTYPE)),
+    match e.as_hll_mut() {
+        Some(h) => Ok(Some(h)),
+        None => Err(err(ERR_WRONGTYPE)),
     }
 }
 
@@ -121,8 +121,8 @@ fn store(ctx: &mut Ctx, key: &[u8], h: Hll) {
     let now = ctx.now_ms;
     match ctx.db().get_mut(key, now) {
         Some(e) => {
-            e.value = Value::Hll(Box::new(h));
-            e.raw_encoding = false;
+            e.replace_value(Value::Hll(Box::new(h)));
+            e.set_raw_encoding(false);
         }
         None => ctx.db().set(key, Value::Hll(Box::new(h)), 0, now),
     }
@@ -328,12 +328,12 @@ mod tests {
     fn a_sketch_stays_decoded_until_a_string_command_reads_it() {
         let mut dbs = vec![Db::new()];
         assert_eq!(run(&mut dbs, &[b"hll.addint", b"k", b"1", b"2"]), Frame::Integer(1));
-        assert!(matches!(dbs[0].peek(b"k", 1).unwrap().value, Value::Hll(_)));
+        assert!(matches!(dbs[0].peek(b"k", 1).unwrap().value(), ValueRef::Hll(_)));
         let Frame::Bulk(bytes) = run(&mut dbs, &[b"get", b"k"]) else { panic!() };
         assert_eq!(bytes[0], 0x12, "EXPLICIT");
-        assert!(matches!(dbs[0].peek(b"k", 1).unwrap().value, Value::Str(_)));
+        assert!(matches!(dbs[0].peek(b"k", 1).unwrap().value(), ValueRef::Str(_)));
         assert_eq!(run(&mut dbs, &[b"hll.card", b"k"]), Frame::Double(2.0));
-        assert!(matches!(dbs[0].peek(b"k", 1).unwrap().value, Value::Hll(_)));
+        assert!(matches!(dbs[0].peek(b"k", 1).unwrap().value(), ValueRef::Hll(_)));
         // A string command that modifies the bytes makes them a plain (invalid) string.
         assert_eq!(run(&mut dbs, &[b"append", b"k", b"x"]), Frame::Integer(bytes.len() as i64 + 1));
         let Frame::Error(e) = run(&mut dbs, &[b"hll.card", b"k"]) else { panic!() };

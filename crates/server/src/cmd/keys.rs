@@ -59,7 +59,7 @@ fn unlink(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         }
         if let Some(e) = ctx.db().remove_entry(k) {
             removed += 1;
-            if e.entry.value.heap_bytes() > crate::memory::LAZYFREE_THRESHOLD_BYTES {
+            if e.entry.heap_bytes() > crate::memory::LAZYFREE_THRESHOLD_BYTES {
                 crate::memory::free_later(e.entry);
             }
         }
@@ -75,7 +75,7 @@ fn exists(ctx: &mut Ctx, a: &[Arg]) -> Frame {
 fn type_cmd(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let now = ctx.now_ms;
     match ctx.db().peek(&a[1], now) {
-        Some(e) => Frame::simple(e.value.value_type().name()),
+        Some(e) => Frame::simple(e.value().value_type().name()),
         None => Frame::simple("none"),
     }
 }
@@ -293,7 +293,7 @@ pub async fn scan(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
             .run(access, shard as usize, move |s| {
                 let mut found = Vec::new();
                 let (next, visited) = s.dbs[db].scan(pos, budget, now_ms(), |k, e| {
-                    let type_ok = type_filter.as_deref().is_none_or(|t| e.value.value_type().name() == t);
+                    let type_ok = type_filter.as_deref().is_none_or(|t| e.value().value_type().name() == t);
                     let match_ok = pattern.as_ref().is_none_or(|p| abacus_keyspace::glob_match(p, k, false));
                     if type_ok && match_ok {
                         found.push(Bytes::copy_from_slice(k));

@@ -19,7 +19,7 @@
 //! PFCOUNT on a single key is flagged read-only, as in Redis, but writes the recomputed
 //! cardinality into the value's cache; like Redis it then signals the key as modified (WATCH).
 
-use abacus_keyspace::Value;
+use abacus_keyspace::{Value, ValueRef};
 use abacus_protocol::{Arg, Frame};
 use abacus_redis_hll::{HllError, RedisHll, HLL_REGISTERS};
 
@@ -60,24 +60,25 @@ fn with_hll<R>(ctx: &mut Ctx, key: &[u8], lookup: Lookup, f: impl FnOnce(&mut Re
     let db = ctx.db();
     let found = if lookup == Lookup::Write { db.get_mut(key, now) } else { db.get_read_mut(key, now) };
     let Some(e) = found else { return Ok(None) };
-    let bytes = match &mut e.value {
-        Value::Str(s) => s,
-        Value::Hll(_) => return Err(hll_error(HllError::NotHll)),
+    match e.value() {
+        ValueRef::Str(_) => {}
+        ValueRef::Hll(_) => return Err(hll_error(HllError::NotHll)),
         // Redis's isHLLObjectOrReply checks the type first: the generic WRONGTYPE text.
-        Value::Set(_) | Value::Hash(_) => return Err(Frame::error(super::args::ERR_WRONGTYPE)),
-    };
-    let mut h = match RedisHll::from_vec(std::mem::take(bytes).into_vec()) {
+        ValueRef::Set(_) | ValueRef::Hash(_) => return Err(Frame::error(super::args::ERR_WRONGTYPE)),
+    }
+    let Value::Str(bytes) = e.take_value() else { unreachable!("checked to be a string") };
+    let mut h = match RedisHll::from_vec(bytes.into_vec()) {
         Ok(h) => h,
         Err((err, back)) => {
-            *bytes = back.into();
+            e.replace_value(Value::Str(back.into()));
             return Err(hll_error(err));
         }
     };
     let r = f(&mut h);
-    *bytes = h.into_bytes().into();
+    e.replace_value(Value::Str(h.into_bytes().into()));
     if lookup != Lookup::Read {
         // An unshared string is "raw" in Redis whatever its length (OBJECT ENCODING).
-        e.raw_encoding = true;
+        e.set_raw_encoding(true);
     }
     Ok(Some(r))
 }
@@ -88,7 +89,7 @@ fn store_new(ctx: &mut Ctx, key: &[u8], h: RedisHll) {
     let db = ctx.db();
     db.set(key, Value::Str(h.into_bytes().into()), 0, now);
     if let Some(e) = db.get_mut(key, now) {
-        e.raw_encoding = true;
+        e.set_raw_encoding(true);
     }
 }
 

@@ -51,12 +51,12 @@ fn operands<'a>(ctx: &'a mut Ctx, keys: &[Arg], write: bool) -> Result<Vec<Optio
     let db = ctx.db();
     for key in keys {
         let found = if write { db.get_mut(key, now).map(|e| &*e) } else { db.get(key, now) };
-        if found.is_some_and(|e| e.value.as_set().is_none()) {
+        if found.is_some_and(|e| e.as_set().is_none()) {
             return Err(err(ERR_WRONGTYPE));
         }
     }
     let db = &*db;
-    Ok(keys.iter().map(|key| db.get_shared(key, now).and_then(|e| e.value.as_set())).collect())
+    Ok(keys.iter().map(|key| db.get_shared(key, now).and_then(|e| e.as_set())).collect())
 }
 
 fn compute(ctx: &mut Ctx, keys: &[Arg], write: bool, op: Op) -> Result<IdSet, Frame> {

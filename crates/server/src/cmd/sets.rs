@@ -44,7 +44,7 @@ pub fn read_set<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a IdSet>, F
     let now = ctx.now_ms;
     match ctx.db().get(key, now) {
         None => Ok(None),
-        Some(e) => e.value.as_set().map(Some).ok_or_else(|| err(ERR_WRONGTYPE)),
+        Some(e) => e.as_set().map(Some).ok_or_else(|| err(ERR_WRONGTYPE)),
     }
 }
 
@@ -54,7 +54,7 @@ fn set_mut<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a mut IdSet>, Fr
     let now = ctx.now_ms;
     match ctx.db().get_mut(key, now) {
         None => Ok(None),
-        Some(e) => e.value.as_set_mut().map(Some).ok_or_else(|| err(ERR_WRONGTYPE)),
+        Some(e) => e.as_set_mut().map(Some).ok_or_else(|| err(ERR_WRONGTYPE)),
     }
 }
 

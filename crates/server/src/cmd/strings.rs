@@ -4,7 +4,7 @@
 //! access to it, so read-modify-write commands (INCR, APPEND, GETSET...) are atomic without
 //! locks. Replies and error texts follow Redis 7 (`t_string.c`).
 
-use abacus_keyspace::{Entry, StrBuf, Value};
+use abacus_keyspace::{Entry, StrMut, Value, ValueRef};
 use abacus_protocol::{Arg, Bytes, Frame};
 
 use super::args::*;
@@ -45,34 +45,39 @@ pub const COMMANDS: &[Spec] = &[
 /// The string stored at `key`: Ok(None) if missing, Err(WRONGTYPE) if not a string. A
 /// decoded HLL sketch is a string: it is serialized in place first (see `Value`), so every
 /// string command reads exactly the bytes GET returns.
-pub fn read_str<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a StrBuf>, Frame> {
+pub fn read_str<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a [u8]>, Frame> {
     let now = ctx.now_ms;
     match ctx.db().get_read_mut(key, now) {
         None => Ok(None),
-        Some(e) => match e.value.string_bytes_mut() {
-            Some(s) => Ok(Some(&*s)),
-            None => Err(err(ERR_WRONGTYPE)),
-        },
+        Some(e) => {
+            if matches!(e.value(), ValueRef::Hll(_)) {
+                drop(e.str_mut()); // serializes the sketch in place
+            }
+            let e: &'a Entry = e;
+            e.str_bytes().map(Some).ok_or_else(|| err(ERR_WRONGTYPE))
+        }
     }
 }
 
 /// The string at `key` for modification, created empty if missing.
-pub fn str_mut<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<&'a mut StrBuf, Frame> {
+pub fn str_mut<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<StrMut<'a>, Frame> {
     let now = ctx.now_ms;
     if !ctx.db().contains(key, now) {
         ctx.db().set(key, Value::Str(Default::default()), 0, now);
     }
     match ctx.db().get_mut(key, now) {
-        Some(Entry { value, raw_encoding, .. }) => {
-            let s = value.string_bytes_mut().ok_or_else(|| err(ERR_WRONGTYPE))?;
-            *raw_encoding = true;
-            Ok(s)
+        Some(e) => {
+            if !matches!(e.value(), ValueRef::Str(_) | ValueRef::Hll(_)) {
+                return Err(err(ERR_WRONGTYPE));
+            }
+            e.set_raw_encoding(true);
+            Ok(e.str_mut().expect("a string or a sketch"))
         }
         None => Err(err("ERR internal error: key vanished")),
     }
 }
 
-fn bulk_or_null(v: Option<&StrBuf>) -> Frame {
+fn bulk_or_null(v: Option<&[u8]>) -> Frame {
     match v {
         Some(s) => Frame::Bulk(Bytes::copy_from_slice(s)),
         None => Frame::Null,
@@ -166,13 +171,13 @@ fn set(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         return Frame::ok();
     }
     let old = match read_str(ctx, key) {
-        Ok(v) => v.cloned(),
+        Ok(v) => v.map(<[u8]>::to_vec),
         // SET without GET overwrites a key of any type.
         Err(e) if want_get => return e,
         Err(_) => None,
     };
     let exists = ctx.db().contains(key, now);
-    let reply_skip = if want_get { bulk_or_null(old.as_ref()) } else { Frame::Null };
+    let reply_skip = if want_get { bulk_or_null(old.as_deref()) } else { Frame::Null };
     if (nx && exists) || (xx && !exists) {
         return reply_skip;
     }
@@ -191,7 +196,7 @@ fn set(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         ctx.db().set(key, Value::str(&a[2]), at, now);
     }
     if want_get {
-        bulk_or_null(old.as_ref())
+        bulk_or_null(old.as_deref())
     } else {
         Frame::ok()
     }
@@ -330,7 +335,7 @@ fn append(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         return err(ERR_STRING_TOO_LONG);
     }
     match str_mut(ctx, &a[1]) {
-        Ok(s) => {
+        Ok(mut s) => {
             s.extend_from_slice(&a[2]);
             Frame::Integer(s.len() as i64)
         }
@@ -397,7 +402,7 @@ fn setrange(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         return err(ERR_STRING_TOO_LONG);
     }
     match str_mut(ctx, &a[1]) {
-        Ok(s) => {
+        Ok(mut s) => {
             let off = offset as usize;
             if s.len() < off + value.len() {
                 s.resize(off + value.len(), 0);
@@ -422,7 +427,7 @@ fn incr_by(ctx: &mut Ctx, key: &[u8], by: i64) -> Frame {
     let now = ctx.now_ms;
     let bytes = int_bytes(new);
     match ctx.db().get_mut(key, now) {
-        Some(e) => e.value = Value::Str(bytes.into()),
+        Some(e) => drop(e.replace_value(Value::Str(bytes.into()))),
         None => ctx.db().set(key, Value::Str(bytes.into()), 0, now),
     }
     Frame::Integer(new)
@@ -473,7 +478,7 @@ fn incrbyfloat(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let text = format_float_sum(&current_text, &a[2], new);
     let now = ctx.now_ms;
     match ctx.db().get_mut(&a[1], now) {
-        Some(e) => e.value = Value::Str(text.clone().into()),
+        Some(e) => drop(e.replace_value(Value::Str(text.clone().into()))),
         None => ctx.db().set(&a[1], Value::Str(text.clone().into()), 0, now),
     }
     Frame::Bulk(Bytes::from(text))
@@ -503,11 +508,11 @@ pub(crate) fn format_float_sum(a: &[u8], b: &[u8], f64_sum: f64) -> Vec<u8> {
 fn lcs(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     // Redis checks the keys' types before it looks at the options.
     let sa = match read_str(ctx, &a[1]) {
-        Ok(v) => v.cloned().unwrap_or_default(),
+        Ok(v) => v.map(<[u8]>::to_vec).unwrap_or_default(),
         Err(_) => return err("ERR The specified keys must contain string values"),
     };
     let sb = match read_str(ctx, &a[2]) {
-        Ok(v) => v.cloned().unwrap_or_default(),
+        Ok(v) => v.map(<[u8]>::to_vec).unwrap_or_default(),
         Err(_) => return err("ERR The specified keys must contain string values"),
     };
     let (mut want_len, mut want_idx, mut withmatchlen) = (false, false, false);
