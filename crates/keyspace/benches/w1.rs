@@ -123,7 +123,9 @@ fn main() {
             }
             for key in batch.drain(..) {
                 match db.get_mut(&key, now_ms) {
-                    Some(e) => e.str_mut().expect("only strings are stored").extend_from_slice(RECORD),
+                    Some(e) => {
+                        e.append(RECORD).expect("only strings are stored");
+                    }
                     None => db.set(&key, Value::str(RECORD), 0, now_ms),
                 }
             }

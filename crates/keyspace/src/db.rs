@@ -114,6 +114,18 @@ impl Entry {
         self.value.str_mut()
     }
 
+    /// Appends to the string, returning its new length; `None` (nothing changed) for sets and
+    /// hashes. A decoded sketch is serialized first, as in [`Entry::str_mut`]. The fast path
+    /// of APPEND: bytes that fit the value's spare room are copied in place.
+    #[inline]
+    pub fn append(&mut self, bytes: &[u8]) -> Option<usize> {
+        if let ValueRef::Hll(h) = self.value.get() {
+            let bytes = h.to_bytes();
+            self.value.replace(Value::Str(bytes.into()));
+        }
+        self.value.append(bytes)
+    }
+
     /// The bytes of a plain string (`None` for a decoded sketch, a set or a hash).
     pub fn str_bytes(&self) -> Option<&[u8]> {
         match self.value.get() {

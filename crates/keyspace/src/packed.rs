@@ -213,6 +213,47 @@ impl PackedValue {
         }
     }
 
+    /// Appends `bytes` to a plain string, returning its new length (`None`, and nothing
+    /// changed, if the value is not a plain string).
+    ///
+    /// Why not `str_mut`: APPEND is W1's hot path, and taking the `StrBuf` out and packing
+    /// it back costs two moves and a dozen branches per call; when the bytes fit where they
+    /// are (the inline payload, or the heap buffer's spare capacity, which size-class growth
+    /// leaves on most appends) they are copied in place and only the length changes.
+    #[inline]
+    pub fn append(&mut self, bytes: &[u8]) -> Option<usize> {
+        let n = bytes.len();
+        match self.kind {
+            k if k <= PACKED_INLINE_MAX as u8 && k as usize + n <= PACKED_INLINE_MAX => {
+                let len = k as usize;
+                self.payload[len..len + n].copy_from_slice(bytes);
+                self.kind = (len + n) as u8;
+                Some(len + n)
+            }
+            HEAP => {
+                let (len, cap) = (self.u32_at(8), self.u32_at(12));
+                if len + n > cap {
+                    return self.append_slow(bytes);
+                }
+                // SAFETY: HEAP owns a buffer of `cap` bytes (module invariant) and `&mut self`
+                // makes access exclusive; `len + n <= cap`, so the copy stays inside it, and
+                // `bytes` cannot overlap a buffer only this value can reach mutably.
+                unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr().add(len), n) };
+                // `len + n <= cap`, which fits in the u32 it was read from.
+                self.payload[8..12].copy_from_slice(&((len + n) as u32).to_le_bytes());
+                Some(len + n)
+            }
+            _ => self.append_slow(bytes),
+        }
+    }
+
+    #[cold]
+    fn append_slow(&mut self, bytes: &[u8]) -> Option<usize> {
+        let mut s = self.str_mut()?;
+        s.extend_from_slice(bytes);
+        Some(s.len())
+    }
+
     pub fn as_hll_mut(&mut self) -> Option<&mut Hll> {
         // SAFETY: HLL owns a live `Hll` (module invariant); `&mut self` makes the borrow
         // exclusive, and it is bounded by it.
@@ -331,7 +372,7 @@ mod tests {
         /// appends through `StrMut` (across the inline/heap boundary), mutation of the boxed
         /// kinds, clones; the packed value must always read as the model.
         #[test]
-        fn behaves_like_a_value(ops in proptest::collection::vec((0u8..6, 0u8..4, 0usize..60), 1..40)) {
+        fn behaves_like_a_value(ops in proptest::collection::vec((0u8..7, 0u8..4, 0usize..60), 1..40)) {
             let mut model = Value::default();
             let mut p = PackedValue::new();
             for (op, kind, len) in ops {
@@ -346,6 +387,14 @@ mod tests {
                         let got = p.str_mut().map(|mut s| { s.extend_from_slice(&vec![b'a'; len]); s.len() });
                         let want = match &mut model {
                             Value::Str(s) => { s.extend_from_slice(&vec![b'a'; len]); Some(s.len()) }
+                            _ => None,
+                        };
+                        prop_assert_eq!(got, want);
+                    }
+                    6 => {
+                        let got = p.append(&vec![b'b'; len]);
+                        let want = match &mut model {
+                            Value::Str(s) => { s.extend_from_slice(&vec![b'b'; len]); Some(s.len()) }
                             _ => None,
                         };
                         prop_assert_eq!(got, want);

@@ -61,6 +61,12 @@ pub fn read_str<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a [u8]>, Fr
 
 /// The string at `key` for modification, created empty if missing.
 pub fn str_mut<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<StrMut<'a>, Frame> {
+    str_entry(ctx, key).map(|e| e.str_mut().expect("a string or a sketch"))
+}
+
+/// The entry of the string at `key`, created empty if missing, marked as modified in place
+/// (OBJECT ENCODING "raw"); WRONGTYPE if it holds anything but a string or a sketch.
+fn str_entry<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<&'a mut Entry, Frame> {
     let now = ctx.now_ms;
     if !ctx.db().contains(key, now) {
         ctx.db().set(key, Value::Str(Default::default()), 0, now);
@@ -71,7 +77,7 @@ pub fn str_mut<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<StrMut<'a>, Frame> {
                 return Err(err(ERR_WRONGTYPE));
             }
             e.set_raw_encoding(true);
-            Ok(e.str_mut().expect("a string or a sketch"))
+            Ok(e)
         }
         None => Err(err("ERR internal error: key vanished")),
     }
@@ -325,22 +331,28 @@ fn msetnx(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     Frame::Integer(1)
 }
 
+/// APPEND as Redis's appendCommand: one write lookup; a missing key is created from the
+/// argument (encoded as SET would store it), an existing string grows in place (the
+/// length limit checked first) and is "raw" from then on.
 fn append(ctx: &mut Ctx, a: &[Arg]) -> Frame {
-    let max = ctx.max_string_len;
-    let cur_len = match read_str(ctx, &a[1]) {
-        Ok(v) => v.map(|s| s.len()).unwrap_or(0),
-        Err(e) => return e,
+    let (max, now) = (ctx.max_string_len, ctx.now_ms);
+    let Some(e) = ctx.db().get_mut(&a[1], now) else {
+        ctx.db().set(&a[1], Value::str(&a[2]), 0, now);
+        return Frame::Integer(a[2].len() as i64);
+    };
+    let cur_len = match e.value() {
+        ValueRef::Str(s) => s.len(),
+        ValueRef::Hll(_) => {
+            drop(e.str_mut()); // serializes the sketch in place
+            e.str_bytes().map_or(0, <[u8]>::len)
+        }
+        _ => return err(ERR_WRONGTYPE),
     };
     if (cur_len + a[2].len()) as u64 > max {
         return err(ERR_STRING_TOO_LONG);
     }
-    match str_mut(ctx, &a[1]) {
-        Ok(mut s) => {
-            s.extend_from_slice(&a[2]);
-            Frame::Integer(s.len() as i64)
-        }
-        Err(e) => e,
-    }
+    e.set_raw_encoding(true);
+    Frame::Integer(e.append(&a[2]).expect("a string") as i64)
 }
 
 fn strlen(ctx: &mut Ctx, a: &[Arg]) -> Frame {
