@@ -37,6 +37,7 @@
 //! `cargo +nightly miri test -p abacus-keyspace --lib packed`).
 
 use std::fmt;
+use std::mem::MaybeUninit;
 use std::ops::{Deref, DerefMut};
 use std::ptr;
 
@@ -58,7 +59,12 @@ const BIG: u8 = 22;
 /// A value packed in 18 bytes (see the module comment).
 #[repr(C)]
 pub struct PackedValue {
-    payload: [u8; PACKED_INLINE_MAX],
+    /// Always initialized (written only with initialized bytes). `MaybeUninit` for the
+    /// pointer kinds' sake: copying `u8`s strips a pointer's provenance, so a moved
+    /// `PackedValue` of plain bytes would hold an address but no right to use it (Miri
+    /// reports the dereference as undefined behaviour); `MaybeUninit` bytes are copied with
+    /// their provenance.
+    payload: [MaybeUninit<u8>; PACKED_INLINE_MAX],
     kind: u8,
 }
 
@@ -75,7 +81,7 @@ unsafe impl Sync for PackedValue {}
 impl PackedValue {
     /// The empty string.
     pub const fn new() -> PackedValue {
-        PackedValue { payload: [0; PACKED_INLINE_MAX], kind: 0 }
+        PackedValue { payload: [MaybeUninit::new(0); PACKED_INLINE_MAX], kind: 0 }
     }
 
     pub fn pack(v: Value) -> PackedValue {
@@ -90,7 +96,7 @@ impl PackedValue {
     fn pack_str(mut s: StrBuf) -> PackedValue {
         if s.is_inline() && s.len() <= PACKED_INLINE_MAX {
             let mut p = PackedValue::new();
-            p.payload[..s.len()].copy_from_slice(&s);
+            p.bytes_mut()[..s.len()].copy_from_slice(&s);
             p.kind = s.len() as u8;
             return p;
         }
@@ -102,8 +108,8 @@ impl PackedValue {
         match (u32::try_from(parts.len), u32::try_from(parts.cap)) {
             (Ok(len), Ok(cap)) => {
                 let mut p = PackedValue::with_ptr(HEAP, parts.ptr);
-                p.payload[8..12].copy_from_slice(&len.to_le_bytes());
-                p.payload[12..16].copy_from_slice(&cap.to_le_bytes());
+                p.bytes_mut()[8..12].copy_from_slice(&len.to_le_bytes());
+                p.bytes_mut()[12..16].copy_from_slice(&cap.to_le_bytes());
                 p
             }
             _ => {
@@ -131,9 +137,24 @@ impl PackedValue {
         unsafe { ptr::read_unaligned(self.payload.as_ptr().cast::<*mut u8>()) }
     }
 
+    /// The payload as bytes. Read only where they are plain bytes: an inline string's, and a
+    /// HEAP string's length and capacity (bytes 8..16).
+    #[inline(always)]
+    fn bytes(&self) -> &[u8; PACKED_INLINE_MAX] {
+        // SAFETY: every payload byte is initialized (see the field), and `[MaybeUninit<u8>; N]`
+        // has the layout of `[u8; N]`.
+        unsafe { &*self.payload.as_ptr().cast::<[u8; PACKED_INLINE_MAX]>() }
+    }
+
+    #[inline(always)]
+    fn bytes_mut(&mut self) -> &mut [u8; PACKED_INLINE_MAX] {
+        // SAFETY: as in `bytes`; only initialized bytes are written through the reference.
+        unsafe { &mut *self.payload.as_mut_ptr().cast::<[u8; PACKED_INLINE_MAX]>() }
+    }
+
     #[inline]
     fn u32_at(&self, at: usize) -> usize {
-        u32::from_le_bytes(self.payload[at..at + 4].try_into().expect("4 bytes")) as usize
+        u32::from_le_bytes(self.bytes()[at..at + 4].try_into().expect("4 bytes")) as usize
     }
 
     #[inline]
@@ -149,7 +170,7 @@ impl PackedValue {
         // SAFETY (every arm): the module invariant says what the pointer owns, and `this`
         // will not be dropped or used again, so ownership passes to the returned value once.
         match this.kind {
-            k if k <= PACKED_INLINE_MAX as u8 => Value::Str(StrBuf::from_slice(&this.payload[..k as usize])),
+            k if k <= PACKED_INLINE_MAX as u8 => Value::Str(StrBuf::from_slice(&this.bytes()[..k as usize])),
             HEAP => Value::Str(unsafe { StrBuf::from_heap_parts(this.heap_parts()) }),
             HLL => Value::Hll(unsafe { Box::from_raw(p().cast::<Hll>()) }),
             SET => Value::Set(unsafe { Box::from_raw(p().cast::<IdSet>()) }),
@@ -176,7 +197,7 @@ impl PackedValue {
         // kind's type (or a HEAP buffer of `len` initialized bytes), which lives as long as
         // `self` is not modified; the borrow of `self` bounds the references.
         match self.kind {
-            k if k <= PACKED_INLINE_MAX as u8 => ValueRef::Str(&self.payload[..k as usize]),
+            k if k <= PACKED_INLINE_MAX as u8 => ValueRef::Str(&self.bytes()[..k as usize]),
             HEAP => ValueRef::Str(unsafe { std::slice::from_raw_parts(self.ptr(), self.u32_at(8)) }),
             HLL => ValueRef::Hll(unsafe { &*self.ptr().cast::<Hll>() }),
             SET => ValueRef::Set(unsafe { &*self.ptr().cast::<IdSet>() }),
@@ -226,7 +247,7 @@ impl PackedValue {
         match self.kind {
             k if k <= PACKED_INLINE_MAX as u8 && k as usize + n <= PACKED_INLINE_MAX => {
                 let len = k as usize;
-                self.payload[len..len + n].copy_from_slice(bytes);
+                self.bytes_mut()[len..len + n].copy_from_slice(bytes);
                 self.kind = (len + n) as u8;
                 Some(len + n)
             }
@@ -240,7 +261,7 @@ impl PackedValue {
                 // `bytes` cannot overlap a buffer only this value can reach mutably.
                 unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr().add(len), n) };
                 // `len + n <= cap`, which fits in the u32 it was read from.
-                self.payload[8..12].copy_from_slice(&((len + n) as u32).to_le_bytes());
+                self.bytes_mut()[8..12].copy_from_slice(&((len + n) as u32).to_le_bytes());
                 Some(len + n)
             }
             _ => self.append_slow(bytes),
