@@ -32,9 +32,11 @@
 //! kind's type. Every function that writes a pointer kind writes it from exactly such a
 //! source, and every function that turns it back into an owner (`unpack`) consumes the
 //! `PackedValue` (or replaces it with the empty string first). Pointers are stored and read
-//! with `write_unaligned`/`read_unaligned` as pointers, so they keep their provenance.
-//! Tests: the property test at the bottom against `Value` (also under Miri:
-//! `cargo +nightly miri test -p abacus-keyspace --lib packed`).
+//! with `write_unaligned`/`read_unaligned` as pointers into `MaybeUninit` bytes, which keep
+//! their provenance when the value is moved (plain `u8`s would not: Miri caught that).
+//! Tests: the property test at the bottom against `Value`, with 64 cases under Miri
+//! (`MIRIFLAGS=-Zmiri-disable-isolation cargo +nightly miri test -p abacus-keyspace --lib
+//! packed`; the flag lets proptest read its regression file).
 
 use std::fmt;
 use std::mem::MaybeUninit;
@@ -389,6 +391,9 @@ mod tests {
     }
 
     proptest! {
+        // Miri runs each case ~1000x slower.
+        #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 64 } else { 4000 }))]
+
         /// Random operation sequences against a plain `Value` as the model: replace, take,
         /// appends through `StrMut` (across the inline/heap boundary), mutation of the boxed
         /// kinds, clones; the packed value must always read as the model.
