@@ -160,7 +160,7 @@ impl Hll {
 }
 
 fn read_explicit(params: Params, payload: &[u8]) -> Result<Vec<i64>, HllError> {
-    if payload.len() % 8 != 0 {
+    if !payload.len().is_multiple_of(8) {
         return Err(corrupt(format!(
             "explicit payload of {} bytes is not a whole number of 8-byte values",
             payload.len()

@@ -184,7 +184,7 @@ impl PackedValue {
 
     /// Takes the value out, leaving the empty string.
     pub fn take(&mut self) -> Value {
-        std::mem::replace(self, PackedValue::new()).unpack()
+        std::mem::take(self).unpack()
     }
 
     /// Stores `v`, returning the previous value.

@@ -110,7 +110,7 @@ pub(crate) struct Scratch {
 fn occupancy(bits: &mut Vec<u64>, cap: usize) -> &mut [u64] {
     bits.clear();
     bits.resize(cap.div_ceil(64), 0);
-    if cap % 64 != 0 {
+    if !cap.is_multiple_of(64) {
         bits[cap / 64] = !0 << (cap % 64);
     }
     bits
