@@ -343,6 +343,39 @@ def test_append_to_integer_and_keeps_ttl(c):
     assert 0 < c("TTL", "n") <= 100
 
 
+def test_append_across_the_inline_and_heap_boundaries(c):
+    # Values are stored inline up to 17 bytes and in size-class buffers beyond, grown in
+    # place while they fit: every length from 0 to 300 must read back whole.
+    want = b""
+    for i in range(300):
+        piece = bytes([97 + i % 26])
+        want += piece
+        assert c("APPEND", "grow", piece) == len(want)
+        if i % 7 == 0 or i < 40:
+            assert c("GET", "grow") == want
+            assert c("STRLEN", "grow") == len(want)
+    assert c("GETRANGE", "grow", "10", "30") == want[10:31]
+
+
+def test_append_creates_the_key_as_set_would(c):
+    # Redis's APPEND of a missing key stores the argument as SET does ("int", "embstr");
+    # appending to an existing string makes it "raw".
+    assert c("APPEND", "num", "123") == 3
+    assert c("OBJECT", "ENCODING", "num") == b"int"
+    assert c("APPEND", "word", "hello") == 5
+    assert c("OBJECT", "ENCODING", "word") == b"embstr"
+    assert c("APPEND", "word", "!") == 6
+    assert c("OBJECT", "ENCODING", "word") == b"raw"
+    assert c("GET", "word") == b"hello!"
+
+
+def test_append_wrongtype_changes_nothing(c):
+    c("SADD", "s", "a")
+    assert c("APPEND", "s", "x") == Err(
+        "WRONGTYPE Operation against a key holding the wrong kind of value")
+    assert c("SMEMBERS", "s") == [b"a"]
+
+
 def test_strlen(c):
     assert c("STRLEN", "missing") == 0
     c("SET", "k", "hello")
