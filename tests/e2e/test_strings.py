@@ -369,6 +369,21 @@ def test_append_creates_the_key_as_set_would(c):
     assert c("GET", "word") == b"hello!"
 
 
+def test_incr_after_append_is_a_new_object(c):
+    # INCR and INCRBYFLOAT store a new object in Redis: a string made "raw" by APPEND is
+    # encoded afresh.
+    c("SET", "n", "1")
+    c("APPEND", "n", "2")
+    assert c("OBJECT", "ENCODING", "n") == b"raw"
+    assert c("INCR", "n") == 13
+    assert c("OBJECT", "ENCODING", "n") == b"int"
+    c("SET", "f", "1.5")
+    c("APPEND", "f", "0")
+    assert c("OBJECT", "ENCODING", "f") == b"raw"
+    assert c("INCRBYFLOAT", "f", "1") == b"2.5"
+    assert c("OBJECT", "ENCODING", "f") == b"embstr"
+
+
 def test_append_wrongtype_changes_nothing(c):
     c("SADD", "s", "a")
     assert c("APPEND", "s", "x") == Err(

@@ -439,7 +439,11 @@ fn incr_by(ctx: &mut Ctx, key: &[u8], by: i64) -> Frame {
     let now = ctx.now_ms;
     let bytes = int_bytes(new);
     match ctx.db().get_mut(key, now) {
-        Some(e) => drop(e.replace_value(Value::Str(bytes.into()))),
+        Some(e) => {
+            // A new string object in Redis: no longer "raw" from an earlier APPEND.
+            e.replace_value(Value::Str(bytes.into()));
+            e.set_raw_encoding(false);
+        }
         None => ctx.db().set(key, Value::Str(bytes.into()), 0, now),
     }
     Frame::Integer(new)
@@ -490,7 +494,11 @@ fn incrbyfloat(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let text = format_float_sum(&current_text, &a[2], new);
     let now = ctx.now_ms;
     match ctx.db().get_mut(&a[1], now) {
-        Some(e) => drop(e.replace_value(Value::Str(text.clone().into()))),
+        Some(e) => {
+            // As INCR: Redis stores a new object (OBJECT ENCODING is no longer "raw").
+            e.replace_value(Value::Str(text.clone().into()));
+            e.set_raw_encoding(false);
+        }
         None => ctx.db().set(&a[1], Value::Str(text.clone().into()), 0, now),
     }
     Frame::Bulk(Bytes::from(text))
