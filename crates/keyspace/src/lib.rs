@@ -24,10 +24,13 @@
 //! let mut db = Db::new();
 //! db.set_tracking(Tracking { policy: EvictionPolicy::AllKeysLfu, ..Tracking::default() });
 //! db.set(b"user:1", Value::str(b"16 bytes of data"), 0, now);
-//! // APPEND-like update in place.
+//! // APPEND in place (copies into the value's spare room when it fits); `str_mut` gives the
+//! // string for any other change.
 //! if let Some(e) = db.get_mut(b"user:1", now) {
-//!     e.str_mut().unwrap().extend_from_slice(b"more");
+//!     assert_eq!(e.append(b"more"), Some(20));
+//!     e.str_mut().unwrap().truncate(18);
 //! }
+//! assert_eq!(db.get(b"user:1", now).unwrap().str_bytes(), Some(&b"16 bytes of datamo"[..]));
 //! db.set(b"session:9", Value::str(b"x"), now + 60_000, now); // expires in 60 s
 //! assert!(db.get(b"session:9", now + 60_000).is_none());
 //! // Over the memory limit: evict by the policy; the key is returned for logging.
