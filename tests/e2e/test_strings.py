@@ -9,6 +9,7 @@ from helpers import Err, wait_until
 NOT_INT = Err("ERR value is not an integer or out of range")
 NOT_FLOAT = Err("ERR value is not a valid float")
 OVERFLOW = Err("ERR increment or decrement would overflow")
+WRONGTYPE = Err("WRONGTYPE Operation against a key holding the wrong kind of value")
 SYNTAX = Err("ERR syntax error")
 I64_MAX = 9223372036854775807
 I64_MIN = -9223372036854775808
@@ -386,8 +387,7 @@ def test_incr_after_append_is_a_new_object(c):
 
 def test_append_wrongtype_changes_nothing(c):
     c("SADD", "s", "a")
-    assert c("APPEND", "s", "x") == Err(
-        "WRONGTYPE Operation against a key holding the wrong kind of value")
+    assert c("APPEND", "s", "x") == WRONGTYPE
     assert c("SMEMBERS", "s") == [b"a"]
 
 
@@ -579,8 +579,7 @@ def test_incrbyfloat_errors(c):
     assert c("INCRBYFLOAT", "f", "nan") == NOT_FLOAT
     # The key's type is checked before the increment.
     c("SADD", "set", "a")
-    assert c("INCRBYFLOAT", "set", "abc") == Err(
-        "WRONGTYPE Operation against a key holding the wrong kind of value")
+    assert c("INCRBYFLOAT", "set", "abc") == WRONGTYPE
     assert c("EXISTS", "f") == 0
     assert c("INCRBYFLOAT", "f") == wrong_args("incrbyfloat")
 
