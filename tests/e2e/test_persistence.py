@@ -532,6 +532,22 @@ def test_appendfsync_always_config_and_info(data_dir):
     assert r.lastsave()
 
 
+def test_last_save_durations_are_minus_one_before_the_first(data_dir):
+    # Redis reports -1 for the last snapshot's and rewrite's duration until one has run.
+    n = node(data_dir, "--save", "").start()
+    r = n.client()
+    info = r.info("persistence")
+    assert info["rdb_saves"] == 0
+    assert info["rdb_last_bgsave_time_sec"] == -1
+    assert info["aof_last_rewrite_time_sec"] == -1
+    assert r.bgsave()
+    wait_snapshot(r)
+    info = r.info("persistence")
+    assert info["rdb_saves"] == 1
+    assert info["rdb_last_bgsave_time_sec"] >= 0
+    assert info["aof_last_rewrite_time_sec"] >= 0
+
+
 CRASH_ROUNDS = int(os.environ.get("ABACUS_CRASH_ROUNDS", "20"))
 
 

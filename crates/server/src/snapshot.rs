@@ -526,6 +526,9 @@ pub fn info_persistence() -> String {
         None => (0, false, 0, true, 0, 0, 0, 0),
     };
     let status = if ok { "ok" } else { "err" };
+    let saves = global().map_or(0, |s| *s.done_tx.borrow());
+    // Redis reports -1 until the first snapshot (or rewrite) has finished.
+    let last_s = if saves == 0 { -1 } else { (dur / 1000) as i64 };
     let current = if in_progress { (now_ms().saturating_sub(started) / 1000) as i64 } else { -1 };
     let _ = write!(
         out,
@@ -533,8 +536,8 @@ pub fn info_persistence() -> String {
          rdb_last_bgsave_status:{status}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{current}\r\n\
          rdb_saves:{}\r\nrdb_last_save_keys:{keys}\r\nrdb_last_save_bytes:{bytes}\r\n",
         in_progress as u8,
-        dur / 1000,
-        global().map_or(0, |s| *s.done_tx.borrow()),
+        last_s,
+        saves,
     );
     match crate::aof::global() {
         Some(aof) => {
@@ -547,7 +550,7 @@ pub fn info_persistence() -> String {
                  aof_current_size:{}\r\naof_base_size:{}\r\naof_base_data_size:{}\r\naof_current_segment:{name}\r\naof_fsync_policy:{}\r\n\
                  aof_buffer_length:0\r\naof_pending_bio_fsync:{}\r\naof_delayed_fsync:0\r\n",
                 in_progress as u8,
-                dur / 1000,
+                last_s,
                 if write_ok { "ok" } else { "err" },
                 bytes + size,
                 bytes,
