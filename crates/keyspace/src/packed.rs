@@ -28,7 +28,7 @@
 //!
 //! Safety: all `unsafe` of this file rests on one invariant: for kinds above 17 the pointer
 //! bytes are the sole owner of what `Value` would own — a `StrBuf` heap buffer given up by
-//! [`StrBuf::into_heap_parts`] (HEAP, with its `len` and `cap`), or a `Box::into_raw` of the
+//! `StrBuf::into_heap_parts` (HEAP, with its `len` and `cap`), or a `Box::into_raw` of the
 //! kind's type. Every function that writes a pointer kind writes it from exactly such a
 //! source, and every function that turns it back into an owner (`unpack`) consumes the
 //! `PackedValue` (or replaces it with the empty string first). Pointers are stored and read
