@@ -280,6 +280,19 @@ def test_config_set_single(c):
     assert c("CONFIG", "GET", "maxmemory") == [b"maxmemory", b"0"]
 
 
+def test_config_set_maxmemory_takes_any_u64(c):
+    # As Redis 7.0's unsigned long long parameter: up to 2^64 - 1, writes still allowed.
+    try:
+        for v in (b"9223372036854775808", b"18446744073709551615"):
+            assert c("CONFIG", "SET", "maxmemory", v) == "OK"
+            assert c("CONFIG", "GET", "maxmemory") == [b"maxmemory", v]
+            assert c("SET", "k", "v") == "OK"
+        assert c("CONFIG", "SET", "maxmemory", "16777216gb") == "OK"
+        assert c("CONFIG", "GET", "maxmemory") == [b"maxmemory", b"18014398509481984"]
+    finally:
+        c("CONFIG", "SET", "maxmemory", "0")
+
+
 def test_config_set_multiple_pairs(c):
     try:
         assert c("CONFIG", "SET", "timeout", "300", "maxmemory-policy", "allkeys-lru") == "OK"

@@ -69,7 +69,7 @@ pub const PARAMS: &[Param] = &[
     Param { name: "loglevel", default: "notice", kind: Kind::Enum(&["debug", "verbose", "notice", "warning", "nothing"]), mutable: true, help: "log verbosity" },
     Param { name: "logfile", default: "", kind: Kind::Str, mutable: false, help: "log file; empty = standard output" },
     Param { name: "enable-debug-command", default: "local", kind: Kind::Enum(&["yes", "no", "local"]), mutable: false, help: "allow DEBUG: yes, no, or local (loopback connections only)" },
-    Param { name: "maxmemory", default: "0", kind: Kind::Memory { min: 0, max: i64::MAX as u64 }, mutable: true, help: "memory limit in bytes (0 = none); see maxmemory-policy" },
+    Param { name: "maxmemory", default: "0", kind: Kind::Memory { min: 0, max: u64::MAX }, mutable: true, help: "memory limit in bytes (0 = none); see maxmemory-policy" },
     Param { name: "maxmemory-policy", default: "noeviction", kind: Kind::Enum(abacus_keyspace::EvictionPolicy::NAMES), mutable: true, help: "what to do at maxmemory: noeviction (refuse writes) or evict keys (allkeys-/volatile- lru, lfu, random; allkeys-fifo; volatile-ttl)" },
     Param { name: "maxmemory-samples", default: "5", kind: Kind::Int { min: 1, max: 64 }, mutable: true, help: "keys sampled per eviction (approximated LRU/LFU/FIFO)" },
     Param { name: "lfu-log-factor", default: "10", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "LFU policies: how many hits raise the 8-bit frequency counter (10: ~100 hits reach 10, ~1M reach 255)" },

@@ -81,18 +81,21 @@ pub fn cpu_seconds() -> (f64, f64) {
     (tick(11), tick(12))
 }
 
-/// Redis's human-readable byte counts: 1.50K, 3.20M, 1.00G.
+/// Redis's human-readable byte counts (bytesToHuman): 1.50K, 3.20M, 1.00G, 2.00T, 1.78P, and
+/// plain bytes from 1024 P up.
 pub fn human(bytes: u64) -> String {
-    let b = bytes as f64;
-    if b < 1024.0 {
-        format!("{bytes}B")
-    } else if b < 1024.0 * 1024.0 {
-        format!("{:.2}K", b / 1024.0)
-    } else if b < 1024.0 * 1024.0 * 1024.0 {
-        format!("{:.2}M", b / 1024.0 / 1024.0)
-    } else {
-        format!("{:.2}G", b / 1024.0 / 1024.0 / 1024.0)
+    const UNITS: [&str; 5] = ["K", "M", "G", "T", "P"];
+    if bytes < 1024 {
+        return format!("{bytes}B");
     }
+    let mut scale = 1024u64;
+    for unit in UNITS {
+        if bytes < scale * 1024 {
+            return format!("{:.2}{unit}", bytes as f64 / scale as f64);
+        }
+        scale *= 1024;
+    }
+    format!("{bytes}B")
 }
 
 /// Values bigger than this are freed on the background thread by UNLINK (Redis's
@@ -121,5 +124,23 @@ pub fn free_later<T: Send + 'static>(garbage: T) {
     if let Some(tx) = queue {
         // Full queue or no thread: free here (dropping the returned value).
         let _ = tx.try_send(Box::new(garbage));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human;
+
+    #[test]
+    fn human_matches_redis_bytes_to_human() {
+        // Expected strings from redis-server 7.0.15's INFO maxmemory_human.
+        assert_eq!(human(0), "0B");
+        assert_eq!(human(1023), "1023B");
+        assert_eq!(human(1536), "1.50K");
+        assert_eq!(human(10 * 1024 * 1024), "10.00M");
+        assert_eq!(human(1 << 30), "1.00G");
+        assert_eq!(human(1 << 40), "1.00T");
+        assert_eq!(human(2_000_000_000_000_000), "1.78P");
+        assert_eq!(human(u64::MAX), "18446744073709551615B");
     }
 }
