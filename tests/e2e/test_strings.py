@@ -710,6 +710,22 @@ def test_bitcount_errors(c):
     assert c("BITCOUNT") == wrong_args("bitcount")
 
 
+def test_bitcount_bitpos_look_the_key_up_before_the_range(c):
+    # Redis 7.0 answers a missing key (0, or BITPOS's -1/0) and a wrong type before it reads
+    # the range arguments (7.2 parses them first).
+    c("SADD", "s", "a")
+    assert c("BITCOUNT", "missing", "a", "b") == 0
+    assert c("BITCOUNT", "missing", "1") == 0
+    assert c("BITCOUNT", "missing", "0", "1", "bad") == 0
+    assert c("BITCOUNT", "s", "a", "b") == WRONGTYPE
+    assert c("BITPOS", "missing", "1", "a") == -1
+    assert c("BITPOS", "missing", "0", "0", "1", "bad") == 0
+    assert c("BITPOS", "missing", "1", "0", "1", "BIT", "x") == -1
+    assert c("BITPOS", "s", "1", "a") == WRONGTYPE
+    # The bit argument is still checked first.
+    assert c("BITPOS", "missing", "2") == Err("ERR The bit argument must be 1 or 0.")
+
+
 # ---------------------------------------------------------------- BITPOS
 
 def test_bitpos(c):
@@ -753,7 +769,7 @@ def test_bitpos_errors(c):
 # ------------------------------------------- values across the inline/heap boundary
 
 def test_string_commands_agree_with_a_model_across_value_sizes(c):
-    """Abacus keeps strings of up to 23 bytes inside the entry and longer ones on the heap,
+    """Abacus keeps strings of up to 17 bytes inside the entry and longer ones on the heap,
     growing by size classes; every string command must see the same bytes whichever form a
     value is in and however often it moved. A byte-at-a-time APPEND walks the value across
     the boundary and through many heap growths, and the other commands edit it at the

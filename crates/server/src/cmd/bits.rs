@@ -116,7 +116,14 @@ fn unit_is_bit(a: Option<&Arg>) -> Result<bool, Frame> {
     }
 }
 
+/// As Redis 7.0's bitcountCommand: the key first (a missing key counts 0 and a wrong type is
+/// WRONGTYPE whatever the other arguments), then the range.
 fn bitcount(ctx: &mut Ctx, a: &[Arg]) -> Frame {
+    let s = match read_str(ctx, &a[1]) {
+        Ok(Some(s)) => s,
+        Ok(None) => return Frame::Integer(0),
+        Err(e) => return e,
+    };
     let range = match a.len() {
         2 => None,
         4 | 5 => match (parse_i64(&a[2]), parse_i64(&a[3]), unit_is_bit(a.get(4))) {
@@ -124,11 +131,6 @@ fn bitcount(ctx: &mut Ctx, a: &[Arg]) -> Frame {
             (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return e,
         },
         _ => return err(ERR_SYNTAX),
-    };
-    let s = match read_str(ctx, &a[1]) {
-        Ok(Some(s)) => s,
-        Ok(None) => return Frame::Integer(0),
-        Err(e) => return e,
     };
     let count = match range {
         None => s.iter().map(|b| b.count_ones() as u64).sum(),
@@ -156,11 +158,18 @@ fn count_bits(s: &[u8], first: u64, last: u64) -> u64 {
     n
 }
 
+/// As Redis 7.0's bitposCommand: the bit argument, then the key (a missing key answers at
+/// once, a wrong type is WRONGTYPE), then the range.
 fn bitpos(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let bit = match parse_i64(&a[2]) {
         Ok(1) => 1u8,
         Ok(0) => 0u8,
         Ok(_) => return err("ERR The bit argument must be 1 or 0."),
+        Err(e) => return e,
+    };
+    let s = match read_str(ctx, &a[1]) {
+        Ok(Some(s)) => s,
+        Ok(None) => return Frame::Integer(if bit == 1 { -1 } else { 0 }),
         Err(e) => return e,
     };
     if a.len() > 6 {
@@ -176,11 +185,6 @@ fn bitpos(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     };
     let bit_unit = match unit_is_bit(a.get(5)) {
         Ok(b) => b,
-        Err(e) => return e,
-    };
-    let s = match read_str(ctx, &a[1]) {
-        Ok(Some(s)) => s,
-        Ok(None) => return Frame::Integer(if bit == 1 { -1 } else { 0 }),
         Err(e) => return e,
     };
     let total = if bit_unit { s.len() as i64 * 8 } else { s.len() as i64 };
