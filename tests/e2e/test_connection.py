@@ -312,6 +312,13 @@ def test_client_list_type(c):
     assert c("CLIENT", "LIST", "TYPE", "slave") == b""
     assert c("CLIENT", "LIST", "TYPE", "pubsub") == b""
     assert c("CLIENT", "LIST", "TYPE", "Normal").count(b"\n") >= 1
+    # TYPE is a filter of its own in Redis 7.0: with anything after it, a syntax error.
+    my_id = str(c("CLIENT", "ID"))
+    assert c("CLIENT", "LIST", "TYPE", "master", "ID", my_id) == Err("ERR syntax error")
+    assert c("CLIENT", "LIST", "TYPE", "normal", "ID", my_id) == Err("ERR syntax error")
+    assert c("CLIENT", "LIST", "TYPE") == Err("ERR syntax error")
+    assert c("CLIENT", "LIST", "ID") == Err("ERR syntax error")
+    assert c("CLIENT", "LIST", "ID", my_id, "TYPE", "normal") == Err("ERR Invalid client ID")
 
 
 def test_client_info(c):

@@ -257,33 +257,30 @@ pub fn client(conn: &mut Conn, sub: &str, a: &[Arg]) -> Frame {
     }
 }
 
+/// CLIENT LIST [TYPE type | ID id ...], as Redis 7.0 parses it: TYPE only as the sole
+/// filter, ID taking every argument after it, anything else a syntax error.
 fn client_list(conn: &Conn, a: &[Arg]) -> Frame {
-    let mut ids: Option<Vec<u64>> = None;
-    let mut i = 2;
-    while i < a.len() {
-        if is(&a[i], "type") && i + 1 < a.len() {
-            match is_normal_type(&a[i + 1]) {
-                Ok(true) => {}
-                Ok(false) => ids = Some(Vec::new()),
-                Err(e) => return e,
-            }
-            i += 2;
-        } else if is(&a[i], "id") && i + 1 < a.len() {
-            let mut v = ids.take().unwrap_or_default();
-            i += 1;
-            while i < a.len() {
-                // Any integer: an ID no client has (0, -1) just matches nothing, as in Redis.
-                match parse_i64(&a[i]) {
-                    Ok(id) => v.extend(u64::try_from(id).ok()),
-                    _ => return err("ERR Invalid client ID"),
-                }
-                i += 1;
-            }
-            ids = Some(v);
-        } else {
-            return err(ERR_SYNTAX);
+    let ids: Option<Vec<u64>> = if a.len() == 4 && is(&a[2], "type") {
+        match is_normal_type(&a[3]) {
+            Ok(true) => None,
+            Ok(false) => Some(Vec::new()),
+            Err(e) => return e,
         }
-    }
+    } else if a.len() > 3 && is(&a[2], "id") {
+        let mut v = Vec::new();
+        for arg in &a[3..] {
+            // Any integer: an ID no client has (0, -1) just matches nothing, as in Redis.
+            match parse_i64(arg) {
+                Ok(id) => v.extend(u64::try_from(id).ok()),
+                _ => return err("ERR Invalid client ID"),
+            }
+        }
+        Some(v)
+    } else if a.len() != 2 {
+        return err(ERR_SYNTAX);
+    } else {
+        None
+    };
     let now = now_ms();
     let mut out = String::new();
     for c in conn.worker.server.clients.all() {
