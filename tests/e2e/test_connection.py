@@ -483,6 +483,39 @@ def test_command_list_filterby_pattern(c):
     assert names == [b"getrange"]
 
 
+def test_command_acl_categories(c):
+    # COMMAND INFO's categories as Redis 7.0.15 lists them (from the command's flags and
+    # group), and COMMAND LIST FILTERBY ACLCAT filters by them.
+    want = {
+        "get": ["@read", "@string", "@fast"],
+        "set": ["@write", "@string", "@slow"],
+        "append": ["@write", "@string", "@fast"],
+        "hset": ["@write", "@hash", "@fast"],
+        "smembers": ["@read", "@set", "@slow"],
+        "pfadd": ["@write", "@hyperloglog", "@fast"],
+        "setbit": ["@write", "@bitmap", "@slow"],
+        "del": ["@keyspace", "@write", "@slow"],
+        "keys": ["@keyspace", "@read", "@slow", "@dangerous"],
+        "flushall": ["@keyspace", "@write", "@slow", "@dangerous"],
+        "dbsize": ["@keyspace", "@read", "@fast"],
+        "ping": ["@fast", "@connection"],
+        "multi": ["@fast", "@transaction"],
+        "lastsave": ["@admin", "@fast", "@dangerous"],
+        "client": ["@slow"],
+        "client|kill": ["@admin", "@slow", "@dangerous", "@connection"],
+        "command|list": ["@slow", "@connection"],
+    }
+    for name, cats in want.items():
+        info = c("COMMAND", "INFO", name)[0]
+        assert info[0] == name.encode(), name
+        assert [x if isinstance(x, str) else x.decode() for x in info[6]] == cats, name
+    read = c("COMMAND", "LIST", "FILTERBY", "ACLCAT", "read")
+    assert b"get" in read and b"smembers" in read and b"set" not in read
+    hll = c("COMMAND", "LIST", "FILTERBY", "ACLCAT", "hyperloglog")
+    assert {b"pfadd", b"pfcount", b"pfmerge"} <= set(hll) and b"get" not in hll
+    assert c("COMMAND", "LIST", "FILTERBY", "ACLCAT", "nosuchcategory") == []
+
+
 def test_command_info_get(c):
     rep = c("COMMAND", "INFO", "GET")
     assert isinstance(rep, list) and len(rep) == 1

@@ -32,11 +32,11 @@ pub const COMMANDS: &[Spec] = &[
 ];
 
 const CLIENT: &[Spec] = &[
-    Spec::conn("client|id", 2, FAST, NONE, G, "Returns the unique client ID of the connection."),
-    Spec::conn("client|setname", 3, FAST, NONE, G, "Sets the connection name."),
-    Spec::conn("client|getname", 2, FAST, NONE, G, "Returns the name of the connection."),
+    Spec::conn("client|id", 2, LOADING | STALE, NONE, G, "Returns the unique client ID of the connection."),
+    Spec::conn("client|setname", 3, LOADING | STALE, NONE, G, "Sets the connection name."),
+    Spec::conn("client|getname", 2, LOADING | STALE, NONE, G, "Returns the name of the connection."),
     Spec::conn("client|list", -2, ADMIN, NONE, G, "Lists open connections."),
-    Spec::conn("client|info", 2, FAST, NONE, G, "Returns information about the connection."),
+    Spec::conn("client|info", 2, LOADING | STALE, NONE, G, "Returns information about the connection."),
     Spec::conn("client|kill", -3, ADMIN, NONE, G, "Terminates open connections."),
     Spec::conn("client|no-evict", 3, ADMIN, NONE, G, "Sets the client eviction mode of the connection."),
     Spec::conn("client|reply", 3, 0, NONE, G, "Instructs the server whether to reply to commands."),
@@ -392,6 +392,47 @@ fn flag_names(spec: &Spec) -> Vec<Frame> {
     flags
 }
 
+/// A command's ACL categories, derived as Redis 7.0 derives most of them: from its flags
+/// (write, read, admin + dangerous, fast or else slow) and its command group (string, hash,
+/// set, keyspace, ...), plus Redis's explicit "dangerous" for the commands that scan or wipe
+/// the whole keyspace. Listed in Redis's category order, as COMMAND INFO shows them.
+pub fn acl_categories(spec: &Spec) -> Vec<&'static str> {
+    use crate::command::flags::{ADMIN, FAST, READONLY, WRITE};
+    // Containers (CLIENT, OBJECT, CONFIG, FUNCTION) carry no category but @slow.
+    let container = !spec.subcommands.is_empty() && spec.name != "command";
+    // Redis's explicit categories where the group alone does not give them.
+    let group = match spec.group {
+        _ if spec.name == "command" || spec.name.starts_with("command|") => "connection",
+        _ if matches!(spec.name, "dbsize" | "flushall" | "flushdb" | "swapdb") => "keyspace",
+        "generic" => "keyspace",
+        "transactions" => "transaction",
+        "server" => "",
+        g => g,
+    };
+    if container {
+        return vec!["slow"];
+    }
+    let admin = spec.has(ADMIN) || spec.name == "lastsave";
+    let dangerous = admin || matches!(spec.name, "keys" | "flushall" | "flushdb" | "swapdb" | "sort" | "info");
+    // Redis's order: keyspace, read, write, set, sortedset, list, hash, string, bitmap,
+    // hyperloglog, ..., admin, fast, slow, blocking, dangerous, connection, transaction,
+    // scripting.
+    let mut out = Vec::new();
+    out.extend((group == "keyspace").then_some("keyspace"));
+    out.extend((spec.has(READONLY) && group != "scripting").then_some("read"));
+    out.extend(spec.has(WRITE).then_some("write"));
+    for g in ["set", "hash", "string", "bitmap", "hyperloglog"] {
+        out.extend((group == g).then_some(g));
+    }
+    out.extend(admin.then_some("admin"));
+    out.push(if spec.has(FAST) { "fast" } else { "slow" });
+    out.extend(dangerous.then_some("dangerous"));
+    for g in ["connection", "transaction", "scripting"] {
+        out.extend((group == g).then_some(g));
+    }
+    out
+}
+
 fn command_info(spec: &Spec) -> Frame {
     Frame::Array(vec![
         Frame::bulk(spec.name.as_bytes().to_vec()),
@@ -400,7 +441,7 @@ fn command_info(spec: &Spec) -> Frame {
         Frame::Integer(spec.first_key as i64),
         Frame::Integer(spec.last_key as i64),
         Frame::Integer(spec.step as i64),
-        Frame::Set(vec![Frame::Simple(Bytes::from(format!("@{}", spec.group)))]),
+        Frame::Set(acl_categories(spec).into_iter().map(|c| Frame::Simple(Bytes::from(format!("@{c}")))).collect()),
         Frame::Array(vec![]),
         Frame::Array(vec![]),
         Frame::Array(spec.subcommands.iter().map(command_info).collect()),
@@ -456,7 +497,7 @@ pub fn command(a: &[Arg], sub: &str) -> Frame {
                 if is(&a[3], "pattern") {
                     names.retain(|c| abacus_keyspace::glob_match(v.as_bytes(), c.name.as_bytes(), true));
                 } else if is(&a[3], "aclcat") {
-                    names.retain(|c| c.group == v);
+                    names.retain(|c| acl_categories(c).contains(&v.as_str()));
                 } else if is(&a[3], "module") {
                     names.clear();
                 } else {

@@ -40,7 +40,7 @@ const OBJECT: &[Spec] = &[
     Spec::keyed("object|freq", 3, READONLY, (2, 2, 1), object_freq, G, "Returns the logarithmic access frequency counter of a Redis object."),
     Spec::keyed("object|idletime", 3, READONLY, (2, 2, 1), object_idletime, G, "Returns the time since the last access to a Redis object."),
     Spec::keyed("object|refcount", 3, READONLY, (2, 2, 1), object_refcount, G, "Returns the reference count of a value of a key."),
-    Spec::keyed("object|help", 2, READONLY, (0, 0, 0), object_help, G, "Returns helpful text about the different subcommands."),
+    Spec::keyed("object|help", 2, LOADING | STALE, (0, 0, 0), object_help, G, "Returns helpful text about the different subcommands."),
 ];
 
 fn del(ctx: &mut Ctx, a: &[Arg]) -> Frame {
