@@ -88,9 +88,18 @@ impl Entry {
         self.value.get()
     }
 
-    /// Replaces the value, returning the old one (metadata and flags unchanged).
+    /// Replaces the value, returning the old one (metadata and flags unchanged): for putting
+    /// back a value taken out with [`Entry::take_value`].
     pub fn replace_value(&mut self, v: Value) -> Value {
         self.value.replace(v)
+    }
+
+    /// Stores a new value object in place of the old one (INCR's result, a freshly decoded
+    /// sketch), as Redis swaps in a new object: no longer "raw" from an earlier in-place
+    /// change; the key's metadata stays.
+    pub fn set_value(&mut self, v: Value) {
+        self.value.replace(v);
+        self.set_raw_encoding(false);
     }
 
     /// Takes the value out, leaving the empty string.
@@ -107,11 +116,17 @@ impl Entry {
     /// into a plain string first (see `value.rs`), so no string command sees anything but
     /// the bytes GET returns. `None` for sets and hashes: the caller replies WRONGTYPE.
     pub fn str_mut(&mut self) -> Option<StrMut<'_>> {
+        self.sketch_to_string();
+        self.value.str_mut()
+    }
+
+    /// Serializes a decoded sketch into the plain string GET returns (a no-op for any other
+    /// value), for string commands, which see only those bytes.
+    pub fn sketch_to_string(&mut self) {
         if let ValueRef::Hll(h) = self.value.get() {
             let bytes = h.to_bytes();
             self.value.replace(Value::Str(bytes.into()));
         }
-        self.value.str_mut()
     }
 
     /// Appends to the string, returning its new length; `None` (nothing changed) for sets and
@@ -119,10 +134,7 @@ impl Entry {
     /// of APPEND: bytes that fit the value's spare room are copied in place.
     #[inline]
     pub fn append(&mut self, bytes: &[u8]) -> Option<usize> {
-        if let ValueRef::Hll(h) = self.value.get() {
-            let bytes = h.to_bytes();
-            self.value.replace(Value::Str(bytes.into()));
-        }
+        self.sketch_to_string();
         self.value.append(bytes)
     }
 

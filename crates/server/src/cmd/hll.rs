@@ -107,8 +107,7 @@ fn sketch<'a>(ctx: &'a mut Ctx, key: &[u8], read: bool) -> Result<Option<&'a mut
         ValueRef::Hll(_) | ValueRef::Set(_) | ValueRef::Hash(_) => None,
     };
     if let Some(h) = decoded {
-        e.replace_value(Value::Hll(Box::new(h)));
-        e.set_raw_encoding(false);
+        e.set_value(Value::Hll(Box::new(h)));
     }
     match e.as_hll_mut() {
         Some(h) => Ok(Some(h)),
@@ -120,10 +119,7 @@ fn sketch<'a>(ctx: &'a mut Ctx, key: &[u8], read: bool) -> Result<Option<&'a mut
 fn store(ctx: &mut Ctx, key: &[u8], h: Hll) {
     let now = ctx.now_ms;
     match ctx.db().get_mut(key, now) {
-        Some(e) => {
-            e.replace_value(Value::Hll(Box::new(h)));
-            e.set_raw_encoding(false);
-        }
+        Some(e) => e.set_value(Value::Hll(Box::new(h))),
         None => ctx.db().set(key, Value::Hll(Box::new(h)), 0, now),
     }
 }

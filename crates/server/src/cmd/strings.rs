@@ -50,9 +50,7 @@ pub fn read_str<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a [u8]>, Fr
     match ctx.db().get_read_mut(key, now) {
         None => Ok(None),
         Some(e) => {
-            if matches!(e.value(), ValueRef::Hll(_)) {
-                drop(e.str_mut()); // serializes the sketch in place
-            }
+            e.sketch_to_string();
             let e: &'a Entry = e;
             e.str_bytes().map(Some).ok_or_else(|| err(ERR_WRONGTYPE))
         }
@@ -60,13 +58,9 @@ pub fn read_str<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a [u8]>, Fr
 }
 
 /// The string at `key` for modification, created empty if missing.
+/// It is marked as modified in place (OBJECT ENCODING "raw"); WRONGTYPE if it holds anything
+/// but a string or a sketch.
 pub fn str_mut<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<StrMut<'a>, Frame> {
-    str_entry(ctx, key).map(|e| e.str_mut().expect("a string or a sketch"))
-}
-
-/// The entry of the string at `key`, created empty if missing, marked as modified in place
-/// (OBJECT ENCODING "raw"); WRONGTYPE if it holds anything but a string or a sketch.
-fn str_entry<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<&'a mut Entry, Frame> {
     let now = ctx.now_ms;
     if !ctx.db().contains(key, now) {
         ctx.db().set(key, Value::Str(Default::default()), 0, now);
@@ -77,7 +71,7 @@ fn str_entry<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<&'a mut Entry, Frame> {
                 return Err(err(ERR_WRONGTYPE));
             }
             e.set_raw_encoding(true);
-            Ok(e)
+            Ok(e.str_mut().expect("a string or a sketch"))
         }
         None => Err(err("ERR internal error: key vanished")),
     }
@@ -340,14 +334,8 @@ fn append(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         ctx.db().set(&a[1], Value::str(&a[2]), 0, now);
         return Frame::Integer(a[2].len() as i64);
     };
-    let cur_len = match e.value() {
-        ValueRef::Str(s) => s.len(),
-        ValueRef::Hll(_) => {
-            drop(e.str_mut()); // serializes the sketch in place
-            e.str_bytes().map_or(0, <[u8]>::len)
-        }
-        _ => return err(ERR_WRONGTYPE),
-    };
+    e.sketch_to_string();
+    let Some(cur_len) = e.str_bytes().map(<[u8]>::len) else { return err(ERR_WRONGTYPE) };
     if (cur_len + a[2].len()) as u64 > max {
         return err(ERR_STRING_TOO_LONG);
     }
@@ -439,11 +427,7 @@ fn incr_by(ctx: &mut Ctx, key: &[u8], by: i64) -> Frame {
     let now = ctx.now_ms;
     let bytes = int_bytes(new);
     match ctx.db().get_mut(key, now) {
-        Some(e) => {
-            // A new string object in Redis: no longer "raw" from an earlier APPEND.
-            e.replace_value(Value::Str(bytes.into()));
-            e.set_raw_encoding(false);
-        }
+        Some(e) => e.set_value(Value::Str(bytes.into())),
         None => ctx.db().set(key, Value::Str(bytes.into()), 0, now),
     }
     Frame::Integer(new)
@@ -494,11 +478,7 @@ fn incrbyfloat(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let text = format_float_sum(&current_text, &a[2], new);
     let now = ctx.now_ms;
     match ctx.db().get_mut(&a[1], now) {
-        Some(e) => {
-            // As INCR: Redis stores a new object (OBJECT ENCODING is no longer "raw").
-            e.replace_value(Value::Str(text.clone().into()));
-            e.set_raw_encoding(false);
-        }
+        Some(e) => e.set_value(Value::Str(text.clone().into())),
         None => ctx.db().set(&a[1], Value::Str(text.clone().into()), 0, now),
     }
     Frame::Bulk(Bytes::from(text))
