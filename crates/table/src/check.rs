@@ -9,7 +9,7 @@ use crate::segment::{wrap, Segment};
 use crate::table::{HashTable, MAX_DEPTH};
 use crate::Seed;
 
-impl<K: KeyKind, V: Default> HashTable<K, V> {
+impl<K: KeyKind, V> HashTable<K, V> {
     /// Checks every invariant the table relies on; `Err` names the first one broken.
     #[doc(hidden)]
     pub fn check_invariants(&self) -> Result<(), String> {
@@ -34,10 +34,14 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
         // Each segment owns exactly one aligned block of 2^(gd - depth) directory entries.
         let mut first = vec![usize::MAX; self.segs.len()];
         let mut count = vec![0usize; self.segs.len()];
-        for (i, &id) in self.dir.iter().enumerate() {
-            let id = id as usize;
+        for (i, e) in self.dir.iter().enumerate() {
+            let id = e.id as usize;
             if id >= self.segs.len() {
                 return Err(format!("directory entry {i} points past the segments"));
+            }
+            // What makes lookups through the directory sound (`HashTable::probe`).
+            if *e != self.segs[id].dir_entry(e.id) {
+                return Err(format!("directory entry {i} is out of date"));
             }
             first[id] = first[id].min(i);
             count[id] += 1;
@@ -52,7 +56,7 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
                 || first[id] % span != 0
                 || self.dir[first[id]..first[id] + span]
                     .iter()
-                    .any(|&s| s as usize != id)
+                    .any(|e| e.id as usize != id)
             {
                 return Err(format!(
                     "segment {id} does not own one aligned block of {span} entries"
@@ -71,11 +75,15 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
             if seg.class() % LADDER != ladder_of(prefix, seg.depth) {
                 return Err(format!("segment {id} is on the wrong ladder"));
             }
+            let room = *self.room.get(id).ok_or("no room entry")?;
             heap += seg
-                .check(self.seed, |h| self.seg_id(h) == id)
+                .check(self.seed, room, |h| self.seg_id(h) == id)
                 .map_err(|e| format!("segment {id}: {e}"))?;
-            live += seg.live as usize;
+            live += seg.count_full();
             bytes += Segment::alloc_bytes(seg);
+        }
+        if self.room.len() != self.segs.len() {
+            return Err("room and segments differ in length".into());
         }
         if live != self.len || heap != self.heap_key_bytes || bytes != self.seg_bytes {
             return Err(format!(
@@ -87,45 +95,49 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
     }
 }
 
-impl<K: KeyKind, V: Default> Segment<K, V> {
+impl<K: KeyKind, V> Segment<K, V> {
     /// Checks this segment's invariants (see [`crate::HashTable::check_invariants`]);
-    /// `owns(hash)` says whether the directory routes `hash` here. Returns the heap bytes
-    /// of its keys.
-    pub(crate) fn check(&self, seed: Seed, owns: impl Fn(u64) -> bool) -> Result<usize, String> {
+    /// `room` is the table's room figure for it, `owns(hash)` says whether the directory
+    /// routes `hash` here. Returns the heap bytes of its keys.
+    pub(crate) fn check(
+        &self,
+        seed: Seed,
+        room: u32,
+        owns: impl Fn(u64) -> bool,
+    ) -> Result<usize, String> {
         let cap = self.cap as usize;
         let err = |m: String| Err(format!("segment (cap {cap}, depth {}): {m}", self.depth));
-        if self.ctrl.len() != cap + GROUP
-            || self.slots.len() != cap
-            || self.used_max as usize != used_max(cap)
+        if self.ctrl().len() != cap + GROUP
+            || self.alloc_bytes() < cap + GROUP + cap * std::mem::size_of::<(K::Stored, V)>()
         {
             return err("array lengths".into());
         }
-        if cap != class_cap(self.class) || self.ctrl[cap..] != self.ctrl[..GROUP] {
+        if cap != class_cap(self.class) || self.ctrl()[cap..] != self.ctrl()[..GROUP] {
             return err("class or mirrored control bytes".into());
         }
-        let full = self.ctrl[..cap].iter().filter(|&&c| is_full(c)).count();
-        let used = self.ctrl[..cap].iter().filter(|&&c| c != EMPTY).count();
-        if full != self.live as usize || used != self.used as usize || used > self.used_max as usize
-        {
+        let full = self.ctrl()[..cap].iter().filter(|&&c| is_full(c)).count();
+        let used = self.ctrl()[..cap].iter().filter(|&&c| c != EMPTY).count();
+        if full != self.count_full() || used + room as usize != used_max(cap) {
             return err(format!(
-                "counts: {full} full / live {}, {used} used / {}",
-                self.live, self.used
+                "counts: {full} full / {}, {used} used + room {room} / {}",
+                self.count_full(),
+                used_max(cap)
             ));
         }
         let mut heap = 0;
-        for i in (0..cap).filter(|&i| is_full(self.ctrl[i])) {
-            let h = K::hash(seed, K::key(&self.slots[i].0));
-            if tag(h) != self.ctrl[i] || !owns(h) {
+        for i in (0..cap).filter(|&i| is_full(self.ctrl()[i])) {
+            let h = K::hash(seed, K::key(&self.slot(i).0));
+            if tag(h) != self.ctrl()[i] || !owns(h) {
                 return err(format!("slot {i}: wrong tag or segment"));
             }
             let mut j = self.home(h);
             while j != i {
-                if self.ctrl[j] == EMPTY {
+                if self.ctrl()[j] == EMPTY {
                     return err(format!("slot {i}: empty slot {j} on its probe path"));
                 }
                 j = wrap(j + 1, cap);
             }
-            heap += K::heap_bytes(&self.slots[i].0);
+            heap += K::heap_bytes(&self.slot(i).0);
         }
         Ok(heap)
     }

@@ -116,7 +116,7 @@ fn occupancy(bits: &mut Vec<u64>, cap: usize) -> &mut [u64] {
     bits
 }
 
-impl<K: KeyKind, V: Default> Segment<K, V> {
+impl<K: KeyKind, V> Segment<K, V> {
     /// Places an entry known to be absent into a fresh segment (no tombstones) with room;
     /// the caller adds the placed entries to `live` and `used` ([`Segment::count_placed`]).
     ///
@@ -142,43 +142,42 @@ impl<K: KeyKind, V: Default> Segment<K, V> {
             }
         }
         occupied[i / 64] |= 1 << (i % 64);
-        self.set_ctrl(i, tag(hash));
-        self.slots[i] = (key, value);
-    }
-
-    fn count_placed(&mut self, n: usize) {
-        self.live += n as u32;
-        self.used += n as u32;
-        assert!(
-            self.used <= self.used_max,
-            "a rebuilt segment must have room"
-        );
+        self.write_slot(i, tag(hash), (key, value));
     }
 
     /// Calls `f` with the index of every full slot, in ascending order; a branch per group
     /// of eight rather than per slot.
     #[inline(always)]
-    fn for_each_full(ctrl: &[u8], mut f: impl FnMut(usize)) {
-        let cap = ctrl.len() - GROUP;
+    fn for_each_full(seg: &mut Segment<K, V>, mut f: impl FnMut(&mut Segment<K, V>, usize)) {
+        let cap = seg.cap();
         let mut base = 0;
         while base < cap {
-            let full = Group::load(ctrl, base).match_full();
+            // `f` may free slots of this group (`move_out`), never others: the group's
+            // bytes are read once, before.
+            let full = Group::load(seg.ctrl(), base).match_full();
             // The last group may extend into the mirrored bytes: keep only real slots.
             for b in full.below(cap - base) {
-                f(base + b);
+                f(seg, base + b);
             }
             base += GROUP;
         }
     }
 
-    /// Moves every entry of `old` into this fresh segment.
-    pub(crate) fn absorb(&mut self, mut old: Segment<K, V>, seed: Seed, scratch: &mut Scratch) {
+    /// Moves every entry of `old` into this fresh segment; returns this segment's room.
+    pub(crate) fn absorb(
+        &mut self,
+        mut old: Segment<K, V>,
+        seed: Seed,
+        scratch: &mut Scratch,
+    ) -> u32 {
         let occupied = occupancy(&mut scratch.occupied[0], self.cap as usize);
-        Self::for_each_full(&old.ctrl, |i| {
-            let (k, v) = std::mem::take(&mut old.slots[i]);
+        let mut n = 0;
+        Self::for_each_full(&mut old, |old, i| {
+            let (k, v) = old.move_out(i);
             self.place(occupied, K::hash(seed, K::key(&k)), k, v);
+            n += 1;
         });
-        self.count_placed(old.live as usize);
+        self.room_with(n)
     }
 
     /// Splits `old` by hash bit `bit` into two fresh segments of depth `old.depth + 1`, each
@@ -191,17 +190,18 @@ impl<K: KeyKind, V: Default> Segment<K, V> {
         bit: u64,
         ladders: [u16; 2],
         scratch: &mut Scratch,
-    ) -> [Segment<K, V>; 2] {
+    ) -> [(Segment<K, V>, u32); 2] {
         let hashes = &mut scratch.hashes;
         hashes.clear();
         hashes.resize(old.cap as usize, 0);
-        let mut n_high = 0;
-        Self::for_each_full(&old.ctrl, |i| {
-            let h = K::hash(seed, K::key(&old.slots[i].0));
+        let (mut n, mut n_high) = (0, 0);
+        Self::for_each_full(&mut old, |old, i| {
+            let h = K::hash(seed, K::key(&old.slot(i).0));
             hashes[i] = h;
             n_high += (h & bit != 0) as usize;
+            n += 1;
         });
-        let n_low = old.live as usize - n_high;
+        let n_low = n - n_high;
         let depth = old.depth + 1;
         let mut halves = [
             Segment::new(class_for(n_low, ladders[0]), depth),
@@ -212,38 +212,39 @@ impl<K: KeyKind, V: Default> Segment<K, V> {
             occupancy(occupied_low, halves[0].cap()),
             occupancy(occupied_high, halves[1].cap()),
         ];
-        Self::for_each_full(&old.ctrl, |i| {
+        Self::for_each_full(&mut old, |old, i| {
             let (h, half) = (hashes[i], (hashes[i] & bit != 0) as usize);
-            let (k, v) = std::mem::take(&mut old.slots[i]);
+            let (k, v) = old.move_out(i);
             halves[half].place(occupied[half], h, k, v);
         });
-        halves[0].count_placed(n_low);
-        halves[1].count_placed(n_high);
-        halves
+        let rooms = [halves[0].room_with(n_low), halves[1].room_with(n_high)];
+        let [low, high] = halves;
+        [(low, rooms[0]), (high, rooms[1])]
     }
 }
 
-impl<K: KeyKind, V: Default> HashTable<K, V> {
+impl<K: KeyKind, V> HashTable<K, V> {
     /// Makes room in full segment `id` (which holds `hash`).
     pub(crate) fn grow(&mut self, id: usize, hash: u64) {
         let seg = &self.segs[id];
         let ladder = seg.class() % LADDER;
-        let class = class_for(seg.live as usize + 1, ladder);
+        let class = class_for(seg.count_full() + 1, ladder);
         if class > ladder_top(self.split_class, ladder) && seg.depth < MAX_DEPTH {
             self.split(id, hash);
         } else {
-            self.rebuild(id, class);
+            self.rebuild(id, class, hash);
         }
     }
 
     /// Moves segment `id`'s entries into a fresh segment of `class`.
-    fn rebuild(&mut self, id: usize, class: u16) {
+    fn rebuild(&mut self, id: usize, class: u16, hash: u64) {
         let mut fresh = Segment::new(class, self.segs[id].depth);
         let old = std::mem::replace(&mut self.segs[id], Segment::placeholder());
         self.seg_bytes = self.seg_bytes - old.alloc_bytes() + fresh.alloc_bytes();
-        fresh.absorb(old, self.seed, &mut Scratch::default());
+        self.room[id] = fresh.absorb(old, self.seed, &mut Scratch::default());
         self.max_class = self.max_class.max(class);
         self.segs[id] = fresh;
+        self.sync_dir(id, hash);
     }
 
     /// Splits segment `id` (which holds `hash`) by the hash bit below its prefix.
@@ -267,16 +268,18 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
             ladder_of(hash & !bit, depth + 1),
             ladder_of(hash | bit, depth + 1),
         ];
-        let [low, high] = Segment::split(old, self.seed, bit, ladders, &mut Scratch::default());
+        let [(low, low_room), (high, high_room)] =
+            Segment::split(old, self.seed, bit, ladders, &mut Scratch::default());
         self.seg_bytes = self.seg_bytes - old_bytes + low.alloc_bytes() + high.alloc_bytes();
         self.max_class = self.max_class.max(low.class()).max(high.class());
-        let high_id = u32::try_from(self.segs.len()).expect("at most 2^32 segments");
+        let high_id = self.segs.len();
         self.segs[id] = low;
         self.segs.push(high);
-        // The old segment's directory entries: the first half keeps `id`, the second half
-        // (prefix bit 1) points at the new segment.
-        let span = 1usize << (self.global_depth - depth);
-        let start = (((hash >> 1) >> self.dir_shift) as usize) & !(span - 1);
-        self.dir[start + span / 2..start + span].fill(high_id);
+        self.room[id] = low_room;
+        self.room.push(high_room);
+        // The old segment's directory entries: the first half (prefix bit 0) points at the
+        // low half, kept at `id`, the second half at the new segment.
+        self.sync_dir(id, hash & !bit);
+        self.sync_dir(high_id, hash | bit);
     }
 }

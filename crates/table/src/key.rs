@@ -22,8 +22,8 @@ mod private {
 /// How a kind of key is stored, hashed and compared. Implemented by [`BytesKey`] and
 /// [`U64Key`] only.
 pub trait KeyKind: private::Sealed {
-    /// The key as it sits in a slot. `Default` is an empty slot's key.
-    type Stored: Default;
+    /// The key as it sits in a slot.
+    type Stored;
     /// The key as callers see it.
     type Key<'a>: Copy;
     #[doc(hidden)]

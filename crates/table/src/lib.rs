@@ -12,21 +12,27 @@
 //! - Extendible hashing (`table.rs`): a directory indexed by the hash's top bits points at
 //!   segments (4K-6.5K slots once the table is large). No operation touches more than one
 //!   segment, so the slowest insert costs one segment rebuild (hundreds of microseconds)
-//!   and memory never doubles.
+//!   and memory never doubles. A directory entry holds its segment's address and shape, so
+//!   a lookup goes from the directory straight to the control bytes, and the only
+//!   per-segment figure an insert updates (its room) sits in a compact array.
 //! - Growth (`growth.rs`): a full segment is rebuilt one capacity class larger (x1.26) or
 //!   split in two, so segments stay 71-90% full; eight staggered ladders of classes keep
 //!   the whole table near 80% full at every size, rather than swinging between the two.
 //! - Segments (`segment.rs`, `ctrl.rs`): open addressing with linear probing over one
-//!   control byte per slot (a 7-bit tag), read eight at a time.
+//!   control byte per slot (a 7-bit tag), read sixteen at a time (SSE2; eight with SWAR
+//!   elsewhere); one allocation per segment, control bytes then slots.
 //! - Entries (`key.rs`, `small_key.rs`): the key and the value sit inline in the slot. Byte
 //!   keys of up to 15 bytes, and most 16-byte ones, are stored inline (16-byte [`SmallKey`]),
 //!   longer ones boxed; `u64` keys take 8 bytes. A `u64 -> u64` entry costs 17 bytes per slot, 21-24 bytes per entry.
 //! - SCAN (`walk.rs`): the cursor is a position in hash space, so Redis's guarantee (every
 //!   entry present throughout an iteration is returned) holds across any number of segment
 //!   splits between calls.
-//! - Safety: safe code except one prefetch intrinsic (`prefetch.rs`) and the two
-//!   representations of a [`SmallKey`] (`small_key.rs`, a union); empty slots hold
-//!   `V::default()`, hence the `V: Default` bound (keep `Default` allocation-free).
+//! - Safety: the `unsafe` code is in three places, each with its invariant stated where it
+//!   is: segment storage (`segment.rs`: a slot is initialised exactly when its control byte
+//!   is full; directory entries equal their segment's address and shape), the two
+//!   representations of a [`SmallKey`] (`small_key.rs`, a union), and the SSE2 and prefetch
+//!   intrinsics (`ctrl.rs`, `prefetch.rs`). The tests check the storage against a model map
+//!   with values that count their drops, and run under Miri.
 //!
 //! ```
 //! use abacus_table::{Table, U64Table};

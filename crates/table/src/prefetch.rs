@@ -1,4 +1,4 @@
-//! Software prefetch: the crate's only `unsafe` code.
+//! Software prefetch.
 //!
 //! A server that executes a pipeline of commands can hash all their keys first, prefetch
 //! each key's control bytes and home slot, and then run the commands: the cache misses of

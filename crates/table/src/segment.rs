@@ -14,16 +14,29 @@
 //! Deletion leaves a tombstone (DELETED) unless the next slot is empty, in which case the
 //! slot and the tombstones before it become EMPTY again. This keeps the probing invariant
 //! "no EMPTY slot between an entry's home and its slot", which both lookups and SCAN rely
-//! on. `used` counts full slots and tombstones; a segment is full when `used` reaches
-//! `used_max` (90% of `cap`), and the table then rebuilds or splits it (`growth.rs`), which
-//! also drops the tombstones.
+//! on. A segment is full when its full slots and tombstones reach `used_max(cap)` (90% of
+//! `cap`), and the table then rebuilds or splits it (`growth.rs`), which also drops the
+//! tombstones. The count of slots it may still fill, its *room*, is kept by the table in
+//! one compact array (`HashTable::room`), not in the segment: an insert then touches no
+//! segment header at all (see `table.rs`).
 //!
 //! A lookup prefetches the home slot's line while it reads the control bytes: the key is
 //! usually within a slot or two of its home, so the two cache misses overlap instead of
 //! running one after the other (in our measurements this about halved lookup time at 10M
 //! entries).
 //!
-//! Empty slots hold `Default` keys and values: safe code, at the price of `V: Default`.
+//! Storage: one allocation per segment, `cap + GROUP` control bytes and then `cap` slots,
+//! the slots uninitialised until filled. This file holds the crate's `unsafe` storage code,
+//! under one invariant (see [`Segment`]): a slot is initialised exactly when its control
+//! byte is full. Why not two boxed slices of initialised slots (as before): a fresh segment
+//! then had every slot written with a default value before the rebuild wrote it again, a
+//! move out of a slot wrote a default back into memory about to be freed, and the
+//! directory could not address a segment's control bytes and slots from one pointer
+//! (`table.rs`); in W2 these were a third of the cost of growth.
+
+use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
+use std::marker::PhantomData;
+use std::ptr::NonNull;
 
 use crate::ctrl::{is_full, tag, Group, DELETED, EMPTY, GROUP};
 use crate::growth::{class_cap, used_max};
@@ -31,20 +44,50 @@ use crate::key::KeyKind;
 use crate::prefetch::prefetch_read;
 use crate::Seed;
 
-// One cache line per header: a lookup reads the header's pointers, lengths and depth.
-#[repr(align(64))]
+/// A slot: a key and its value.
+pub(crate) type Pair<K, V> = (<K as KeyKind>::Stored, V);
+
+/// Alignment of a segment's allocation: a cache line, so that 16-byte slots never straddle
+/// two lines.
+const SEG_ALIGN: usize = 64;
+
+/// Offset of the slot array in a segment of `cap` slots: after the control bytes, rounded
+/// up to the slot alignment.
+#[inline(always)]
+pub(crate) fn slots_offset<T>(cap: usize) -> usize {
+    (cap + GROUP).next_multiple_of(std::mem::align_of::<T>())
+}
+
+/// The layout of a segment of `cap` slots of `T`.
+fn seg_layout<T>(cap: usize) -> Layout {
+    let size = cap
+        .checked_mul(std::mem::size_of::<T>())
+        .and_then(|s| s.checked_add(slots_offset::<T>(cap)))
+        .expect("segment size overflows");
+    Layout::from_size_align(size, SEG_ALIGN.max(std::mem::align_of::<T>())).expect("segment layout")
+}
+
+/// One segment's storage and counters.
+///
+/// Invariant (what every `unsafe` block below relies on): if `cap > 0`, `base` is an
+/// allocation of `seg_layout::<Pair<K, V>>(cap)` owned by this segment; its first
+/// `cap + GROUP` bytes (control bytes) are always initialised, and slot `i < cap` holds an
+/// initialised pair exactly when control byte `i` is full. If `cap == 0` (a placeholder),
+/// nothing is allocated and nothing may be read.
 pub(crate) struct Segment<K: KeyKind, V> {
-    pub(crate) ctrl: Box<[u8]>,
-    pub(crate) slots: Box<[(K::Stored, V)]>,
+    base: NonNull<u8>,
     pub(crate) cap: u32,
-    pub(crate) used_max: u32,
-    /// Full slots.
-    pub(crate) live: u32,
-    /// Full slots plus tombstones.
-    pub(crate) used: u32,
     pub(crate) depth: u8,
     pub(crate) class: u16,
+    _owns: PhantomData<Pair<K, V>>,
 }
+
+// SAFETY: a segment owns its pairs as a `Box<[(K::Stored, V)]>` would (the raw pointer is
+// only its allocation), so it may move to or be shared with another thread exactly when
+// the pairs may.
+unsafe impl<K: KeyKind, V: Send> Send for Segment<K, V> where K::Stored: Send {}
+// SAFETY: as for `Send`: `&Segment` only hands out `&` to its pairs.
+unsafe impl<K: KeyKind, V: Sync> Sync for Segment<K, V> where K::Stored: Sync {}
 
 #[inline(always)]
 pub(crate) fn wrap(i: usize, cap: usize) -> usize {
@@ -55,32 +98,34 @@ pub(crate) fn wrap(i: usize, cap: usize) -> usize {
     }
 }
 
-impl<K: KeyKind, V: Default> Segment<K, V> {
+impl<K: KeyKind, V> Segment<K, V> {
     pub(crate) fn new(class: u16, depth: u8) -> Segment<K, V> {
         let cap = class_cap(class);
+        let layout = seg_layout::<Pair<K, V>>(cap);
+        // SAFETY: the layout's size is non-zero (cap >= 16 control bytes).
+        let p = unsafe { alloc(layout) };
+        let Some(base) = NonNull::new(p) else {
+            handle_alloc_error(layout)
+        };
+        // SAFETY: the allocation has at least `cap + GROUP` bytes (the slots come after).
+        unsafe { base.as_ptr().write_bytes(EMPTY, cap + GROUP) };
         Segment {
-            ctrl: vec![EMPTY; cap + GROUP].into_boxed_slice(),
-            slots: (0..cap).map(|_| Default::default()).collect(),
+            base,
             cap: cap as u32,
-            used_max: used_max(cap) as u32,
-            live: 0,
-            used: 0,
             depth,
             class,
+            _owns: PhantomData,
         }
     }
 
     /// A segment with no slots and no allocation; never reachable from the directory.
     pub(crate) fn placeholder() -> Segment<K, V> {
         Segment {
-            ctrl: Box::new([]),
-            slots: Box::new([]),
+            base: NonNull::dangling(),
             cap: 0,
-            used_max: 0,
-            live: 0,
-            used: 0,
             depth: 0,
             class: 0,
+            _owns: PhantomData,
         }
     }
 
@@ -93,161 +138,222 @@ impl<K: KeyKind, V: Default> Segment<K, V> {
         self.cap as usize
     }
 
-    /// Bytes allocated for the control and slot arrays.
+    /// Bytes allocated for the control bytes and slots.
     pub(crate) fn alloc_bytes(&self) -> usize {
-        self.ctrl.len() + self.slots.len() * std::mem::size_of::<(K::Stored, V)>()
+        if self.cap == 0 {
+            0
+        } else {
+            seg_layout::<Pair<K, V>>(self.cap()).size()
+        }
+    }
+
+    /// The control bytes: `cap` bytes and `GROUP` mirrored ones.
+    #[inline(always)]
+    pub(crate) fn ctrl(&self) -> &[u8] {
+        if self.cap == 0 {
+            return &[];
+        }
+        // SAFETY: by the invariant, `cap + GROUP` initialised bytes at `base`, owned by
+        // self and changed only through `&mut self`.
+        unsafe { std::slice::from_raw_parts(self.base.as_ptr(), self.cap() + GROUP) }
+    }
+
+    #[inline(always)]
+    fn slots_ptr(&self) -> *mut Pair<K, V> {
+        self.base
+            .as_ptr()
+            .wrapping_add(slots_offset::<Pair<K, V>>(self.cap()))
+            .cast()
+    }
+
+    /// The pair in full slot `i`; panics if `i` is not a full slot.
+    #[inline]
+    pub(crate) fn slot(&self, i: usize) -> &Pair<K, V> {
+        assert!(self.is_full_at(i), "slot {i} is not full");
+        // SAFETY: `i < cap` and full (checked), so initialised by the invariant.
+        unsafe { &*self.slots_ptr().add(i) }
+    }
+
+    /// The pair in full slot `i`, mutably; panics if `i` is not a full slot.
+    #[inline]
+    pub(crate) fn slot_mut(&mut self, i: usize) -> &mut Pair<K, V> {
+        assert!(self.is_full_at(i), "slot {i} is not full");
+        // SAFETY: as in `slot`; `&mut self` makes the borrow unique.
+        unsafe { &mut *self.slots_ptr().add(i) }
+    }
+
+    /// [`Self::slot`] without the check, for slots a probe has just seen full.
+    ///
+    /// # Safety
+    /// `i < cap` and control byte `i` is full.
+    #[inline(always)]
+    pub(crate) unsafe fn slot_unchecked(&self, i: usize) -> &Pair<K, V> {
+        debug_assert!(self.is_full_at(i));
+        // SAFETY: the caller's contract and the invariant.
+        unsafe { &*self.slots_ptr().add(i) }
+    }
+
+    /// [`Self::slot_mut`] without the check.
+    ///
+    /// # Safety
+    /// As for [`Self::slot_unchecked`].
+    #[inline(always)]
+    pub(crate) unsafe fn slot_unchecked_mut(&mut self, i: usize) -> &mut Pair<K, V> {
+        debug_assert!(self.is_full_at(i));
+        // SAFETY: the caller's contract and the invariant; `&mut self` makes it unique.
+        unsafe { &mut *self.slots_ptr().add(i) }
+    }
+
+    /// Writes a pair into slot `i`, which must be free, and sets its control byte to `c`
+    /// (full). Counters are the caller's. (Writing a full slot would leak its pair, not
+    /// break the invariant; debug builds check.)
+    #[inline(always)]
+    pub(crate) fn write_slot(&mut self, i: usize, c: u8, pair: Pair<K, V>) {
+        debug_assert!(!is_full(self.ctrl()[i]) && is_full(c));
+        // SAFETY: base and cap are this segment's own; `&mut self` makes the access unique.
+        unsafe { write_slot_raw(self.base, self.cap(), i, c, pair) }
+    }
+
+    /// Moves the pair out of full slot `i` (panics otherwise) and marks the slot `c` (free).
+    /// Counters are the caller's.
+    #[inline(always)]
+    fn read_slot(&mut self, i: usize, c: u8) -> Pair<K, V> {
+        assert!(self.is_full_at(i), "slot {i} is not full");
+        debug_assert!(!is_full(c));
+        // SAFETY: full, so initialised; the control byte is set free at once, so the pair is
+        // never read or dropped again from here.
+        let pair = unsafe { self.slots_ptr().add(i).read() };
+        self.set_ctrl(i, c);
+        pair
+    }
+
+    /// Moves the pair out of full slot `i` for a rebuild that consumes this segment: as
+    /// [`Self::take`] but with no tombstone bookkeeping (the segment is dropped afterwards).
+    #[inline(always)]
+    pub(crate) fn move_out(&mut self, i: usize) -> Pair<K, V> {
+        // The mirror byte is not updated: nothing probes this segment again.
+        assert!(self.is_full_at(i), "slot {i} is not full");
+        // SAFETY: full, so initialised; marked free at once (below), so never read again.
+        let pair = unsafe { self.slots_ptr().add(i).read() };
+        // SAFETY: `i < cap` (checked above), within the control bytes.
+        unsafe { self.base.as_ptr().add(i).write(DELETED) };
+        pair
     }
 
     #[inline(always)]
     pub(crate) fn is_full_at(&self, i: usize) -> bool {
-        is_full(self.ctrl[i])
+        i < self.cap() && is_full(self.ctrl()[i])
+    }
+
+    /// What the directory keeps of this segment (`table.rs`).
+    pub(crate) fn dir_entry(&self, id: u32) -> DirEntry {
+        debug_assert!(self.cap < 1 << 26 && self.depth <= 32);
+        DirEntry {
+            base: self.base,
+            shape: self.cap << 6 | self.depth as u32,
+            id,
+        }
     }
 
     /// The home slot of `hash`: monotonic in the hash within this segment's range.
     #[inline(always)]
     pub(crate) fn home(&self, hash: u64) -> usize {
-        let x = (hash << self.depth) >> 32;
-        ((x * self.cap as u64) >> 32) as usize
+        home(hash, self.depth as u32, self.cap())
     }
 
+    /// Sets control byte `i` (and its mirror). Private: a full byte must never become free
+    /// (or the reverse) without its slot being moved out (or written), see
+    /// [`Self::write_slot`], [`Self::read_slot`].
     #[inline(always)]
-    pub(crate) fn prefetch_ctrl(&self, home: usize) {
-        prefetch_read(self.ctrl.as_ptr().wrapping_add(home));
+    fn set_ctrl(&mut self, i: usize, c: u8) {
+        // SAFETY: base and cap are this segment's own; `&mut self` makes the write unique.
+        unsafe { set_ctrl_raw(self.base, self.cap(), i, c) }
     }
 
+    /// Whether filling free slot `i` uses room (an EMPTY slot; a tombstone does not).
     #[inline(always)]
-    pub(crate) fn set_ctrl(&mut self, i: usize, c: u8) {
-        self.ctrl[i] = c;
-        if i < GROUP {
-            self.ctrl[self.cap as usize + i] = c;
-        }
+    pub(crate) fn uses_room(&self, i: usize) -> bool {
+        self.ctrl()[i] == EMPTY
     }
 
-    /// The slot holding `key`, if any.
-    #[inline(always)]
-    pub(crate) fn find(&self, hash: u64, key: K::Key<'_>) -> Option<usize> {
-        let home = self.home(hash);
-        prefetch_read(self.slots.as_ptr().wrapping_add(home));
-        self.find_from(home, hash, key)
-    }
-
-    /// [`Self::find`] without the slot prefetch, for inserts (see `HashTable::locate`).
-    #[inline(always)]
-    pub(crate) fn find_from(&self, home: usize, hash: u64, key: K::Key<'_>) -> Option<usize> {
-        let (cap, t) = (self.cap as usize, tag(hash));
-        let mut pos = home;
-        loop {
-            let g = Group::load(&self.ctrl, pos);
-            for b in g.match_tag(t) {
-                let i = wrap(pos + b, cap);
-                if K::eq(&self.slots[i].0, key) {
-                    return Some(i);
-                }
-            }
-            if g.match_empty().any() {
-                return None;
-            }
-            pos = wrap(pos + GROUP, cap);
-        }
-    }
-
-    /// One probe for an insert: `Ok(slot)` holding `key`, or `Err(free)` with the first free
-    /// slot on its probe path if the segment may take one more entry there (as
-    /// [`Self::free_with_room`]), `Err(None)` if it may not. One pass over the control bytes
-    /// where [`Self::find`] followed by [`Self::free_with_room`] would make two: the first
-    /// free slot always lies at or before the EMPTY slot that ends the search.
-    #[inline(always)]
-    pub(crate) fn find_or_free(&self, hash: u64, key: K::Key<'_>) -> Result<usize, Option<usize>> {
-        let (cap, t) = (self.cap as usize, tag(hash));
-        let home = self.home(hash);
-        prefetch_read(self.slots.as_ptr().wrapping_add(home));
-        let mut pos = home;
-        let mut free = None;
-        loop {
-            let g = Group::load(&self.ctrl, pos);
-            for b in g.match_tag(t) {
-                let i = wrap(pos + b, cap);
-                if K::eq(&self.slots[i].0, key) {
-                    return Ok(i);
-                }
-            }
-            if free.is_none() {
-                free = g.match_free().lowest().map(|b| wrap(pos + b, cap));
-            }
-            if g.match_empty().any() {
-                let i = free.expect("an EMPTY slot is a free slot");
-                return Err((self.ctrl[i] == DELETED || self.used < self.used_max).then_some(i));
-            }
-            pos = wrap(pos + GROUP, cap);
-        }
-    }
-
-    /// The first free slot on the probe path of `hash` (where an absent key goes), if the
-    /// segment may take one more entry there: reusing a tombstone always may, a new slot only
-    /// below the load limit.
+    /// The first free slot on the probe path of `hash` (where an absent key goes).
     #[inline]
-    pub(crate) fn free_with_room(&self, hash: u64) -> Option<usize> {
+    pub(crate) fn first_free(&self, hash: u64) -> usize {
         let cap = self.cap as usize;
         let mut pos = self.home(hash);
         loop {
-            if let Some(b) = Group::load(&self.ctrl, pos).match_free().lowest() {
-                let i = wrap(pos + b, cap);
-                return (self.ctrl[i] == DELETED || self.used < self.used_max).then_some(i);
+            if let Some(b) = Group::load(self.ctrl(), pos).match_free().lowest() {
+                return wrap(pos + b, cap);
             }
             pos = wrap(pos + GROUP, cap);
         }
     }
 
-    /// Fills free slot `i`.
-    #[inline]
-    pub(crate) fn put(&mut self, i: usize, hash: u64, key: K::Stored, value: V) {
-        debug_assert!(!is_full(self.ctrl[i]));
-        self.used += (self.ctrl[i] == EMPTY) as u32;
-        self.live += 1;
-        self.set_ctrl(i, tag(hash));
-        self.slots[i] = (key, value);
-        debug_assert!(self.used <= self.used_max);
-    }
-
-    /// Empties full slot `i`, returning its entry.
-    pub(crate) fn take(&mut self, i: usize) -> (K::Stored, V) {
-        debug_assert!(is_full(self.ctrl[i]));
+    /// Empties full slot `i`, returning its entry and how many slots became EMPTY (room
+    /// given back: 0 if it became a tombstone).
+    pub(crate) fn take(&mut self, i: usize) -> ((K::Stored, V), u32) {
         let cap = self.cap as usize;
-        let entry = std::mem::take(&mut self.slots[i]);
-        self.live -= 1;
-        if self.ctrl[wrap(i + 1, cap)] == EMPTY {
+        if self.ctrl()[wrap(i + 1, cap)] == EMPTY {
             // No probe path runs through `i`: it and the tombstones before it become empty.
-            self.set_ctrl(i, EMPTY);
-            self.used -= 1;
+            let entry = self.read_slot(i, EMPTY);
+            let mut freed = 1;
             let mut j = i;
             loop {
                 j = if j == 0 { cap - 1 } else { j - 1 };
-                if self.ctrl[j] != DELETED {
+                if self.ctrl()[j] != DELETED {
                     break;
                 }
                 self.set_ctrl(j, EMPTY);
-                self.used -= 1;
+                freed += 1;
             }
+            (entry, freed)
         } else {
-            self.set_ctrl(i, DELETED);
+            (self.read_slot(i, DELETED), 0)
         }
-        entry
     }
 
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &(K::Stored, V)> {
-        self.ctrl[..self.cap as usize]
-            .iter()
-            .zip(self.slots.iter())
-            .filter(|(c, _)| is_full(**c))
-            .map(|(_, e)| e)
+    /// Full slots (entries): a count over the control bytes, for growth and checks.
+    pub(crate) fn count_full(&self) -> usize {
+        let cap = self.cap();
+        (0..cap)
+            .step_by(GROUP)
+            .map(|p| {
+                Group::load(self.ctrl(), p)
+                    .match_full()
+                    .below(cap - p)
+                    .ones()
+            })
+            .sum()
     }
 
-    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = &mut (K::Stored, V)> {
-        self.ctrl[..self.cap as usize]
+    /// The room of a segment holding `used` full slots and tombstones.
+    pub(crate) fn room_with(&self, used: usize) -> u32 {
+        let max = used_max(self.cap());
+        assert!(used <= max, "a segment over its load limit");
+        (max - used) as u32
+    }
+
+    /// Indices of the full slots, ascending.
+    fn full_slots(ctrl: &[u8], cap: usize) -> impl Iterator<Item = usize> + '_ {
+        ctrl[..cap]
             .iter()
-            .zip(self.slots.iter_mut())
-            .filter(|(c, _)| is_full(**c))
-            .map(|(_, e)| e)
+            .enumerate()
+            .filter(|(_, c)| is_full(**c))
+            .map(|(i, _)| i)
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Pair<K, V>> {
+        // SAFETY: each index is a full slot below `cap`.
+        Self::full_slots(self.ctrl(), self.cap()).map(|i| unsafe { self.slot_unchecked(i) })
+    }
+
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = &mut Pair<K, V>> {
+        let slots = self.slots_ptr();
+        let (ctrl, cap) = (self.ctrl(), self.cap());
+        // SAFETY: each index is a full slot below `cap` (initialised), each visited once, so
+        // the `&mut` are disjoint; they live as long as the `&mut self` this borrows, and
+        // the control bytes are only read meanwhile.
+        Self::full_slots(ctrl, cap).map(move |i| unsafe { &mut *slots.add(i) })
     }
 
     /// SCAN step: appends to `out` the slots of this segment's entries whose hash is in
@@ -274,12 +380,12 @@ impl<K: KeyKind, V: Default> Segment<K, V> {
         let cap = self.cap as usize;
         let first = out.len();
         for s in self.home(cursor)..cap {
-            let c = self.ctrl[s];
+            let c = self.ctrl()[s];
             if c == EMPTY && out.len() - first >= want {
                 return Some(self.boundary(cursor, s));
             }
             if is_full(c) {
-                let (k, _) = &self.slots[s];
+                let (k, _) = self.slot(s);
                 let h = K::hash(seed, K::key(k));
                 if h >= cursor && self.home(h) <= s {
                     out.push(s);
@@ -288,12 +394,12 @@ impl<K: KeyKind, V: Default> Segment<K, V> {
         }
         // The run of full slots at the start may hold entries that wrapped around the end.
         for s in 0..cap {
-            let c = self.ctrl[s];
+            let c = self.ctrl()[s];
             if c == EMPTY {
                 break;
             }
             if is_full(c) {
-                let (k, _) = &self.slots[s];
+                let (k, _) = self.slot(s);
                 let h = K::hash(seed, K::key(k));
                 if h >= cursor && self.home(h) > s {
                     out.push(s);
@@ -311,5 +417,240 @@ impl<K: KeyKind, V: Default> Segment<K, V> {
         let x = ((e as u64) << 32).div_ceil(self.cap as u64);
         debug_assert!(x < 1 << 32);
         lo | (x << (32 - d))
+    }
+}
+
+/// Sets control byte `i` (and its mirror) of the segment at `base` with `cap` slots.
+///
+/// # Safety
+/// `base` and `cap` are a live segment's, to which the caller has exclusive access; a
+/// full byte must not become free (or the reverse) unless the slot is moved out (written).
+#[inline(always)]
+unsafe fn set_ctrl_raw(base: NonNull<u8>, cap: usize, i: usize, c: u8) {
+    assert!(i < cap, "slot {i} out of range");
+    // SAFETY: `i < cap` and `cap + i < cap + GROUP` when `i < GROUP`: both within the
+    // control bytes; exclusive access is the caller's contract.
+    unsafe {
+        let ctrl = base.as_ptr();
+        ctrl.add(i).write(c);
+        if i < GROUP {
+            ctrl.add(cap + i).write(c);
+        }
+    }
+}
+
+/// Writes `pair` into slot `i` of the segment at `base` with `cap` slots and sets its
+/// control byte to `c` (full). Writing a slot that is already full would leak its pair, not
+/// break the segment invariant.
+///
+/// # Safety
+/// As for [`set_ctrl_raw`], and `T` is the segment's pair type.
+#[inline(always)]
+unsafe fn write_slot_raw<T>(base: NonNull<u8>, cap: usize, i: usize, c: u8, pair: T) {
+    assert!(i < cap, "slot {i} out of range");
+    debug_assert!(is_full(c));
+    // SAFETY: `i < cap`, so the slot is inside the allocation (a plain write, nothing
+    // dropped). The control byte is set right after: the invariant holds again before
+    // anything reads.
+    unsafe {
+        base.as_ptr()
+            .add(slots_offset::<T>(cap))
+            .cast::<T>()
+            .add(i)
+            .write(pair);
+        set_ctrl_raw(base, cap, i, c);
+    }
+}
+
+/// The home slot of `hash` in a segment of `depth` and `cap` slots.
+#[inline(always)]
+fn home(hash: u64, depth: u32, cap: usize) -> usize {
+    let x = (hash << depth) >> 32;
+    ((x * cap as u64) >> 32) as usize
+}
+
+/// A segment's address and shape, as each of its directory entries holds them: a lookup
+/// goes from the directory straight to the control bytes, without reading the segment's
+/// header first (in W2 that dependent load was as costly as the control bytes' own miss).
+/// `table.rs` keeps every entry equal to `segs[id].dir_entry(id)` (checked by
+/// `check_invariants`); that is what makes [`DirEntry::probe`] sound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DirEntry {
+    base: NonNull<u8>,
+    /// `cap << 6 | depth`.
+    shape: u32,
+    /// The segment's index in `segs`.
+    pub(crate) id: u32,
+}
+
+// SAFETY: a directory entry is an address and two numbers; it is only dereferenced through
+// `probe`, whose caller holds a borrow of the table that owns the segment (and the table is
+// `Send`/`Sync` only as its segments are).
+unsafe impl Send for DirEntry {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for DirEntry {}
+
+impl DirEntry {
+    /// A lookup view of the segment this entry describes.
+    ///
+    /// # Safety
+    /// The entry equals `seg.dir_entry(_)` for a live segment `seg` (same allocation, cap
+    /// and depth) of `K`, `V` that is neither dropped nor changed while the probe, or any
+    /// reference derived from it, is used ('a is the caller's borrow of the table).
+    #[inline(always)]
+    pub(crate) unsafe fn probe<'a, K: KeyKind, V>(self) -> Probe<'a, K, V> {
+        Probe {
+            base: self.base,
+            cap: self.cap(),
+            depth: self.shape & 63,
+            _seg: PhantomData,
+        }
+    }
+
+    #[inline(always)]
+    fn cap(self) -> usize {
+        (self.shape >> 6) as usize
+    }
+
+    /// Fills free slot `i` of the segment this entry describes with `pair`, tagged `c`;
+    /// returns whether the slot was EMPTY (a tombstone reused takes no room). Through the
+    /// directory entry, as lookups: an insert touches no segment header.
+    ///
+    /// # Safety
+    /// As for [`Self::probe`], and the caller has exclusive access to the segment (holds
+    /// the table mutably).
+    #[inline(always)]
+    pub(crate) unsafe fn fill<K: KeyKind, V>(self, i: usize, c: u8, pair: Pair<K, V>) -> bool {
+        let cap = self.cap();
+        assert!(i < cap, "slot {i} out of range");
+        // SAFETY: the caller's contract: a live segment's control bytes, `i < cap`.
+        let was = unsafe { self.base.as_ptr().add(i).read() };
+        debug_assert!(!is_full(was));
+        // SAFETY: the caller's contract (exclusive access to a live segment of `K`, `V`).
+        unsafe { write_slot_raw(self.base, cap, i, c, pair) };
+        was == EMPTY
+    }
+}
+
+/// A read-only view of one segment's control bytes and slots, made from the segment
+/// from a directory entry ([`DirEntry::probe`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Probe<'a, K: KeyKind, V> {
+    base: NonNull<u8>,
+    cap: usize,
+    depth: u32,
+    _seg: PhantomData<&'a Segment<K, V>>,
+}
+
+impl<'a, K: KeyKind, V> Probe<'a, K, V> {
+    #[inline(always)]
+    pub(crate) fn home(&self, hash: u64) -> usize {
+        home(hash, self.depth, self.cap)
+    }
+
+    #[inline(always)]
+    fn ctrl(&self) -> &'a [u8] {
+        // SAFETY: a probe describes a live segment (see its constructors), whose first
+        // `cap + GROUP` bytes are initialised control bytes, unchanged during 'a.
+        unsafe { std::slice::from_raw_parts(self.base.as_ptr(), self.cap + GROUP) }
+    }
+
+    /// Address of slot `i < cap` (initialised only if the slot is full).
+    #[inline(always)]
+    pub(crate) fn slot_ptr(&self, i: usize) -> *mut Pair<K, V> {
+        self.base
+            .as_ptr()
+            .wrapping_add(slots_offset::<Pair<K, V>>(self.cap))
+            .cast::<Pair<K, V>>()
+            .wrapping_add(i)
+    }
+
+    /// The pair in slot `i`.
+    ///
+    /// # Safety
+    /// `i < cap` and slot `i` is full.
+    #[inline(always)]
+    pub(crate) unsafe fn slot(&self, i: usize) -> &'a Pair<K, V> {
+        // SAFETY: the caller's contract and the segment invariant.
+        unsafe { &*self.slot_ptr(i) }
+    }
+
+    /// Starts loading the control bytes and the slot at `hash`'s home into the cache.
+    #[inline(always)]
+    pub(crate) fn prefetch(&self, hash: u64) {
+        let home = self.home(hash);
+        prefetch_read(self.slot_ptr(home));
+        prefetch_read(self.base.as_ptr().wrapping_add(home));
+    }
+
+    /// The slot holding `key`, if any.
+    #[inline(always)]
+    pub(crate) fn find(&self, hash: u64, key: K::Key<'_>) -> Option<usize> {
+        let home = self.home(hash);
+        prefetch_read(self.slot_ptr(home));
+        let (cap, t) = (self.cap, tag(hash));
+        let mut pos = home;
+        loop {
+            let g = Group::load(self.ctrl(), pos);
+            for b in g.match_tag(t) {
+                let i = wrap(pos + b, cap);
+                // SAFETY: `i < cap` (wrapped), and a tag only matches a full byte.
+                if K::eq(unsafe { &self.slot(i).0 }, key) {
+                    return Some(i);
+                }
+            }
+            if g.match_empty().any() {
+                return None;
+            }
+            pos = wrap(pos + GROUP, cap);
+        }
+    }
+
+    /// One probe for an insert: `Ok(slot)` holding `key`, or `Err(free)` with the first free
+    /// slot on its probe path (where the key goes; whether the segment has room is
+    /// [`Segment::has_room_at`]). One pass over the control bytes where a `find` and a search
+    /// for a free slot would make two: the first free slot always lies at or before the
+    /// EMPTY slot that ends the search.
+    #[inline(always)]
+    pub(crate) fn find_or_free(&self, hash: u64, key: K::Key<'_>) -> Result<usize, usize> {
+        let (cap, t) = (self.cap, tag(hash));
+        let home = self.home(hash);
+        prefetch_read(self.slot_ptr(home));
+        let mut pos = home;
+        let mut free = None;
+        loop {
+            let g = Group::load(self.ctrl(), pos);
+            for b in g.match_tag(t) {
+                let i = wrap(pos + b, cap);
+                // SAFETY: `i < cap` (wrapped), and a tag only matches a full byte.
+                if K::eq(unsafe { &self.slot(i).0 }, key) {
+                    return Ok(i);
+                }
+            }
+            if free.is_none() {
+                free = g.match_free().lowest().map(|b| wrap(pos + b, cap));
+            }
+            if g.match_empty().any() {
+                return Err(free.expect("an EMPTY slot is a free slot"));
+            }
+            pos = wrap(pos + GROUP, cap);
+        }
+    }
+}
+
+impl<K: KeyKind, V> Drop for Segment<K, V> {
+    fn drop(&mut self) {
+        if self.cap == 0 {
+            return;
+        }
+        if std::mem::needs_drop::<Pair<K, V>>() {
+            let slots = self.slots_ptr();
+            for i in Self::full_slots(self.ctrl(), self.cap()) {
+                // SAFETY: a full slot, initialised, dropped once (the segment goes away).
+                unsafe { slots.add(i).drop_in_place() };
+            }
+        }
+        // SAFETY: allocated in `new` with this layout (cap is never changed).
+        unsafe { dealloc(self.base.as_ptr(), seg_layout::<Pair<K, V>>(self.cap())) };
     }
 }

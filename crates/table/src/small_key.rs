@@ -1,5 +1,5 @@
-//! [`SmallKey`]: a byte key in 16 bytes, inline when short, boxed otherwise. Holds the
-//! table crate's only `unsafe` code besides the prefetch hint.
+//! [`SmallKey`]: a byte key in 16 bytes, inline when short, boxed otherwise. A union, hence
+//! `unsafe` code (one of the crate's three places, see the crate docs).
 //!
 //! Why 16 bytes: the keyspace's slot is the key plus a 32-byte entry, so the key's size is a
 //! third of every slot (56 -> 48 bytes, and bytes per key follow). Why this layout: most

@@ -21,10 +21,11 @@
 //! control bytes and one slot line, fetched in parallel. `hash_key` / `prefetch` / `*_hashed` let a caller
 //! overlap these misses across a batch of keys, as a server does for a pipeline.
 
+use crate::ctrl::tag;
 use crate::growth::{class_cap, class_for, fill_max, ladder_of, CLASSES_PER_DOUBLING, LADDER};
 use crate::key::KeyKind;
 use crate::prefetch::prefetch_read;
-use crate::segment::Segment;
+use crate::segment::{DirEntry, Probe, Segment};
 use crate::Seed;
 
 /// Deepest a segment may get: the home slot uses the 32 hash bits below a segment's prefix,
@@ -70,10 +71,17 @@ impl Default for Config {
 
 /// A hash table keyed by `K` (see [`crate::Table`] and [`crate::U64Table`]).
 pub struct HashTable<K: KeyKind, V> {
-    /// Segment ids indexed by the top `global_depth` bits of a hash. Empty until the first
-    /// insert, so an unused table allocates nothing.
-    pub(crate) dir: Vec<u32>,
+    /// Segments indexed by the top `global_depth` bits of a hash: each entry holds the
+    /// segment's id and what a lookup needs of it (address, capacity, depth), always equal
+    /// to `segs[id].dir_entry(id)` (see [`Self::sync_dir`]). Empty until the first insert,
+    /// so an unused table allocates nothing.
+    pub(crate) dir: Vec<DirEntry>,
     pub(crate) segs: Vec<Segment<K, V>>,
+    /// Per segment (same index as `segs`), how many more EMPTY slots it may fill before it
+    /// must grow. Kept here rather than in the segment header: 4 bytes per segment (100 KB
+    /// at 100M entries) stay in the L1/L2 cache, where an insert that read and wrote a
+    /// 32-byte header per segment waited on it (15% of W2's insert time).
+    pub(crate) room: Vec<u32>,
     /// `63 - global_depth`: `(hash >> 1) >> dir_shift` is the directory index, also for depth 0.
     pub(crate) dir_shift: u32,
     pub(crate) global_depth: u8,
@@ -90,7 +98,7 @@ pub struct HashTable<K: KeyKind, V> {
     pub(crate) seed: Seed,
 }
 
-impl<K: KeyKind, V: Default> Default for HashTable<K, V> {
+impl<K: KeyKind, V> Default for HashTable<K, V> {
     fn default() -> Self {
         HashTable::new()
     }
@@ -106,7 +114,7 @@ impl<K: KeyKind, V> std::fmt::Debug for HashTable<K, V> {
     }
 }
 
-impl<K: KeyKind, V: Default> HashTable<K, V> {
+impl<K: KeyKind, V> HashTable<K, V> {
     pub fn new() -> Self {
         Self::with_config(Config::default())
     }
@@ -127,6 +135,7 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
         HashTable {
             dir: Vec::new(),
             segs: Vec::new(),
+            room: Vec::new(),
             dir_shift: 63,
             global_depth: 0,
             split_class,
@@ -163,9 +172,15 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
                 Segment::new(class_for(share, ladder_of(hash, depth)), depth)
             })
             .collect();
-        t.dir = (0..1u32 << depth).collect();
+        t.dir = t
+            .segs
+            .iter()
+            .zip(0..)
+            .map(|(s, id)| s.dir_entry(id))
+            .collect();
         t.global_depth = depth;
         t.dir_shift = 63 - depth as u32;
+        t.room = t.segs.iter().map(|s| s.room_with(0)).collect();
         t.max_class = t.segs.iter().map(Segment::class).max().unwrap_or(0);
         t.seg_bytes = t.segs.iter().map(Segment::alloc_bytes).sum();
         t
@@ -176,6 +191,7 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
         HashTable {
             dir: Vec::new(),
             segs: Vec::new(),
+            room: Vec::new(),
             dir_shift: 63,
             global_depth: 0,
             max_class: 0,
@@ -202,8 +218,9 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
     /// Bytes this table allocated: segments, directory and out-of-line keys. Excludes what
     /// values own on the heap (the caller accounts for that).
     pub fn memory_bytes(&self) -> usize {
-        self.dir.capacity() * std::mem::size_of::<u32>()
+        self.dir.capacity() * std::mem::size_of::<DirEntry>()
             + self.segs.capacity() * std::mem::size_of::<Segment<K, V>>()
+            + self.room.capacity() * std::mem::size_of::<u32>()
             + self.seg_bytes
             + self.heap_key_bytes
     }
@@ -215,8 +232,34 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
     }
 
     #[inline(always)]
+    pub(crate) fn dir_entry(&self, hash: u64) -> DirEntry {
+        self.dir[((hash >> 1) >> self.dir_shift) as usize]
+    }
+
+    #[inline(always)]
     pub(crate) fn seg_id(&self, hash: u64) -> usize {
-        self.dir[((hash >> 1) >> self.dir_shift) as usize] as usize
+        self.dir_entry(hash).id as usize
+    }
+
+    /// A lookup view of `hash`'s segment, straight from its directory entry; the table must
+    /// have a directory.
+    #[inline(always)]
+    fn probe(&self, hash: u64) -> (usize, Probe<'_, K, V>) {
+        let e = self.dir_entry(hash);
+        // SAFETY: every directory entry equals `segs[id].dir_entry(id)` (the invariant kept
+        // by `sync_dir` and checked by `check_invariants`), and `&self` keeps the segment
+        // alive and unchanged for the probe's lifetime.
+        (e.id as usize, unsafe { e.probe() })
+    }
+
+    /// Points the directory entries of segment `id` (which holds `hash`) at it again, after
+    /// it was created, rebuilt or split: the invariant that makes [`Self::probe`] sound.
+    pub(crate) fn sync_dir(&mut self, id: usize, hash: u64) {
+        let seg = &self.segs[id];
+        let span = 1usize << (self.global_depth - seg.depth);
+        let start = (((hash >> 1) >> self.dir_shift) as usize) & !(span - 1);
+        let e = seg.dir_entry(u32::try_from(id).expect("at most 2^32 segments"));
+        self.dir[start..start + span].fill(e);
     }
 
     /// Starts loading the header of `hash`'s segment into the cache: the first step of a
@@ -227,6 +270,7 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
             return;
         }
         prefetch_read(&self.segs[self.seg_id(hash)] as *const Segment<K, V>);
+        // (Lookups no longer need the header, inserts do: it is kept for them.)
     }
 
     /// Starts loading the control bytes and home slot of `hash` into the cache.
@@ -235,10 +279,7 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
         if self.dir.is_empty() {
             return;
         }
-        let seg = &self.segs[self.seg_id(hash)];
-        let home = seg.home(hash);
-        prefetch_read(seg.slots.as_ptr().wrapping_add(home));
-        seg.prefetch_ctrl(home);
+        self.probe(hash).1.prefetch(hash);
     }
 
     #[inline]
@@ -252,8 +293,9 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
         if self.dir.is_empty() {
             return None;
         }
-        let seg = &self.segs[self.seg_id(hash)];
-        seg.find(hash, key).map(|i| &seg.slots[i].1)
+        let (_, p) = self.probe(hash);
+        // SAFETY: `find` returns full slots below `cap`.
+        p.find(hash, key).map(|i| unsafe { &p.slot(i).1 })
     }
 
     #[inline]
@@ -266,9 +308,10 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
         if self.dir.is_empty() {
             return None;
         }
-        let id = self.seg_id(hash);
-        let seg = &mut self.segs[id];
-        seg.find(hash, key).map(|i| &mut seg.slots[i].1)
+        let (id, p) = self.probe(hash);
+        let i = p.find(hash, key)?;
+        // SAFETY: `find` returns full slots below `cap`.
+        Some(unsafe { &mut self.segs[id].slot_unchecked_mut(i).1 })
     }
 
     /// Where `key` is (`hash == self.hash_key(key)`), for [`Self::at_mut`].
@@ -277,10 +320,8 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
         if self.dir.is_empty() {
             return None;
         }
-        let seg = self.seg_id(hash);
-        self.segs[seg]
-            .find(hash, key)
-            .map(|slot| Found { seg, slot })
+        let (seg, p) = self.probe(hash);
+        p.find(hash, key).map(|slot| Found { seg, slot })
     }
 
     /// The value at a position [`Self::find_hashed`] returned, with no modification of the
@@ -289,7 +330,7 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
     /// never undefined behaviour.)
     #[inline]
     pub fn at_mut(&mut self, found: Found) -> &mut V {
-        &mut self.segs[found.seg].slots[found.slot].1
+        &mut self.segs[found.seg].slot_mut(found.slot).1
     }
 
     pub fn contains_key(&self, key: K::Key<'_>) -> bool {
@@ -305,7 +346,11 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
     #[inline]
     pub fn insert_hashed(&mut self, hash: u64, key: K::Key<'_>, value: V) -> Option<V> {
         match self.locate(hash, key) {
-            Slot::Found(id, i) => Some(std::mem::replace(&mut self.segs[id].slots[i].1, value)),
+            // SAFETY: `locate` found the key in full slot `i`.
+            Slot::Found(id, i) => Some(std::mem::replace(
+                unsafe { &mut self.segs[id].slot_unchecked_mut(i).1 },
+                value,
+            )),
             Slot::Free(id, i) => {
                 self.put(id, i, hash, key, value);
                 None
@@ -335,7 +380,11 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
                 (id, i, true)
             }
         };
-        (&mut self.segs[id].slots[i].1, inserted)
+        // SAFETY: slot `i` holds the key: found, or just filled by `put`.
+        (
+            unsafe { &mut self.segs[id].slot_unchecked_mut(i).1 },
+            inserted,
+        )
     }
 
     #[inline]
@@ -347,10 +396,10 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
         if self.dir.is_empty() {
             return None;
         }
-        let id = self.seg_id(hash);
-        let seg = &mut self.segs[id];
-        let i = seg.find(hash, key)?;
-        let (k, v) = seg.take(i);
+        let (id, p) = self.probe(hash);
+        let i = p.find(hash, key)?;
+        let ((k, v), freed) = self.segs[id].take(i);
+        self.room[id] += freed;
         self.len -= 1;
         self.heap_key_bytes -= K::heap_bytes(&k);
         Some(v)
@@ -359,14 +408,15 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
     /// Keeps only the entries for which `keep` returns true.
     pub fn retain(&mut self, mut keep: impl FnMut(K::Key<'_>, &mut V) -> bool) {
         let (mut removed, mut heap) = (0, 0);
-        for seg in &mut self.segs {
+        for (seg, room) in self.segs.iter_mut().zip(&mut self.room) {
             for i in 0..seg.cap() {
                 if !seg.is_full_at(i) {
                     continue;
                 }
-                let (k, v) = &mut seg.slots[i];
+                let (k, v) = seg.slot_mut(i);
                 if !keep(K::key(k), v) {
-                    let (k, _) = seg.take(i);
+                    let ((k, _), freed) = seg.take(i);
+                    *room += freed;
                     heap += K::heap_bytes(&k);
                     removed += 1;
                 }
@@ -393,11 +443,17 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
     /// that time the inserts that grow the table apart from the others; not a stable API.
     #[doc(hidden)]
     pub fn insert_grows(&self, hash: u64, key: K::Key<'_>) -> bool {
-        self.dir.is_empty()
-            || matches!(
-                self.segs[self.seg_id(hash)].find_or_free(hash, key),
-                Err(None)
-            )
+        self.dir.is_empty() || {
+            let (id, p) = self.probe(hash);
+            matches!(p.find_or_free(hash, key), Err(i) if !self.has_room(id, i))
+        }
+    }
+
+    /// Whether free slot `i` of segment `id` may be filled: reusing a tombstone always may,
+    /// an EMPTY slot only while the segment has room.
+    #[inline(always)]
+    fn has_room(&self, id: usize, i: usize) -> bool {
+        self.room[id] > 0 || !self.segs[id].uses_room(i)
     }
 
     /// Where `key` is, or where it goes. The common case is one pass over one segment's
@@ -405,11 +461,11 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
     #[inline(always)]
     fn locate(&mut self, hash: u64, key: K::Key<'_>) -> Slot {
         if !self.dir.is_empty() {
-            let id = self.seg_id(hash);
-            match self.segs[id].find_or_free(hash, key) {
+            let (id, p) = self.probe(hash);
+            match p.find_or_free(hash, key) {
                 Ok(i) => return Slot::Found(id, i),
-                Err(Some(i)) => return Slot::Free(id, i),
-                Err(None) => {}
+                Err(i) if self.has_room(id, i) => return Slot::Free(id, i),
+                Err(_) => {}
             }
         }
         self.make_room(hash)
@@ -422,12 +478,14 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
     fn make_room(&mut self, hash: u64) -> Slot {
         if self.dir.is_empty() {
             self.segs.push(Segment::new(0, 0));
-            self.dir.push(0);
+            self.room.push(self.segs[0].room_with(0));
+            self.dir.push(self.segs[0].dir_entry(0));
             self.seg_bytes = self.segs[0].alloc_bytes();
         }
         loop {
             let id = self.seg_id(hash);
-            if let Some(i) = self.segs[id].free_with_room(hash) {
+            let i = self.segs[id].first_free(hash);
+            if self.has_room(id, i) {
                 return Slot::Free(id, i);
             }
             self.grow(id, hash);
@@ -438,7 +496,12 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
     fn put(&mut self, id: usize, i: usize, hash: u64, key: K::Key<'_>, value: V) {
         let stored = K::store(key);
         self.heap_key_bytes += K::heap_bytes(&stored);
-        self.segs[id].put(i, hash, stored, value);
+        let e = self.dir_entry(hash);
+        debug_assert_eq!(e.id as usize, id);
+        // SAFETY: directory entries describe their segments (see `probe`), and `&mut self`
+        // gives exclusive access to them.
+        let took_room = unsafe { e.fill::<K, V>(i, tag(hash), (stored, value)) };
+        self.room[id] -= took_room as u32;
         self.len += 1;
     }
 }

@@ -52,7 +52,7 @@ impl SegmentScan {
 /// Rejection-sampling draws before [`HashTable::random_entry`] falls back.
 const RANDOM_DRAWS_MAX: usize = 64;
 
-impl<K: KeyKind, V: Default> HashTable<K, V> {
+impl<K: KeyKind, V> HashTable<K, V> {
     /// All entries, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (K::Key<'_>, &V)> + '_ {
         self.segs
@@ -80,7 +80,7 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
                 return 0;
             };
             for &s in &slots {
-                let (k, v) = &self.segs[seg].slots[s];
+                let (k, v) = self.segs[seg].slot(s);
                 visit(K::key(k), v);
             }
             reported += slots.len();
@@ -112,10 +112,10 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
             };
             let seg = &mut self.segs[seg];
             for &s in &slots {
-                crate::prefetch::prefetch_read(heap(&seg.slots[s].1));
+                crate::prefetch::prefetch_read(heap(&seg.slot(s).1));
             }
             for &s in &slots {
-                let (k, v) = &mut seg.slots[s];
+                let (k, v) = seg.slot_mut(s);
                 visit(K::key(k), v);
             }
             reported += slots.len();
@@ -160,10 +160,10 @@ impl<K: KeyKind, V: Default> HashTable<K, V> {
         }
         let max_cap = class_cap(self.max_class) as u64;
         for _ in 0..RANDOM_DRAWS_MAX {
-            let seg = &self.segs[self.dir[rng.gen_range(0..self.dir.len())] as usize];
+            let seg = &self.segs[self.dir[rng.gen_range(0..self.dir.len())].id as usize];
             let draw = rng.gen_range(0..max_cap << (self.global_depth - seg.depth)) as usize;
             if draw < seg.cap() && seg.is_full_at(draw) {
-                let (k, v) = &seg.slots[draw];
+                let (k, v) = seg.slot(draw);
                 return Some((K::key(k), v));
             }
         }

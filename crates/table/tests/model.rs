@@ -74,6 +74,37 @@ impl ScanState {
     }
 }
 
+thread_local! {
+    /// `Tracked` values alive on this thread.
+    static LIVE: std::cell::Cell<isize> = const { std::cell::Cell::new(0) };
+}
+
+/// A value that owns a heap allocation and counts itself, so the test also checks that the
+/// table drops every value exactly once (none leaked, none dropped twice; Miri sees the
+/// allocation too).
+#[derive(Debug, PartialEq)]
+struct Tracked(Box<u32>);
+
+impl Tracked {
+    fn new(v: u32) -> Tracked {
+        LIVE.with(|l| l.set(l.get() + 1));
+        Tracked(Box::new(v))
+    }
+    fn v(&self) -> u32 {
+        *self.0
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        LIVE.with(|l| l.set(l.get() - 1));
+    }
+}
+
+fn live() -> isize {
+    LIVE.with(|l| l.get())
+}
+
 fn config(seed: u64) -> Config {
     Config {
         segment_slots: 16,
@@ -86,32 +117,33 @@ proptest! {
 
     #[test]
     fn byte_table_matches_model(seed in any::<u64>(), ops in proptest::collection::vec(op(), 1..1500)) {
-        let mut t: Table<u32> = Table::with_config(config(seed));
+        let live_before = live();
+        let mut t: Table<Tracked> = Table::with_config(config(seed));
         let mut model: HashMap<Vec<u8>, u32> = HashMap::new();
         let mut scan = ScanState::default();
         let mut rng = StdRng::seed_from_u64(seed);
         for op in ops {
             match op {
                 Op::Insert(k, v) => {
-                    prop_assert_eq!(t.insert(&k, v), model.insert(k.clone(), v));
+                    prop_assert_eq!(t.insert(&k, Tracked::new(v)).map(|x| x.v()), model.insert(k.clone(), v));
                     scan.modified = true;
                 }
                 Op::Remove(k) => {
-                    prop_assert_eq!(t.remove(&k), model.remove(&k));
+                    prop_assert_eq!(t.remove(&k).map(|x| x.v()), model.remove(&k));
                     scan.removed(&k);
                 }
                 Op::Get(k) => {
-                    prop_assert_eq!(t.get(&k), model.get(&k));
-                    prop_assert_eq!(t.get_hashed(t.hash_key(&k), &k), model.get(&k));
+                    prop_assert_eq!(t.get(&k).map(Tracked::v), model.get(&k).copied());
+                    prop_assert_eq!(t.get_hashed(t.hash_key(&k), &k).map(Tracked::v), model.get(&k).copied());
                     if let Some(v) = t.get_mut(&k) {
-                        *v = v.wrapping_add(1);
-                        model.insert(k, *v);
+                        *v.0 = v.v().wrapping_add(1);
+                        model.insert(k, v.v());
                     }
                 }
                 Op::GetOrInsert(k, v) => {
-                    let (got, inserted) = t.get_or_insert_with(&k, || v);
+                    let (got, inserted) = t.get_or_insert_with(&k, || Tracked::new(v));
                     prop_assert_eq!(inserted, !model.contains_key(&k));
-                    prop_assert_eq!(*got, *model.entry(k).or_insert(v));
+                    prop_assert_eq!(got.v(), *model.entry(k).or_insert(v));
                     scan.modified |= inserted;
                 }
                 Op::Scan(count) => {
@@ -119,7 +151,7 @@ proptest! {
                         scan = ScanState { started: true, present_at_start: model.keys().cloned().collect(), ..ScanState::default() };
                     }
                     let mut batch = Vec::new();
-                    scan.cursor = t.scan(scan.cursor, count, |k, v| batch.push((k.to_vec(), *v)));
+                    scan.cursor = t.scan(scan.cursor, count, |k, v| batch.push((k.to_vec(), v.v())));
                     for (k, v) in batch {
                         // Everything reported is in the table right now, with its value.
                         prop_assert_eq!(model.get(&k), Some(&v));
@@ -138,12 +170,12 @@ proptest! {
                 }
                 Op::Random => {
                     match t.random_entry(&mut rng) {
-                        Some((k, v)) => prop_assert_eq!(model.get(k), Some(v)),
+                        Some((k, v)) => prop_assert_eq!(model.get(k), Some(&v.v())),
                         None => prop_assert!(model.is_empty()),
                     }
                 }
                 Op::Retain(m) => {
-                    t.retain(|_, v| *v % m != 0);
+                    t.retain(|_, v| v.v() % m != 0);
                     let gone: Vec<Vec<u8>> = model.iter().filter(|(_, v)| **v % m == 0).map(|(k, _)| k.clone()).collect();
                     for k in gone {
                         model.remove(&k);
@@ -154,7 +186,7 @@ proptest! {
                     let old = t.take();
                     prop_assert_eq!(old.len(), model.len());
                     prop_assert!(t.is_empty() && t.get(b"").is_none());
-                    t.insert(b"fresh", 1);
+                    t.insert(b"fresh", Tracked::new(1));
                     prop_assert!(t.check_invariants().is_ok());
                     t = old; // put the old contents back: the model goes on
                 }
@@ -164,11 +196,14 @@ proptest! {
                 return Err(TestCaseError::fail(e));
             }
         }
-        let mut all: Vec<(Vec<u8>, u32)> = t.iter().map(|(k, v)| (k.to_vec(), *v)).collect();
+        let mut all: Vec<(Vec<u8>, u32)> = t.iter().map(|(k, v)| (k.to_vec(), v.v())).collect();
         all.sort();
         let mut want: Vec<(Vec<u8>, u32)> = model.into_iter().collect();
         want.sort();
         prop_assert_eq!(all, want);
+        prop_assert_eq!(live() - live_before, t.len() as isize, "values alive = entries");
+        drop(t);
+        prop_assert_eq!(live(), live_before, "every value dropped exactly once");
     }
 
     #[test]
