@@ -47,35 +47,48 @@ use crate::Seed;
 /// A slot: a key and its value.
 pub(crate) type Pair<K, V> = (<K as KeyKind>::Stored, V);
 
-/// Alignment of a segment's allocation: a cache line, so that 16-byte slots never straddle
+/// Alignment of a segment's slot array: a cache line, so that 16-byte slots never straddle
 /// two lines.
-const SEG_ALIGN: usize = 64;
+const SLOTS_ALIGN: usize = 64;
 
-/// Offset of the slot array in a segment of `cap` slots: after the control bytes, rounded
-/// up to the slot alignment.
-#[inline(always)]
-pub(crate) fn slots_offset<T>(cap: usize) -> usize {
-    (cap + GROUP).next_multiple_of(std::mem::align_of::<T>())
+/// The layout of the control bytes of a segment of `cap` slots.
+fn ctrl_layout(cap: usize) -> Layout {
+    Layout::from_size_align(cap + GROUP, GROUP).expect("control bytes layout")
 }
 
-/// The layout of a segment of `cap` slots of `T`.
-fn seg_layout<T>(cap: usize) -> Layout {
+/// The layout of the slot array of a segment of `cap` slots of `T`.
+fn slots_layout<T>(cap: usize) -> Layout {
     let size = cap
         .checked_mul(std::mem::size_of::<T>())
-        .and_then(|s| s.checked_add(slots_offset::<T>(cap)))
         .expect("segment size overflows");
-    Layout::from_size_align(size, SEG_ALIGN.max(std::mem::align_of::<T>())).expect("segment layout")
+    Layout::from_size_align(size, SLOTS_ALIGN.max(std::mem::align_of::<T>()))
+        .expect("slots layout")
+}
+
+/// Allocates `layout` (non-zero size), or reports the failure as `alloc` does.
+fn allocate(layout: Layout) -> NonNull<u8> {
+    assert!(layout.size() > 0);
+    // SAFETY: the layout's size is non-zero (checked).
+    let p = unsafe { alloc(layout) };
+    NonNull::new(p).unwrap_or_else(|| handle_alloc_error(layout))
 }
 
 /// One segment's storage and counters.
 ///
-/// Invariant (what every `unsafe` block below relies on): if `cap > 0`, `base` is an
-/// allocation of `seg_layout::<Pair<K, V>>(cap)` owned by this segment; its first
-/// `cap + GROUP` bytes (control bytes) are always initialised, and slot `i < cap` holds an
-/// initialised pair exactly when control byte `i` is full. If `cap == 0` (a placeholder),
-/// nothing is allocated and nothing may be read.
+/// Invariant (what every `unsafe` block below relies on): if `cap > 0`, `ctrl` is an
+/// allocation of `ctrl_layout(cap)` and `slots` one of `slots_layout::<Pair<K, V>>(cap)`,
+/// both owned by this segment; the `cap + GROUP` control bytes are always initialised, and
+/// slot `i < cap` holds an initialised pair exactly when control byte `i` is full. If
+/// `cap == 0` (a placeholder), nothing is allocated and nothing may be read.
+///
+/// Why two allocations: the control bytes, 1/17 of a `u64 -> u64` segment, are what every
+/// probe reads first. Allocated apart, they are packed together by the allocator (small
+/// size classes), so the page-table entries for all of them stay cached; inside each
+/// segment's slot allocation, every probe of a big table also missed in the TLB walk for
+/// the control bytes' page (W2 at 100M: the insert's stall was on that load).
 pub(crate) struct Segment<K: KeyKind, V> {
-    base: NonNull<u8>,
+    ctrl: NonNull<u8>,
+    slots: NonNull<u8>,
     pub(crate) cap: u32,
     pub(crate) depth: u8,
     pub(crate) class: u16,
@@ -101,16 +114,18 @@ pub(crate) fn wrap(i: usize, cap: usize) -> usize {
 impl<K: KeyKind, V> Segment<K, V> {
     pub(crate) fn new(class: u16, depth: u8) -> Segment<K, V> {
         let cap = class_cap(class);
-        let layout = seg_layout::<Pair<K, V>>(cap);
-        // SAFETY: the layout's size is non-zero (cap >= 16 control bytes).
-        let p = unsafe { alloc(layout) };
-        let Some(base) = NonNull::new(p) else {
-            handle_alloc_error(layout)
+        let ctrl = allocate(ctrl_layout(cap));
+        // A zero-sized pair type needs no allocation: a dangling, aligned pointer will do.
+        let slots = if std::mem::size_of::<Pair<K, V>>() == 0 {
+            NonNull::<Pair<K, V>>::dangling().cast()
+        } else {
+            allocate(slots_layout::<Pair<K, V>>(cap))
         };
-        // SAFETY: the allocation has at least `cap + GROUP` bytes (the slots come after).
-        unsafe { base.as_ptr().write_bytes(EMPTY, cap + GROUP) };
+        // SAFETY: the control allocation has `cap + GROUP` bytes.
+        unsafe { ctrl.as_ptr().write_bytes(EMPTY, cap + GROUP) };
         Segment {
-            base,
+            ctrl,
+            slots,
             cap: cap as u32,
             depth,
             class,
@@ -121,7 +136,8 @@ impl<K: KeyKind, V> Segment<K, V> {
     /// A segment with no slots and no allocation; never reachable from the directory.
     pub(crate) fn placeholder() -> Segment<K, V> {
         Segment {
-            base: NonNull::dangling(),
+            ctrl: NonNull::dangling(),
+            slots: NonNull::dangling(),
             cap: 0,
             depth: 0,
             class: 0,
@@ -143,7 +159,7 @@ impl<K: KeyKind, V> Segment<K, V> {
         if self.cap == 0 {
             0
         } else {
-            seg_layout::<Pair<K, V>>(self.cap()).size()
+            ctrl_layout(self.cap()).size() + slots_layout::<Pair<K, V>>(self.cap()).size()
         }
     }
 
@@ -153,17 +169,14 @@ impl<K: KeyKind, V> Segment<K, V> {
         if self.cap == 0 {
             return &[];
         }
-        // SAFETY: by the invariant, `cap + GROUP` initialised bytes at `base`, owned by
+        // SAFETY: by the invariant, `cap + GROUP` initialised bytes at `ctrl`, owned by
         // self and changed only through `&mut self`.
-        unsafe { std::slice::from_raw_parts(self.base.as_ptr(), self.cap() + GROUP) }
+        unsafe { std::slice::from_raw_parts(self.ctrl.as_ptr(), self.cap() + GROUP) }
     }
 
     #[inline(always)]
     fn slots_ptr(&self) -> *mut Pair<K, V> {
-        self.base
-            .as_ptr()
-            .wrapping_add(slots_offset::<Pair<K, V>>(self.cap()))
-            .cast()
+        self.slots.as_ptr().cast()
     }
 
     /// The pair in full slot `i`; panics if `i` is not a full slot.
@@ -210,8 +223,9 @@ impl<K: KeyKind, V> Segment<K, V> {
     #[inline(always)]
     pub(crate) fn write_slot(&mut self, i: usize, c: u8, pair: Pair<K, V>) {
         debug_assert!(!is_full(self.ctrl()[i]) && is_full(c));
-        // SAFETY: base and cap are this segment's own; `&mut self` makes the access unique.
-        unsafe { write_slot_raw(self.base, self.cap(), i, c, pair) }
+        // SAFETY: the arrays and cap are this segment's own; `&mut self` makes the access
+        // unique.
+        unsafe { write_slot_raw(self.ctrl, self.slots, self.cap(), i, c, pair) }
     }
 
     /// Moves the pair out of full slot `i` (panics otherwise) and marks the slot `c` (free).
@@ -236,7 +250,7 @@ impl<K: KeyKind, V> Segment<K, V> {
         // SAFETY: full, so initialised; marked free at once (below), so never read again.
         let pair = unsafe { self.slots_ptr().add(i).read() };
         // SAFETY: `i < cap` (checked above), within the control bytes.
-        unsafe { self.base.as_ptr().add(i).write(DELETED) };
+        unsafe { self.ctrl.as_ptr().add(i).write(DELETED) };
         pair
     }
 
@@ -249,7 +263,8 @@ impl<K: KeyKind, V> Segment<K, V> {
     pub(crate) fn dir_entry(&self, id: u32) -> DirEntry {
         debug_assert!(self.cap < 1 << 26 && self.depth <= 32);
         DirEntry {
-            base: self.base,
+            ctrl: self.ctrl,
+            slots: self.slots,
             shape: self.cap << 6 | self.depth as u32,
             id,
         }
@@ -266,8 +281,8 @@ impl<K: KeyKind, V> Segment<K, V> {
     /// [`Self::write_slot`], [`Self::read_slot`].
     #[inline(always)]
     fn set_ctrl(&mut self, i: usize, c: u8) {
-        // SAFETY: base and cap are this segment's own; `&mut self` makes the write unique.
-        unsafe { set_ctrl_raw(self.base, self.cap(), i, c) }
+        // SAFETY: ctrl and cap are this segment's own; `&mut self` makes the write unique.
+        unsafe { set_ctrl_raw(self.ctrl, self.cap(), i, c) }
     }
 
     /// Whether filling free slot `i` uses room (an EMPTY slot; a tombstone does not).
@@ -420,18 +435,19 @@ impl<K: KeyKind, V> Segment<K, V> {
     }
 }
 
-/// Sets control byte `i` (and its mirror) of the segment at `base` with `cap` slots.
+/// Sets control byte `i` (and its mirror) of the segment whose control bytes are at `ctrl`,
+/// with `cap` slots.
 ///
 /// # Safety
-/// `base` and `cap` are a live segment's, to which the caller has exclusive access; a
+/// `ctrl` and `cap` are a live segment's, to which the caller has exclusive access; a
 /// full byte must not become free (or the reverse) unless the slot is moved out (written).
 #[inline(always)]
-unsafe fn set_ctrl_raw(base: NonNull<u8>, cap: usize, i: usize, c: u8) {
+unsafe fn set_ctrl_raw(ctrl: NonNull<u8>, cap: usize, i: usize, c: u8) {
     assert!(i < cap, "slot {i} out of range");
     // SAFETY: `i < cap` and `cap + i < cap + GROUP` when `i < GROUP`: both within the
     // control bytes; exclusive access is the caller's contract.
     unsafe {
-        let ctrl = base.as_ptr();
+        let ctrl = ctrl.as_ptr();
         ctrl.add(i).write(c);
         if i < GROUP {
             ctrl.add(cap + i).write(c);
@@ -439,26 +455,29 @@ unsafe fn set_ctrl_raw(base: NonNull<u8>, cap: usize, i: usize, c: u8) {
     }
 }
 
-/// Writes `pair` into slot `i` of the segment at `base` with `cap` slots and sets its
+/// Writes `pair` into slot `i` of the segment with arrays `ctrl`, `slots` and `cap` slots, and sets its
 /// control byte to `c` (full). Writing a slot that is already full would leak its pair, not
 /// break the segment invariant.
 ///
 /// # Safety
 /// As for [`set_ctrl_raw`], and `T` is the segment's pair type.
 #[inline(always)]
-unsafe fn write_slot_raw<T>(base: NonNull<u8>, cap: usize, i: usize, c: u8, pair: T) {
+unsafe fn write_slot_raw<T>(
+    ctrl: NonNull<u8>,
+    slots: NonNull<u8>,
+    cap: usize,
+    i: usize,
+    c: u8,
+    pair: T,
+) {
     assert!(i < cap, "slot {i} out of range");
     debug_assert!(is_full(c));
     // SAFETY: `i < cap`, so the slot is inside the allocation (a plain write, nothing
     // dropped). The control byte is set right after: the invariant holds again before
     // anything reads.
     unsafe {
-        base.as_ptr()
-            .add(slots_offset::<T>(cap))
-            .cast::<T>()
-            .add(i)
-            .write(pair);
-        set_ctrl_raw(base, cap, i, c);
+        slots.as_ptr().cast::<T>().add(i).write(pair);
+        set_ctrl_raw(ctrl, cap, i, c);
     }
 }
 
@@ -476,7 +495,8 @@ fn home(hash: u64, depth: u32, cap: usize) -> usize {
 /// `check_invariants`); that is what makes [`DirEntry::probe`] sound.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct DirEntry {
-    base: NonNull<u8>,
+    ctrl: NonNull<u8>,
+    slots: NonNull<u8>,
     /// `cap << 6 | depth`.
     shape: u32,
     /// The segment's index in `segs`.
@@ -500,7 +520,8 @@ impl DirEntry {
     #[inline(always)]
     pub(crate) unsafe fn probe<'a, K: KeyKind, V>(self) -> Probe<'a, K, V> {
         Probe {
-            base: self.base,
+            ctrl: self.ctrl,
+            slots: self.slots,
             cap: self.cap(),
             depth: self.shape & 63,
             _seg: PhantomData,
@@ -524,10 +545,10 @@ impl DirEntry {
         let cap = self.cap();
         assert!(i < cap, "slot {i} out of range");
         // SAFETY: the caller's contract: a live segment's control bytes, `i < cap`.
-        let was = unsafe { self.base.as_ptr().add(i).read() };
+        let was = unsafe { self.ctrl.as_ptr().add(i).read() };
         debug_assert!(!is_full(was));
         // SAFETY: the caller's contract (exclusive access to a live segment of `K`, `V`).
-        unsafe { write_slot_raw(self.base, cap, i, c, pair) };
+        unsafe { write_slot_raw(self.ctrl, self.slots, cap, i, c, pair) };
         was == EMPTY
     }
 }
@@ -536,7 +557,8 @@ impl DirEntry {
 /// from a directory entry ([`DirEntry::probe`]).
 #[derive(Clone, Copy)]
 pub(crate) struct Probe<'a, K: KeyKind, V> {
-    base: NonNull<u8>,
+    ctrl: NonNull<u8>,
+    slots: NonNull<u8>,
     cap: usize,
     depth: u32,
     _seg: PhantomData<&'a Segment<K, V>>,
@@ -552,17 +574,13 @@ impl<'a, K: KeyKind, V> Probe<'a, K, V> {
     fn ctrl(&self) -> &'a [u8] {
         // SAFETY: a probe describes a live segment (see its constructors), whose first
         // `cap + GROUP` bytes are initialised control bytes, unchanged during 'a.
-        unsafe { std::slice::from_raw_parts(self.base.as_ptr(), self.cap + GROUP) }
+        unsafe { std::slice::from_raw_parts(self.ctrl.as_ptr(), self.cap + GROUP) }
     }
 
     /// Address of slot `i < cap` (initialised only if the slot is full).
     #[inline(always)]
     pub(crate) fn slot_ptr(&self, i: usize) -> *mut Pair<K, V> {
-        self.base
-            .as_ptr()
-            .wrapping_add(slots_offset::<Pair<K, V>>(self.cap))
-            .cast::<Pair<K, V>>()
-            .wrapping_add(i)
+        self.slots.as_ptr().cast::<Pair<K, V>>().wrapping_add(i)
     }
 
     /// The pair in slot `i`.
@@ -580,7 +598,7 @@ impl<'a, K: KeyKind, V> Probe<'a, K, V> {
     pub(crate) fn prefetch(&self, hash: u64) {
         let home = self.home(hash);
         prefetch_read(self.slot_ptr(home));
-        prefetch_read(self.base.as_ptr().wrapping_add(home));
+        prefetch_read(self.ctrl.as_ptr().wrapping_add(home));
     }
 
     /// The slot holding `key`, if any.
@@ -651,6 +669,11 @@ impl<K: KeyKind, V> Drop for Segment<K, V> {
             }
         }
         // SAFETY: allocated in `new` with this layout (cap is never changed).
-        unsafe { dealloc(self.base.as_ptr(), seg_layout::<Pair<K, V>>(self.cap())) };
+        unsafe {
+            dealloc(self.ctrl.as_ptr(), ctrl_layout(self.cap()));
+            if std::mem::size_of::<Pair<K, V>>() != 0 {
+                dealloc(self.slots.as_ptr(), slots_layout::<Pair<K, V>>(self.cap()));
+            }
+        }
     }
 }
