@@ -57,14 +57,19 @@ fn status_kb(field: &str) -> u64 {
 }
 
 fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.replace('_', "").parse().ok())
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.replace('_', "").parse().ok())
 }
 
 fn main() {
     let full = std::env::var("W1_FULL").is_ok_and(|v| v == "1");
     let records = env_u64("W1_RECORDS").unwrap_or(if full { 212_000_000 } else { 21_200_000 });
     let keys = env_u64("W1_KEYS").unwrap_or(if full { 78_000_000 } else { 7_800_000 });
-    assert!(keys >= 1 && keys <= records, "need 1 <= W1_KEYS <= W1_RECORDS");
+    assert!(
+        keys >= 1 && keys <= records,
+        "need 1 <= W1_KEYS <= W1_RECORDS"
+    );
 
     let prefetch = std::env::var("W1_PREFETCH").map_or(true, |v| v != "0");
     // As `abacus serve` (abacus-server's memory.rs): freed pages return to the kernel in the
@@ -79,7 +84,10 @@ fn main() {
     println!(
         "W1 embedded: {records} appends of 16 B onto {keys} random u64 keys (abacus-keyspace Db, jemalloc, batches of {BATCH}, prefetch {prefetch}, background purge {background_purge})"
     );
-    println!("{:>10} {:>10} {:>12} {:>10}", "records_M", "keys_M", "appends/s", "rss_MiB");
+    println!(
+        "{:>10} {:>10} {:>12} {:>10}",
+        "records_M", "keys_M", "appends/s", "rss_MiB"
+    );
     let mut db = Db::new();
     let now_ms = 1_700_000_000_000u64;
     let mut used: u64 = 0;
@@ -150,7 +158,11 @@ fn main() {
     let hwm_kb = status_kb("VmHWM:");
     let value_bytes = records * 16;
     println!();
-    println!("records {records}, keys {}, value bytes {value_bytes} ({:.1} B/key)", db.len(), value_bytes as f64 / keys as f64);
+    println!(
+        "records {records}, keys {}, value bytes {value_bytes} ({:.1} B/key)",
+        db.len(),
+        value_bytes as f64 / keys as f64
+    );
     println!(
         "throughput {:.2} M appends/s overall; per million: slowest {:.2} M/s, fastest {:.2} M/s",
         records as f64 / total_s / 1e6,
@@ -178,8 +190,14 @@ fn main() {
     let values = (db.approx_bytes() - db.table_bytes()) as f64;
     let _ = tikv_jemalloc_ctl::epoch::advance();
     let je = |v: Result<usize, tikv_jemalloc_ctl::Error>| v.unwrap_or(0) as f64;
-    let (allocated, active) = (je(tikv_jemalloc_ctl::stats::allocated::read()), je(tikv_jemalloc_ctl::stats::active::read()));
-    let (resident, metadata) = (je(tikv_jemalloc_ctl::stats::resident::read()), je(tikv_jemalloc_ctl::stats::metadata::read()));
+    let (allocated, active) = (
+        je(tikv_jemalloc_ctl::stats::allocated::read()),
+        je(tikv_jemalloc_ctl::stats::active::read()),
+    );
+    let (resident, metadata) = (
+        je(tikv_jemalloc_ctl::stats::resident::read()),
+        je(tikv_jemalloc_ctl::stats::metadata::read()),
+    );
     let k = keys as f64;
     println!(
         "per key: table {:.1}, value buffers {:.1}; jemalloc allocated {:.1}, active {:.1}, metadata {:.1}, resident {:.1}",

@@ -31,9 +31,9 @@ pub use crate::evict::{EvictionPolicy, Tracking};
 use crate::glob::glob_match;
 use crate::packed::{PackedValue, StrMut};
 use crate::value::{Value, ValueRef};
+use crate::Key;
 use abacus_collections::{CompactHash, IdSet};
 use abacus_hll::Hll;
-use crate::Key;
 
 /// Raised when a watched key is modified; owned jointly by the client and the databases.
 pub type WatchFlag = Arc<AtomicBool>;
@@ -79,7 +79,12 @@ pub struct Detached {
 
 impl Entry {
     pub fn new(value: Value) -> Entry {
-        Entry { value: PackedValue::pack(value), lfu_counter: LFU_INIT_VAL, flags: 0, accessed_s: 0 }
+        Entry {
+            value: PackedValue::pack(value),
+            lfu_counter: LFU_INIT_VAL,
+            flags: 0,
+            accessed_s: 0,
+        }
     }
 
     /// The value, borrowed in place.
@@ -206,7 +211,12 @@ impl Entry {
 
     /// The LFU counter as OBJECT FREQ reports it: decayed to `now_ms`, not stored.
     pub fn lfu_freq(&self, now_ms: u64, decay_time_min: u32) -> u8 {
-        lfu_decayed(self.lfu_counter, self.accessed_s, (now_ms / 1000) as u32, decay_time_min)
+        lfu_decayed(
+            self.lfu_counter,
+            self.accessed_s,
+            (now_ms / 1000) as u32,
+            decay_time_min,
+        )
     }
 
     /// The encoding OBJECT ENCODING reports.
@@ -279,7 +289,9 @@ struct Snap {
 
 impl std::fmt::Debug for Snap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Snap").field("cursor", &self.cursor).finish()
+        f.debug_struct("Snap")
+            .field("cursor", &self.cursor)
+            .finish()
     }
 }
 
@@ -347,8 +359,8 @@ impl Db {
     }
 
     /// The first step of a two-step batch prefetch: hashes `key` and starts loading its
-    /// segment's header; [`Db::prefetch_hashed`] then, once every key's header is on its way,
-    /// starts the slot. Returns the hash.
+    /// directory entry; [`Db::prefetch_hashed`] then, once every key's entry is on its way,
+    /// starts the control bytes and the slot. Returns the hash.
     pub fn prefetch_segment(&self, key: &[u8]) -> u64 {
         let hash = self.map.hash_key(key);
         self.map.prefetch_segment(hash);
@@ -405,7 +417,11 @@ impl Db {
         if let Some(snap) = &mut self.snap {
             if let Some(e) = self.map.get_mut(key) {
                 if e.snap_epoch() != self.epoch {
-                    let at = if e.has_expiry() { self.volatile.get(key).copied().unwrap_or(0) } else { 0 };
+                    let at = if e.has_expiry() {
+                        self.volatile.get(key).copied().unwrap_or(0)
+                    } else {
+                        0
+                    };
                     (snap.sink)(key, e, at);
                     e.set_snap_epoch(self.epoch);
                 }
@@ -424,7 +440,10 @@ impl Db {
     pub fn snapshot_begin(&mut self, sink: SnapshotSink) {
         self.finish_snapshot();
         self.epoch = !self.epoch;
-        self.snap = Some(Snap { sink, cursor: Some(0) });
+        self.snap = Some(Snap {
+            sink,
+            cursor: Some(0),
+        });
     }
 
     pub fn snapshot_active(&self) -> bool {
@@ -434,7 +453,9 @@ impl Db {
     /// Advances the snapshot sweep by about `budget` entries. Returns true when the
     /// snapshot of this database is complete (it then releases its sink).
     pub fn snapshot_step(&mut self, budget: usize) -> bool {
-        let Some(snap) = &mut self.snap else { return true };
+        let Some(snap) = &mut self.snap else {
+            return true;
+        };
         let Some(cursor) = snap.cursor else {
             self.snap = None;
             return true;
@@ -443,13 +464,22 @@ impl Db {
         let volatile = &self.volatile;
         // Marks each entry in place as it goes (no second lookup per key), with the values'
         // heap data prefetched a segment's share at a time.
-        let next = self.map.scan_mut(cursor, budget.max(1), |e: &Entry| e.value().heap_ptr(), |k, e| {
-            if e.snap_epoch() != epoch {
-                let at = if e.has_expiry() { volatile.get(k).copied().unwrap_or(0) } else { 0 };
-                (snap.sink)(k, e, at);
-                e.set_snap_epoch(epoch);
-            }
-        });
+        let next = self.map.scan_mut(
+            cursor,
+            budget.max(1),
+            |e: &Entry| e.value().heap_ptr(),
+            |k, e| {
+                if e.snap_epoch() != epoch {
+                    let at = if e.has_expiry() {
+                        volatile.get(k).copied().unwrap_or(0)
+                    } else {
+                        0
+                    };
+                    (snap.sink)(k, e, at);
+                    e.set_snap_epoch(epoch);
+                }
+            },
+        );
         if next == 0 {
             self.snap = None;
             return true;
@@ -467,7 +497,10 @@ impl Db {
 
     /// Removes `key` if it has expired. Returns true if it was removed.
     fn expire_if_needed(&mut self, key: &[u8], now_ms: u64) -> bool {
-        let gone = self.map.get(key).is_some_and(|e| expired(&self.volatile, key, e, now_ms));
+        let gone = self
+            .map
+            .get(key)
+            .is_some_and(|e| expired(&self.volatile, key, e, now_ms));
         if gone {
             self.before_change(key);
             self.map.remove(key);
@@ -485,7 +518,9 @@ impl Db {
         self.clock_s = now_s;
         let hash = self.map.hash_key(key);
         let found = self.map.find_hashed(hash, key);
-        let Some(found) = found.filter(|&f| !expired(&self.volatile, key, self.map.at_mut(f), now_ms)) else {
+        let Some(found) =
+            found.filter(|&f| !expired(&self.volatile, key, self.map.at_mut(f), now_ms))
+        else {
             // Absent or expired: reclaim if expired (a second lookup, only then), count a miss.
             if found.is_some() {
                 self.expire_if_needed(key, now_ms);
@@ -546,7 +581,9 @@ impl Db {
     /// reported absent but not reclaimed, and nothing is counted: callers look each key up
     /// with [`Db::get`] first for that.
     pub fn get_shared(&self, key: &[u8], now_ms: u64) -> Option<&Entry> {
-        self.map.get(key).filter(|e| !expired(&self.volatile, key, e, now_ms))
+        self.map
+            .get(key)
+            .filter(|e| !expired(&self.volatile, key, e, now_ms))
     }
 
     /// The absolute expiry time (Unix milliseconds) of `key`, 0 if it has none or does not
@@ -565,8 +602,18 @@ impl Db {
         let now_s = (now_ms / 1000) as u32;
         self.clock_s = now_s;
         let (accessed_s, lfu_counter) = self.insert_metadata(key, now_ms);
-        let entry = Entry { accessed_s, lfu_counter, ..Entry::new(value) };
-        self.insert_entry(key, Detached { entry, expire_at_ms });
+        let entry = Entry {
+            accessed_s,
+            lfu_counter,
+            ..Entry::new(value)
+        };
+        self.insert_entry(
+            key,
+            Detached {
+                entry,
+                expire_at_ms,
+            },
+        );
     }
 
     /// The eviction metadata of a key being (re)written: FIFO stamps the next insertion
@@ -581,9 +628,17 @@ impl Db {
             return (self.fifo_seq, LFU_INIT_VAL);
         }
         if t.policy.is_lfu() {
-            if let Some(old) = self.map.get(key).filter(|e| !expired(&self.volatile, key, e, now_ms)) {
-                let decayed = lfu_decayed(old.lfu_counter, old.accessed_s, now_s, t.lfu_decay_time_min);
-                return (now_s, lfu_log_incr(decayed, t.lfu_log_factor, self.rng.uniform()));
+            if let Some(old) = self
+                .map
+                .get(key)
+                .filter(|e| !expired(&self.volatile, key, e, now_ms))
+            {
+                let decayed =
+                    lfu_decayed(old.lfu_counter, old.accessed_s, now_s, t.lfu_decay_time_min);
+                return (
+                    now_s,
+                    lfu_log_incr(decayed, t.lfu_log_factor, self.rng.uniform()),
+                );
             }
         }
         (now_s, LFU_INIT_VAL)
@@ -595,12 +650,18 @@ impl Db {
         if self.snap.is_some() {
             self.before_change(key);
         }
-        let Detached { mut entry, expire_at_ms } = d;
+        let Detached {
+            mut entry,
+            expire_at_ms,
+        } = d;
         // A new entry is never owed to a running snapshot (it did not exist at its point in
         // time, or its old state was just handed over).
         entry.set_snap_epoch(self.epoch);
         entry.set_has_expiry(expire_at_ms != 0);
-        let was_volatile = self.map.insert(key, entry).is_some_and(|old| old.has_expiry());
+        let was_volatile = self
+            .map
+            .insert(key, entry)
+            .is_some_and(|old| old.has_expiry());
         if expire_at_ms != 0 {
             self.volatile.insert(key, expire_at_ms);
         } else if was_volatile {
@@ -614,8 +675,15 @@ impl Db {
             self.before_change(key);
         }
         let entry = self.map.remove(key)?;
-        let expire_at_ms = if entry.has_expiry() { self.volatile.remove(key).unwrap_or(0) } else { 0 };
-        Some(Detached { entry, expire_at_ms })
+        let expire_at_ms = if entry.has_expiry() {
+            self.volatile.remove(key).unwrap_or(0)
+        } else {
+            0
+        };
+        Some(Detached {
+            entry,
+            expire_at_ms,
+        })
     }
 
     /// Removes `key` if it exists and has not expired. Returns whether a live key was removed.
@@ -636,7 +704,9 @@ impl Db {
         if self.snap.is_some() {
             self.before_change(key);
         }
-        let Some(e) = self.map.get_mut(key) else { return false };
+        let Some(e) = self.map.get_mut(key) else {
+            return false;
+        };
         let was_volatile = e.has_expiry();
         e.set_has_expiry(expire_at_ms != 0);
         if expire_at_ms != 0 {
@@ -654,7 +724,11 @@ impl Db {
         // A running snapshot takes what it is still owed first (this stalls for the rest of
         // the sweep; FLUSHDB during a snapshot is rare).
         self.finish_snapshot();
-        Db { map: self.map.take(), volatile: self.volatile.take(), ..Db::default() }
+        Db {
+            map: self.map.take(),
+            volatile: self.volatile.take(),
+            ..Db::default()
+        }
     }
 
     /// Swaps the contents of two databases, keeping each database's watchers in place (SWAPDB:
@@ -678,7 +752,13 @@ impl Db {
         let n = samples.min(self.volatile.len());
         let mut expired = 0;
         for _ in 0..n {
-            let Some(key) = self.volatile.random_entry(&mut rng).map(|(k, _)| k.to_vec()) else { break };
+            let Some(key) = self
+                .volatile
+                .random_entry(&mut rng)
+                .map(|(k, _)| k.to_vec())
+            else {
+                break;
+            };
             if self.expire_if_needed(&key, now_ms) {
                 expired += 1;
             }
@@ -708,7 +788,13 @@ impl Db {
     /// Visits about `count` entries from the hash-space position `cursor`; returns the next
     /// cursor (0 when the iteration is complete) and how many entries were visited. Expired
     /// entries are skipped, not reported.
-    pub fn scan(&self, cursor: u64, count: usize, now_ms: u64, mut visit: impl FnMut(&[u8], &Entry)) -> (u64, usize) {
+    pub fn scan(
+        &self,
+        cursor: u64,
+        count: usize,
+        now_ms: u64,
+        mut visit: impl FnMut(&[u8], &Entry),
+    ) -> (u64, usize) {
         let mut visited = 0;
         let next = self.map.scan(cursor, count.max(1), |k, e| {
             visited += 1;
@@ -730,20 +816,32 @@ impl Db {
             return None;
         }
         let mut rng = rand::thread_rng();
-        let (now_s, decay, fifo_now) = (self.clock_s, self.tracking.lfu_decay_time_min, self.fifo_seq);
+        let (now_s, decay, fifo_now) = (
+            self.clock_s,
+            self.tracking.lfu_decay_time_min,
+            self.fifo_seq,
+        );
         // Lower scores are evicted first.
         let score = |e: &Entry, expire_at_ms: u64| -> u64 {
             match policy {
                 EvictionPolicy::AllKeysLru | EvictionPolicy::VolatileLru => e.accessed_s as u64,
                 EvictionPolicy::AllKeysLfu | EvictionPolicy::VolatileLfu => {
-                    (lfu_decayed(e.lfu_counter, e.accessed_s, now_s, decay) as u64) << 32 | e.accessed_s as u64
+                    (lfu_decayed(e.lfu_counter, e.accessed_s, now_s, decay) as u64) << 32
+                        | e.accessed_s as u64
                 }
-                EvictionPolicy::AllKeysFifo => (u32::MAX - fifo_now.wrapping_sub(e.accessed_s)) as u64,
+                EvictionPolicy::AllKeysFifo => {
+                    (u32::MAX - fifo_now.wrapping_sub(e.accessed_s)) as u64
+                }
                 EvictionPolicy::VolatileTtl => expire_at_ms,
-                EvictionPolicy::AllKeysRandom | EvictionPolicy::VolatileRandom | EvictionPolicy::NoEviction => 0,
+                EvictionPolicy::AllKeysRandom
+                | EvictionPolicy::VolatileRandom
+                | EvictionPolicy::NoEviction => 0,
             }
         };
-        let random = matches!(policy, EvictionPolicy::AllKeysRandom | EvictionPolicy::VolatileRandom);
+        let random = matches!(
+            policy,
+            EvictionPolicy::AllKeysRandom | EvictionPolicy::VolatileRandom
+        );
         let draws = if random { 1 } else { samples.max(1) };
         let mut best: Option<(Key, u64)> = None;
         for _ in 0..draws {
@@ -772,14 +870,21 @@ impl Db {
         let all = pattern == b"*";
         self.map
             .iter()
-            .filter(|(k, e)| !expired(&self.volatile, k, e, now_ms) && (all || glob_match(pattern, k, false)))
+            .filter(|(k, e)| {
+                !expired(&self.volatile, k, e, now_ms) && (all || glob_match(pattern, k, false))
+            })
             .map(|(k, _)| k.into())
             .collect()
     }
 
     /// Bytes used by this database: the tables' exact memory plus the values' heap bytes.
     pub fn approx_bytes(&self) -> usize {
-        self.table_bytes() + self.map.iter().map(|(_, e)| e.value.heap_bytes()).sum::<usize>()
+        self.table_bytes()
+            + self
+                .map
+                .iter()
+                .map(|(_, e)| e.value.heap_bytes())
+                .sum::<usize>()
     }
 
     /// Bytes of the tables alone (slots, control bytes, directories, out-of-line keys).
@@ -911,7 +1016,11 @@ mod tests {
         for i in 0..50 {
             db.set(format!("p{i}").as_bytes(), s("v"), 0, 1_000);
         }
-        assert_eq!(db.evict_one(EvictionPolicy::VolatileLru, 5), None, "no key has an expiry");
+        assert_eq!(
+            db.evict_one(EvictionPolicy::VolatileLru, 5),
+            None,
+            "no key has an expiry"
+        );
         db.set(b"soon", s("v"), 5_000_000, 1_000);
         db.set(b"later", s("v"), 9_000_000, 1_000);
         // volatile-ttl with a sample covering both volatile keys evicts the nearest expiry.
@@ -921,7 +1030,11 @@ mod tests {
         // allkeys-lru with a large sample over three keys evicts the least recently used one
         // (a given key escapes 64 random draws with probability (2/3)^64).
         let mut lru = Db::new();
-        for (k, at) in [(&b"a"[..], 3_000_000u64), (b"b", 1_000_000), (b"c", 2_000_000)] {
+        for (k, at) in [
+            (&b"a"[..], 3_000_000u64),
+            (b"b", 1_000_000),
+            (b"c", 2_000_000),
+        ] {
             lru.set(k, s("v"), 0, at);
         }
         assert!(lru.evict_one(EvictionPolicy::AllKeysLru, 64).is_some());
@@ -934,7 +1047,10 @@ mod tests {
     #[test]
     fn fifo_order_holds_across_sequence_wrap() {
         let mut db = Db::new();
-        db.set_tracking(Tracking { policy: EvictionPolicy::AllKeysFifo, ..Tracking::default() });
+        db.set_tracking(Tracking {
+            policy: EvictionPolicy::AllKeysFifo,
+            ..Tracking::default()
+        });
         db.fifo_seq = u32::MAX - 50;
         for i in 0..100u32 {
             db.set(&i.to_be_bytes(), s("v"), 0, 0);
@@ -944,7 +1060,10 @@ mod tests {
         for _ in 0..40 {
             let (k, _) = db.evict_one(EvictionPolicy::AllKeysFifo, 64).unwrap();
             let i = u32::from_be_bytes(k[..].try_into().unwrap());
-            assert!(i < 60, "evicted {i}, a key inserted after the wrap, while older ones remain");
+            assert!(
+                i < 60,
+                "evicted {i}, a key inserted after the wrap, while older ones remain"
+            );
         }
     }
 
@@ -959,7 +1078,8 @@ mod tests {
 
     fn op() -> impl Strategy<Value = Op> {
         prop_oneof![
-            (any::<u8>(), any::<u8>(), prop_oneof![Just(0u64), 1u64..50]).prop_map(|(k, v, t)| Op::Set(k % 32, v, t)),
+            (any::<u8>(), any::<u8>(), prop_oneof![Just(0u64), 1u64..50])
+                .prop_map(|(k, v, t)| Op::Set(k % 32, v, t)),
             any::<u8>().prop_map(|k| Op::Del(k % 32)),
             (any::<u8>(), 0u64..50).prop_map(|(k, t)| Op::Expire(k % 32, t)),
             any::<u8>().prop_map(|k| Op::Get(k % 32)),

@@ -64,23 +64,35 @@ impl EvictionPolicy {
     ];
 
     pub fn from_name(name: &str) -> Option<EvictionPolicy> {
-        EvictionPolicy::NAMES.iter().position(|n| *n == name).map(|i| EvictionPolicy::ALL[i])
+        EvictionPolicy::NAMES
+            .iter()
+            .position(|n| *n == name)
+            .map(|i| EvictionPolicy::ALL[i])
     }
 
     pub fn name(self) -> &'static str {
-        EvictionPolicy::NAMES[EvictionPolicy::ALL.iter().position(|p| *p == self).unwrap_or(0)]
+        EvictionPolicy::NAMES[EvictionPolicy::ALL
+            .iter()
+            .position(|p| *p == self)
+            .unwrap_or(0)]
     }
 
     /// Volatile policies only ever evict keys that have an expiry.
     pub fn volatile_only(self) -> bool {
         matches!(
             self,
-            EvictionPolicy::VolatileLru | EvictionPolicy::VolatileLfu | EvictionPolicy::VolatileRandom | EvictionPolicy::VolatileTtl
+            EvictionPolicy::VolatileLru
+                | EvictionPolicy::VolatileLfu
+                | EvictionPolicy::VolatileRandom
+                | EvictionPolicy::VolatileTtl
         )
     }
 
     pub fn is_lfu(self) -> bool {
-        matches!(self, EvictionPolicy::AllKeysLfu | EvictionPolicy::VolatileLfu)
+        matches!(
+            self,
+            EvictionPolicy::AllKeysLfu | EvictionPolicy::VolatileLfu
+        )
     }
 
     pub fn is_fifo(self) -> bool {
@@ -103,7 +115,11 @@ pub struct Tracking {
 
 impl Default for Tracking {
     fn default() -> Tracking {
-        Tracking { policy: EvictionPolicy::NoEviction, lfu_log_factor: LFU_LOG_FACTOR_DEFAULT, lfu_decay_time_min: LFU_DECAY_TIME_MIN_DEFAULT }
+        Tracking {
+            policy: EvictionPolicy::NoEviction,
+            lfu_log_factor: LFU_LOG_FACTOR_DEFAULT,
+            lfu_decay_time_min: LFU_DECAY_TIME_MIN_DEFAULT,
+        }
     }
 }
 
@@ -169,7 +185,10 @@ mod tests {
         for &p in EvictionPolicy::ALL {
             assert_eq!(EvictionPolicy::from_name(p.name()), Some(p));
         }
-        assert_eq!(EvictionPolicy::from_name("allkeys-lfu"), Some(EvictionPolicy::AllKeysLfu));
+        assert_eq!(
+            EvictionPolicy::from_name("allkeys-lfu"),
+            Some(EvictionPolicy::AllKeysLfu)
+        );
         assert_eq!(EvictionPolicy::from_name("volatile-fifo"), None);
     }
 

@@ -17,7 +17,10 @@ fn key(i: usize) -> Vec<u8> {
 
 fn db_with(policy: EvictionPolicy) -> Db {
     let mut db = Db::new();
-    db.set_tracking(Tracking { policy, ..Tracking::default() });
+    db.set_tracking(Tracking {
+        policy,
+        ..Tracking::default()
+    });
     db
 }
 
@@ -33,7 +36,10 @@ fn lfu_counts_accesses_logarithmically_and_object_freq_decays() {
     for _ in 0..100 {
         db.get(b"k", T0_MS + 1_000);
     }
-    let after_100 = db.peek(b"k", T0_MS + 1_000).unwrap().lfu_freq(T0_MS + 1_000, 1);
+    let after_100 = db
+        .peek(b"k", T0_MS + 1_000)
+        .unwrap()
+        .lfu_freq(T0_MS + 1_000, 1);
     // Redis's table for lfu-log-factor 10: about 10 after 100 hits.
     assert!((8..=12).contains(&after_100), "{after_100}");
     // Three idle minutes lower it by three (decay time 1 minute); peeking does not store it.
@@ -54,7 +60,10 @@ fn lfu_counts_accesses_logarithmically_and_object_freq_decays() {
     // ...but not across another policy: LRU writes start from LFU_INIT_VAL.
     db.set_tracking(Tracking::default());
     db.set(b"k", v(3), 0, T0_MS + 3_600_000);
-    assert_eq!(db.peek(b"k", T0_MS + 3_600_000).unwrap().lfu_counter, LFU_INIT_VAL);
+    assert_eq!(
+        db.peek(b"k", T0_MS + 3_600_000).unwrap().lfu_counter,
+        LFU_INIT_VAL
+    );
 }
 
 /// Hot keys are read often and then many cold keys are written after them (so the hot keys
@@ -85,9 +94,14 @@ fn hot_keys_survive(policy: EvictionPolicy) -> usize {
     assert_eq!(db.len(), hot + 3_000 - 2_000);
     assert_eq!(db.evicted_keys_total, 2_000);
     for k in &evicted {
-        assert!(db.get_shared(k, T0_MS + 30_000).is_none(), "evicted key still present");
+        assert!(
+            db.get_shared(k, T0_MS + 30_000).is_none(),
+            "evicted key still present"
+        );
     }
-    (0..hot).filter(|&i| db.get_shared(&key(i), T0_MS + 30_000).is_some()).count()
+    (0..hot)
+        .filter(|&i| db.get_shared(&key(i), T0_MS + 30_000).is_some())
+        .count()
 }
 
 #[test]
@@ -118,7 +132,9 @@ fn lfu_decay_lets_formerly_hot_keys_go() {
     // A stale key is evicted whenever it is sampled, so it survives the 500 evictions (1020
     // keys down to 520) with probability about (520/1020)^5 = 3.4%: 0.7 of 20 on average.
     // Without decay they would outrank the fresh keys and all 20 would stay.
-    let stale_left = (0..20).filter(|&i| db.get_shared(&key(i), later).is_some()).count();
+    let stale_left = (0..20)
+        .filter(|&i| db.get_shared(&key(i), later).is_some())
+        .count();
     assert!(stale_left <= 8, "{stale_left}");
 }
 
@@ -152,8 +168,12 @@ fn fifo_stream(policy: EvictionPolicy, kept: usize, written: usize) -> (usize, u
         }
     }
     assert_eq!(db.len(), kept);
-    let newest = (written - kept / 2..written).filter(|&i| db.get_shared(&key(i), T0_MS).is_some()).count();
-    let old = (0..written - 2 * kept).filter(|&i| db.get_shared(&key(i), T0_MS).is_some()).count();
+    let newest = (written - kept / 2..written)
+        .filter(|&i| db.get_shared(&key(i), T0_MS).is_some())
+        .count();
+    let old = (0..written - 2 * kept)
+        .filter(|&i| db.get_shared(&key(i), T0_MS).is_some())
+        .count();
     (newest, old)
 }
 
@@ -166,7 +186,10 @@ fn fifo_evicts_the_oldest_insertions_first() {
     assert!(newest >= 475, "{newest}");
     assert!(old <= 10, "{old}");
     let (newest, old) = fifo_stream(EvictionPolicy::AllKeysRandom, 1_000, 8_000);
-    assert!(newest < 475 || old > 10, "random eviction is indistinguishable from FIFO: {newest} {old}");
+    assert!(
+        newest < 475 || old > 10,
+        "random eviction is indistinguishable from FIFO: {newest} {old}"
+    );
 }
 
 #[test]
@@ -177,7 +200,10 @@ fn fifo_ranks_keys_written_before_the_switch_oldest() {
     for i in 0..100 {
         db.set(&key(i), v(8), 0, T0_MS);
     }
-    db.set_tracking(Tracking { policy: EvictionPolicy::AllKeysFifo, ..Tracking::default() });
+    db.set_tracking(Tracking {
+        policy: EvictionPolicy::AllKeysFifo,
+        ..Tracking::default()
+    });
     for i in 100..1_100 {
         db.set(&key(i), v(8), 0, T0_MS);
     }
@@ -186,7 +212,9 @@ fn fifo_ranks_keys_written_before_the_switch_oldest() {
     }
     // Simulated: about 2 of the 100 remain (at most 6 in 200 runs); if they ranked newest
     // all 100 would, and random eviction would keep about 45.
-    let pre = (0..100).filter(|&i| db.get_shared(&key(i), T0_MS).is_some()).count();
+    let pre = (0..100)
+        .filter(|&i| db.get_shared(&key(i), T0_MS).is_some())
+        .count();
     assert!(pre <= 15, "{pre}");
 }
 
@@ -201,7 +229,6 @@ fn noeviction_and_empty_databases_evict_nothing() {
     }
     assert_eq!(db.len(), 1);
 }
-
 
 mod model {
     //! Property test: random operation sequences against a reference model.
@@ -256,7 +283,9 @@ mod model {
     type Model = BTreeMap<u16, (u8, u64)>;
 
     fn live(m: &Model, k: u16, now: u64) -> Option<u8> {
-        m.get(&k).filter(|&&(_, at)| at == 0 || at > now).map(|&(v, _)| v)
+        m.get(&k)
+            .filter(|&&(_, at)| at == 0 || at > now)
+            .map(|&(v, _)| v)
     }
 
     proptest! {

@@ -22,7 +22,13 @@ fn eq(a: u8, b: u8, nocase: bool) -> bool {
     }
 }
 
-fn match_impl(mut p: &[u8], mut s: &[u8], nocase: bool, skip_longer: &mut bool, nesting: usize) -> bool {
+fn match_impl(
+    mut p: &[u8],
+    mut s: &[u8],
+    nocase: bool,
+    skip_longer: &mut bool,
+    nesting: usize,
+) -> bool {
     if nesting > MAX_NESTING {
         return false;
     }

@@ -51,8 +51,8 @@ pub mod value;
 pub use db::{Db, Detached, Entry, WatchFlag};
 pub use evict::{EvictionPolicy, Tracking, LFU_INIT_VAL};
 pub use glob::glob_match;
-pub use strbuf::StrBuf;
 pub use packed::{StrMut, PACKED_INLINE_MAX};
+pub use strbuf::StrBuf;
 pub use value::{Value, ValueRef, ValueType};
 
 /// Keys are owned byte strings; boxed slices save the capacity word a `Vec` would carry.

@@ -83,7 +83,10 @@ unsafe impl Sync for PackedValue {}
 impl PackedValue {
     /// The empty string.
     pub const fn new() -> PackedValue {
-        PackedValue { payload: [MaybeUninit::new(0); PACKED_INLINE_MAX], kind: 0 }
+        PackedValue {
+            payload: [MaybeUninit::new(0); PACKED_INLINE_MAX],
+            kind: 0,
+        }
     }
 
     pub fn pack(v: Value) -> PackedValue {
@@ -162,7 +165,11 @@ impl PackedValue {
     #[inline]
     fn heap_parts(&self) -> HeapParts {
         debug_assert_eq!(self.kind, HEAP);
-        HeapParts { ptr: self.ptr(), len: self.u32_at(8), cap: self.u32_at(12) }
+        HeapParts {
+            ptr: self.ptr(),
+            len: self.u32_at(8),
+            cap: self.u32_at(12),
+        }
     }
 
     /// Turns the packed value back into the `Value` it owns.
@@ -172,7 +179,9 @@ impl PackedValue {
         // SAFETY (every arm): the module invariant says what the pointer owns, and `this`
         // will not be dropped or used again, so ownership passes to the returned value once.
         match this.kind {
-            k if k <= PACKED_INLINE_MAX as u8 => Value::Str(StrBuf::from_slice(&this.bytes()[..k as usize])),
+            k if k <= PACKED_INLINE_MAX as u8 => {
+                Value::Str(StrBuf::from_slice(&this.bytes()[..k as usize]))
+            }
             HEAP => Value::Str(unsafe { StrBuf::from_heap_parts(this.heap_parts()) }),
             HLL => Value::Hll(unsafe { Box::from_raw(p().cast::<Hll>()) }),
             SET => Value::Set(unsafe { Box::from_raw(p().cast::<IdSet>()) }),
@@ -200,7 +209,9 @@ impl PackedValue {
         // `self` is not modified; the borrow of `self` bounds the references.
         match self.kind {
             k if k <= PACKED_INLINE_MAX as u8 => ValueRef::Str(&self.bytes()[..k as usize]),
-            HEAP => ValueRef::Str(unsafe { std::slice::from_raw_parts(self.ptr(), self.u32_at(8)) }),
+            HEAP => {
+                ValueRef::Str(unsafe { std::slice::from_raw_parts(self.ptr(), self.u32_at(8)) })
+            }
             HLL => ValueRef::Hll(unsafe { &*self.ptr().cast::<Hll>() }),
             SET => ValueRef::Set(unsafe { &*self.ptr().cast::<IdSet>() }),
             HASH => ValueRef::Hash(unsafe { &*self.ptr().cast::<CompactHash>() }),
@@ -215,7 +226,10 @@ impl PackedValue {
             k if k <= PACKED_INLINE_MAX as u8 => 0,
             HEAP => self.u32_at(12),
             // SAFETY: BIG owns a live `StrBuf` (module invariant), borrowed for the call.
-            BIG => std::mem::size_of::<StrBuf>() + unsafe { &*self.ptr().cast::<StrBuf>() }.heap_bytes(),
+            BIG => {
+                std::mem::size_of::<StrBuf>()
+                    + unsafe { &*self.ptr().cast::<StrBuf>() }.heap_bytes()
+            }
             _ => self.get().boxed_heap_bytes(),
         }
     }

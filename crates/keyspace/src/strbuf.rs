@@ -118,14 +118,23 @@ pub fn size_class(n: usize) -> usize {
 impl StrBuf {
     /// The empty string (inline, no allocation).
     pub const fn new() -> StrBuf {
-        StrBuf { ptr: ptr::null_mut(), len: 0, cap: [0; 7], tag: Tag::L0 }
+        StrBuf {
+            ptr: ptr::null_mut(),
+            len: 0,
+            cap: [0; 7],
+            tag: Tag::L0,
+        }
     }
 
     /// A copy of `bytes`: inline when they fit, else one allocation of their size class.
     pub fn from_slice(bytes: &[u8]) -> StrBuf {
         let mut s = StrBuf::new();
         if bytes.len() > INLINE_CAP {
-            s.set_heap(alloc_bytes(size_class(bytes.len())), 0, size_class(bytes.len()));
+            s.set_heap(
+                alloc_bytes(size_class(bytes.len())),
+                0,
+                size_class(bytes.len()),
+            );
         }
         s.extend_from_slice(bytes);
         s
@@ -237,7 +246,10 @@ impl StrBuf {
     /// Makes room for `additional` more bytes (see the module's header for the policy).
     #[inline]
     pub fn reserve(&mut self, additional: usize) {
-        let needed = self.len().checked_add(additional).expect("string length overflow");
+        let needed = self
+            .len()
+            .checked_add(additional)
+            .expect("string length overflow");
         if needed > self.capacity() {
             self.grow(needed);
         }
@@ -290,7 +302,9 @@ impl StrBuf {
         // SAFETY: `reserve` made the capacity at least `len + bytes.len()`; the destination
         // is our own storage past the initialized part, which `bytes` (a shared borrow that
         // cannot alias our `&mut self`) does not overlap.
-        unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), self.data_ptr_mut().add(len), bytes.len()) };
+        unsafe {
+            ptr::copy_nonoverlapping(bytes.as_ptr(), self.data_ptr_mut().add(len), bytes.len())
+        };
         self.set_len(len + bytes.len());
     }
 
@@ -354,7 +368,11 @@ impl StrBuf {
             return Err(self);
         }
         let this = std::mem::ManuallyDrop::new(self);
-        Ok(HeapParts { ptr: this.ptr, len: this.len, cap: this.heap_cap() })
+        Ok(HeapParts {
+            ptr: this.ptr,
+            len: this.len,
+            cap: this.heap_cap(),
+        })
     }
 
     /// The string owning `parts`' buffer.
@@ -505,7 +523,14 @@ mod tests {
             let s = StrBuf::from_slice(&bytes);
             assert_eq!(s.as_slice(), &bytes[..]);
             assert_eq!(s.is_inline(), len <= INLINE_CAP, "len {len}");
-            assert_eq!(s.heap_bytes(), if len <= INLINE_CAP { 0 } else { size_class(len) });
+            assert_eq!(
+                s.heap_bytes(),
+                if len <= INLINE_CAP {
+                    0
+                } else {
+                    size_class(len)
+                }
+            );
             assert_eq!(StrBuf::from(bytes.clone()), s);
             assert_eq!(s.clone().into_vec(), bytes);
         }
@@ -514,8 +539,21 @@ mod tests {
     #[test]
     fn size_classes_are_jemallocs_shape() {
         let expected = [
-            (1, 8), (8, 8), (9, 16), (16, 16), (17, 32), (32, 32), (33, 48), (48, 48), (49, 64),
-            (65, 80), (113, 128), (129, 160), (257, 320), (1025, 1280), (16385, 20480),
+            (1, 8),
+            (8, 8),
+            (9, 16),
+            (16, 16),
+            (17, 32),
+            (32, 32),
+            (33, 48),
+            (48, 48),
+            (49, 64),
+            (65, 80),
+            (113, 128),
+            (129, 160),
+            (257, 320),
+            (1025, 1280),
+            (16385, 20480),
         ];
         for (n, class) in expected {
             assert_eq!(size_class(n), class, "size_class({n})");
@@ -546,14 +584,22 @@ mod tests {
             }
             // Slack at most a fifth of the buffer past the small classes; doubling leaves half.
             if s.len() > 64 {
-                assert!(s.capacity() * 4 / 5 <= s.len(), "len {} cap {}", s.len(), s.capacity());
+                assert!(
+                    s.capacity() * 4 / 5 <= s.len(),
+                    "len {} cap {}",
+                    s.len(),
+                    s.capacity()
+                );
             }
         }
         assert_eq!(s.len(), 160_000);
         for w in caps.windows(2) {
             // One class step: x1.14-1.25 above 64 bytes (x1.5 at most below).
             let ratio = w[1] as f64 / w[0] as f64;
-            assert!(ratio <= 1.5 && (w[0] < 64 || (1.14..=1.25).contains(&ratio)), "{caps:?}");
+            assert!(
+                ratio <= 1.5 && (w[0] < 64 || (1.14..=1.25).contains(&ratio)),
+                "{caps:?}"
+            );
         }
         // Amortized: reallocations are logarithmic in the length (four per doubling: 160 KB
         // is about 13 doublings above 23 bytes, plus the 16-byte steps below 128).

@@ -60,8 +60,12 @@ impl PartialEq for ValueRef<'_> {
         match (*self, *other) {
             (ValueRef::Str(a), ValueRef::Str(b)) => a == b,
             (ValueRef::Hll(a), ValueRef::Hll(b)) => a == b,
-            (ValueRef::Set(a), ValueRef::Set(b)) => a.len() == b.len() && a.iter().all(|m| b.contains(&m)),
-            (ValueRef::Hash(a), ValueRef::Hash(b)) => a.len() == b.len() && a.iter().all(|(f, v)| b.get(f) == Some(v)),
+            (ValueRef::Set(a), ValueRef::Set(b)) => {
+                a.len() == b.len() && a.iter().all(|m| b.contains(&m))
+            }
+            (ValueRef::Hash(a), ValueRef::Hash(b)) => {
+                a.len() == b.len() && a.iter().all(|(f, v)| b.get(f) == Some(v))
+            }
             _ => false,
         }
     }
@@ -110,7 +114,8 @@ impl<'a> ValueRef<'a> {
         match self {
             ValueRef::Str(_) => 0,
             ValueRef::Hll(h) => {
-                let data = h.registers().map_or(0, <[u8]>::len) + h.explicit_values().map_or(0, |v| v.len() * 8);
+                let data = h.registers().map_or(0, <[u8]>::len)
+                    + h.explicit_values().map_or(0, |v| v.len() * 8);
                 std::mem::size_of::<Hll>() + data
             }
             ValueRef::Set(s) => std::mem::size_of::<IdSet>() + s.heap_bytes(),
@@ -297,7 +302,11 @@ pub fn parse_canonical_i64(s: &[u8]) -> Option<i64> {
         }
         let d = (c - b'0') as i64;
         v = v.checked_mul(10)?;
-        v = if neg { v.checked_sub(d)? } else { v.checked_add(d)? };
+        v = if neg {
+            v.checked_sub(d)?
+        } else {
+            v.checked_add(d)?
+        };
     }
     Some(v)
 }
@@ -313,7 +322,17 @@ mod tests {
         assert_eq!(parse_canonical_i64(b"9223372036854775807"), Some(i64::MAX));
         assert_eq!(parse_canonical_i64(b"-9223372036854775808"), Some(i64::MIN));
         assert_eq!(parse_canonical_i64(b"9223372036854775808"), None);
-        for bad in [&b""[..], b"01", b"+1", b" 1", b"1 ", b"-", b"-0", b"1a", b"00"] {
+        for bad in [
+            &b""[..],
+            b"01",
+            b"+1",
+            b" 1",
+            b"1 ",
+            b"-",
+            b"-0",
+            b"1a",
+            b"00",
+        ] {
             assert_eq!(parse_canonical_i64(bad), None, "{:?}", bad);
         }
     }

@@ -166,13 +166,13 @@ impl<K: KeyKind, V> Segment<K, V> {
     /// Moves every entry of `old` into this fresh segment; returns this segment's room.
     pub(crate) fn absorb(
         &mut self,
-        mut old: Segment<K, V>,
+        old: &mut Segment<K, V>,
         seed: Seed,
         scratch: &mut Scratch,
     ) -> u32 {
         let occupied = occupancy(&mut scratch.occupied[0], self.cap as usize);
         let mut n = 0;
-        Self::for_each_full(&mut old, |old, i| {
+        Self::for_each_full(old, |old, i| {
             let (k, v) = old.move_out(i);
             self.place(occupied, K::hash(seed, K::key(&k)), k, v);
             n += 1;
@@ -185,7 +185,7 @@ impl<K: KeyKind, V> Segment<K, V> {
     /// `scratch` keeps the hashes between the counting pass and the moving pass, so each key
     /// is hashed once.
     pub(crate) fn split(
-        mut old: Segment<K, V>,
+        old: &mut Segment<K, V>,
         seed: Seed,
         bit: u64,
         ladders: [u16; 2],
@@ -195,7 +195,7 @@ impl<K: KeyKind, V> Segment<K, V> {
         hashes.clear();
         hashes.resize(old.cap as usize, 0);
         let (mut n, mut n_high) = (0, 0);
-        Self::for_each_full(&mut old, |old, i| {
+        Self::for_each_full(old, |old, i| {
             let h = K::hash(seed, K::key(&old.slot(i).0));
             hashes[i] = h;
             n_high += (h & bit != 0) as usize;
@@ -212,7 +212,7 @@ impl<K: KeyKind, V> Segment<K, V> {
             occupancy(occupied_low, halves[0].cap()),
             occupancy(occupied_high, halves[1].cap()),
         ];
-        Self::for_each_full(&mut old, |old, i| {
+        Self::for_each_full(old, |old, i| {
             let (h, half) = (hashes[i], (hashes[i] & bit != 0) as usize);
             let (k, v) = old.move_out(i);
             halves[half].place(occupied[half], h, k, v);
@@ -239,12 +239,16 @@ impl<K: KeyKind, V> HashTable<K, V> {
     /// Moves segment `id`'s entries into a fresh segment of `class`.
     fn rebuild(&mut self, id: usize, class: u16, hash: u64) {
         let mut fresh = Segment::new(class, self.segs[id].depth);
-        let old = std::mem::replace(&mut self.segs[id], Segment::placeholder());
-        self.seg_bytes = self.seg_bytes - old.alloc_bytes() + fresh.alloc_bytes();
-        self.room[id] = fresh.absorb(old, self.seed, &mut Scratch::default());
+        // The old segment stays in place, reachable from the directory, until the entries
+        // are moved: if anything panicked meanwhile, no directory entry would point at
+        // freed arrays (moved-out slots are marked free as they go).
+        let room = fresh.absorb(&mut self.segs[id], self.seed, &mut Scratch::default());
+        self.seg_bytes = self.seg_bytes - self.segs[id].alloc_bytes() + fresh.alloc_bytes();
         self.max_class = self.max_class.max(class);
-        self.segs[id] = fresh;
+        let old = std::mem::replace(&mut self.segs[id], fresh);
+        self.room[id] = room;
         self.sync_dir(id, hash);
+        drop(old);
     }
 
     /// Splits segment `id` (which holds `hash`) by the hash bit below its prefix.
@@ -260,20 +264,25 @@ impl<K: KeyKind, V> HashTable<K, V> {
             self.global_depth += 1;
             self.dir_shift -= 1;
         }
-        let old = std::mem::replace(&mut self.segs[id], Segment::placeholder());
-        let old_bytes = old.alloc_bytes();
+        let old_bytes = self.segs[id].alloc_bytes();
         let bit = 1u64 << (63 - depth);
         // Any hash of each half: the split bit clear or set below the shared prefix.
         let ladders = [
             ladder_of(hash & !bit, depth + 1),
             ladder_of(hash | bit, depth + 1),
         ];
-        let [(low, low_room), (high, high_room)] =
-            Segment::split(old, self.seed, bit, ladders, &mut Scratch::default());
+        // As in `rebuild`, the old segment stays in place while its entries move.
+        let [(low, low_room), (high, high_room)] = Segment::split(
+            &mut self.segs[id],
+            self.seed,
+            bit,
+            ladders,
+            &mut Scratch::default(),
+        );
         self.seg_bytes = self.seg_bytes - old_bytes + low.alloc_bytes() + high.alloc_bytes();
         self.max_class = self.max_class.max(low.class()).max(high.class());
         let high_id = self.segs.len();
-        self.segs[id] = low;
+        let old = std::mem::replace(&mut self.segs[id], low);
         self.segs.push(high);
         self.room[id] = low_room;
         self.room.push(high_room);
@@ -281,5 +290,6 @@ impl<K: KeyKind, V> HashTable<K, V> {
         // low half, kept at `id`, the second half at the new segment.
         self.sync_dir(id, hash & !bit);
         self.sync_dir(high_id, hash | bit);
+        drop(old);
     }
 }

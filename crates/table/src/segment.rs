@@ -1,7 +1,7 @@
 //! One segment: a small open-addressing table holding the keys of one range of hash space.
 //!
 //! Layout: a control array (`ctrl.rs`) and a slot array of `(key, value)` pairs, both of
-//! `cap` entries. Linear probing over the control bytes, eight at a time: a lookup reads the
+//! `cap` entries. Linear probing over the control bytes, a group (16 on x86_64) at a time: a lookup reads the
 //! control bytes from the home slot (usually one cache line) and then the one slot whose tag
 //! matches (one more line). At the maximum load of 90% linear probing's clusters are long
 //! (about 50 slots for a miss), but 50 control bytes are still one or two cache lines.
@@ -25,14 +25,14 @@
 //! running one after the other (in our measurements this about halved lookup time at 10M
 //! entries).
 //!
-//! Storage: one allocation per segment, `cap + GROUP` control bytes and then `cap` slots,
+//! Storage: two raw allocations per segment, `cap + GROUP` control bytes and `cap` slots,
 //! the slots uninitialised until filled. This file holds the crate's `unsafe` storage code,
 //! under one invariant (see [`Segment`]): a slot is initialised exactly when its control
-//! byte is full. Why not two boxed slices of initialised slots (as before): a fresh segment
-//! then had every slot written with a default value before the rebuild wrote it again, a
-//! move out of a slot wrote a default back into memory about to be freed, and the
-//! directory could not address a segment's control bytes and slots from one pointer
-//! (`table.rs`); in W2 these were a third of the cost of growth.
+//! byte is full. Why not boxed slices of initialised slots (as before): a fresh segment then
+//! had every slot written with a default value before the rebuild wrote it again, a move
+//! out of a slot wrote a default back into memory about to be freed (and `V: Default` was
+//! required), and the directory could not address a segment's arrays without reading its
+//! header first ([`DirEntry`]).
 
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::marker::PhantomData;
@@ -61,8 +61,7 @@ fn slots_layout<T>(cap: usize) -> Layout {
     let size = cap
         .checked_mul(std::mem::size_of::<T>())
         .expect("segment size overflows");
-    Layout::from_size_align(size, SLOTS_ALIGN.max(std::mem::align_of::<T>()))
-        .expect("slots layout")
+    Layout::from_size_align(size, SLOTS_ALIGN.max(std::mem::align_of::<T>())).expect("slots layout")
 }
 
 /// Allocates `layout` (non-zero size), or reports the failure as `alloc` does.
@@ -78,8 +77,8 @@ fn allocate(layout: Layout) -> NonNull<u8> {
 /// Invariant (what every `unsafe` block below relies on): if `cap > 0`, `ctrl` is an
 /// allocation of `ctrl_layout(cap)` and `slots` one of `slots_layout::<Pair<K, V>>(cap)`,
 /// both owned by this segment; the `cap + GROUP` control bytes are always initialised, and
-/// slot `i < cap` holds an initialised pair exactly when control byte `i` is full. If
-/// `cap == 0` (a placeholder), nothing is allocated and nothing may be read.
+/// slot `i < cap` holds an initialised pair exactly when control byte `i` is full. (`cap`
+/// is at least 16; the `cap == 0` cases below are defensive.)
 ///
 /// Why two allocations: the control bytes, 1/17 of a `u64 -> u64` segment, are what every
 /// probe reads first. Allocated apart, they are packed together by the allocator (small
@@ -129,18 +128,6 @@ impl<K: KeyKind, V> Segment<K, V> {
             cap: cap as u32,
             depth,
             class,
-            _owns: PhantomData,
-        }
-    }
-
-    /// A segment with no slots and no allocation; never reachable from the directory.
-    pub(crate) fn placeholder() -> Segment<K, V> {
-        Segment {
-            ctrl: NonNull::dangling(),
-            slots: NonNull::dangling(),
-            cap: 0,
-            depth: 0,
-            class: 0,
             _owns: PhantomData,
         }
     }
@@ -241,17 +228,11 @@ impl<K: KeyKind, V> Segment<K, V> {
         pair
     }
 
-    /// Moves the pair out of full slot `i` for a rebuild that consumes this segment: as
-    /// [`Self::take`] but with no tombstone bookkeeping (the segment is dropped afterwards).
+    /// Moves the pair out of full slot `i` for a rebuild that empties this segment: as
+    /// [`Self::take`] but with no bookkeeping of room (the segment is dropped afterwards).
     #[inline(always)]
     pub(crate) fn move_out(&mut self, i: usize) -> Pair<K, V> {
-        // The mirror byte is not updated: nothing probes this segment again.
-        assert!(self.is_full_at(i), "slot {i} is not full");
-        // SAFETY: full, so initialised; marked free at once (below), so never read again.
-        let pair = unsafe { self.slots_ptr().add(i).read() };
-        // SAFETY: `i < cap` (checked above), within the control bytes.
-        unsafe { self.ctrl.as_ptr().add(i).write(DELETED) };
-        pair
+        self.read_slot(i, DELETED)
     }
 
     #[inline(always)]
@@ -261,7 +242,11 @@ impl<K: KeyKind, V> Segment<K, V> {
 
     /// What the directory keeps of this segment (`table.rs`).
     pub(crate) fn dir_entry(&self, id: u32) -> DirEntry {
-        debug_assert!(self.cap < 1 << 26 && self.depth <= 32);
+        // `shape` packs both: lookups would go out of bounds if either did not fit.
+        assert!(
+            self.cap < 1 << 26 && self.depth < 64,
+            "segment shape out of range"
+        );
         DirEntry {
             ctrl: self.ctrl,
             slots: self.slots,

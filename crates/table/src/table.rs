@@ -5,21 +5,24 @@
 //! (1.5x the table). Redis spreads the rehash over later operations but still holds both
 //! arrays for the whole migration. Here no operation ever touches more than one segment:
 //!
-//! - The directory is a `Vec<u32>` of `2^global_depth` segment ids indexed by the hash's top
+//! - The directory is a `Vec` of `2^global_depth` entries indexed by the hash's top
 //!   `global_depth` bits. A segment of local depth `d` owns the `2^(global_depth - d)`
-//!   consecutive directory entries that share its `d`-bit prefix. At 100 million entries
-//!   the directory has about 32K entries (128 KB): it stays in cache.
+//!   consecutive directory entries that share its `d`-bit prefix. Each entry holds the
+//!   segment's id and a copy of its array addresses, capacity and depth (24 bytes): at 100
+//!   million entries the directory has about 32K entries (768 KB) and stays in cache.
 //! - When an insert finds its segment full (90% of its slots used), the segment is rebuilt
 //!   one capacity class larger or split in two (`growth.rs`); only a split of a segment as
-//!   deep as the directory doubles the directory (4 bytes per entry). So the slowest insert
+//!   deep as the directory doubles the directory. So the slowest insert
 //!   costs one rebuild of at most `1.59 * segment_slots` slots (6.5K by default, a few
 //!   hundred microseconds, mostly page faults on the fresh segment), and the extra memory
 //!   at any moment is about one segment.
 //!
-//! Lookups cost one directory read and one segment header (cached: at 100M entries there
-//! are ~25K segments, 1.6 MB of headers and a 128 KB directory), then one cache line of
-//! control bytes and one slot line, fetched in parallel. `hash_key` / `prefetch` / `*_hashed` let a caller
-//! overlap these misses across a batch of keys, as a server does for a pipeline.
+//! Lookups cost one directory read (cached), then one cache line of control bytes and one
+//! slot line, fetched in parallel: the same two misses as hashbrown's. The segment header is
+//! not on that path (it was: a dependent load that cost W2 about as much as the control
+//! bytes' own miss), and an insert updates only its segment's *room* in a compact array
+//! (4 bytes per segment). `hash_key` / `prefetch` / `*_hashed` let a caller overlap the
+//! misses across a batch of keys, as a server does for a pipeline.
 
 use crate::ctrl::tag;
 use crate::growth::{class_cap, class_for, fill_max, ladder_of, CLASSES_PER_DOUBLING, LADDER};
@@ -262,15 +265,15 @@ impl<K: KeyKind, V> HashTable<K, V> {
         self.dir[start..start + span].fill(e);
     }
 
-    /// Starts loading the header of `hash`'s segment into the cache: the first step of a
-    /// two-step batch prefetch ([`Self::prefetch`] needs the header to find the slot).
+    /// Starts loading `hash`'s directory entry into the cache: the first step of a two-step
+    /// batch prefetch ([`Self::prefetch`] needs the entry to find the slot). The directory
+    /// is small and usually cached already, so this step matters little.
     #[inline]
     pub fn prefetch_segment(&self, hash: u64) {
         if self.dir.is_empty() {
             return;
         }
-        prefetch_read(&self.segs[self.seg_id(hash)] as *const Segment<K, V>);
-        // (Lookups no longer need the header, inserts do: it is kept for them.)
+        prefetch_read(&self.dir[((hash >> 1) >> self.dir_shift) as usize] as *const DirEntry);
     }
 
     /// Starts loading the control bytes and home slot of `hash` into the cache.
