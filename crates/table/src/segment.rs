@@ -193,17 +193,6 @@ impl<K: KeyKind, V> Segment<K, V> {
         unsafe { &*self.slots_ptr().add(i) }
     }
 
-    /// [`Self::slot_mut`] without the check.
-    ///
-    /// # Safety
-    /// As for [`Self::slot_unchecked`].
-    #[inline(always)]
-    pub(crate) unsafe fn slot_unchecked_mut(&mut self, i: usize) -> &mut Pair<K, V> {
-        debug_assert!(self.is_full_at(i));
-        // SAFETY: the caller's contract and the invariant; `&mut self` makes it unique.
-        unsafe { &mut *self.slots_ptr().add(i) }
-    }
-
     /// Writes a pair into slot `i`, which must be free, and sets its control byte to `c`
     /// (full). Counters are the caller's. (Writing a full slot would leak its pair, not
     /// break the invariant; debug builds check.)
@@ -516,6 +505,12 @@ impl DirEntry {
     #[inline(always)]
     fn cap(self) -> usize {
         (self.shape >> 6) as usize
+    }
+
+    /// Address of slot `i` of the segment this entry describes (not read here).
+    #[inline(always)]
+    pub(crate) fn slot_ptr<K: KeyKind, V>(self, i: usize) -> *mut Pair<K, V> {
+        self.slots.as_ptr().cast::<Pair<K, V>>().wrapping_add(i)
     }
 
     /// Fills free slot `i` of the segment this entry describes with `pair`, tagged `c`;

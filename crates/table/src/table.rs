@@ -35,9 +35,10 @@ use crate::Seed;
 /// so prefix and home bits must fit in 64 (and 2^32 segments is beyond any machine).
 pub(crate) const MAX_DEPTH: u8 = 32;
 
-/// Result of [`HashTable::locate`]: `(segment, slot)` holding the key, or free for it.
+/// Result of [`HashTable::locate`]: the slot holding the key, or `(segment, slot)` free
+/// for it.
 enum Slot {
-    Found(usize, usize),
+    Found(usize),
     Free(usize, usize),
 }
 
@@ -255,6 +256,20 @@ impl<K: KeyKind, V> HashTable<K, V> {
         (e.id as usize, unsafe { e.probe() })
     }
 
+    /// The value in slot `i` of `hash`'s segment, through the directory entry (no segment
+    /// header load, as lookups).
+    ///
+    /// # Safety
+    /// Slot `i` of `hash`'s segment is full (a probe under this borrow found or filled it).
+    #[inline(always)]
+    unsafe fn value_mut(&mut self, hash: u64, i: usize) -> &mut V {
+        let e = self.dir_entry(hash);
+        // SAFETY: the entry describes a live segment (see `probe`); slot `i` is below its
+        // cap and full (the caller's contract), so it holds an initialised pair; `&mut self`
+        // makes the borrow unique for its lifetime.
+        unsafe { &mut (*e.slot_ptr::<K, V>(i)).1 }
+    }
+
     /// Points the directory entries of segment `id` (which holds `hash`) at it again, after
     /// it was created, rebuilt or split: the invariant that makes [`Self::probe`] sound.
     pub(crate) fn sync_dir(&mut self, id: usize, hash: u64) {
@@ -311,10 +326,9 @@ impl<K: KeyKind, V> HashTable<K, V> {
         if self.dir.is_empty() {
             return None;
         }
-        let (id, p) = self.probe(hash);
-        let i = p.find(hash, key)?;
+        let i = self.probe(hash).1.find(hash, key)?;
         // SAFETY: `find` returns full slots below `cap`.
-        Some(unsafe { &mut self.segs[id].slot_unchecked_mut(i).1 })
+        Some(unsafe { self.value_mut(hash, i) })
     }
 
     /// Where `key` is (`hash == self.hash_key(key)`), for [`Self::at_mut`].
@@ -328,9 +342,9 @@ impl<K: KeyKind, V> HashTable<K, V> {
     }
 
     /// The value at a position [`Self::find_hashed`] returned, with no modification of the
-    /// table in between. (A stale position reads whatever slot is there now, possibly an
-    /// empty slot's default value, or panics if the slot no longer exists: a logic error,
-    /// never undefined behaviour.)
+    /// table in between. (A stale position reads whatever entry is in that slot now, or
+    /// panics if the slot is empty or no longer exists: a logic error, never undefined
+    /// behaviour.)
     #[inline]
     pub fn at_mut(&mut self, found: Found) -> &mut V {
         &mut self.segs[found.seg].slot_mut(found.slot).1
@@ -349,11 +363,8 @@ impl<K: KeyKind, V> HashTable<K, V> {
     #[inline]
     pub fn insert_hashed(&mut self, hash: u64, key: K::Key<'_>, value: V) -> Option<V> {
         match self.locate(hash, key) {
-            // SAFETY: `locate` found the key in full slot `i`.
-            Slot::Found(id, i) => Some(std::mem::replace(
-                unsafe { &mut self.segs[id].slot_unchecked_mut(i).1 },
-                value,
-            )),
+            // SAFETY: `locate` found the key in full slot `i` of `hash`'s segment.
+            Slot::Found(i) => Some(std::mem::replace(unsafe { self.value_mut(hash, i) }, value)),
             Slot::Free(id, i) => {
                 self.put(id, i, hash, key, value);
                 None
@@ -376,18 +387,15 @@ impl<K: KeyKind, V> HashTable<K, V> {
         key: K::Key<'_>,
         make: impl FnOnce() -> V,
     ) -> (&mut V, bool) {
-        let (id, i, inserted) = match self.locate(hash, key) {
-            Slot::Found(id, i) => (id, i, false),
+        let (i, inserted) = match self.locate(hash, key) {
+            Slot::Found(i) => (i, false),
             Slot::Free(id, i) => {
                 self.put(id, i, hash, key, make());
-                (id, i, true)
+                (i, true)
             }
         };
         // SAFETY: slot `i` holds the key: found, or just filled by `put`.
-        (
-            unsafe { &mut self.segs[id].slot_unchecked_mut(i).1 },
-            inserted,
-        )
+        (unsafe { self.value_mut(hash, i) }, inserted)
     }
 
     #[inline]
@@ -466,7 +474,7 @@ impl<K: KeyKind, V> HashTable<K, V> {
         if !self.dir.is_empty() {
             let (id, p) = self.probe(hash);
             match p.find_or_free(hash, key) {
-                Ok(i) => return Slot::Found(id, i),
+                Ok(i) => return Slot::Found(i),
                 Err(i) if self.has_room(id, i) => return Slot::Free(id, i),
                 Err(_) => {}
             }
