@@ -118,7 +118,7 @@ fn occupancy(bits: &mut Vec<u64>, cap: usize) -> &mut [u64] {
 
 impl<K: KeyKind, V> Segment<K, V> {
     /// Places an entry known to be absent into a fresh segment (no tombstones) with room;
-    /// the caller adds the placed entries to `live` and `used` ([`Segment::count_placed`]).
+    /// the caller sets the segment's room from the number placed ([`Segment::room_with`]).
     ///
     /// `occupied` is a bitmap of this segment's full slots ([`occupancy`]), kept by the
     /// rebuild on the side: finding the first empty slot from the home is then one word load
@@ -146,80 +146,81 @@ impl<K: KeyKind, V> Segment<K, V> {
     }
 
     /// Calls `f` with the index of every full slot, in ascending order; a branch per group
-    /// of eight rather than per slot.
+    /// rather than per slot.
     #[inline(always)]
-    fn for_each_full(seg: &mut Segment<K, V>, mut f: impl FnMut(&mut Segment<K, V>, usize)) {
+    fn for_each_full(seg: &Segment<K, V>, mut f: impl FnMut(usize)) {
         let cap = seg.cap();
         let mut base = 0;
         while base < cap {
-            // `f` may free slots of this group (`move_out`), never others: the group's
-            // bytes are read once, before.
             let full = Group::load(seg.ctrl(), base).match_full();
             // The last group may extend into the mirrored bytes: keep only real slots.
             for b in full.below(cap - base) {
-                f(seg, base + b);
+                f(base + b);
             }
             base += GROUP;
         }
     }
 
-    /// Moves every entry of `old` into this fresh segment; returns this segment's room.
+    /// Moves every entry of `old` into this fresh segment; returns how many.
     pub(crate) fn absorb(
         &mut self,
         old: &mut Segment<K, V>,
         seed: Seed,
         scratch: &mut Scratch,
-    ) -> u32 {
+    ) -> usize {
         let occupied = occupancy(&mut scratch.occupied[0], self.cap as usize);
         let mut n = 0;
-        Self::for_each_full(old, |old, i| {
-            let (k, v) = old.move_out(i);
+        old.drain(|_, (k, v)| {
             self.place(occupied, K::hash(seed, K::key(&k)), k, v);
             n += 1;
         });
-        self.room_with(n)
+        n
     }
 
-    /// Splits `old` by hash bit `bit` into two fresh segments of depth `old.depth + 1`, each
-    /// of the smallest class of its ladder (`ladders`, low half first) that fits its half.
-    /// `scratch` keeps the hashes between the counting pass and the moving pass, so each key
-    /// is hashed once.
-    pub(crate) fn split(
-        old: &mut Segment<K, V>,
+    /// The counting pass of a split of `seg` by hash bit `bit`: fills `scratch.hashes` with
+    /// each full slot's hash (so each key is hashed once) and returns the entries of the low
+    /// and the high half.
+    fn split_counts(
+        seg: &Segment<K, V>,
         seed: Seed,
         bit: u64,
-        ladders: [u16; 2],
         scratch: &mut Scratch,
-    ) -> [(Segment<K, V>, u32); 2] {
+    ) -> [usize; 2] {
         let hashes = &mut scratch.hashes;
         hashes.clear();
-        hashes.resize(old.cap as usize, 0);
+        hashes.resize(seg.cap(), 0);
         let (mut n, mut n_high) = (0, 0);
-        Self::for_each_full(old, |old, i| {
-            let h = K::hash(seed, K::key(&old.slot(i).0));
+        Self::for_each_full(seg, |i| {
+            let h = K::hash(seed, K::key(&seg.slot(i).0));
             hashes[i] = h;
             n_high += (h & bit != 0) as usize;
             n += 1;
         });
-        let n_low = n - n_high;
-        let depth = old.depth + 1;
-        let mut halves = [
-            Segment::new(class_for(n_low, ladders[0]), depth),
-            Segment::new(class_for(n_high, ladders[1]), depth),
-        ];
-        let [occupied_low, occupied_high] = &mut scratch.occupied;
-        let mut occupied = [
+        [n - n_high, n_high]
+    }
+
+    /// The moving pass of a split: every entry of `old` into the half its bit picks.
+    fn split_moves(
+        old: &mut Segment<K, V>,
+        halves: [&mut Segment<K, V>; 2],
+        bit: u64,
+        scratch: &mut Scratch,
+    ) {
+        let Scratch { hashes, occupied } = scratch;
+        let [occupied_low, occupied_high] = occupied;
+        let occupied = [
             occupancy(occupied_low, halves[0].cap()),
             occupancy(occupied_high, halves[1].cap()),
         ];
-        Self::for_each_full(old, |old, i| {
-            let (h, half) = (hashes[i], (hashes[i] & bit != 0) as usize);
-            let (k, v) = old.move_out(i);
-            halves[half].place(occupied[half], h, k, v);
-        });
-        let rooms = [halves[0].room_with(n_low), halves[1].room_with(n_high)];
         let [low, high] = halves;
-        [(low, rooms[0]), (high, rooms[1])]
+        old.drain(|i, (k, v)| {
+            let h = hashes[i];
+            if h & bit == 0 {
+                low.place(occupied[0], h, k, v);
+            } else {
+                high.place(occupied[1], h, k, v);
+            }
+        });
     }
 }
 
@@ -238,17 +239,17 @@ impl<K: KeyKind, V> HashTable<K, V> {
 
     /// Moves segment `id`'s entries into a fresh segment of `class`.
     fn rebuild(&mut self, id: usize, class: u16, hash: u64) {
-        let mut fresh = Segment::new(class, self.segs[id].depth);
-        // The old segment stays in place, reachable from the directory, until the entries
-        // are moved: if anything panicked meanwhile, no directory entry would point at
-        // freed arrays (moved-out slots are marked free as they go).
-        let room = fresh.absorb(&mut self.segs[id], self.seed, &mut Scratch::default());
+        let fresh = Segment::new(class, self.segs[id].depth);
         self.seg_bytes = self.seg_bytes - self.segs[id].alloc_bytes() + fresh.alloc_bytes();
         self.max_class = self.max_class.max(class);
-        let old = std::mem::replace(&mut self.segs[id], fresh);
-        self.room[id] = room;
+        // Detach the old segment before moving anything: the directory points at the fresh
+        // one (empty, no room until the moves are done), so if anything panicked midway no
+        // directory entry would lead to moved or freed pairs.
+        let mut old = std::mem::replace(&mut self.segs[id], fresh);
+        self.room[id] = 0;
         self.sync_dir(id, hash);
-        drop(old);
+        let n = self.segs[id].absorb(&mut old, self.seed, &mut Scratch::default());
+        self.room[id] = self.segs[id].room_with(n);
     }
 
     /// Splits segment `id` (which holds `hash`) by the hash bit below its prefix.
@@ -264,32 +265,31 @@ impl<K: KeyKind, V> HashTable<K, V> {
             self.global_depth += 1;
             self.dir_shift -= 1;
         }
-        let old_bytes = self.segs[id].alloc_bytes();
         let bit = 1u64 << (63 - depth);
         // Any hash of each half: the split bit clear or set below the shared prefix.
         let ladders = [
             ladder_of(hash & !bit, depth + 1),
             ladder_of(hash | bit, depth + 1),
         ];
-        // As in `rebuild`, the old segment stays in place while its entries move.
-        let [(low, low_room), (high, high_room)] = Segment::split(
-            &mut self.segs[id],
-            self.seed,
-            bit,
-            ladders,
-            &mut Scratch::default(),
-        );
-        self.seg_bytes = self.seg_bytes - old_bytes + low.alloc_bytes() + high.alloc_bytes();
+        let scratch = &mut Scratch::default();
+        let counts = Segment::split_counts(&self.segs[id], self.seed, bit, scratch);
+        let [low, high] = [0, 1].map(|h| Segment::new(class_for(counts[h], ladders[h]), depth + 1));
+        self.seg_bytes =
+            self.seg_bytes - self.segs[id].alloc_bytes() + low.alloc_bytes() + high.alloc_bytes();
         self.max_class = self.max_class.max(low.class()).max(high.class());
+        // As in `rebuild`, the old segment is detached before anything moves. Its directory
+        // entries: the first half (prefix bit 0) points at the low half, kept at `id`, the
+        // second half at the new segment.
         let high_id = self.segs.len();
-        let old = std::mem::replace(&mut self.segs[id], low);
+        let mut old = std::mem::replace(&mut self.segs[id], low);
         self.segs.push(high);
-        self.room[id] = low_room;
-        self.room.push(high_room);
-        // The old segment's directory entries: the first half (prefix bit 0) points at the
-        // low half, kept at `id`, the second half at the new segment.
+        self.room[id] = 0;
+        self.room.push(0);
         self.sync_dir(id, hash & !bit);
         self.sync_dir(high_id, hash | bit);
-        drop(old);
+        let (before, after) = self.segs.split_at_mut(high_id);
+        Segment::split_moves(&mut old, [&mut before[id], &mut after[0]], bit, scratch);
+        self.room[id] = self.segs[id].room_with(counts[0]);
+        self.room[high_id] = self.segs[high_id].room_with(counts[1]);
     }
 }

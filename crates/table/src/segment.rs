@@ -91,6 +91,10 @@ pub(crate) struct Segment<K: KeyKind, V> {
     pub(crate) cap: u32,
     pub(crate) depth: u8,
     pub(crate) class: u16,
+    /// Set while [`Self::drain`] moves the pairs out: the segment no longer owns any of
+    /// them, and dropping it only frees its arrays (so a panic midway leaks the pairs not
+    /// yet moved instead of dropping moved ones twice).
+    draining: bool,
     _owns: PhantomData<Pair<K, V>>,
 }
 
@@ -128,6 +132,7 @@ impl<K: KeyKind, V> Segment<K, V> {
             cap: cap as u32,
             depth,
             class,
+            draining: false,
             _owns: PhantomData,
         }
     }
@@ -217,11 +222,32 @@ impl<K: KeyKind, V> Segment<K, V> {
         pair
     }
 
-    /// Moves the pair out of full slot `i` for a rebuild that empties this segment: as
-    /// [`Self::take`] but with no bookkeeping of room (the segment is dropped afterwards).
-    #[inline(always)]
-    pub(crate) fn move_out(&mut self, i: usize) -> Pair<K, V> {
-        self.read_slot(i, DELETED)
+    /// Moves every pair out, in slot order, passing each with its slot to `f`, and leaves
+    /// the segment empty. Growth calls it on a segment already detached from the directory
+    /// (nothing can probe it meanwhile); a panic in `f` leaks the pairs not yet moved.
+    /// Cheaper than [`Self::take`] per slot: no control byte is read or written per pair.
+    pub(crate) fn drain(&mut self, mut f: impl FnMut(usize, Pair<K, V>)) {
+        let cap = self.cap();
+        self.draining = true;
+        let slots = self.slots_ptr();
+        let mut base = 0;
+        while base < cap {
+            // The last group may extend into the mirrored bytes: keep only real slots.
+            for b in Group::load(self.ctrl(), base)
+                .match_full()
+                .below(cap - base)
+            {
+                // SAFETY: `base + b < cap` and its control byte is full, so the slot holds
+                // an initialised pair; each slot is visited once, and `draining` keeps the
+                // segment from dropping it again (the control bytes are cleared below).
+                f(base + b, unsafe { slots.add(base + b).read() });
+            }
+            base += GROUP;
+        }
+        // SAFETY: the control allocation has `cap + GROUP` bytes; every pair has been moved
+        // out, so marking all slots EMPTY restores the invariant.
+        unsafe { self.ctrl.as_ptr().write_bytes(EMPTY, cap + GROUP) };
+        self.draining = false;
     }
 
     #[inline(always)]
@@ -641,7 +667,7 @@ impl<K: KeyKind, V> Drop for Segment<K, V> {
         if self.cap == 0 {
             return;
         }
-        if std::mem::needs_drop::<Pair<K, V>>() {
+        if std::mem::needs_drop::<Pair<K, V>>() && !self.draining {
             let slots = self.slots_ptr();
             for i in Self::full_slots(self.ctrl(), self.cap()) {
                 // SAFETY: a full slot, initialised, dropped once (the segment goes away).

@@ -130,6 +130,9 @@ fn with_capacity_does_not_grow() {
 }
 
 #[test]
+// Hundreds of thousands of inserts: too slow under Miri; the model test interleaves SCAN
+// with growth on a smaller scale.
+#[cfg_attr(miri, ignore)]
 fn scan_returns_everything_present_throughout_heavy_growth() {
     let mut t: Table<u32> = Table::with_config(Config {
         segment_slots: 32,
