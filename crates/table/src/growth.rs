@@ -29,10 +29,11 @@
 //! possibly a smaller one: that is also how deletions give memory back (segments never
 //! merge, so the directory does not shrink).
 //!
-//! Moving is the hot loop of growth: the old segment's full slots are visited a group of
-//! eight control bytes at a time (one branch per group), each key is hashed once, and its
-//! slot in the fresh segment is found in an occupancy bitmap rather than the control bytes
-//! (see [`Segment::place`]).
+//! Moving is the hot loop of growth: the old segment, first detached from the directory
+//! (which then points at the fresh segments), is drained a group of control bytes at a time
+//! (one branch per group, no control byte written per pair: [`Segment::drain`]), each key
+//! is hashed once, and its slot in the fresh segment is found in an occupancy bitmap rather
+//! than the control bytes (see [`Segment::place`]).
 
 use crate::ctrl::{tag, Group, GROUP};
 use crate::key::KeyKind;
