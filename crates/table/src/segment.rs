@@ -632,7 +632,7 @@ impl<'a, K: KeyKind, V> Probe<'a, K, V> {
 
     /// One probe for an insert: `Ok(slot)` holding `key`, or `Err(free)` with the first free
     /// slot on its probe path (where the key goes; whether the segment has room is
-    /// [`Segment::has_room_at`]). One pass over the control bytes where a `find` and a search
+    /// `HashTable::has_room`). One pass over the control bytes where a `find` and a search
     /// for a free slot would make two: the first free slot always lies at or before the
     /// EMPTY slot that ends the search.
     #[inline(always)]
