@@ -35,7 +35,7 @@
 //! is hashed once, and its slot in the fresh segment is found in an occupancy bitmap rather
 //! than the control bytes (see [`Segment::place`]).
 
-use crate::ctrl::{tag, Group, GROUP};
+use crate::ctrl::tag;
 use crate::key::KeyKind;
 use crate::segment::Segment;
 use crate::table::{HashTable, MAX_DEPTH};
@@ -144,22 +144,6 @@ impl<K: KeyKind, V> Segment<K, V> {
         }
         occupied[i / 64] |= 1 << (i % 64);
         self.write_slot(i, tag(hash), (key, value));
-    }
-
-    /// Calls `f` with the index of every full slot, in ascending order; a branch per group
-    /// rather than per slot.
-    #[inline(always)]
-    fn for_each_full(seg: &Segment<K, V>, mut f: impl FnMut(usize)) {
-        let cap = seg.cap();
-        let mut base = 0;
-        while base < cap {
-            let full = Group::load(seg.ctrl(), base).match_full();
-            // The last group may extend into the mirrored bytes: keep only real slots.
-            for b in full.below(cap - base) {
-                f(base + b);
-            }
-            base += GROUP;
-        }
     }
 
     /// Moves every entry of `old` into this fresh segment; returns how many.

@@ -222,6 +222,22 @@ impl<K: KeyKind, V> Segment<K, V> {
         pair
     }
 
+    /// Calls `f` with the index of every full slot, in ascending order; a branch per group
+    /// rather than per slot.
+    #[inline(always)]
+    pub(crate) fn for_each_full(seg: &Segment<K, V>, mut f: impl FnMut(usize)) {
+        let cap = seg.cap();
+        let mut base = 0;
+        while base < cap {
+            let full = Group::load(seg.ctrl(), base).match_full();
+            // The last group may extend into the mirrored bytes: keep only real slots.
+            for b in full.below(cap - base) {
+                f(base + b);
+            }
+            base += GROUP;
+        }
+    }
+
     /// Moves every pair out, in slot order, passing each with its slot to `f`, and leaves
     /// the segment empty. Growth calls it on a segment already detached from the directory
     /// (nothing can probe it meanwhile); a panic in `f` leaks the pairs not yet moved.
@@ -230,20 +246,12 @@ impl<K: KeyKind, V> Segment<K, V> {
         let cap = self.cap();
         self.draining = true;
         let slots = self.slots_ptr();
-        let mut base = 0;
-        while base < cap {
-            // The last group may extend into the mirrored bytes: keep only real slots.
-            for b in Group::load(self.ctrl(), base)
-                .match_full()
-                .below(cap - base)
-            {
-                // SAFETY: `base + b < cap` and its control byte is full, so the slot holds
-                // an initialised pair; each slot is visited once, and `draining` keeps the
-                // segment from dropping it again (the control bytes are cleared below).
-                f(base + b, unsafe { slots.add(base + b).read() });
-            }
-            base += GROUP;
-        }
+        Self::for_each_full(self, |i| {
+            // SAFETY: `i < cap` and its control byte is full, so the slot holds an
+            // initialised pair; each slot is visited once, and `draining` keeps the segment
+            // from dropping it again (the control bytes are cleared below).
+            f(i, unsafe { slots.add(i).read() })
+        });
         // SAFETY: the control allocation has `cap + GROUP` bytes; every pair has been moved
         // out, so marking all slots EMPTY restores the invariant.
         unsafe { self.ctrl.as_ptr().write_bytes(EMPTY, cap + GROUP) };
@@ -607,6 +615,15 @@ impl<'a, K: KeyKind, V> Probe<'a, K, V> {
         prefetch_read(self.ctrl.as_ptr().wrapping_add(home));
     }
 
+    /// The slot of group `g` (read at `pos`) whose tag is `t` and whose key is `key`.
+    #[inline(always)]
+    fn match_key(&self, g: Group, pos: usize, t: u8, key: K::Key<'_>) -> Option<usize> {
+        g.match_tag(t).map(|b| wrap(pos + b, self.cap)).find(|&i| {
+            // SAFETY: `i < cap` (wrapped), and a tag only matches a full byte.
+            K::eq(unsafe { &self.slot(i).0 }, key)
+        })
+    }
+
     /// The slot holding `key`, if any.
     #[inline(always)]
     pub(crate) fn find(&self, hash: u64, key: K::Key<'_>) -> Option<usize> {
@@ -616,12 +633,8 @@ impl<'a, K: KeyKind, V> Probe<'a, K, V> {
         let mut pos = home;
         loop {
             let g = Group::load(self.ctrl(), pos);
-            for b in g.match_tag(t) {
-                let i = wrap(pos + b, cap);
-                // SAFETY: `i < cap` (wrapped), and a tag only matches a full byte.
-                if K::eq(unsafe { &self.slot(i).0 }, key) {
-                    return Some(i);
-                }
+            if let Some(i) = self.match_key(g, pos, t, key) {
+                return Some(i);
             }
             if g.match_empty().any() {
                 return None;
@@ -644,12 +657,8 @@ impl<'a, K: KeyKind, V> Probe<'a, K, V> {
         let mut free = None;
         loop {
             let g = Group::load(self.ctrl(), pos);
-            for b in g.match_tag(t) {
-                let i = wrap(pos + b, cap);
-                // SAFETY: `i < cap` (wrapped), and a tag only matches a full byte.
-                if K::eq(unsafe { &self.slot(i).0 }, key) {
-                    return Ok(i);
-                }
+            if let Some(i) = self.match_key(g, pos, t, key) {
+                return Ok(i);
             }
             if free.is_none() {
                 free = g.match_free().lowest().map(|b| wrap(pos + b, cap));
