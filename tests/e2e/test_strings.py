@@ -568,6 +568,24 @@ def test_incrbyfloat_formatting(c):
     assert c("INCRBYFLOAT", "i", "1e10") == b"10000000001.5"
 
 
+def test_incrbyfloat_is_long_double_arithmetic(c):
+    # Redis adds in x86-64 `long double` (64-bit significand) and prints "%.17Lf": the last
+    # decimals show its rounding, and values beyond double's range are fine.
+    c("SET", "f", "999.999")
+    assert c("INCRBYFLOAT", "f", "0.1") == b"1000.09899999999999998"
+    c("SET", "f", "18446744073709551616")
+    assert c("INCRBYFLOAT", "f", "-1e-3") == b"18446744073709551616"
+    assert c("INCRBYFLOAT", "big", "1e308") == (
+        b"99999999999999999996685879655845645660560099847415567207797047994921734868838061"
+        b"87210012692188853932044674722505401322315213474959396058359742081443019641876795"
+        b"91000196031907786631096045071066679391533957889389145605435630612683649016186302"
+        b"17086589253444881623791300855757318142424510452728255046343928578048")
+    assert len(c("INCRBYFLOAT", "huge", "1e400")) == 401
+    c("HSET", "h", "x", "999.999")
+    assert c("HINCRBYFLOAT", "h", "x", "0.1") == b"1000.09899999999999998"
+    assert c("INCRBYFLOAT", "under", "1e-5000") == NOT_FLOAT
+
+
 def test_incrbyfloat_errors(c):
     c("SET", "s", "abc")
     assert c("INCRBYFLOAT", "s", "1") == NOT_FLOAT
@@ -708,6 +726,9 @@ def test_bitcount_errors(c):
     assert c("BITCOUNT", "k", "0", "1", "BIT", "x") == SYNTAX
     assert c("BITCOUNT", "k", "a", "1") == NOT_INT
     assert c("BITCOUNT") == wrong_args("bitcount")
+    # Redis 7.0 answers an empty range of two negative indexes before it reads the unit.
+    assert c("BITCOUNT", "k", "-1", "-5", "WORD") == 0
+    assert c("BITCOUNT", "k", "-5", "-1", "WORD") == SYNTAX
 
 
 def test_bitcount_bitpos_look_the_key_up_before_the_range(c):
@@ -740,6 +761,11 @@ def test_bitpos(c):
     c("SET", "z", b"\x00\x00\x00")
     assert c("BITPOS", "z", "1") == -1
     assert c("BITPOS", "z", "0") == 0
+    # Two negative indexes past the start both clamp to 0 (BITPOS, unlike BITCOUNT, has no
+    # empty-range shortcut for start > end).
+    c("SET", "k", b"\x20\x00\x00")
+    assert c("BITPOS", "k", "1", "-8", "-10") == 2
+    assert c("BITPOS", "k", "1", "-8", "-10", "BIT") == -1
 
 
 def test_bitpos_clear_bit_past_end(c):
@@ -763,6 +789,8 @@ def test_bitpos_errors(c):
     assert c("BITPOS", "k", "x") == NOT_INT
     assert c("BITPOS", "k", "1", "0", "1", "FOO") == SYNTAX
     assert c("BITPOS", "k", "1", "x") == NOT_INT
+    # The unit is read before end.
+    assert c("BITPOS", "k", "1", "0", "x", "FOO") == SYNTAX
     assert c("BITPOS", "k") == wrong_args("bitpos")
 
 

@@ -85,10 +85,9 @@ fn getbit(ctx: &mut Ctx, a: &[Arg]) -> Frame {
 
 /// Resolves a (start, end) range over `total` units with Redis's negative-index rules.
 /// None means the range is empty.
+/// (BITCOUNT's shortcut for two negative indexes with start > end is its own: BITPOS has none,
+/// so `BITPOS k 1 -8 -10` on a 3-byte string searches byte 0, both indexes clamped to it.)
 fn resolve_range(mut start: i64, mut end: i64, total: i64) -> Option<(u64, u64)> {
-    if start < 0 && end < 0 && start > end {
-        return None;
-    }
     if start < 0 {
         start += total;
     }
@@ -126,10 +125,21 @@ fn bitcount(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     };
     let range = match a.len() {
         2 => None,
-        4 | 5 => match (parse_i64(&a[2]), parse_i64(&a[3]), unit_is_bit(a.get(4))) {
-            (Ok(s), Ok(e), Ok(bit)) => Some((s, e, bit)),
-            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return e,
-        },
+        4 | 5 => {
+            let (start, end) = match (parse_i64(&a[2]), parse_i64(&a[3])) {
+                (Ok(s), Ok(e)) => (s, e),
+                (Err(e), _) | (_, Err(e)) => return e,
+            };
+            // As Redis 7.0: an empty range of two negative indexes answers 0 before the unit
+            // is looked at (`BITCOUNT k -1 -5 FOO` is 0, not a syntax error).
+            if start < 0 && end < 0 && start > end {
+                return Frame::Integer(0);
+            }
+            match unit_is_bit(a.get(4)) {
+                Ok(bit) => Some((start, end, bit)),
+                Err(e) => return e,
+            }
+        }
         _ => return err(ERR_SYNTAX),
     };
     let count = match range {
@@ -175,16 +185,17 @@ fn bitpos(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     if a.len() > 6 {
         return err(ERR_SYNTAX);
     }
+    // Redis parses start, then the unit, then end.
     let start = match a.get(3).map(|v| parse_i64(v)).transpose() {
-        Ok(v) => v,
-        Err(e) => return e,
-    };
-    let end = match a.get(4).map(|v| parse_i64(v)).transpose() {
         Ok(v) => v,
         Err(e) => return e,
     };
     let bit_unit = match unit_is_bit(a.get(5)) {
         Ok(b) => b,
+        Err(e) => return e,
+    };
+    let end = match a.get(4).map(|v| parse_i64(v)).transpose() {
+        Ok(v) => v,
         Err(e) => return e,
     };
     let total = if bit_unit { s.len() as i64 * 8 } else { s.len() as i64 };
@@ -231,5 +242,7 @@ mod tests {
         assert_eq!(resolve_range(0, -1, 10), Some((0, 9)));
         assert_eq!(resolve_range(-3, -5, 10), None);
         assert_eq!(resolve_range(5, 100, 10), Some((5, 9)));
+        // Both negative indexes clamp to 0: BITPOS searches the first unit (Redis 7.0).
+        assert_eq!(resolve_range(-8, -10, 3), Some((0, 0)));
     }
 }

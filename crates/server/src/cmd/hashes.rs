@@ -7,15 +7,15 @@
 //! small, so HINCRBY on a listpack is the common case. Semantics, replies and errors are
 //! Redis 7's (`t_hash.c`); a key never holds an empty hash (the last HDEL deletes it).
 //!
-//! HINCRBYFLOAT formats its result like INCRBYFLOAT (Redis's long double arithmetic printed
-//! with 17 digits: exact decimal addition, see `strings::format_float_sum`).
+//! HINCRBYFLOAT computes like INCRBYFLOAT (Redis's long double arithmetic printed with 17
+//! decimals, emulated exactly in `ldouble`).
 
 use abacus_collections::{CompactHash, FieldValue};
 use abacus_keyspace::Value;
 use abacus_protocol::{Arg, Bytes, Frame};
 
 use super::args::*;
-use super::strings::format_float_sum;
+use super::ldouble;
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::shard::Ctx;
@@ -208,22 +208,24 @@ fn hincrby(ctx: &mut Ctx, a: &[Arg]) -> Frame {
 }
 
 fn hincrbyfloat(ctx: &mut Ctx, a: &[Arg]) -> Frame {
-    let by = match parse_f64(&a[3]) {
-        Ok(v) if v.is_finite() => v,
-        Ok(_) => return err("ERR value is NaN or Infinity"),
-        Err(e) => return e,
+    let by = match ldouble::parse(&a[3]) {
+        Some(ldouble::Ld::Inf { .. }) => return err("ERR value is NaN or Infinity"),
+        Some(v) => v,
+        None => return err(ERR_NOT_FLOAT),
     };
     let limits = ctx.hash_limits;
-    let current_text = match read_field(ctx, a) {
-        Ok(text) => text.unwrap_or_else(|| b"0".to_vec()),
+    let current = match read_field(ctx, a) {
+        Ok(Some(text)) => match ldouble::parse(&text) {
+            Some(v) => v,
+            None => return err("ERR hash value is not a float"),
+        },
+        Ok(None) => ldouble::ZERO,
         Err(e) => return e,
     };
-    let Ok(current) = parse_f64(&current_text) else { return err("ERR hash value is not a float") };
-    let sum = current + by;
-    if !sum.is_finite() {
+    let Some(sum) = ldouble::add(current, by) else {
         return err("ERR increment would produce NaN or Infinity");
-    }
-    let text = format_float_sum(&current_text, &a[3], sum);
+    };
+    let text = ldouble::to_human(sum);
     match hash_mut_or_new(ctx, &a[1]) {
         Ok(hash) => {
             hash.insert_with_limits(&a[2], &text, &limits);

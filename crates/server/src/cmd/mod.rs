@@ -11,6 +11,7 @@ pub mod expiry;
 pub mod hashes;
 pub mod hll;
 pub mod keys;
+pub mod ldouble;
 pub mod persistence;
 pub mod pf;
 pub mod server;

@@ -8,6 +8,7 @@ use abacus_keyspace::{Entry, StrMut, Value, ValueRef};
 use abacus_protocol::{Arg, Bytes, Frame};
 
 use super::args::*;
+use super::ldouble;
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::shard::Ctx;
@@ -457,52 +458,26 @@ fn decrby(ctx: &mut Ctx, a: &[Arg]) -> Frame {
 }
 
 fn incrbyfloat(ctx: &mut Ctx, a: &[Arg]) -> Frame {
-    // Redis checks the key's type before the increment.
+    // Redis checks the key's type before the increment, and adds in `long double`.
     let cur = match read_str(ctx, &a[1]) {
-        Ok(Some(s)) => match parse_f64(s) {
-            Ok(v) => v,
-            Err(e) => return e,
+        Ok(Some(s)) => match ldouble::parse(s) {
+            Some(v) => v,
+            None => return err(ERR_NOT_FLOAT),
         },
-        Ok(None) => 0.0,
+        Ok(None) => ldouble::ZERO,
         Err(e) => return e,
     };
-    let by = match parse_f64(&a[2]) {
-        Ok(v) => v,
-        Err(e) => return e,
-    };
-    let new = cur + by;
-    if !new.is_finite() {
+    let Some(by) = ldouble::parse(&a[2]) else { return err(ERR_NOT_FLOAT) };
+    let Some(new) = ldouble::add(cur, by) else {
         return err("ERR increment would produce NaN or Infinity");
-    }
-    let current_text = read_str(ctx, &a[1]).ok().flatten().map(|s| s.to_vec()).unwrap_or_else(|| b"0".to_vec());
-    let text = format_float_sum(&current_text, &a[2], new);
+    };
+    let text = ldouble::to_human(new);
     let now = ctx.now_ms;
     match ctx.db().get_mut(&a[1], now) {
         Some(e) => e.set_value(Value::Str(text.clone().into())),
         None => ctx.db().set(&a[1], Value::Str(text.clone().into()), 0, now),
     }
     Frame::Bulk(Bytes::from(text))
-}
-
-/// The text INCRBYFLOAT stores. Redis adds in `long double` and prints 17 decimal places with
-/// trailing zeros removed, so 0.1 + 0.2 is "0.3" there while a plain f64 sum prints
-/// 0.30000000000000004. Adding the two decimal texts exactly (rust_decimal, 28 digits) and
-/// rounding to 17 decimal places gives Redis's results; operands a decimal cannot hold (huge
-/// exponents) fall back to the f64 sum, printed without exponent as Redis does.
-pub(crate) fn format_float_sum(a: &[u8], b: &[u8], f64_sum: f64) -> Vec<u8> {
-    use rust_decimal::Decimal;
-    use std::str::FromStr;
-    let parse = |t: &[u8]| {
-        let s = std::str::from_utf8(t).ok()?;
-        Decimal::from_str(s).ok().or_else(|| Decimal::from_scientific(s).ok())
-    };
-    if let (Some(x), Some(y)) = (parse(a), parse(b)) {
-        if let Some(sum) = x.checked_add(y) {
-            let rounded = sum.round_dp(17).normalize();
-            return rounded.to_string().into_bytes();
-        }
-    }
-    format!("{f64_sum}").into_bytes()
 }
 
 fn lcs(ctx: &mut Ctx, a: &[Arg]) -> Frame {
