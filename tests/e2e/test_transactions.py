@@ -373,3 +373,55 @@ def test_exec_arity_inside_multi_discards(c):
         "wrong number of arguments for 'exec' command")
     assert c("EXEC") == Err("ERR EXEC without MULTI")
     assert c("EXISTS", "a") == 0
+
+
+# ------------------------------------------- found by test_differential.py
+
+def test_unwatch_inside_multi_is_queued(c, raw_conn):
+    c("SET", "a", "1")
+    assert c("WATCH", "a") == "OK"
+    assert c("MULTI") == "OK"
+    assert c("UNWATCH") == "QUEUED"  # not run at once: the WATCH still holds
+    raw_conn()("SET", "a", "2")
+    assert c("GET", "a") == "QUEUED"
+    assert c("EXEC") is None
+
+
+def test_malformed_exec_ends_watch(c, raw_conn):
+    c("SET", "a", "1")
+    c("WATCH", "a")
+    raw_conn()("SET", "a", "2")
+    c("MULTI")
+    assert c("EXEC", "x") == Err("EXECABORT Transaction discarded because of: wrong number "
+                                 "of arguments for 'exec' command")
+    # the WATCH ended with it, so a new transaction runs
+    assert c("MULTI") == "OK"
+    assert c("GET", "a") == "QUEUED"
+    assert c("EXEC") == [b"2"]
+
+
+def test_watch_of_expired_key_then_lazy_expiry_runs(c, raw_conn):
+    c("SET", "a", "1", "PXAT", "1")  # already expired
+    c("WATCH", "a")
+    assert raw_conn()("GET", "a") is None  # reclaims it: no logical change
+    c("MULTI")
+    c("SET", "x", "1")
+    assert c("EXEC") == ["OK"]
+
+
+def test_watch_flushdb_or_swapdb_without_the_key_runs(c, raw_conn):
+    other = raw_conn()
+    c("SET", "b", "1")
+    c("WATCH", "a")
+    other("FLUSHDB")
+    other("SELECT", "1")
+    other("SET", "c", "1")
+    other("SWAPDB", "0", "1")  # "a" is in neither database
+    c("MULTI")
+    c("SET", "x", "1")
+    assert c("EXEC") == ["OK"]
+    c("WATCH", "c")
+    other("SWAPDB", "0", "1")  # "c" was in db 0: changed
+    c("MULTI")
+    c("SET", "x", "1")
+    assert c("EXEC") is None

@@ -720,7 +720,7 @@ impl Db {
     /// Removes every key; returns the old contents so the caller can drop them elsewhere
     /// (FLUSHDB ASYNC drops them on a background thread).
     pub fn take_all(&mut self) -> Db {
-        self.signal_all();
+        self.signal_existing(None);
         // A running snapshot takes what it is still owed first (this stalls for the rest of
         // the sweep; FLUSHDB during a snapshot is rare).
         self.finish_snapshot();
@@ -734,8 +734,8 @@ impl Db {
     /// Swaps the contents of two databases, keeping each database's watchers in place (SWAPDB:
     /// clients watching db 0 keep watching db 0, which now holds the other data).
     pub fn swap_contents(&mut self, other: &mut Db) {
-        self.signal_all();
-        other.signal_all();
+        self.signal_existing(Some(other));
+        other.signal_existing(Some(self));
         // Each database's snapshot sink writes that database's number: finish both first.
         self.finish_snapshot();
         other.finish_snapshot();
@@ -922,7 +922,20 @@ impl Db {
         }
     }
 
-    /// Raises every watcher of this database (FLUSHDB, SWAPDB).
+    /// Raises the watchers of the watched keys that exist here or in `other` (FLUSHDB empties
+    /// this database; SWAPDB replaces it with `other`): as Redis's `touchAllWatchedKeysInDb`,
+    /// a key absent before and after is no change.
+    pub fn signal_existing(&self, other: Option<&Db>) {
+        for (key, flags) in &self.watched {
+            if self.map.get(key).is_some() || other.is_some_and(|o| o.map.get(key).is_some()) {
+                for f in flags {
+                    f.store(true, Ordering::Release);
+                }
+            }
+        }
+    }
+
+    /// Raises every watcher of this database.
     pub fn signal_all(&mut self) {
         for flags in self.watched.values() {
             for f in flags {
@@ -1002,7 +1015,20 @@ mod tests {
         assert!(db.get(b"k", 6).is_none());
         assert!(f.load(Ordering::Acquire));
         f.store(false, Ordering::Release);
+        // FLUSHDB raises only the watchers of keys that existed (as Redis).
         db.take_all();
+        assert!(!f.load(Ordering::Acquire));
+        db.set(b"k", s("v"), 0, 0);
+        f.store(false, Ordering::Release);
+        db.take_all();
+        assert!(f.load(Ordering::Acquire));
+        // SWAPDB: a key in neither database is no change; in the other one, it is.
+        f.store(false, Ordering::Release);
+        let mut other = Db::new();
+        db.swap_contents(&mut other);
+        assert!(!f.load(Ordering::Acquire));
+        other.set(b"k", s("v"), 0, 0);
+        db.swap_contents(&mut other);
         assert!(f.load(Ordering::Acquire));
         db.unwatch(b"k", &f);
         f.store(false, Ordering::Release);

@@ -178,6 +178,8 @@ struct Handoff {
 /// What pre-dispatch checks decided for one request.
 enum Step {
     Reply(Frame),
+    /// A malformed EXEC: the transaction (if any) and every WATCH end, then this reply.
+    AbortExec(Frame),
     Batch(usize, Call),
     Dispatch(Call),
 }
@@ -411,10 +413,16 @@ impl Conn {
             }
             ServerStats::add(&server.stats.net_input_bytes_total, n as u64);
             self.meta.last_interaction_ms.store(now_ms(), Ordering::Relaxed);
-            parser.set_limits(self.limits());
             // Parse and execute in batches until the buffer holds no complete command.
             loop {
-                let max = server.config.max_pipeline();
+                // Limits are read again per batch, so a CONFIG SET proto-max-bulk-len or an AUTH
+                // applies to the commands after it.
+                parser.set_limits(self.limits());
+                // Unauthenticated, one command per batch: a pipelined `AUTH` must lift the
+                // unauthenticated request limits before the next command is parsed (as Redis,
+                // which parses and runs one command at a time); a batch parsed ahead would
+                // hold a large command after AUTH to them and drop the connection.
+                let max = if self.authenticated { server.config.max_pipeline() } else { 1 };
                 let mut fatal = None;
                 while calls.len() < max {
                     // A pipeline's run of ordinary commands leaves the buffer in one piece;
@@ -526,6 +534,11 @@ impl Conn {
                 }
                 Step::Reply(frame) => {
                     self.flush_batch(&mut batch).await;
+                    self.emit(frame);
+                }
+                Step::AbortExec(frame) => {
+                    self.flush_batch(&mut batch).await;
+                    self.unwatch_all().await;
                     self.emit(frame);
                 }
                 Step::Dispatch(call) => {
@@ -684,14 +697,15 @@ impl Conn {
             Err(e) => {
                 stats::record_rejected(root.name);
                 if root.name == "exec" {
-                    // Redis reports a malformed EXEC as the end of the transaction.
+                    // Redis reports a malformed EXEC as the end of the transaction (and of
+                    // the WATCHes, as a DISCARD).
                     self.multi = None;
                     self.meta.multi_len.store(usize::MAX, Ordering::Relaxed);
                     let text = match &e {
                         Frame::Error(t) => String::from_utf8_lossy(t).trim_start_matches("ERR ").to_string(),
                         _ => String::new(),
                     };
-                    return Step::Reply(Frame::error(format!("EXECABORT Transaction discarded because of: {text}")));
+                    return Step::AbortExec(Frame::error(format!("EXECABORT Transaction discarded because of: {text}")));
                 }
                 self.fail_multi();
                 return Step::Reply(e);

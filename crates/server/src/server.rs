@@ -71,6 +71,31 @@ pub fn check_startup(config: &Config) -> Result<(), String> {
     Ok(())
 }
 
+/// Makes a panic on a worker thread end the process. Tokio catches a panicking task and the
+/// thread runs on: after a panic in a shard's loop its keys were unreachable (every command on
+/// them answered "server is shutting down") while the process lived on, holding the port, with
+/// nothing to tell a supervisor. Failing fast instead (after the default hook has logged the
+/// panic and its backtrace) lets a supervisor restart the server and recovery reload the data.
+fn abort_on_worker_panic() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            previous(info);
+            if is_worker_thread(std::thread::current().name()) {
+                tracing::error!("a worker thread panicked: aborting");
+                std::process::abort();
+            }
+        }));
+    });
+}
+
+fn is_worker_thread(name: Option<&str>) -> bool {
+    name.is_some_and(|n| n.starts_with(WORKER_THREAD_PREFIX))
+}
+
+const WORKER_THREAD_PREFIX: &str = "abacus-worker-";
+
 /// Runs the server until SIGINT or SIGTERM.
 pub fn run(config: Config) -> Result<(), String> {
     check_startup(&config)?;
@@ -112,10 +137,11 @@ pub fn run(config: Config) -> Result<(), String> {
         threads,
     });
 
+    abort_on_worker_panic();
     for (id, (rx, mut crx)) in receivers.into_iter().enumerate() {
         let server = server.clone();
         std::thread::Builder::new()
-            .name(format!("abacus-worker-{id}"))
+            .name(format!("{WORKER_THREAD_PREFIX}{id}"))
             .spawn(move || {
                 let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
                     Ok(rt) => rt,
@@ -292,4 +318,18 @@ fn wait_for_signal() {
             _ = term.recv() => {},
         }
     });
+}
+
+#[cfg(test)]
+mod panic_tests {
+    use super::*;
+
+    #[test]
+    fn only_worker_threads_abort_on_panic() {
+        assert!(is_worker_thread(Some("abacus-worker-0")));
+        assert!(is_worker_thread(Some(&format!("{WORKER_THREAD_PREFIX}17"))));
+        assert!(!is_worker_thread(Some("abacus-accept")));
+        assert!(!is_worker_thread(Some("main")));
+        assert!(!is_worker_thread(None));
+    }
 }

@@ -26,7 +26,8 @@ pub const COMMANDS: &[Spec] = &[
     Spec::conn("exec", 1, NO_MULTI, (0, 0, 0), G, "Executes all commands in a transaction."),
     Spec::conn("discard", 1, NO_MULTI | FAST, (0, 0, 0), G, "Discards a transaction."),
     Spec::conn("watch", -2, NO_MULTI | FAST, (1, -1, 1), G, "Monitors changes to keys to determine the execution of a transaction."),
-    Spec::conn("unwatch", 1, NO_MULTI | FAST, (0, 0, 0), G, "Forgets about watched keys of a transaction."),
+    // Not NO_MULTI: as in Redis, UNWATCH inside MULTI is queued (and a no-op in EXEC).
+    Spec::conn("unwatch", 1, FAST, (0, 0, 0), G, "Forgets about watched keys of a transaction."),
 ];
 
 pub fn multi(conn: &mut Conn) -> Frame {
@@ -89,6 +90,12 @@ pub async fn exec(conn: &mut Conn) -> Frame {
     }
     let mut replies = Vec::with_capacity(multi.queued.len());
     for call in multi.queued {
+        if call.spec.name == "unwatch" {
+            // A queued UNWATCH: EXEC unwatches everything below anyway (and unwatching now
+            // would wait for the shards this EXEC holds).
+            replies.push(Frame::ok());
+            continue;
+        }
         let reply = Box::pin(conn.dispatch(Access::Locked(&locks), call)).await;
         replies.push(reply);
     }
@@ -111,6 +118,9 @@ pub async fn watch(conn: &mut Conn, a: &[Arg]) -> Frame {
             .worker
             .run(Access::Free, shard_of(key, n), move |s| {
                 if let Some(d) = s.dbs.get_mut(db) {
+                    // A key already expired is reclaimed now: as in Redis 7.0, its later
+                    // (lazy or active) deletion is no change for this watcher.
+                    d.contains(&k, crate::shard::now_ms());
                     d.watch(&k, &flag);
                 }
             })
