@@ -425,3 +425,53 @@ def test_watch_flushdb_or_swapdb_without_the_key_runs(c, raw_conn):
     c("MULTI")
     c("SET", "x", "1")
     assert c("EXEC") is None
+
+
+def test_save_and_shutdown_refused_inside_multi(c):
+    # Redis 7.0's no-multi commands: refused when sent, and EXEC then aborts. SHUTDOWN inside
+    # MULTI must not stop the server.
+    for cmd in (("SAVE",), ("SHUTDOWN",), ("SHUTDOWN", "NOSAVE")):
+        assert c("MULTI") == "OK"
+        assert c("SET", "a", "1") == "QUEUED"
+        assert c(*cmd) == Err("ERR Command not allowed inside a transaction")
+        assert c("EXEC") == EXECABORT
+    assert c("PING") == "PONG"
+    assert c("GET", "a") is None
+
+
+def _persistence(c):
+    return dict(line.split(":", 1) for line in c("INFO", "persistence").decode().split("\r\n")
+                if ":" in line)
+
+
+def _wait_saved(c, saves_before=None):
+    """Until no save runs and, given `saves_before` (INFO's rdb_saves), one more has finished
+    (30 s at most)."""
+    import time
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        p = _persistence(c)
+        if (p["rdb_bgsave_in_progress"] == "0" and p["aof_rewrite_in_progress"] == "0"
+                and (saves_before is None or int(p["rdb_saves"]) > saves_before)):
+            return
+        time.sleep(0.05)
+    raise AssertionError("no background save after the transaction within 30 s: %r" % p)
+
+
+def test_bgsave_inside_multi_is_scheduled_by_exec(c, raw_conn):
+    # Not no-multi in Redis: queued, and EXEC schedules it (a save starts after the
+    # transaction; Abacus's EXEC holds the shards' locks, which the save must not wait for).
+    saves = int(_persistence(c)["rdb_saves"])
+    assert c("MULTI") == "OK"
+    assert c("SET", "a", "1") == "QUEUED"
+    assert c("BGSAVE") == "QUEUED"
+    assert c("BGSAVE", "x") == "QUEUED"
+    assert c("EXEC") == ["OK", "Background saving scheduled", Err("ERR syntax error")]
+    assert raw_conn()("SET", "b", "2") == "OK"
+    _wait_saved(c, saves)
+    assert c("MULTI") == "OK"
+    assert c("BGREWRITEAOF") == "QUEUED"
+    assert c("INCR", "a") == "QUEUED"
+    assert c("EXEC") == ["Background append only file rewriting scheduled", 2]
+    # (With appendonly no, Redis's rewrite is not an RDB save: only wait for it to end.)
+    _wait_saved(c)

@@ -35,13 +35,17 @@ pub mod flags {
     pub const FAST: u32 = 1 << 3;
     /// Allowed before authentication (AUTH, HELLO, QUIT, RESET).
     pub const NO_AUTH: u32 = 1 << 4;
-    /// Not allowed inside MULTI (it controls the transaction itself or blocks).
+    /// Refused inside MULTI ("Command not allowed inside a transaction", and EXEC then aborts):
+    /// Redis 7.0's `no-multi` (SAVE, SHUTDOWN).
     pub const NO_MULTI: u32 = 1 << 5;
     pub const DENYOOM: u32 = 1 << 6;
     pub const LOADING: u32 = 1 << 7;
     pub const STALE: u32 = 1 << 8;
     /// Touches every shard (FLUSHALL, KEYS...): a transaction containing it locks all shards.
     pub const ALL_SHARDS: u32 = 1 << 9;
+    /// Runs at once inside MULTI instead of being queued, because it controls the transaction
+    /// (MULTI, EXEC, DISCARD, WATCH, RESET). Internal: COMMAND INFO does not list it.
+    pub const CONTROLS_MULTI: u32 = 1 << 10;
 }
 
 /// One command.

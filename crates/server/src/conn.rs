@@ -731,8 +731,14 @@ impl Conn {
             }
         }
         if let Some(multi) = &mut self.multi {
+            if spec.has(flags::NO_MULTI) {
+                // SAVE, SHUTDOWN: refused, and the transaction aborts at EXEC (Redis 7.0).
+                stats::record_rejected(spec.name);
+                self.fail_multi();
+                return Step::Reply(Frame::error("ERR Command not allowed inside a transaction"));
+            }
             // As Redis 7.0, QUIT is never queued: it closes the connection inside MULTI too.
-            if !spec.has(flags::NO_MULTI) && spec.name != "quit" {
+            if !spec.has(flags::CONTROLS_MULTI) && spec.name != "quit" {
                 multi.queued.push(Call { spec, args });
                 self.meta.multi_len.store(multi.queued.len(), Ordering::Relaxed);
                 return Step::Reply(Frame::simple("QUEUED"));

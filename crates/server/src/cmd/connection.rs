@@ -25,7 +25,7 @@ pub const COMMANDS: &[Spec] = &[
     Spec::conn("auth", -2, NO_AUTH | FAST, NONE, G, "Authenticates the connection."),
     Spec::conn("select", 2, FAST | LOADING | STALE, NONE, G, "Changes the selected database."),
     Spec::conn("quit", -1, NO_AUTH | FAST, NONE, G, "Closes the connection."),
-    Spec::conn("reset", 1, NO_AUTH | FAST | NO_MULTI, NONE, G, "Resets the connection."),
+    Spec::conn("reset", 1, NO_AUTH | FAST | CONTROLS_MULTI, NONE, G, "Resets the connection."),
     Spec::conn("time", 1, FAST | LOADING | STALE, NONE, "server", "Returns the server time."),
     Spec::conn("client", -2, 0, NONE, G, "A container for client connection commands.").with_subcommands(CLIENT),
     Spec::conn("command", -1, LOADING | STALE, NONE, "server", "Returns detailed information about all commands.").with_subcommands(COMMAND),

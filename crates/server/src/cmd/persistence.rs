@@ -17,8 +17,8 @@ const NONE: (i32, i32, i32) = (0, 0, 0);
 
 pub const COMMANDS: &[Spec] = &[
     Spec::conn("save", 1, ADMIN | NO_MULTI | ALL_SHARDS, NONE, G, "Synchronously saves the database(s) to disk."),
-    Spec::conn("bgsave", -1, ADMIN | NO_MULTI | ALL_SHARDS, NONE, G, "Asynchronously saves the database(s) to disk."),
-    Spec::conn("bgrewriteaof", 1, ADMIN | NO_MULTI | ALL_SHARDS, NONE, G, "Asynchronously rewrites the append-only file to disk."),
+    Spec::conn("bgsave", -1, ADMIN, NONE, G, "Asynchronously saves the database(s) to disk."),
+    Spec::conn("bgrewriteaof", 1, ADMIN, NONE, G, "Asynchronously rewrites the append-only file to disk."),
     Spec::conn("lastsave", 1, LOADING | STALE | FAST, NONE, G, "Returns the Unix timestamp of the last successful save to disk."),
     Spec::conn("shutdown", -1, ADMIN | NO_MULTI | LOADING | STALE, NONE, G, "Synchronously saves the database(s) to disk and shuts down the server."),
 ];
@@ -49,6 +49,34 @@ pub async fn bgsave(conn: &mut Conn, a: &[Arg]) -> Frame {
             Frame::simple("Background saving scheduled")
         }
         Err(e) => Frame::error(e),
+    }
+}
+
+/// BGSAVE or BGREWRITEAOF queued in a transaction: as Redis, EXEC only schedules it (a save
+/// cannot start while EXEC holds the shards), and [`start_scheduled`] starts it after. None
+/// for a syntax error (`BGSAVE x`).
+pub fn scheduled_in_exec(name: &str, a: &[Arg]) -> Option<Frame> {
+    if name == "bgsave" {
+        if a.len() == 2 && !is(&a[1], "schedule") {
+            return None;
+        }
+        Some(Frame::simple("Background saving scheduled"))
+    } else {
+        Some(Frame::simple("Background append only file rewriting scheduled"))
+    }
+}
+
+/// Starts the snapshot an EXEC scheduled, now that its locks are released; if one is already
+/// running, the next starts when it ends.
+pub async fn start_scheduled(conn: &mut Conn) {
+    match crate::snapshot::start(&conn.worker, Access::Free).await {
+        Ok(_) => {}
+        Err(e) if e.contains("already in progress") => {
+            if let Some(s) = crate::snapshot::global() {
+                s.scheduled.store(true, std::sync::atomic::Ordering::Release);
+            }
+        }
+        Err(e) => tracing::warn!("scheduled background save did not start: {e}"),
     }
 }
 

@@ -42,7 +42,7 @@ const CONFIG: &[Spec] = &[
 ];
 
 const FUNCTION: &[Spec] = &[
-    Spec::conn("function|flush", -2, WRITE | NO_MULTI, NONE, "scripting", "Deletes all libraries and functions."),
+    Spec::conn("function|flush", -2, WRITE, NONE, "scripting", "Deletes all libraries and functions."),
 ];
 
 /// Logs a server-level write with the atomic operation holding the shards: the caller's own

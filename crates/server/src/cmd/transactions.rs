@@ -22,11 +22,11 @@ use crate::shard::shard_of;
 const G: &str = "transactions";
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::conn("multi", 1, NO_MULTI | FAST, (0, 0, 0), G, "Starts a transaction."),
-    Spec::conn("exec", 1, NO_MULTI, (0, 0, 0), G, "Executes all commands in a transaction."),
-    Spec::conn("discard", 1, NO_MULTI | FAST, (0, 0, 0), G, "Discards a transaction."),
-    Spec::conn("watch", -2, NO_MULTI | FAST, (1, -1, 1), G, "Monitors changes to keys to determine the execution of a transaction."),
-    // Not NO_MULTI: as in Redis, UNWATCH inside MULTI is queued (and a no-op in EXEC).
+    Spec::conn("multi", 1, CONTROLS_MULTI | FAST, (0, 0, 0), G, "Starts a transaction."),
+    Spec::conn("exec", 1, CONTROLS_MULTI, (0, 0, 0), G, "Executes all commands in a transaction."),
+    Spec::conn("discard", 1, CONTROLS_MULTI | FAST, (0, 0, 0), G, "Discards a transaction."),
+    Spec::conn("watch", -2, CONTROLS_MULTI | FAST, (1, -1, 1), G, "Monitors changes to keys to determine the execution of a transaction."),
+    // Not CONTROLS_MULTI: as in Redis, UNWATCH inside MULTI is queued (and a no-op in EXEC).
     Spec::conn("unwatch", 1, FAST, (0, 0, 0), G, "Forgets about watched keys of a transaction."),
 ];
 
@@ -89,7 +89,14 @@ pub async fn exec(conn: &mut Conn) -> Frame {
         return Frame::NullArray;
     }
     let mut replies = Vec::with_capacity(multi.queued.len());
+    let mut save = false;
     for call in multi.queued {
+        if matches!(call.spec.name, "bgsave" | "bgrewriteaof") {
+            let reply = super::persistence::scheduled_in_exec(call.spec.name, &call.args);
+            save |= reply.is_some();
+            replies.push(reply.unwrap_or_else(|| err(ERR_SYNTAX)));
+            continue;
+        }
         if call.spec.name == "unwatch" {
             // A queued UNWATCH: EXEC unwatches everything below anyway (and unwatching now
             // would wait for the shards this EXEC holds).
@@ -101,6 +108,9 @@ pub async fn exec(conn: &mut Conn) -> Frame {
     }
     drop(locks);
     conn.unwatch_all().await;
+    if save {
+        super::persistence::start_scheduled(conn).await;
+    }
     Frame::Array(replies)
 }
 
