@@ -25,8 +25,8 @@ After every case a long-lived connection checks PING and a canary string; every 
 a canary set and hash, that the process is alive, and that its log holds no "panicked".
 
 At the end, tests for what the fuzzer found: `test_auth_pipelined_with_large_command` (fixed in
-crates/server/src/conn.rs) and `test_huge_proto_max_bulk_len_does_not_crash` (xfail: the cause
-is in crates/keyspace and crates/server/src/cmd).
+crates/server/src/conn.rs) and `test_huge_proto_max_bulk_len_does_not_crash` (sizes no allocator can give: an
+error reply, see `check_allocatable` in crates/server/src/cmd/args.rs).
 
 Seeds are pytest parameters; a failure message names the case index and the exact bytes, so a
 case reproduces with `run_case` alone.
@@ -39,7 +39,7 @@ import time
 
 import pytest
 
-from helpers import RespClient, encode_command
+from helpers import Err, RespClient, encode_command
 
 HANG_S = 5.0
 SEEDS = [1, 2, 3, 4]
@@ -839,23 +839,21 @@ def test_auth_pipelined_with_large_command(server):
 
 
 @pytest.mark.abacus_only("proto-max-bulk-len above the memory; Redis 7.0 crashes as well")
-@pytest.mark.xfail(reason="SETRANGE/APPEND/DEBUG POPULATE trust proto-max-bulk-len as an "
-                          "allocation bound: StrBuf::grow panics on LayoutError and the "
-                          "allocator aborts (crates/keyspace/src/strbuf.rs, cmd/strings.rs, "
-                          "cmd/server.rs: not fixed here)", strict=False)
 def test_huge_proto_max_bulk_len_does_not_crash(server):
     p = server.start(SERVER_ARGS)
     c = RespClient(p.host, p.port, timeout=HANG_S)
     try:
         assert c("CONFIG", "SET", "proto-max-bulk-len", str(I64_MAX)) == "OK"
-        for cmd in (["SETRANGE", "q", "9223372036854775806", "x"],
-                    ["DEBUG", "POPULATE", "1", "p", str(I64_MAX)]):
-            try:
-                c2 = RespClient(p.host, p.port, timeout=HANG_S)
-                c2(*cmd)
-                c2.close()
-            except Exception:
-                pass
+        # Sizes no allocator can give get an error reply (the server checks before it
+        # grows the string, and before it logs a DEBUG POPULATE).
+        oom = "ERR out of memory: cannot allocate a string of %d bytes"
+        for cmd, size in ((["SETRANGE", "q", "9223372036854775806", "x"], I64_MAX),
+                          (["SETBIT", "q", str(2 ** 62), "1"], 2 ** 59 + 1),
+                          (["DEBUG", "POPULATE", "1", "p", str(I64_MAX)], I64_MAX)):
+            c2 = RespClient(p.host, p.port, timeout=HANG_S)
+            assert c2(*cmd) == Err(oom % size), cmd
+            c2.close()
+        assert c("EXISTS", "q", "p:0") == 0
         assert p.proc.poll() is None, "server died"
         assert c("PING") == "PONG"
         assert "panicked" not in p.log()

@@ -14,6 +14,23 @@ pub fn err(msg: &str) -> Frame {
     Frame::error(msg.to_string())
 }
 
+/// Checks that a string of `len` bytes can be allocated at all, before a command that a
+/// client sizes (SETRANGE, SETBIT, DEBUG POPULATE) grows one to it: with `proto-max-bulk-len`
+/// raised toward its 2^63 maximum (Redis allows it), the allocation would otherwise abort the
+/// process. Strings up to 16 MiB pass without a probe; larger ones are reserved (untouched,
+/// so no page is faulted in) and freed again. A real shortage later still aborts, as in Redis.
+pub fn check_allocatable(len: u64) -> Result<(), Frame> {
+    if len <= 16 << 20 {
+        return Ok(());
+    }
+    let fits = usize::try_from(len).is_ok_and(|n| Vec::<u8>::new().try_reserve_exact(n).is_ok());
+    if fits {
+        Ok(())
+    } else {
+        Err(Frame::error(format!("ERR out of memory: cannot allocate a string of {len} bytes")))
+    }
+}
+
 /// Parses a signed 64-bit integer the way Redis's string2ll does (no '+', no spaces, no
 /// leading zeros).
 pub fn parse_i64(a: &[u8]) -> Result<i64, Frame> {

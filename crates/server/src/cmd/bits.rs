@@ -50,8 +50,14 @@ fn setbit(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         b"0" => false,
         _ => return err("ERR bit is not an integer or out of range"),
     };
-    if let Err(e) = read_str(ctx, &a[1]) {
-        return e;
+    match read_str(ctx, &a[1]) {
+        Ok(cur) if cur.map_or(0, |s| s.len() as u64) <= off >> 3 => {
+            if let Err(e) = check_allocatable((off >> 3) + 1) {
+                return e;
+            }
+        }
+        Ok(_) => {}
+        Err(e) => return e,
     }
     match str_mut(ctx, &a[1]) {
         Ok(mut s) => {

@@ -268,6 +268,10 @@ async fn populate(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     if size as u64 > conn.worker.server.config.proto_max_bulk_len() {
         return err(ERR_STRING_TOO_LONG);
     }
+    // Before it is logged: a record whose replay aborts would stop every restart.
+    if let Err(e) = check_allocatable(size as u64) {
+        return e;
+    }
     let db = conn.db;
     let shards = conn.worker.shards();
     // Under every shard's lock, so the log's single record of it is exact (it creates only

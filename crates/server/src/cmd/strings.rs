@@ -402,6 +402,11 @@ fn setrange(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     if needed > ctx.max_string_len {
         return err(ERR_STRING_TOO_LONG);
     }
+    if cur.unwrap_or(0) < needed as usize {
+        if let Err(e) = check_allocatable(needed) {
+            return e;
+        }
+    }
     match str_mut(ctx, &a[1]) {
         Ok(mut s) => {
             let off = offset as usize;
