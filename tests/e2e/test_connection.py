@@ -5,7 +5,7 @@ import time
 import pytest
 import redis
 
-from helpers import Err, Push, encode_command, wait_until
+from helpers import Err, Push, RespSet, encode_command, wait_until
 
 
 def wrong_args(cmd):
@@ -44,6 +44,39 @@ def test_unknown_command(c):
     assert c("NOSUCHCMD") == Err("ERR unknown command 'NOSUCHCMD', with args beginning with: ")
     assert c("nosuchcmd", "a", "b") == Err(
         "ERR unknown command 'nosuchcmd', with args beginning with: 'a' 'b' ")
+
+
+def _raw_reply(server, *args):
+    """The raw bytes of the reply to one command (followed by a PING to find its end)."""
+    import socket
+    s = socket.create_connection((server.host, server.port), timeout=10)
+    try:
+        s.sendall(encode_command(*args) + encode_command("PING"))
+        buf = b""
+        while not buf.endswith(b"+PONG\r\n"):
+            data = s.recv(65536)
+            assert data, "connection closed"
+            buf += data
+        return buf[:-len(b"+PONG\r\n")]
+    finally:
+        s.close()
+
+
+def test_unknown_command_listing_is_redis_bytes(server):
+    # The arguments are listed while the listing is under 128 bytes (each cut to keep it at
+    # 128), the name is cut at 128; each stops at a NUL byte (Redis formats C strings), other
+    # bytes are sent as they are, and CR/LF become spaces.
+    head = b"-ERR unknown command '%s', with args beginning with: "
+    args = [b"abcdefghij%d" % i for i in range(30)]
+    assert _raw_reply(server, b"FOO", *args) == head % b"FOO" + (
+        b"'abcdefghij0' 'abcdefghij1' 'abcdefghij2' 'abcdefghij3' 'abcdefghij4' 'abcdefghij5' "
+        b"'abcdefghij6' 'abcdefghij7' 'abcdefghij8' 'ab' \r\n")
+    assert _raw_reply(server, b"F\xffO\x00X", b"a\x00b", b"c\r\nd", b"\xfe") == (
+        head % b"F\xffO" + b"'a' 'c  d' '\xfe' \r\n")
+    assert _raw_reply(server, b"x" * 200, b"y" * 200) == (
+        head % (b"x" * 128) + b"'" + b"y" * 128 + b"' \r\n")
+    assert _raw_reply(server, b"BAR", b"q" * 120, b"r" * 5) == (
+        head % b"BAR" + b"'" + b"q" * 120 + b"' '" + b"r" * 5 + b"' \r\n")
 
 
 def test_wrong_arity_message_uses_lowercase_name(c):
@@ -440,6 +473,26 @@ def test_client_reply_off_silences(server, r):
         c.close()
 
 
+@pytest.mark.abacus_only("Redis 7.0 sends nothing too, but then never closes: its close waits "
+                         "for a reply write that CLIENT REPLY OFF suppresses")
+def test_client_reply_off_protocol_error_closes_silently(server):
+    c = server.raw()
+    try:
+        c.send(encode_command("CLIENT", "REPLY", "OFF"))
+        c.send(b"*1\r\n$abc\r\n")
+        # No "-ERR Protocol error" (Redis writes nothing while replies are off), then a close.
+        c.sock.settimeout(5)
+        received = b""
+        while True:
+            chunk = c.sock.recv(1 << 16)
+            if not chunk:
+                break
+            received += chunk
+        assert received == b""
+    finally:
+        c.close()
+
+
 def test_client_reply_skip(server, r):
     c = server.raw()
     try:
@@ -535,6 +588,37 @@ def test_command_info_multiple_and_unknown(c):
     assert rep[1] is None
     assert rep[2][0] == b"mset" and rep[2][1] == -3
     assert rep[2][3:6] == [1, -1, 2]
+
+
+def _read_bytes(c, expected):
+    """The next len(expected) bytes of the reply stream, unparsed."""
+    while len(c.buf) < len(expected):
+        c._fill()
+    got, c.buf = c.buf[:len(expected)], c.buf[len(expected):]
+    return got
+
+
+def test_command_info_wire_types(c):
+    # Found by test_differential_resp3.py. An unknown command is a null bulk in RESP2
+    # (`$-1`, Redis's addReplyNull), not a null array.
+    c.send(encode_command("COMMAND", "INFO", "nosuchcommand"))
+    want = b"*1\r\n$-1\r\n"
+    assert _read_bytes(c, want) == want
+    # RESP3: `_`; tips and key specs are sets (`~`), as in Redis 7.0, and so are the
+    # subcommands when there are none (`~0`); a container's subcommands are an array.
+    c("HELLO", "3")
+    c.send(encode_command("COMMAND", "INFO", "nosuchcommand"))
+    want = b"*1\r\n_\r\n"
+    assert _read_bytes(c, want) == want
+    for name in ("get", "config", "config|get"):
+        info = c("COMMAND", "INFO", name)[0]
+        assert info[0] == name.encode()
+        assert all(isinstance(x, RespSet) for x in info[7:9]), name
+        if name == "config":
+            assert type(info[9]) is list
+            assert {s[0] for s in info[9]} >= {b"config|get", b"config|set"}
+        else:
+            assert isinstance(info[9], RespSet) and info[9] == [], name
 
 
 def test_command_docs_get(c):

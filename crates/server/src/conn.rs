@@ -184,14 +184,35 @@ enum Step {
     Dispatch(Call),
 }
 
+/// Redis 7.0's reply to an unknown command, byte for byte: the name (at most 128 bytes), then
+/// arguments quoted while the listing is under 128 bytes, each cut to what keeps it at 128.
+/// Redis formats them as C strings, so each stops at its first NUL byte; other bytes are sent
+/// as they are, except CR and LF, which become spaces.
 pub fn error_unknown_command(args: &[Arg]) -> Frame {
-    let mut msg = format!("ERR unknown command '{}', with args beginning with: ", String::from_utf8_lossy(&args[0][..args[0].len().min(128)]));
-    for a in args.iter().skip(1).take(20) {
-        msg.push('\'');
-        msg.push_str(&String::from_utf8_lossy(&a[..a.len().min(128)]));
-        msg.push_str("' ");
+    let c_str = |a: &[u8], max: usize| -> Vec<u8> {
+        let end = memchr::memchr(0, a).unwrap_or(a.len()).min(max);
+        a[..end].to_vec()
+    };
+    let mut listing: Vec<u8> = Vec::new();
+    for a in args.iter().skip(1) {
+        if listing.len() >= 128 {
+            break;
+        }
+        let room = 128 - listing.len();
+        listing.push(b'\'');
+        listing.extend(c_str(a, room));
+        listing.extend_from_slice(b"' ");
     }
-    Frame::error(msg)
+    let mut msg = b"ERR unknown command '".to_vec();
+    msg.extend(c_str(&args[0], 128));
+    msg.extend_from_slice(b"', with args beginning with: ");
+    msg.extend(listing);
+    for b in &mut msg {
+        if *b == b'\r' || *b == b'\n' {
+            *b = b' ';
+        }
+    }
+    Frame::Error(Bytes::from(msg))
 }
 
 pub fn error_arity(name: &str) -> Frame {
@@ -445,7 +466,11 @@ impl Conn {
                 let direct = (fatal.is_none() && server.config.direct_replies()).then_some(&stream);
                 self.process(&mut calls, direct).await;
                 if let Some(err) = fatal {
-                    encode(&err, self.proto, &mut self.out);
+                    // Not a command's reply, so CLIENT REPLY SKIP does not count it; after
+                    // CLIENT REPLY OFF Redis sends nothing, and only closes.
+                    if self.reply_mode != ReplyMode::Off {
+                        encode(&err, self.proto, &mut self.out);
+                    }
                     self.close_after_reply = true;
                 }
                 if crate::aof::has_deferred() {
