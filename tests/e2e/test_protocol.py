@@ -367,3 +367,25 @@ def test_random_garbage_never_takes_the_server_down(server, r):
     assert r.ping()
     r.set("still", "alive")
     assert r.get("still") == b"alive"
+
+
+def test_errors_quote_arguments_byte_for_byte(c):
+    # Found by test_differential_resp3.py: an argument quoted in an error reply is sent back
+    # as its bytes (Redis's %s), not as U+FFFD replacement characters.
+    x = b"\xff\xfe"
+    checks = [
+        ((b"EXPIRE", b"k", b"100", b"XX", x), b"-ERR Unsupported option \xff\xfe\r\n"),
+        ((b"PEXPIREAT", b"k", b"1", x), b"-ERR Unsupported option \xff\xfe\r\n"),
+        ((b"HELLO", b"3", x), b"-ERR Syntax error in HELLO option '\xff\xfe'\r\n"),
+        ((b"CLIENT", b"KILL", b"TYPE", x), b"-ERR Unknown client type '\xff\xfe'\r\n"),
+        ((b"DEBUG", x), b"-ERR unknown subcommand or wrong number of arguments for "
+                        b"'\xff\xfe'. Try DEBUG HELP.\r\n"),
+        ((b"OBJECT", x, b"k"), b"-ERR unknown subcommand '\xff\xfe'. Try OBJECT HELP.\r\n"),
+        ((b"CONFIG", b"a\x00" + x), b"-ERR unknown subcommand 'a'. Try CONFIG HELP.\r\n"),
+    ]
+    for cmd, expected in checks:
+        c.send(encode_command(*cmd))
+        while len(c.buf) < len(expected):
+            c._fill()
+        got, c.buf = c.buf[:len(expected)], c.buf[len(expected):]
+        assert got == expected, cmd

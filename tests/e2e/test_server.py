@@ -442,6 +442,11 @@ def test_config_redis_py(r):
 def test_debug_sleep_zero(c):
     assert c("DEBUG", "SLEEP", "0") == "OK"
     assert c("DEBUG", "sleep", "0.01") == "OK"
+    # Redis's addReplySubcommandSyntaxError, for an unknown subcommand or a wrong arity
+    assert c("DEBUG", "nosuch") == Err(
+        "ERR unknown subcommand or wrong number of arguments for 'nosuch'. Try DEBUG HELP.")
+    assert c("DEBUG", "sleep") == Err(
+        "ERR unknown subcommand or wrong number of arguments for 'sleep'. Try DEBUG HELP.")
     assert c("PING") == "PONG"
 
 

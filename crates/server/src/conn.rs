@@ -791,11 +791,11 @@ impl Conn {
             return if root.arity_ok(args.len()) { Ok(root) } else { Err(error_arity(root.name)) };
         }
         let Some(sub) = root.subcommand(&args[1]) else {
-            return Err(Frame::error(format!(
-                "ERR unknown subcommand '{}'. Try {} HELP.",
-                String::from_utf8_lossy(&args[1][..args[1].len().min(128)]),
-                root.name.to_ascii_uppercase()
-            )));
+            // Redis's `%.128s`: the raw bytes, up to 128 and up to a NUL.
+            let name = &args[1][..args[1].len().min(128)];
+            let name = &name[..memchr::memchr(0, name).unwrap_or(name.len())];
+            let help = format!("'. Try {} HELP.", root.name.to_ascii_uppercase());
+            return Err(Frame::Error(Bytes::from([&b"ERR unknown subcommand '"[..], name, help.as_bytes()].concat())));
         };
         if sub.arity_ok(args.len()) {
             Ok(sub)

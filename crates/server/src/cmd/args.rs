@@ -14,6 +14,12 @@ pub fn err(msg: &str) -> Frame {
     Frame::error(msg.to_string())
 }
 
+/// An error that quotes a client's argument as Redis's `%s` does: its bytes as sent, not a
+/// lossy UTF-8 copy (the encoder still turns CR and LF into spaces, as Redis).
+pub fn err_quoting(prefix: &str, arg: &[u8], suffix: &str) -> Frame {
+    Frame::Error([prefix.as_bytes(), arg, suffix.as_bytes()].concat().into())
+}
+
 /// Checks that a string of `len` bytes can be allocated at all, before a command that a
 /// client sizes (SETRANGE, SETBIT, DEBUG POPULATE) grows one to it: with `proto-max-bulk-len`
 /// raised toward its 2^63 maximum (Redis allows it), the allocation would otherwise abort the

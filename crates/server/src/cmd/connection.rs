@@ -120,7 +120,7 @@ pub fn hello(conn: &mut Conn, a: &[Arg]) -> Frame {
             name = Some(String::from_utf8_lossy(&a[i + 1]).into_owned());
             i += 2;
         } else {
-            return Frame::error(format!("ERR Syntax error in HELLO option '{}'", String::from_utf8_lossy(&a[i])));
+            return err_quoting("ERR Syntax error in HELLO option '", &a[i], "'");
         }
     }
     if !conn.authenticated {
@@ -298,7 +298,7 @@ fn is_normal_type(t: &[u8]) -> Result<bool, Frame> {
     if ["normal", "master", "replica", "slave", "pubsub"].iter().any(|n| is(t, n)) {
         Ok(is(t, "normal"))
     } else {
-        Err(Frame::error(format!("ERR Unknown client type '{}'", String::from_utf8_lossy(t))))
+        Err(err_quoting("ERR Unknown client type '", t, "'"))
     }
 }
 
@@ -442,9 +442,15 @@ fn command_info(spec: &Spec) -> Frame {
         Frame::Integer(spec.last_key as i64),
         Frame::Integer(spec.step as i64),
         Frame::Set(acl_categories(spec).into_iter().map(|c| Frame::Simple(Bytes::from(format!("@{c}")))).collect()),
-        Frame::Array(vec![]),
-        Frame::Array(vec![]),
-        Frame::Array(spec.subcommands.iter().map(command_info).collect()),
+        // tips and key specs: sets in RESP3, as Redis 7.0 replies them; subcommands an
+        // empty set when there are none, else an array (Redis's addReplyCommandSubCommands)
+        Frame::Set(vec![]),
+        Frame::Set(vec![]),
+        if spec.subcommands.is_empty() {
+            Frame::Set(vec![])
+        } else {
+            Frame::Array(spec.subcommands.iter().map(command_info).collect())
+        },
     ])
 }
 
@@ -480,7 +486,8 @@ pub fn command(a: &[Arg], sub: &str) -> Frame {
             if a.len() == 2 {
                 return Frame::Array(sorted_commands().into_iter().map(command_info).collect());
             }
-            Frame::Array(a[2..].iter().map(|n| lookup_full(n).map(command_info).unwrap_or(Frame::NullArray)).collect())
+            // an unknown name is a null (RESP2 `$-1`, as Redis's addReplyNull)
+            Frame::Array(a[2..].iter().map(|n| lookup_full(n).map(command_info).unwrap_or(Frame::Null)).collect())
         }
         "command|docs" => {
             let specs: Vec<&'static Spec> = if a.len() == 2 { sorted_commands() } else { a[2..].iter().filter_map(|n| lookup_full(n)).collect() };

@@ -39,7 +39,7 @@ fn expire_generic(ctx: &mut Ctx, a: &[Arg], unit_ms: i64, relative: bool, cmd: &
         } else if is(o, "lt") {
             lt = true;
         } else {
-            return Frame::error(format!("ERR Unsupported option {}", String::from_utf8_lossy(o)));
+            return err_quoting("ERR Unsupported option ", o, "");
         }
     }
     if nx && (xx || gt || lt) {
@@ -143,4 +143,27 @@ fn persist(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     }
     ctx.db().set_expire(&a[1], 0);
     Frame::Integer(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use abacus_keyspace::Db;
+    use abacus_protocol::Frame;
+
+    fn run(dbs: &mut [Db], args: &[&[u8]]) -> Frame {
+        let args = abacus_protocol::Args::from_vec(args.iter().map(|a| abacus_protocol::Bytes::copy_from_slice(a)).collect());
+        let spec = crate::command::lookup(&args[0]).unwrap();
+        let cfg = crate::config::Config::default().cmd_config();
+        crate::exec::exec_keyed(dbs, 0, spec, &args, 1, cfg)
+    }
+
+    #[test]
+    fn unsupported_option_is_echoed_byte_for_byte() {
+        // Redis formats the option with %s: its bytes, not U+FFFD replacements.
+        let mut dbs = vec![Db::new()];
+        for cmd in [&b"expire"[..], b"pexpire", b"expireat", b"pexpireat"] {
+            let Frame::Error(e) = run(&mut dbs, &[cmd, b"k", b"100000", b"xx", b"\xff\xfe"]) else { panic!() };
+            assert_eq!(&e[..], b"ERR Unsupported option \xff\xfe");
+        }
+    }
 }

@@ -242,7 +242,8 @@ pub async fn debug(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
                 .collect(),
         );
     }
-    Frame::error(format!("ERR unknown subcommand '{}'. Try DEBUG HELP.", String::from_utf8_lossy(&a[1])))
+    // Redis's addReplySubcommandSyntaxError (also for a known subcommand with a wrong arity)
+    err_quoting("ERR unknown subcommand or wrong number of arguments for '", &a[1][..a[1].len().min(128)], "'. Try DEBUG HELP.")
 }
 
 /// DEBUG POPULATE count [prefix] [size], as Redis: keys `prefix:N`, values `value:N` padded
