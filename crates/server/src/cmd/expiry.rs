@@ -150,12 +150,7 @@ mod tests {
     use abacus_keyspace::Db;
     use abacus_protocol::Frame;
 
-    fn run(dbs: &mut [Db], args: &[&[u8]]) -> Frame {
-        let args = abacus_protocol::Args::from_vec(args.iter().map(|a| abacus_protocol::Bytes::copy_from_slice(a)).collect());
-        let spec = crate::command::lookup(&args[0]).unwrap();
-        let cfg = crate::config::Config::default().cmd_config();
-        crate::exec::exec_keyed(dbs, 0, spec, &args, 1, cfg)
-    }
+    use crate::cmd::run_keyed as run;
 
     #[test]
     fn unsupported_option_is_echoed_byte_for_byte() {

@@ -313,12 +313,7 @@ mod tests {
     use super::*;
     use abacus_keyspace::Db;
 
-    fn run(dbs: &mut [Db], args: &[&[u8]]) -> Frame {
-        let args = abacus_protocol::Args::from_vec(args.iter().map(|a| abacus_protocol::Bytes::copy_from_slice(a)).collect());
-        let spec = crate::command::lookup(&args[0]).unwrap();
-        let cfg = crate::config::Config::default().cmd_config();
-        crate::exec::exec_keyed(dbs, 0, spec, &args, 1, cfg)
-    }
+    use crate::cmd::run_keyed as run;
 
     #[test]
     fn a_sketch_stays_decoded_until_a_string_command_reads_it() {

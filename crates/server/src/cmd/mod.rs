@@ -80,3 +80,13 @@ pub async fn dispatch_conn(conn: &mut Conn, access: Access<'_>, call: Call) -> F
         other => Frame::error(format!("ERR command '{other}' has no connection-level handler")),
     }
 }
+
+/// Runs one keyed command on `dbs` (database 0, one shard, the default configuration): for
+/// the command families' unit tests.
+#[cfg(test)]
+pub(crate) fn run_keyed(dbs: &mut [abacus_keyspace::Db], args: &[&[u8]]) -> Frame {
+    let args = abacus_protocol::Args::from_vec(args.iter().map(|a| abacus_protocol::Bytes::copy_from_slice(a)).collect());
+    let spec = crate::command::lookup(&args[0]).expect("a known command");
+    let cfg = crate::config::Config::default().cmd_config();
+    crate::exec::exec_keyed(dbs, 0, spec, &args, 1, cfg)
+}
