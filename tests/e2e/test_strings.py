@@ -843,3 +843,17 @@ def test_string_commands_agree_with_a_model_across_value_sizes(c):
     c("SET", "n", "-5")
     assert c("INCRBY", "n", 10**17) == 10**17 - 5
     assert c("GET", "n") == str(10**17 - 5).encode()
+
+
+def test_incrbyfloat_result_is_not_int_encoded(c):
+    # Redis stores INCRBYFLOAT's text without trying the integer encoding; INCR re-encodes.
+    assert c("INCRBYFLOAT", "f", "2") == b"2"
+    assert c("OBJECT", "ENCODING", "f") == b"embstr"
+    assert c("RENAME", "f", "g") == "OK"
+    assert c("OBJECT", "ENCODING", "g") == b"embstr"
+    assert c("INCR", "g") == 3
+    assert c("OBJECT", "ENCODING", "g") == b"int"
+    assert c("INCRBYFLOAT", "g", "1e50") == b"100000000000000000003583830118858923890798487404544"
+    assert c("OBJECT", "ENCODING", "g") == b"raw"
+    assert c("SET", "g", "7") == "OK"
+    assert c("OBJECT", "ENCODING", "g") == b"int"

@@ -51,7 +51,7 @@ pub struct Entry {
     value: PackedValue,
     /// Redis's 8-bit logarithmic LFU counter (OBJECT FREQ, after decay).
     pub lfu_counter: u8,
-    /// `RAW_ENCODING`, `SNAP_EPOCH`, `HAS_EXPIRY`.
+    /// `RAW_ENCODING`, `SNAP_EPOCH`, `HAS_EXPIRY`, `TEXT_ENCODING`.
     flags: u8,
     /// The eviction clock, read by the policy in force (see `evict.rs`): LRU and LFU, the last
     /// access time in Unix seconds (OBJECT IDLETIME; LFU's last decrement time); FIFO, the
@@ -68,6 +68,10 @@ const SNAP_EPOCH: u8 = 2;
 /// The key has an expiry: its time is in the database's `volatile` table. Maintained by the
 /// database (set from the expiry given to [`Db::insert_entry`] / [`Db::set`]).
 const HAS_EXPIRY: u8 = 4;
+/// Stored without Redis's integer encoding attempt (INCRBYFLOAT's result): OBJECT ENCODING says
+/// "embstr" or "raw" by length even when the text is an integer. Like Redis's encoding, not
+/// kept across a restart (Redis re-encodes what it loads).
+const TEXT_ENCODING: u8 = 8;
 
 /// An entry out of its table (moved between databases or shards, loaded from a snapshot),
 /// with its absolute expiry time in Unix milliseconds (0 = none).
@@ -105,6 +109,12 @@ impl Entry {
     pub fn set_value(&mut self, v: Value) {
         self.value.replace(v);
         self.set_raw_encoding(false);
+        self.set_flag(TEXT_ENCODING, false);
+    }
+
+    /// Marks the value as stored without the integer encoding (see `TEXT_ENCODING`).
+    fn set_text_encoding(&mut self) {
+        self.set_flag(TEXT_ENCODING, true);
     }
 
     /// Takes the value out, leaving the empty string.
@@ -221,10 +231,10 @@ impl Entry {
 
     /// The encoding OBJECT ENCODING reports.
     pub fn encoding(&self) -> &'static str {
-        if self.raw_encoding() {
-            "raw"
-        } else {
-            self.value().encoding()
+        match self.value() {
+            _ if self.raw_encoding() => "raw",
+            ValueRef::Str(s) if self.flag(TEXT_ENCODING) => ValueRef::text_encoding(s),
+            v => v.encoding(),
         }
     }
 }
@@ -614,6 +624,14 @@ impl Db {
                 expire_at_ms,
             },
         );
+    }
+
+    /// Marks `key`'s value, just written, as stored without the integer encoding (INCRBYFLOAT:
+    /// see `TEXT_ENCODING`). Not an access: the write that stored it was.
+    pub fn set_text_encoding(&mut self, key: &[u8]) {
+        if let Some(e) = self.map.get_mut(key) {
+            e.set_text_encoding();
+        }
     }
 
     /// The eviction metadata of a key being (re)written: FIFO stamps the next insertion

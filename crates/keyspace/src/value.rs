@@ -82,6 +82,15 @@ impl PartialEq for Value {
 impl Eq for Value {}
 
 impl<'a> ValueRef<'a> {
+    /// A string's encoding when Redis does not try the integer one: by length.
+    pub fn text_encoding(s: &[u8]) -> &'static str {
+        if s.len() <= EMBSTR_MAX_LEN {
+            "embstr"
+        } else {
+            "raw"
+        }
+    }
+
     pub fn value_type(self) -> ValueType {
         match self {
             ValueRef::Str(_) | ValueRef::Hll(_) => ValueType::String,
@@ -96,10 +105,8 @@ impl<'a> ValueRef<'a> {
             ValueRef::Str(s) => {
                 if s.len() <= 20 && parse_canonical_i64(s).is_some() {
                     "int"
-                } else if s.len() <= EMBSTR_MAX_LEN {
-                    "embstr"
                 } else {
-                    "raw"
+                    Self::text_encoding(s)
                 }
             }
             ValueRef::Hll(_) => "hll",

@@ -482,6 +482,8 @@ fn incrbyfloat(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         Some(e) => e.set_value(Value::Str(text.clone().into())),
         None => ctx.db().set(&a[1], Value::Str(text.clone().into()), 0, now),
     }
+    // Redis stores the text as it is (no integer encoding): "embstr" even for "3".
+    ctx.db().set_text_encoding(&a[1]);
     Frame::Bulk(Bytes::from(text))
 }
 
