@@ -437,6 +437,56 @@ def test_config_redis_py(r):
         r.config_set("timeout", 0)
 
 
+def test_config_set_name_errors_show_the_name_as_given(c):
+    # Redis 7.0 names an immutable or duplicate parameter as the client spelled it
+    # (value errors use the parameter's own name)
+    assert c("CONFIG", "SET", "DATABASES", "4") == Err(
+        "ERR CONFIG SET failed (possibly related to argument 'DATABASES') - can't set immutable config")
+    assert c("CONFIG", "SET", "timeout", "1", "TimeOut", "2") == Err(
+        "ERR CONFIG SET failed (possibly related to argument 'TimeOut') - duplicate parameter")
+    assert c("CONFIG", "SET", "TIMEOUT", "x") == Err(
+        "ERR CONFIG SET failed (possibly related to argument 'timeout') - "
+        "argument couldn't be parsed into an integer")
+    assert c("CONFIG", "GET", "timeout") == [b"timeout", b"0"]
+
+
+def test_config_set_memory_unit_overflow_wraps(c):
+    # Redis 7.0's memtoull multiplies by the unit without an overflow check
+    try:
+        assert c("CONFIG", "SET", "maxmemory", "17179869184gb") == "OK"  # 2^64
+        assert c("CONFIG", "GET", "maxmemory") == [b"maxmemory", b"0"]
+        assert c("CONFIG", "SET", "maxmemory", "99999999999999999999kb") == "OK"
+        assert c("CONFIG", "GET", "maxmemory") == [b"maxmemory", b"18446744073709550592"]
+    finally:
+        c("CONFIG", "SET", "maxmemory", "0")
+
+
+def test_config_set_maxclients_and_samples_ranges(c):
+    def failed(name, why):
+        return Err("ERR CONFIG SET failed (possibly related to argument '%s') - %s" % (name, why))
+    try:
+        assert c("CONFIG", "SET", "maxclients", "0") == failed(
+            "maxclients", "argument must be between 1 and 4294967295 inclusive")
+        assert c("CONFIG", "SET", "maxclients", "4294967296") == failed(
+            "maxclients", "argument must be between 1 and 4294967295 inclusive")
+        assert c("CONFIG", "SET", "maxmemory-samples", "100") == "OK"
+        assert c("CONFIG", "GET", "maxmemory-samples") == [b"maxmemory-samples", b"100"]
+        assert c("CONFIG", "SET", "maxmemory-samples", "2147483648") == failed(
+            "maxmemory-samples", "argument must be between 1 and 2147483647 inclusive")
+    finally:
+        c("CONFIG", "SET", "maxmemory-samples", "5")
+
+
+def test_config_get_name_after_a_glob_that_matched_it(c):
+    # the first pattern that matches a parameter decides how its name is shown: an
+    # exact name as given, a glob's match as the parameter's own name
+    assert c("CONFIG", "GET", "timeou?", "TIMEOUT") == [b"timeout", b"0"]
+    assert c("CONFIG", "GET", "TIMEOUT", "timeou?") == [b"TIMEOUT", b"0"]
+    # a name without glob characters is looked up as is: a backslash is no escape
+    assert c("CONFIG", "GET", "h\\z") == []
+    assert c("CONFIG", "GET", "h\\z*") == [b"hz", b"10"]
+
+
 # ---------------------------------------------------------------- DEBUG SLEEP
 
 def test_debug_sleep_zero(c):

@@ -860,7 +860,10 @@ impl Db {
             policy,
             EvictionPolicy::AllKeysRandom | EvictionPolicy::VolatileRandom
         );
-        let draws = if random { 1 } else { samples.max(1) };
+        // Never more draws than the sampled table has keys: Redis's dictGetSomeKeys stops
+        // there too, and `maxmemory-samples` goes up to 2^31 - 1.
+        let pool = if policy.volatile_only() { self.volatile.len() } else { self.map.len() };
+        let draws = if random { 1 } else { samples.clamp(1, pool.max(1)) };
         let mut best: Option<(Key, u64)> = None;
         for _ in 0..draws {
             let (key, s) = if policy.volatile_only() {

@@ -56,7 +56,7 @@ pub const PARAMS: &[Param] = &[
     Param { name: "dir", default: "./abacus-data", kind: Kind::Str, mutable: false, help: "data directory (created if missing)" },
     Param { name: "threads", default: "0", kind: Kind::Int { min: 0, max: 256 }, mutable: false, help: "worker threads, one keyspace shard each; 0 = number of cores" },
     Param { name: "databases", default: "16", kind: Kind::Int { min: 1, max: 1024 }, mutable: false, help: "number of databases (SELECT 0..N-1)" },
-    Param { name: "maxclients", default: "10000", kind: Kind::Int { min: 1, max: 1_000_000 }, mutable: true, help: "maximum connected clients" },
+    Param { name: "maxclients", default: "10000", kind: Kind::Int { min: 1, max: u32::MAX as i64 }, mutable: true, help: "maximum connected clients" },
     Param { name: "requirepass", default: "", kind: Kind::Str, mutable: true, help: "password clients must AUTH with; empty = none" },
     Param { name: "timeout", default: "0", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "close clients idle for this many seconds; 0 = never" },
     Param { name: "tcp-keepalive", default: "300", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "TCP keepalive seconds for new connections; 0 = off" },
@@ -71,7 +71,7 @@ pub const PARAMS: &[Param] = &[
     Param { name: "enable-debug-command", default: "local", kind: Kind::Enum(&["yes", "no", "local"]), mutable: false, help: "allow DEBUG: yes, no, or local (loopback connections only)" },
     Param { name: "maxmemory", default: "0", kind: Kind::Memory { min: 0, max: u64::MAX }, mutable: true, help: "memory limit in bytes (0 = none); see maxmemory-policy" },
     Param { name: "maxmemory-policy", default: "noeviction", kind: Kind::Enum(abacus_keyspace::EvictionPolicy::NAMES), mutable: true, help: "what to do at maxmemory: noeviction (refuse writes) or evict keys (allkeys-/volatile- lru, lfu, random; allkeys-fifo; volatile-ttl)" },
-    Param { name: "maxmemory-samples", default: "5", kind: Kind::Int { min: 1, max: 64 }, mutable: true, help: "keys sampled per eviction (approximated LRU/LFU/FIFO)" },
+    Param { name: "maxmemory-samples", default: "5", kind: Kind::Int { min: 1, max: i32::MAX as i64 }, mutable: true, help: "keys sampled per eviction (approximated LRU/LFU/FIFO)" },
     Param { name: "lfu-log-factor", default: "10", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "LFU policies: how many hits raise the 8-bit frequency counter (10: ~100 hits reach 10, ~1M reach 255)" },
     Param { name: "lfu-decay-time", default: "1", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "LFU policies: minutes without access that lower the frequency counter by one (0 = never)" },
     Param { name: "appendonly", default: "yes", kind: Kind::Bool, mutable: false, help: "log every write to the append-only log in dir (recovered on start)" },
@@ -162,9 +162,25 @@ fn param_as_named(name: &str) -> Option<(&'static Param, &'static str)> {
     }
 }
 
+/// Whether a CONFIG GET pattern has glob characters; one without is a name, looked up
+/// exactly (case-insensitively; `h\z` is not `hz`), as Redis 7.0.
+pub fn is_glob(pattern: &[u8]) -> bool {
+    pattern.iter().any(|c| b"[*?".contains(c))
+}
+
+/// Whether a CONFIG GET pattern matches a parameter's name.
+pub fn pattern_matches(pattern: &[u8], name: &str) -> bool {
+    if is_glob(pattern) {
+        glob_match(pattern, name.as_bytes(), true)
+    } else {
+        pattern.eq_ignore_ascii_case(name.as_bytes())
+    }
+}
+
 /// Parses a memory amount with Redis's units.
 /// Like Redis's memtoull: leading digits then an optional unit; no sign or spaces; no digits
-/// reads as 0 (`""`, `"gb"`); a number past u64 saturates as strtoull does.
+/// reads as 0 (`""`, `"gb"`); a number past u64 saturates as strtoull does, and the unit's
+/// multiplication wraps as Redis's does (`17179869184gb` is 0).
 pub fn parse_memory(s: &str) -> Option<u64> {
     let split = s.bytes().position(|b| !b.is_ascii_digit()).unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
@@ -182,7 +198,7 @@ pub fn parse_memory(s: &str) -> Option<u64> {
         return None;
     }
     let n: u64 = if num.is_empty() { 0 } else { num.parse().unwrap_or(u64::MAX) };
-    n.checked_mul(mul)
+    Some(n.wrapping_mul(mul))
 }
 
 /// A numeric parameter's value, read like Redis's string2ll (no '+', spaces or leading
@@ -343,7 +359,8 @@ impl Config {
     }
 
     /// CONFIG SET of several parameters, all or nothing. The error text is Redis's.
-    /// As Redis, every name is checked (unknown, immutable, duplicate) before any value.
+    /// As Redis, every name is checked (unknown, immutable, duplicate) before any value; those
+    /// errors show the name as given (`TIMEOUT`), value errors the parameter's own name.
     pub fn set_many(&self, pairs: &[(String, String)]) -> Result<(), String> {
         // (parameter, the name errors show: an alias as such, as in Redis 7.0)
         let mut params: Vec<(&'static Param, &'static str)> = Vec::with_capacity(pairs.len());
@@ -352,10 +369,10 @@ impl Config {
                 return Err(format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'"));
             };
             if !p.mutable {
-                return Err(format!("ERR CONFIG SET failed (possibly related to argument '{shown}') - can't set immutable config"));
+                return Err(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"));
             }
             if params.iter().any(|(_, q)| *q == shown) {
-                return Err(format!("ERR CONFIG SET failed (possibly related to argument '{shown}') - duplicate parameter"));
+                return Err(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"));
             }
             params.push((p, shown));
         }
@@ -381,7 +398,7 @@ impl Config {
         values
             .iter()
             .chain(aliases)
-            .filter(|(n, _)| patterns.iter().any(|p| glob_match(p, n.as_bytes(), true)))
+            .filter(|(n, _)| patterns.iter().any(|p| pattern_matches(p, n)))
             .map(|(n, v)| (*n, v.clone()))
             .collect()
     }
@@ -542,6 +559,8 @@ mod tests {
         assert_eq!(parse_memory("1k"), Some(1000));
         assert_eq!(parse_memory("12"), Some(12));
         assert_eq!(parse_memory("x"), None);
+        // the unit's multiplication wraps, as Redis's memtoull
+        assert_eq!(parse_memory("17179869184gb"), Some(0));
         let c = Config::from_sources(None, &args("--proto-max-bulk-len 2mb")).unwrap();
         assert_eq!(c.proto_max_bulk_len(), 2 * 1024 * 1024);
     }

@@ -157,9 +157,10 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: &str, a: &[Arg]) -
         "config|get" => {
             let patterns: Vec<&[u8]> = a[2..].iter().map(|p| &p[..]).collect();
             let pairs = cfg.get_matching(&patterns);
-            // A name asked for without glob characters is echoed as given (`MAXMEMORY`), as Redis.
+            // A name asked for without glob characters is echoed as given (`MAXMEMORY`), as Redis,
+            // unless an earlier glob pattern matched it (then it is shown as the glob found it).
             let shown = |n: &str| {
-                patterns.iter().find(|p| !p.iter().any(|c| b"[*?".contains(c)) && p.eq_ignore_ascii_case(n.as_bytes())).map_or(n.as_bytes(), |p| *p).to_vec()
+                patterns.iter().find(|p| crate::config::pattern_matches(p, n)).filter(|p| !crate::config::is_glob(p)).map_or(n.as_bytes(), |p| *p).to_vec()
             };
             Frame::Map(pairs.into_iter().map(|(n, v)| (Frame::bulk(shown(n)), Frame::bulk(v.into_bytes()))).collect())
         }
