@@ -52,11 +52,10 @@ import random
 import re
 
 import pytest
-import redis
-from redis._parsers.resp2 import _RESP2Parser
-from redis.exceptions import ResponseError
 
 from conftest import REPO_ROOT, ServerProcess
+# The clients of test_differential.py: raw replies, errors with their whole text.
+from test_differential import Err, _client, _run
 
 pytestmark = pytest.mark.abacus_only("starts its own redis-server and abacus and compares them")
 
@@ -138,41 +137,6 @@ EVICTION_POLICIES = ["volatile-lru", "volatile-lfu", "volatile-random", "volatil
 
 # ---------------------------------------------------------------------------
 # clients and replies
-
-
-class _ExactErrorParser(_RESP2Parser):
-    """Errors keep their whole text (see test_differential.py)."""
-
-    @classmethod
-    def parse_error(cls, response):
-        return ResponseError(response)
-
-
-class Err:
-    def __init__(self, message):
-        self.message = message
-
-    def __eq__(self, other):
-        return isinstance(other, Err) and other.message == self.message
-
-    def __repr__(self):
-        return "Err(%r)" % self.message
-
-
-def _client(proc):
-    pool = redis.ConnectionPool(host=proc.host, port=proc.port, decode_responses=False,
-                                parser_class=_ExactErrorParser, socket_timeout=10,
-                                socket_connect_timeout=5)
-    c = redis.Redis(connection_pool=pool)
-    c.response_callbacks = {}
-    return c
-
-
-def _run(client, args):
-    try:
-        return client.execute_command(*args)
-    except ResponseError as e:
-        return Err(str(e))
 
 
 @pytest.fixture(scope="module")
