@@ -860,10 +860,12 @@ impl Db {
             policy,
             EvictionPolicy::AllKeysRandom | EvictionPolicy::VolatileRandom
         );
-        // Never more draws than the sampled table has keys: Redis's dictGetSomeKeys stops
-        // there too, and `maxmemory-samples` goes up to 2^31 - 1.
+        // `maxmemory-samples` goes up to 2^31 - 1: bound the work by the table's size, as
+        // Redis's dictGetSomeKeys does (at most the dict's size, in ten times as many steps).
+        // The draws are with replacement, so a small table gets 32 per key (a key is missed
+        // with probability e^-32), and never fewer than 64.
         let pool = if policy.volatile_only() { self.volatile.len() } else { self.map.len() };
-        let draws = if random { 1 } else { samples.clamp(1, pool.max(1)) };
+        let draws = if random { 1 } else { samples.clamp(1, pool.saturating_mul(32).max(64)) };
         let mut best: Option<(Key, u64)> = None;
         for _ in 0..draws {
             let (key, s) = if policy.volatile_only() {
