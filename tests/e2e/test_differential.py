@@ -61,6 +61,7 @@ Exploration aids (environment): DIFF_SEEDS=1,2,3 picks seeds, DIFF_COMMANDS=N th
 commands per seed, DIFF_SKIP=INCRBYFLOAT,... leaves commands out.
 """
 
+import contextlib
 import os
 import random
 import time
@@ -180,24 +181,35 @@ def _run(client, args):
 # servers
 
 
-@pytest.fixture(scope="module")
-def pair():
+@contextlib.contextmanager
+def redis_and_abacus():
+    """A real redis-server and an Abacus server, both without persistence, stopped after."""
     rs = ServerProcess("redis")
     ab = ServerProcess("abacus", ["--appendonly", "no", "--save", ""])
     rs.start()
     try:
         ab.start()
-    except BaseException:
+        try:
+            yield rs, ab
+        finally:
+            ab.stop()
+    finally:
         rs.stop()
-        raise
+
+
+@pytest.fixture(scope="module")
+def pair():
+    with redis_and_abacus() as (rs, ab):
+        yield from _pair_clients(rs, ab)
+
+
+def _pair_clients(rs, ab):
     cr, ca = _client(rs), _client(ab)
     # second connections: they modify (or not) keys that the first ones WATCH
     cr2, ca2 = _client(rs), _client(ab)
     yield cr, ca, cr2, ca2
     for c in (cr, ca, cr2, ca2):
         c.close()
-    ab.stop()
-    rs.stop()
 
 
 # ---------------------------------------------------------------------------

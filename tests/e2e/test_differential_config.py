@@ -53,9 +53,9 @@ import re
 
 import pytest
 
-from conftest import REPO_ROOT, ServerProcess
+from conftest import REPO_ROOT
 # The clients of test_differential.py: raw replies, errors with their whole text.
-from test_differential import Err, _client, _run
+from test_differential import Err, _client, _run, redis_and_abacus
 
 pytestmark = pytest.mark.abacus_only("starts its own redis-server and abacus and compares them")
 
@@ -141,20 +141,11 @@ EVICTION_POLICIES = ["volatile-lru", "volatile-lfu", "volatile-random", "volatil
 
 @pytest.fixture(scope="module")
 def pair():
-    rs = ServerProcess("redis")
-    ab = ServerProcess("abacus", ["--appendonly", "no", "--save", ""])
-    rs.start()
-    try:
-        ab.start()
-    except BaseException:
-        rs.stop()
-        raise
-    cr, ca = _client(rs), _client(ab)
-    yield cr, ca
-    cr.close()
-    ca.close()
-    ab.stop()
-    rs.stop()
+    with redis_and_abacus() as (rs, ab):
+        cr, ca = _client(rs), _client(ab)
+        yield cr, ca
+        cr.close()
+        ca.close()
 
 
 def _as_map(reply):

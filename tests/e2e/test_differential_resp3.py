@@ -70,10 +70,10 @@ import socket
 
 import pytest
 
-from conftest import ServerProcess
 from helpers import encode_command
 from test_differential import (HASH_KEYS, KEYS, SET_KEYS, STRING_KEYS,
-                               JUNK, TTL_LIKE, ZERO_CURSORS, Gen, _fmt, _short)
+                               JUNK, TTL_LIKE, ZERO_CURSORS, Gen, _fmt, _short,
+                               redis_and_abacus)
 
 pytestmark = pytest.mark.abacus_only("starts its own redis-server and abacus and compares them")
 
@@ -501,17 +501,8 @@ class Gen3(Gen):
 
 @pytest.fixture(scope="module")
 def servers():
-    rs = ServerProcess("redis")
-    ab = ServerProcess("abacus", ["--appendonly", "no", "--save", ""])
-    rs.start()
-    try:
-        ab.start()
-    except BaseException:
-        rs.stop()
-        raise
-    yield rs, ab
-    ab.stop()
-    rs.stop()
+    with redis_and_abacus() as (rs, ab):
+        yield rs, ab
 
 
 def _fmt_raw(raw):

@@ -957,15 +957,6 @@ impl Db {
             }
         }
     }
-
-    /// Raises every watcher of this database.
-    pub fn signal_all(&mut self) {
-        for flags in self.watched.values() {
-            for f in flags {
-                f.store(true, Ordering::Release);
-            }
-        }
-    }
 }
 
 /// Prefetches a sketch's explicit list, up to 16 cache lines (128 values; the default
@@ -1055,7 +1046,8 @@ mod tests {
         assert!(f.load(Ordering::Acquire));
         db.unwatch(b"k", &f);
         f.store(false, Ordering::Release);
-        db.signal_all();
+        assert!(db.get(b"k", 0).is_some());
+        db.signal_existing(None);
         assert!(!f.load(Ordering::Acquire));
     }
 
