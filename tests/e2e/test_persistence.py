@@ -490,7 +490,12 @@ def test_corrupt_snapshot_is_rejected_by_checksum(data_dir):
     good = bytes(data)
     ok = subprocess.run([ABACUS, "check-snapshot", snap], capture_output=True, text=True)
     assert ok.returncode == 0 and "10000 keys" in ok.stdout
-    data[len(data) // 2] ^= 0x01
+    # Flip a byte inside the first block's compressed payload (header: 28 bytes; block header:
+    # kind, shard u16, raw len u32, compressed len u32, crc u32), so the damage is one the
+    # block checksum must catch, not a length field that fails the structure check first.
+    compressed_len = int.from_bytes(data[28 + 7:28 + 11], "little")
+    assert data[28] == 1 and compressed_len > 2
+    data[28 + 15 + compressed_len // 2] ^= 0x01
     open(snap, "wb").write(bytes(data))
     out = n.start_fails()
     assert "corrupt" in out and "checksum" in out, out
