@@ -67,6 +67,10 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason="abacus only: " + reason))
 
 
+# Starts tried when the picked port turns out to be taken (see repick_port_if_taken).
+PORT_ATTEMPTS = 3
+
+
 def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((HOST, 0))
@@ -79,6 +83,7 @@ class ServerProcess:
     def __init__(self, target, extra_args=(), port=None):
         self.target = target
         self.host = HOST
+        self.auto_port = port is None
         self.port = port or free_port()
         self.dir = tempfile.mkdtemp(prefix="abacus-e2e-")
         self.log_path = os.path.join(self.dir, "server.log")
@@ -146,12 +151,30 @@ class ServerProcess:
         raise RuntimeError(msg)
 
     def start(self):
-        self.spawn()
-        try:
-            return self.wait_ready()
-        except RuntimeError as e:
-            self.stop()
-            pytest.fail(str(e))
+        for attempt in range(PORT_ATTEMPTS):
+            self.spawn()
+            try:
+                return self.wait_ready()
+            except RuntimeError as e:
+                if self.repick_port_if_taken(attempt):
+                    continue
+                self.stop()
+                pytest.fail(str(e))
+
+    def repick_port_if_taken(self, attempt):
+        """After a failed start: if the process exited because its port was taken (free_port
+        only finds a port that was free a moment before; another process, or a client's
+        ephemeral port, may take it before the server binds), pick another and return True,
+        so the caller starts again. Only for ports this class picked, and a few times."""
+        if not self.auto_port or attempt + 1 >= PORT_ATTEMPTS or self.proc.poll() is None:
+            return False
+        if "address already in use" not in self.log().lower():
+            return False
+        self._log.close()
+        self._log = None
+        self.port = free_port()
+        self.argv = self._argv()
+        return True
 
     def wait_exit(self, timeout):
         """Wait (bounded) for the process to exit on its own; return its code

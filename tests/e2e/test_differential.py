@@ -185,9 +185,11 @@ def _run(client, args):
 def redis_and_abacus():
     """A real redis-server and an Abacus server, both without persistence, stopped after."""
     rs = ServerProcess("redis")
-    ab = ServerProcess("abacus", ["--appendonly", "no", "--save", ""])
     rs.start()
     try:
+        # Made after Redis is up, so its free port cannot be the one Redis holds (a PING
+        # there would answer for a server that failed to bind).
+        ab = ServerProcess("abacus", ["--appendonly", "no", "--save", ""])
         ab.start()
         try:
             yield rs, ab

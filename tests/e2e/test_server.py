@@ -595,8 +595,9 @@ def test_option_timeout_closes_idle_clients(server):
     s = server.start(["--timeout", "1"])
     idle = RespClient(s.host, s.port)
     try:
-        assert idle("PING") == "PONG"
-        assert idle("CONFIG", "GET", "timeout") == [b"timeout", b"1"]
+        # One round trip: a pause over a second between two would let the timeout fire.
+        assert idle.pipeline([("PING",), ("CONFIG", "GET", "timeout")]) == [
+            "PONG", [b"timeout", b"1"]]
         # idle for more than 1 s: the server closes the connection (bounded wait)
         assert idle.is_closed(timeout=15)
     finally:

@@ -54,48 +54,59 @@ fn start_server() -> Option<RedisServer> {
              or set ABACUS_SKIP_REDIS=1 to skip this differential test)"
         );
     };
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(&bin)
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-        ])
-        .args([
-            "--appendonly",
-            "no",
-            "--daemonize",
-            "no",
-            "--protected-mode",
-            "no",
-        ])
-        .args([
-            "--loglevel",
-            "warning",
-            "--dir",
-            &std::env::temp_dir().to_string_lossy(),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
-    let server = RedisServer { child, port };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "redis-server did not start on port {port}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
+    // The port was free when picked, but something may take it before redis-server binds:
+    // then the server exits at once, and a new port is tried (a few times).
+    for attempt in 1..=3 {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(&bin)
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .args([
+                "--appendonly",
+                "no",
+                "--daemonize",
+                "no",
+                "--protected-mode",
+                "no",
+            ])
+            .args([
+                "--loglevel",
+                "warning",
+                "--dir",
+                &std::env::temp_dir().to_string_lossy(),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
+        let mut server = RedisServer { child, port };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(status) = server.child.try_wait().unwrap() {
+                assert!(attempt < 3, "redis-server exited at start ({status}) three times");
+                break;
+            }
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Some(server);
+            }
+            assert!(
+                Instant::now() < deadline,
+                "redis-server did not start on port {port}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
-    Some(server)
+    unreachable!("the loop returns or panics")
 }
 
 // ------------------------------------------------------------------ RESP --

@@ -118,11 +118,34 @@ impl Clients {
         self.len() == 0
     }
 
+    /// Every client not killed yet. A killed client stays registered until its connection
+    /// task has wound down (its socket may already be closed); Redis frees another client
+    /// synchronously in CLIENT KILL, so to CLIENT LIST and a second CLIENT KILL it is gone.
     pub fn all(&self) -> Vec<Arc<ClientMeta>> {
-        self.map.lock().values().cloned().collect()
+        self.map.lock().values().filter(|c| !c.killed.load(Ordering::Acquire)).cloned().collect()
     }
 
     pub fn get(&self, id: u64) -> Option<Arc<ClientMeta>> {
         self.map.lock().get(&id).cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_killed_client_is_no_longer_listed_before_it_unregisters() {
+        let clients = Clients::default();
+        let addr: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let a = clients.register(addr, addr, 10, 0).unwrap();
+        let b = clients.register(addr, addr, 10, 0).unwrap();
+        a.kill();
+        let ids: Vec<u64> = clients.all().iter().map(|c| c.id).collect();
+        assert_eq!(ids, vec![b.id]);
+        // Still registered (counted against maxclients) until its connection unregisters it.
+        assert_eq!(clients.len(), 2);
+        clients.unregister(a.id);
+        assert_eq!(clients.len(), 1);
     }
 }
