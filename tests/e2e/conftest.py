@@ -161,14 +161,16 @@ class ServerProcess:
                 self.stop()
                 pytest.fail(str(e))
 
+    def lost_its_port(self):
+        """Whether the process exited because its port was taken: free_port only finds a
+        port that was free a moment before; another process, or a client's ephemeral port,
+        may take it before the server binds."""
+        return self.proc.poll() is not None and "address already in use" in self.log().lower()
+
     def repick_port_if_taken(self, attempt):
-        """After a failed start: if the process exited because its port was taken (free_port
-        only finds a port that was free a moment before; another process, or a client's
-        ephemeral port, may take it before the server binds), pick another and return True,
+        """After a failed start: if the process lost its port, pick another and return True,
         so the caller starts again. Only for ports this class picked, and a few times."""
-        if not self.auto_port or attempt + 1 >= PORT_ATTEMPTS or self.proc.poll() is None:
-            return False
-        if "address already in use" not in self.log().lower():
+        if not self.auto_port or attempt + 1 >= PORT_ATTEMPTS or not self.lost_its_port():
             return False
         self._log.close()
         self._log = None

@@ -61,9 +61,8 @@ class Node:
                 self.p.wait_ready()
                 return self
             except RuntimeError:
-                # A port taken between free_port() and the bind: spawn() picks a new one.
-                if self.p.proc.poll() is None or attempt + 1 == PORT_ATTEMPTS \
-                        or "address already in use" not in self.p.log().lower():
+                # A port taken before the bind: spawn() picks a new one.
+                if attempt + 1 == PORT_ATTEMPTS or not self.p.lost_its_port():
                     raise
 
     def client(self, **kw):
