@@ -290,22 +290,29 @@ def test_a_sketch_is_a_string(c):
     assert c("GET", "h")[-3:] == b"xyz"
 
 
+NOT_A_SKETCH = Err("WRONGTYPE Key is not a valid HLL sketch: it holds a string that is not in "
+                   "the postgresql-hll storage format")
+
+
 def test_not_a_sketch(c):
     assert c("SET", "s", "hello") == "OK"
     for cmd in (("HLL.ADD", "s", "x"), ("HLL.CARD", "s"), ("HLL.INFO", "s"),
                 ("HLL.UNION", "s", "missing"), ("HLL.UNION", "d", "s")):
-        reply = c(*cmd)
-        assert isinstance(reply, Err) and reply.startswith("ERR invalid hll value: "), (cmd, reply)
+        assert c(*cmd) == NOT_A_SKETCH, cmd
     assert c("GET", "s") == b"hello"
     assert c("EXISTS", "d") == 0
-    for bad in (b"", b"\x11", b"\x11\x8b", b"\x11\x8b\x7f\x00", b"\x14\x8b\x7f\x00",
+    for other in (b"", b"0", b"\x01\x8b\x7f", b"\x15\x8b\x7f"):
+        assert c("SET", "b", other) == "OK"
+        assert c("HLL.CARD", "b") == NOT_A_SKETCH, other
+    # A sketch's header (schema version 1, a known type) with a damaged body: damage, named.
+    for bad in (b"\x11", b"\x11\x8b", b"\x11\x8b\x7f\x00", b"\x14\x8b\x7f\x00",
                 b"\x12\x8b\x7f" + b"\x00" * 7):
         assert c("SET", "b", bad) == "OK"
         assert c("HLL.CARD", "b").startswith("ERR invalid hll value: "), bad
     # A Redis HyperLogLog is not an HLL.* sketch, and the reverse.
     assert c("PFADD", "pf", "a") == 1
     assert c("HLL.ADD", "pf", "a") == Err(
-        "ERR invalid hll value: this is a Redis HyperLogLog (use the PF* commands)")
+        "WRONGTYPE Key is not a valid HLL sketch: it holds a Redis HyperLogLog (use the PF* commands)")
     assert c("HLL.ADD", "sk", "a") == 1
     assert c("PFADD", "sk", "a") == NOT_HLL
     assert c("PFCOUNT", "sk") == NOT_HLL

@@ -73,10 +73,13 @@ fn main() {
                 },
                 None => None,
             };
-            let cfg = match abacus_server::Config::from_sources(text.as_deref(), &params) {
+            let mut cfg = match abacus_server::Config::from_sources(text.as_deref(), &params) {
                 Ok(c) => c,
                 Err(e) => fail(&e),
             };
+            if let Some(path) = &config {
+                cfg.set_config_file(std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()));
+            }
             init_logging(&cfg.get("loglevel"));
             if !abacus_server::memory::enable_background_purge() {
                 tracing::warn!("jemalloc background threads did not start: freed memory returns to the OS only while allocating");
@@ -86,6 +89,17 @@ fn main() {
             }
         }
         Command::CheckAof { fix, print, file } => {
+            // Truncating a log a running server appends to would cut its acknowledged writes:
+            // --fix takes the data directory's lock (held until the process exits), or refuses.
+            let _lock = if fix {
+                match abacus_persist::dirlock::DirLock::acquire(data_dir_of(&file), "abacus check-aof --fix") {
+                    Ok(l) => Some(l),
+                    Err(e) => fail(&format!("not fixing {}: {e}. Stop the server first", file.display())),
+                }
+            } else {
+                note_if_in_use(&file);
+                None
+            };
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             let listing = print.then_some(&mut out as &mut dyn std::io::Write);
             match abacus_persist::log::check_file(&file, fix, listing) {
@@ -104,10 +118,29 @@ fn main() {
                 Err(e) => fail(&e),
             }
         }
-        Command::CheckSnapshot { file } => match abacus_persist::snapshot::check_file(&file) {
-            Ok(report) => print!("{report}"),
-            Err(e) => fail(&e),
-        },
+        Command::CheckSnapshot { file } => {
+            note_if_in_use(&file);
+            match abacus_persist::snapshot::check_file(&file) {
+                Ok(report) => print!("{report}"),
+                Err(e) => fail(&e),
+            }
+        }
+    }
+}
+
+/// The data directory a log or snapshot file belongs to.
+fn data_dir_of(file: &std::path::Path) -> &std::path::Path {
+    match file.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => std::path::Path::new("."),
+    }
+}
+
+/// The checkers only read: they may run beside a server, with a note that the files they read
+/// are live.
+fn note_if_in_use(file: &std::path::Path) {
+    if let Some(holder) = abacus_persist::dirlock::DirLock::holder(data_dir_of(file)) {
+        eprintln!("abacus: note: a server is using this data directory ({holder}); its files may change while they are checked");
     }
 }
 
@@ -119,7 +152,10 @@ fn init_logging(level: &str) {
         "warning" => "warn",
         _ => "off",
     };
+    use std::io::IsTerminal;
     tracing_subscriber::fmt()
+        // Colours only for a person watching: log files and pipes get plain text.
+        .with_ansi(std::io::stdout().is_terminal())
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter)))
         .init();
 }

@@ -12,11 +12,18 @@
 //! - [`entry`]: the byte form of one key (value of any type, expiry).
 //! - [`manifest`]: which snapshot and which log segments make up the current state, replaced
 //!   atomically (write, fsync, rename, fsync the directory).
+//! - [`dirlock`]: the lock that keeps a second process from writing into a data directory
+//!   a server is using.
+//!
+//! No `unsafe` code.
 //!
 //! What it is not: it decides no policy (when to fsync, when to snapshot) and runs no threads;
 //! the server does that. It knows commands only as argument lists: replaying them is the
 //! server's job, through the same code path that executed them.
 
+#![forbid(unsafe_code)]
+
+pub mod dirlock;
 pub mod entry;
 pub mod log;
 pub mod manifest;

@@ -257,6 +257,17 @@ fn canonical(p: &Param, value: &str) -> Result<String, String> {
     }
 }
 
+/// A value to show in a usage hint: the default, or a placeholder where it is empty.
+fn example_value(p: &Param) -> String {
+    if p.default.is_empty() {
+        "VALUE".to_string()
+    } else if p.default.contains(' ') {
+        format!("\"{}\"", p.default)
+    } else {
+        p.default.to_string()
+    }
+}
+
 /// The live configuration.
 pub struct Config {
     values: RwLock<BTreeMap<&'static str, String>>,
@@ -283,6 +294,8 @@ pub struct Config {
     eviction_samples: AtomicU64,
     lfu_log_factor: AtomicU64,
     lfu_decay_time_min: AtomicU64,
+    /// The config file the parameters were read from (absolute), for the banner and INFO.
+    config_file: Option<std::path::PathBuf>,
 }
 
 impl Default for Config {
@@ -312,6 +325,7 @@ impl Default for Config {
             eviction_samples: AtomicU64::new(5),
             lfu_log_factor: AtomicU64::new(0),
             lfu_decay_time_min: AtomicU64::new(0),
+            config_file: None,
         };
         c.refresh_hot();
         c
@@ -343,11 +357,26 @@ impl Config {
             while j < args.len() && !args[j].starts_with("--") {
                 j += 1;
             }
+            if j == i + 1 {
+                // `--port` alone (or followed by the next `--name`): say so rather than let
+                // an empty value fail as "not an integer" or pass as an empty string.
+                let p = param(name).ok_or_else(|| format!("unknown configuration parameter '{name}'"))?;
+                return Err(format!("--{} needs a value (for example --{} {}); give \"\" for an empty one", p.name, p.name, example_value(p)));
+            }
             let value = args[i + 1..j].join(" ");
             c.set_startup(name, &value)?;
             i = j;
         }
         Ok(c)
+    }
+
+    /// Records the config file the parameters came from.
+    pub fn set_config_file(&mut self, path: std::path::PathBuf) {
+        self.config_file = Some(path);
+    }
+
+    pub fn config_file(&self) -> Option<&std::path::Path> {
+        self.config_file.as_deref()
     }
 
     fn set_startup(&self, name: &str, value: &str) -> Result<(), String> {

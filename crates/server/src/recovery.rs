@@ -14,8 +14,10 @@
 //! starts on a guess.
 //!
 //! Recovery runs with logging off while clients get -LOADING (INFO works and shows the
-//! `loading_*` fields); it also reports progress in the log every second (percent, rate,
-//! ETA). The server ends the loading state once the loaded shards are in place.
+//! `loading_*` fields). The log tells the story: what is about to load, a progress line every
+//! second (percent of the bytes, keys and commands so far, rate, ETA) and at the end of the
+//! snapshot, then the summary. The server ends the loading state, and logs "Ready to accept
+//! connections", once the loaded shards are in place.
 
 use std::fs::File;
 use std::path::Path;
@@ -54,11 +56,20 @@ pub fn recover(config: &Config, dir: &Path, threads: usize, databases: usize) ->
     let log_bytes: u64 = manifest.logs.iter().map(|l| std::fs::metadata(dir.join(l)).map_or(0, |m| m.len())).sum();
     let snap_bytes = manifest.snapshot.as_ref().map_or(0, |s| std::fs::metadata(dir.join(s)).map_or(0, |m| m.len()));
     LOADING.start(snap_bytes + log_bytes);
+    tracing::info!(
+        "Loading the data set from {}: {}{} log segment(s) ({:.1} MB)",
+        dir.display(),
+        manifest.snapshot.as_ref().map(|s| format!("snapshot {s} ({:.1} MB), ", snap_bytes as f64 / 1e6)).unwrap_or_default(),
+        manifest.logs.len(),
+        log_bytes as f64 / 1e6
+    );
+    let _progress = Progress::start();
     let result = (|| {
         let mut keys_loaded = 0;
         if let Some(snap) = &manifest.snapshot {
             keys_loaded = load_snapshot(&dir.join(snap), &mut shards, databases)?;
             tracing::info!("snapshot {snap} loaded: {keys_loaded} keys in {:.2}s", started.elapsed().as_secs_f64());
+            tracing::info!("{}", LOADING.progress_line());
         }
         LOADING.loaded.store(snap_bytes, Ordering::Relaxed);
         let mut commands_replayed = 0;
@@ -124,16 +135,18 @@ fn load_snapshot(path: &Path, shards: &mut [Shard], databases: usize) -> Result<
                                     }
                                 }
                             };
-                            keys += snapshot::for_each_entry(&raw, |d| {
+                            let block_keys = snapshot::for_each_entry(&raw, |d| {
                                 run.push(d);
                                 if run.len() == PREFETCH_RUN {
                                     insert_run(&mut run, shard);
                                 }
                             })?;
+                            keys += block_keys;
                             insert_run(&mut run, shard);
                             if let Some(e) = bad {
                                 return Err(e);
                             }
+                            LOADING.keys.fetch_add(block_keys, Ordering::Relaxed);
                             LOADING.loaded.fetch_add(b.compressed_len as u64, Ordering::Relaxed);
                         }
                         Ok(keys)
@@ -154,13 +167,15 @@ fn load_snapshot(path: &Path, shards: &mut [Shard], databases: usize) -> Result<
     for b in &idx.blocks {
         let raw = snapshot::read_block(&f, path, b)?;
         let mut bad = None;
-        total += snapshot::for_each_entry(&raw, |d| match check_db(d.db) {
+        let block_keys = snapshot::for_each_entry(&raw, |d| match check_db(d.db) {
             Ok(db) => shards[shard_of(d.key, n)].dbs[db].insert_entry(d.key, d.entry),
             Err(e) => bad = Some(e),
         })?;
+        total += block_keys;
         if let Some(e) = bad {
             return Err(e);
         }
+        LOADING.keys.fetch_add(block_keys, Ordering::Relaxed);
         LOADING.loaded.fetch_add(b.compressed_len as u64, Ordering::Relaxed);
     }
     Ok(total)
@@ -208,25 +223,54 @@ fn replay_log(config: &Config, path: &Path, last: bool, shards: &mut [Shard], da
             ));
         }
     }
-    let total = LOADING.total.load(Ordering::Relaxed).max(1);
-    let started = Instant::now();
-    let mut last_report = Instant::now();
     let mut n = 0u64;
     for r in &scan.records {
+        let mut in_record = 0;
         for c in fmt::commands(&bytes[r.range.clone()], r.format)? {
             replay_command(shards, &c, databases, cfg).map_err(|e| format!("log {} offset {}: {e}", path.display(), r.range.start))?;
-            n += 1;
+            in_record += 1;
         }
-        let done = base + r.range.end as u64;
-        LOADING.loaded.store(done, Ordering::Relaxed);
-        if last_report.elapsed().as_secs() >= 1 {
-            last_report = Instant::now();
-            let rate = n as f64 / started.elapsed().as_secs_f64();
-            let eta = (total.saturating_sub(done)) as f64 / (done.max(1) as f64 / started.elapsed().as_secs_f64());
-            tracing::info!("loading: {:.1}% ({n} commands, {rate:.0} commands/s, ETA {eta:.0}s)", done as f64 * 100.0 / total as f64);
-        }
+        n += in_record;
+        LOADING.commands.fetch_add(in_record, Ordering::Relaxed);
+        LOADING.loaded.store(base + r.range.end as u64, Ordering::Relaxed);
     }
     Ok(n)
+}
+
+/// How often a line of loading progress goes to the log.
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A thread that logs [`Loading::progress_line`](crate::stats::Loading::progress_line) every
+/// [`PROGRESS_EVERY`] while recovery runs (snapshot blocks load on several threads and the log
+/// replays on this one: a thread of its own sees them all). Dropping it stops the thread.
+struct Progress {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Progress {
+    fn start() -> Progress {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("abacus-loading".into())
+            .spawn(move || {
+                // Disconnected (the sender dropped) ends the loop; a timeout is a tick.
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(PROGRESS_EVERY) {
+                    tracing::info!("{}", LOADING.progress_line());
+                }
+            })
+            .ok();
+        Progress { stop: Some(tx), thread }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 /// Runs one logged command against the shards.

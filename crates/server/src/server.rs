@@ -54,6 +54,9 @@ pub struct Server {
 
 /// Checks the configuration for start-up errors a user must fix.
 pub fn check_startup(config: &Config) -> Result<(), String> {
+    if config.get("dir").trim().is_empty() {
+        return Err("dir: the data directory must not be empty".into());
+    }
     let binds: Vec<String> = config.get("bind").split_whitespace().map(String::from).collect();
     if binds.is_empty() {
         return Err("bind: at least one address is required".into());
@@ -101,6 +104,11 @@ pub fn run(config: Config) -> Result<(), String> {
     check_startup(&config)?;
     let dir = config.get("dir");
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create data directory '{dir}': {e}"))?;
+    // One server per data directory, taken before anything is read or bound: a second server
+    // started on it by mistake stops here, before it could append to the same log. Held until
+    // the process ends (SHUTDOWN exits without unwinding: the kernel releases it then).
+    let _dir_lock = abacus_persist::dirlock::DirLock::acquire(std::path::Path::new(&dir), "abacus serve")?;
+    let dir = abacus_persist::dirlock::absolute(std::path::Path::new(&dir)).display().to_string();
     let port = config.get_u64("port") as u16;
     let mut listeners = Vec::new();
     for b in config.get("bind").split_whitespace() {
@@ -179,10 +187,11 @@ pub fn run(config: Config) -> Result<(), String> {
             .map_err(|e| format!("cannot start worker thread: {e}"))?;
     }
 
+    let addrs: Vec<String> = listeners.iter().map(|l| l.local_addr().map(|a| a.to_string()).unwrap_or_default()).collect();
+    tracing::info!("{}", banner(&server.config, &addrs, threads, &dir));
     for l in listeners {
         let server = server.clone();
         let keepalive = server.config.get_u64("tcp-keepalive");
-        tracing::info!("Ready to accept connections tcp on {}", l.local_addr().map(|a| a.to_string()).unwrap_or_default());
         std::thread::Builder::new()
             .name("abacus-accept".into())
             .spawn(move || {
@@ -213,11 +222,11 @@ pub fn run(config: Config) -> Result<(), String> {
             })
             .map_err(|e| format!("cannot start acceptor thread: {e}"))?;
     }
-    tracing::info!(
-        "Abacus {ABACUS_VERSION} (Redis {REDIS_VERSION} protocol) started: pid {}, port {port}, {threads} worker threads, data directory {dir}",
-        std::process::id()
-    );
     load_data(&server, &dir_path, threads, databases)?;
+    // Only now: until the data is loaded, clients that connect get -LOADING.
+    for a in &addrs {
+        tracing::info!("Ready to accept connections tcp on {a}");
+    }
     loop {
         wait_for_signal();
         tracing::info!("Received shutdown signal, scheduling shutdown...");
@@ -240,6 +249,32 @@ pub fn run(config: Config) -> Result<(), String> {
     }
     tracing::info!("Abacus is now ready to exit, bye bye...");
     Ok(())
+}
+
+/// The start-up banner: what an operator needs to know about this process in one line.
+pub fn banner(config: &Config, addrs: &[String], threads: usize, dir: &str) -> String {
+    let maxmemory = match config.get_u64("maxmemory") {
+        0 => "none".to_string(),
+        m => format!("{m} bytes ({:.1} MiB)", m as f64 / (1024.0 * 1024.0)),
+    };
+    let persistence = if config.get_bool("appendonly") {
+        format!("appendonly yes, appendfsync {}", config.get("appendfsync"))
+    } else {
+        "appendonly no".to_string()
+    };
+    let save = config.get("save");
+    let save = if save.trim().is_empty() { "none".to_string() } else { format!("\"{save}\"") };
+    let file = match config.config_file() {
+        Some(f) => format!(", config file {}", f.display()),
+        None => String::new(),
+    };
+    format!(
+        "Abacus {ABACUS_VERSION} (Redis {REDIS_VERSION} protocol) starting: pid {}, listening on {}, {threads} worker threads, \
+         data directory {dir}, maxmemory {maxmemory}, maxmemory-policy {}, {persistence}, save {save}{file}",
+        std::process::id(),
+        addrs.join(" "),
+        config.get("maxmemory-policy"),
+    )
 }
 
 /// Recovers the data directory into the running shards, then opens the log and ends the

@@ -115,6 +115,9 @@ pub struct Snapshots {
     changes_at_start: AtomicU64,
     /// Completed snapshots (successful or not), for SAVE to wait on.
     done_tx: tokio::sync::watch::Sender<u64>,
+    /// Why the running snapshot was taken (SAVE, BGSAVE, the save schedule...), for the log.
+    /// Set by [`start`] under `in_progress`, so one snapshot at a time writes it.
+    reason: Mutex<&'static str>,
 }
 
 static SNAPSHOTS: OnceLock<Snapshots> = OnceLock::new();
@@ -152,6 +155,7 @@ pub fn init(dir: PathBuf, manifest: Manifest) {
         manifest: Mutex::new(manifest),
         in_progress: AtomicBool::new(false),
         scheduled: AtomicBool::new(false),
+        reason: Mutex::new(""),
         last_save_s: AtomicU64::new(last / 1000),
         last_ok: AtomicBool::new(true),
         last_duration_ms: AtomicU64::new(0),
@@ -171,11 +175,13 @@ fn snapshot_name(seq: u64) -> String {
 
 /// Starts a snapshot (and a new log segment). Returns the number of snapshots completed
 /// before this one, for [`wait`].
-pub async fn start(worker: &Worker, access: Access<'_>) -> Result<u64, String> {
+/// `why` names the cause in the log ("SAVE", "BGSAVE", "the save schedule"...).
+pub async fn start(worker: &Worker, access: Access<'_>, why: &'static str) -> Result<u64, String> {
     let snaps = global().ok_or("ERR snapshots are not initialised")?;
     if snaps.in_progress.swap(true, Ordering::AcqRel) {
         return Err("ERR Background save already in progress".into());
     }
+    *snaps.reason.lock().unwrap_or_else(|p| p.into_inner()) = why;
     let before = *snaps.done_tx.borrow();
     match begin(worker, access, snaps).await {
         Ok(()) => Ok(before),
@@ -186,6 +192,10 @@ pub async fn start(worker: &Worker, access: Access<'_>) -> Result<u64, String> {
             Err(format!("ERR {e}"))
         }
     }
+}
+
+fn reason(snaps: &Snapshots) -> &'static str {
+    *snaps.reason.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Waits until more than `before` snapshots have completed; Ok if the last one succeeded.
@@ -289,7 +299,8 @@ async fn begin_with(
         .ok_or("server is shutting down")?;
     drop(tx);
     snaps.changes_at_start.store(snaps.changes.load(Ordering::Relaxed), Ordering::Relaxed);
-    tracing::info!("Background saving started ({name})");
+    // Snapshots never fork and never stop the server: SAVE only waits for one to finish.
+    tracing::info!("Snapshot {name} started for {}: the server keeps serving while it is written", reason(snaps));
     let (tmp, name) = (tmp.to_path_buf(), name.to_string());
     std::thread::Builder::new()
         .name("abacus-snapshot".into())
@@ -358,12 +369,12 @@ fn write_snapshot(
             snaps.last_raw_bytes.store(raw_bytes, Ordering::Relaxed);
             let at_start = snaps.changes_at_start.load(Ordering::Relaxed);
             let _ = snaps.changes.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| Some(c.saturating_sub(at_start)));
-            tracing::info!("Background saving terminated with success: {name}, {keys} keys, {bytes} bytes, {:.2}s", t0.elapsed().as_secs_f64());
+            tracing::info!("Snapshot {name} saved on disk ({}): {keys} keys, {bytes} bytes, {:.2}s", reason(snaps), t0.elapsed().as_secs_f64());
         }
         Err(e) => {
             let _ = std::fs::remove_file(&tmp);
             snaps.last_ok.store(false, Ordering::Release);
-            tracing::error!("Background saving error: {e}");
+            tracing::error!("Snapshot {name} failed ({}): {e}", reason(snaps));
         }
     }
     snaps.last_duration_ms.store(t0.elapsed().as_millis() as u64, Ordering::Relaxed);
@@ -400,14 +411,14 @@ pub async fn driver(worker: std::rc::Rc<Worker>) {
             _ = tick.tick() => {}
             req = final_rx.recv() => {
                 if let Some(done) = req {
-                    let result = match start(&worker, Access::Free).await {
+                    let result = match start(&worker, Access::Free, "the final save before exiting").await {
                         Ok(before) => wait(before).await,
                         Err(e) => match global() {
                             // One is running already: wait for it, then take ours.
                             Some(s) if s.in_progress.load(Ordering::Acquire) => {
                                 let n = *s.done_tx.borrow();
                                 let _ = wait(n).await;
-                                match start(&worker, Access::Free).await {
+                                match start(&worker, Access::Free, "the final save before exiting").await {
                                     Ok(before) => wait(before).await,
                                     Err(e) => Err(e),
                                 }
@@ -453,8 +464,7 @@ pub async fn driver(worker: std::rc::Rc<Worker>) {
         let requested = snaps.scheduled.swap(false, Ordering::AcqRel);
         if requested || ((scheduled || grow) && retry_ok) {
             let why = if requested { "BGSAVE SCHEDULE" } else if grow { "the log grew past auto-aof-rewrite-percentage" } else { "the save schedule" };
-            tracing::info!("starting a snapshot: {why}");
-            let _ = start(&worker, Access::Free).await;
+            let _ = start(&worker, Access::Free, why).await;
         }
     }
 }

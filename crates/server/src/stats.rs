@@ -171,20 +171,51 @@ pub struct Loading {
     pub total: AtomicU64,
     pub loaded: AtomicU64,
     pub start_ms: AtomicU64,
+    /// Keys read from the snapshot and commands replayed from the log so far (progress lines).
+    pub keys: AtomicU64,
+    pub commands: AtomicU64,
 }
 
-pub static LOADING: Loading =
-    Loading { active: AtomicBool::new(false), total: AtomicU64::new(0), loaded: AtomicU64::new(0), start_ms: AtomicU64::new(0) };
+pub static LOADING: Loading = Loading {
+    active: AtomicBool::new(false),
+    total: AtomicU64::new(0),
+    loaded: AtomicU64::new(0),
+    start_ms: AtomicU64::new(0),
+    keys: AtomicU64::new(0),
+    commands: AtomicU64::new(0),
+};
 
 impl Loading {
     pub fn start(&self, total: u64) {
         self.total.store(total, Ordering::Relaxed);
         self.loaded.store(0, Ordering::Relaxed);
+        self.keys.store(0, Ordering::Relaxed);
+        self.commands.store(0, Ordering::Relaxed);
         self.start_ms.store(crate::shard::now_ms(), Ordering::Relaxed);
         self.active.store(true, Ordering::Release);
     }
 
     pub fn finish(&self) {
         self.active.store(false, Ordering::Release);
+    }
+
+    /// One line of progress for the log: share of the bytes, keys and commands so far, rate
+    /// and the time left at that rate.
+    pub fn progress_line(&self) -> String {
+        const MB: f64 = 1e6;
+        let total = self.total.load(Ordering::Relaxed).max(1);
+        let done = self.loaded.load(Ordering::Relaxed).min(total);
+        let elapsed_s = (crate::shard::now_ms().saturating_sub(self.start_ms.load(Ordering::Relaxed))) as f64 / 1000.0;
+        let rate = if elapsed_s > 0.0 { done as f64 / elapsed_s } else { 0.0 };
+        let eta = if rate > 0.0 { format!("{:.0}s", (total - done) as f64 / rate) } else { "unknown".to_string() };
+        format!(
+            "Loading: {:.1}% ({:.1} of {:.1} MB), {} keys and {} log commands so far, {:.1} MB/s, ETA {eta}",
+            done as f64 * 100.0 / total as f64,
+            done as f64 / MB,
+            total as f64 / MB,
+            self.keys.load(Ordering::Relaxed),
+            self.commands.load(Ordering::Relaxed),
+            rate / MB,
+        )
     }
 }

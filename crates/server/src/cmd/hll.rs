@@ -77,10 +77,23 @@ fn default_params(cfg: &HllConfig) -> Result<Params, Frame> {
     params(cfg.log2m, cfg.regwidth, cfg.expthresh, cfg.sparseon, cfg)
 }
 
+/// A string that is not a sketch at all (plain text, a number...).
+pub const ERR_NOT_A_SKETCH: &str =
+    "WRONGTYPE Key is not a valid HLL sketch: it holds a string that is not in the postgresql-hll storage format";
+/// A Redis HyperLogLog (PFADD's format) given to an HLL.* command.
+pub const ERR_REDIS_HLL: &str = "WRONGTYPE Key is not a valid HLL sketch: it holds a Redis HyperLogLog (use the PF* commands)";
+
 /// Decodes stored bytes (from SET, or written by PostgreSQL / java-hll) within the limits.
 pub fn decode(bytes: &[u8], cfg: &HllConfig) -> Result<Hll, Frame> {
     if bytes.starts_with(b"HYLL") {
-        return Err(err("ERR invalid hll value: this is a Redis HyperLogLog (use the PF* commands)"));
+        return Err(err(ERR_REDIS_HLL));
+    }
+    // A string that does not even start like a sketch (schema version 1, a known type) is
+    // not a damaged sketch but something else: say that, as PF* commands do for theirs.
+    // A sketch header with a bad body is reported as damage, naming the problem.
+    match bytes.first() {
+        Some(&b0) if b0 >> 4 == 1 && b0 & 0x0f <= 4 => {}
+        _ => return Err(err(ERR_NOT_A_SKETCH)),
     }
     // Header byte 0 is version << 4 | type, byte 1 (regwidth - 1) << 5 | log2m. Check log2m
     // before decoding: an EMPTY or SPARSE header alone may name 2^31 registers.
@@ -329,6 +342,20 @@ mod tests {
         assert_eq!(run(&mut dbs, &[b"append", b"k", b"x"]), Frame::Integer(bytes.len() as i64 + 1));
         let Frame::Error(e) = run(&mut dbs, &[b"hll.card", b"k"]) else { panic!() };
         assert!(e.starts_with(b"ERR invalid hll value"), "{e:?}");
+    }
+
+    #[test]
+    fn a_string_that_is_not_a_sketch_is_named_so() {
+        let mut dbs = vec![Db::new()];
+        for value in [&b"hello"[..], b"", b"12345", b"HYLL\x01"] {
+            run(&mut dbs, &[b"set", b"k", value]);
+            let Frame::Error(e) = run(&mut dbs, &[b"hll.add", b"k", b"x"]) else { panic!() };
+            assert!(e.starts_with(b"WRONGTYPE Key is not a valid HLL sketch: it holds a "), "{value:?}: {e:?}");
+        }
+        // A sketch's header with a damaged body is damage, not another type.
+        run(&mut dbs, &[b"set", b"k", b"\x12\x8b\x7f\x00"]);
+        let Frame::Error(e) = run(&mut dbs, &[b"hll.card", b"k"]) else { panic!() };
+        assert!(e.starts_with(b"ERR invalid hll value: "), "{e:?}");
     }
 
     #[test]

@@ -24,7 +24,7 @@ pub const COMMANDS: &[Spec] = &[
 ];
 
 pub async fn save(conn: &mut Conn) -> Frame {
-    match crate::snapshot::start(&conn.worker, Access::Free).await {
+    match crate::snapshot::start(&conn.worker, Access::Free, "SAVE").await {
         Ok(before) => match crate::snapshot::wait(before).await {
             Ok(()) => Frame::ok(),
             Err(e) => Frame::error(e),
@@ -39,7 +39,7 @@ pub async fn bgsave(conn: &mut Conn, a: &[Arg]) -> Frame {
         2 if is(&a[1], "schedule") => true,
         _ => return err(ERR_SYNTAX),
     };
-    match crate::snapshot::start(&conn.worker, Access::Free).await {
+    match crate::snapshot::start(&conn.worker, Access::Free, "BGSAVE").await {
         Ok(_) => Frame::simple("Background saving started"),
         Err(e) if schedule && e.contains("already in progress") => {
             // As Redis: run one as soon as the current one is over.
@@ -69,7 +69,7 @@ pub fn scheduled_in_exec(name: &str, a: &[Arg]) -> Option<Frame> {
 /// Starts the snapshot an EXEC scheduled, now that its locks are released; if one is already
 /// running, the next starts when it ends.
 pub async fn start_scheduled(conn: &mut Conn) {
-    match crate::snapshot::start(&conn.worker, Access::Free).await {
+    match crate::snapshot::start(&conn.worker, Access::Free, "a BGSAVE scheduled by EXEC").await {
         Ok(_) => {}
         Err(e) if e.contains("already in progress") => {
             if let Some(s) = crate::snapshot::global() {
@@ -81,7 +81,7 @@ pub async fn start_scheduled(conn: &mut Conn) {
 }
 
 pub async fn bgrewriteaof(conn: &mut Conn) -> Frame {
-    match crate::snapshot::start(&conn.worker, Access::Free).await {
+    match crate::snapshot::start(&conn.worker, Access::Free, "BGREWRITEAOF").await {
         Ok(_) => Frame::simple("Background append only file rewriting started"),
         Err(e) if e.contains("already in progress") => {
             Frame::error("ERR Background append only file rewriting already in progress")
@@ -122,7 +122,7 @@ pub async fn shutdown(conn: &mut Conn, a: &[Arg]) -> Frame {
     let loading = crate::stats::LOADING.active.load(std::sync::atomic::Ordering::Acquire);
     let scheduled = !cfg.get("save").trim().is_empty() && !cfg.get_bool("appendonly") && !loading;
     if (save && !loading) || (scheduled && !nosave) {
-        let result = match crate::snapshot::start(&conn.worker, Access::Free).await {
+        let result = match crate::snapshot::start(&conn.worker, Access::Free, "SHUTDOWN").await {
             Ok(before) => crate::snapshot::wait(before).await,
             Err(e) => Err(e),
         };

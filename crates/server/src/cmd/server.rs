@@ -383,7 +383,7 @@ pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         let _ = write!(
             out,
-            "# Server\r\nredis_version:{REDIS_VERSION}\r\nabacus_version:{ABACUS_VERSION}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:64\r\nmultiplexing_api:epoll\r\nprocess_id:{}\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\nhz:{}\r\nexecutable:{}\r\nconfig_file:\r\nthreads:{}\r\nshards:{}\r\n\r\n",
+            "# Server\r\nredis_version:{REDIS_VERSION}\r\nabacus_version:{ABACUS_VERSION}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:64\r\nmultiplexing_api:epoll\r\nprocess_id:{}\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\nhz:{}\r\nexecutable:{}\r\nconfig_file:{}\r\nthreads:{}\r\nshards:{}\r\n\r\n",
             std::env::consts::OS,
             std::env::consts::ARCH,
             std::process::id(),
@@ -393,6 +393,7 @@ pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
             uptime / 86400,
             server.config.get("hz"),
             std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
+            server.config.config_file().map(|p| p.display().to_string()).unwrap_or_default(),
             server.threads,
             server.senders.len(),
         );
