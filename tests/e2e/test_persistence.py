@@ -518,6 +518,32 @@ def test_corrupt_snapshot_is_rejected_by_checksum(data_dir):
     assert "corrupt" in out
 
 
+def test_a_key_too_big_for_a_snapshot_block_is_refused_never_written(data_dir):
+    """With proto-max-bulk-len raised past 1 GiB a value can outgrow the largest snapshot
+    block a reader accepts: the snapshot fails naming the key (the log keeps it), rather than
+    writing a file the next start would reject. A big value that fits is snapshotted."""
+    d, _ = data_dir
+    n = node(data_dir, "--proto-max-bulk-len", "4gb", "--save", "").start()
+    r = n.client()
+    fits, big = 600 * 1024 * 1024, 1 << 30
+    assert r.setrange("fits", fits, "x") == fits + 1
+    assert r.setrange("big", big, "x") == big + 1
+    with pytest.raises(redis.ResponseError, match="snapshot failed"):
+        r.save()
+    assert "key 'big' (database 0) takes" in n.p.log(), n.p.log()
+    assert not [f for f in os.listdir(d) if f.endswith(".tmp")], os.listdir(d)
+    assert not n.files("snap-"), "no snapshot file: the failed one was removed"
+    n.term()
+    r = n.start().client()
+    assert r.strlen("big") == big + 1 and r.strlen("fits") == fits + 1
+    assert r.delete("big") == 1
+    assert r.save()
+    n.term()
+    r = n.start().client()
+    assert r.strlen("fits") == fits + 1 and r.exists("big") == 0
+    assert r.getrange("fits", fits - 1, fits) == b"\x00x"
+
+
 def test_shutdown_nosave_keeps_logged_writes_and_rejects_bad_args(data_dir):
     n = node(data_dir).start()
     r = n.client()

@@ -70,9 +70,14 @@ impl Writer {
     }
 
     /// Compresses and writes one block of `keys` encoded keys of `shard`.
+    /// A block larger than [`MAX_BLOCK_BYTES`] is refused: the reader would reject it, and
+    /// with it the whole snapshot.
     pub fn write_block(&mut self, shard: u16, raw: &[u8], keys: u64) -> Result<()> {
         if raw.is_empty() {
             return Ok(());
+        }
+        if raw.len() > MAX_BLOCK_BYTES as usize {
+            return Err(format!("a snapshot block of {} bytes is larger than the {MAX_BLOCK_BYTES} bytes a reader accepts", raw.len()));
         }
         let compressed = lz4_flex::block::compress(raw);
         let mut h = [0u8; BLOCK_HEADER_BYTES];

@@ -44,6 +44,8 @@ pub const SWEEP_STEP_ENTRIES: usize = 1024;
 
 enum Msg {
     Block { shard: u16, raw: Vec<u8>, keys: u64 },
+    /// A key the snapshot cannot hold (see [`ShardBuf::add`]): the snapshot fails.
+    Refused(String),
     Done,
 }
 
@@ -60,6 +62,35 @@ struct ShardBuf {
 }
 
 impl ShardBuf {
+    /// Adds one key's encoding to the block being filled. A key whose encoding alone would
+    /// make a block larger than a reader accepts (`MAX_BLOCK_BYTES`: a value or collection
+    /// of about a gigabyte, possible with `proto-max-bulk-len` raised) is refused: the
+    /// snapshot fails with an error naming it, and the previous snapshot and the log (which
+    /// hold the key) stay. Writing it would make a file the next start rejects.
+    fn add(&mut self, db: u16, key: &[u8], e: &Entry, expire_at_ms: u64) {
+        let before = self.raw.len();
+        abacus_persist::entry::encode(&mut self.raw, db, key, e, expire_at_ms);
+        let size = self.raw.len() - before;
+        let max = abacus_persist::snapshot::MAX_BLOCK_BYTES as usize;
+        if self.raw.len() > max {
+            self.raw.truncate(before);
+            if size > max {
+                let shown = String::from_utf8_lossy(&key[..key.len().min(128)]).into_owned();
+                let _ = self.tx.send(Msg::Refused(format!(
+                    "key '{shown}' (database {db}) takes {size} bytes, more than a snapshot block holds ({max} bytes)"
+                )));
+                return;
+            }
+            // It fits in a block of its own.
+            self.send();
+            abacus_persist::entry::encode(&mut self.raw, db, key, e, expire_at_ms);
+        }
+        self.keys += 1;
+        if self.raw.len() >= BLOCK_BYTES {
+            self.send();
+        }
+    }
+
     fn send(&mut self) {
         if !self.raw.is_empty() {
             let raw = std::mem::replace(&mut self.raw, Vec::with_capacity(BLOCK_BYTES + 64 * 1024));
@@ -284,12 +315,7 @@ async fn begin_with(
             for (i, db) in s.dbs.iter_mut().enumerate() {
                 let buf = buf.clone();
                 db.snapshot_begin(Box::new(move |key: &[u8], e: &Entry, expire_at_ms: u64| {
-                    let mut b = buf.lock().unwrap_or_else(|p| p.into_inner());
-                    abacus_persist::entry::encode(&mut b.raw, i as u16, key, e, expire_at_ms);
-                    b.keys += 1;
-                    if b.raw.len() >= BLOCK_BYTES {
-                        b.send();
-                    }
+                    buf.lock().unwrap_or_else(|p| p.into_inner()).add(i as u16, key, e, expire_at_ms);
                 }));
             }
             s.snapshot = Some(ShardSnapshot { buf });
@@ -332,6 +358,9 @@ fn write_snapshot(
                         error = Some(e);
                     }
                 }
+            }
+            Ok(Msg::Refused(why)) => {
+                error.get_or_insert(why);
             }
             Ok(Msg::Done) => done += 1,
             Err(_) => {
