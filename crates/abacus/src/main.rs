@@ -3,6 +3,8 @@
 //! `abacus serve [--config FILE] [--name value ...]` runs the server. Parameters use Redis's
 //! names (`--port 6380 --requirepass secret`); `abacus serve --help` lists them all.
 
+#![forbid(unsafe_code)]
+
 use clap::{Parser, Subcommand};
 
 // jemalloc: fast under multi-threaded allocation, and its statistics give INFO an exact

@@ -19,33 +19,8 @@
 use std::fmt;
 use std::ops::Deref;
 
-/// Parses `bytes` as a canonical decimal i64 (Redis `string2ll` grammar).
-pub fn parse_canonical_i64(bytes: &[u8]) -> Option<i64> {
-    let (negative, digits) = match bytes {
-        [b'-', rest @ ..] => (true, rest),
-        _ => (false, bytes),
-    };
-    // 19 digits always fit u64 without overflow (10^19 - 1 < 2^64).
-    if digits.is_empty() || digits.len() > 19 {
-        return None;
-    }
-    if digits[0] == b'0' {
-        return (!negative && digits.len() == 1).then_some(0);
-    }
-    let mut magnitude: u64 = 0;
-    for &digit in digits {
-        if !digit.is_ascii_digit() {
-            return None;
-        }
-        magnitude = magnitude * 10 + u64::from(digit - b'0');
-    }
-    if negative {
-        // i64::MIN's magnitude is i64::MAX + 1; wrapping_neg maps it to itself.
-        (magnitude <= i64::MAX as u64 + 1).then(|| (magnitude as i64).wrapping_neg())
-    } else {
-        i64::try_from(magnitude).ok()
-    }
-}
+/// Parses `bytes` as a canonical decimal i64: Redis's `string2ll`, the one definition.
+pub use abacus_int::string2ll as parse_canonical_i64;
 
 /// The bitmap key of an integer member (sign bit flipped: signed order).
 pub(crate) const fn key_of(value: i64) -> u64 {

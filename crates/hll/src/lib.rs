@@ -44,6 +44,8 @@
 //!   duplicate sparse entries, zero-valued sparse entries, bit 7 of header
 //!   byte 2, impossible register values); [`Hll::from_bytes`] rejects them.
 
+#![forbid(unsafe_code)]
+
 mod bits;
 mod codec;
 mod error;

@@ -287,36 +287,8 @@ impl Value {
 }
 
 /// Parses `s` as a signed 64-bit integer in canonical decimal form (no sign '+', no leading
-/// zeros, no spaces), as Redis's string2ll does. `None` otherwise.
-pub fn parse_canonical_i64(s: &[u8]) -> Option<i64> {
-    if s.is_empty() || s.len() > 20 {
-        return None;
-    }
-    if s == b"0" {
-        return Some(0);
-    }
-    let (neg, digits) = match s[0] {
-        b'-' => (true, &s[1..]),
-        _ => (false, s),
-    };
-    if digits.is_empty() || digits[0] == b'0' {
-        return None;
-    }
-    let mut v: i64 = 0;
-    for &c in digits {
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        let d = (c - b'0') as i64;
-        v = v.checked_mul(10)?;
-        v = if neg {
-            v.checked_sub(d)?
-        } else {
-            v.checked_add(d)?
-        };
-    }
-    Some(v)
-}
+/// zeros, no spaces): Redis's `string2ll`, the one definition.
+pub use abacus_int::string2ll as parse_canonical_i64;
 
 #[cfg(test)]
 mod tests {

@@ -22,6 +22,16 @@
 //! The behaviour mirrors Redis 7.2's `networking.c` (`processMultibulkBuffer`,
 //! `processInlineBuffer`), including its error texts, so existing clients and
 //! test suites see the same thing.
+//!
+//! Unsafe code: one place, `args.rs`. An [`Arg`] is a (pointer, length) view into a `Bytes`
+//! owned by the batch of its [`Args`], and an `Args` a (pointer, length) view of the batch's
+//! argument list, so that arguments cost no reference count each. Invariant: every such range
+//! lies inside storage the batch (behind an `Arc`) owns and never changes, and an `Arg` is
+//! only reachable through a shared borrow of an `Args` holding that batch (no `Arg` is ever
+//! handed out by value, cloned or made outside the file). The `Send`/`Sync` impls rest on the
+//! same: the bytes are immutable and move with their owner. Tests: the request parser's
+//! property tests build and read `Args` over random input (`proptests.rs`); Miri runs them
+//! (`scripts/miri.sh`).
 
 mod args;
 mod double;
@@ -106,76 +116,12 @@ impl std::fmt::Display for ProtocolError {
 
 impl std::error::Error for ProtocolError {}
 
-/// Parses a signed 64-bit integer with exactly Redis's `string2ll` grammar:
-/// optional `-`, then digits with no leading zero (except `"0"` itself),
-/// no `+`, no spaces, no `"-0"`, at most 20 characters, no overflow.
-///
-/// Exposed because command code needs the same grammar (INCR, EXPIRE, ...)
-/// and one shared definition keeps them consistent with the protocol.
-pub fn string2ll(s: &[u8]) -> Option<i64> {
-    // Redis rejects len >= LONG_STR_SIZE (21) before looking at the digits.
-    if s.is_empty() || s.len() >= 21 {
-        return None;
-    }
-    if s == b"0" {
-        return Some(0);
-    }
-    let (negative, digits) = match s.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        _ => (false, s),
-    };
-    let (&first, rest) = digits.split_first()?;
-    if !(b'1'..=b'9').contains(&first) {
-        return None;
-    }
-    let mut v = u64::from(first - b'0');
-    for &c in rest {
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
-    }
-    if negative {
-        // i64::MIN's magnitude is one more than i64::MAX.
-        if v > i64::MAX as u64 + 1 {
-            return None;
-        }
-        Some(0u64.wrapping_sub(v) as i64)
-    } else {
-        i64::try_from(v).ok()
-    }
-}
+/// Redis's integer grammar, shared with every crate that reads integers (see `abacus-int`).
+pub use abacus_int::string2ll;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn string2ll_grammar() {
-        assert_eq!(string2ll(b"0"), Some(0));
-        assert_eq!(string2ll(b"123"), Some(123));
-        assert_eq!(string2ll(b"-5"), Some(-5));
-        assert_eq!(string2ll(b"9223372036854775807"), Some(i64::MAX));
-        assert_eq!(string2ll(b"-9223372036854775808"), Some(i64::MIN));
-        for bad in [
-            &b""[..],
-            b"-",
-            b"+1",
-            b" 1",
-            b"1 ",
-            b"01",
-            b"00",
-            b"-0",
-            b"-01",
-            b"1a",
-            b"9223372036854775808",
-            b"-9223372036854775809",
-            b"18446744073709551616",
-            b"000000000000000000001",
-        ] {
-            assert_eq!(string2ll(bad), None, "{:?}", String::from_utf8_lossy(bad));
-        }
-    }
 
     #[test]
     fn error_display() {

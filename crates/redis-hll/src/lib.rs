@@ -58,6 +58,8 @@
 //! across commands but a `RedisHll` only during its lifetime
 //! ([`RedisHll::from_bytes`] starts from 0, like a freshly `SET` value).
 
+#![forbid(unsafe_code)]
+
 mod debug;
 mod dense;
 mod estimate;

@@ -16,6 +16,8 @@
 //! What it is not: persistence, replication and the compact keyspace engine are separate
 //! issues; their hooks are noted where they will attach (`exec::exec_keyed` for the log).
 
+#![forbid(unsafe_code)]
+
 pub mod aof;
 pub mod clients;
 pub mod cmd;
