@@ -6,12 +6,14 @@
 //! redis-server accepts), the config file (`name value` lines, as redis.conf) and CONFIG
 //! GET/SET all go through that table, so they cannot disagree.
 //!
-//! Values are kept in their canonical string form (what CONFIG GET prints). The few values
-//! the connection hot path reads on every request (limits) are mirrored into atomics so that
-//! reading them costs no lock.
+//! Values are kept in their canonical string form (what CONFIG GET prints). Every numeric,
+//! boolean or enumerated value is also mirrored into an atomic, one per parameter, indexed by
+//! the parameter's position in [`PARAMS`], so the hot path reads it without a lock. Code names a
+//! parameter by a constant made from its name at compile time ([`param_index`]: a misspelt
+//! name fails the build), so adding a parameter is one line of [`PARAMS`], whatever reads it.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::RwLock;
 
@@ -271,29 +273,9 @@ fn example_value(p: &Param) -> String {
 /// The live configuration.
 pub struct Config {
     values: RwLock<BTreeMap<&'static str, String>>,
-    /// Mirrors of hot values, refreshed on every successful set.
-    proto_max_bulk_len: AtomicU64,
-    query_buffer_limit: AtomicU64,
-    maxclients: AtomicU64,
-    timeout_s: AtomicU64,
-    max_pipeline: AtomicU64,
-    migrate_after: AtomicU64,
-    direct_replies: AtomicBool,
-    hll_log2m: AtomicU64,
-    hll_regwidth: AtomicU64,
-    hll_expthresh: AtomicI64,
-    hll_sparseon: AtomicU64,
-    hll_max_log2m: AtomicU64,
-    hll_sparse_max_bytes: AtomicU64,
-    set_listpack_entries: AtomicU64,
-    set_listpack_value: AtomicU64,
-    hash_listpack_entries: AtomicU64,
-    hash_listpack_value: AtomicU64,
-    maxmemory: AtomicU64,
-    eviction_policy: AtomicU64,
-    eviction_samples: AtomicU64,
-    lfu_log_factor: AtomicU64,
-    lfu_decay_time_min: AtomicU64,
+    /// Each parameter's numeric form ([`numeric`]), refreshed on every successful set: what
+    /// the hot path reads.
+    nums: [AtomicU64; PARAMS.len()],
     /// The config file the parameters were read from (absolute), for the banner and INFO.
     config_file: Option<std::path::PathBuf>,
 }
@@ -301,34 +283,73 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         let values = PARAMS.iter().map(|p| (p.name, p.default.to_string())).collect();
-        let c = Config {
-            values: RwLock::new(values),
-            proto_max_bulk_len: AtomicU64::new(0),
-            query_buffer_limit: AtomicU64::new(0),
-            maxclients: AtomicU64::new(0),
-            timeout_s: AtomicU64::new(0),
-            max_pipeline: AtomicU64::new(0),
-            migrate_after: AtomicU64::new(0),
-            direct_replies: AtomicBool::new(false),
-            hll_log2m: AtomicU64::new(0),
-            hll_regwidth: AtomicU64::new(0),
-            hll_expthresh: AtomicI64::new(0),
-            hll_sparseon: AtomicU64::new(0),
-            hll_max_log2m: AtomicU64::new(0),
-            hll_sparse_max_bytes: AtomicU64::new(0),
-            set_listpack_entries: AtomicU64::new(0),
-            set_listpack_value: AtomicU64::new(0),
-            hash_listpack_entries: AtomicU64::new(0),
-            hash_listpack_value: AtomicU64::new(0),
-            maxmemory: AtomicU64::new(0),
-            eviction_policy: AtomicU64::new(0),
-            eviction_samples: AtomicU64::new(5),
-            lfu_log_factor: AtomicU64::new(0),
-            lfu_decay_time_min: AtomicU64::new(0),
-            config_file: None,
-        };
+        let c = Config { values: RwLock::new(values), nums: [const { AtomicU64::new(0) }; PARAMS.len()], config_file: None };
         c.refresh_hot();
         c
+    }
+}
+
+/// The position of parameter `name` in [`PARAMS`]. Evaluated at compile time where it makes a
+/// constant, so an unknown name is a build error, not a zero read at run time.
+pub const fn param_index(name: &str) -> usize {
+    let mut i = 0;
+    while i < PARAMS.len() {
+        if const_eq(PARAMS[i].name.as_bytes(), name.as_bytes()) {
+            return i;
+        }
+        i += 1;
+    }
+    panic!("no such configuration parameter")
+}
+
+const fn const_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// The parameters the server's code reads through the numeric mirrors.
+pub const PROTO_MAX_BULK_LEN: usize = param_index("proto-max-bulk-len");
+pub const CLIENT_QUERY_BUFFER_LIMIT: usize = param_index("client-query-buffer-limit");
+pub const MAXCLIENTS: usize = param_index("maxclients");
+pub const TIMEOUT: usize = param_index("timeout");
+pub const MAX_PIPELINE_COMMANDS: usize = param_index("max-pipeline-commands");
+pub const MIGRATE_CONNECTIONS_AFTER: usize = param_index("migrate-connections-after");
+pub const DIRECT_REPLIES: usize = param_index("direct-replies");
+pub const HLL_LOG2M: usize = param_index("hll-log2m");
+pub const HLL_REGWIDTH: usize = param_index("hll-regwidth");
+pub const HLL_EXPTHRESH: usize = param_index("hll-expthresh");
+pub const HLL_SPARSEON: usize = param_index("hll-sparseon");
+pub const HLL_MAX_LOG2M: usize = param_index("hll-max-log2m");
+pub const HLL_SPARSE_MAX_BYTES: usize = param_index("hll-sparse-max-bytes");
+pub const SET_MAX_LISTPACK_ENTRIES: usize = param_index("set-max-listpack-entries");
+pub const SET_MAX_LISTPACK_VALUE: usize = param_index("set-max-listpack-value");
+pub const HASH_MAX_LISTPACK_ENTRIES: usize = param_index("hash-max-listpack-entries");
+pub const HASH_MAX_LISTPACK_VALUE: usize = param_index("hash-max-listpack-value");
+pub const MAXMEMORY: usize = param_index("maxmemory");
+pub const MAXMEMORY_POLICY: usize = param_index("maxmemory-policy");
+pub const MAXMEMORY_SAMPLES: usize = param_index("maxmemory-samples");
+pub const LFU_LOG_FACTOR: usize = param_index("lfu-log-factor");
+pub const LFU_DECAY_TIME: usize = param_index("lfu-decay-time");
+
+/// A canonical value's numeric form, by the parameter's kind: integers and memory sizes as
+/// their value (signed ones as two's complement), booleans as 0/1, enumerations as the
+/// index of the choice; 0 for strings and schedules (read those with [`Config::get`]).
+fn numeric(p: &Param, value: &str) -> u64 {
+    match p.kind {
+        Kind::Int { .. } | Kind::ClampedInt { .. } | Kind::Expthresh { .. } => value.parse::<i64>().unwrap_or(0) as u64,
+        Kind::Memory { .. } => value.parse().unwrap_or(0),
+        Kind::Bool => u64::from(value == "yes"),
+        Kind::Enum(names) => names.iter().position(|n| *n == value).unwrap_or(0) as u64,
+        Kind::Str | Kind::Schedule => 0,
     }
 }
 
@@ -445,79 +466,86 @@ impl Config {
     }
 
     fn refresh_hot(&self) {
-        self.proto_max_bulk_len.store(self.get_u64("proto-max-bulk-len"), Ordering::Relaxed);
-        self.query_buffer_limit.store(self.get_u64("client-query-buffer-limit"), Ordering::Relaxed);
-        self.maxclients.store(self.get_u64("maxclients"), Ordering::Relaxed);
-        self.timeout_s.store(self.get_u64("timeout"), Ordering::Relaxed);
-        self.max_pipeline.store(self.get_u64("max-pipeline-commands"), Ordering::Relaxed);
-        self.migrate_after.store(self.get_u64("migrate-connections-after"), Ordering::Relaxed);
-        self.direct_replies.store(self.get_bool("direct-replies"), Ordering::Relaxed);
-        self.hll_log2m.store(self.get_u64("hll-log2m"), Ordering::Relaxed);
-        self.hll_regwidth.store(self.get_u64("hll-regwidth"), Ordering::Relaxed);
-        self.hll_expthresh.store(self.get("hll-expthresh").parse().unwrap_or(-1), Ordering::Relaxed);
-        self.hll_sparseon.store(self.get_u64("hll-sparseon"), Ordering::Relaxed);
-        self.hll_max_log2m.store(self.get_u64("hll-max-log2m"), Ordering::Relaxed);
-        self.hll_sparse_max_bytes.store(self.get_u64("hll-sparse-max-bytes"), Ordering::Relaxed);
-        self.set_listpack_entries.store(self.get_u64("set-max-listpack-entries"), Ordering::Relaxed);
-        self.set_listpack_value.store(self.get_u64("set-max-listpack-value"), Ordering::Relaxed);
-        self.hash_listpack_entries.store(self.get_u64("hash-max-listpack-entries"), Ordering::Relaxed);
-        self.hash_listpack_value.store(self.get_u64("hash-max-listpack-value"), Ordering::Relaxed);
-        self.maxmemory.store(self.get_u64("maxmemory"), Ordering::Relaxed);
-        let policy = abacus_keyspace::EvictionPolicy::NAMES.iter().position(|n| *n == self.get("maxmemory-policy")).unwrap_or(0);
-        self.eviction_policy.store(policy as u64, Ordering::Relaxed);
-        self.eviction_samples.store(self.get_u64("maxmemory-samples"), Ordering::Relaxed);
-        self.lfu_log_factor.store(self.get_u64("lfu-log-factor"), Ordering::Relaxed);
-        self.lfu_decay_time_min.store(self.get_u64("lfu-decay-time"), Ordering::Relaxed);
-    }
-
-    /// What keyed handlers need, read from the hot mirrors (no lock).
-    pub fn cmd_config(&self) -> CmdConfig {
-        CmdConfig {
-            max_string_len: self.proto_max_bulk_len(),
-            hll: HllConfig {
-                log2m: self.hll_log2m.load(Ordering::Relaxed) as i64,
-                regwidth: self.hll_regwidth.load(Ordering::Relaxed) as i64,
-                expthresh: self.hll_expthresh.load(Ordering::Relaxed),
-                sparseon: self.hll_sparseon.load(Ordering::Relaxed) != 0,
-                max_log2m: self.hll_max_log2m.load(Ordering::Relaxed) as u32,
-                sparse_max_bytes: self.hll_sparse_max_bytes.load(Ordering::Relaxed).min(usize::MAX as u64) as usize,
-            },
-            set_limits: limits(&self.set_listpack_entries, &self.set_listpack_value),
-            hash_limits: limits(&self.hash_listpack_entries, &self.hash_listpack_value),
-            maxmemory: self.maxmemory.load(Ordering::Relaxed),
-            eviction: abacus_keyspace::EvictionPolicy::ALL
-                .get(self.eviction_policy.load(Ordering::Relaxed) as usize)
-                .copied()
-                .unwrap_or(abacus_keyspace::EvictionPolicy::NoEviction),
-            eviction_samples: self.eviction_samples.load(Ordering::Relaxed) as usize,
-            lfu_log_factor: self.lfu_log_factor.load(Ordering::Relaxed).min(u32::MAX as u64) as u32,
-            lfu_decay_time_min: self.lfu_decay_time_min.load(Ordering::Relaxed).min(u32::MAX as u64) as u32,
+        let values = self.values.read();
+        for (i, p) in PARAMS.iter().enumerate() {
+            let v = values.get(p.name).map_or(p.default, |v| v.as_str());
+            self.nums[i].store(numeric(p, v), Ordering::Relaxed);
         }
     }
 
-    pub fn proto_max_bulk_len(&self) -> u64 {
-        self.proto_max_bulk_len.load(Ordering::Relaxed)
-    }
-    pub fn query_buffer_limit(&self) -> u64 {
-        self.query_buffer_limit.load(Ordering::Relaxed)
-    }
-    pub fn maxclients(&self) -> u64 {
-        self.maxclients.load(Ordering::Relaxed)
-    }
-    pub fn timeout_s(&self) -> u64 {
-        self.timeout_s.load(Ordering::Relaxed)
-    }
-    pub fn max_pipeline(&self) -> usize {
-        self.max_pipeline.load(Ordering::Relaxed) as usize
-    }
-    /// `direct-replies`.
-    pub fn direct_replies(&self) -> bool {
-        self.direct_replies.load(Ordering::Relaxed)
+    /// Parameter `i`'s numeric form (see [`numeric`]); `i` is one of this module's constants.
+    #[inline]
+    pub fn num(&self, i: usize) -> u64 {
+        self.nums[i].load(Ordering::Relaxed)
     }
 
-    /// `migrate-connections-after`: 0 = never.
+    /// [`Config::num`] of a boolean parameter.
+    #[inline]
+    pub fn flag(&self, i: usize) -> bool {
+        self.num(i) != 0
+    }
+
+    fn num_usize(&self, i: usize) -> usize {
+        usize::try_from(self.num(i)).unwrap_or(usize::MAX)
+    }
+
+    fn num_u32(&self, i: usize) -> u32 {
+        u32::try_from(self.num(i)).unwrap_or(u32::MAX)
+    }
+
+    /// What keyed handlers need, read from the mirrors (no lock).
+    pub fn cmd_config(&self) -> CmdConfig {
+        CmdConfig {
+            max_string_len: self.num(PROTO_MAX_BULK_LEN),
+            hll: HllConfig {
+                log2m: self.num(HLL_LOG2M) as i64,
+                regwidth: self.num(HLL_REGWIDTH) as i64,
+                expthresh: self.num(HLL_EXPTHRESH) as i64,
+                sparseon: self.flag(HLL_SPARSEON),
+                max_log2m: self.num_u32(HLL_MAX_LOG2M),
+                sparse_max_bytes: self.num_usize(HLL_SPARSE_MAX_BYTES),
+            },
+            set_limits: EncodingLimits {
+                max_listpack_entries: self.num_usize(SET_MAX_LISTPACK_ENTRIES),
+                max_listpack_value_bytes: self.num_usize(SET_MAX_LISTPACK_VALUE),
+            },
+            hash_limits: EncodingLimits {
+                max_listpack_entries: self.num_usize(HASH_MAX_LISTPACK_ENTRIES),
+                max_listpack_value_bytes: self.num_usize(HASH_MAX_LISTPACK_VALUE),
+            },
+            maxmemory: self.num(MAXMEMORY),
+            eviction: abacus_keyspace::EvictionPolicy::ALL
+                .get(self.num_usize(MAXMEMORY_POLICY))
+                .copied()
+                .unwrap_or(abacus_keyspace::EvictionPolicy::NoEviction),
+            eviction_samples: self.num_usize(MAXMEMORY_SAMPLES),
+            lfu_log_factor: self.num_u32(LFU_LOG_FACTOR),
+            lfu_decay_time_min: self.num_u32(LFU_DECAY_TIME),
+        }
+    }
+
+    // Named readers for the connection path (each one line over the mirror).
+    pub fn proto_max_bulk_len(&self) -> u64 {
+        self.num(PROTO_MAX_BULK_LEN)
+    }
+    pub fn query_buffer_limit(&self) -> u64 {
+        self.num(CLIENT_QUERY_BUFFER_LIMIT)
+    }
+    pub fn maxclients(&self) -> u64 {
+        self.num(MAXCLIENTS)
+    }
+    pub fn timeout_s(&self) -> u64 {
+        self.num(TIMEOUT)
+    }
+    pub fn max_pipeline(&self) -> usize {
+        self.num_usize(MAX_PIPELINE_COMMANDS)
+    }
+    pub fn direct_replies(&self) -> bool {
+        self.flag(DIRECT_REPLIES)
+    }
+    /// 0 = never.
     pub fn migrate_after(&self) -> u64 {
-        self.migrate_after.load(Ordering::Relaxed)
+        self.num(MIGRATE_CONNECTIONS_AFTER)
     }
 
     /// The password clients must give, if any.
@@ -535,11 +563,6 @@ impl Config {
     }
 }
 
-fn limits(entries: &AtomicU64, value_bytes: &AtomicU64) -> EncodingLimits {
-    let load = |a: &AtomicU64| usize::try_from(a.load(Ordering::Relaxed)).unwrap_or(usize::MAX);
-    EncodingLimits { max_listpack_entries: load(entries), max_listpack_value_bytes: load(value_bytes) }
-}
-
 fn unquote(v: &str) -> String {
     let b = v.as_bytes();
     if b.len() >= 2 && ((b[0] == b'"' && b[b.len() - 1] == b'"') || (b[0] == b'\'' && b[b.len() - 1] == b'\'')) {
@@ -552,6 +575,24 @@ fn unquote(v: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_parameter_is_found_by_name_and_mirrored() {
+        let c = Config::default();
+        for (i, p) in PARAMS.iter().enumerate() {
+            assert_eq!(param_index(p.name), i, "{} declared twice", p.name);
+            assert_eq!(c.num(i), numeric(p, p.default), "{}", p.name);
+        }
+        c.set_many(&[("maxmemory".into(), "1mb".into()), ("maxmemory-policy".into(), "allkeys-lru".into())]).unwrap();
+        let cmd = c.cmd_config();
+        assert_eq!((cmd.maxmemory, cmd.eviction), (1 << 20, abacus_keyspace::EvictionPolicy::AllKeysLru));
+        c.set_many(&[("hll-expthresh".into(), "-1".into()), ("direct-replies".into(), "no".into())]).unwrap();
+        assert_eq!(c.cmd_config().hll.expthresh, -1);
+        assert!(!c.direct_replies());
+        let c = Config::from_sources(Some("hll-expthresh 1024\nset-max-listpack-value 1kb"), &[]).unwrap();
+        assert_eq!(c.cmd_config().hll.expthresh, 1024);
+        assert_eq!(c.cmd_config().set_limits.max_listpack_value_bytes, 1024);
+    }
 
     fn args(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()
