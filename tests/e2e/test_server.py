@@ -171,6 +171,74 @@ def test_info_all_and_everything(c):
     assert "Commandstats" in info_sections(c("INFO", "all"))
 
 
+REDIS_70_DEFAULT = ["Server", "Clients", "Memory", "Persistence", "Stats", "Replication", "CPU",
+                    "Modules", "Errorstats", "Cluster", "Keyspace"]
+
+
+def test_info_sections_in_redis_70_order(c):
+    c("SET", "k", "v")  # so that Keyspace has a line
+    assert info_sections(c("INFO")) == REDIS_70_DEFAULT
+    assert info_sections(c("INFO", "default")) == REDIS_70_DEFAULT
+    for every in ("all", "everything"):
+        secs = info_sections(c("INFO", every))
+        # Redis 7.0 also lists Latencystats there (not kept by Abacus yet).
+        assert [s for s in secs if s != "Latencystats"] == \
+            REDIS_70_DEFAULT[:8] + ["Commandstats"] + REDIS_70_DEFAULT[8:], every
+    # Asked in any order, printed in the fixed order.
+    assert info_sections(c("INFO", "keyspace", "cluster", "server")) == ["Server", "Cluster", "Keyspace"]
+
+
+def test_info_cluster_and_modules(c):
+    assert info_dict(c("INFO", "cluster")) == {"cluster_enabled": "0"}
+    assert c("INFO", "modules") == b"# Modules\r\n"
+
+
+def test_info_errorstats_count_error_replies_by_code(c):
+    assert c("CONFIG", "RESETSTAT") == "OK"
+    assert info_dict(c("INFO", "errorstats")) == {}
+    c("SET", "s", "abc")
+    c("HSET", "h", "f", "v")
+    assert c("INCR", "s") == Err("ERR value is not an integer or out of range")
+    assert isinstance(c("NOSUCHCOMMAND"), Err)
+    assert isinstance(c("GET", "h"), Err)  # WRONGTYPE
+    assert c("GET") == wrong_args("get")
+    # Errors of queued commands count when EXEC runs them; EXECABORT counts as its own code.
+    assert c("MULTI") == "OK"
+    c("INCR", "s")
+    c("HGET", "s", "f")
+    assert c("EXEC") == [Err("ERR value is not an integer or out of range"),
+                         Err("WRONGTYPE Operation against a key holding the wrong kind of value")]
+    assert c("MULTI") == "OK"
+    assert c("GET") == wrong_args("get")
+    assert c("EXEC") == Err("EXECABORT Transaction discarded because of previous errors.")
+    d = info_dict(c("INFO", "errorstats"))
+    assert d == {"errorstat_ERR": "count=5", "errorstat_WRONGTYPE": "count=2",
+                 "errorstat_EXECABORT": "count=1"}, d
+    assert info_dict(c("INFO", "stats"))["total_error_replies"] == "8"
+    assert c("CONFIG", "RESETSTAT") == "OK"
+    assert info_dict(c("INFO", "errorstats")) == {}
+    assert info_dict(c("INFO", "stats"))["total_error_replies"] == "0"
+
+
+def test_debug_error_replies_with_the_given_error(c):
+    assert c("DEBUG", "ERROR", "MYCODE something went wrong") == Err("MYCODE something went wrong")
+    assert c("DEBUG", "ERROR", "line\r\nbreak") == Err("line  break")
+    assert c("DEBUG", "ERROR") == Err(
+        "ERR unknown subcommand or wrong number of arguments for 'ERROR'. Try DEBUG HELP.")
+
+
+def test_lolwut(c, server):
+    assert c("LOLWUT") == b"Redis ver. 7.0.15\n"
+    assert c("LOLWUT", "VERSION", "7") == b"Redis ver. 7.0.15\n"
+    assert c("LOLWUT", "VERSION", "x") == Err("ERR value is not an integer or out of range")
+    for v in ("5", "6"):
+        art = c("LOLWUT", "VERSION", v)
+        assert art.endswith(b"Redis ver. 7.0.15\n") and art.count(b"\n") > 3, art
+    r3 = server.client(protocol=3)
+    assert r3.execute_command("LOLWUT") in (b"Redis ver. 7.0.15\n", "Redis ver. 7.0.15\n")
+    r3.close()
+
+
 def test_info_unknown_section_is_empty(c):
     assert c("INFO", "nosuchsection") == b""
 

@@ -468,6 +468,7 @@ impl Conn {
                 if let Some(err) = fatal {
                     // Not a command's reply, so CLIENT REPLY SKIP does not count it; after
                     // CLIENT REPLY OFF Redis sends nothing, and only closes.
+                    stats::count_error_reply(&err);
                     if self.reply_mode != ReplyMode::Off {
                         encode(&err, self.proto, &mut self.out);
                     }
@@ -697,6 +698,8 @@ impl Conn {
 
     /// Appends a reply to the output, unless CLIENT REPLY suppresses it.
     pub fn emit(&mut self, frame: Frame) {
+        // Counted whether or not CLIENT REPLY lets it out, as Redis counts it.
+        stats::count_error_reply(&frame);
         match self.reply_mode {
             ReplyMode::On => encode(&frame, self.proto, &mut self.out),
             ReplyMode::Off => {}

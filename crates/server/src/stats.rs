@@ -123,6 +123,69 @@ pub fn reset() {
     COMMANDS.with(|c| *c.borrow_mut() = Table::default());
 }
 
+/// Most distinct error codes INFO errorstats lists (Redis's ERROR_STATS_NUMBER): a client
+/// inventing codes cannot grow the table; later new codes are counted only in the total.
+pub const ERROR_CODES_MAX: usize = 128;
+
+/// Error replies by code (INFO errorstats) and in all (INFO stats `total_error_replies`), as
+/// Redis's `afterErrorReply` counts them: every error reply a client gets, queued commands'
+/// inside EXEC included. Errors are rare next to commands: one lock is enough.
+pub struct ErrorStats {
+    codes: parking_lot::Mutex<std::collections::BTreeMap<Box<[u8]>, u64>>,
+    total: AtomicU64,
+}
+
+pub static ERRORS: ErrorStats = ErrorStats { codes: parking_lot::const_mutex(std::collections::BTreeMap::new()), total: AtomicU64::new(0) };
+
+impl ErrorStats {
+    /// Counts one error reply: its code is the text up to the first space within the first
+    /// 32 bytes (`WRONGTYPE`, `ERR`, `NOAUTH`...), else `ERR`, as Redis.
+    pub fn count(&self, text: &[u8]) {
+        self.total.fetch_add(1, Ordering::Relaxed);
+        let head = &text[..text.len().min(32)];
+        let code = match memchr::memchr(b' ', head) {
+            Some(end) if end > 0 => &text[..end],
+            _ => b"ERR",
+        };
+        let mut codes = self.codes.lock();
+        if let Some(n) = codes.get_mut(code) {
+            *n += 1;
+        } else if codes.len() < ERROR_CODES_MAX {
+            codes.insert(code.into(), 1);
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.total.load(Ordering::Relaxed)
+    }
+
+    /// INFO's `# Errorstats` lines.
+    pub fn info(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::from("# Errorstats\r\n");
+        for (code, n) in self.codes.lock().iter() {
+            let _ = write!(out, "errorstat_{}:count={n}\r\n", String::from_utf8_lossy(code));
+        }
+        out.push_str("\r\n");
+        out
+    }
+
+    /// CONFIG RESETSTAT.
+    pub fn reset(&self) {
+        self.codes.lock().clear();
+        self.total.store(0, Ordering::Relaxed);
+    }
+}
+
+/// Counts the error replies in `frame` (the frame itself, not inside arrays: EXEC counts its
+/// queued commands' errors as they run).
+#[inline]
+pub fn count_error_reply(frame: &abacus_protocol::Frame) {
+    if let abacus_protocol::Frame::Error(text) = frame {
+        ERRORS.count(text);
+    }
+}
+
 /// Server-wide counters.
 pub struct ServerStats {
     pub connections_received_total: AtomicU64,

@@ -30,6 +30,7 @@ pub const COMMANDS: &[Spec] = &[
     Spec::conn("flushall", -1, WRITE | ALL_SHARDS, NONE, G, "Removes all keys from all databases."),
     Spec::conn("swapdb", 3, WRITE | FAST | ALL_SHARDS, NONE, G, "Swaps two Redis databases."),
     Spec::conn("debug", -2, ADMIN | LOADING | STALE, NONE, G, "A container for debugging commands."),
+    Spec::conn("lolwut", -1, READONLY | FAST, NONE, G, "Displays computer art and the Redis version"),
     Spec::conn("config", -2, 0, NONE, G, "A container for server configuration commands.").with_subcommands(CONFIG),
     Spec::conn("function", -2, 0, NONE, "scripting", "A container for function commands.").with_subcommands(FUNCTION),
 ];
@@ -182,6 +183,7 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: &str, a: &[Arg]) -
         }
         "config|resetstat" => {
             conn.worker.server.stats.reset();
+            stats::ERRORS.reset();
             let reset = |s: &mut crate::shard::Shard| {
                 stats::reset();
                 for d in &mut s.dbs {
@@ -224,6 +226,12 @@ pub async fn debug(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         tokio::time::sleep(Duration::from_secs_f64(secs)).await;
         return Frame::ok();
     }
+    if is(&a[1], "error") && a.len() == 3 {
+        // As Redis: the argument is the whole error line (its code included), with CR and LF
+        // made spaces so it stays one line.
+        let text: Vec<u8> = a[2].iter().map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b }).collect();
+        return Frame::Error(Bytes::from(text));
+    }
     if is(&a[1], "populate") && (3..=5).contains(&a.len()) {
         return populate(conn, access, a).await;
     }
@@ -234,6 +242,9 @@ pub async fn debug(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
                 "POPULATE <count> [<prefix>] [<size>]",
                 "    Create <count> string keys named prefix:<num> (default prefix \"key\"), with",
                 "    values value:<num> padded with zero bytes to <size>. Existing keys are kept.",
+                "ERROR <string>",
+                "    Return a Redis protocol error with <string> as message. Useful for clients",
+                "    unit tests to simulate Redis errors.",
                 "SLEEP <seconds>",
                 "    Stop the connection for <seconds> (may be fractional).",
                 "HELP",
@@ -340,7 +351,10 @@ struct ShardInfo {
     commands: std::collections::HashMap<&'static str, CmdStat>,
 }
 
-const DEFAULT_SECTIONS: &[&str] = &["server", "clients", "memory", "persistence", "stats", "replication", "cpu", "keyspace"];
+/// INFO's sections without an argument (or `default`), as Redis 7.0 lists them; `all` and
+/// `everything` add `commandstats` (Redis's `latencystats` is not kept yet). Output follows
+/// Redis's fixed order, whatever the order asked.
+const DEFAULT_SECTIONS: &[&str] = &["server", "clients", "memory", "persistence", "stats", "replication", "cpu", "modules", "errorstats", "cluster", "keyspace"];
 
 pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     let mut sections: Vec<String> = a[1..].iter().map(|s| String::from_utf8_lossy(s).to_ascii_lowercase()).collect();
@@ -432,7 +446,7 @@ pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         let expired: u64 = shards.iter().map(|s| s.expired).sum();
         let _ = write!(
             out,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{total}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{expired}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\nmigrated_connections:{}\r\ndirect_replies:{}\r\ndirect_replies_partial:{}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{total}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{expired}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\ntotal_error_replies:{}\r\nunexpected_error_replies:0\r\nmigrated_connections:{}\r\ndirect_replies:{}\r\ndirect_replies_partial:{}\r\n\r\n",
             st.connections_received_total.load(Ordering::Relaxed),
             st.ops_per_sec.iter().map(|o| o.load(Ordering::Relaxed)).sum::<u64>(),
             st.net_input_bytes_total.load(Ordering::Relaxed),
@@ -441,6 +455,7 @@ pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
             shards.iter().map(|s| s.evicted).sum::<u64>(),
             shards.iter().map(|s| s.hits).sum::<u64>(),
             shards.iter().map(|s| s.misses).sum::<u64>(),
+            stats::ERRORS.total(),
             st.migrated_connections.load(Ordering::Relaxed),
             st.direct_replies.load(Ordering::Relaxed),
             st.direct_replies_partial.load(Ordering::Relaxed),
@@ -453,6 +468,9 @@ pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         let (user, sys) = memory::cpu_seconds();
         let _ = write!(out, "# CPU\r\nused_cpu_sys:{sys:.6}\r\nused_cpu_user:{user:.6}\r\n\r\n");
     }
+    if want("modules") {
+        out.push_str("# Modules\r\n\r\n");
+    }
     if want("commandstats") {
         out.push_str("# Commandstats\r\n");
         for (name, c) in &cmds {
@@ -460,6 +478,13 @@ pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
             let _ = write!(out, "cmdstat_{name}:calls={},usec={},usec_per_call={per:.2},rejected_calls={},failed_calls={}\r\n", c.calls, c.usec, c.rejected_calls, c.failed_calls);
         }
         out.push_str("\r\n");
+    }
+    if want("errorstats") {
+        out.push_str(&stats::ERRORS.info());
+    }
+    if want("cluster") {
+        // Until the cluster protocol exists; clients and tools probe this field.
+        out.push_str("# Cluster\r\ncluster_enabled:0\r\n\r\n");
     }
     if want("keyspace") {
         out.push_str("# Keyspace\r\n");
@@ -482,3 +507,45 @@ pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         Protocol::Resp2 => Frame::Bulk(Bytes::from(out)),
     }
 }
+
+/// LOLWUT [VERSION v [args...]]: as Redis 7.0, the version line alone (`Redis ver. 7.0.15`),
+/// or for versions 5 and 6 a piece of art before it (ours is an abacus; the arguments that
+/// size Redis's art must be integers and are otherwise ignored).
+pub fn lolwut(conn: &Conn, a: &[Arg]) -> Frame {
+    let mut version = None;
+    let mut rest = &a[1..];
+    if a.len() >= 3 && is(&a[1], "version") {
+        match parse_i64(&a[2]) {
+            Ok(v) => version = Some(v),
+            Err(e) => return e,
+        }
+        rest = &a[3..];
+    }
+    let mut text = String::new();
+    if matches!(version, Some(5) | Some(6)) {
+        for r in rest {
+            if let Err(e) = parse_i64(r) {
+                return e;
+            }
+        }
+        text.push_str(LOLWUT_ART);
+        text.push_str("Abacus, counting since the first rods and beads. ");
+    }
+    text.push_str("Redis ver. ");
+    text.push_str(REDIS_VERSION);
+    text.push('\n');
+    match conn.proto {
+        Protocol::Resp3 => Frame::Verbatim { format: *b"txt", text: Bytes::from(text) },
+        Protocol::Resp2 => Frame::Bulk(Bytes::from(text)),
+    }
+}
+
+const LOLWUT_ART: &str = "\
++-------------------------------+
+|==o=o=o========o=o=o=o=o=======|
+|====o=o=o=o======o=o=o=o=o=====|
+|o=o=o=o=o========o=o===========|
+|======o=o=o=o=o=o==o=o=o=o=o===|
+|==o=o=o=o=o=o=o=o=o============|
++-------------------------------+
+";

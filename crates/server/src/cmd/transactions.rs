@@ -104,6 +104,8 @@ pub async fn exec(conn: &mut Conn) -> Frame {
             continue;
         }
         let reply = Box::pin(conn.dispatch(Access::Locked(&locks), call)).await;
+        // Inside the EXEC array the connection does not see it as an error: count it here.
+        crate::stats::count_error_reply(&reply);
         replies.push(reply);
     }
     drop(locks);
