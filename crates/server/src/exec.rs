@@ -173,7 +173,7 @@ pub(crate) fn exec_keyed_untimed(dbs: &mut [Db], db: usize, spec: &'static Spec,
     if dbs.first().is_some_and(|d| d.tracking() != tracking) {
         dbs.iter_mut().for_each(|d| d.set_tracking(tracking));
     }
-    let reply = {
+    let (reply, propagate) = {
         let mut ctx = Ctx {
             dbs: &mut *dbs,
             db,
@@ -182,11 +182,13 @@ pub(crate) fn exec_keyed_untimed(dbs: &mut [Db], db: usize, spec: &'static Spec,
             hll: cfg.hll,
             set_limits: cfg.set_limits,
             hash_limits: cfg.hash_limits,
+            propagate: false,
         };
-        f(&mut ctx, args)
+        let reply = f(&mut ctx, args);
+        (reply, ctx.propagate)
     };
     let failed = reply.is_error();
-    if spec.is_write() && !failed {
+    if (spec.is_write() || propagate) && !failed {
         for i in spec.key_indexes(args) {
             dbs[db].signal_modified(&args[i]);
         }

@@ -212,6 +212,10 @@ pub struct Ctx<'a> {
     /// When sets and hashes stop being listpacks (set-/hash-max-listpack-*).
     pub set_limits: abacus_collections::EncodingLimits,
     pub hash_limits: abacus_collections::EncodingLimits,
+    /// Set by a read command that changed stored state after all (PFCOUNT refreshing a
+    /// sketch's cached cardinality): the command is then logged like a write, as Redis
+    /// propagates it, so that replaying the log gives the same bytes.
+    pub propagate: bool,
 }
 
 impl Ctx<'_> {

@@ -122,6 +122,8 @@ fn pfcount(ctx: &mut Ctx, a: &[Arg]) -> Frame {
             Ok(Some(Ok((card, stale)))) => {
                 if stale {
                     ctx.db().signal_modified(&a[1]);
+                    // The cache bytes are part of the value (GET shows them): log the refresh.
+                    ctx.propagate = true;
                 }
                 // Redis replies with addReplyLongLong.
                 Frame::Integer(card as i64)
