@@ -65,6 +65,7 @@ pub const PARAMS: &[Param] = &[
     Param { name: "max-pipeline-commands", default: "1024", kind: Kind::Int { min: 1, max: 1_000_000 }, mutable: true, help: "commands parsed from one read before their replies are written" },
     Param { name: "migrate-connections-after", default: "256", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "move a connection to the worker thread that owns its keys once this many consecutive commands went to that thread's shard (no cross-thread hop per command for a client of one hot key); 0 = never" },
     Param { name: "direct-replies", default: "yes", kind: Kind::Bool, mutable: true, help: "a batch whose commands all run on another thread's shard gets its replies written to the socket by that thread, which saves waking the connection's thread for them" },
+    Param { name: "relaxed-batch-order", default: "no", kind: Kind::Bool, mutable: true, help: "let a pipelined batch whose commands span shards run its shards' parts independently: faster, but other clients may see a later command of the batch take effect before an earlier one (off: such a batch takes effect at once, in order, for every client)" },
     Param { name: "hz", default: "10", kind: Kind::ClampedInt { min: 0, max: i32::MAX as i64, lo: 1, hi: 500 }, mutable: true, help: "background task frequency (active expiry); clamped to 1..500 as Redis" },
     Param { name: "loglevel", default: "notice", kind: Kind::Enum(&["debug", "verbose", "notice", "warning", "nothing"]), mutable: true, help: "log verbosity" },
     Param { name: "logfile", default: "", kind: Kind::Str, mutable: false, help: "log file; empty = standard output" },
@@ -268,6 +269,7 @@ pub struct Config {
     max_pipeline: AtomicU64,
     migrate_after: AtomicU64,
     direct_replies: AtomicBool,
+    relaxed_batch_order: AtomicBool,
     hll_log2m: AtomicU64,
     hll_regwidth: AtomicU64,
     hll_expthresh: AtomicI64,
@@ -297,6 +299,7 @@ impl Default for Config {
             max_pipeline: AtomicU64::new(0),
             migrate_after: AtomicU64::new(0),
             direct_replies: AtomicBool::new(false),
+            relaxed_batch_order: AtomicBool::new(false),
             hll_log2m: AtomicU64::new(0),
             hll_regwidth: AtomicU64::new(0),
             hll_expthresh: AtomicI64::new(0),
@@ -423,6 +426,7 @@ impl Config {
         self.max_pipeline.store(self.get_u64("max-pipeline-commands"), Ordering::Relaxed);
         self.migrate_after.store(self.get_u64("migrate-connections-after"), Ordering::Relaxed);
         self.direct_replies.store(self.get_bool("direct-replies"), Ordering::Relaxed);
+        self.relaxed_batch_order.store(self.get_bool("relaxed-batch-order"), Ordering::Relaxed);
         self.hll_log2m.store(self.get_u64("hll-log2m"), Ordering::Relaxed);
         self.hll_regwidth.store(self.get_u64("hll-regwidth"), Ordering::Relaxed);
         self.hll_expthresh.store(self.get("hll-expthresh").parse().unwrap_or(-1), Ordering::Relaxed);
@@ -484,6 +488,11 @@ impl Config {
     /// `direct-replies`.
     pub fn direct_replies(&self) -> bool {
         self.direct_replies.load(Ordering::Relaxed)
+    }
+
+    /// `relaxed-batch-order`: multi-shard batches run without the ordering (see `exec.rs`).
+    pub fn relaxed_batch_order(&self) -> bool {
+        self.relaxed_batch_order.load(Ordering::Relaxed)
     }
 
     /// `migrate-connections-after`: 0 = never.

@@ -461,6 +461,8 @@ impl Conn {
                     }
                 }
                 let more = calls.len() >= max;
+                // Another client's DEBUG SLEEP pauses every connection (`server::Pause`).
+                server.pause.wait().await;
                 // Replies keep request order: the previous batch's are out before this one runs.
                 self.settle(&mut stream, &mut killed).await?;
                 let direct = (fatal.is_none() && server.config.direct_replies()).then_some(&stream);
@@ -588,8 +590,9 @@ impl Conn {
     }
 
     /// Has another thread's shard write `batch`'s replies, if it qualifies: every command on
-    /// one shard of another thread, or on that shard and this thread's own (whose commands
-    /// run here first: their replies travel with the others), nothing of this batch replied
+    /// one shard of another thread, or (with `relaxed-batch-order`) on that shard and this
+    /// thread's own (whose commands run here first: their replies travel with the others),
+    /// nothing of this batch replied
     /// yet, replies on (CLIENT REPLY), and no fsync to wait for before replying.
     fn delegate(&mut self, batch: &mut Vec<(usize, Call)>, stream: &TcpStream) -> bool {
         let own = self.worker.shard_id;
@@ -613,15 +616,16 @@ impl Conn {
             return false;
         }
         let worker = self.worker.clone();
-        // This thread's shard runs its part now: it must not be locked (no await from here
-        // on, so it stays so).
+        // This thread's shard runs its part now: it must not be locked nor have ordered work
+        // queued (no await from here on, so it stays so). A batch on two shards runs its
+        // parts in place and then on the other shard only with `relaxed-batch-order`;
+        // otherwise it must take effect at once for every other client (`order.rs`).
         let mut here = None;
         if batch.iter().any(|&(s, _)| s == own) {
-            let shard = worker.shard.borrow_mut();
-            if shard.locked {
+            if !worker.server.config.relaxed_batch_order() || !worker.local_runnable() {
                 return false;
             }
-            here = Some(shard);
+            here = Some(worker.shard.borrow_mut());
         }
         let socket = match &self.shared_socket {
             Some(s) => s.clone(),

@@ -19,6 +19,12 @@
 //! A group may instead carry a [`Sink`]: then the shard writes its replies to the client's
 //! socket itself (see `direct.rs`), and a job whose groups all do so sends nothing back.
 //!
+//! Order (`order.rs`): the groups of a batch that spans shards are queued with
+//! [`Hops::send_ordered`], its own shard's group included. A flush that carries one sends
+//! all its jobs together through `Order::send_all`; its own shard's job runs in place right
+//! after, unless ordered work waits in that shard's queue. Every group of the flush then
+//! takes effect at the flush's place in the order of multi-shard work.
+//!
 //! Bounds: at most `max-pipeline-commands` calls per group and one pending group per
 //! connection, so a flush carries at most (connections on this thread) groups; the shard
 //! queue stays bounded and its back-pressure holds the flush (and so the connections).
@@ -35,7 +41,7 @@ use crate::config::CmdConfig;
 use crate::direct::Sink;
 use crate::exec::{run_groups, Call, Group};
 use crate::server::Server;
-use crate::shard::ShardMsg;
+use crate::shard::{Shard, ShardMsg};
 
 /// Where a group's replies go.
 enum Deliver {
@@ -54,16 +60,35 @@ struct Pending {
 /// The groups this thread's connections queued for each shard during the current tick.
 pub struct Hops {
     server: Arc<Server>,
+    /// This thread's shard.
+    shard_id: usize,
+    shard: Rc<RefCell<Shard>>,
     /// Indexed by destination shard.
     queued: RefCell<Vec<Vec<Pending>>>,
+    /// A group of a multi-shard batch is queued: the flush sends in order (`order.rs`).
+    ordered: Cell<bool>,
     /// A flush task has been spawned and has not yet taken the queue.
     flush_spawned: Cell<bool>,
 }
 
 impl Hops {
-    pub fn new(server: Arc<Server>) -> Rc<Hops> {
+    pub fn new(server: Arc<Server>, shard_id: usize, shard: Rc<RefCell<Shard>>) -> Rc<Hops> {
         let shards = server.senders.len();
-        Rc::new(Hops { server, queued: RefCell::new((0..shards).map(|_| Vec::new()).collect()), flush_spawned: Cell::new(false) })
+        Rc::new(Hops {
+            server,
+            shard_id,
+            shard,
+            queued: RefCell::new((0..shards).map(|_| Vec::new()).collect()),
+            ordered: Cell::new(false),
+            flush_spawned: Cell::new(false),
+        })
+    }
+
+    /// [`Hops::send`] for a group of a batch that spans shards (this thread's own shard may
+    /// be one of them): the flush sends it in order with the batch's other groups.
+    pub fn send_ordered(self: &Rc<Self>, shard: usize, db: usize, calls: Vec<(usize, Call)>, cfg: CmdConfig) -> oneshot::Receiver<Vec<(usize, Frame)>> {
+        self.ordered.set(true);
+        self.send(shard, db, calls, cfg)
     }
 
     /// Queues `calls` (indexes into the caller's batch, all for `shard`) to run on `shard` in
@@ -98,6 +123,7 @@ impl Hops {
 /// Sends everything queued so far, one job per shard, and hands out the replies.
 async fn flush(hops: Rc<Hops>) {
     hops.flush_spawned.set(false);
+    let ordered = hops.ordered.replace(false);
     let queued: Vec<(usize, Vec<Pending>)> = {
         let mut q = hops.queued.borrow_mut();
         q.iter_mut().enumerate().filter(|(_, p)| !p.is_empty()).map(|(shard, p)| (shard, std::mem::take(p))).collect()
@@ -110,6 +136,7 @@ async fn flush(hops: Rc<Hops>) {
         crate::aof::flush_deferred();
     }
     let mut in_flight = Vec::with_capacity(queued.len());
+    let mut messages = Vec::new();
     for (shard, pending) in queued {
         let (groups, delivers): (Vec<Group>, Vec<Deliver>) = pending.into_iter().map(|p| (p.group, p.deliver)).unzip();
         let mut replies = Vec::new();
@@ -144,12 +171,26 @@ async fn flush(hops: Rc<Hops>) {
                 let _ = tx.send(back);
             }
         });
-        let Some(sender) = hops.server.senders.get(shard) else { continue };
-        if sender.send(ShardMsg::Run(job)).await.is_err() {
-            continue; // shutting down: dropping `replies` and the sinks tells every connection
+        if ordered {
+            messages.push((shard, ShardMsg::RunOrdered(job)));
+        } else {
+            let Some(sender) = hops.server.senders.get(shard) else { continue };
+            if sender.send(ShardMsg::Run(job)).await.is_err() {
+                continue; // shutting down: dropping `replies` and the sinks tells every connection
+            }
         }
         if let Some(rx) = rx {
             in_flight.push((rx, replies));
+        }
+    }
+    if ordered {
+        let own = hops.shard_id;
+        let local = messages.iter().position(|(s, _)| *s == own).map(|i| messages.swap_remove(i));
+        let sent = hops.server.order.send_all(&hops.server.senders, messages, local, || hops.shard.borrow().locked).await;
+        // Not sent: this shard's job runs here and now, at the flush's place in the order.
+        // (Shutting down: the dropped jobs tell every connection.)
+        if let Ok(Some(ShardMsg::RunOrdered(job) | ShardMsg::Run(job))) = sent {
+            job(&mut hops.shard.borrow_mut());
         }
     }
     for (rx, replies) in in_flight {
