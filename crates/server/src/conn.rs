@@ -43,7 +43,7 @@ use abacus_protocol::{encode, Arg, Args, Bytes, BytesMut, Frame, Limits, Protoco
 
 use crate::clients::ClientMeta;
 use crate::command::{self, flags, Handler, Spec};
-use crate::direct::{Completion, Leftover, Sink};
+use crate::direct::{Completion, Joint, Leftover, Sink};
 use crate::exec::{Access, Call, Worker};
 use crate::shard::now_ms;
 use crate::stats::{self, ServerStats};
@@ -596,17 +596,26 @@ impl Conn {
     /// yet, replies on (CLIENT REPLY), and no fsync to wait for before replying.
     fn delegate(&mut self, batch: &mut Vec<(usize, Call)>, stream: &TcpStream) -> bool {
         let own = self.worker.shard_id;
+        let relaxed = self.worker.server.config.relaxed_batch_order();
+        let Some(&(first, _)) = batch.first() else { return false };
+        let single = batch.iter().all(|&(s, _)| s == first);
+        if single && first == own {
+            return false; // it runs here, in place
+        }
+        // With `relaxed-batch-order`, a batch on two shards runs its own-shard part in place
+        // and then the other; one on more shards takes the ordinary path.
         let mut remote = None;
-        for &(s, _) in batch.iter() {
-            if s != own {
-                match remote {
-                    None => remote = Some(s),
-                    Some(r) if r != s => return false,
-                    Some(_) => {}
+        if relaxed && !single {
+            for &(s, _) in batch.iter() {
+                if s != own {
+                    match remote {
+                        None => remote = Some(s),
+                        Some(r) if r != s => return false,
+                        Some(_) => {}
+                    }
                 }
             }
         }
-        let Some(shard) = remote else { return false };
         if !self.out.is_empty()
             || self.reply_mode != ReplyMode::On
             || self.close_after_reply
@@ -616,13 +625,11 @@ impl Conn {
             return false;
         }
         let worker = self.worker.clone();
-        // This thread's shard runs its part now: it must not be locked nor have ordered work
-        // queued (no await from here on, so it stays so). A batch on two shards runs its
-        // parts in place and then on the other shard only with `relaxed-batch-order`;
-        // otherwise it must take effect at once for every other client (`order.rs`).
+        // Relaxed: this thread's shard runs its part now: it must not be locked nor have
+        // ordered work queued (no await from here on, so it stays so).
         let mut here = None;
-        if batch.iter().any(|&(s, _)| s == own) {
-            if !worker.server.config.relaxed_batch_order() || !worker.local_runnable() {
+        if relaxed && !single {
+            if !worker.local_runnable() {
                 return false;
             }
             here = Some(worker.shard.borrow_mut());
@@ -638,9 +645,33 @@ impl Conn {
             }
         };
         let cfg = self.worker.server.config.cmd_config();
+        let completion = Arc::new(Completion::default());
+        self.inflight = Some(completion.clone());
+        let batch = std::mem::take(batch);
+        if single {
+            let calls = batch.into_iter().enumerate().map(|(i, (_, c))| (i, c)).collect();
+            worker.hops.delegate(first, self.db, calls, cfg, Sink::new(socket, self.proto, completion, Vec::new()));
+            return true;
+        }
+        if !relaxed {
+            // Every part, this shard's too, goes through the queues in order (`order.rs`);
+            // the last part to finish sends the whole batch's replies.
+            let mut groups: Vec<Vec<(usize, Call)>> = (0..worker.shards()).map(|_| Vec::new()).collect();
+            for (i, (s, c)) in batch.into_iter().enumerate() {
+                groups[s].push((i, c));
+            }
+            let parts = groups.iter().filter(|g| !g.is_empty()).count();
+            let joint = Joint::new(Sink::new(socket, self.proto, completion, Vec::new()), parts);
+            for (s, group) in groups.into_iter().enumerate() {
+                if !group.is_empty() {
+                    worker.hops.delegate_ordered(s, self.db, group, cfg, joint.clone());
+                }
+            }
+            return true;
+        }
         let mut local = Vec::new();
         let mut calls = Vec::with_capacity(batch.len());
-        for (i, (s, c)) in std::mem::take(batch).into_iter().enumerate() {
+        for (i, (s, c)) in batch.into_iter().enumerate() {
             if s == own {
                 local.push((i, c));
             } else {
@@ -652,10 +683,10 @@ impl Conn {
             None => Vec::new(),
         };
         drop(here);
-        let completion = Arc::new(Completion::default());
-        let sink = Sink::new(socket, self.proto, completion.clone(), local_replies);
-        worker.hops.delegate(shard, self.db, calls, cfg, sink);
-        self.inflight = Some(completion);
+        let sink = Sink::new(socket, self.proto, completion, local_replies);
+        if let Some(shard) = remote {
+            worker.hops.delegate(shard, self.db, calls, cfg, sink);
+        }
         true
     }
 

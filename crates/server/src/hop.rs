@@ -38,7 +38,7 @@ use tokio::sync::oneshot;
 use abacus_protocol::Frame;
 
 use crate::config::CmdConfig;
-use crate::direct::Sink;
+use crate::direct::{Joint, Sink};
 use crate::exec::{run_groups, Call, Group};
 use crate::server::Server;
 use crate::shard::{Shard, ShardMsg};
@@ -49,6 +49,14 @@ enum Deliver {
     Back(oneshot::Sender<Vec<(usize, Frame)>>),
     /// Straight to the client, from the shard's thread.
     Direct(Sink),
+    /// Into a sink shared with the batch's other parts (see `direct.rs`).
+    Joint(Arc<Joint>),
+}
+
+/// Where a job's group sends its replies itself.
+enum Target {
+    Sink(Sink),
+    Joint(Arc<Joint>),
 }
 
 /// One connection's group waiting for the flush.
@@ -108,6 +116,13 @@ impl Hops {
         self.queue(shard, Pending { group: Group { db, calls, cfg }, deliver: Deliver::Direct(sink) });
     }
 
+    /// [`Hops::delegate`] for one part of a batch that spans shards, sent in order with the
+    /// others (see [`Hops::send_ordered`]); the parts share `joint`.
+    pub fn delegate_ordered(self: &Rc<Self>, shard: usize, db: usize, calls: Vec<(usize, Call)>, cfg: CmdConfig, joint: Arc<Joint>) {
+        self.ordered.set(true);
+        self.queue(shard, Pending { group: Group { db, calls, cfg }, deliver: Deliver::Joint(joint) });
+    }
+
     fn queue(self: &Rc<Self>, shard: usize, pending: Pending) {
         if let Some(q) = self.queued.borrow_mut().get_mut(shard) {
             q.push(pending);
@@ -147,7 +162,8 @@ async fn flush(hops: Rc<Hops>) {
                     replies.push(tx);
                     sinks.push(None);
                 }
-                Deliver::Direct(sink) => sinks.push(Some(sink)),
+                Deliver::Direct(sink) => sinks.push(Some(Target::Sink(sink))),
+                Deliver::Joint(joint) => sinks.push(Some(Target::Joint(joint))),
             }
         }
         // Only groups whose replies come back need an answer (and a wake-up of this thread).
@@ -163,7 +179,8 @@ async fn flush(hops: Rc<Hops>) {
             let mut back = Vec::with_capacity(results.len());
             for (sink, result) in sinks.into_iter().zip(results) {
                 match sink {
-                    Some(sink) => sink.deliver(result, &server.stats),
+                    Some(Target::Sink(sink)) => sink.deliver(result, &server.stats),
+                    Some(Target::Joint(joint)) => joint.part_done(result, &server.stats),
                     None => back.push(result),
                 }
             }
