@@ -2,12 +2,12 @@
 //!
 //! Three paths, from cheapest to dearest:
 //! 1. Batches (the pipelining fast path). Consecutive single-shard commands of one connection
-//!    are grouped by shard; each group travels as ONE job (one message, one wake-up) and the
-//!    group for the connection's own shard runs in place without a message. Groups on
-//!    different shards touch different keys, so running them concurrently is equivalent to
-//!    running them in the client's order.
+//!    are grouped by shard; each group travels as ONE job (one message, one wake-up) and a
+//!    batch entirely on the connection's own shard runs in place without a message. The
+//!    groups of a batch spanning shards run concurrently, but enter their queues together
+//!    (`order.rs`), so the batch takes effect at once, in order, for every other client.
 //! 2. Multi-shard commands (MSET, DEL a b, RENAME, COPY... whose keys hash to several shards).
-//!    The coordinator locks the involved shards in ascending order, checks the command's keys
+//!    The coordinator locks the involved shards (`Worker::lock`), checks the command's keys
 //!    out of them (moving the entries, not copying), runs the ordinary handler on a scratch
 //!    keyspace holding just those keys, and checks the results back in before releasing the
 //!    locks. No client can observe half of it, and every handler stays a plain single-shard
@@ -227,6 +227,15 @@ fn signal_modified(dbs: &mut [Db], db: usize, spec: &Spec, args: &[Arg], modifie
     }
 }
 
+/// Runs one keyed call on the shard that owns its keys, as a lone command: the `maxmemory`
+/// gate, then the command (EXEC of a one-shard transaction).
+pub(crate) fn run_on_shard(s: &mut Shard, db: usize, call: &Call, now: u64, cfg: CmdConfig, shards: usize) -> Frame {
+    match admit(&mut s.dbs, call.spec, &call.args, now, &cfg, shards) {
+        Some(refused) => refused,
+        None => exec_keyed(&mut s.dbs, db, call.spec, &call.args, now, cfg),
+    }
+}
+
 /// Redis's reply when a write would exceed `maxmemory` and nothing can be evicted.
 pub const ERR_OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
@@ -368,6 +377,36 @@ impl Worker {
         F: Fn(&mut Shard) -> R + Send + Sync + 'static,
     {
         let f = Arc::new(f);
+        if let Access::Free = access {
+            // One job per shard, entering the queues together: the fan-out sees every shard
+            // at one point of the order of multi-shard work (`order.rs`), as a client expects
+            // of one command (KEYS never shows a batch's later key without its earlier one).
+            let mut replies = Vec::with_capacity(self.shards());
+            let mut messages = Vec::with_capacity(self.shards());
+            let mut local = None;
+            for shard in 0..self.shards() {
+                let (tx, rx) = oneshot::channel();
+                let f = f.clone();
+                let job: Job = Box::new(move |s| {
+                    let _ = tx.send(f(s));
+                });
+                if shard == self.shard_id {
+                    local = Some((shard, ShardMsg::RunOrdered(job)));
+                } else {
+                    messages.push((shard, ShardMsg::RunOrdered(job)));
+                }
+                replies.push(rx);
+            }
+            let sent = self.server.order.send_all(&self.server.senders, messages, local, || self.shard.borrow().locked).await.ok()?;
+            if let Some(ShardMsg::RunOrdered(job) | ShardMsg::Run(job)) = sent {
+                job(&mut self.shard.borrow_mut());
+            }
+            let mut out = Vec::with_capacity(replies.len());
+            for rx in replies {
+                out.push(rx.await.ok()?);
+            }
+            return Some(out);
+        }
         let mut pending = Vec::with_capacity(self.shards());
         for shard in 0..self.shards() {
             let f = f.clone();

@@ -116,3 +116,51 @@ impl Order {
         permit.send(message);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job() -> ShardMsg {
+        ShardMsg::RunOrdered(Box::new(|_| {}))
+    }
+
+    #[tokio::test]
+    async fn ordered_parts_are_counted_until_done_and_block_in_place_runs() {
+        let order = Order::new(2);
+        let (tx0, mut rx0) = mpsc::channel(4);
+        let (tx1, mut rx1) = mpsc::channel(4);
+        let senders = vec![tx0, tx1];
+        // Nothing waits on shard 0: its part comes back, to run in place.
+        let back = order.send_all(&senders, vec![(1, job())], Some((0, job())), || false).await;
+        assert!(matches!(back, Ok(Some(ShardMsg::RunOrdered(_)))));
+        assert!(!order.pending(0) && order.pending(1));
+        assert!(rx0.try_recv().is_err() && rx1.try_recv().is_ok());
+        // Shard 1's part is still queued: shard 1's own part must queue behind it.
+        let back = order.send_all(&senders, vec![(0, job())], Some((1, job())), || false).await;
+        assert!(matches!(back, Ok(None)));
+        assert!(order.pending(0) && order.pending(1));
+        assert!(rx1.try_recv().is_ok() && rx0.try_recv().is_ok());
+        order.part_done(1);
+        assert!(order.pending(1));
+        order.part_done(1);
+        order.part_done(0);
+        assert!(!order.pending(0) && !order.pending(1));
+        // A blocked (locked) shard queues its part too; locks are not counted.
+        let (grant, _) = tokio::sync::oneshot::channel();
+        let back = order.send_all(&senders, vec![(1, ShardMsg::Lock(grant))], Some((0, job())), || true).await;
+        assert!(matches!(back, Ok(None)));
+        assert!(order.pending(0) && !order.pending(1));
+    }
+
+    #[tokio::test]
+    async fn a_closed_queue_sends_nothing() {
+        let order = Order::new(2);
+        let (tx0, mut rx0) = mpsc::channel(4);
+        let (tx1, rx1) = mpsc::channel(4);
+        drop(rx1);
+        let senders = vec![tx0, tx1];
+        assert!(order.send_all(&senders, vec![(0, job()), (1, job())], None, || false).await.is_err());
+        assert!(rx0.try_recv().is_err() && !order.pending(0));
+    }
+}

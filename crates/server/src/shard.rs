@@ -13,8 +13,9 @@
 //!
 //! Locking, for atomic multi-shard work: a `Lock` message makes the shard hand a private job
 //! channel to the requester and then run only jobs from that channel until the requester drops
-//! it. Requesters lock shards in ascending order, so two multi-shard operations can never wait
-//! on each other in a cycle; other work on a locked shard simply queues behind the lock. The
+//! it. A requester's `Lock` messages enter their queues together (`order.rs`), so two
+//! multi-shard operations can never wait on each other in a cycle; other work on a locked
+//! shard simply queues behind the lock. The
 //! waiting is `async`, so a thread whose shard is locked keeps serving its connections.
 
 use std::cell::RefCell;
@@ -348,6 +349,18 @@ pub async fn shard_loop(shard: Rc<RefCell<Shard>>, mut rx: mpsc::Receiver<ShardM
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_modified_positions() {
+        let m = KeysModified::key(1).and(3);
+        assert!(m.contains(1) && m.contains(3));
+        assert!(!m.contains(0) && !m.contains(2) && !m.contains(63));
+        assert!(KeysModified::NONE.is_none() && !m.is_none());
+        assert!((0..200).all(|i| KeysModified::ALL.contains(i)));
+        // Keys from the 64th on share the last bit: one of them stands for all of them.
+        assert!(KeysModified::key(100).contains(63) && KeysModified::key(63).contains(150));
+        assert!(!KeysModified::key(100).contains(62));
+    }
 
     #[test]
     fn slots_match_redis_cluster() {
