@@ -475,3 +475,43 @@ def test_bgsave_inside_multi_is_scheduled_by_exec(c, raw_conn):
     assert c("EXEC") == ["Background append only file rewriting scheduled", 2]
     # (With appendonly no, Redis's rewrite is not an RDB save: only wait for it to end.)
     _wait_saved(c)
+
+
+def test_watch_retry_loops_under_contention_are_exact(server, r):
+    """Many clients increment few keys with WATCH/GET/MULTI/SET/EXEC retry loops (an INCR
+    built from a read and a write): WATCH must abort every transaction whose key changed
+    since its GET, so no increment is lost, and each successful EXEC counts once. Counts,
+    not time, bound the run."""
+    import threading
+    from helpers import RespClient
+    clients, keys, per_client = 12, 3, 60
+    names = ["cnt:%d" % i for i in range(keys)]
+    errors, retries = [], [0]
+
+    def run(n):
+        try:
+            c = RespClient(server.host, server.port)
+            for j in range(per_client):
+                key = names[(n + j) % keys]
+                while True:
+                    assert c("WATCH", key) == "OK"
+                    value = int(c("GET", key) or 0)
+                    replies = c.pipeline([("MULTI",), ("SET", key, value + 1), ("EXEC",)])
+                    assert replies[:2] == ["OK", "QUEUED"], replies
+                    if replies[2] is not None:
+                        assert replies[2] == ["OK"]
+                        break
+                    retries[0] += 1
+            c.close()
+        except Exception as e:  # reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    total = [int(r.get(k) or 0) for k in names]
+    assert sum(total) == clients * per_client, (total, retries[0])
+    assert total == [clients * per_client // keys] * keys

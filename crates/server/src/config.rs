@@ -67,6 +67,7 @@ pub const PARAMS: &[Param] = &[
     Param { name: "max-pipeline-commands", default: "1024", kind: Kind::Int { min: 1, max: 1_000_000 }, mutable: true, help: "commands parsed from one read before their replies are written" },
     Param { name: "migrate-connections-after", default: "256", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "move a connection to the worker thread that owns its keys once this many consecutive commands went to that thread's shard (no cross-thread hop per command for a client of one hot key); 0 = never" },
     Param { name: "direct-replies", default: "yes", kind: Kind::Bool, mutable: true, help: "a batch whose commands all run on another thread's shard gets its replies written to the socket by that thread, which saves waking the connection's thread for them" },
+    Param { name: "relaxed-batch-order", default: "no", kind: Kind::Bool, mutable: true, help: "let a pipelined batch whose commands span shards run its shards' parts independently: faster, but other clients may see a later command of the batch take effect before an earlier one (off: such a batch takes effect at once, in order, for every client)" },
     Param { name: "hz", default: "10", kind: Kind::ClampedInt { min: 0, max: i32::MAX as i64, lo: 1, hi: 500 }, mutable: true, help: "background task frequency (active expiry); clamped to 1..500 as Redis" },
     Param { name: "loglevel", default: "notice", kind: Kind::Enum(&["debug", "verbose", "notice", "warning", "nothing"]), mutable: true, help: "log verbosity" },
     Param { name: "logfile", default: "", kind: Kind::Str, mutable: false, help: "log file; empty = standard output" },
@@ -324,6 +325,7 @@ pub const TIMEOUT: usize = param_index("timeout");
 pub const MAX_PIPELINE_COMMANDS: usize = param_index("max-pipeline-commands");
 pub const MIGRATE_CONNECTIONS_AFTER: usize = param_index("migrate-connections-after");
 pub const DIRECT_REPLIES: usize = param_index("direct-replies");
+pub const RELAXED_BATCH_ORDER: usize = param_index("relaxed-batch-order");
 pub const HLL_LOG2M: usize = param_index("hll-log2m");
 pub const HLL_REGWIDTH: usize = param_index("hll-regwidth");
 pub const HLL_EXPTHRESH: usize = param_index("hll-expthresh");
@@ -542,6 +544,10 @@ impl Config {
     }
     pub fn direct_replies(&self) -> bool {
         self.flag(DIRECT_REPLIES)
+    }
+    /// `relaxed-batch-order`: multi-shard batches run without the ordering (see `exec.rs`).
+    pub fn relaxed_batch_order(&self) -> bool {
+        self.flag(RELAXED_BATCH_ORDER)
     }
     /// 0 = never.
     pub fn migrate_after(&self) -> u64 {

@@ -43,7 +43,7 @@ use abacus_protocol::{encode, Arg, Args, Bytes, BytesMut, Frame, Limits, Protoco
 
 use crate::clients::ClientMeta;
 use crate::command::{self, flags, Handler, Spec};
-use crate::direct::{Completion, Leftover, Sink};
+use crate::direct::{Completion, Joint, Leftover, Sink};
 use crate::exec::{Access, Call, Worker};
 use crate::shard::now_ms;
 use crate::stats::{self, ServerStats};
@@ -461,6 +461,8 @@ impl Conn {
                     }
                 }
                 let more = calls.len() >= max;
+                // Another client's DEBUG SLEEP pauses every connection (`server::Pause`).
+                server.pause.wait().await;
                 // Replies keep request order: the previous batch's are out before this one runs.
                 self.settle(&mut stream, &mut killed).await?;
                 let direct = (fatal.is_none() && server.config.direct_replies()).then_some(&stream);
@@ -589,22 +591,32 @@ impl Conn {
     }
 
     /// Has another thread's shard write `batch`'s replies, if it qualifies: every command on
-    /// one shard of another thread, or on that shard and this thread's own (whose commands
-    /// run here first: their replies travel with the others), nothing of this batch replied
+    /// one shard of another thread, or (with `relaxed-batch-order`) on that shard and this
+    /// thread's own (whose commands run here first: their replies travel with the others),
+    /// nothing of this batch replied
     /// yet, replies on (CLIENT REPLY), and no fsync to wait for before replying.
     fn delegate(&mut self, batch: &mut Vec<(usize, Call)>, stream: &TcpStream) -> bool {
         let own = self.worker.shard_id;
+        let relaxed = self.worker.server.config.relaxed_batch_order();
+        let Some(&(first, _)) = batch.first() else { return false };
+        let single = batch.iter().all(|&(s, _)| s == first);
+        if single && first == own {
+            return false; // it runs here, in place
+        }
+        // With `relaxed-batch-order`, a batch on two shards runs its own-shard part in place
+        // and then the other; one on more shards takes the ordinary path.
         let mut remote = None;
-        for &(s, _) in batch.iter() {
-            if s != own {
-                match remote {
-                    None => remote = Some(s),
-                    Some(r) if r != s => return false,
-                    Some(_) => {}
+        if relaxed && !single {
+            for &(s, _) in batch.iter() {
+                if s != own {
+                    match remote {
+                        None => remote = Some(s),
+                        Some(r) if r != s => return false,
+                        Some(_) => {}
+                    }
                 }
             }
         }
-        let Some(shard) = remote else { return false };
         if !self.out.is_empty()
             || self.reply_mode != ReplyMode::On
             || self.close_after_reply
@@ -614,15 +626,14 @@ impl Conn {
             return false;
         }
         let worker = self.worker.clone();
-        // This thread's shard runs its part now: it must not be locked (no await from here
-        // on, so it stays so).
+        // Relaxed: this thread's shard runs its part now: it must not be locked nor have
+        // ordered work queued (no await from here on, so it stays so).
         let mut here = None;
-        if batch.iter().any(|&(s, _)| s == own) {
-            let shard = worker.shard.borrow_mut();
-            if shard.locked {
+        if relaxed && !single {
+            if !worker.local_runnable() {
                 return false;
             }
-            here = Some(shard);
+            here = Some(worker.shard.borrow_mut());
         }
         let socket = match &self.shared_socket {
             Some(s) => s.clone(),
@@ -635,9 +646,33 @@ impl Conn {
             }
         };
         let cfg = self.worker.server.config.cmd_config();
+        let completion = Arc::new(Completion::default());
+        self.inflight = Some(completion.clone());
+        let batch = std::mem::take(batch);
+        if single {
+            let calls = batch.into_iter().enumerate().map(|(i, (_, c))| (i, c)).collect();
+            worker.hops.delegate(first, self.db, calls, cfg, Sink::new(socket, self.proto, completion, Vec::new()));
+            return true;
+        }
+        if !relaxed {
+            // Every part, this shard's too, goes through the queues in order (`order.rs`);
+            // the last part to finish sends the whole batch's replies.
+            let mut groups: Vec<Vec<(usize, Call)>> = (0..worker.shards()).map(|_| Vec::new()).collect();
+            for (i, (s, c)) in batch.into_iter().enumerate() {
+                groups[s].push((i, c));
+            }
+            let parts = groups.iter().filter(|g| !g.is_empty()).count();
+            let joint = Joint::new(Sink::new(socket, self.proto, completion, Vec::new()), parts);
+            for (s, group) in groups.into_iter().enumerate() {
+                if !group.is_empty() {
+                    worker.hops.delegate_ordered(s, self.db, group, cfg, joint.clone());
+                }
+            }
+            return true;
+        }
         let mut local = Vec::new();
         let mut calls = Vec::with_capacity(batch.len());
-        for (i, (s, c)) in std::mem::take(batch).into_iter().enumerate() {
+        for (i, (s, c)) in batch.into_iter().enumerate() {
             if s == own {
                 local.push((i, c));
             } else {
@@ -649,10 +684,10 @@ impl Conn {
             None => Vec::new(),
         };
         drop(here);
-        let completion = Arc::new(Completion::default());
-        let sink = Sink::new(socket, self.proto, completion.clone(), local_replies);
-        worker.hops.delegate(shard, self.db, calls, cfg, sink);
-        self.inflight = Some(completion);
+        let sink = Sink::new(socket, self.proto, completion, local_replies);
+        if let Some(shard) = remote {
+            worker.hops.delegate(shard, self.db, calls, cfg, sink);
+        }
         true
     }
 

@@ -17,6 +17,11 @@
 //! connection's thread so that its connections share one write per tick, are written
 //! before the batch leaves (`hop.rs`), so no reply goes out before its write is in the log.
 //!
+//! A batch on several shards that must take effect in order (`order.rs`) runs all its parts
+//! through the shards' queues, its own shard's too; its [`Sink`] is then shared by the parts
+//! in a [`Joint`]: each part adds its replies, and the part that finishes last sends them
+//! all, in batch order, from whichever thread it runs on.
+//!
 //! How: the connection shares its socket as a second file descriptor (`dup`, once per
 //! connection) and sends, with the commands, a [`Sink`]: that descriptor, the protocol to
 //! encode in, and a [`Completion`]. The shard runs the commands, writes the log record (no
@@ -189,6 +194,44 @@ impl Drop for Sink {
     fn drop(&mut self) {
         if !self.finished {
             self.completion.finish(Some(Leftover::Failed(std::io::Error::other("the shard dropped the batch (shutting down)"))));
+        }
+    }
+}
+
+/// A [`Sink`] shared by the parts of one batch that run on different shards: the last part
+/// to finish delivers every part's replies. If the parts are dropped unrun (shutting down),
+/// the sink drops with the last of them and completes with an error.
+pub struct Joint {
+    state: Mutex<JointState>,
+}
+
+struct JointState {
+    parts_left: usize,
+    replies: Vec<(usize, Frame)>,
+    sink: Option<Sink>,
+}
+
+impl Joint {
+    pub fn new(sink: Sink, parts: usize) -> Arc<Joint> {
+        assert!(parts > 0 && !sink.has_local(), "a joint sink gathers every reply from its parts");
+        Arc::new(Joint { state: Mutex::new(JointState { parts_left: parts, replies: Vec::new(), sink: Some(sink) }) })
+    }
+
+    /// One part's replies (indexes into the batch, in order); the last part sends them all.
+    pub fn part_done(&self, replies: Vec<(usize, Frame)>, stats: &ServerStats) {
+        let ready = {
+            let mut s = self.state.lock();
+            if s.replies.is_empty() {
+                s.replies = replies;
+            } else {
+                s.replies.extend(replies);
+            }
+            s.parts_left -= 1;
+            (s.parts_left == 0).then(|| (s.sink.take(), std::mem::take(&mut s.replies)))
+        };
+        if let Some((Some(sink), mut all)) = ready {
+            all.sort_unstable_by_key(|(i, _)| *i);
+            sink.deliver(all, stats);
         }
     }
 }

@@ -2,12 +2,12 @@
 //!
 //! Three paths, from cheapest to dearest:
 //! 1. Batches (the pipelining fast path). Consecutive single-shard commands of one connection
-//!    are grouped by shard; each group travels as ONE job (one message, one wake-up) and the
-//!    group for the connection's own shard runs in place without a message. Groups on
-//!    different shards touch different keys, so running them concurrently is equivalent to
-//!    running them in the client's order.
+//!    are grouped by shard; each group travels as ONE job (one message, one wake-up) and a
+//!    batch entirely on the connection's own shard runs in place without a message. The
+//!    groups of a batch spanning shards run concurrently, but enter their queues together
+//!    (`order.rs`), so the batch takes effect at once, in order, for every other client.
 //! 2. Multi-shard commands (MSET, DEL a b, RENAME, COPY... whose keys hash to several shards).
-//!    The coordinator locks the involved shards in ascending order, checks the command's keys
+//!    The coordinator locks the involved shards (`Worker::lock`), checks the command's keys
 //!    out of them (moving the entries, not copying), runs the ordinary handler on a scratch
 //!    keyspace holding just those keys, and checks the results back in before releasing the
 //!    locks. No client can observe half of it, and every handler stays a plain single-shard
@@ -32,7 +32,7 @@ use crate::command::{Handler, Spec};
 use crate::config::CmdConfig;
 use crate::hop::Hops;
 use crate::server::Server;
-use crate::shard::{now_ms, shard_of, Ctx, Job, Shard, ShardMsg};
+use crate::shard::{now_ms, shard_of, Ctx, Job, KeysModified, Shard, ShardMsg};
 use crate::memory;
 use crate::stats;
 
@@ -164,8 +164,27 @@ pub fn exec_keyed(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Arg], 
 /// [`exec_keyed`] without the per-command clock reads: batches time the whole group once.
 /// Recovery replays the log through it too.
 pub(crate) fn exec_keyed_untimed(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Arg], now_ms: u64, cfg: CmdConfig) -> Frame {
+    let (reply, modified) = exec_unsignalled(dbs, db, spec, args, now_ms, cfg);
+    if !modified.is_none() {
+        signal_modified(dbs, db, spec, args, modified);
+    }
+    reply
+}
+
+/// [`exec_keyed`] on checked-out keys (a scratch keyspace, which nobody watches): the keys it
+/// modified are returned, for the caller to signal on their shards.
+fn exec_checked_out(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Arg], now_ms: u64, cfg: CmdConfig) -> (Frame, KeysModified) {
+    let started = Instant::now();
+    let done = exec_unsignalled(dbs, db, spec, args, now_ms, cfg);
+    stats::record(spec.name, started.elapsed(), done.0.is_error());
+    done
+}
+
+/// Runs the handler, logs a successful write and counts it for the `save` schedule; returns
+/// the reply and the keys the handler says it modified (none for a read or a failure).
+fn exec_unsignalled(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Arg], now_ms: u64, cfg: CmdConfig) -> (Frame, KeysModified) {
     let Handler::Keyed(f) = spec.handler else {
-        return Frame::error("ERR internal error: not a keyed command");
+        return (Frame::error("ERR internal error: not a keyed command"), KeysModified::NONE);
     };
     // The eviction policy decides how lookups maintain the entries' metadata; databases learn
     // a change here (one comparison per command otherwise).
@@ -173,7 +192,7 @@ pub(crate) fn exec_keyed_untimed(dbs: &mut [Db], db: usize, spec: &'static Spec,
     if dbs.first().is_some_and(|d| d.tracking() != tracking) {
         dbs.iter_mut().for_each(|d| d.set_tracking(tracking));
     }
-    let (reply, propagate) = {
+    let (reply, modified, propagate) = {
         let mut ctx = Ctx {
             dbs: &mut *dbs,
             db,
@@ -182,20 +201,49 @@ pub(crate) fn exec_keyed_untimed(dbs: &mut [Db], db: usize, spec: &'static Spec,
             hll: cfg.hll,
             set_limits: cfg.set_limits,
             hash_limits: cfg.hash_limits,
+            modified: KeysModified::ALL,
             propagate: false,
         };
         let reply = f(&mut ctx, args);
-        (reply, ctx.propagate)
+        (reply, ctx.modified, ctx.propagate)
     };
-    let failed = reply.is_error();
-    if (spec.is_write() || propagate) && !failed {
-        for i in spec.key_indexes(args) {
-            dbs[db].signal_modified(&args[i]);
-        }
-        crate::aof::log_write(spec, args, &reply, now_ms, db);
-        crate::snapshot::note_change();
+    if reply.is_error() {
+        return (reply, KeysModified::NONE);
     }
-    reply
+    if !spec.is_write() {
+        // A read that changed stored bytes (PFCOUNT's cache) is logged; its handler has
+        // signalled WATCH itself.
+        if propagate {
+            crate::aof::log_write(spec, args, &reply, now_ms, db);
+            crate::snapshot::note_change();
+        }
+        return (reply, KeysModified::NONE);
+    }
+    crate::aof::log_write(spec, args, &reply, now_ms, db);
+    crate::snapshot::note_change();
+    (reply, modified)
+}
+
+/// Raises the WATCH flags of the keys a write modified, each in its database.
+fn signal_modified(dbs: &mut [Db], db: usize, spec: &Spec, args: &[Arg], modified: KeysModified) {
+    let copy_db = copy_destination_db(spec, args);
+    for (position, i) in spec.key_indexes(args).enumerate() {
+        if modified.contains(position) {
+            let d = if position == 1 { copy_db.unwrap_or(db) } else { db };
+            if let Some(d) = dbs.get_mut(d) {
+                d.signal_modified(&args[i]);
+            }
+        }
+    }
+}
+
+/// Runs one keyed call on the shard that owns its keys, as a lone command: the `maxmemory`
+/// gate, then the command (EXEC of a one-shard transaction).
+pub(crate) fn run_on_shard(s: &mut Shard, db: usize, call: &Call, now: u64, cfg: CmdConfig, shards: usize) -> Frame {
+    match admit(&mut s.dbs, call.spec, &call.args, now, &cfg, shards) {
+        Some(refused) => refused,
+        None => exec_keyed(&mut s.dbs, db, call.spec, &call.args, now, cfg),
+    }
 }
 
 /// Redis's reply when a write would exceed `maxmemory` and nothing can be evicted.
@@ -254,18 +302,29 @@ fn admit(dbs: &mut [Db], spec: &Spec, args: &[Arg], now: u64, cfg: &CmdConfig, s
 /// database.
 pub fn command_keys(spec: &Spec, args: &Args, db: usize) -> Vec<(usize, Bytes)> {
     let mut keys: Vec<(usize, Bytes)> = spec.key_indexes(args).map(|i| (db, args.bytes(i))).collect();
-    if spec.name == "copy" && keys.len() == 2 {
-        let mut i = 3;
-        while i + 1 < args.len() {
-            if args[i].eq_ignore_ascii_case(b"db") {
-                if let Some(n) = std::str::from_utf8(&args[i + 1]).ok().and_then(|s| s.parse::<usize>().ok()) {
-                    keys[1].0 = n;
-                }
-            }
-            i += 1;
-        }
+    if let (Some(n), Some(destination)) = (copy_destination_db(spec, args), keys.get_mut(1)) {
+        destination.0 = n;
     }
     keys
+}
+
+/// The database named by COPY's `DB n` option (the last one given), where its second key,
+/// the destination, lives: the only key of any command outside the selected database.
+fn copy_destination_db(spec: &Spec, args: &[Arg]) -> Option<usize> {
+    if spec.name != "copy" {
+        return None;
+    }
+    let mut found = None;
+    let mut i = 3;
+    while i + 1 < args.len() {
+        if args[i].eq_ignore_ascii_case(b"db") {
+            if let Some(n) = std::str::from_utf8(&args[i + 1]).ok().and_then(|s| s.parse::<usize>().ok()) {
+                found = Some(n);
+            }
+        }
+        i += 1;
+    }
+    found
 }
 
 impl Worker {
@@ -308,11 +367,8 @@ impl Worker {
                 rx.await.ok()
             }
             _ => {
-                if shard == self.shard_id {
-                    let mut s = self.shard.borrow_mut();
-                    if !s.locked {
-                        return Some(f(&mut s));
-                    }
+                if shard == self.shard_id && self.local_runnable() {
+                    return Some(f(&mut self.shard.borrow_mut()));
                 }
                 let (tx, rx) = oneshot::channel();
                 let job: Job = Box::new(move |s| {
@@ -331,6 +387,36 @@ impl Worker {
         F: Fn(&mut Shard) -> R + Send + Sync + 'static,
     {
         let f = Arc::new(f);
+        if let Access::Free = access {
+            // One job per shard, entering the queues together: the fan-out sees every shard
+            // at one point of the order of multi-shard work (`order.rs`), as a client expects
+            // of one command (KEYS never shows a batch's later key without its earlier one).
+            let mut replies = Vec::with_capacity(self.shards());
+            let mut messages = Vec::with_capacity(self.shards());
+            let mut local = None;
+            for shard in 0..self.shards() {
+                let (tx, rx) = oneshot::channel();
+                let f = f.clone();
+                let job: Job = Box::new(move |s| {
+                    let _ = tx.send(f(s));
+                });
+                if shard == self.shard_id {
+                    local = Some((shard, ShardMsg::RunOrdered(job)));
+                } else {
+                    messages.push((shard, ShardMsg::RunOrdered(job)));
+                }
+                replies.push(rx);
+            }
+            let sent = self.server.order.send_all(&self.server.senders, messages, local, || self.shard.borrow().locked).await.ok()?;
+            if let Some(ShardMsg::RunOrdered(job) | ShardMsg::Run(job)) = sent {
+                job(&mut self.shard.borrow_mut());
+            }
+            let mut out = Vec::with_capacity(replies.len());
+            for rx in replies {
+                out.push(rx.await.ok()?);
+            }
+            return Some(out);
+        }
         let mut pending = Vec::with_capacity(self.shards());
         for shard in 0..self.shards() {
             let f = f.clone();
@@ -360,19 +446,33 @@ impl Worker {
         Some(rx)
     }
 
-    /// Locks `shards` (in ascending order, so lockers never wait in a cycle). Shards already
-    /// held by `already` are not locked again.
+    /// Locks `shards`. The `Lock` messages enter their queues together (`order.rs`), so any
+    /// two lockers are granted their common shards in the same order and never wait in a
+    /// cycle, and the locked operation takes its place in the order of multi-shard work.
     pub async fn lock(&self, shards: impl IntoIterator<Item = usize>) -> Option<Locks> {
         let mut wanted: Vec<usize> = shards.into_iter().collect();
         wanted.sort_unstable();
         wanted.dedup();
-        let mut locks = Locks::default();
-        for shard in wanted {
+        let mut grants = Vec::with_capacity(wanted.len());
+        let mut messages = Vec::with_capacity(wanted.len());
+        for &shard in &wanted {
             let (tx, rx) = oneshot::channel();
-            self.server.senders.get(shard)?.send(ShardMsg::Lock(tx)).await.ok()?;
+            messages.push((shard, ShardMsg::Lock(tx)));
+            grants.push((shard, rx));
+        }
+        self.server.order.send_all(&self.server.senders, messages, None, || false).await.ok()?;
+        let mut locks = Locks::default();
+        for (shard, rx) in grants {
             locks.held.insert(shard, rx.await.ok()?);
         }
         Some(locks)
+    }
+
+    /// Whether this thread may run work on its own shard in place, without a message: the
+    /// shard is not locked and no part of a multi-shard operation waits in its queue
+    /// (`order.rs`).
+    pub fn local_runnable(&self) -> bool {
+        !self.shard.borrow().locked && !self.server.order.pending(self.shard_id)
     }
 
     /// Runs a batch of single-shard calls (each call's keys on one shard) and returns their
@@ -381,7 +481,7 @@ impl Worker {
     pub async fn run_batch(&self, db: usize, calls: Vec<(usize, Call)>) -> Vec<Frame> {
         let total_shards = self.shards();
         let cfg = self.server.config.cmd_config();
-        let local_free = !self.shard.borrow().locked;
+        let local_free = self.local_runnable();
         let n = calls.len();
         // Fast path: everything on this thread's own, unlocked shard (always so with one
         // shard): the replies come back in order, no regrouping needed.
@@ -408,8 +508,15 @@ impl Worker {
         let mut replies: Vec<Option<Frame>> = (0..n).map(|_| None).collect();
         let mut pending = Vec::new();
         let mut local = Vec::new();
+        // A batch on several shards takes effect in order for every other client: its
+        // groups, this shard's included, enter their queues together (`order.rs`).
+        let ordered = groups.iter().filter(|g| !g.is_empty()).count() > 1 && !self.server.config.relaxed_batch_order();
         for (shard, group) in groups.into_iter().enumerate() {
             if group.is_empty() {
+                continue;
+            }
+            if ordered {
+                pending.push(self.hops.send_ordered(shard, db, group, cfg));
                 continue;
             }
             if shard == self.shard_id && local_free {
@@ -422,7 +529,7 @@ impl Worker {
             // Sending the other groups may have yielded, and a multi-shard operation (or a
             // snapshot's start) may have locked this shard meanwhile: then the group must
             // queue behind the lock like everyone else's.
-            if self.shard.borrow().locked {
+            if !self.local_runnable() {
                 let shard = self.shard_id;
                 let job = move |s: &mut Shard| run_group_logged(s, db, local, cfg, total_shards);
                 if let Some(rx) = self.spawn_job(Access::Free, shard, job).await {
@@ -511,14 +618,16 @@ impl Worker {
         let databases = self.server.databases;
         let now = now_ms();
         let mut scratch: Vec<Db> = (0..databases).map(|_| Db::new()).collect();
-        let mut by_shard: BTreeMap<usize, Vec<(usize, Bytes)>> = BTreeMap::new();
-        for (d, k) in &keys {
+        // Each key with its position among the command's keys (what the handler's
+        // `modified` refers to).
+        let mut by_shard: BTreeMap<usize, Vec<(usize, usize, Bytes)>> = BTreeMap::new();
+        for (position, (d, k)) in keys.iter().enumerate() {
             if *d < databases {
-                by_shard.entry(shard_of(k, n)).or_default().push((*d, k.clone()));
+                by_shard.entry(shard_of(k, n)).or_default().push((position, *d, k.clone()));
             }
         }
         for (&shard, ks) in &by_shard {
-            let ks = ks.clone();
+            let ks: Vec<(usize, Bytes)> = ks.iter().map(|(_, d, k)| (*d, k.clone())).collect();
             let taken = self
                 .run(access, shard, move |s| {
                     ks.into_iter()
@@ -535,21 +644,25 @@ impl Worker {
                 scratch[d].insert_entry(&k, e);
             }
         }
-        let reply = exec_keyed(&mut scratch, db, call.spec, &call.args, now, self.server.config.cmd_config());
+        let (reply, modified) = exec_checked_out(&mut scratch, db, call.spec, &call.args, now, self.server.config.cmd_config());
         if let Access::Locked(l) = access {
             l.add_log(crate::aof::take_pending());
         }
-        let write = call.spec.is_write();
         for (shard, ks) in by_shard {
-            let back: Vec<(usize, Bytes, Option<Detached>)> =
-                ks.into_iter().map(|(d, k)| { let e = scratch[d].remove_entry(&k); (d, k, e) }).collect();
+            let back: Vec<(usize, Bytes, Option<Detached>, bool)> = ks
+                .into_iter()
+                .map(|(position, d, k)| {
+                    let e = scratch[d].remove_entry(&k);
+                    (d, k, e, modified.contains(position))
+                })
+                .collect();
             let done = self
                 .run(access, shard, move |s| {
-                    for (d, k, e) in back {
+                    for (d, k, e, signal) in back {
                         if let Some(e) = e {
                             s.dbs[d].insert_entry(&k, e);
                         }
-                        if write {
+                        if signal {
                             s.dbs[d].signal_modified(&k);
                         }
                     }

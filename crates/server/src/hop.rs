@@ -19,6 +19,12 @@
 //! A group may instead carry a [`Sink`]: then the shard writes its replies to the client's
 //! socket itself (see `direct.rs`), and a job whose groups all do so sends nothing back.
 //!
+//! Order (`order.rs`): the groups of a batch that spans shards are queued with
+//! [`Hops::send_ordered`], its own shard's group included. A flush that carries one sends
+//! all its jobs together through `Order::send_all`; its own shard's job runs in place right
+//! after, unless ordered work waits in that shard's queue. Every group of the flush then
+//! takes effect at the flush's place in the order of multi-shard work.
+//!
 //! Bounds: at most `max-pipeline-commands` calls per group and one pending group per
 //! connection, so a flush carries at most (connections on this thread) groups; the shard
 //! queue stays bounded and its back-pressure holds the flush (and so the connections).
@@ -32,10 +38,10 @@ use tokio::sync::oneshot;
 use abacus_protocol::Frame;
 
 use crate::config::CmdConfig;
-use crate::direct::Sink;
+use crate::direct::{Joint, Sink};
 use crate::exec::{run_groups, Call, Group};
 use crate::server::Server;
-use crate::shard::ShardMsg;
+use crate::shard::{Shard, ShardMsg};
 
 /// Where a group's replies go.
 enum Deliver {
@@ -43,6 +49,14 @@ enum Deliver {
     Back(oneshot::Sender<Vec<(usize, Frame)>>),
     /// Straight to the client, from the shard's thread.
     Direct(Sink),
+    /// Into a sink shared with the batch's other parts (see `direct.rs`).
+    Joint(Arc<Joint>),
+}
+
+/// Where a job's group sends its replies itself.
+enum Target {
+    Sink(Sink),
+    Joint(Arc<Joint>),
 }
 
 /// One connection's group waiting for the flush.
@@ -54,16 +68,35 @@ struct Pending {
 /// The groups this thread's connections queued for each shard during the current tick.
 pub struct Hops {
     server: Arc<Server>,
+    /// This thread's shard.
+    shard_id: usize,
+    shard: Rc<RefCell<Shard>>,
     /// Indexed by destination shard.
     queued: RefCell<Vec<Vec<Pending>>>,
+    /// A group of a multi-shard batch is queued: the flush sends in order (`order.rs`).
+    ordered: Cell<bool>,
     /// A flush task has been spawned and has not yet taken the queue.
     flush_spawned: Cell<bool>,
 }
 
 impl Hops {
-    pub fn new(server: Arc<Server>) -> Rc<Hops> {
+    pub fn new(server: Arc<Server>, shard_id: usize, shard: Rc<RefCell<Shard>>) -> Rc<Hops> {
         let shards = server.senders.len();
-        Rc::new(Hops { server, queued: RefCell::new((0..shards).map(|_| Vec::new()).collect()), flush_spawned: Cell::new(false) })
+        Rc::new(Hops {
+            server,
+            shard_id,
+            shard,
+            queued: RefCell::new((0..shards).map(|_| Vec::new()).collect()),
+            ordered: Cell::new(false),
+            flush_spawned: Cell::new(false),
+        })
+    }
+
+    /// [`Hops::send`] for a group of a batch that spans shards (this thread's own shard may
+    /// be one of them): the flush sends it in order with the batch's other groups.
+    pub fn send_ordered(self: &Rc<Self>, shard: usize, db: usize, calls: Vec<(usize, Call)>, cfg: CmdConfig) -> oneshot::Receiver<Vec<(usize, Frame)>> {
+        self.ordered.set(true);
+        self.send(shard, db, calls, cfg)
     }
 
     /// Queues `calls` (indexes into the caller's batch, all for `shard`) to run on `shard` in
@@ -83,6 +116,13 @@ impl Hops {
         self.queue(shard, Pending { group: Group { db, calls, cfg }, deliver: Deliver::Direct(sink) });
     }
 
+    /// [`Hops::delegate`] for one part of a batch that spans shards, sent in order with the
+    /// others (see [`Hops::send_ordered`]); the parts share `joint`.
+    pub fn delegate_ordered(self: &Rc<Self>, shard: usize, db: usize, calls: Vec<(usize, Call)>, cfg: CmdConfig, joint: Arc<Joint>) {
+        self.ordered.set(true);
+        self.queue(shard, Pending { group: Group { db, calls, cfg }, deliver: Deliver::Joint(joint) });
+    }
+
     fn queue(self: &Rc<Self>, shard: usize, pending: Pending) {
         if let Some(q) = self.queued.borrow_mut().get_mut(shard) {
             q.push(pending);
@@ -98,6 +138,7 @@ impl Hops {
 /// Sends everything queued so far, one job per shard, and hands out the replies.
 async fn flush(hops: Rc<Hops>) {
     hops.flush_spawned.set(false);
+    let ordered = hops.ordered.replace(false);
     let queued: Vec<(usize, Vec<Pending>)> = {
         let mut q = hops.queued.borrow_mut();
         q.iter_mut().enumerate().filter(|(_, p)| !p.is_empty()).map(|(shard, p)| (shard, std::mem::take(p))).collect()
@@ -110,6 +151,7 @@ async fn flush(hops: Rc<Hops>) {
         crate::aof::flush_deferred();
     }
     let mut in_flight = Vec::with_capacity(queued.len());
+    let mut messages = Vec::new();
     for (shard, pending) in queued {
         let (groups, delivers): (Vec<Group>, Vec<Deliver>) = pending.into_iter().map(|p| (p.group, p.deliver)).unzip();
         let mut replies = Vec::new();
@@ -120,7 +162,8 @@ async fn flush(hops: Rc<Hops>) {
                     replies.push(tx);
                     sinks.push(None);
                 }
-                Deliver::Direct(sink) => sinks.push(Some(sink)),
+                Deliver::Direct(sink) => sinks.push(Some(Target::Sink(sink))),
+                Deliver::Joint(joint) => sinks.push(Some(Target::Joint(joint))),
             }
         }
         // Only groups whose replies come back need an answer (and a wake-up of this thread).
@@ -136,7 +179,8 @@ async fn flush(hops: Rc<Hops>) {
             let mut back = Vec::with_capacity(results.len());
             for (sink, result) in sinks.into_iter().zip(results) {
                 match sink {
-                    Some(sink) => sink.deliver(result, &server.stats),
+                    Some(Target::Sink(sink)) => sink.deliver(result, &server.stats),
+                    Some(Target::Joint(joint)) => joint.part_done(result, &server.stats),
                     None => back.push(result),
                 }
             }
@@ -144,12 +188,26 @@ async fn flush(hops: Rc<Hops>) {
                 let _ = tx.send(back);
             }
         });
-        let Some(sender) = hops.server.senders.get(shard) else { continue };
-        if sender.send(ShardMsg::Run(job)).await.is_err() {
-            continue; // shutting down: dropping `replies` and the sinks tells every connection
+        if ordered {
+            messages.push((shard, ShardMsg::RunOrdered(job)));
+        } else {
+            let Some(sender) = hops.server.senders.get(shard) else { continue };
+            if sender.send(ShardMsg::Run(job)).await.is_err() {
+                continue; // shutting down: dropping `replies` and the sinks tells every connection
+            }
         }
         if let Some(rx) = rx {
             in_flight.push((rx, replies));
+        }
+    }
+    if ordered {
+        let own = hops.shard_id;
+        let local = messages.iter().position(|(s, _)| *s == own).map(|i| messages.swap_remove(i));
+        let sent = hops.server.order.send_all(&hops.server.senders, messages, local, || hops.shard.borrow().locked).await;
+        // Not sent: this shard's job runs here and now, at the flush's place in the order.
+        // (Shutting down: the dropped jobs tell every connection.)
+        if let Ok(Some(ShardMsg::RunOrdered(job) | ShardMsg::Run(job))) = sent {
+            job(&mut hops.shard.borrow_mut());
         }
     }
     for (rx, replies) in in_flight {

@@ -6,6 +6,7 @@
 //! - `shard.rs`    a shard's data and its job loop; key -> shard mapping
 //! - `exec.rs`     running commands on shards: batches, multi-shard atomicity, fan-outs
 //! - `hop.rs`      coalescing the batches bound for other shards: one message per tick
+//! - `order.rs`    a connection's commands take effect in order across shards
 //! - `conn.rs`     one client connection: read, parse, check, dispatch, write
 //! - `command.rs`  the command table (names, arity, flags, keys, handlers)
 //! - `cmd/`        one file per command family (strings, bits, keys, expiry, connection,
@@ -28,6 +29,7 @@ pub mod direct;
 pub mod exec;
 pub mod hop;
 pub mod memory;
+pub mod order;
 pub mod recovery;
 pub mod server;
 pub mod snapshot;

@@ -50,6 +50,52 @@ pub struct Server {
     pub run_id: String,
     pub port: u16,
     pub threads: usize,
+    /// DEBUG SLEEP's pause of every connection.
+    pub pause: Pause,
+    /// How multi-shard operations enter the shards' queues (see `order.rs`).
+    pub order: crate::order::Order,
+}
+
+/// A pause of the whole server (DEBUG SLEEP, as Redis's, which blocks its only thread). The
+/// pauser holds every shard, so no command on data runs; connections also wait here before
+/// each batch, so connection-level commands (PING, INFO...) wait too. Not paused, a
+/// connection pays one atomic load per batch.
+///
+/// No deadlock: the pauser takes the gate only once it holds every shard (so two pausers
+/// cannot each hold a part), and a connection waits at the gate holding nothing.
+#[derive(Default)]
+pub struct Pause {
+    active: std::sync::atomic::AtomicBool,
+    gate: tokio::sync::RwLock<()>,
+}
+
+impl Pause {
+    /// Waits while the server is paused.
+    pub async fn wait(&self) {
+        if self.active.load(std::sync::atomic::Ordering::Acquire) {
+            drop(self.gate.read().await);
+        }
+    }
+
+    /// Pauses the server until the guard drops. The caller must hold every shard.
+    pub async fn hold(&self) -> PauseGuard<'_> {
+        let gate = self.gate.write().await;
+        self.active.store(true, std::sync::atomic::Ordering::Release);
+        PauseGuard { pause: self, _gate: gate }
+    }
+}
+
+/// The server is paused while this lives.
+pub struct PauseGuard<'a> {
+    pause: &'a Pause,
+    _gate: tokio::sync::RwLockWriteGuard<'a, ()>,
+}
+
+impl Drop for PauseGuard<'_> {
+    /// Clears the flag before the gate opens (the fields drop after this).
+    fn drop(&mut self) {
+        self.pause.active.store(false, std::sync::atomic::Ordering::Release);
+    }
 }
 
 /// Checks the configuration for start-up errors a user must fix.
@@ -143,6 +189,8 @@ pub fn run(config: Config) -> Result<(), String> {
         run_id: format!("{:040x}", rand::random::<u128>()),
         port,
         threads,
+        pause: Pause::default(),
+        order: crate::order::Order::new(threads),
     });
 
     abort_on_worker_panic();
@@ -162,7 +210,7 @@ pub fn run(config: Config) -> Result<(), String> {
                 local.block_on(&rt, async move {
                     let shard = Rc::new(RefCell::new(Shard::new(id, databases)));
                     tokio::task::spawn_local(shard_loop(shard.clone(), rx, server.clone()));
-                    let hops = crate::hop::Hops::new(server.clone());
+                    let hops = crate::hop::Hops::new(server.clone(), id, shard.clone());
                     let worker = Rc::new(Worker { server, shard_id: id, shard, hops });
                     if id == 0 {
                         tokio::task::spawn_local(crate::snapshot::driver(worker.clone()));

@@ -13,8 +13,9 @@
 //!
 //! Locking, for atomic multi-shard work: a `Lock` message makes the shard hand a private job
 //! channel to the requester and then run only jobs from that channel until the requester drops
-//! it. Requesters lock shards in ascending order, so two multi-shard operations can never wait
-//! on each other in a cycle; other work on a locked shard simply queues behind the lock. The
+//! it. A requester's `Lock` messages enter their queues together (`order.rs`), so two
+//! multi-shard operations can never wait on each other in a cycle; other work on a locked
+//! shard simply queues behind the lock. The
 //! waiting is `async`, so a thread whose shard is locked keeps serving its connections.
 
 use std::cell::RefCell;
@@ -24,12 +25,16 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::{mpsc, oneshot};
 
 use abacus_keyspace::Db;
+use abacus_protocol::Frame;
 
 /// Work for a shard.
 pub type Job = Box<dyn FnOnce(&mut Shard) + Send>;
 
 pub enum ShardMsg {
     Run(Job),
+    /// A part of a multi-shard operation, counted in `Order::pending` until it has run
+    /// (see `order.rs`).
+    RunOrdered(Job),
     /// Hand over a private job channel and serve only it until it is dropped.
     Lock(oneshot::Sender<mpsc::UnboundedSender<Job>>),
 }
@@ -216,12 +221,75 @@ pub struct Ctx<'a> {
     /// sketch's cached cardinality): the command is then logged like a write, as Redis
     /// propagates it, so that replaying the log gives the same bytes.
     pub propagate: bool,
+    /// Which of its keys a successful write modified: WATCH signals those (as Redis's
+    /// `signalModifiedKey` call sites). Starts as every key; a handler that changed less
+    /// says so ([`Ctx::unchanged`], [`Ctx::modified_only`]).
+    pub modified: KeysModified,
 }
 
 impl Ctx<'_> {
     pub fn db(&mut self) -> &mut Db {
         &mut self.dbs[self.db]
     }
+
+    /// The write changed nothing (SADD of existing members, SET NX of an existing key...):
+    /// no key is signalled. Returns `reply`, for `return ctx.unchanged(reply)`.
+    pub fn unchanged(&mut self, reply: Frame) -> Frame {
+        self.modified = KeysModified::NONE;
+        reply
+    }
+
+    /// The write changed only these of its keys (positions among the command's keys).
+    pub fn modified_only(&mut self, modified: KeysModified) {
+        self.modified = modified;
+    }
+}
+
+/// A set of positions among a command's keys (in [`crate::command::Spec::key_indexes`]
+/// order): bit `i` for the `i`-th key. The last bit stands for every key from the 64th on,
+/// so a command with more keys signals those together (never fewer than it changed).
+/// A word, not a list: every write carries one, and it must not allocate.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct KeysModified(u64);
+
+impl KeysModified {
+    pub const ALL: KeysModified = KeysModified(u64::MAX);
+    pub const NONE: KeysModified = KeysModified(0);
+
+    fn bit(position: usize) -> u64 {
+        1 << position.min(63)
+    }
+
+    /// Just the key at `position`.
+    pub fn key(position: usize) -> KeysModified {
+        KeysModified(Self::bit(position))
+    }
+
+    /// This set and the key at `position`.
+    #[must_use]
+    pub fn and(self, position: usize) -> KeysModified {
+        KeysModified(self.0 | Self::bit(position))
+    }
+
+    pub fn contains(self, position: usize) -> bool {
+        self.0 & Self::bit(position) != 0
+    }
+
+    pub fn is_none(self) -> bool {
+        self.0 == 0
+    }
+}
+
+/// Runs one job from the queue; returns the shard's id.
+fn run_job(shard: &RefCell<Shard>, job: Job, snapshotting: bool) -> usize {
+    let mut s = shard.borrow_mut();
+    job(&mut s);
+    // Under a full queue the idle branch of `shard_loop` never runs: the sweep also
+    // advances a little after every job, so a snapshot always completes.
+    if snapshotting {
+        s.snapshot_step(crate::snapshot::SWEEP_STEP_ENTRIES / 8);
+    }
+    s.id
 }
 
 /// Runs the jobs sent to `shard` until every sender is gone, and its active expiry.
@@ -238,13 +306,11 @@ pub async fn shard_loop(shard: Rc<RefCell<Shard>>, mut rx: mpsc::Receiver<ShardM
             msg = rx.recv() => match msg {
                 None => break,
                 Some(ShardMsg::Run(job)) => {
-                    let mut s = shard.borrow_mut();
-                    job(&mut s);
-                    // Under a full queue the idle branch below never runs: the sweep also
-                    // advances a little after every job, so a snapshot always completes.
-                    if snapshotting {
-                        s.snapshot_step(crate::snapshot::SWEEP_STEP_ENTRIES / 8);
-                    }
+                    run_job(&shard, job, snapshotting);
+                }
+                Some(ShardMsg::RunOrdered(job)) => {
+                    let id = run_job(&shard, job, snapshotting);
+                    server.order.part_done(id);
                 }
                 Some(ShardMsg::Lock(grant)) => {
                     // Log commands deferred for a shared write (`aof::defer_pending`) ran
@@ -287,6 +353,18 @@ pub async fn shard_loop(shard: Rc<RefCell<Shard>>, mut rx: mpsc::Receiver<ShardM
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_modified_positions() {
+        let m = KeysModified::key(1).and(3);
+        assert!(m.contains(1) && m.contains(3));
+        assert!(!m.contains(0) && !m.contains(2) && !m.contains(63));
+        assert!(KeysModified::NONE.is_none() && !m.is_none());
+        assert!((0..200).all(|i| KeysModified::ALL.contains(i)));
+        // Keys from the 64th on share the last bit: one of them stands for all of them.
+        assert!(KeysModified::key(100).contains(63) && KeysModified::key(63).contains(150));
+        assert!(!KeysModified::key(100).contains(62));
+    }
 
     #[test]
     fn slots_match_redis_cluster() {

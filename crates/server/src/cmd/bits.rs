@@ -50,32 +50,36 @@ fn setbit(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         b"0" => false,
         _ => return err("ERR bit is not an integer or out of range"),
     };
-    match read_str(ctx, &a[1]) {
-        Ok(cur) if cur.map_or(0, |s| s.len() as u64) <= off >> 3 => {
+    // As Redis: a key created or grown, or a bit that flips, is a change (WATCH).
+    let grows = match read_str(ctx, &a[1]) {
+        Ok(cur) if cur.is_none_or(|s| s.len() as u64 <= off >> 3) => {
             if let Err(e) = check_allocatable((off >> 3) + 1) {
                 return e;
             }
+            true
         }
-        Ok(_) => {}
+        Ok(_) => false,
         Err(e) => return e,
-    }
-    match str_mut(ctx, &a[1]) {
+    };
+    let old = match str_mut(ctx, &a[1]) {
         Ok(mut s) => {
             let byte = (off >> 3) as usize;
             if s.len() <= byte {
                 s.resize(byte + 1, 0);
             }
             let mask = 1u8 << (7 - (off & 7));
-            let old = (s[byte] & mask != 0) as i64;
+            let old = s[byte] & mask != 0;
             if on {
                 s[byte] |= mask;
             } else {
                 s[byte] &= !mask;
             }
-            Frame::Integer(old)
+            old
         }
-        Err(e) => e,
-    }
+        Err(e) => return e,
+    };
+    let reply = Frame::Integer(old.into());
+    if grows || old != on { reply } else { ctx.unchanged(reply) }
 }
 
 fn getbit(ctx: &mut Ctx, a: &[Arg]) -> Frame {

@@ -61,18 +61,18 @@ fn expire_generic(ctx: &mut Ctx, a: &[Arg], unit_ms: i64, relative: bool, cmd: &
     }
     let now = ctx.now_ms;
     if ctx.db().get(&a[1], now).is_none() {
-        return Frame::Integer(0);
+        return ctx.unchanged(Frame::Integer(0));
     }
     let current = ctx.db().expire_at(&a[1]);
     let has_ttl = current != 0;
     if (nx && has_ttl) || (xx && !has_ttl) {
-        return Frame::Integer(0);
+        return ctx.unchanged(Frame::Integer(0));
     }
     if gt && (!has_ttl || at <= current as i64) {
-        return Frame::Integer(0);
+        return ctx.unchanged(Frame::Integer(0));
     }
     if lt && has_ttl && at >= current as i64 {
-        return Frame::Integer(0);
+        return ctx.unchanged(Frame::Integer(0));
     }
     if at <= now as i64 {
         ctx.db().remove(&a[1], now);
@@ -139,7 +139,7 @@ fn pexpiretime(ctx: &mut Ctx, a: &[Arg]) -> Frame {
 
 fn persist(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     if expire_of(ctx, &a[1]) < 0 {
-        return Frame::Integer(0);
+        return ctx.unchanged(Frame::Integer(0));
     }
     ctx.db().set_expire(&a[1], 0);
     Frame::Integer(1)

@@ -104,7 +104,7 @@ fn hmset(ctx: &mut Ctx, a: &[Arg]) -> Frame {
 fn hsetnx(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     if let Ok(Some(hash)) = hash_mut(ctx, &a[1]) {
         if hash.contains(&a[2]) {
-            return Frame::Integer(0);
+            return ctx.unchanged(Frame::Integer(0));
         }
     }
     let limits = ctx.hash_limits;
@@ -138,9 +138,12 @@ fn hgetall(ctx: &mut Ctx, a: &[Arg]) -> Frame {
 fn hdel(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let (removed, now_empty) = match hash_mut(ctx, &a[1]) {
         Ok(Some(hash)) => (a[2..].iter().filter(|f| hash.remove(f)).count(), hash.is_empty()),
-        Ok(None) => return Frame::Integer(0),
+        Ok(None) => return ctx.unchanged(Frame::Integer(0)),
         Err(e) => return e,
     };
+    if removed == 0 {
+        return ctx.unchanged(Frame::Integer(0));
+    }
     if now_empty {
         let now = ctx.now_ms;
         ctx.db().remove(&a[1], now);

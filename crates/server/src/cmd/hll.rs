@@ -35,7 +35,7 @@ use super::args::*;
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::config::{HllConfig, HLL_MAX_EXPTHRESH};
-use crate::shard::Ctx;
+use crate::shard::{Ctx, KeysModified};
 
 const K1: (i32, i32, i32) = (1, 1, 1);
 const ALL: (i32, i32, i32) = (1, -1, 1);
@@ -202,7 +202,11 @@ fn create(ctx: &mut Ctx, a: &[Arg]) -> Frame {
 fn add_hashes(ctx: &mut Ctx, key: &[u8], hashes: impl Iterator<Item = i64>) -> Frame {
     match sketch(ctx, key, false) {
         Err(e) => return e,
-        Ok(Some(h)) => return Frame::Integer(hashes.fold(false, |changed, x| h.add_raw(x) | changed) as i64),
+        Ok(Some(h)) => {
+            // As PFADD: a sketch that did not change is not signalled (WATCH).
+            let changed = hashes.fold(false, |changed, x| h.add_raw(x) | changed);
+            return if changed { Frame::Integer(1) } else { ctx.unchanged(Frame::Integer(0)) };
+        }
         Ok(None) => {}
     }
     let mut h = match default_params(&ctx.hll) {
@@ -271,6 +275,8 @@ fn union(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         Err(e) => return e,
     };
     store(ctx, &a[1], result);
+    // As PFMERGE: the destination is signalled, never the sources.
+    ctx.modified_only(KeysModified::key(0));
     Frame::ok()
 }
 

@@ -13,7 +13,7 @@ use crate::command::flags::*;
 use crate::command::Spec;
 use crate::conn::Conn;
 use crate::exec::Access;
-use crate::shard::{now_ms, Ctx};
+use crate::shard::{now_ms, Ctx, KeysModified};
 
 const K1: (i32, i32, i32) = (1, 1, 1);
 const ALL: (i32, i32, i32) = (1, -1, 1);
@@ -45,7 +45,17 @@ const OBJECT: &[Spec] = &[
 
 fn del(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let now = ctx.now_ms;
-    Frame::Integer(a[1..].iter().filter(|k| ctx.db().remove(k, now)).count() as i64)
+    let mut removed = KeysModified::NONE;
+    let mut count = 0;
+    for (position, k) in a[1..].iter().enumerate() {
+        if ctx.db().remove(k, now) {
+            removed = removed.and(position);
+            count += 1;
+        }
+    }
+    // As Redis: only the keys that existed are signalled.
+    ctx.modified_only(removed);
+    Frame::Integer(count)
 }
 
 /// DEL, but values above the lazy-free threshold are freed on the background thread, so
@@ -53,17 +63,20 @@ fn del(ctx: &mut Ctx, a: &[Arg]) -> Frame {
 fn unlink(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let now = ctx.now_ms;
     let mut removed = 0;
-    for k in &a[1..] {
+    let mut modified = KeysModified::NONE;
+    for (position, k) in a[1..].iter().enumerate() {
         if !ctx.db().contains(k, now) {
             continue;
         }
         if let Some(e) = ctx.db().remove_entry(k) {
             removed += 1;
+            modified = modified.and(position);
             if e.entry.heap_bytes() > crate::memory::LAZYFREE_THRESHOLD_BYTES {
                 crate::memory::free_later(e.entry);
             }
         }
     }
+    ctx.modified_only(modified);
     Frame::Integer(removed)
 }
 
@@ -86,10 +99,10 @@ fn rename_generic(ctx: &mut Ctx, a: &[Arg], nx: bool) -> Frame {
         return err(ERR_NO_SUCH_KEY);
     }
     if a[1] == a[2] {
-        return if nx { Frame::Integer(0) } else { Frame::ok() };
+        return ctx.unchanged(if nx { Frame::Integer(0) } else { Frame::ok() });
     }
     if nx && ctx.db().contains(&a[2], now) {
-        return Frame::Integer(0);
+        return ctx.unchanged(Frame::Integer(0));
     }
     if let Some(e) = ctx.db().remove_entry(&a[1]) {
         ctx.db().insert_entry(&a[2], e);
@@ -127,7 +140,7 @@ fn move_cmd(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     }
     let now = ctx.now_ms;
     if !ctx.db().contains(&a[1], now) || ctx.dbs[target].contains(&a[1], now) {
-        return Frame::Integer(0);
+        return ctx.unchanged(Frame::Integer(0));
     }
     if let Some(e) = ctx.db().remove_entry(&a[1]) {
         ctx.dbs[target].insert_entry(&a[1], e);
@@ -157,16 +170,18 @@ fn copy(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         return err("ERR source and destination objects are the same");
     }
     let now = ctx.now_ms;
-    let Some(entry) = ctx.db().get(&a[1], now).cloned() else { return Frame::Integer(0) };
+    let Some(entry) = ctx.db().get(&a[1], now).cloned() else { return ctx.unchanged(Frame::Integer(0)) };
     let src = abacus_keyspace::Detached { entry, expire_at_ms: ctx.db().expire_at(&a[1]) };
     if ctx.dbs[target].contains(&a[2], now) {
         if !replace {
-            return Frame::Integer(0);
+            return ctx.unchanged(Frame::Integer(0));
         }
         ctx.dbs[target].remove_entry(&a[2]);
     }
     ctx.dbs[target].insert_entry(&a[2], src);
-    ctx.dbs[target].signal_modified(&a[2]);
+    // Only the destination changed; the signal finds it in database `target` (see
+    // `exec::signal_modified`), on whichever shard it lives.
+    ctx.modified_only(KeysModified::key(1));
     Frame::Integer(1)
 }
 

@@ -25,7 +25,7 @@ use abacus_redis_hll::{HllError, RedisHll, HLL_REGISTERS};
 
 use crate::command::flags::*;
 use crate::command::Spec;
-use crate::shard::Ctx;
+use crate::shard::{Ctx, KeysModified};
 
 const ALL: (i32, i32, i32) = (1, -1, 1);
 const G: &str = "hyperloglog";
@@ -98,7 +98,9 @@ fn pfadd(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     // On a corrupt body Redis stops at that element; earlier ones stay added.
     let added = with_hll(ctx, &a[1], Lookup::Write, |h| h.add_all(a[2..].iter().map(|el| &el[..]), max_bytes));
     match added {
-        Ok(Some(Ok(updated))) => Frame::Integer(updated.into()),
+        // As Redis: no register changed, no signal.
+        Ok(Some(Ok(false))) => ctx.unchanged(Frame::Integer(0)),
+        Ok(Some(Ok(true))) => Frame::Integer(1),
         Ok(Some(Err(e))) => hll_error(e),
         Err(reply) => reply,
         Ok(None) => {
@@ -161,6 +163,8 @@ fn pfmerge(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         }
     }
     let max_bytes = ctx.hll.sparse_max_bytes;
+    // As Redis: the destination is signalled (even if no register changed), never the sources.
+    ctx.modified_only(KeysModified::key(0));
     match with_hll(ctx, &a[1], Lookup::Write, |h| h.store_merged(&max, use_dense, max_bytes)) {
         Ok(Some(Ok(()))) => Frame::ok(),
         Ok(Some(Err(e))) => hll_error(e),
@@ -209,6 +213,9 @@ fn pfdebug(ctx: &mut Ctx, a: &[Arg]) -> Frame {
             }
         }
     });
+    // A conversion to dense is an encoding change, not a modification: Redis signals
+    // nothing (it only propagates it).
+    ctx.modified_only(KeysModified::NONE);
     match replied {
         Ok(Some(reply)) => reply,
         Ok(None) => Frame::error("ERR The specified key does not exist"),

@@ -29,7 +29,7 @@ pub const COMMANDS: &[Spec] = &[
     Spec::conn("flushdb", -1, WRITE | ALL_SHARDS, NONE, G, "Removes all keys from the current database."),
     Spec::conn("flushall", -1, WRITE | ALL_SHARDS, NONE, G, "Removes all keys from all databases."),
     Spec::conn("swapdb", 3, WRITE | FAST | ALL_SHARDS, NONE, G, "Swaps two Redis databases."),
-    Spec::conn("debug", -2, ADMIN | LOADING | STALE, NONE, G, "A container for debugging commands."),
+    Spec::conn("debug", -2, ADMIN | LOADING | STALE | ALL_SHARDS, NONE, G, "A container for debugging commands."),
     Spec::conn("lolwut", -1, READONLY | FAST, NONE, G, "Displays computer art and the Redis version"),
     Spec::conn("config", -2, 0, NONE, G, "A container for server configuration commands.").with_subcommands(CONFIG),
     Spec::conn("function", -2, 0, NONE, "scripting", "A container for function commands.").with_subcommands(FUNCTION),
@@ -221,9 +221,22 @@ pub async fn debug(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
             Ok(s) if (0.0..1e9).contains(&s) => s,
             _ => return err(ERR_NOT_FLOAT),
         };
-        // Sleeps this connection only: the shards keep serving everyone else (Redis blocks the
-        // whole server, which a shared-nothing server has no single place to do).
+        // As Redis, whose one thread sleeps: the whole server stops. Every shard is held, so
+        // no command on data runs, then the connections are paused (see `server::Pause`):
+        // other clients' commands wait, and run once the sleep is over. Inside EXEC the
+        // transaction already holds every shard (DEBUG is ALL_SHARDS).
+        let server = conn.worker.server.clone();
+        let locks = match access {
+            Access::Locked(_) => None,
+            Access::Free => match conn.worker.lock(0..conn.worker.shards()).await {
+                Some(locks) => Some(locks),
+                None => return shutting_down(),
+            },
+        };
+        let paused = server.pause.hold().await;
         tokio::time::sleep(Duration::from_secs_f64(secs)).await;
+        drop(paused);
+        drop(locks);
         return Frame::ok();
     }
     if is(&a[1], "error") && a.len() == 3 {
@@ -246,7 +259,7 @@ pub async fn debug(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
                 "    Return a Redis protocol error with <string> as message. Useful for clients",
                 "    unit tests to simulate Redis errors.",
                 "SLEEP <seconds>",
-                "    Stop the connection for <seconds> (may be fractional).",
+                "    Stop the server for <seconds> (may be fractional): other clients wait.",
                 "HELP",
             ]
                 .iter()

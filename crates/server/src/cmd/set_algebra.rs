@@ -21,7 +21,7 @@ use super::args::*;
 use super::sets::member_frames;
 use crate::command::flags::*;
 use crate::command::Spec;
-use crate::shard::Ctx;
+use crate::shard::{Ctx, KeysModified};
 
 const ALL: (i32, i32, i32) = (1, -1, 1);
 const G: &str = "set";
@@ -88,9 +88,11 @@ fn store(ctx: &mut Ctx, a: &[Arg], op: Op) -> Frame {
         Err(e) => return e,
     };
     let (now, card) = (ctx.now_ms, result.len());
-    if result.is_empty() {
-        ctx.db().remove(&a[1], now);
-    } else {
+    // As Redis: the destination is signalled, never the sources; an empty result only if
+    // it deleted a destination.
+    let existed = if result.is_empty() { ctx.db().remove(&a[1], now) } else { true };
+    ctx.modified_only(if existed { KeysModified::key(0) } else { KeysModified::NONE });
+    if !result.is_empty() {
         // Replaces any value (and TTL) the destination had, as Redis's dbDelete + dbAdd.
         ctx.db().set(&a[1], Value::Set(Box::new(result)), 0, now);
     }

@@ -21,7 +21,7 @@ use abacus_protocol::{Arg, Frame};
 use super::args::*;
 use crate::command::flags::*;
 use crate::command::Spec;
-use crate::shard::Ctx;
+use crate::shard::{Ctx, KeysModified};
 
 const K1: (i32, i32, i32) = (1, 1, 1);
 const G: &str = "set";
@@ -78,7 +78,10 @@ pub fn member_frames<'a>(members: impl Iterator<Item = Member<'a>>) -> Vec<Frame
 fn sadd(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let limits = ctx.set_limits;
     match set_mut(ctx, &a[1]) {
-        Ok(Some(set)) => Frame::Integer(set.insert_many_with_limits(&a[2..], &limits) as i64),
+        Ok(Some(set)) => match set.insert_many_with_limits(&a[2..], &limits) {
+            0 => ctx.unchanged(Frame::Integer(0)),
+            added => Frame::Integer(added as i64),
+        },
         Ok(None) => {
             let mut set = IdSet::new();
             let added = set.insert_many_with_limits(&a[2..], &limits);
@@ -92,9 +95,12 @@ fn sadd(ctx: &mut Ctx, a: &[Arg]) -> Frame {
 fn srem(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let (removed, now_empty) = match set_mut(ctx, &a[1]) {
         Ok(Some(set)) => (a[2..].iter().filter(|m| set.remove(m)).count(), set.is_empty()),
-        Ok(None) => return Frame::Integer(0),
+        Ok(None) => return ctx.unchanged(Frame::Integer(0)),
         Err(e) => return e,
     };
+    if removed == 0 {
+        return ctx.unchanged(Frame::Integer(0));
+    }
     if now_empty {
         delete(ctx, &a[1]);
     }
@@ -173,8 +179,8 @@ fn spop(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let mut rng = rand::thread_rng();
     let (reply, now_empty) = match (set_mut(ctx, &a[1]), count) {
         (Err(e), _) => return e,
-        (Ok(None), None) => return Frame::Null,
-        (Ok(None), Some(_)) | (Ok(Some(_)), Some(0)) => return Frame::Set(Vec::new()),
+        (Ok(None), None) => return ctx.unchanged(Frame::Null),
+        (Ok(None), Some(_)) | (Ok(Some(_)), Some(0)) => return ctx.unchanged(Frame::Set(Vec::new())),
         (Ok(Some(set)), None) => {
             let member = set.pop_random(&mut rng).expect("a stored set is never empty");
             (Frame::Bulk(member.into()), set.is_empty())
@@ -196,40 +202,39 @@ fn smove(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     // As Redis: a missing source answers 0 before the destination's type is checked.
     match set_mut(ctx, src) {
         Ok(Some(_)) => {}
-        Ok(None) => return Frame::Integer(0),
+        Ok(None) => return ctx.unchanged(Frame::Integer(0)),
         Err(e) => return e,
     }
     if let Err(e) = set_mut(ctx, dst) {
         return e;
     }
     if src == dst {
-        return match set_mut(ctx, src) {
-            Ok(Some(set)) => Frame::Integer(set.contains(member).into()),
-            _ => Frame::Integer(0),
-        };
+        let member_of = matches!(set_mut(ctx, src), Ok(Some(set)) if set.contains(member));
+        return ctx.unchanged(Frame::Integer(member_of.into()));
     }
     let src_empty = match set_mut(ctx, src) {
         Ok(Some(set)) => {
             if !set.remove(member) {
-                return Frame::Integer(0);
+                return ctx.unchanged(Frame::Integer(0));
             }
             set.is_empty()
         }
-        _ => return Frame::Integer(0),
+        _ => return ctx.unchanged(Frame::Integer(0)),
     };
     if src_empty {
         delete(ctx, src);
     }
-    match set_mut(ctx, dst) {
-        Ok(Some(set)) => {
-            set.insert_with_limits(member, &limits);
-        }
+    // As Redis: the destination is signalled only if the member was new to it.
+    let added = match set_mut(ctx, dst) {
+        Ok(Some(set)) => set.insert_with_limits(member, &limits),
         _ => {
             let mut set = IdSet::new();
             set.insert_with_limits(member, &limits);
             store_new(ctx, dst, set);
+            true
         }
-    }
+    };
+    ctx.modified_only(if added { KeysModified::key(0).and(1) } else { KeysModified::key(0) });
     Frame::Integer(1)
 }
 

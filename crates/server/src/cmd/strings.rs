@@ -180,7 +180,7 @@ fn set(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let exists = ctx.db().contains(key, now);
     let reply_skip = if want_get { bulk_or_null(old.as_deref()) } else { Frame::Null };
     if (nx && exists) || (xx && !exists) {
-        return reply_skip;
+        return ctx.unchanged(reply_skip);
     }
     let at = match expire {
         ExpireOpt::At(at) => at,
@@ -206,7 +206,7 @@ fn set(ctx: &mut Ctx, a: &[Arg]) -> Frame {
 fn setnx(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let now = ctx.now_ms;
     if ctx.db().contains(&a[1], now) {
-        return Frame::Integer(0);
+        return ctx.unchanged(Frame::Integer(0));
     }
     ctx.db().set(&a[1], Value::str(&a[2]), 0, now);
     Frame::Integer(1)
@@ -242,6 +242,7 @@ fn getset(ctx: &mut Ctx, a: &[Arg]) -> Frame {
 
 fn getdel(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let old = match read_str(ctx, &a[1]) {
+        Ok(None) => return ctx.unchanged(Frame::Null),
         Ok(v) => bulk_or_null(v),
         Err(e) => return e,
     };
@@ -270,7 +271,7 @@ fn getex(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         i += 1;
     }
     let reply = match read_str(ctx, &a[1]) {
-        Ok(None) => return Frame::Null,
+        Ok(None) => return ctx.unchanged(Frame::Null),
         Ok(v) => bulk_or_null(v),
         Err(e) => return e,
     };
@@ -290,10 +291,11 @@ fn getex(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         ExpireOpt::At(at) => {
             ctx.db().set_expire(&a[1], at);
         }
-        ExpireOpt::Persist => {
+        // As Redis: only removing a time is a change.
+        ExpireOpt::Persist if ctx.db().expire_at(&a[1]) != 0 => {
             ctx.db().set_expire(&a[1], 0);
         }
-        _ => {}
+        _ => return ctx.unchanged(reply),
     }
     reply
 }
@@ -320,7 +322,7 @@ fn msetnx(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     }
     let now = ctx.now_ms;
     if a[1..].chunks(2).any(|kv| ctx.db().contains(&kv[0], now)) {
-        return Frame::Integer(0);
+        return ctx.unchanged(Frame::Integer(0));
     }
     mset(ctx, a);
     Frame::Integer(1)
@@ -396,7 +398,7 @@ fn setrange(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         Err(e) => return e,
     };
     if value.is_empty() {
-        return Frame::Integer(cur.unwrap_or(0) as i64);
+        return ctx.unchanged(Frame::Integer(cur.unwrap_or(0) as i64));
     }
     let needed = offset as u64 + value.len() as u64;
     if needed > ctx.max_string_len {

@@ -82,6 +82,11 @@ pub async fn exec(conn: &mut Conn) -> Frame {
         shards.insert(shard_of(k, n));
     }
     let wanted: Vec<usize> = if all { (0..n).collect() } else { shards.into_iter().collect() };
+    if let [shard] = wanted[..] {
+        if multi.queued.iter().all(|c| matches!(c.spec.handler, Handler::Keyed(_))) {
+            return exec_on_one_shard(conn, shard, multi.queued).await;
+        }
+    }
     let Some(locks) = conn.worker.lock(wanted).await else { return crate::exec::shutting_down() };
     if conn.watch_flag.load(Ordering::Acquire) {
         drop(locks);
@@ -143,6 +148,49 @@ pub async fn watch(conn: &mut Conn, a: &[Arg]) -> Frame {
         conn.watched.push((conn.db, Bytes::copy_from_slice(key)));
     }
     Frame::ok()
+}
+
+/// EXEC of a transaction whose commands are all keyed and whose keys, watched ones
+/// included, all live on `shard`: one job there checks the WATCH flag, runs the commands,
+/// writes their log record and forgets the watched keys. Atomic without locks (the shard
+/// runs one job at a time), and one hop instead of a lock, a hop per command and a hop per
+/// watched key: the time between a client's WATCH and its EXEC's check, in which another
+/// client's write aborts it, is what a retry loop under contention pays for.
+async fn exec_on_one_shard(conn: &mut Conn, shard: usize, calls: Vec<crate::exec::Call>) -> Frame {
+    let (db, flag) = (conn.db, conn.watch_flag.clone());
+    let watched = std::mem::take(&mut conn.watched);
+    let cfg = conn.worker.server.config.cmd_config();
+    let shards = conn.worker.shards();
+    let done = conn
+        .worker
+        .run(Access::Free, shard, move |s| {
+            // Raised by a write on this shard's thread, so exact here.
+            let aborted = flag.load(Ordering::Acquire);
+            let replies = (!aborted).then(|| {
+                let now = crate::shard::now_ms();
+                let replies: Vec<Frame> = calls.iter().map(|c| crate::exec::run_on_shard(s, db, c, now, cfg, shards)).collect();
+                // The transaction's writes are one log record, written before the reply.
+                crate::aof::flush_pending();
+                replies
+            });
+            for (d, k) in &watched {
+                if let Some(d) = s.dbs.get_mut(*d) {
+                    d.unwatch(k, &flag);
+                }
+            }
+            replies
+        })
+        .await;
+    conn.watch_flag.store(false, Ordering::Release);
+    match done {
+        Some(Some(replies)) => {
+            // Inside the EXEC array the connection does not see them as errors: count here.
+            replies.iter().for_each(crate::stats::count_error_reply);
+            Frame::Array(replies)
+        }
+        Some(None) => Frame::NullArray,
+        None => crate::exec::shutting_down(),
+    }
 }
 
 pub async fn unwatch(conn: &mut Conn) -> Frame {
