@@ -56,6 +56,8 @@ pub struct Multi {
     pub queued: Vec<Call>,
     /// A command was refused while queueing: EXEC must abort.
     pub failed: bool,
+    /// While a client monitors: the queued commands' arguments, shown when EXEC runs them.
+    pub monitor_args: Vec<Vec<Bytes>>,
 }
 
 /// Whether replies are sent (CLIENT REPLY).
@@ -107,6 +109,9 @@ pub struct Conn {
     /// The socket as a second descriptor, for shards to write direct replies to; made on the
     /// first such batch.
     shared_socket: Option<Arc<std::net::TcpStream>>,
+    /// MONITOR: the lines this client receives (see `monitor.rs`). A monitoring connection
+    /// stays on its thread.
+    pub monitor: Option<tokio::sync::mpsc::Receiver<Bytes>>,
 }
 
 /// Removes a client from the registry when dropped, so that whatever ends a connection (a
@@ -291,6 +296,7 @@ impl Conn {
             streak_fresh: false,
             inflight: None,
             shared_socket: c.shared_socket,
+            monitor: None,
         }
     }
 
@@ -304,6 +310,9 @@ impl Conn {
             },
             Ok(None) => {}
             Err(e) => tracing::debug!(client = self.meta.id, "connection closed: {e}"),
+        }
+        if self.monitor.take().is_some() {
+            self.worker.server.monitors.remove(self.meta.id);
         }
         self.unwatch_all().await;
     }
@@ -322,6 +331,7 @@ impl Conn {
     fn migration_due(&self) -> Option<usize> {
         let after = self.worker.server.config.migrate_after();
         let move_it = after > 0
+            && self.monitor.is_none()
             && self.streak >= after
             && self.streak_shard != self.worker.shard_id
             && self.streak_shard < self.worker.shards()
@@ -419,11 +429,33 @@ impl Conn {
                     None => std::future::pending().await,
                 }
             };
+            let monitor_line = async {
+                match &mut self.monitor {
+                    Some(rx) => rx.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
             let n = tokio::select! {
                 r = read => r?,
                 _ = &mut killed => return Ok(None),
                 _ = attention => {
                     self.settle(&mut stream, &mut killed).await?;
+                    continue;
+                }
+                line = monitor_line => {
+                    let Some(line) = line else {
+                        // Cut off for falling behind (see `monitor.rs`).
+                        tracing::warn!(client = self.meta.id, "closing a MONITOR client that fell {} lines behind", crate::monitor::QUEUE_LINES);
+                        return Ok(None);
+                    };
+                    // The lines waiting now go out in one write.
+                    let mut lines = BytesMut::from(&line[..]);
+                    while let Some(Ok(more)) = (lines.len() < READ_CHUNK_BYTES).then(|| self.monitor.as_mut().map_or(Err(()), |rx| rx.try_recv().map_err(|_| ()))) {
+                        lines.extend_from_slice(&more);
+                    }
+                    self.settle(&mut stream, &mut killed).await?;
+                    ServerStats::add(&server.stats.net_output_bytes_total, lines.len() as u64);
+                    write_unless_killed(&mut stream, &lines, &mut killed).await?;
                     continue;
                 }
             };
@@ -556,6 +588,9 @@ impl Conn {
             let step = self.prepare(args);
             match step {
                 Step::Batch(shard, call) => {
+                    if self.worker.server.monitors.active() && !call.spec.has(flags::ADMIN) {
+                        self.worker.server.monitors.feed(self.db, &self.meta.addr, &call.args);
+                    }
                     self.note_route(Some(shard));
                     last = call.spec.name;
                     batch.push((shard, call));
@@ -576,7 +611,29 @@ impl Conn {
                     last = "";
                     *self.meta.last_cmd.lock() = call.spec.name;
                     self.flush_batch(&mut batch).await;
+                    // MONITOR shows the command once it ran (SELECT with its new database),
+                    // EXEC's queued commands before EXEC, and nothing administrative.
+                    let shown = (self.worker.server.monitors.active() && !call.spec.has(flags::ADMIN)).then(|| {
+                        let queued = match (&mut self.multi, call.spec.has(flags::CONTROLS_MULTI)) {
+                            (Some(m), true) => std::mem::take(&mut m.monitor_args),
+                            _ => Vec::new(),
+                        };
+                        (call.args.to_vec(), queued)
+                    });
                     let reply = self.dispatch(Access::Free, call).await;
+                    if let Some((args, queued)) = shown {
+                        let monitors = &self.worker.server.monitors;
+                        match &mut self.multi {
+                            // Still in the transaction (a nested MULTI, WATCH inside MULTI).
+                            Some(m) => m.monitor_args = queued,
+                            // EXEC ran them: an array reply (not an abort).
+                            None if matches!(reply, Frame::Array(_)) => {
+                                queued.iter().for_each(|q| monitors.feed(self.db, &self.meta.addr, q));
+                            }
+                            None => {}
+                        }
+                        monitors.feed(self.db, &self.meta.addr, &args);
+                    }
                     self.note_written();
                     self.emit(reply);
                 }
@@ -802,6 +859,9 @@ impl Conn {
             }
             // As Redis 7.0, QUIT is never queued: it closes the connection inside MULTI too.
             if !spec.has(flags::CONTROLS_MULTI) && spec.name != "quit" {
+                if self.worker.server.monitors.active() && !spec.has(flags::ADMIN) {
+                    multi.monitor_args.push(args.to_vec());
+                }
                 multi.queued.push(Call { spec, args });
                 self.meta.multi_len.store(multi.queued.len(), Ordering::Relaxed);
                 return Step::Reply(Frame::simple("QUEUED"));

@@ -29,6 +29,7 @@ pub mod direct;
 pub mod exec;
 pub mod hop;
 pub mod memory;
+pub mod monitor;
 pub mod order;
 pub mod recovery;
 pub mod server;

@@ -54,6 +54,8 @@ pub struct Server {
     pub pause: Pause,
     /// How multi-shard operations enter the shards' queues (see `order.rs`).
     pub order: crate::order::Order,
+    /// The clients in MONITOR mode (see `monitor.rs`).
+    pub monitors: crate::monitor::Monitors,
 }
 
 /// A pause of the whole server (DEBUG SLEEP, as Redis's, which blocks its only thread). The
@@ -191,6 +193,7 @@ pub fn run(config: Config) -> Result<(), String> {
         threads,
         pause: Pause::default(),
         order: crate::order::Order::new(threads),
+        monitors: crate::monitor::Monitors::default(),
     });
 
     abort_on_worker_panic();

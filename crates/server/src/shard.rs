@@ -167,6 +167,11 @@ pub fn shard_of(key: &[u8], shards: usize) -> usize {
     key_slot(key) % shards
 }
 
+/// Microseconds since the Unix epoch.
+pub fn now_us() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
+}
+
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)

@@ -164,6 +164,9 @@ pub fn quit(conn: &mut Conn) -> Frame {
 }
 
 pub async fn reset(conn: &mut Conn) -> Frame {
+    if conn.monitor.take().is_some() {
+        conn.worker.server.monitors.remove(conn.meta.id);
+    }
     conn.multi = None;
     conn.meta.multi_len.store(usize::MAX, Ordering::Relaxed);
     conn.unwatch_all().await;

@@ -64,6 +64,7 @@ pub async fn dispatch_conn(conn: &mut Conn, access: Access<'_>, call: Call) -> F
         n if n.starts_with("config|") => server::config(conn, access, call.spec.name, args).await,
         n if n.starts_with("debug") => server::debug(conn, access, args).await,
         "lolwut" => server::lolwut(conn, args),
+        "monitor" => server::monitor(conn, access),
         n if n.starts_with("function|") => server::function(call.spec.name, args),
         "save" => persistence::save(conn).await,
         "bgsave" => persistence::bgsave(conn, args).await,

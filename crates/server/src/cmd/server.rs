@@ -31,6 +31,7 @@ pub const COMMANDS: &[Spec] = &[
     Spec::conn("swapdb", 3, WRITE | FAST | ALL_SHARDS, NONE, G, "Swaps two Redis databases."),
     Spec::conn("debug", -2, ADMIN | LOADING | STALE | ALL_SHARDS, NONE, G, "A container for debugging commands."),
     Spec::conn("lolwut", -1, READONLY | FAST, NONE, G, "Displays computer art and the Redis version"),
+    Spec::conn("monitor", 1, ADMIN | LOADING | STALE, NONE, G, "Listens for all requests received by the server in real-time."),
     Spec::conn("config", -2, 0, NONE, G, "A container for server configuration commands.").with_subcommands(CONFIG),
     Spec::conn("function", -2, 0, NONE, "scripting", "A container for function commands.").with_subcommands(FUNCTION),
 ];
@@ -562,3 +563,16 @@ const LOLWUT_ART: &str = "\
 |==o=o=o=o=o=o=o=o=o============|
 +-------------------------------+
 ";
+
+/// MONITOR: from now on this connection also receives a line for every command the server
+/// runs (see `monitor.rs`).
+pub fn monitor(conn: &mut Conn, access: Access<'_>) -> Frame {
+    if matches!(access, Access::Locked(_)) {
+        // Inside EXEC, as Redis 7.0 (a transaction's client cannot switch to a stream).
+        return err("ERR MONITOR isn't allowed for DENY BLOCKING client");
+    }
+    if conn.monitor.is_none() {
+        conn.monitor = Some(conn.worker.server.monitors.add(conn.meta.id));
+    }
+    Frame::ok()
+}

@@ -34,7 +34,7 @@ pub fn multi(conn: &mut Conn) -> Frame {
     if conn.multi.is_some() {
         return err("ERR MULTI calls can not be nested");
     }
-    conn.multi = Some(Multi { queued: Vec::new(), failed: false });
+    conn.multi = Some(Multi { queued: Vec::new(), failed: false, monitor_args: Vec::new() });
     conn.meta.multi_len.store(0, Ordering::Relaxed);
     Frame::ok()
 }
