@@ -295,28 +295,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn canonical_integers() {
-        assert_eq!(parse_canonical_i64(b"0"), Some(0));
-        assert_eq!(parse_canonical_i64(b"-1"), Some(-1));
-        assert_eq!(parse_canonical_i64(b"9223372036854775807"), Some(i64::MAX));
-        assert_eq!(parse_canonical_i64(b"-9223372036854775808"), Some(i64::MIN));
-        assert_eq!(parse_canonical_i64(b"9223372036854775808"), None);
-        for bad in [
-            &b""[..],
-            b"01",
-            b"+1",
-            b" 1",
-            b"1 ",
-            b"-",
-            b"-0",
-            b"1a",
-            b"00",
-        ] {
-            assert_eq!(parse_canonical_i64(bad), None, "{:?}", bad);
-        }
-    }
-
-    #[test]
     fn encodings() {
         assert_eq!(Value::str(b"123").encoding(), "int");
         assert_eq!(Value::str(b"0123").encoding(), "embstr");
