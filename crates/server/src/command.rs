@@ -18,6 +18,13 @@ use crate::shard::Ctx;
 /// databases for the duration of the call.
 pub type KeyedFn = fn(&mut Ctx, &[Arg]) -> Frame;
 
+/// What a connection-level handler returns: it may wait (for shards, a snapshot, a lock).
+pub type ConnFuture<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Frame> + 'a>>;
+
+/// A handler that runs in the connection's task, given the shard access of its caller (free,
+/// or the locks of the EXEC running it). Written with `conn_fn!` in the family files.
+pub type ConnFn = for<'a> fn(&'a mut crate::conn::Conn, crate::exec::Access<'a>, &'a crate::exec::Call) -> ConnFuture<'a>;
+
 /// Where a command runs.
 #[derive(Clone, Copy)]
 pub enum Handler {
@@ -25,7 +32,7 @@ pub enum Handler {
     /// atomically under those shards' locks (see `exec.rs`).
     Keyed(KeyedFn),
     /// In the connection task: connection state, server state, or a fan-out over all shards.
-    Conn,
+    Conn(ConnFn),
 }
 
 pub mod flags {
@@ -75,8 +82,8 @@ impl Spec {
         Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, numkeys_index: 0, handler: Handler::Keyed(f), group, summary, subcommands: &[] }
     }
 
-    pub const fn conn(name: &'static str, arity: i32, flags: u32, keys: (i32, i32, i32), group: &'static str, summary: &'static str) -> Spec {
-        Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, numkeys_index: 0, handler: Handler::Conn, group, summary, subcommands: &[] }
+    pub const fn conn(name: &'static str, arity: i32, flags: u32, keys: (i32, i32, i32), f: ConnFn, group: &'static str, summary: &'static str) -> Spec {
+        Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, numkeys_index: 0, handler: Handler::Conn(f), group, summary, subcommands: &[] }
     }
 
     pub const fn with_subcommands(mut self, subs: &'static [Spec]) -> Spec {

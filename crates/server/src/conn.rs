@@ -912,10 +912,10 @@ impl Conn {
     pub async fn dispatch(&mut self, access: Access<'_>, call: Call) -> Frame {
         match call.spec.handler {
             Handler::Keyed(_) => self.worker.run_keyed(access, self.db, call).await,
-            Handler::Conn => {
+            Handler::Conn(f) => {
                 let started = std::time::Instant::now();
                 let name = call.spec.name;
-                let reply = crate::cmd::dispatch_conn(self, access, call).await;
+                let reply = f(self, access, &call).await;
                 stats::record(name, started.elapsed(), reply.is_error());
                 reply
             }

@@ -313,7 +313,7 @@ fn replay_command(shards: &mut [Shard], c: &fmt::Command<'_>, databases: usize, 
                 }
             }
         }
-        Handler::Conn => match name.as_str() {
+        Handler::Conn(_) => match name.as_str() {
             "flushall" => shards.iter_mut().for_each(|s| s.dbs.iter_mut().for_each(|d| drop(d.take_all()))),
             "flushdb" => shards.iter_mut().for_each(|s| drop(s.dbs[db].take_all())),
             "swapdb" => {

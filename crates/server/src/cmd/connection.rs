@@ -19,37 +19,37 @@ const G: &str = "connection";
 const NONE: (i32, i32, i32) = (0, 0, 0);
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::conn("ping", -1, FAST, NONE, G, "Returns the server's liveliness response."),
-    Spec::conn("echo", 2, FAST, NONE, G, "Returns the given string."),
-    Spec::conn("hello", -1, NO_AUTH | FAST, NONE, G, "Handshakes with the Redis server."),
-    Spec::conn("auth", -2, NO_AUTH | FAST, NONE, G, "Authenticates the connection."),
-    Spec::conn("select", 2, FAST | LOADING | STALE, NONE, G, "Changes the selected database."),
-    Spec::conn("quit", -1, NO_AUTH | FAST, NONE, G, "Closes the connection."),
-    Spec::conn("reset", 1, NO_AUTH | FAST | CONTROLS_MULTI, NONE, G, "Resets the connection."),
-    Spec::conn("time", 1, FAST | LOADING | STALE, NONE, "server", "Returns the server time."),
-    Spec::conn("client", -2, 0, NONE, G, "A container for client connection commands.").with_subcommands(CLIENT),
-    Spec::conn("command", -1, LOADING | STALE, NONE, "server", "Returns detailed information about all commands.").with_subcommands(COMMAND),
+    Spec::conn("ping", -1, FAST, NONE, conn_fn!(|conn, _, call| ping(conn, &call.args)), G, "Returns the server's liveliness response."),
+    Spec::conn("echo", 2, FAST, NONE, conn_fn!(|_, _, call| Frame::Bulk(call.args.bytes(1))), G, "Returns the given string."),
+    Spec::conn("hello", -1, NO_AUTH | FAST, NONE, conn_fn!(|conn, _, call| hello(conn, &call.args)), G, "Handshakes with the Redis server."),
+    Spec::conn("auth", -2, NO_AUTH | FAST, NONE, conn_fn!(|conn, _, call| auth(conn, &call.args)), G, "Authenticates the connection."),
+    Spec::conn("select", 2, FAST | LOADING | STALE, NONE, conn_fn!(|conn, _, call| select(conn, &call.args)), G, "Changes the selected database."),
+    Spec::conn("quit", -1, NO_AUTH | FAST, NONE, conn_fn!(|conn, _, _| quit(conn)), G, "Closes the connection."),
+    Spec::conn("reset", 1, NO_AUTH | FAST | CONTROLS_MULTI, NONE, conn_fn!(|conn, _, _| reset(conn).await), G, "Resets the connection."),
+    Spec::conn("time", 1, FAST | LOADING | STALE, NONE, conn_fn!(|_, _, _| time()), "server", "Returns the server time."),
+    Spec::conn("client", -2, 0, NONE, conn_fn!(|_, _, _| super::container()), G, "A container for client connection commands.").with_subcommands(CLIENT),
+    Spec::conn("command", -1, LOADING | STALE, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::All)), "server", "Returns detailed information about all commands.").with_subcommands(COMMAND),
 ];
 
 const CLIENT: &[Spec] = &[
-    Spec::conn("client|id", 2, LOADING | STALE, NONE, G, "Returns the unique client ID of the connection."),
-    Spec::conn("client|setname", 3, LOADING | STALE, NONE, G, "Sets the connection name."),
-    Spec::conn("client|getname", 2, LOADING | STALE, NONE, G, "Returns the name of the connection."),
-    Spec::conn("client|list", -2, ADMIN, NONE, G, "Lists open connections."),
-    Spec::conn("client|info", 2, LOADING | STALE, NONE, G, "Returns information about the connection."),
-    Spec::conn("client|kill", -3, ADMIN, NONE, G, "Terminates open connections."),
-    Spec::conn("client|no-evict", 3, ADMIN, NONE, G, "Sets the client eviction mode of the connection."),
-    Spec::conn("client|reply", 3, 0, NONE, G, "Instructs the server whether to reply to commands."),
-    Spec::conn("client|setinfo", 4, FAST, NONE, G, "Sets information specific to the client or connection."),
-    Spec::conn("client|help", 2, 0, NONE, G, "Returns helpful text about the different subcommands."),
+    Spec::conn("client|id", 2, LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Id, &call.args)), G, "Returns the unique client ID of the connection."),
+    Spec::conn("client|setname", 3, LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::SetName, &call.args)), G, "Sets the connection name."),
+    Spec::conn("client|getname", 2, LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::GetName, &call.args)), G, "Returns the name of the connection."),
+    Spec::conn("client|list", -2, ADMIN, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::List, &call.args)), G, "Lists open connections."),
+    Spec::conn("client|info", 2, LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Info, &call.args)), G, "Returns information about the connection."),
+    Spec::conn("client|kill", -3, ADMIN, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Kill, &call.args)), G, "Terminates open connections."),
+    Spec::conn("client|no-evict", 3, ADMIN, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::NoEvict, &call.args)), G, "Sets the client eviction mode of the connection."),
+    Spec::conn("client|reply", 3, 0, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Reply, &call.args)), G, "Instructs the server whether to reply to commands."),
+    Spec::conn("client|setinfo", 4, FAST, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::SetInfo, &call.args)), G, "Sets information specific to the client or connection."),
+    Spec::conn("client|help", 2, 0, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Help, &call.args)), G, "Returns helpful text about the different subcommands."),
 ];
 
 const COMMAND: &[Spec] = &[
-    Spec::conn("command|count", 2, LOADING | STALE, NONE, "server", "Returns a count of commands."),
-    Spec::conn("command|info", -2, LOADING | STALE, NONE, "server", "Returns information about one, multiple or all commands."),
-    Spec::conn("command|docs", -2, LOADING | STALE, NONE, "server", "Returns documentary information about one, multiple or all commands."),
-    Spec::conn("command|list", -2, LOADING | STALE, NONE, "server", "Returns a list of command names."),
-    Spec::conn("command|help", 2, LOADING | STALE, NONE, "server", "Returns helpful text about the different subcommands."),
+    Spec::conn("command|count", 2, LOADING | STALE, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::Count)), "server", "Returns a count of commands."),
+    Spec::conn("command|info", -2, LOADING | STALE, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::Info)), "server", "Returns information about one, multiple or all commands."),
+    Spec::conn("command|docs", -2, LOADING | STALE, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::Docs)), "server", "Returns documentary information about one, multiple or all commands."),
+    Spec::conn("command|list", -2, LOADING | STALE, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::List)), "server", "Returns a list of command names."),
+    Spec::conn("command|help", 2, LOADING | STALE, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::Help)), "server", "Returns helpful text about the different subcommands."),
 ];
 
 pub fn ping(_conn: &mut Conn, a: &[Arg]) -> Frame {
@@ -193,10 +193,25 @@ fn verbatim(text: String) -> Frame {
     Frame::Verbatim { format: *b"txt", text: Bytes::from(text) }
 }
 
-pub fn client(conn: &mut Conn, sub: &str, a: &[Arg]) -> Frame {
+/// CLIENT's subcommands (each table entry names its own).
+#[derive(Clone, Copy)]
+pub enum ClientSub {
+    Id,
+    SetName,
+    GetName,
+    Info,
+    List,
+    Kill,
+    NoEvict,
+    Reply,
+    SetInfo,
+    Help,
+}
+
+pub fn client(conn: &mut Conn, sub: ClientSub, a: &[Arg]) -> Frame {
     match sub {
-        "client|id" => Frame::Integer(conn.meta.id as i64),
-        "client|setname" => {
+        ClientSub::Id => Frame::Integer(conn.meta.id as i64),
+        ClientSub::SetName => {
             if !valid_client_name(&a[2]) {
                 return err("ERR Client names cannot contain spaces, newlines or special characters.");
             }
@@ -204,14 +219,14 @@ pub fn client(conn: &mut Conn, sub: &str, a: &[Arg]) -> Frame {
             *conn.meta.name.lock() = if n.is_empty() { None } else { Some(n) };
             Frame::ok()
         }
-        "client|getname" => match conn.meta.name.lock().clone() {
+        ClientSub::GetName => match conn.meta.name.lock().clone() {
             Some(n) => Frame::bulk(n.into_bytes()),
             None => Frame::Null,
         },
-        "client|info" => verbatim(conn.meta.info_line(now_ms()) + "\n"),
-        "client|list" => client_list(conn, a),
-        "client|kill" => client_kill(conn, a),
-        "client|no-evict" => {
+        ClientSub::Info => verbatim(conn.meta.info_line(now_ms()) + "\n"),
+        ClientSub::List => client_list(conn, a),
+        ClientSub::Kill => client_kill(conn, a),
+        ClientSub::NoEvict => {
             if is(&a[2], "on") {
                 conn.meta.no_evict.store(true, Ordering::Relaxed);
             } else if is(&a[2], "off") {
@@ -221,7 +236,7 @@ pub fn client(conn: &mut Conn, sub: &str, a: &[Arg]) -> Frame {
             }
             Frame::ok()
         }
-        "client|reply" => {
+        ClientSub::Reply => {
             if is(&a[2], "on") {
                 conn.reply_mode = ReplyMode::On;
             } else if is(&a[2], "off") {
@@ -236,7 +251,7 @@ pub fn client(conn: &mut Conn, sub: &str, a: &[Arg]) -> Frame {
             }
             Frame::ok()
         }
-        "client|setinfo" => {
+        ClientSub::SetInfo => {
             let v = String::from_utf8_lossy(&a[3]).into_owned();
             if is(&a[2], "lib-name") || is(&a[2], "lib-ver") {
                 if !valid_client_name(&a[3]) {
@@ -250,13 +265,12 @@ pub fn client(conn: &mut Conn, sub: &str, a: &[Arg]) -> Frame {
                 Frame::error(format!("ERR Unrecognized option '{}'", String::from_utf8_lossy(&a[2])))
             }
         }
-        "client|help" => Frame::Array(
+        ClientSub::Help => Frame::Array(
             ["CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "ID", "SETNAME <name>", "GETNAME", "LIST [TYPE <type>] [ID <id> ...]", "INFO", "KILL <ip:port> | <filter> <value> ...", "NO-EVICT (ON|OFF)", "REPLY (ON|OFF|SKIP)", "HELP"]
                 .iter()
                 .map(|l| Frame::Simple(Bytes::from_static(l.as_bytes())))
                 .collect(),
         ),
-        _ => err(ERR_SYNTAX),
     }
 }
 
@@ -481,22 +495,33 @@ fn lookup_full(name: &[u8]) -> Option<&'static Spec> {
     })
 }
 
-pub fn command(a: &[Arg], sub: &str) -> Frame {
+/// COMMAND and its subcommands.
+#[derive(Clone, Copy)]
+pub enum CommandSub {
+    All,
+    Count,
+    Info,
+    Docs,
+    List,
+    Help,
+}
+
+pub fn command(a: &[Arg], sub: CommandSub) -> Frame {
     match sub {
-        "command" => Frame::Array(sorted_commands().into_iter().map(command_info).collect()),
-        "command|count" => Frame::Integer(command::all().count() as i64),
-        "command|info" => {
+        CommandSub::All => Frame::Array(sorted_commands().into_iter().map(command_info).collect()),
+        CommandSub::Count => Frame::Integer(command::all().count() as i64),
+        CommandSub::Info => {
             if a.len() == 2 {
                 return Frame::Array(sorted_commands().into_iter().map(command_info).collect());
             }
             // an unknown name is a null (RESP2 `$-1`, as Redis's addReplyNull)
             Frame::Array(a[2..].iter().map(|n| lookup_full(n).map(command_info).unwrap_or(Frame::Null)).collect())
         }
-        "command|docs" => {
+        CommandSub::Docs => {
             let specs: Vec<&'static Spec> = if a.len() == 2 { sorted_commands() } else { a[2..].iter().filter_map(|n| lookup_full(n)).collect() };
             Frame::Map(specs.into_iter().map(|c| (Frame::bulk(c.name.as_bytes().to_vec()), command_docs(c))).collect())
         }
-        "command|list" => {
+        CommandSub::List => {
             // Redis lists subcommands too ("client|list"), though COMMAND COUNT does not count them.
             let mut names: Vec<&'static Spec> = sorted_commands().into_iter().flat_map(|c| std::iter::once(c).chain(c.subcommands.iter())).collect();
             if a.len() >= 3 {
@@ -516,7 +541,7 @@ pub fn command(a: &[Arg], sub: &str) -> Frame {
             }
             Frame::Array(names.into_iter().map(|c| Frame::bulk(c.name.as_bytes().to_vec())).collect())
         }
-        _ => Frame::Array(
+        CommandSub::Help => Frame::Array(
             ["COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "(no subcommand)", "COUNT", "INFO [<command-name> ...]", "DOCS [<command-name> ...]", "LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]", "HELP"]
                 .iter()
                 .map(|l| Frame::Simple(Bytes::from_static(l.as_bytes())))

@@ -29,10 +29,10 @@ pub const COMMANDS: &[Spec] = &[
     Spec::keyed("renamenx", 3, WRITE | FAST, (1, 2, 1), renamenx, G, "Renames a key only when the target key name doesn't exist."),
     Spec::keyed("move", 3, WRITE | FAST, K1, move_cmd, G, "Moves a key to another database."),
     Spec::keyed("copy", -3, WRITE | DENYOOM, (1, 2, 1), copy, G, "Copies the value of a key to a new key."),
-    Spec::conn("keys", 2, READONLY | ALL_SHARDS, (0, 0, 0), G, "Returns all key names that match a pattern."),
-    Spec::conn("scan", -2, READONLY | ALL_SHARDS, (0, 0, 0), G, "Iterates over the key names in the database."),
-    Spec::conn("randomkey", 1, READONLY | ALL_SHARDS, (0, 0, 0), G, "Returns a random key name from the database."),
-    Spec::conn("object", -2, READONLY, (0, 0, 0), G, "A container for object introspection commands.").with_subcommands(OBJECT),
+    Spec::conn("keys", 2, READONLY | ALL_SHARDS, (0, 0, 0), conn_fn!(|conn, access, call| keys(conn, access, &call.args).await), G, "Returns all key names that match a pattern."),
+    Spec::conn("scan", -2, READONLY | ALL_SHARDS, (0, 0, 0), conn_fn!(|conn, access, call| scan(conn, access, &call.args).await), G, "Iterates over the key names in the database."),
+    Spec::conn("randomkey", 1, READONLY | ALL_SHARDS, (0, 0, 0), conn_fn!(|conn, access, _| randomkey(conn, access).await), G, "Returns a random key name from the database."),
+    Spec::conn("object", -2, READONLY, (0, 0, 0), conn_fn!(|_, _, _| super::container()), G, "A container for object introspection commands.").with_subcommands(OBJECT),
 ];
 
 const OBJECT: &[Spec] = &[

@@ -2,7 +2,24 @@
 //!
 //! Each family file declares its commands' table entries (`COMMANDS`) next to their handlers.
 //! Keyed handlers are plain functions over a shard's databases (`Ctx`); connection-level
-//! handlers are async functions over the connection, listed in [`dispatch_conn`].
+//! handlers are functions over the connection, given in their table entries with
+//! [`conn_fn!`]: the table is the one place a command's name is tied to its code.
+
+/// A connection-level handler for a table entry: `conn_fn!(|conn, access, call| body)`, where
+/// `body` is a `Frame` expression that may `.await` (the caller's `&mut Conn`, its
+/// [`Access`](crate::exec::Access) and the [`Call`](crate::exec::Call)).
+macro_rules! conn_fn {
+    (|$conn:pat_param, $access:pat_param, $call:pat_param| $body:expr) => {{
+        fn handler<'a>(
+            $conn: &'a mut crate::conn::Conn,
+            $access: crate::exec::Access<'a>,
+            $call: &'a crate::exec::Call,
+        ) -> crate::command::ConnFuture<'a> {
+            Box::pin(async move { $body })
+        }
+        handler as crate::command::ConnFn
+    }};
+}
 
 pub mod args;
 pub mod bits;
@@ -20,11 +37,17 @@ pub mod sets;
 pub mod strings;
 pub mod transactions;
 
+#[cfg(test)]
 use abacus_protocol::Frame;
 
 use crate::command::Spec;
-use crate::conn::Conn;
-use crate::exec::{Access, Call};
+
+/// The handler of a container's own entry (CLIENT, CONFIG, OBJECT...): never called, since a
+/// container runs only as one of its subcommands (`Conn::resolve` picks it, or replies the
+/// arity or unknown-subcommand error).
+pub(crate) fn container() -> abacus_protocol::Frame {
+    abacus_protocol::Frame::error("ERR internal error: a container command has no handler of its own")
+}
 
 /// Every family's table, read by `command.rs`.
 pub const FAMILIES: &[&[Spec]] = &[
@@ -42,46 +65,6 @@ pub const FAMILIES: &[&[Spec]] = &[
     set_algebra::COMMANDS,
     persistence::COMMANDS,
 ];
-
-/// Runs a connection-level command.
-pub async fn dispatch_conn(conn: &mut Conn, access: Access<'_>, call: Call) -> Frame {
-    let args = &call.args;
-    match call.spec.name {
-        "ping" => connection::ping(conn, args),
-        "echo" => Frame::Bulk(call.args.bytes(1)),
-        "hello" => connection::hello(conn, args),
-        "auth" => connection::auth(conn, args),
-        "select" => connection::select(conn, args),
-        "quit" => connection::quit(conn),
-        "reset" => connection::reset(conn).await,
-        "time" => connection::time(),
-        n if n.starts_with("client|") => connection::client(conn, call.spec.name, args),
-        n if n.starts_with("command") => connection::command(args, call.spec.name),
-        "info" => server::info(conn, access, args).await,
-        "dbsize" => server::dbsize(conn, access).await,
-        "flushdb" | "flushall" => server::flush(conn, access, call.spec.name, args).await,
-        "swapdb" => server::swapdb(conn, access, args).await,
-        n if n.starts_with("config|") => server::config(conn, access, call.spec.name, args).await,
-        n if n.starts_with("debug") => server::debug(conn, access, args).await,
-        "lolwut" => server::lolwut(conn, args),
-        "monitor" => server::monitor(conn, access),
-        n if n.starts_with("function|") => server::function(call.spec.name, args),
-        "save" => persistence::save(conn).await,
-        "bgsave" => persistence::bgsave(conn, args).await,
-        "bgrewriteaof" => persistence::bgrewriteaof(conn).await,
-        "lastsave" => persistence::lastsave(),
-        "shutdown" => persistence::shutdown(conn, args).await,
-        "keys" => keys::keys(conn, access, args).await,
-        "scan" => keys::scan(conn, access, args).await,
-        "randomkey" => keys::randomkey(conn, access).await,
-        "multi" => transactions::multi(conn),
-        "exec" => transactions::exec(conn).await,
-        "discard" => transactions::discard(conn).await,
-        "watch" => transactions::watch(conn, args).await,
-        "unwatch" => transactions::unwatch(conn).await,
-        other => Frame::error(format!("ERR command '{other}' has no connection-level handler")),
-    }
-}
 
 /// Runs one keyed command on `dbs` (database 0, one shard, the default configuration): for
 /// the command families' unit tests.

@@ -24,27 +24,27 @@ const G: &str = "server";
 const NONE: (i32, i32, i32) = (0, 0, 0);
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::conn("info", -1, LOADING | STALE | ALL_SHARDS, NONE, G, "Returns information and statistics about the server."),
-    Spec::conn("dbsize", 1, READONLY | FAST | ALL_SHARDS, NONE, G, "Returns the number of keys in the database."),
-    Spec::conn("flushdb", -1, WRITE | ALL_SHARDS, NONE, G, "Removes all keys from the current database."),
-    Spec::conn("flushall", -1, WRITE | ALL_SHARDS, NONE, G, "Removes all keys from all databases."),
-    Spec::conn("swapdb", 3, WRITE | FAST | ALL_SHARDS, NONE, G, "Swaps two Redis databases."),
-    Spec::conn("debug", -2, ADMIN | LOADING | STALE | ALL_SHARDS, NONE, G, "A container for debugging commands."),
-    Spec::conn("lolwut", -1, READONLY | FAST, NONE, G, "Displays computer art and the Redis version"),
-    Spec::conn("monitor", 1, ADMIN | LOADING | STALE, NONE, G, "Listens for all requests received by the server in real-time."),
-    Spec::conn("config", -2, 0, NONE, G, "A container for server configuration commands.").with_subcommands(CONFIG),
-    Spec::conn("function", -2, 0, NONE, "scripting", "A container for function commands.").with_subcommands(FUNCTION),
+    Spec::conn("info", -1, LOADING | STALE | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| info(conn, access, &call.args).await), G, "Returns information and statistics about the server."),
+    Spec::conn("dbsize", 1, READONLY | FAST | ALL_SHARDS, NONE, conn_fn!(|conn, access, _| dbsize(conn, access).await), G, "Returns the number of keys in the database."),
+    Spec::conn("flushdb", -1, WRITE | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| flush(conn, access, call, true).await), G, "Removes all keys from the current database."),
+    Spec::conn("flushall", -1, WRITE | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| flush(conn, access, call, false).await), G, "Removes all keys from all databases."),
+    Spec::conn("swapdb", 3, WRITE | FAST | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| swapdb(conn, access, &call.args).await), G, "Swaps two Redis databases."),
+    Spec::conn("debug", -2, ADMIN | LOADING | STALE | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| debug(conn, access, &call.args).await), G, "A container for debugging commands."),
+    Spec::conn("lolwut", -1, READONLY | FAST, NONE, conn_fn!(|conn, _, call| lolwut(conn, &call.args)), G, "Displays computer art and the Redis version"),
+    Spec::conn("monitor", 1, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, access, _| monitor(conn, access)), G, "Listens for all requests received by the server in real-time."),
+    Spec::conn("config", -2, 0, NONE, conn_fn!(|_, _, _| super::container()), G, "A container for server configuration commands.").with_subcommands(CONFIG),
+    Spec::conn("function", -2, 0, NONE, conn_fn!(|_, _, _| super::container()), "scripting", "A container for function commands.").with_subcommands(FUNCTION),
 ];
 
 const CONFIG: &[Spec] = &[
-    Spec::conn("config|get", -3, ADMIN | LOADING | STALE, NONE, G, "Returns the effective values of configuration parameters."),
-    Spec::conn("config|set", -4, ADMIN | LOADING | STALE, NONE, G, "Sets configuration parameters in-flight."),
-    Spec::conn("config|resetstat", 2, ADMIN | LOADING | STALE | ALL_SHARDS, NONE, G, "Resets the server's statistics."),
-    Spec::conn("config|help", 2, LOADING | STALE, NONE, G, "Returns helpful text about the different subcommands."),
+    Spec::conn("config|get", -3, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, access, call| config(conn, access, ConfigSub::Get, &call.args).await), G, "Returns the effective values of configuration parameters."),
+    Spec::conn("config|set", -4, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, access, call| config(conn, access, ConfigSub::Set, &call.args).await), G, "Sets configuration parameters in-flight."),
+    Spec::conn("config|resetstat", 2, ADMIN | LOADING | STALE | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| config(conn, access, ConfigSub::ResetStat, &call.args).await), G, "Resets the server's statistics."),
+    Spec::conn("config|help", 2, LOADING | STALE, NONE, conn_fn!(|conn, access, call| config(conn, access, ConfigSub::Help, &call.args).await), G, "Returns helpful text about the different subcommands."),
 ];
 
 const FUNCTION: &[Spec] = &[
-    Spec::conn("function|flush", -2, WRITE, NONE, "scripting", "Deletes all libraries and functions."),
+    Spec::conn("function|flush", -2, WRITE, NONE, conn_fn!(|_, _, call| function_flush(&call.args)), "scripting", "Deletes all libraries and functions."),
 ];
 
 /// Logs a server-level write with the atomic operation holding the shards: the caller's own
@@ -82,7 +82,9 @@ fn flush_mode(a: &[Arg], at: usize) -> Result<bool, Frame> {
     }
 }
 
-pub async fn flush(conn: &mut Conn, access: Access<'_>, which: &str, a: &[Arg]) -> Frame {
+/// FLUSHDB (`current_db_only`) and FLUSHALL; logged under the command's own name.
+pub async fn flush(conn: &mut Conn, access: Access<'_>, call: &crate::exec::Call, current_db_only: bool) -> Frame {
+    let a = &call.args;
     let asynchronous = match flush_mode(a, 1) {
         Ok(m) => m,
         Err(e) => return e,
@@ -92,8 +94,8 @@ pub async fn flush(conn: &mut Conn, access: Access<'_>, which: &str, a: &[Arg]) 
         Some(l) => Access::Locked(l),
         None => access,
     };
-    let only = if which == "flushdb" { Some(conn.db) } else { None };
-    log_under(access, own.as_ref(), conn.db, &[which.as_bytes()]);
+    let only = current_db_only.then_some(conn.db);
+    log_under(access, own.as_ref(), conn.db, &[call.spec.name.as_bytes()]);
     let olds = conn
         .worker
         .run_all(access, move |s| {
@@ -153,10 +155,19 @@ pub async fn swapdb(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     }
 }
 
-pub async fn config(conn: &mut Conn, access: Access<'_>, sub: &str, a: &[Arg]) -> Frame {
+/// CONFIG's subcommands (each table entry names its own).
+#[derive(Clone, Copy)]
+pub enum ConfigSub {
+    Get,
+    Set,
+    ResetStat,
+    Help,
+}
+
+pub async fn config(conn: &mut Conn, access: Access<'_>, sub: ConfigSub, a: &[Arg]) -> Frame {
     let cfg = &conn.worker.server.config;
     match sub {
-        "config|get" => {
+        ConfigSub::Get => {
             let patterns: Vec<&[u8]> = a[2..].iter().map(|p| &p[..]).collect();
             let pairs = cfg.get_matching(&patterns);
             // A name asked for without glob characters is echoed as given (`MAXMEMORY`), as Redis,
@@ -166,7 +177,7 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: &str, a: &[Arg]) -
             };
             Frame::Map(pairs.into_iter().map(|(n, v)| (Frame::bulk(shown(n)), Frame::bulk(v.into_bytes()))).collect())
         }
-        "config|set" => {
+        ConfigSub::Set => {
             if !a.len().is_multiple_of(2) {
                 return err(ERR_SYNTAX);
             }
@@ -182,7 +193,7 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: &str, a: &[Arg]) -
                 Err(e) => Frame::error(e),
             }
         }
-        "config|resetstat" => {
+        ConfigSub::ResetStat => {
             conn.worker.server.stats.reset();
             stats::ERRORS.reset();
             let reset = |s: &mut crate::shard::Shard| {
@@ -199,7 +210,7 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: &str, a: &[Arg]) -
                 None => shutting_down(),
             }
         }
-        _ => Frame::Array(
+        ConfigSub::Help => Frame::Array(
             ["CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "GET <pattern>", "SET <directive> <value>", "RESETSTAT", "HELP"]
                 .iter()
                 .map(|l| Frame::Simple(Bytes::from_static(l.as_bytes())))
@@ -344,14 +355,12 @@ pub fn populate_shard(s: &mut crate::shard::Shard, db: usize, count: u64, prefix
     }
 }
 
-pub fn function(sub: &str, a: &[Arg]) -> Frame {
-    match sub {
-        // No functions exist yet (scripting is a later issue), so there is nothing to delete.
-        "function|flush" => match flush_mode(a, 2) {
-            Ok(_) => Frame::ok(),
-            Err(_) => err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option"),
-        },
-        _ => err(ERR_SYNTAX),
+/// FUNCTION FLUSH. No functions exist yet (scripting is a later issue), so there is nothing
+/// to delete.
+pub fn function_flush(a: &[Arg]) -> Frame {
+    match flush_mode(a, 2) {
+        Ok(_) => Frame::ok(),
+        Err(_) => err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option"),
     }
 }
 
