@@ -18,8 +18,11 @@
 //! One shortcut jumps a queue: a shard's own thread runs a connection's commands in place,
 //! without a message. That is only allowed while no ordered part waits in that shard's queue
 //! ([`Order::pending`]): otherwise a connection's read could run before a multi-shard batch
-//! whose other part it has already seen. Each shard counts its queued ordered parts: the
-//! sender adds them under the mutex, the shard subtracts each one once it has run.
+//! whose other part it has already seen. Each shard counts its queued ordered parts and
+//! `Lock`s not yet granted (a granted lock is seen through `Shard::locked` instead): the
+//! sender adds them under the mutex, for all the operation's queues before it sends to any
+//! (so no thread can see one part queued while its own counter still reads 0), and the
+//! shard subtracts each part once it has run, each lock once it has granted it.
 //!
 //! Cost: a multi-shard batch no longer runs its own-shard part before the others are sent;
 //! its parts queue like any other job. The mutex is held for a few channel sends (never
@@ -61,7 +64,8 @@ impl Order {
         self.pending.get(shard).is_some_and(|p| p.0.load(Ordering::Acquire) != 0)
     }
 
-    /// Called on `shard`'s thread once one of its ordered parts has run.
+    /// Called on `shard`'s thread once one of its ordered parts has run, or a lock has been
+    /// granted (the shard is then `locked`).
     pub fn part_done(&self, shard: usize) {
         if let Some(p) = self.pending.get(shard) {
             let before = p.0.fetch_sub(1, Ordering::Release);
@@ -97,23 +101,29 @@ impl Order {
             None => None,
         };
         let _sending = self.sending.lock();
-        for (permit, (shard, message)) in permits.into_iter().zip(messages) {
-            self.send(permit, shard, message);
+        // Every queue's count before any message is out (see the file comment).
+        for (shard, message) in &messages {
+            self.count(*shard, message);
         }
-        match (local, local_permit) {
+        let local = match (local, local_permit) {
             (Some((shard, message)), Some(permit)) if self.pending(shard) || blocked() => {
-                self.send(permit, shard, message);
-                Ok(None)
+                self.count(shard, &message);
+                permit.send(message);
+                None
             }
-            (local, _) => Ok(local.map(|(_, message)| message)),
+            (local, _) => Some(local.map(|(_, message)| message)),
+        };
+        for (permit, (_, message)) in permits.into_iter().zip(messages) {
+            permit.send(message);
         }
+        Ok(local.flatten())
     }
 
-    fn send(&self, permit: mpsc::Permit<'_, ShardMsg>, shard: usize, message: ShardMsg) {
-        if matches!(message, ShardMsg::RunOrdered(_)) {
+    /// Counts an ordered part or a lock about to enter `shard`'s queue.
+    fn count(&self, shard: usize, message: &ShardMsg) {
+        if matches!(message, ShardMsg::RunOrdered(_) | ShardMsg::Lock(_)) {
             self.pending[shard].0.fetch_add(1, Ordering::AcqRel);
         }
-        permit.send(message);
     }
 }
 
@@ -146,11 +156,29 @@ mod tests {
         order.part_done(1);
         order.part_done(0);
         assert!(!order.pending(0) && !order.pending(1));
-        // A blocked (locked) shard queues its part too; locks are not counted.
+        // A blocked (locked) shard queues its part too; a lock counts until it is granted.
         let (grant, _) = tokio::sync::oneshot::channel();
         let back = order.send_all(&senders, vec![(1, ShardMsg::Lock(grant))], Some((0, job())), || true).await;
         assert!(matches!(back, Ok(None)));
-        assert!(order.pending(0) && !order.pending(1));
+        assert!(order.pending(0) && order.pending(1));
+    }
+
+    #[tokio::test]
+    async fn a_queued_lock_keeps_the_own_part_from_running_ahead_of_it() {
+        // A review found this: a Lock waiting (not yet granted) in shard 0's queue was
+        // invisible, and shard 0's own part of a later operation ran in place before it.
+        let order = Order::new(2);
+        let (tx0, _rx0) = mpsc::channel(4);
+        let (tx1, _rx1) = mpsc::channel(4);
+        let senders = vec![tx0, tx1];
+        let (grant, _) = tokio::sync::oneshot::channel();
+        assert!(matches!(order.send_all(&senders, vec![(0, ShardMsg::Lock(grant)), (1, job())], None, || false).await, Ok(None)));
+        let back = order.send_all(&senders, vec![(1, job())], Some((0, job())), || false).await;
+        assert!(matches!(back, Ok(None)), "must queue behind the lock");
+        // Granted: the lock no longer counts (the shard is `locked`, which `blocked` reports).
+        order.part_done(0);
+        order.part_done(0);
+        assert!(!order.pending(0));
     }
 
     #[tokio::test]

@@ -324,6 +324,9 @@ pub async fn shard_loop(shard: Rc<RefCell<Shard>>, mut rx: mpsc::Receiver<ShardM
                     crate::aof::flush_pending();
                     let (tx, mut private) = mpsc::unbounded_channel::<Job>();
                     shard.borrow_mut().locked = true;
+                    // Granted: no longer waiting in the queue (`order.rs`).
+                    let id = shard.borrow().id;
+                    server.order.part_done(id);
                     if grant.send(tx).is_ok() {
                         while let Some(job) = private.recv().await {
                             job(&mut shard.borrow_mut());
