@@ -53,6 +53,23 @@ pub mod flags {
     /// Runs at once inside MULTI instead of being queued, because it controls the transaction
     /// (MULTI, EXEC, DISCARD, WATCH, RESET). Internal: COMMAND INFO does not list it.
     pub const CONTROLS_MULTI: u32 = 1 << 10;
+    // Internal flags below: what the server does differently for a command, said in its
+    // table entry instead of by its name elsewhere. COMMAND INFO lists none of them.
+    /// A pipeline of it is bound by reading the value behind the slot (sketch adds, APPEND):
+    /// a batch prefetches the values' first lines too (`exec.rs`).
+    pub const PREFETCH_VALUE: u32 = 1 << 11;
+    /// Refused with MISCONF while persistence fails although it writes nothing: PING, so that
+    /// health checks notice (Redis's rule).
+    pub const DENY_ON_DISK_ERROR: u32 = 1 << 12;
+    /// Runs the transaction's queued commands (EXEC): a malformed one ends the transaction,
+    /// and its replies wait for the log as a write's do.
+    pub const RUNS_QUEUED: u32 = 1 << 13;
+    /// Inside EXEC only scheduled, then started once EXEC has released its shards (BGSAVE,
+    /// BGREWRITEAOF).
+    pub const SCHEDULED_IN_EXEC: u32 = 1 << 14;
+    /// Queued inside MULTI, but nothing to do when EXEC runs it (UNWATCH: EXEC unwatches
+    /// everything anyway).
+    pub const NOOP_IN_EXEC: u32 = 1 << 15;
 }
 
 /// One command.

@@ -816,7 +816,7 @@ impl Conn {
             Ok(spec) => spec,
             Err(e) => {
                 stats::record_rejected(root.name);
-                if root.name == "exec" {
+                if root.has(flags::RUNS_QUEUED) {
                     // Redis reports a malformed EXEC as the end of the transaction (and of
                     // the WATCHes, as a DISCARD).
                     self.multi = None;
@@ -840,7 +840,7 @@ impl Conn {
             self.fail_multi();
             return Step::Reply(Frame::error("NOAUTH Authentication required."));
         }
-        if spec.is_write() || spec.name == "ping" {
+        if spec.is_write() || spec.has(flags::DENY_ON_DISK_ERROR) {
             // Redis refuses writes, queued ones included, while persistence fails (MISCONF),
             // and PING too, so that health checks see it; a refused queued command aborts
             // the transaction like any other.
@@ -867,7 +867,7 @@ impl Conn {
                 return Step::Reply(Frame::simple("QUEUED"));
             }
         }
-        if spec.is_write() || spec.name == "exec" {
+        if spec.is_write() || spec.has(flags::RUNS_QUEUED) {
             self.wrote = true;
         }
         let call = Call { spec, args };

@@ -700,8 +700,8 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
             // not for a group on one hot key, whose value stays in cache anyway. APPEND copies
             // its old bytes when the buffer grows: prefetching them took W1's server CPU per
             // append from 0.77-0.80 to 0.66-0.75 us (`bench/ab.sh`, no persistence).
-            let reads_value = |name: &str| name.starts_with("hll.add") || name == "pfadd" || name == "append";
-            let value_reads = group.first().is_some_and(|(_, c)| reads_value(c.spec.name));
+            let reads_value = |spec: &Spec| spec.has(crate::command::flags::PREFETCH_VALUE);
+            let value_reads = group.first().is_some_and(|(_, c)| reads_value(c.spec));
             let mut values: Vec<(u64, &[u8])> = Vec::new();
             let mut previous: &[u8] = &[];
             let mut hashes: Vec<u64> = Vec::with_capacity(group.len());
@@ -712,7 +712,7 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
                         let hash = d.prefetch_segment(key);
                         hashes.push(hash);
                         previous = key;
-                        if value_reads && reads_value(c.spec.name) {
+                        if value_reads && reads_value(c.spec) {
                             values.push((hash, key));
                         }
                     }

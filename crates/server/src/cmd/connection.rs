@@ -19,7 +19,7 @@ const G: &str = "connection";
 const NONE: (i32, i32, i32) = (0, 0, 0);
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::conn("ping", -1, FAST, NONE, conn_fn!(|conn, _, call| ping(conn, &call.args)), G, "Returns the server's liveliness response."),
+    Spec::conn("ping", -1, FAST | DENY_ON_DISK_ERROR, NONE, conn_fn!(|conn, _, call| ping(conn, &call.args)), G, "Returns the server's liveliness response."),
     Spec::conn("echo", 2, FAST, NONE, conn_fn!(|_, _, call| Frame::Bulk(call.args.bytes(1))), G, "Returns the given string."),
     Spec::conn("hello", -1, NO_AUTH | FAST, NONE, conn_fn!(|conn, _, call| hello(conn, &call.args)), G, "Handshakes with the Redis server."),
     Spec::conn("auth", -2, NO_AUTH | FAST, NONE, conn_fn!(|conn, _, call| auth(conn, &call.args)), G, "Authenticates the connection."),

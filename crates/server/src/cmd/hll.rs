@@ -44,9 +44,9 @@ const G: &str = "hyperloglog";
 
 pub const COMMANDS: &[Spec] = &[
     Spec::keyed("hll.create", -2, WRITE | DENYOOM, K1, create, G, "Creates an empty postgresql-hll sketch: HLL.CREATE key [LOG2M n] [REGWIDTH n] [EXPTHRESH n] [SPARSEON 0|1]."),
-    Spec::keyed("hll.add", -2, WRITE | DENYOOM | FAST, K1, add, G, "Adds elements hashed as hll_hash_bytea(element, 0) to a sketch, created with the defaults if missing."),
-    Spec::keyed("hll.addint", -2, WRITE | DENYOOM | FAST, K1, addint, G, "Adds 64-bit integers hashed as hll_hash_bigint(integer, 0) to a sketch, created with the defaults if missing."),
-    Spec::keyed("hll.addraw", -2, WRITE | DENYOOM | FAST, K1, addraw, G, "Adds already-hashed signed 64-bit values to a sketch, created with the defaults if missing."),
+    Spec::keyed("hll.add", -2, WRITE | DENYOOM | FAST | PREFETCH_VALUE, K1, add, G, "Adds elements hashed as hll_hash_bytea(element, 0) to a sketch, created with the defaults if missing."),
+    Spec::keyed("hll.addint", -2, WRITE | DENYOOM | FAST | PREFETCH_VALUE, K1, addint, G, "Adds 64-bit integers hashed as hll_hash_bigint(integer, 0) to a sketch, created with the defaults if missing."),
+    Spec::keyed("hll.addraw", -2, WRITE | DENYOOM | FAST | PREFETCH_VALUE, K1, addraw, G, "Adds already-hashed signed 64-bit values to a sketch, created with the defaults if missing."),
     Spec::keyed("hll.card", -2, READONLY, ALL, card, G, "Returns the estimated cardinality of the union of the sketches, unrounded (postgresql-hll's hll_cardinality)."),
     Spec::keyed("hll.union", -3, WRITE | DENYOOM, ALL, union, G, "Merges the source sketches into the destination sketch."),
     Spec::keyed("hll.info", 2, READONLY, K1, info, G, "Returns a sketch's representation, parameters, explicit values or non-zero registers, and size."),

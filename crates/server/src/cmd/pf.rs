@@ -31,7 +31,7 @@ const ALL: (i32, i32, i32) = (1, -1, 1);
 const G: &str = "hyperloglog";
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::keyed("pfadd", -2, WRITE | DENYOOM | FAST, (1, 1, 1), pfadd, G, "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist."),
+    Spec::keyed("pfadd", -2, WRITE | DENYOOM | FAST | PREFETCH_VALUE, (1, 1, 1), pfadd, G, "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist."),
     Spec::keyed("pfcount", -2, READONLY, ALL, pfcount, G, "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s)."),
     Spec::keyed("pfmerge", -2, WRITE | DENYOOM, ALL, pfmerge, G, "Merges one or more HyperLogLog values into a single key."),
     Spec::keyed("pfdebug", 3, WRITE | DENYOOM | ADMIN, (2, 2, 1), pfdebug, G, "Internal commands for debugging HyperLogLog values."),

@@ -30,7 +30,7 @@ pub const COMMANDS: &[Spec] = &[
     Spec::keyed("mget", -2, READONLY | FAST, ALL, mget, G, "Atomically returns the string values of one or more keys."),
     Spec::keyed("mset", -3, WRITE | DENYOOM, PAIRS, mset, G, "Atomically creates or modifies the string values of one or more keys."),
     Spec::keyed("msetnx", -3, WRITE | DENYOOM, PAIRS, msetnx, G, "Atomically modifies the string values of one or more keys only when all keys don't exist."),
-    Spec::keyed("append", 3, WRITE | DENYOOM | FAST, K1, append, G, "Appends a string to the value of a key. Creates the key if it doesn't exist."),
+    Spec::keyed("append", 3, WRITE | DENYOOM | FAST | PREFETCH_VALUE, K1, append, G, "Appends a string to the value of a key. Creates the key if it doesn't exist."),
     Spec::keyed("strlen", 2, READONLY | FAST, K1, strlen, G, "Returns the length of a string value."),
     Spec::keyed("getrange", 4, READONLY, K1, getrange, G, "Returns a substring of the string stored at a key."),
     Spec::keyed("substr", 4, READONLY, K1, getrange, G, "Returns a substring from a string value."),

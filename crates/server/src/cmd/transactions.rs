@@ -23,11 +23,11 @@ const G: &str = "transactions";
 
 pub const COMMANDS: &[Spec] = &[
     Spec::conn("multi", 1, CONTROLS_MULTI | FAST, (0, 0, 0), conn_fn!(|conn, _, _| multi(conn)), G, "Starts a transaction."),
-    Spec::conn("exec", 1, CONTROLS_MULTI, (0, 0, 0), conn_fn!(|conn, _, _| exec(conn).await), G, "Executes all commands in a transaction."),
+    Spec::conn("exec", 1, CONTROLS_MULTI | RUNS_QUEUED, (0, 0, 0), conn_fn!(|conn, _, _| exec(conn).await), G, "Executes all commands in a transaction."),
     Spec::conn("discard", 1, CONTROLS_MULTI | FAST, (0, 0, 0), conn_fn!(|conn, _, _| discard(conn).await), G, "Discards a transaction."),
     Spec::conn("watch", -2, CONTROLS_MULTI | FAST, (1, -1, 1), conn_fn!(|conn, _, call| watch(conn, &call.args).await), G, "Monitors changes to keys to determine the execution of a transaction."),
     // Not CONTROLS_MULTI: as in Redis, UNWATCH inside MULTI is queued (and a no-op in EXEC).
-    Spec::conn("unwatch", 1, FAST, (0, 0, 0), conn_fn!(|conn, _, _| unwatch(conn).await), G, "Forgets about watched keys of a transaction."),
+    Spec::conn("unwatch", 1, FAST | NOOP_IN_EXEC, (0, 0, 0), conn_fn!(|conn, _, _| unwatch(conn).await), G, "Forgets about watched keys of a transaction."),
 ];
 
 pub fn multi(conn: &mut Conn) -> Frame {
@@ -96,13 +96,13 @@ pub async fn exec(conn: &mut Conn) -> Frame {
     let mut replies = Vec::with_capacity(multi.queued.len());
     let mut save = false;
     for call in multi.queued {
-        if matches!(call.spec.name, "bgsave" | "bgrewriteaof") {
+        if call.spec.has(SCHEDULED_IN_EXEC) {
             let reply = super::persistence::scheduled_in_exec(call.spec.name, &call.args);
             save |= reply.is_some();
             replies.push(reply.unwrap_or_else(|| err(ERR_SYNTAX)));
             continue;
         }
-        if call.spec.name == "unwatch" {
+        if call.spec.has(NOOP_IN_EXEC) {
             // A queued UNWATCH: EXEC unwatches everything below anyway (and unwatching now
             // would wait for the shards this EXEC holds).
             replies.push(Frame::ok());
