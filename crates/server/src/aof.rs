@@ -1,7 +1,9 @@
 //! The append-only log: every acknowledged write reaches it before its reply leaves.
 //!
-//! One path for every write. A command that changes data is turned into a log command by
-//! [`log_write`], called from the single place keyed commands run (`exec::exec_keyed`), and
+//! One path for every write. A command that changes data is logged as its handler's stated
+//! effect by [`log_effect`] (its arguments, or the command it propagates as: absolute
+//! expiries, SPOP's members...; this file never interprets a command), called from the
+//! single place keyed commands run (`exec::exec_keyed`), and
 //! the few server-level writes (FLUSHALL, FLUSHDB, SWAPDB, DEBUG POPULATE, evictions) call
 //! [`log_command`] themselves. Log commands collect in a per-thread buffer and leave it at a
 //! flush point that keeps the log in execution order:
@@ -48,9 +50,7 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
 use abacus_persist::log as fmt;
-use abacus_protocol::{Arg, Frame};
-
-use crate::command::Spec;
+use abacus_protocol::Arg;
 
 /// When the log reaches stable storage (`appendfsync`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -517,105 +517,16 @@ pub fn take_pending() -> Vec<u8> {
     v
 }
 
-/// Logs a successful write command, rewritten so that replaying it is deterministic and
-/// expiries are absolute:
-/// - relative expiries (SET EX/PX, SETEX, PSETEX, GETEX EX/PX/EXAT/PXAT/PERSIST, EXPIRE,
-///   PEXPIRE) become SET ... PXAT / PEXPIREAT / PERSIST;
-/// - SPOP, whose members are chosen at random, becomes SREM of the members it returned.
-pub fn log_write(spec: &Spec, args: &[Arg], reply: &Frame, now_ms: u64, db: usize) {
+/// Logs a successful write as its handler stated it ([`Effect`]): its own arguments, the
+/// command it propagates as (absolute expiries, SPOP's chosen members...), or nothing. The
+/// log never interprets a command: what a write means is its handler's to say.
+pub fn log_effect(args: &[Arg], effect: &crate::shard::Effect, now_ms: u64, db: usize) {
     if !enabled() {
         return;
     }
-    let abs = |rel: &[u8], unit_ms: u64| -> Option<Vec<u8>> {
-        let v: i64 = std::str::from_utf8(rel).ok()?.parse().ok()?;
-        let at = (now_ms as i64).checked_add(v.checked_mul(unit_ms as i64)?)?;
-        Some(at.to_string().into_bytes())
-    };
-    let name = spec.name;
-    let rewritten: Option<Vec<Vec<u8>>> = match name {
-        "set" if args[3..].iter().any(|a| a.eq_ignore_ascii_case(b"ex") || a.eq_ignore_ascii_case(b"px")) => {
-            let mut out: Vec<Vec<u8>> = args[..3].iter().map(|a| a.to_vec()).collect();
-            let mut i = 3;
-            let mut ok = true;
-            while i < args.len() {
-                let a = &args[i];
-                let unit = if a.eq_ignore_ascii_case(b"ex") { Some(1000) } else if a.eq_ignore_ascii_case(b"px") { Some(1) } else { None };
-                match (unit, args.get(i + 1)) {
-                    (Some(u), Some(v)) => match abs(v, u) {
-                        Some(at) => {
-                            out.push(b"PXAT".to_vec());
-                            out.push(at);
-                            i += 2;
-                        }
-                        None => {
-                            ok = false;
-                            break;
-                        }
-                    },
-                    _ => {
-                        out.push(a.to_vec());
-                        i += 1;
-                    }
-                }
-            }
-            ok.then_some(out)
-        }
-        "setex" | "psetex" => {
-            let unit = if name == "setex" { 1000 } else { 1 };
-            abs(&args[2], unit).map(|at| vec![b"SET".to_vec(), args[1].to_vec(), args[3].to_vec(), b"PXAT".to_vec(), at])
-        }
-        "expire" | "pexpire" => {
-            let unit = if name == "expire" { 1000 } else { 1 };
-            abs(&args[2], unit).map(|at| {
-                let mut out = vec![b"PEXPIREAT".to_vec(), args[1].to_vec(), at];
-                out.extend(args[3..].iter().map(|a| a.to_vec()));
-                out
-            })
-        }
-        "expireat" => std::str::from_utf8(&args[2]).ok().and_then(|s| s.parse::<i64>().ok()).and_then(|secs| secs.checked_mul(1000)).map(|ms| {
-            let mut out = vec![b"PEXPIREAT".to_vec(), args[1].to_vec(), ms.to_string().into_bytes()];
-            out.extend(args[3..].iter().map(|a| a.to_vec()));
-            out
-        }),
-        "getex" => {
-            if matches!(reply, Frame::Null | Frame::NullArray) || args.len() < 3 {
-                // A missing key or no option: nothing changed.
-                return;
-            }
-            // A repeated option is allowed (all PERSIST, or pairs of one kind): the last wins.
-            let (opt, val) = if args[2].eq_ignore_ascii_case(b"persist") { (&args[2], None) } else { (&args[args.len() - 2], args.last()) };
-            let at = if opt.eq_ignore_ascii_case(b"persist") {
-                log_command(now_ms, db, &[&b"PERSIST"[..], &args[1]]);
-                return;
-            } else if opt.eq_ignore_ascii_case(b"ex") {
-                val.and_then(|v| abs(v, 1000))
-            } else if opt.eq_ignore_ascii_case(b"px") {
-                val.and_then(|v| abs(v, 1))
-            } else if opt.eq_ignore_ascii_case(b"exat") {
-                val.and_then(|v| std::str::from_utf8(v).ok()?.parse::<i64>().ok()?.checked_mul(1000)).map(|v| v.to_string().into_bytes())
-            } else {
-                val.map(|v| v.to_vec())
-            };
-            at.map(|at| vec![b"PEXPIREAT".to_vec(), args[1].to_vec(), at])
-        }
-        "spop" => {
-            let members: Vec<&[u8]> = match reply {
-                Frame::Bulk(m) => vec![&m[..]],
-                Frame::Array(items) | Frame::Set(items) => items.iter().filter_map(|f| if let Frame::Bulk(m) = f { Some(&m[..]) } else { None }).collect(),
-                _ => Vec::new(),
-            };
-            if members.is_empty() {
-                return;
-            }
-            let mut out: Vec<&[u8]> = vec![b"SREM", &args[1]];
-            out.extend(members);
-            log_command(now_ms, db, &out);
-            return;
-        }
-        _ => None,
-    };
-    match rewritten {
-        Some(args) => log_command(now_ms, db, &args),
-        None => log_command(now_ms, db, args),
+    match effect {
+        crate::shard::Effect::Args => log_command(now_ms, db, args),
+        crate::shard::Effect::As(command) => log_command(now_ms, db, command),
+        crate::shard::Effect::Nothing => {}
     }
 }

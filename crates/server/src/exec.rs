@@ -32,7 +32,7 @@ use crate::command::{Handler, Spec};
 use crate::config::CmdConfig;
 use crate::hop::Hops;
 use crate::server::Server;
-use crate::shard::{now_ms, shard_of, Ctx, Job, KeysModified, Shard, ShardMsg};
+use crate::shard::{Effect, now_ms, shard_of, Ctx, Job, KeysModified, Shard, ShardMsg};
 use crate::memory;
 use crate::stats;
 
@@ -192,7 +192,7 @@ fn exec_unsignalled(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Arg]
     if dbs.first().is_some_and(|d| d.tracking() != tracking) {
         dbs.iter_mut().for_each(|d| d.set_tracking(tracking));
     }
-    let (reply, modified, propagate) = {
+    let (reply, modified, propagate, effect) = {
         let mut ctx = Ctx {
             dbs: &mut *dbs,
             db,
@@ -203,9 +203,10 @@ fn exec_unsignalled(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Arg]
             hash_limits: cfg.hash_limits,
             modified: KeysModified::ALL,
             propagate: false,
+            effect: Effect::Args,
         };
         let reply = f(&mut ctx, args);
-        (reply, ctx.modified, ctx.propagate)
+        (reply, ctx.modified, ctx.propagate, ctx.effect)
     };
     if reply.is_error() {
         return (reply, KeysModified::NONE);
@@ -214,12 +215,12 @@ fn exec_unsignalled(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Arg]
         // A read that changed stored bytes (PFCOUNT's cache) is logged; its handler has
         // signalled WATCH itself.
         if propagate {
-            crate::aof::log_write(spec, args, &reply, now_ms, db);
+            crate::aof::log_effect(args, &effect, now_ms, db);
             crate::snapshot::note_change();
         }
         return (reply, KeysModified::NONE);
     }
-    crate::aof::log_write(spec, args, &reply, now_ms, db);
+    crate::aof::log_effect(args, &effect, now_ms, db);
     crate::snapshot::note_change();
     (reply, modified)
 }

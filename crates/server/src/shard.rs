@@ -25,6 +25,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::{mpsc, oneshot};
 
 use abacus_keyspace::Db;
+use abacus_protocol::Bytes;
 use abacus_protocol::Frame;
 
 /// Work for a shard.
@@ -226,6 +227,8 @@ pub struct Ctx<'a> {
     /// sketch's cached cardinality): the command is then logged like a write, as Redis
     /// propagates it, so that replaying the log gives the same bytes.
     pub propagate: bool,
+    /// What the log (and later replicas) record for this write (see [`Effect`]).
+    pub effect: Effect,
     /// Which of its keys a successful write modified: WATCH signals those (as Redis's
     /// `signalModifiedKey` call sites). Starts as every key; a handler that changed less
     /// says so ([`Ctx::unchanged`], [`Ctx::modified_only`]).
@@ -248,6 +251,31 @@ impl Ctx<'_> {
     pub fn modified_only(&mut self, modified: KeysModified) {
         self.modified = modified;
     }
+
+    /// The write is propagated as this command instead of its own arguments (an absolute
+    /// expiry for a relative one, SREM of what SPOP chose...).
+    pub fn propagate_as(&mut self, command: Vec<Bytes>) {
+        self.effect = Effect::As(command);
+    }
+
+    /// The write changed nothing that needs propagating.
+    pub fn propagate_nothing(&mut self) {
+        self.effect = Effect::Nothing;
+    }
+}
+
+/// What a write propagates (Redis's rewritten argument vectors): stated by its handler, so
+/// that the log writer never interprets a command. Replaying an effect gives the same state
+/// whatever the clock and the random draws at replay.
+#[derive(Debug, Default, PartialEq)]
+pub enum Effect {
+    /// The command as the client sent it: deterministic as it is (the default).
+    #[default]
+    Args,
+    /// This command instead.
+    As(Vec<Bytes>),
+    /// Nothing: the write changed nothing.
+    Nothing,
 }
 
 /// A set of positions among a command's keys (in [`crate::command::Spec::key_indexes`]

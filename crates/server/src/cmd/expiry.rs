@@ -5,7 +5,7 @@
 //! record, so a replay never stretches a TTL). Relative forms are converted here, with Redis's
 //! overflow checks. Setting a time already past deletes the key at once, as Redis does.
 
-use abacus_protocol::{Arg, Frame};
+use abacus_protocol::{Arg, Bytes, Frame};
 
 use super::args::*;
 use crate::command::flags::*;
@@ -61,24 +61,38 @@ fn expire_generic(ctx: &mut Ctx, a: &[Arg], unit_ms: i64, relative: bool, cmd: &
     }
     let now = ctx.now_ms;
     if ctx.db().get(&a[1], now).is_none() {
+        {
+        ctx.propagate_nothing();
         return ctx.unchanged(Frame::Integer(0));
+    }
     }
     let current = ctx.db().expire_at(&a[1]);
     let has_ttl = current != 0;
     if (nx && has_ttl) || (xx && !has_ttl) {
+        {
+        ctx.propagate_nothing();
         return ctx.unchanged(Frame::Integer(0));
+    }
     }
     if gt && (!has_ttl || at <= current as i64) {
+        {
+        ctx.propagate_nothing();
         return ctx.unchanged(Frame::Integer(0));
     }
+    }
     if lt && has_ttl && at >= current as i64 {
+        {
+        ctx.propagate_nothing();
         return ctx.unchanged(Frame::Integer(0));
+    }
     }
     if at <= now as i64 {
         ctx.db().remove(&a[1], now);
     } else {
         ctx.db().set_expire(&a[1], at as u64);
     }
+    // Propagated with the absolute time, options resolved: exact at any replay time.
+    ctx.propagate_as(vec![Bytes::from_static(b"PEXPIREAT"), Bytes::copy_from_slice(&a[1]), Bytes::from(at.to_string())]);
     Frame::Integer(1)
 }
 

@@ -232,7 +232,10 @@ fn hincrbyfloat(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     match hash_mut_or_new(ctx, &a[1]) {
         Ok(hash) => {
             hash.insert_with_limits(&a[2], &text, &limits);
-            Frame::Bulk(Bytes::from(text))
+            // As Redis: the result is propagated, not the increment.
+            let text = Bytes::from(text);
+            ctx.propagate_as(vec![Bytes::from_static(b"HSET"), Bytes::copy_from_slice(&a[1]), Bytes::copy_from_slice(&a[2]), text.clone()]);
+            Frame::Bulk(text)
         }
         Err(e) => e,
     }

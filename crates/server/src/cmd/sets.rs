@@ -16,7 +16,7 @@
 
 use abacus_collections::{IdSet, Member};
 use abacus_keyspace::Value;
-use abacus_protocol::{Arg, Frame};
+use abacus_protocol::{Arg, Bytes, Frame};
 
 use super::args::*;
 use crate::command::flags::*;
@@ -179,8 +179,14 @@ fn spop(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let mut rng = rand::thread_rng();
     let (reply, now_empty) = match (set_mut(ctx, &a[1]), count) {
         (Err(e), _) => return e,
-        (Ok(None), None) => return ctx.unchanged(Frame::Null),
-        (Ok(None), Some(_)) | (Ok(Some(_)), Some(0)) => return ctx.unchanged(Frame::Set(Vec::new())),
+        (Ok(None), None) => {
+            ctx.propagate_nothing();
+            return ctx.unchanged(Frame::Null);
+        }
+        (Ok(None), Some(_)) | (Ok(Some(_)), Some(0)) => {
+            ctx.propagate_nothing();
+            return ctx.unchanged(Frame::Set(Vec::new()));
+        }
         (Ok(Some(set)), None) => {
             let member = set.pop_random(&mut rng).expect("a stored set is never empty");
             (Frame::Bulk(member.into()), set.is_empty())
@@ -193,6 +199,14 @@ fn spop(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     if now_empty {
         delete(ctx, &a[1]);
     }
+    // The members were drawn at random: propagated as SREM of the ones drawn.
+    let mut effect = vec![Bytes::from_static(b"SREM"), Bytes::copy_from_slice(&a[1])];
+    match &reply {
+        Frame::Bulk(m) => effect.push(m.clone()),
+        Frame::Set(ms) => effect.extend(ms.iter().filter_map(|m| if let Frame::Bulk(m) = m { Some(m.clone()) } else { None })),
+        _ => {}
+    }
+    ctx.propagate_as(effect);
     reply
 }
 

@@ -155,7 +155,23 @@ fn set(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     }
     if let Some((kind, v)) = timed {
         match expire_arg(kind, v, ctx.now_ms, "set") {
-            Ok(at) => expire = ExpireOpt::At(at),
+            Ok(at) => {
+                expire = ExpireOpt::At(at);
+                // Propagated with the absolute time: the same options, the expiry as PXAT.
+                let mut effect: Vec<Bytes> = a[..3].iter().map(|x| Bytes::copy_from_slice(x)).collect();
+                let mut j = 3;
+                while j < a.len() {
+                    if is(&a[j], "ex") || is(&a[j], "px") || is(&a[j], "exat") || is(&a[j], "pxat") {
+                        j += 2;
+                        continue;
+                    }
+                    effect.push(Bytes::copy_from_slice(&a[j]));
+                    j += 1;
+                }
+                effect.push(Bytes::from_static(b"PXAT"));
+                effect.push(Bytes::from(at.to_string()));
+                ctx.propagate_as(effect);
+            }
             Err(e) => return e,
         }
     }
@@ -219,6 +235,7 @@ fn setex_generic(ctx: &mut Ctx, a: &[Arg], kind: &str, cmd: &str) -> Frame {
     };
     let now = ctx.now_ms;
     ctx.db().set(&a[1], Value::str(&a[3]), at, now);
+    ctx.propagate_as(vec![Bytes::from_static(b"SET"), Bytes::copy_from_slice(&a[1]), Bytes::copy_from_slice(&a[3]), Bytes::from_static(b"PXAT"), Bytes::from(at.to_string())]);
     Frame::ok()
 }
 
@@ -271,7 +288,10 @@ fn getex(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         i += 1;
     }
     let reply = match read_str(ctx, &a[1]) {
-        Ok(None) => return ctx.unchanged(Frame::Null),
+        Ok(None) => {
+            ctx.propagate_nothing();
+            return ctx.unchanged(Frame::Null);
+        }
         Ok(v) => bulk_or_null(v),
         Err(e) => return e,
     };
@@ -287,15 +307,21 @@ fn getex(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     match expire {
         ExpireOpt::At(at) if at <= now => {
             ctx.db().remove(&a[1], now);
+            ctx.propagate_as(vec![Bytes::from_static(b"PEXPIREAT"), Bytes::copy_from_slice(&a[1]), Bytes::from(at.to_string())]);
         }
         ExpireOpt::At(at) => {
             ctx.db().set_expire(&a[1], at);
+            ctx.propagate_as(vec![Bytes::from_static(b"PEXPIREAT"), Bytes::copy_from_slice(&a[1]), Bytes::from(at.to_string())]);
         }
         // As Redis: only removing a time is a change.
         ExpireOpt::Persist if ctx.db().expire_at(&a[1]) != 0 => {
             ctx.db().set_expire(&a[1], 0);
+            ctx.propagate_as(vec![Bytes::from_static(b"PERSIST"), Bytes::copy_from_slice(&a[1])]);
         }
-        _ => return ctx.unchanged(reply),
+        _ => {
+            ctx.propagate_nothing();
+            return ctx.unchanged(reply);
+        }
     }
     reply
 }
@@ -486,7 +512,10 @@ fn incrbyfloat(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     }
     // Redis stores the text as it is (no integer encoding): "embstr" even for "3".
     ctx.db().set_text_encoding(&a[1]);
-    Frame::Bulk(Bytes::from(text))
+    // As Redis: the result is propagated, not the increment (no float arithmetic at replay).
+    let text = Bytes::from(text);
+    ctx.propagate_as(vec![Bytes::from_static(b"SET"), Bytes::copy_from_slice(&a[1]), text.clone(), Bytes::from_static(b"KEEPTTL")]);
+    Frame::Bulk(text)
 }
 
 fn lcs(ctx: &mut Ctx, a: &[Arg]) -> Frame {
