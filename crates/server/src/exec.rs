@@ -183,8 +183,23 @@ fn exec_checked_out(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Arg]
 /// Runs the handler, logs a successful write and counts it for the `save` schedule; returns
 /// the reply and the keys the handler says it modified (none for a read or a failure).
 fn exec_unsignalled(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Arg], now_ms: u64, cfg: CmdConfig) -> (Frame, KeysModified) {
+    let (reply, modified, effect) = run_handler(dbs, db, spec, args, now_ms, cfg);
+    match effect {
+        Some(effect) => {
+            crate::aof::log_effect(args, &effect, now_ms, db);
+            crate::snapshot::note_change();
+            (reply, modified)
+        }
+        None => (reply, KeysModified::NONE),
+    }
+}
+
+/// Runs the handler: its reply, the keys it modified, and what it propagates (None for a
+/// read or a failure; a read that changed stored bytes, PFCOUNT's cache, propagates too,
+/// and has signalled WATCH itself).
+pub(crate) fn run_handler(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Arg], now_ms: u64, cfg: CmdConfig) -> (Frame, KeysModified, Option<Effect>) {
     let Handler::Keyed(f) = spec.handler else {
-        return (Frame::error("ERR internal error: not a keyed command"), KeysModified::NONE);
+        return (Frame::error("ERR internal error: not a keyed command"), KeysModified::NONE, None);
     };
     // The eviction policy decides how lookups maintain the entries' metadata; databases learn
     // a change here (one comparison per command otherwise).
@@ -209,20 +224,12 @@ fn exec_unsignalled(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Arg]
         (reply, ctx.modified, ctx.propagate, ctx.effect)
     };
     if reply.is_error() {
-        return (reply, KeysModified::NONE);
+        return (reply, KeysModified::NONE, None);
     }
     if !spec.is_write() {
-        // A read that changed stored bytes (PFCOUNT's cache) is logged; its handler has
-        // signalled WATCH itself.
-        if propagate {
-            crate::aof::log_effect(args, &effect, now_ms, db);
-            crate::snapshot::note_change();
-        }
-        return (reply, KeysModified::NONE);
+        return (reply, KeysModified::NONE, propagate.then_some(effect));
     }
-    crate::aof::log_effect(args, &effect, now_ms, db);
-    crate::snapshot::note_change();
-    (reply, modified)
+    (reply, modified, Some(effect))
 }
 
 /// Raises the WATCH flags of the keys a write modified, each in its database.

@@ -26,6 +26,8 @@ pub mod command;
 pub mod config;
 pub mod conn;
 pub mod direct;
+#[cfg(test)]
+mod effects_tests;
 pub mod exec;
 pub mod hop;
 pub mod memory;
