@@ -5,6 +5,7 @@
 //! handlers are async functions over the connection, listed in [`dispatch_conn`].
 
 pub mod args;
+pub mod bitops;
 pub mod bits;
 pub mod connection;
 pub mod expiry;
@@ -32,6 +33,7 @@ pub const FAMILIES: &[&[Spec]] = &[
     server::COMMANDS,
     strings::COMMANDS,
     bits::COMMANDS,
+    bitops::COMMANDS,
     keys::COMMANDS,
     expiry::COMMANDS,
     transactions::COMMANDS,
