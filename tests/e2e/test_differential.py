@@ -43,8 +43,9 @@ Commands Abacus implements but the mix leaves out, and why:
     expire during the run at a different moment on each server.
   - SAVE/BGSAVE/SHUTDOWN/... inside MULTI (Redis: "Command not allowed inside a
     transaction"): persistence commands are not part of this mix.
+BITOP, BITFIELD and BITFIELD_RO have their own mix: test_differential_bits.py.
 Redis commands of the families above that Abacus does not implement (so not in the
-mix): BITOP, BITFIELD, BITFIELD_RO, GETEX/SET beyond Redis 7.0, DUMP/RESTORE, SORT;
+mix): GETEX/SET beyond Redis 7.0, DUMP/RESTORE, SORT;
 lists, sorted sets, streams and geo commands are not implemented at all.
 
 DBSIZE: Redis 7.0 keeps a key SET with an EXAT/PXAT in the past until it is next

@@ -22,6 +22,7 @@ macro_rules! conn_fn {
 }
 
 pub mod args;
+pub mod bitops;
 pub mod bits;
 pub mod connection;
 pub mod expiry;
@@ -55,6 +56,7 @@ pub const FAMILIES: &[&[Spec]] = &[
     server::COMMANDS,
     strings::COMMANDS,
     bits::COMMANDS,
+    bitops::COMMANDS,
     keys::COMMANDS,
     expiry::COMMANDS,
     transactions::COMMANDS,
