@@ -72,6 +72,17 @@ CASES = [
     ([], ["SETBIT", "A", "0", "0"]),
     ([["SET", "A", "\x00"]], ["SETBIT", "A", "0", "0"]),
     ([["SET", "A", "\x00"]], ["SETBIT", "A", "1", "1"]),
+    # BITOP signals its destination only (deleted when every source is empty: only if it
+    # existed); BITFIELD when a SET or INCRBY took effect (not for GETs, not for FAIL)
+    ([["SET", "B", "x"]], ["BITOP", "AND", "A", "B"]),
+    ([], ["BITOP", "OR", "A", "B"]),
+    ([["SET", "A", "v"]], ["BITOP", "OR", "A", "B"]),
+    ([["SET", "B", "x"], ["SET", "C", "y"]], ["BITOP", "XOR", "A", "B", "C"]),
+    ([["SET", "B", "x"]], ["BITOP", "NOT", "A", "B"]),
+    ([["SET", "A", "v"]], ["BITFIELD", "A", "GET", "u8", "0"]),
+    ([], ["BITFIELD", "A", "SET", "u8", "0", "1"]),
+    ([["SET", "A", "v"]], ["BITFIELD", "A", "INCRBY", "u8", "0", "1"]),
+    ([["SET", "A", "\xff"]], ["BITFIELD", "A", "OVERFLOW", "FAIL", "INCRBY", "u8", "0", "1"]),
     # expiry
     ([["SET", "A", "v"]], ["EXPIRE", "A", "1000"]),
     ([], ["EXPIRE", "A", "1000"]),

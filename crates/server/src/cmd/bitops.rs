@@ -30,7 +30,7 @@ use super::args::*;
 use super::strings::{read_str, str_mut};
 use crate::command::flags::*;
 use crate::command::Spec;
-use crate::shard::Ctx;
+use crate::shard::{Ctx, KeysModified};
 
 const K1: (i32, i32, i32) = (1, 1, 1);
 /// BITOP operation destkey srckey...: every argument from the destination on is a key.
@@ -87,13 +87,17 @@ fn bitop(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let srcs: Vec<&[u8]> = sources.iter().map(|k| db.get_shared(k, now).and_then(|e| e.str_bytes()).unwrap_or(&[])).collect();
     let len = srcs.iter().map(|s| s.len()).max().unwrap_or(0);
     if len == 0 {
-        ctx.db().remove(dest, now);
+        // As Redis: the destination is signalled only if it existed (it is deleted).
+        let removed = ctx.db().remove(dest, now);
+        ctx.modified_only(if removed { KeysModified::key(0) } else { KeysModified::NONE });
         return Frame::Integer(0);
     }
     let mut out = StrBuf::new();
     out.resize(len, 0);
     combine(op, &srcs, &mut out);
     ctx.db().set(dest, Value::Str(out), 0, now);
+    // The destination only, not the sources (Redis's signalModifiedKey).
+    ctx.modified_only(KeysModified::key(0));
     // Redis stores the result as a fresh sds object: OBJECT ENCODING says "raw" at any length.
     if let Some(e) = ctx.db().get_mut(dest, now) {
         e.set_raw_encoding(true);
@@ -280,7 +284,10 @@ fn bitfield_generic(ctx: &mut Ctx, a: &[Arg], readonly_command: bool) -> Frame {
         Err(e) => return e,
     };
     let Some(highest_bit) = parsed.highest_write_bit else {
-        // Only GETs: a read lookup, which neither creates nor grows the key.
+        // Only GETs: a read lookup, which neither creates nor grows the key: nothing to
+        // signal or propagate.
+        ctx.propagate_nothing();
+        ctx.modified_only(KeysModified::NONE);
         return match read_str(ctx, &a[1]) {
             Ok(s) => Frame::Array(parsed.ops.iter().map(|op| Frame::Integer(get_field(s.unwrap_or(&[]), op))).collect()),
             Err(e) => e,
@@ -315,7 +322,16 @@ fn bitfield_generic(ctx: &mut Ctx, a: &[Arg], readonly_command: bool) -> Frame {
     if (s.len() as u64) < len_needed {
         s.resize(len_needed as usize, 0);
     }
-    Frame::Array(parsed.ops.iter().map(|op| run_field_op(&mut s, op)).collect())
+    let replies: Vec<Frame> = parsed.ops.iter().map(|op| run_field_op(&mut s, op)).collect();
+    drop(s);
+    // As Redis: WATCH is signalled when a SET or INCRBY took effect (an OVERFLOW FAIL one
+    // did not), even though the string may have grown for nothing. The write is logged in
+    // every case: a grown string is state.
+    let writes_done = parsed.ops.iter().zip(&replies).filter(|(op, r)| op.kind != FieldOpKind::Get && !matches!(r, Frame::Null)).count();
+    if writes_done == 0 {
+        ctx.modified_only(KeysModified::NONE);
+    }
+    Frame::Array(replies)
 }
 
 /// A GET's reply: the field read from `s` as padded with zero bytes.
