@@ -1,21 +1,29 @@
 //! The Abacus server: the Redis protocol over TCP on top of sharded keyspaces.
 //!
 //! Layout (a reader should find any command within a minute):
-//! - `config.rs`   every configuration parameter, CLI/file/CONFIG SET parsing
-//! - `server.rs`   start-up, threads, listeners, signals
-//! - `shard.rs`    a shard's data and its job loop; key -> shard mapping
+//! - `config.rs`   every configuration parameter, declared once (CLI, file, CONFIG, mirrors)
+//! - `server.rs`   start-up (data directory lock, banner), threads, listeners, signals
+//! - `shard.rs`    a shard's data and its job loop; key -> shard mapping; a handler's `Ctx`
+//!   (the keys it modified, the effect it propagates)
 //! - `exec.rs`     running commands on shards: batches, multi-shard atomicity, fan-outs
 //! - `hop.rs`      coalescing the batches bound for other shards: one message per tick
 //! - `order.rs`    a connection's commands take effect in order across shards
+//! - `direct.rs`   a shard's thread writing a batch's replies to the client itself
 //! - `conn.rs`     one client connection: read, parse, check, dispatch, write
-//! - `command.rs`  the command table (names, arity, flags, keys, handlers)
-//! - `cmd/`        one file per command family (strings, bits, keys, expiry, connection,
-//!   server, transactions, hll for HLL.*, pf for PF*, hashes, sets, set_algebra for
-//!   SINTER/SUNION/SDIFF and their STORE/CARD forms)
+//! - `command.rs`  the command table (names, arity, flags, keys, handlers: the one place a
+//!   command is known)
+//! - `cmd/`        one file per command family (strings, bits, bitops for BITOP/BITFIELD,
+//!   keys, expiry, connection, server, persistence, transactions, hll for HLL.*, pf for PF*,
+//!   hashes, sets, set_algebra for SINTER/SUNION/SDIFF and their STORE/CARD forms)
+//! - `aof.rs`, `snapshot.rs`, `recovery.rs`: the log (fed by handlers' stated effects),
+//!   snapshots without fork, and loading at start
+//! - `monitor.rs`  MONITOR's stream
 //! - `clients.rs`, `stats.rs`, `memory.rs`: client registry, counters, process figures
 //!
-//! What it is not: persistence, replication and the compact keyspace engine are separate
-//! issues; their hooks are noted where they will attach (`exec::exec_keyed` for the log).
+//! What it is not: the data structures and the keyspace (`abacus-collections`,
+//! `abacus-keyspace`), the on-disk formats (`abacus-persist`), the protocol codec
+//! (`abacus-protocol`). The command families still live here, above the network layer;
+//! moving them below it is the next step of issue 21.
 
 #![forbid(unsafe_code)]
 
