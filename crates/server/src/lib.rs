@@ -23,7 +23,7 @@
 //! What it is not: the data structures and the keyspace (`abacus-collections`,
 //! `abacus-keyspace`), the on-disk formats (`abacus-persist`), the protocol codec
 //! (`abacus-protocol`). The command families still live here, above the network layer;
-//! moving them below it is the next step of issue 21.
+//! moving them into a crate below it is still to do.
 
 #![forbid(unsafe_code)]
 
