@@ -657,7 +657,12 @@ impl Conn {
             // Every part, this shard's too, goes through the queues in order (`order.rs`);
             // the last part to finish sends the whole batch's replies.
             let mut groups: Vec<Vec<(usize, Call)>> = (0..worker.shards()).map(|_| Vec::new()).collect();
+            let n = batch.len();
             for (i, (s, c)) in batch.into_iter().enumerate() {
+                if groups[s].capacity() == 0 {
+                    // Room for the rest of the batch at once (see `Worker::run_batch`).
+                    groups[s].reserve_exact(n - i);
+                }
                 groups[s].push((i, c));
             }
             let parts = groups.iter().filter(|g| !g.is_empty()).count();
