@@ -78,6 +78,10 @@ pub struct Conn {
     pub multi: Option<Multi>,
     pub watch_flag: WatchFlag,
     pub watched: Vec<(usize, Bytes)>,
+    /// WATCH registrations sent to other threads' shards and not yet confirmed: awaited
+    /// before anything else than a batch runs and before any reply is written
+    /// ([`Conn::settle_watches`]).
+    pub watch_pending: Vec<tokio::sync::oneshot::Receiver<()>>,
     pub reply_mode: ReplyMode,
     /// Set by QUIT (and fatal errors): close once the pending replies are written.
     pub close_after_reply: bool,
@@ -279,6 +283,7 @@ impl Conn {
             multi: None,
             watch_flag: c.watch_flag,
             watched: Vec::new(),
+            watch_pending: Vec::new(),
             reply_mode: c.reply_mode,
             close_after_reply: false,
             peer_is_loopback: c.peer_is_loopback,
@@ -565,6 +570,7 @@ impl Conn {
                 }
                 Step::AbortExec(frame) => {
                     self.flush_batch(&mut batch).await;
+                    self.settle_watches().await;
                     self.unwatch_all().await;
                     self.emit(frame);
                 }
@@ -575,6 +581,7 @@ impl Conn {
                     last = "";
                     *self.meta.last_cmd.lock() = call.spec.name;
                     self.flush_batch(&mut batch).await;
+                    self.settle_watches().await;
                     let reply = self.dispatch(Access::Free, call).await;
                     self.note_written();
                     self.emit(reply);
@@ -584,6 +591,8 @@ impl Conn {
         if !direct.is_some_and(|stream| self.delegate(&mut batch, stream)) {
             self.flush_batch(&mut batch).await;
         }
+        // WATCH's replies go out only once its keys are registered.
+        self.settle_watches().await;
         if !last.is_empty() {
             *self.meta.last_cmd.lock() = last;
         }
@@ -864,8 +873,19 @@ impl Conn {
         }
     }
 
+    /// Waits until the WATCH registrations sent to other shards have run. WATCH does not
+    /// wait for them itself: the batch after it (`WATCH k; GET k`) then travels to the shard
+    /// right behind them, in the same queue, and one hop serves both.
+    pub async fn settle_watches(&mut self) {
+        for done in std::mem::take(&mut self.watch_pending) {
+            // An error means the shard is gone (shutting down): nothing left to wait for.
+            let _ = done.await;
+        }
+    }
+
     /// Removes this client's WATCH registrations from the shards.
     pub async fn unwatch_all(&mut self) {
+        self.settle_watches().await;
         let watched = std::mem::take(&mut self.watched);
         let n = self.worker.shards();
         for (db, key) in watched {
