@@ -13,6 +13,8 @@ speed (a slow machine only overlaps the two less). Also run with `--target redis
 
 import threading
 
+import pytest
+
 from helpers import RespClient, key_on, shard_of
 
 PAIRS = 40          # keys a:i, b:i per round
@@ -124,3 +126,20 @@ def test_reads_in_reverse_order_never_go_back(server, r):
     _run_all([threading.Thread(target=writer)] + [threading.Thread(target=reader) for _ in range(READERS)])
     assert not errors, errors
     assert regressions == [], "%d regressions, e.g. %r" % (len(regressions), regressions[:5])
+
+
+@pytest.mark.abacus_only("relaxed-batch-order is an Abacus parameter")
+def test_relaxed_batch_order_still_answers_in_order(server, r, c):
+    """`relaxed-batch-order yes` only gives up the order other clients see: the connection
+    still gets every reply, in request order, and sees its own writes."""
+    a, b = _keys()
+    assert c("CONFIG", "GET", "relaxed-batch-order") == [b"relaxed-batch-order", b"no"]
+    assert c("CONFIG", "SET", "relaxed-batch-order", "yes") == "OK"
+    try:
+        cmds = []
+        for i in range(PAIRS):
+            cmds += [("SET", a[i], i), ("GET", b[i]), ("SET", b[i], i), ("GET", a[i])]
+        replies = c.pipeline(cmds)
+        assert replies == [x for i in range(PAIRS) for x in ("OK", None, "OK", str(i).encode())]
+    finally:
+        assert c("CONFIG", "SET", "relaxed-batch-order", "no") == "OK"

@@ -515,3 +515,18 @@ def test_watch_retry_loops_under_contention_are_exact(server, r):
     total = [int(r.get(k) or 0) for k in names]
     assert sum(total) == clients * per_client, (total, retries[0])
     assert total == [clients * per_client // keys] * keys
+
+
+def test_pipelined_watch_then_own_write_aborts(c):
+    """WATCH k, then a write of k in the same pipeline, by the same client: the write
+    comes after the watch, so EXEC aborts (as Redis), whichever shard k lives on, even when
+    the registration and the write travel to that shard together."""
+    from helpers import key_on
+    for shard in (0, 1):
+        k, other = key_on(shard, "pw"), key_on(1 - shard, "pw")
+        for write in (("SET", k, "v"), ("MSET", k, "v", other, "w")):
+            replies = c.pipeline([("WATCH", k), write, ("SET", other, "x"), ("MULTI",), ("PING",), ("EXEC",)])
+            assert replies == ["OK", "OK", "OK", "OK", "QUEUED", None], (k, write, replies)
+        # Reads and writes of other keys leave it alone.
+        replies = c.pipeline([("WATCH", k), ("GET", k), ("SET", other, "y"), ("MULTI",), ("PING",), ("EXEC",)])
+        assert replies == ["OK", b"v", "OK", "OK", "QUEUED", ["PONG"]], (k, replies)

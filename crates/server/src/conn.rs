@@ -80,6 +80,10 @@ pub struct Conn {
     pub multi: Option<Multi>,
     pub watch_flag: WatchFlag,
     pub watched: Vec<(usize, Bytes)>,
+    /// WATCH registrations sent to other threads' shards and not yet confirmed: awaited
+    /// before anything else than a batch runs and before any reply is written
+    /// ([`Conn::settle_watches`]).
+    pub watch_pending: Vec<tokio::sync::oneshot::Receiver<()>>,
     pub reply_mode: ReplyMode,
     /// Set by QUIT (and fatal errors): close once the pending replies are written.
     pub close_after_reply: bool,
@@ -284,6 +288,7 @@ impl Conn {
             multi: None,
             watch_flag: c.watch_flag,
             watched: Vec::new(),
+            watch_pending: Vec::new(),
             reply_mode: c.reply_mode,
             close_after_reply: false,
             peer_is_loopback: c.peer_is_loopback,
@@ -601,6 +606,7 @@ impl Conn {
                 }
                 Step::AbortExec(frame) => {
                     self.flush_batch(&mut batch).await;
+                    self.settle_watches().await;
                     self.unwatch_all().await;
                     self.emit(frame);
                 }
@@ -611,6 +617,7 @@ impl Conn {
                     last = "";
                     *self.meta.last_cmd.lock() = call.spec.name;
                     self.flush_batch(&mut batch).await;
+                    self.settle_watches().await;
                     // MONITOR shows the command once it ran (SELECT with its new database),
                     // EXEC's queued commands before EXEC, and nothing administrative.
                     let shown = (self.worker.server.monitors.active() && !call.spec.has(flags::ADMIN)).then(|| {
@@ -642,6 +649,8 @@ impl Conn {
         if !direct.is_some_and(|stream| self.delegate(&mut batch, stream)) {
             self.flush_batch(&mut batch).await;
         }
+        // WATCH's replies go out only once its keys are registered.
+        self.settle_watches().await;
         if !last.is_empty() {
             *self.meta.last_cmd.lock() = last;
         }
@@ -715,7 +724,12 @@ impl Conn {
             // Every part, this shard's too, goes through the queues in order (`order.rs`);
             // the last part to finish sends the whole batch's replies.
             let mut groups: Vec<Vec<(usize, Call)>> = (0..worker.shards()).map(|_| Vec::new()).collect();
+            let n = batch.len();
             for (i, (s, c)) in batch.into_iter().enumerate() {
+                if groups[s].capacity() == 0 {
+                    // Room for the rest of the batch at once (see `Worker::run_batch`).
+                    groups[s].reserve_exact(n - i);
+                }
                 groups[s].push((i, c));
             }
             let parts = groups.iter().filter(|g| !g.is_empty()).count();
@@ -922,8 +936,19 @@ impl Conn {
         }
     }
 
+    /// Waits until the WATCH registrations sent to other shards have run. WATCH does not
+    /// wait for them itself: the batch after it (`WATCH k; GET k`) then travels to the shard
+    /// right behind them, in the same queue, and one hop serves both.
+    pub async fn settle_watches(&mut self) {
+        for done in std::mem::take(&mut self.watch_pending) {
+            // An error means the shard is gone (shutting down): nothing left to wait for.
+            let _ = done.await;
+        }
+    }
+
     /// Removes this client's WATCH registrations from the shards.
     pub async fn unwatch_all(&mut self) {
+        self.settle_watches().await;
         let watched = std::mem::take(&mut self.watched);
         let n = self.worker.shards();
         for (db, key) in watched {

@@ -207,6 +207,7 @@ pub struct Joint {
 
 struct JointState {
     parts_left: usize,
+    /// The replies so far, in batch order.
     replies: Vec<(usize, Frame)>,
     sink: Option<Sink>,
 }
@@ -217,20 +218,16 @@ impl Joint {
         Arc::new(Joint { state: Mutex::new(JointState { parts_left: parts, replies: Vec::new(), sink: Some(sink) }) })
     }
 
-    /// One part's replies (indexes into the batch, in order); the last part sends them all.
+    /// One part's replies (indexes into the batch, in order); the last part sends them all
+    /// (merged in batch order: with two parts, the second part's replies are merged once).
     pub fn part_done(&self, replies: Vec<(usize, Frame)>, stats: &ServerStats) {
         let ready = {
             let mut s = self.state.lock();
-            if s.replies.is_empty() {
-                s.replies = replies;
-            } else {
-                s.replies.extend(replies);
-            }
+            s.replies = if s.replies.is_empty() { replies } else { merged(std::mem::take(&mut s.replies), replies).collect() };
             s.parts_left -= 1;
             (s.parts_left == 0).then(|| (s.sink.take(), std::mem::take(&mut s.replies)))
         };
-        if let Some((Some(sink), mut all)) = ready {
-            all.sort_unstable_by_key(|(i, _)| *i);
+        if let Some((Some(sink), all)) = ready {
             sink.deliver(all, stats);
         }
     }

@@ -438,7 +438,7 @@ impl Worker {
     }
 
     /// Sends a job without waiting for it; the receiver yields its result.
-    async fn spawn_job<R, F>(&self, access: Access<'_>, shard: usize, f: F) -> Option<oneshot::Receiver<R>>
+    pub async fn spawn_job<R, F>(&self, access: Access<'_>, shard: usize, f: F) -> Option<oneshot::Receiver<R>>
     where
         R: Send + 'static,
         F: FnOnce(&mut Shard) -> R + Send + 'static,

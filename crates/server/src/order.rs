@@ -7,7 +7,8 @@
 //! (on Y) and miss its earlier one (on X), or read Y before and X after the batch.
 //!
 //! The rule: the parts of every multi-shard operation (a batch spanning shards, the `Lock`
-//! messages of a multi-shard command or EXEC) enter their shards' queues *together*: under
+//! messages of a multi-shard command or EXEC, a fan-out's jobs) enter their shards' queues
+//! *together*: under
 //! one mutex, [`Order::send_all`] puts one message in each shard's queue. Queues are FIFO, so
 //! every shard receives the multi-shard operations in the same relative order, and runs
 //! them in that order: the operations are serializable, each one atomic towards every other
@@ -24,11 +25,15 @@
 //! (so no thread can see one part queued while its own counter still reads 0), and the
 //! shard subtracts each part once it has run, each lock once it has granted it.
 //!
-//! Cost: a multi-shard batch no longer runs its own-shard part before the others are sent;
-//! its parts queue like any other job. The mutex is held for a few channel sends (never
-//! across an await: queue capacity is reserved before it is taken). `relaxed-batch-order`
-//! turns the ordering of batches off (their parts then run as soon as they arrive); the
-//! locks of multi-shard commands are always sent this way.
+//! The sender's own shard's part may still run in place: [`Order::send_all`] hands it back
+//! when nothing ordered waits in that queue (and the shard is not locked), and the caller
+//! runs it before its next await, which is the same as running it first in the queue.
+//!
+//! Cost: a multi-shard batch no longer runs its own-shard part before the others are sent,
+//! but right after. The mutex is held for a few channel sends (never across an await: queue
+//! capacity is reserved before it is taken). `relaxed-batch-order` turns the ordering of
+//! batches off (their parts then run as soon as they arrive); the locks of multi-shard
+//! commands and fan-outs are always sent this way.
 //!
 //! Deadlock: none. Lockers' `Lock` messages also enter all their queues together, so any two
 //! lockers are granted their shards in the same order everywhere; a locker waits only for

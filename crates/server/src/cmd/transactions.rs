@@ -131,19 +131,29 @@ pub async fn watch(conn: &mut Conn, a: &[Arg]) -> Frame {
             continue;
         }
         let (db, k, flag) = (conn.db, Bytes::copy_from_slice(key), conn.watch_flag.clone());
-        let done = conn
-            .worker
-            .run(Access::Free, shard_of(key, n), move |s| {
-                if let Some(d) = s.dbs.get_mut(db) {
-                    // A key already expired is reclaimed now: as in Redis 7.0, its later
-                    // (lazy or active) deletion is no change for this watcher.
-                    d.contains(&k, crate::shard::now_ms());
-                    d.watch(&k, &flag);
-                }
-            })
-            .await;
-        if done.is_none() {
-            return crate::exec::shutting_down();
+        let register = move |s: &mut crate::shard::Shard| {
+            if let Some(d) = s.dbs.get_mut(db) {
+                // A key already expired is reclaimed now: as in Redis 7.0, its later
+                // (lazy or active) deletion is no change for this watcher.
+                d.contains(&k, crate::shard::now_ms());
+                d.watch(&k, &flag);
+            }
+        };
+        let shard = shard_of(key, n);
+        if shard == conn.worker.shard_id {
+            // In place, or awaited behind whatever holds the shard: this thread's later
+            // commands may run in place, ahead of the queue.
+            if conn.worker.run(Access::Free, shard, register).await.is_none() {
+                return crate::exec::shutting_down();
+            }
+        } else {
+            // Sent, not awaited: this connection's later commands on that shard all go
+            // through its queue, behind the registration, and the connection waits for it
+            // before its next reply or non-batch command (`Conn::settle_watches`).
+            match conn.worker.spawn_job(Access::Free, shard, register).await {
+                Some(done) => conn.watch_pending.push(done),
+                None => return crate::exec::shutting_down(),
+            }
         }
         conn.watched.push((conn.db, Bytes::copy_from_slice(key)));
     }
