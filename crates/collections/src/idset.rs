@@ -291,14 +291,32 @@ impl IdSet {
     pub fn scan(&self, cursor: u64, count: usize) -> (u64, Vec<Member<'_>>) {
         match &self.repr {
             Repr::Bitmap(bitmap) => {
-                let mut keys = bitmap.iter();
-                keys.advance_to(cursor);
-                let members: Vec<Member<'_>> = keys
-                    .by_ref()
-                    .take(count.max(1))
-                    .map(|key| Member::Int(IntMember::from_key(key)))
-                    .collect();
-                (keys.next().unwrap_or(0), members)
+                // Resumed per 32-bit bitmap, not with the 64-bit iterator's `advance_to`: that
+                // one skipped a whole later bitmap when the cursor's own high part had been
+                // emptied between two calls (a member present throughout was missed; found
+                // by `scan_survives_concurrent_changes`).
+                let (cursor_high, cursor_low) = ((cursor >> 32) as u32, cursor as u32);
+                let want = count.max(1);
+                let mut members = Vec::with_capacity(want.min(1024));
+                let mut next = 0;
+                'bitmaps: for (high, low_bitmap) in bitmap.bitmaps() {
+                    if high < cursor_high {
+                        continue;
+                    }
+                    let mut lows = low_bitmap.iter();
+                    if high == cursor_high {
+                        lows.advance_to(cursor_low);
+                    }
+                    for low in lows {
+                        let key = (u64::from(high) << 32) | u64::from(low);
+                        if members.len() == want {
+                            next = key;
+                            break 'bitmaps;
+                        }
+                        members.push(Member::Int(IntMember::from_key(key)));
+                    }
+                }
+                (next, members)
             }
             Repr::Listpack(list) => (0, list.iter().map(|m| Member::Bytes(m)).collect()),
             Repr::Hashtable(table) => {
