@@ -20,41 +20,17 @@ start_pair
 echo "redis $(redis-server --version | awk '{print $3}') on $RPORT, abacus on $APORT;" \
   "$KEYS keys x $BITS bits, $RUNS runs"
 
-python3 - "$RPORT" "$APORT" "$KEYS" "$BITS" "$RUNS" <<'PY'
+BENCH_DIR="$ROOT/bench" python3 - "$RPORT" "$APORT" "$KEYS" "$BITS" "$RUNS" <<'PY'
 import os, socket, statistics, sys, time
 
 rport, aport, nkeys, nbits, runs = map(int, sys.argv[1:])
 CHUNK = 1 << 20
 
-def resp(*args):
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
+sys.path.insert(0, os.environ["BENCH_DIR"])
+from resp import Conn, command as resp  # bench/resp.py
 
-class Conn:
-    def __init__(self, port):
-        self.s = socket.create_connection(("127.0.0.1", port))
-        self.buf = b""
-
-    def line(self):
-        while b"\r\n" not in self.buf:
-            data = self.s.recv(1 << 16)
-            if not data:
-                raise EOFError
-            self.buf += data
-        line, self.buf = self.buf.split(b"\r\n", 1)
-        if line.startswith(b"-"):
-            raise RuntimeError(line.decode())
-        return line
-
-    def send(self, payload):
-        self.s.sendall(payload)
-
-    def call(self, *args):
-        self.send(resp(*args))
-        return self.line()
+def call(c, *args):
+    return c.call(args)[0]
 
 servers = {"redis": Conn(rport), "abacus": Conn(aport)}
 keys = [b"{bm}k%d" % i for i in range(nkeys)]
@@ -62,8 +38,8 @@ nbytes = (nbits + 7) // 8
 t0 = time.perf_counter()
 for k in keys:
     for c in servers.values():
-        c.call("DEL", k)
-        c.call("SETBIT", k, nbits - 1, 1)
+        call(c, "DEL", k)
+        call(c, "SETBIT", k, nbits - 1, 1)
     pending = 0
     for off in range(0, nbytes, CHUNK):
         chunk = os.urandom(min(CHUNK, nbytes - off))
@@ -73,9 +49,9 @@ for k in keys:
         pending += 1
     for c in servers.values():
         for _ in range(pending):
-            c.line()
+            c.reply()
 for name, c in servers.items():
-    lens = {int(c.call("STRLEN", k)[1:]) for k in keys}
+    lens = {int(call(c, "STRLEN", k)) for k in keys}
     assert lens == {nbytes}, (name, lens)
 print("set-up: %.1f s" % (time.perf_counter() - t0))
 
@@ -85,12 +61,12 @@ for op in ("AND", "OR"):
     for _ in range(runs):
         for name, c in servers.items():
             t = time.perf_counter()
-            reply = c.call("BITOP", op, "{bm}dest", *keys)
+            reply = call(c, "BITOP", op, "{bm}dest", *keys)
             ms[name].append((time.perf_counter() - t) * 1000)
             replies[name] = reply
-    assert replies["redis"] == replies["abacus"] == b":%d" % nbytes, replies
+    assert replies["redis"] == replies["abacus"] == b"%d" % nbytes, replies
     # Same result bytes on both servers: compare a digest of a few slices.
-    probes = [servers[n].call("BITCOUNT", "{bm}dest") for n in servers]
+    probes = [call(servers[n], "BITCOUNT", "{bm}dest") for n in servers]
     assert probes[0] == probes[1], probes
     r, a = statistics.median(ms["redis"]), statistics.median(ms["abacus"])
     print("BITOP %-3s {bm}dest + %d keys: redis %8.1f ms   abacus %8.1f ms   abacus/redis %.3f"

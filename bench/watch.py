@@ -11,57 +11,11 @@ between the servers; the medians are printed.
 
 import argparse
 import multiprocessing
-import socket
 import statistics
 import time
 
 
-def command(*args):
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
-
-
-class Conn:
-    def __init__(self, port):
-        self.s = socket.create_connection(("127.0.0.1", port))
-        self.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.buf = b""
-
-    def line(self):
-        while b"\r\n" not in self.buf:
-            chunk = self.s.recv(65536)
-            if not chunk:
-                raise ConnectionError("server closed the connection")
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\r\n", 1)
-        return line
-
-    def reply(self):
-        line = self.line()
-        kind, rest = line[:1], line[1:]
-        if kind in (b"+", b":"):
-            return rest
-        if kind == b"-":
-            raise RuntimeError(rest.decode())
-        if kind == b"$":
-            n = int(rest)
-            if n < 0:
-                return None
-            while len(self.buf) < n + 2:
-                self.buf += self.s.recv(65536)
-            data, self.buf = self.buf[:n], self.buf[n + 2:]
-            return data
-        if kind == b"*":
-            n = int(rest)
-            return None if n < 0 else [self.reply() for _ in range(n)]
-        raise RuntimeError("unexpected reply %r" % line)
-
-    def call(self, *cmds):
-        self.s.sendall(b"".join(command(*c) for c in cmds))
-        return [self.reply() for _ in cmds]
+from resp import Conn  # noqa: E402  (bench/resp.py, beside this file)
 
 
 def worker(port, n, keys, per_client, start, out):
