@@ -9,7 +9,8 @@
 //! - `hop.rs`      coalescing the batches bound for other shards: one message per tick
 //! - `order.rs`    a connection's commands take effect in order across shards
 //! - `direct.rs`   a shard's thread writing a batch's replies to the client itself
-//! - `conn.rs`     one client connection: read, parse, check, dispatch, write
+//! - `conn/`       one client connection: the socket loop (`mod.rs`: read, run, write),
+//!   the checks before a command runs (`admit.rs`), moving to another thread (`migrate.rs`)
 //! - `command.rs`  the command table (names, arity, flags, keys, handlers: the one place a
 //!   command is known)
 //! - `cmd/`        one file per command family (strings, bits, bitops for BITOP/BITFIELD,

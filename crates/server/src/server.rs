@@ -4,7 +4,7 @@
 //! `shard_loop` task) and the connections assigned to that thread. One acceptor thread per
 //! listening address accepts connections and deals them round-robin to the workers, so
 //! connections spread evenly. A connection whose commands all go to another thread's shard
-//! moves to that thread (`conn.rs`, "Migration"), through the same per-worker queue that
+//! moves to that thread (`conn/migrate.rs`), through the same per-worker queue that
 //! brings it new connections. The main thread waits for SIGINT/SIGTERM.
 //!
 //! Nothing is shared between workers but this `Server` (configuration, the shards' queues,
@@ -32,7 +32,7 @@ pub const ABACUS_VERSION: &str = env!("CARGO_PKG_VERSION");
 pub enum Incoming {
     /// A freshly accepted connection.
     New(std::net::TcpStream, SocketAddr),
-    /// A connection moving in from another worker (`conn.rs`, "Migration").
+    /// A connection moving in from another worker (`conn/migrate.rs`).
     /// Boxed: a moving connection carries its buffers and state, and is rare.
     Moved(Box<crate::conn::Moved>),
 }

@@ -10,22 +10,13 @@
 //! (connection commands, fan-outs, multi-shard commands) first completes the batch so that
 //! replies stay in request order.
 //!
-//! Migration: a command for another thread's shard costs a hop there and back (a message, a
-//! wake-up of that thread, its reply). A client that only ever touches one remote shard
-//! (one hot counter, keys under one `{hash tag}`) pays that for every batch, and the owning
-//! thread does the work of every client of its keys anyway. So once `migrate-connections-after`
-//! consecutive single-shard commands of a connection went to one other shard, the connection
-//! moves to that shard's thread, between two batches, once the run has outlasted the batch
-//! in which it began (one long pipeline of another shard's keys does not move a client whose
-//! other batches go elsewhere): when every reply so far is written (and
-//! durable, with `appendfsync always`), so nothing is in flight. What moves is the socket
-//! (deregistered from this thread's reactor, registered with the other's), the unparsed input
-//! and the parser's position in it, and the connection's state (database, protocol,
-//! authentication, CLIENT REPLY mode). The client's registry record (id, name, kill signal)
-//! stays the same. Not moved: a connection inside MULTI or with WATCHed keys (their
-//! registrations live on the shards), which keeps its thread until it is out of both. A run
-//! of random keys over N shards reaches the threshold with probability (1/N)^(threshold-1):
-//! never, in practice, at the default of 256.
+//! Files: this one holds the connection's state and its socket loop (read, run, write,
+//! direct replies); `admit.rs` the checks before a command runs (lookup, arity,
+//! authentication, MULTI queueing, routing); `migrate.rs` moving a connection to the thread
+//! that owns its keys.
+
+mod admit;
+mod migrate;
 
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -47,6 +38,12 @@ use crate::direct::{Completion, Joint, Leftover, Sink};
 use crate::exec::{Access, Call, Worker};
 use crate::shard::now_ms;
 use crate::stats::{self, ServerStats};
+
+pub use admit::{error_arity, error_unknown_command};
+pub use migrate::{resume, Moved};
+
+use admit::Step;
+use migrate::{Carried, Handoff, Registration};
 
 /// Size of each read; big enough for a deep pipeline of small commands.
 const READ_CHUNK_BYTES: usize = 16 * 1024;
@@ -118,116 +115,6 @@ pub struct Conn {
     pub monitor: Option<tokio::sync::mpsc::Receiver<Bytes>>,
 }
 
-/// Removes a client from the registry when dropped, so that whatever ends a connection (a
-/// close, an error, a panic in its task, a move whose message is never received) forgets the
-/// client exactly once.
-struct Registration {
-    server: Arc<crate::server::Server>,
-    id: u64,
-}
-
-impl Drop for Registration {
-    fn drop(&mut self) {
-        self.server.clients.unregister(self.id);
-    }
-}
-
-/// What a connection keeps when it moves to another thread: its client and the state its
-/// commands set (database, protocol, authentication, CLIENT REPLY, the log position it waits
-/// for). A new connection starts from [`Carried::fresh`].
-struct Carried {
-    registration: Registration,
-    meta: Arc<ClientMeta>,
-    proto: Protocol,
-    db: usize,
-    authenticated: bool,
-    watch_flag: WatchFlag,
-    reply_mode: ReplyMode,
-    peer_is_loopback: bool,
-    wait_lsn: u64,
-    last_root: Option<&'static Spec>,
-    shared_socket: Option<Arc<std::net::TcpStream>>,
-}
-
-impl Carried {
-    fn fresh(server: &Arc<crate::server::Server>, meta: Arc<ClientMeta>, addr: SocketAddr) -> Carried {
-        Carried {
-            registration: Registration { server: server.clone(), id: meta.id },
-            meta,
-            proto: Protocol::Resp2,
-            db: 0,
-            authenticated: server.config.requirepass().is_none(),
-            watch_flag: Arc::new(AtomicBool::new(false)),
-            reply_mode: ReplyMode::On,
-            peer_is_loopback: addr.ip().is_loopback(),
-            wait_lsn: 0,
-            last_root: None,
-            shared_socket: None,
-        }
-    }
-}
-
-/// A connection on its way to another worker thread (see "Migration" above).
-pub struct Moved {
-    carried: Carried,
-    stream: std::net::TcpStream,
-    addr: SocketAddr,
-    parser: RequestParser,
-    rbuf: BytesMut,
-}
-
-/// Where [`Conn::run`] left a connection that is to move.
-struct Handoff {
-    stream: TcpStream,
-    parser: RequestParser,
-    rbuf: BytesMut,
-    target: usize,
-}
-
-/// What pre-dispatch checks decided for one request.
-enum Step {
-    Reply(Frame),
-    /// A malformed EXEC: the transaction (if any) and every WATCH end, then this reply.
-    AbortExec(Frame),
-    Batch(usize, Call),
-    Dispatch(Call),
-}
-
-/// Redis 7.0's reply to an unknown command, byte for byte: the name (at most 128 bytes), then
-/// arguments quoted while the listing is under 128 bytes, each cut to what keeps it at 128.
-/// Redis formats them as C strings, so each stops at its first NUL byte; other bytes are sent
-/// as they are, except CR and LF, which become spaces.
-pub fn error_unknown_command(args: &[Arg]) -> Frame {
-    let c_str = |a: &[u8], max: usize| -> Vec<u8> {
-        let end = memchr::memchr(0, a).unwrap_or(a.len()).min(max);
-        a[..end].to_vec()
-    };
-    let mut listing: Vec<u8> = Vec::new();
-    for a in args.iter().skip(1) {
-        if listing.len() >= 128 {
-            break;
-        }
-        let room = 128 - listing.len();
-        listing.push(b'\'');
-        listing.extend(c_str(a, room));
-        listing.extend_from_slice(b"' ");
-    }
-    let mut msg = b"ERR unknown command '".to_vec();
-    msg.extend(c_str(&args[0], 128));
-    msg.extend_from_slice(b"', with args beginning with: ");
-    msg.extend(listing);
-    for b in &mut msg {
-        if *b == b'\r' || *b == b'\n' {
-            *b = b' ';
-        }
-    }
-    Frame::Error(Bytes::from(msg))
-}
-
-pub fn error_arity(name: &str) -> Frame {
-    Frame::error(format!("ERR wrong number of arguments for '{name}' command"))
-}
-
 fn killed_error() -> std::io::Error {
     std::io::Error::other("killed by CLIENT KILL")
 }
@@ -261,50 +148,7 @@ pub async fn serve(worker: Rc<Worker>, stream: TcpStream, addr: SocketAddr) {
     conn.serve_until_closed(stream, addr, parser, BytesMut::with_capacity(READ_CHUNK_BYTES)).await;
 }
 
-/// Continues serving a connection that moved to this thread (see "Migration" above).
-pub async fn resume(worker: Rc<Worker>, m: Moved) {
-    let stream = match TcpStream::from_std(m.stream) {
-        Ok(stream) => stream,
-        Err(e) => {
-            // Dropping `m` forgets the client.
-            tracing::debug!(client = m.carried.meta.id, "connection closed while moving: {e}");
-            return;
-        }
-    };
-    let conn = Conn::new(worker, m.carried);
-    conn.serve_until_closed(stream, m.addr, m.parser, m.rbuf).await;
-}
-
-
 impl Conn {
-    fn new(worker: Rc<Worker>, c: Carried) -> Conn {
-        Conn {
-            worker,
-            meta: c.meta,
-            registration: Some(c.registration),
-            proto: c.proto,
-            db: c.db,
-            authenticated: c.authenticated,
-            multi: None,
-            watch_flag: c.watch_flag,
-            watched: Vec::new(),
-            watch_pending: Vec::new(),
-            reply_mode: c.reply_mode,
-            close_after_reply: false,
-            peer_is_loopback: c.peer_is_loopback,
-            wrote: false,
-            wait_lsn: c.wait_lsn,
-            out: BytesMut::with_capacity(READ_CHUNK_BYTES),
-            last_root: c.last_root,
-            streak_shard: 0,
-            streak: 0,
-            streak_fresh: false,
-            inflight: None,
-            shared_socket: c.shared_socket,
-            monitor: None,
-        }
-    }
-
     /// Serves the connection until it closes (then, dropping its registration, forgets the
     /// client) or moves to another thread (then the client lives on there).
     async fn serve_until_closed(mut self, stream: TcpStream, addr: SocketAddr, parser: RequestParser, rbuf: BytesMut) {
@@ -320,80 +164,6 @@ impl Conn {
             self.worker.server.monitors.remove(self.meta.id);
         }
         self.unwatch_all().await;
-    }
-
-    /// The shard this connection should move to now, if any: between batches, with nothing
-    /// pending (see "Migration" above).
-    fn migration_target(&mut self) -> Option<usize> {
-        if std::mem::take(&mut self.streak_fresh) {
-            return None;
-        }
-        self.migration_due().filter(|_| self.inflight.is_none())
-    }
-
-    /// Whether the connection should move to another shard's thread, replies in flight
-    /// aside.
-    fn migration_due(&self) -> Option<usize> {
-        let after = self.worker.server.config.migrate_after();
-        let move_it = after > 0
-            && self.monitor.is_none()
-            && self.streak >= after
-            && self.streak_shard != self.worker.shard_id
-            && self.streak_shard < self.worker.shards()
-            && self.multi.is_none()
-            && self.watched.is_empty()
-            && !self.close_after_reply
-            && !self.wrote
-            && self.out.is_empty();
-        move_it.then_some(self.streak_shard)
-    }
-
-    /// Sends the connection to `h.target`'s thread. On error the socket is closed (the
-    /// caller forgets the client).
-    fn hand_off(&mut self, h: Handoff, addr: SocketAddr) -> std::io::Result<()> {
-        let server = self.worker.server.clone();
-        let stream = h.stream.into_std()?;
-        let registration = self.registration.take().ok_or_else(|| std::io::Error::other("not registered"))?;
-        let carried = Carried {
-            registration,
-            meta: self.meta.clone(),
-            proto: self.proto,
-            db: self.db,
-            authenticated: self.authenticated,
-            watch_flag: self.watch_flag.clone(),
-            reply_mode: self.reply_mode,
-            peer_is_loopback: self.peer_is_loopback,
-            wait_lsn: self.wait_lsn,
-            last_root: self.last_root,
-            shared_socket: self.shared_socket.take(),
-        };
-        let moved = Moved { carried, stream, addr, parser: h.parser, rbuf: h.rbuf };
-        let queue = server.conn_queues.get(h.target).ok_or_else(|| std::io::Error::other("no such worker"))?;
-        queue.send(crate::server::Incoming::Moved(Box::new(moved))).map_err(|_| std::io::Error::other("worker stopped"))?;
-        ServerStats::add(&server.stats.migrated_connections, 1);
-        Ok(())
-    }
-
-    /// Counts a command toward a migration: `shard` is where it runs, None for a command
-    /// whose keys span shards.
-    fn note_route(&mut self, shard: Option<usize>) {
-        match shard {
-            Some(s) if s == self.streak_shard => self.streak += 1,
-            Some(s) => {
-                self.streak_shard = s;
-                self.streak = 1;
-                self.streak_fresh = true;
-            }
-            None => {
-                self.streak = 0;
-                self.streak_fresh = true;
-            }
-        }
-    }
-
-    fn limits(&self) -> Limits {
-        let c = &self.worker.server.config;
-        Limits { max_bulk_len: c.proto_max_bulk_len() as usize, unauthenticated: !self.authenticated, ..Limits::default() }
     }
 
     /// Serves requests until the connection closes (`None`) or is to move to another thread.
@@ -810,115 +580,6 @@ impl Conn {
             ReplyMode::On => encode(&frame, self.proto, &mut self.out),
             ReplyMode::Off => {}
             ReplyMode::Skip(n) => self.reply_mode = if n <= 1 { ReplyMode::On } else { ReplyMode::Skip(n - 1) },
-        }
-    }
-
-    /// Lookup, arity, authentication and MULTI queueing; then routing.
-    fn prepare(&mut self, args: Args) -> Step {
-        let root = match self.last_root {
-            Some(spec) if command::is_name(spec.name.as_bytes(), &args[0]) => spec,
-            _ => {
-                let Some(root) = command::lookup(&args[0]) else {
-                    self.fail_multi();
-                    return Step::Reply(error_unknown_command(&args));
-                };
-                self.last_root = Some(root);
-                root
-            }
-        };
-        let spec = match self.resolve(root, &args) {
-            Ok(spec) => spec,
-            Err(e) => {
-                stats::record_rejected(root.name);
-                if root.has(flags::RUNS_QUEUED) {
-                    // Redis reports a malformed EXEC as the end of the transaction (and of
-                    // the WATCHes, as a DISCARD).
-                    self.multi = None;
-                    self.meta.multi_len.store(usize::MAX, Ordering::Relaxed);
-                    let text = match &e {
-                        Frame::Error(t) => String::from_utf8_lossy(t).trim_start_matches("ERR ").to_string(),
-                        _ => String::new(),
-                    };
-                    return Step::AbortExec(Frame::error(format!("EXECABORT Transaction discarded because of: {text}")));
-                }
-                self.fail_multi();
-                return Step::Reply(e);
-            }
-        };
-        if !spec.has(flags::LOADING) && crate::stats::LOADING.active.load(Ordering::Relaxed) {
-            self.fail_multi();
-            return Step::Reply(Frame::error("LOADING Abacus is loading the dataset in memory"));
-        }
-        if !self.authenticated && !spec.has(flags::NO_AUTH) {
-            stats::record_rejected(spec.name);
-            self.fail_multi();
-            return Step::Reply(Frame::error("NOAUTH Authentication required."));
-        }
-        if spec.is_write() || spec.has(flags::DENY_ON_DISK_ERROR) {
-            // Redis refuses writes, queued ones included, while persistence fails (MISCONF),
-            // and PING too, so that health checks see it; a refused queued command aborts
-            // the transaction like any other.
-            if let Some(refused) = crate::snapshot::refusing_writes(&self.worker.server.config) {
-                stats::record_rejected(spec.name);
-                self.fail_multi();
-                return Step::Reply(Frame::error(refused));
-            }
-        }
-        if let Some(multi) = &mut self.multi {
-            if spec.has(flags::NO_MULTI) {
-                // SAVE, SHUTDOWN: refused, and the transaction aborts at EXEC (Redis 7.0).
-                stats::record_rejected(spec.name);
-                self.fail_multi();
-                return Step::Reply(Frame::error("ERR Command not allowed inside a transaction"));
-            }
-            // As Redis 7.0, QUIT is never queued: it closes the connection inside MULTI too.
-            if !spec.has(flags::CONTROLS_MULTI) && spec.name != "quit" {
-                if self.worker.server.monitors.active() && !spec.has(flags::ADMIN) {
-                    multi.monitor_args.push(args.to_vec());
-                }
-                multi.queued.push(Call { spec, args });
-                self.meta.multi_len.store(multi.queued.len(), Ordering::Relaxed);
-                return Step::Reply(Frame::simple("QUEUED"));
-            }
-        }
-        if spec.is_write() || spec.has(flags::RUNS_QUEUED) {
-            self.wrote = true;
-        }
-        let call = Call { spec, args };
-        if let Handler::Keyed(_) = spec.handler {
-            if let Some(shard) = self.worker.single_shard(&call) {
-                return Step::Batch(shard, call);
-            }
-        }
-        Step::Dispatch(call)
-    }
-
-    /// Resolves container commands (CLIENT, CONFIG, ...) to their subcommand and checks arity.
-    fn resolve(&self, root: &'static Spec, args: &[Arg]) -> Result<&'static Spec, Frame> {
-        if root.subcommands.is_empty() {
-            return if root.arity_ok(args.len()) { Ok(root) } else { Err(error_arity(root.name)) };
-        }
-        if args.len() < 2 {
-            // Only COMMAND may be called without a subcommand (its arity allows it).
-            return if root.arity_ok(args.len()) { Ok(root) } else { Err(error_arity(root.name)) };
-        }
-        let Some(sub) = root.subcommand(&args[1]) else {
-            // Redis's `%.128s`: the raw bytes, up to 128 and up to a NUL.
-            let name = &args[1][..args[1].len().min(128)];
-            let name = &name[..memchr::memchr(0, name).unwrap_or(name.len())];
-            let help = format!("'. Try {} HELP.", root.name.to_ascii_uppercase());
-            return Err(Frame::Error(Bytes::from([&b"ERR unknown subcommand '"[..], name, help.as_bytes()].concat())));
-        };
-        if sub.arity_ok(args.len()) {
-            Ok(sub)
-        } else {
-            Err(error_arity(sub.name))
-        }
-    }
-
-    fn fail_multi(&mut self) {
-        if let Some(m) = &mut self.multi {
-            m.failed = true;
         }
     }
 

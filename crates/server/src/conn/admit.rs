@@ -1,0 +1,165 @@
+//! The checks before a command runs, each with Redis's exact error text: lookup (unknown
+//! command), arity and subcommands, loading, authentication, MISCONF, and MULTI queueing;
+//! then routing (a batch for one shard, or a dispatch). Nothing here touches the socket.
+
+use super::*;
+
+/// What pre-dispatch checks decided for one request.
+pub(super) enum Step {
+    Reply(Frame),
+    /// A malformed EXEC: the transaction (if any) and every WATCH end, then this reply.
+    AbortExec(Frame),
+    Batch(usize, Call),
+    Dispatch(Call),
+}
+
+/// Redis 7.0's reply to an unknown command, byte for byte: the name (at most 128 bytes), then
+/// arguments quoted while the listing is under 128 bytes, each cut to what keeps it at 128.
+/// Redis formats them as C strings, so each stops at its first NUL byte; other bytes are sent
+/// as they are, except CR and LF, which become spaces.
+pub fn error_unknown_command(args: &[Arg]) -> Frame {
+    let c_str = |a: &[u8], max: usize| -> Vec<u8> {
+        let end = memchr::memchr(0, a).unwrap_or(a.len()).min(max);
+        a[..end].to_vec()
+    };
+    let mut listing: Vec<u8> = Vec::new();
+    for a in args.iter().skip(1) {
+        if listing.len() >= 128 {
+            break;
+        }
+        let room = 128 - listing.len();
+        listing.push(b'\'');
+        listing.extend(c_str(a, room));
+        listing.extend_from_slice(b"' ");
+    }
+    let mut msg = b"ERR unknown command '".to_vec();
+    msg.extend(c_str(&args[0], 128));
+    msg.extend_from_slice(b"', with args beginning with: ");
+    msg.extend(listing);
+    for b in &mut msg {
+        if *b == b'\r' || *b == b'\n' {
+            *b = b' ';
+        }
+    }
+    Frame::Error(Bytes::from(msg))
+}
+
+pub fn error_arity(name: &str) -> Frame {
+    Frame::error(format!("ERR wrong number of arguments for '{name}' command"))
+}
+
+impl Conn {
+    pub(super) fn limits(&self) -> Limits {
+        let c = &self.worker.server.config;
+        Limits { max_bulk_len: c.proto_max_bulk_len() as usize, unauthenticated: !self.authenticated, ..Limits::default() }
+    }
+
+    /// Lookup, arity, authentication and MULTI queueing; then routing.
+    pub(super) fn prepare(&mut self, args: Args) -> Step {
+        let root = match self.last_root {
+            Some(spec) if command::is_name(spec.name.as_bytes(), &args[0]) => spec,
+            _ => {
+                let Some(root) = command::lookup(&args[0]) else {
+                    self.fail_multi();
+                    return Step::Reply(error_unknown_command(&args));
+                };
+                self.last_root = Some(root);
+                root
+            }
+        };
+        let spec = match self.resolve(root, &args) {
+            Ok(spec) => spec,
+            Err(e) => {
+                stats::record_rejected(root.name);
+                if root.has(flags::RUNS_QUEUED) {
+                    // Redis reports a malformed EXEC as the end of the transaction (and of
+                    // the WATCHes, as a DISCARD).
+                    self.multi = None;
+                    self.meta.multi_len.store(usize::MAX, Ordering::Relaxed);
+                    let text = match &e {
+                        Frame::Error(t) => String::from_utf8_lossy(t).trim_start_matches("ERR ").to_string(),
+                        _ => String::new(),
+                    };
+                    return Step::AbortExec(Frame::error(format!("EXECABORT Transaction discarded because of: {text}")));
+                }
+                self.fail_multi();
+                return Step::Reply(e);
+            }
+        };
+        if !spec.has(flags::LOADING) && crate::stats::LOADING.active.load(Ordering::Relaxed) {
+            self.fail_multi();
+            return Step::Reply(Frame::error("LOADING Abacus is loading the dataset in memory"));
+        }
+        if !self.authenticated && !spec.has(flags::NO_AUTH) {
+            stats::record_rejected(spec.name);
+            self.fail_multi();
+            return Step::Reply(Frame::error("NOAUTH Authentication required."));
+        }
+        if spec.is_write() || spec.has(flags::DENY_ON_DISK_ERROR) {
+            // Redis refuses writes, queued ones included, while persistence fails (MISCONF),
+            // and PING too, so that health checks see it; a refused queued command aborts
+            // the transaction like any other.
+            if let Some(refused) = crate::snapshot::refusing_writes(&self.worker.server.config) {
+                stats::record_rejected(spec.name);
+                self.fail_multi();
+                return Step::Reply(Frame::error(refused));
+            }
+        }
+        if let Some(multi) = &mut self.multi {
+            if spec.has(flags::NO_MULTI) {
+                // SAVE, SHUTDOWN: refused, and the transaction aborts at EXEC (Redis 7.0).
+                stats::record_rejected(spec.name);
+                self.fail_multi();
+                return Step::Reply(Frame::error("ERR Command not allowed inside a transaction"));
+            }
+            // As Redis 7.0, QUIT is never queued: it closes the connection inside MULTI too.
+            if !spec.has(flags::CONTROLS_MULTI) && spec.name != "quit" {
+                if self.worker.server.monitors.active() && !spec.has(flags::ADMIN) {
+                    multi.monitor_args.push(args.to_vec());
+                }
+                multi.queued.push(Call { spec, args });
+                self.meta.multi_len.store(multi.queued.len(), Ordering::Relaxed);
+                return Step::Reply(Frame::simple("QUEUED"));
+            }
+        }
+        if spec.is_write() || spec.has(flags::RUNS_QUEUED) {
+            self.wrote = true;
+        }
+        let call = Call { spec, args };
+        if let Handler::Keyed(_) = spec.handler {
+            if let Some(shard) = self.worker.single_shard(&call) {
+                return Step::Batch(shard, call);
+            }
+        }
+        Step::Dispatch(call)
+    }
+
+    /// Resolves container commands (CLIENT, CONFIG, ...) to their subcommand and checks arity.
+    pub(super) fn resolve(&self, root: &'static Spec, args: &[Arg]) -> Result<&'static Spec, Frame> {
+        if root.subcommands.is_empty() {
+            return if root.arity_ok(args.len()) { Ok(root) } else { Err(error_arity(root.name)) };
+        }
+        if args.len() < 2 {
+            // Only COMMAND may be called without a subcommand (its arity allows it).
+            return if root.arity_ok(args.len()) { Ok(root) } else { Err(error_arity(root.name)) };
+        }
+        let Some(sub) = root.subcommand(&args[1]) else {
+            // Redis's `%.128s`: the raw bytes, up to 128 and up to a NUL.
+            let name = &args[1][..args[1].len().min(128)];
+            let name = &name[..memchr::memchr(0, name).unwrap_or(name.len())];
+            let help = format!("'. Try {} HELP.", root.name.to_ascii_uppercase());
+            return Err(Frame::Error(Bytes::from([&b"ERR unknown subcommand '"[..], name, help.as_bytes()].concat())));
+        };
+        if sub.arity_ok(args.len()) {
+            Ok(sub)
+        } else {
+            Err(error_arity(sub.name))
+        }
+    }
+
+    pub(super) fn fail_multi(&mut self) {
+        if let Some(m) = &mut self.multi {
+            m.failed = true;
+        }
+    }
+}
