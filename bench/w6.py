@@ -34,12 +34,7 @@ def rss_bytes(pid):
     raise RuntimeError("no VmRSS for pid %d" % pid)
 
 
-def command(*args):
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
+from resp import command  # noqa: E402  (bench/resp.py, beside this file)
 
 
 def sadd_commands(key, values):

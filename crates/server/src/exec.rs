@@ -207,7 +207,7 @@ pub(crate) fn run_handler(dbs: &mut [Db], db: usize, spec: &'static Spec, args: 
     if dbs.first().is_some_and(|d| d.tracking() != tracking) {
         dbs.iter_mut().for_each(|d| d.set_tracking(tracking));
     }
-    let (reply, modified, propagate, effect) = {
+    let (reply, modified, effect) = {
         let mut ctx = Ctx {
             dbs: &mut *dbs,
             db,
@@ -217,17 +217,16 @@ pub(crate) fn run_handler(dbs: &mut [Db], db: usize, spec: &'static Spec, args: 
             set_limits: cfg.set_limits,
             hash_limits: cfg.hash_limits,
             modified: KeysModified::ALL,
-            propagate: false,
-            effect: Effect::Args,
+            effect: if spec.is_write() { Effect::Args } else { Effect::Nothing },
         };
         let reply = f(&mut ctx, args);
-        (reply, ctx.modified, ctx.propagate, ctx.effect)
+        (reply, ctx.modified, ctx.effect)
     };
     if reply.is_error() {
         return (reply, KeysModified::NONE, None);
     }
     if !spec.is_write() {
-        return (reply, KeysModified::NONE, propagate.then_some(effect));
+        return (reply, KeysModified::NONE, (effect != Effect::Nothing).then_some(effect));
     }
     (reply, modified, Some(effect))
 }

@@ -223,11 +223,9 @@ pub struct Ctx<'a> {
     /// When sets and hashes stop being listpacks (set-/hash-max-listpack-*).
     pub set_limits: abacus_collections::EncodingLimits,
     pub hash_limits: abacus_collections::EncodingLimits,
-    /// Set by a read command that changed stored state after all (PFCOUNT refreshing a
-    /// sketch's cached cardinality): the command is then logged like a write, as Redis
-    /// propagates it, so that replaying the log gives the same bytes.
-    pub propagate: bool,
-    /// What the log (and later replicas) record for this write (see [`Effect`]).
+    /// What the log (and later replicas) record for this command (see [`Effect`]): for a
+    /// write its arguments unless the handler says otherwise, for a read nothing unless it
+    /// changed stored bytes after all (PFCOUNT refreshing a sketch's cached cardinality).
     pub effect: Effect,
     /// Which of its keys a successful write modified: WATCH signals those (as Redis's
     /// `signalModifiedKey` call sites). Starts as every key; a handler that changed less
@@ -256,6 +254,12 @@ impl Ctx<'_> {
     /// expiry for a relative one, SREM of what SPOP chose...).
     pub fn propagate_as(&mut self, command: Vec<Bytes>) {
         self.effect = Effect::As(command);
+    }
+
+    /// A read that changed stored bytes after all (PFCOUNT's cache refresh) is propagated as
+    /// sent, as Redis does, so that replaying the log gives the same bytes.
+    pub fn propagate_command(&mut self) {
+        self.effect = Effect::Args;
     }
 
     /// The write changed nothing that needs propagating.

@@ -125,7 +125,7 @@ fn pfcount(ctx: &mut Ctx, a: &[Arg]) -> Frame {
                 if stale {
                     ctx.db().signal_modified(&a[1]);
                     // The cache bytes are part of the value (GET shows them): log the refresh.
-                    ctx.propagate = true;
+                    ctx.propagate_command();
                 }
                 // Redis replies with addReplyLongLong.
                 Frame::Integer(card as i64)
