@@ -33,8 +33,8 @@ pub const COMMANDS: &[Spec] = &[
     Spec::conn("punsubscribe", -1, LOADING | STALE, NONE, conn_fn!(|conn, _, call| unsubscribe(conn, Kind::Pattern, &call.args)), G, "Stops listening to messages published to channels that match one or more patterns."),
     Spec::conn("ssubscribe", -2, LOADING | STALE, ALL_ARGS, conn_fn!(|conn, access, call| ssubscribe(conn, access, &call.args)), G, "Listens for messages published to shard channels."),
     Spec::conn("sunsubscribe", -1, LOADING | STALE, ALL_ARGS, conn_fn!(|conn, _, call| unsubscribe(conn, Kind::Shard, &call.args)), G, "Stops listening to messages posted to shard channels."),
-    Spec::conn("publish", 3, LOADING | STALE | FAST, NONE, conn_fn!(|_, _, call| Frame::Integer(crate::pubsub::publish(&call.args[1], &call.args[2]) as i64)), G, "Posts a message to a channel."),
-    Spec::conn("spublish", 3, LOADING | STALE | FAST, (1, 1, 1), conn_fn!(|_, _, call| Frame::Integer(crate::pubsub::spublish(&call.args[1], &call.args[2]) as i64)), G, "Post a message to a shard channel"),
+    Spec::conn("publish", 3, LOADING | STALE | FAST, NONE, conn_fn!(|conn, _, call| publish(conn, Kind::Channel, &call.args)), G, "Posts a message to a channel."),
+    Spec::conn("spublish", 3, LOADING | STALE | FAST, (1, 1, 1), conn_fn!(|conn, _, call| publish(conn, Kind::Shard, &call.args)), G, "Post a message to a shard channel"),
     Spec::conn("pubsub", -2, 0, NONE, conn_fn!(|_, _, _| super::container()), G, "A container for Pub/Sub commands.").with_subcommands(PUBSUB),
 ];
 
@@ -106,6 +106,19 @@ fn unsubscribe(conn: &mut Conn, kind: Kind, a: &[Arg]) -> Frame {
         conn.leave_pubsub();
     }
     Frame::Seq(replies)
+}
+
+fn publish(conn: &mut Conn, kind: Kind, a: &[Arg]) -> Frame {
+    let n = match kind {
+        Kind::Shard => crate::pubsub::spublish(&a[1], &a[2]),
+        _ => crate::pubsub::publish(&a[1], &a[2]),
+    };
+    // A (RESP3) subscriber publishing to itself gets the message before the reply, as in
+    // Redis, where PUBLISH writes it to the output first.
+    if conn.pubsub.is_some() {
+        conn.take_messages(usize::MAX);
+    }
+    Frame::Integer(n as i64)
 }
 
 fn channels(kind: Kind, a: &[Arg]) -> Frame {
