@@ -274,7 +274,9 @@ pub type OutputLimits = (u64, u64, u64);
 /// Parses `client-output-buffer-limit` groups as Redis 7.0 does, with its error texts:
 /// (class index in [`OUTPUT_CLASSES`], limits) per group.
 fn parse_output_limits(value: &str) -> Result<Vec<(usize, OutputLimits)>, String> {
-    let args: Vec<&str> = value.split_whitespace().collect();
+    // Split at every single space, as Redis 7.0 splits a multi-argument parameter for CONFIG
+    // SET (so " " is two empty arguments, and "" none).
+    let args: Vec<&str> = if value.is_empty() { Vec::new() } else { value.split(' ').collect() };
     if args.len() % 4 != 0 {
         return Err("Wrong number of arguments in buffer limit configuration.".into());
     }
@@ -463,7 +465,12 @@ impl Config {
 
     fn set_startup(&self, name: &str, value: &str) -> Result<(), String> {
         let p = param(name).ok_or_else(|| format!("unknown configuration parameter '{name}'"))?;
-        let v = canonical(p, value).map_err(|e| format!("invalid value for '{}': {e}", p.name))?;
+        // A config file or command line separates arguments by any run of blanks.
+        let value = match p.kind {
+            Kind::OutputBufferLimit => value.split_whitespace().collect::<Vec<_>>().join(" "),
+            _ => value.to_string(),
+        };
+        let v = canonical(p, &value).map_err(|e| format!("invalid value for '{}': {e}", p.name))?;
         let v = self.merged(p, v);
         self.values.write().insert(p.name, v);
         self.refresh_hot();
@@ -782,12 +789,12 @@ mod tests {
         assert_eq!(c.get("client-output-buffer-limit"), "normal 4 5 6 slave 1 2 3 pubsub 1048576 2000 5");
         set("").unwrap();
         assert_eq!(c.get("client-output-buffer-limit"), "normal 4 5 6 slave 1 2 3 pubsub 1048576 2000 5");
-        for (bad, why) in [("pubsub 1 2", "Wrong number"), ("master 1 2 3", "Invalid client class"), ("pubsub x 2 3", "Error in hard"), ("pubsub 1 2 -3", "Error in hard"), ("pubsub 1 2 3x", "Error in hard")] {
+        for (bad, why) in [("pubsub 1 2", "Wrong number"), (" ", "Wrong number"), ("pubsub  1 2 3", "Wrong number"), ("master 1 2 3", "Invalid client class"), ("pubsub x 2 3", "Error in hard"), ("pubsub 1 2 -3", "Error in hard"), ("pubsub 1 2 3x", "Error in hard")] {
             let e = set(bad).unwrap_err();
             assert!(e.contains("(possibly related to argument 'client-output-buffer-limit') - ") && e.contains(why), "{bad}: {e}");
         }
         assert_eq!(c.pubsub_limit.get(), (1 << 20, 2000, 5));
-        let c = Config::from_sources(Some("client-output-buffer-limit pubsub 10 20 30\n"), &[]).unwrap();
+        let c = Config::from_sources(Some("client-output-buffer-limit pubsub  10 20\t30\n"), &[]).unwrap();
         assert_eq!(c.pubsub_limit.get(), (10, 20, 30));
     }
 
