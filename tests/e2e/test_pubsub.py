@@ -345,6 +345,22 @@ def test_introspection_counts_follow_subscribers(server, r, conns):
     assert numsub(r, "i.a") == {b"i.a": 0}
 
 
+def test_timeout_spares_subscribers(server, r, conns):
+    sub, idle = conns(), conns()
+    assert sub("SUBSCRIBE", "patient") == [b"subscribe", b"patient", 1]
+    assert idle("PING") == "PONG"
+    r.config_set("timeout", 1)
+    try:
+        # A command after the change, so that each connection's next wait sees it.
+        assert idle("PING") == "PONG"
+        assert sub("PING") == [b"pong", b""]
+        assert idle.is_closed(timeout=15)
+        assert wait_until(lambda: r.publish("patient", "still here") == 1, timeout=5)
+        assert sub.read_reply() == [b"message", b"patient", b"still here"]
+    finally:
+        server.client().config_set("timeout", 0)
+
+
 def test_client_kill_type_pubsub(server, r, conns):
     a = conns()
     assert a("SUBSCRIBE", "kill.me") == [b"subscribe", b"kill.me", 1]

@@ -191,7 +191,8 @@ impl Conn {
             if rbuf.capacity() - rbuf.len() < READ_CHUNK_BYTES / 4 {
                 rbuf.reserve(READ_CHUNK_BYTES);
             }
-            let timeout_s = server.config.timeout_s();
+            // As Redis, `timeout` spares subscribers: they may wait for messages for ever.
+            let timeout_s = if self.pubsub.is_some() { 0 } else { server.config.timeout_s() };
             let read = async {
                 if timeout_s > 0 {
                     match tokio::time::timeout(Duration::from_secs(timeout_s), stream.read_buf(&mut rbuf)).await {
