@@ -104,16 +104,23 @@ impl OutputLimit {
 /// Clients cut off for exceeding their output buffer limit (INFO stats).
 pub static OBUF_LIMIT_DISCONNECTIONS: AtomicU64 = AtomicU64::new(0);
 
+/// What publishers and the subscriber's connection share, under one lock (taken once per
+/// message by a publisher, once per write by the connection).
+#[derive(Default)]
+struct Queue {
+    /// Encoded messages (RESP2 form) waiting for the connection to write them.
+    msgs: VecDeque<Bytes>,
+    /// Bytes published to this subscriber and not yet written to its socket.
+    pending: usize,
+    /// When the pending bytes first went over the soft limit (ms; 0 = they are under it).
+    soft_since_ms: u64,
+}
+
 /// One subscribed connection, as publishers see it.
 pub struct Subscriber {
     meta: Arc<ClientMeta>,
     limit: Arc<OutputLimit>,
-    /// Encoded messages (RESP2 form) waiting for the connection to write them.
-    queue: Mutex<VecDeque<Bytes>>,
-    /// Bytes published to this subscriber and not yet written to its socket.
-    pending: AtomicUsize,
-    /// When the pending bytes first went over the soft limit (ms; 0 = they are under it).
-    soft_since_ms: AtomicU64,
+    queue: Mutex<Queue>,
     /// Cut off for exceeding its output limit: publishers skip it.
     dead: AtomicBool,
     /// Wakes the connection task when its queue stops being empty.
@@ -125,9 +132,7 @@ impl Subscriber {
         Subscriber {
             meta,
             limit,
-            queue: Mutex::new(VecDeque::new()),
-            pending: AtomicUsize::new(0),
-            soft_since_ms: AtomicU64::new(0),
+            queue: Mutex::new(Queue::default()),
             dead: AtomicBool::new(false),
             wake: Notify::new(),
         }
@@ -138,18 +143,18 @@ impl Subscriber {
         if self.dead.load(Ordering::Relaxed) {
             return false;
         }
-        let pending = self.pending.fetch_add(msg.len(), Ordering::Relaxed) + msg.len();
-        if self.over_limit(pending as u64) {
+        let mut q = self.queue.lock();
+        q.pending += msg.len();
+        if self.over_limit(&mut q) {
+            let pending = q.pending;
+            drop(q);
             self.cut_off(pending);
             // Counted as received, as Redis counts a client it schedules to close.
             return true;
         }
-        let was_empty = {
-            let mut q = self.queue.lock();
-            let empty = q.is_empty();
-            q.push_back(msg.clone());
-            empty
-        };
+        let was_empty = q.msgs.is_empty();
+        q.msgs.push_back(msg.clone());
+        drop(q);
         if was_empty {
             self.wake.notify_one();
         }
@@ -157,23 +162,21 @@ impl Subscriber {
     }
 
     /// Redis's checkClientOutputBufferLimits for the pubsub class.
-    fn over_limit(&self, pending: u64) -> bool {
+    fn over_limit(&self, q: &mut Queue) -> bool {
         let (hard, soft, soft_secs) = self.limit.get();
+        let pending = q.pending as u64;
         if hard > 0 && pending >= hard {
             return true;
         }
         if soft > 0 && pending >= soft {
             let now = crate::shard::now_ms().max(1);
-            let since = self.soft_since_ms.load(Ordering::Relaxed);
-            if since == 0 {
-                self.soft_since_ms.store(now, Ordering::Relaxed);
+            if q.soft_since_ms == 0 {
+                q.soft_since_ms = now;
                 return false;
             }
-            return now.saturating_sub(since) > soft_secs.saturating_mul(1000);
+            return now.saturating_sub(q.soft_since_ms) > soft_secs.saturating_mul(1000);
         }
-        if self.soft_since_ms.load(Ordering::Relaxed) != 0 {
-            self.soft_since_ms.store(0, Ordering::Relaxed);
-        }
+        q.soft_since_ms = 0;
         false
     }
 
@@ -182,7 +185,8 @@ impl Subscriber {
             return;
         }
         // The memory goes now; the connection closes as soon as its task sees the kill.
-        self.queue.lock().clear();
+        let dropped = std::mem::take(&mut self.queue.lock().msgs);
+        drop(dropped);
         OBUF_LIMIT_DISCONNECTIONS.fetch_add(1, Ordering::Relaxed);
         tracing::warn!(
             "Client {} scheduled to be closed ASAP for overcoming of output buffer limits ({pending} bytes pending).",
@@ -196,19 +200,15 @@ impl Subscriber {
         self.wake.notified().await;
     }
 
-    /// Moves queued messages into `out` (RESP3 as pushes), up to about `max` bytes; returns
-    /// how many bytes moved. Give them back with [`Subscriber::written`] once written.
-    pub fn drain_into(&self, out: &mut BytesMut, resp3: bool, max: usize) -> usize {
+    /// Moves queued messages into `taken`, up to about `max` bytes; returns how many bytes.
+    /// The lock is held only to move them (not to copy them, nor to drop the references).
+    fn take(&self, taken: &mut Vec<Bytes>, max: usize) -> usize {
         let mut q = self.queue.lock();
         let mut n = 0;
         while n < max {
-            let Some(m) = q.pop_front() else { break };
-            let start = out.len();
-            out.extend_from_slice(&m);
-            if resp3 {
-                out[start] = b'>';
-            }
+            let Some(m) = q.msgs.pop_front() else { break };
             n += m.len();
+            taken.push(m);
         }
         n
     }
@@ -216,13 +216,14 @@ impl Subscriber {
     /// `n` bytes of drained messages reached the socket.
     pub fn written(&self, n: usize) {
         if n > 0 {
-            self.pending.fetch_sub(n, Ordering::Relaxed);
+            let mut q = self.queue.lock();
+            q.pending = q.pending.saturating_sub(n);
         }
     }
 
     /// Bytes published to this subscriber and not written yet.
     pub fn pending(&self) -> usize {
-        self.pending.load(Ordering::Relaxed)
+        self.queue.lock().pending
     }
 }
 
@@ -427,6 +428,8 @@ fn bulk(out: &mut BytesMut, b: &[u8]) {
 /// the last one left).
 pub struct Subscriptions {
     pub sub: Arc<Subscriber>,
+    /// Messages taken from the queue on their way to the output (kept for its capacity).
+    taken: Vec<Bytes>,
     channels: HashSet<Bytes, foldhash::fast::FixedState>,
     /// In subscription order, as Redis's list (PUNSUBSCRIBE without arguments follows it).
     patterns: Vec<Bytes>,
@@ -435,7 +438,22 @@ pub struct Subscriptions {
 
 impl Subscriptions {
     pub fn new(meta: Arc<ClientMeta>, limit: Arc<OutputLimit>) -> Subscriptions {
-        Subscriptions { sub: Arc::new(Subscriber::new(meta, limit)), channels: HashSet::default(), patterns: Vec::new(), shard: HashSet::default() }
+        Subscriptions { sub: Arc::new(Subscriber::new(meta, limit)), taken: Vec::new(), channels: HashSet::default(), patterns: Vec::new(), shard: HashSet::default() }
+    }
+
+    /// Moves queued messages into `out` (RESP3 as pushes), up to about `max` bytes; returns
+    /// how many bytes moved. Give them back with [`Subscriber::written`] once written.
+    pub fn drain_into(&mut self, out: &mut BytesMut, resp3: bool, max: usize) -> usize {
+        let n = self.sub.take(&mut self.taken, max);
+        out.reserve(n);
+        for m in self.taken.drain(..) {
+            let start = out.len();
+            out.extend_from_slice(&m);
+            if resp3 {
+                out[start] = b'>';
+            }
+        }
+        n
     }
 
     /// Subscribes (a no-op if already subscribed).
@@ -533,9 +551,9 @@ mod tests {
         Subscriptions::new(clients.register(addr, addr, 10, 0).unwrap(), limit.clone())
     }
 
-    fn drained(s: &Subscriptions, resp3: bool) -> Vec<u8> {
+    fn drained(s: &mut Subscriptions, resp3: bool) -> Vec<u8> {
         let mut out = BytesMut::new();
-        let n = s.sub.drain_into(&mut out, resp3, usize::MAX);
+        let n = s.drain_into(&mut out, resp3, usize::MAX);
         s.sub.written(n);
         out.to_vec()
     }
@@ -554,10 +572,10 @@ mod tests {
         assert_eq!(publish(b"t1.other", b"x"), 1);
         assert_eq!(publish(b"t1-none", b"x"), 0);
         assert_eq!(
-            drained(&a, false),
+            drained(&mut a, false),
             b"*3\r\n$7\r\nmessage\r\n$7\r\nt1.news\r\n$2\r\nhi\r\n*4\r\n$8\r\npmessage\r\n$4\r\nt1.*\r\n$7\r\nt1.news\r\n$2\r\nhi\r\n*4\r\n$8\r\npmessage\r\n$4\r\nt1.*\r\n$8\r\nt1.other\r\n$1\r\nx\r\n".to_vec()
         );
-        assert_eq!(drained(&b, true), b">4\r\n$8\r\npmessage\r\n$7\r\nt1.n?ws\r\n$7\r\nt1.news\r\n$2\r\nhi\r\n".to_vec());
+        assert_eq!(drained(&mut b, true), b">4\r\n$8\r\npmessage\r\n$7\r\nt1.n?ws\r\n$7\r\nt1.news\r\n$2\r\nhi\r\n".to_vec());
         assert_eq!(registry().numsub(Kind::Channel, b"t1.news"), 1);
         drop(a);
         assert_eq!(registry().numsub(Kind::Channel, b"t1.news"), 0);
@@ -574,7 +592,7 @@ mod tests {
         a.subscribe(Kind::Shard, b"t2.s");
         assert_eq!(publish(b"t2.s", b"m"), 0);
         assert_eq!(spublish(b"t2.s", b"m"), 1);
-        assert_eq!(drained(&a, false), b"*3\r\n$8\r\nsmessage\r\n$4\r\nt2.s\r\n$1\r\nm\r\n".to_vec());
+        assert_eq!(drained(&mut a, false), b"*3\r\n$8\r\nsmessage\r\n$4\r\nt2.s\r\n$1\r\nm\r\n".to_vec());
         assert!(registry().channel_names(Kind::Shard, Some(b"t2.*")).contains(&Bytes::from_static(b"t2.s")));
         assert!(registry().channel_names(Kind::Channel, Some(b"t2.*")).is_empty());
     }
@@ -594,7 +612,7 @@ mod tests {
         // Once cut off it receives nothing more.
         assert!(delivered < 20);
         assert_eq!(publish(b"t3.c", &payload), 0);
-        assert!(a.sub.queue.lock().is_empty());
+        assert!(a.sub.queue.lock().msgs.is_empty());
     }
 
     #[test]
@@ -605,7 +623,7 @@ mod tests {
         a.subscribe(Kind::Channel, b"t4.c");
         for _ in 0..100 {
             assert_eq!(publish(b"t4.c", &[b'x'; 100]), 1);
-            drained(&a, false);
+            drained(&mut a, false);
         }
         assert!(!a.sub.meta.killed.load(Ordering::Acquire));
         assert_eq!(a.sub.pending(), 0);

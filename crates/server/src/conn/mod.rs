@@ -633,8 +633,8 @@ impl Conn {
     /// Moves published messages waiting for this client into the output (after whatever is
     /// there), up to about `max` bytes; returns how many bytes moved.
     pub fn take_messages(&mut self, max: usize) -> usize {
-        let Some(p) = &self.pubsub else { return 0 };
-        let n = p.sub.drain_into(&mut self.out, self.proto == Protocol::Resp3, max);
+        let Some(p) = &mut self.pubsub else { return 0 };
+        let n = p.drain_into(&mut self.out, self.proto == Protocol::Resp3, max);
         self.pubsub_unreleased += n;
         n
     }
