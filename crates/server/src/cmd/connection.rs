@@ -174,6 +174,8 @@ pub async fn reset(conn: &mut Conn) -> Frame {
     conn.multi = None;
     conn.meta.multi_len.store(usize::MAX, Ordering::Relaxed);
     conn.unwatch_all().await;
+    // Messages published before the RESET still go out, before its reply.
+    conn.take_messages(usize::MAX);
     conn.leave_pubsub();
     conn.db = 0;
     conn.meta.db.store(0, Ordering::Relaxed);

@@ -48,6 +48,9 @@ use migrate::{Carried, Handoff, Registration};
 /// Size of each read; big enough for a deep pipeline of small commands.
 const READ_CHUNK_BYTES: usize = 16 * 1024;
 
+/// An output buffer that grew past this is given back once written.
+const OUT_KEEP_BYTES: usize = 4 * 1024 * 1024;
+
 /// A transaction being queued.
 pub struct Multi {
     pub queued: Vec<Call>,
@@ -335,6 +338,11 @@ impl Conn {
                     ServerStats::add(&server.stats.net_output_bytes_total, self.out.len() as u64);
                     self.out.clear();
                     self.release_messages();
+                    if self.out.capacity() > OUT_KEEP_BYTES {
+                        // A burst (a subscriber's backlog, a huge reply) does not keep its
+                        // buffer for the connection's life.
+                        self.out = BytesMut::with_capacity(READ_CHUNK_BYTES);
+                    }
                 }
                 if self.close_after_reply || self.meta.killed.load(Ordering::Acquire) {
                     self.settle(&mut stream, &mut killed).await?;
