@@ -586,6 +586,41 @@ mod tests {
     }
 
     #[test]
+    fn publishers_on_many_threads_keep_their_order_for_every_subscriber() {
+        let limit = Arc::new(OutputLimit::default());
+        let mut subs: Vec<Subscriptions> = (0..3).map(|_| client(&limit)).collect();
+        for s in &mut subs {
+            s.subscribe(Kind::Channel, b"t5.c");
+        }
+        let threads: Vec<_> = (0..4)
+            .map(|p| {
+                std::thread::spawn(move || {
+                    for k in 0..1000 {
+                        assert_eq!(publish(b"t5.c", format!("{p}:{k}").as_bytes()), 3);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        for s in &mut subs {
+            let out = drained(s, false);
+            let tokens: Vec<&[u8]> = out.split(|&b| b == b'\n').map(|t| t.strip_suffix(b"\r").unwrap_or(t)).collect();
+            let mut next = [0u32; 4];
+            let payloads: Vec<&[u8]> = tokens.iter().skip(6).step_by(7).copied().collect();
+            assert_eq!(payloads.len(), 4000);
+            for m in payloads {
+                let m = std::str::from_utf8(m).unwrap();
+                let (p, k) = m.split_once(':').unwrap();
+                let (p, k): (usize, u32) = (p.parse().unwrap(), k.parse().unwrap());
+                assert_eq!(k, next[p], "publisher {p} out of order");
+                next[p] += 1;
+            }
+        }
+    }
+
+    #[test]
     fn shard_channels_are_a_name_space_of_their_own() {
         let limit = Arc::new(OutputLimit::default());
         let mut a = client(&limit);
