@@ -19,6 +19,7 @@
 //! - `aof.rs`, `snapshot.rs`, `recovery.rs`: the log (fed by handlers' stated effects),
 //!   snapshots without fork, and loading at start
 //! - `monitor.rs`  MONITOR's stream
+//! - `blocking.rs` blocked clients (BLPOP...): registered and served on the shard, in order
 //! - `clients.rs`, `stats.rs`, `memory.rs`: client registry, counters, process figures
 //!
 //! What it is not: the data structures and the keyspace (`abacus-collections`,
@@ -29,6 +30,7 @@
 #![forbid(unsafe_code)]
 
 pub mod aof;
+pub mod blocking;
 pub mod clients;
 pub mod cmd;
 pub mod command;
