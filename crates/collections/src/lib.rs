@@ -1,7 +1,8 @@
-//! In-memory data structures behind the Redis set and hash families.
+//! In-memory data structures behind the Redis set, hash and list families.
 //!
 //! What this crate is for: the values a key can hold when it is a set
-//! ([`IdSet`]) or a hash ([`CompactHash`]), with Redis 7.2's semantics for
+//! ([`IdSet`]), a hash ([`CompactHash`]) or a list ([`List`], a quicklist of
+//! packed nodes: see `list.rs`), with Redis 7.2's semantics for
 //! membership, random picks, cursors and set algebra, and an estimate of the
 //! heap each one uses so the keyspace can account memory.
 //!
@@ -30,6 +31,7 @@ mod algebra;
 mod hash;
 mod idset;
 mod int;
+mod list;
 mod persist;
 mod random;
 
@@ -38,11 +40,14 @@ mod hash_tests;
 #[cfg(test)]
 mod idset_tests;
 #[cfg(test)]
+mod list_tests;
+#[cfg(test)]
 mod random_tests;
 
 pub use hash::{CompactHash, FieldValue, HashIter};
 pub use idset::{IdSet, Iter};
 pub use int::{parse_canonical_i64, IntMember, Member};
+pub use list::{List, ListItem, ListLimits, Needle};
 pub use persist::DecodeError;
 
 /// When a small set or hash stops being a listpack.

@@ -37,7 +37,7 @@ use crate::glob::glob_match;
 use crate::packed::{PackedValue, StrMut};
 use crate::value::{Value, ValueRef};
 use crate::Key;
-use abacus_collections::{CompactHash, IdSet};
+use abacus_collections::{CompactHash, IdSet, List};
 use abacus_hll::Hll;
 
 /// Raised when a watched key is modified; owned jointly by the client and the databases.
@@ -180,6 +180,14 @@ impl Entry {
 
     pub fn as_hash_mut(&mut self) -> Option<&mut CompactHash> {
         self.value.as_hash_mut()
+    }
+
+    pub fn as_list(&self) -> Option<&List> {
+        self.value.get().as_list()
+    }
+
+    pub fn as_list_mut(&mut self) -> Option<&mut List> {
+        self.value.as_list_mut()
     }
 
     /// The decoded sketch, if the value is one.

@@ -30,6 +30,7 @@ pub mod hashes;
 pub mod hll;
 pub mod keys;
 pub mod ldouble;
+pub mod lists;
 pub mod persistence;
 pub mod pf;
 pub mod server;
@@ -65,6 +66,7 @@ pub const FAMILIES: &[&[Spec]] = &[
     hashes::COMMANDS,
     sets::COMMANDS,
     set_algebra::COMMANDS,
+    lists::COMMANDS,
     persistence::COMMANDS,
 ];
 
