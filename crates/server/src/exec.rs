@@ -751,6 +751,9 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
                 Some(refused) => refused,
                 None => exec_keyed_untimed(&mut s.dbs, db, c.spec, &c.args, now, cfg),
             };
+            // Clients blocked on keys this command made ready are served before the next
+            // command runs (`LPUSH k v; LPOP k` in one pipeline: the blocked client gets v).
+            crate::blocking::serve_ready(s, cfg, shards);
             (i, reply, c.spec.name)
         })
         .collect();
@@ -776,7 +779,5 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
     if run.1 > 0 {
         stats::record_many(run.0, u64::from(run.1), each * run.1, run.2);
     }
-    // Clients blocked on keys this group made ready are served before anything else runs.
-    crate::blocking::serve_ready(s, cfg, shards);
     replies
 }

@@ -512,7 +512,7 @@ pub(crate) fn pop_from_first(ctx: &mut Ctx, keys: &[Arg], end: End, count: Optio
 }
 
 /// LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count].
-fn lmpop(ctx: &mut Ctx, a: &[Arg]) -> Frame {
+pub(crate) fn lmpop(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let numkeys = match parse_i64(&a[1]) {
         Ok(n) if n > 0 => n as u64,
         _ => return err("ERR numkeys should be greater than 0"),

@@ -24,6 +24,7 @@ macro_rules! conn_fn {
 pub mod args;
 pub mod bitops;
 pub mod bits;
+pub mod blocking;
 pub mod connection;
 pub mod expiry;
 pub mod hashes;
@@ -67,6 +68,7 @@ pub const FAMILIES: &[&[Spec]] = &[
     sets::COMMANDS,
     set_algebra::COMMANDS,
     lists::COMMANDS,
+    blocking::COMMANDS,
     persistence::COMMANDS,
 ];
 

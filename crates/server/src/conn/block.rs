@@ -42,11 +42,12 @@ enum Woken {
 }
 
 impl Conn {
-    /// Runs a blocking command outside a transaction (see `blocking.rs`).
-    pub(super) async fn run_blocking(&mut self, call: Call, stream: &TcpStream) -> Frame {
+    /// Runs a blocking command outside a transaction (see `blocking.rs`). None: the
+    /// connection ended while it waited (EOF, CLIENT KILL): nothing is to be written.
+    pub(super) async fn run_blocking(&mut self, call: Call, stream: &TcpStream) -> Option<Frame> {
         let Some(Ok(timeout_ms)) = call.spec.timeout_arg(&call.args).map(|a| blocking::parse_timeout(a)) else {
             // A bad timeout: the handler replies its error.
-            return self.dispatch(Access::Free, call).await;
+            return Some(self.dispatch(Access::Free, call).await);
         };
         let deadline = (timeout_ms > 0).then(|| tokio::time::Instant::now() + Duration::from_millis(timeout_ms));
         let spec = call.spec;
@@ -70,14 +71,14 @@ impl Conn {
                 self.try_across(spec, &argv, &keys, &shards, id, tx).await
             };
             let null = match attempt {
-                None => return shutting_down(),
-                Some(Attempt::Done(reply)) => return reply,
+                None => return Some(shutting_down()),
+                Some(Attempt::Done(reply)) => return Some(reply),
                 Some(Attempt::Blocked(null)) => null,
             };
             let woken = self.wait_blocked(&mut rx, deadline, stream, &mut socket_open).await;
             if let Woken::Outcome(Outcome::Served(reply)) = woken {
                 // Removed from the shard by the shard itself (one-shard waiters only).
-                return reply;
+                return Some(reply);
             }
             // Stop waiting everywhere, then take what a shard served before the removal.
             for &shard in &shards {
@@ -85,17 +86,27 @@ impl Conn {
                     s.blocked.remove(&mut s.dbs, id);
                 }).await;
             }
-            if let Ok(Outcome::Served(reply)) = rx.try_recv() {
-                return reply;
-            }
+            let served = match rx.try_recv() {
+                Ok(Outcome::Served(reply)) => Some(reply),
+                _ => None,
+            };
             return match woken {
+                // Served after all: the reply goes out (or, if the client is gone, the
+                // element went to a closed socket, as it would have in Redis).
+                _ if served.is_some() => served,
                 Woken::Outcome(_) => continue,
-                Woken::Timeout => null,
-                Woken::Unblocked(UNBLOCK_ERROR) => Frame::error("UNBLOCKED client unblocked via CLIENT UNBLOCK"),
-                Woken::Unblocked(_) => null,
-                Woken::Gone => null,
+                Woken::Timeout => Some(null),
+                Woken::Unblocked(UNBLOCK_ERROR) => Some(Frame::error("UNBLOCKED client unblocked via CLIENT UNBLOCK")),
+                Woken::Unblocked(_) => Some(null),
+                Woken::Gone if self.shutting_down() => Some(shutting_down()),
+                Woken::Gone => None,
             };
         }
+    }
+
+    /// Whether the server is stopping (a shard dropped its waiters).
+    fn shutting_down(&self) -> bool {
+        !self.meta.killed.load(Ordering::Acquire) && self.worker.server.senders.iter().any(|s| s.is_closed())
     }
 
     /// Every key on one shard: one job tries the command and, if it found nothing,
@@ -175,6 +186,7 @@ impl Conn {
             tokio::select! {
                 outcome = rx.recv() => break match outcome {
                     Some(o) => Woken::Outcome(o),
+                    // The shard dropped the waiter: it is shutting down.
                     None => Woken::Gone,
                 },
                 _ = sleep => break Woken::Timeout,

@@ -399,7 +399,14 @@ impl Conn {
                         (call.args.to_vec(), queued)
                     });
                     let reply = if call.spec.has(flags::BLOCKING) {
-                        self.run_blocking(call, stream).await
+                        match self.run_blocking(call, stream).await {
+                            Some(reply) => reply,
+                            None => {
+                                // The connection ended while it waited: close, reply nothing.
+                                self.close_after_reply = true;
+                                break;
+                            }
+                        }
                     } else {
                         self.dispatch(Access::Free, call).await
                     };
