@@ -37,6 +37,7 @@ pub mod pf;
 pub mod server;
 pub mod set_algebra;
 pub mod sets;
+pub mod sort;
 pub mod strings;
 pub mod transactions;
 
@@ -69,6 +70,7 @@ pub const FAMILIES: &[&[Spec]] = &[
     set_algebra::COMMANDS,
     lists::COMMANDS,
     blocking::COMMANDS,
+    sort::COMMANDS,
     persistence::COMMANDS,
 ];
 
