@@ -756,6 +756,8 @@ fn zrandmember(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         (None, None) => return Frame::Null,
         (Some(z), None) => return z.random(&mut rng).map_or(Frame::Null, |(m, _)| bulk(m)),
         (None, Some(_)) => return Frame::Array(Vec::new()),
+        // As Redis 7.0 (which walks a listpack from its tail): the whole set, highest first.
+        (Some(z), Some(c)) if c as u64 >= z.len() as u64 => z.iter().rev().collect(),
         (Some(z), Some(c)) if c >= 0 => z.random_distinct(c as usize, &mut rng),
         (Some(z), Some(c)) => z.random_with_repeats(c.unsigned_abs() as usize, &mut rng),
     };
@@ -858,10 +860,10 @@ fn zpop(ctx: &mut Ctx, a: &[Arg], max: bool) -> Frame {
     }
     let count = match a.get(2) {
         None => None,
+        // As Redis 7.0: one error text for a non-integer and a negative count.
         Some(c) => match parse_i64(c) {
             Ok(n) if n >= 0 => Some(n as u64),
-            Ok(_) => return err("ERR value is out of range, must be positive"),
-            Err(e) => return e,
+            _ => return err("ERR value is out of range, must be positive"),
         },
     };
     if count == Some(0) {
