@@ -757,7 +757,7 @@ fn zrandmember(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         (Some(z), None) => return z.random(&mut rng).map_or(Frame::Null, |(m, _)| bulk(m)),
         (None, Some(_)) => return Frame::Array(Vec::new()),
         // As Redis 7.0 (which walks a listpack from its tail): the whole set, highest first.
-        (Some(z), Some(c)) if c as u64 >= z.len() as u64 => z.iter().rev().collect(),
+        (Some(z), Some(c)) if c >= 0 && c as u64 >= z.len() as u64 => z.iter().rev().collect(),
         (Some(z), Some(c)) if c >= 0 => z.random_distinct(c as usize, &mut rng),
         (Some(z), Some(c)) => z.random_with_repeats(c.unsigned_abs() as usize, &mut rng),
     };
