@@ -7,11 +7,11 @@
 //! and copying a value out for GET is cheap compared with the network round trip. The encoding names OBJECT ENCODING reports are derived from the bytes the way
 //! Redis chooses them at write time.
 //!
-//! Sets, hashes and lists are the `abacus-collections` types ([`IdSet`], [`CompactHash`],
-//! [`List`]), boxed so that a `Value` stays three words whatever the variant. They report their
-//! own encodings (`bitmap` / `listpack` / `hashtable`; `quicklist` for every list, as Redis 7.0).
-//! A key never holds an empty set, hash or list: the commands delete the key when the last
-//! member goes, as Redis does.
+//! Sets, hashes, lists and sorted sets are the `abacus-collections` types ([`IdSet`],
+//! [`CompactHash`], [`List`], [`ZSet`]), boxed so that a `Value` stays three words whatever the
+//! variant. They report their own encodings (`bitmap` / `listpack` / `hashtable` / `skiplist`;
+//! `quicklist` for every list, as Redis 7.0). A key never holds an empty set, hash, list or
+//! sorted set: the commands delete the key when the last member goes, as Redis does.
 //!
 //! A postgresql-hll sketch (`HLL.*` commands) is a string for every client-visible purpose:
 //! TYPE says `string`, GET returns exactly the HLL storage specification's bytes, and SET
@@ -30,7 +30,7 @@
 //! Equality compares representations for strings (a `Hll` and the `Str` of its bytes are not
 //! `==`) and contents for sets, hashes and lists (whatever their encodings or node layouts).
 
-use abacus_collections::{CompactHash, IdSet, List};
+use abacus_collections::{CompactHash, IdSet, List, ZSet};
 use abacus_hll::Hll;
 
 use crate::strbuf::StrBuf;
@@ -44,6 +44,7 @@ pub enum Value {
     Set(Box<IdSet>),
     Hash(Box<CompactHash>),
     List(Box<List>),
+    ZSet(Box<ZSet>),
 }
 
 /// A borrowed value, as a table entry gives it out (entries store values packed, see
@@ -56,6 +57,7 @@ pub enum ValueRef<'a> {
     Set(&'a IdSet),
     Hash(&'a CompactHash),
     List(&'a List),
+    ZSet(&'a ZSet),
 }
 
 impl PartialEq for ValueRef<'_> {
@@ -70,6 +72,10 @@ impl PartialEq for ValueRef<'_> {
                 a.len() == b.len() && a.iter().all(|(f, v)| b.get(f) == Some(v))
             }
             (ValueRef::List(a), ValueRef::List(b)) => a.len() == b.len() && a.iter().eq(b.iter()),
+            // Scores compared bit for bit: -0 and 0 are different values to keep.
+            (ValueRef::ZSet(a), ValueRef::ZSet(b)) => {
+                a.len() == b.len() && a.iter().zip(b.iter()).all(|((ma, sa), (mb, sb))| ma == mb && sa.to_bits() == sb.to_bits())
+            }
             _ => false,
         }
     }
@@ -101,6 +107,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Set(_) => ValueType::Set,
             ValueRef::Hash(_) => ValueType::Hash,
             ValueRef::List(_) => ValueType::List,
+            ValueRef::ZSet(_) => ValueType::ZSet,
         }
     }
 
@@ -118,6 +125,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Set(s) => s.encoding(),
             ValueRef::Hash(h) => h.encoding(),
             ValueRef::List(l) => l.encoding(),
+            ValueRef::ZSet(z) => z.encoding(),
         }
     }
 
@@ -134,6 +142,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Set(s) => std::mem::size_of::<IdSet>() + s.heap_bytes(),
             ValueRef::Hash(h) => std::mem::size_of::<CompactHash>() + h.heap_bytes(),
             ValueRef::List(l) => std::mem::size_of::<List>() + l.heap_bytes(),
+            ValueRef::ZSet(z) => std::mem::size_of::<ZSet>() + z.heap_bytes(),
         }
     }
 
@@ -146,6 +155,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Set(b) => (b as *const IdSet).cast(),
             ValueRef::Hash(b) => (b as *const CompactHash).cast(),
             ValueRef::List(b) => (b as *const List).cast(),
+            ValueRef::ZSet(b) => (b as *const ZSet).cast(),
         }
     }
 
@@ -157,6 +167,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Set(s) => Value::Set(Box::new(s.clone())),
             ValueRef::Hash(h) => Value::Hash(Box::new(h.clone())),
             ValueRef::List(l) => Value::List(Box::new(l.clone())),
+            ValueRef::ZSet(z) => Value::ZSet(Box::new(z.clone())),
         }
     }
 
@@ -183,6 +194,14 @@ impl<'a> ValueRef<'a> {
             _ => None,
         }
     }
+
+    /// The sorted set, or `None` for any other type.
+    pub fn as_zset(self) -> Option<&'a ZSet> {
+        match self {
+            ValueRef::ZSet(z) => Some(z),
+            _ => None,
+        }
+    }
 }
 
 impl Value {
@@ -193,6 +212,7 @@ impl Value {
             Value::Set(s) => ValueRef::Set(s),
             Value::Hash(h) => ValueRef::Hash(h),
             Value::List(l) => ValueRef::List(l),
+            Value::ZSet(z) => ValueRef::ZSet(z),
         }
     }
 
@@ -220,6 +240,7 @@ pub enum ValueType {
     Set,
     Hash,
     List,
+    ZSet,
 }
 
 impl ValueType {
@@ -229,6 +250,7 @@ impl ValueType {
             ValueType::Set => "set",
             ValueType::Hash => "hash",
             ValueType::List => "list",
+            ValueType::ZSet => "zset",
         }
     }
 }
@@ -271,7 +293,7 @@ impl Value {
         }
         match self {
             Value::Str(s) => Some(s),
-            Value::Hll(_) | Value::Set(_) | Value::Hash(_) | Value::List(_) => None,
+            Value::Hll(_) | Value::Set(_) | Value::Hash(_) | Value::List(_) | Value::ZSet(_) => None,
         }
     }
 
@@ -309,6 +331,14 @@ impl Value {
     pub fn as_list_mut(&mut self) -> Option<&mut List> {
         match self {
             Value::List(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    /// The sorted set, or `None` for any other type.
+    pub fn as_zset_mut(&mut self) -> Option<&mut ZSet> {
+        match self {
+            Value::ZSet(z) => Some(z),
             _ => None,
         }
     }

@@ -217,6 +217,7 @@ pub(crate) fn run_handler(dbs: &mut [Db], db: usize, spec: &'static Spec, args: 
             set_limits: cfg.set_limits,
             hash_limits: cfg.hash_limits,
             list_limits: cfg.list_limits,
+            zset_limits: cfg.zset_limits,
             modified: KeysModified::ALL,
             effect: if spec.is_write() { Effect::Args } else { Effect::Nothing },
         };

@@ -227,6 +227,7 @@ pub struct Ctx<'a> {
     pub hash_limits: abacus_collections::EncodingLimits,
     /// How big list nodes grow (list-max-listpack-size).
     pub list_limits: abacus_collections::ListLimits,
+    pub zset_limits: abacus_collections::EncodingLimits,
     /// What the log (and later replicas) record for this command (see [`Effect`]): for a
     /// write its arguments unless the handler says otherwise, for a read nothing unless it
     /// changed stored bytes after all (PFCOUNT refreshing a sketch's cached cardinality).

@@ -12,6 +12,7 @@
 use abacus_protocol::{Arg, Bytes, Frame};
 
 use super::lists::{self, End};
+use super::zsets;
 use crate::blocking::parse_timeout;
 use crate::command::flags::*;
 use crate::command::{Spec, TimeoutArg};
@@ -26,6 +27,9 @@ pub const COMMANDS: &[Spec] = &[
     Spec::keyed("blmove", 6, WRITE | DENYOOM, K2, blmove, "list", "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.").blocking(TimeoutArg::Last),
     Spec::keyed("brpoplpush", 4, WRITE | DENYOOM, K2, brpoplpush, "list", "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.").blocking(TimeoutArg::Last),
     Spec::keyed("blmpop", -5, WRITE, (0, 0, 0), blmpop, "list", "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.").with_numkeys(2).blocking(TimeoutArg::At(1)),
+    Spec::keyed("bzpopmin", -3, WRITE | FAST, LAST_BEFORE_TIMEOUT, bzpopmin, zsets::G, "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.").blocking(TimeoutArg::Last),
+    Spec::keyed("bzpopmax", -3, WRITE | FAST, LAST_BEFORE_TIMEOUT, bzpopmax, zsets::G, "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.").blocking(TimeoutArg::Last),
+    Spec::keyed("bzmpop", -5, WRITE, (0, 0, 0), bzmpop, zsets::G, "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.").with_numkeys(2).blocking(TimeoutArg::At(1)),
 ];
 
 /// The timeout's error, if it is bad: checked before anything else.
@@ -105,4 +109,51 @@ fn blmpop(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         return nothing(ctx, reply);
     }
     reply
+}
+
+/// BZPOPMIN / BZPOPMAX key... timeout: [key, member, score], propagated as ZPOPMIN/ZPOPMAX.
+fn bzpop(ctx: &mut Ctx, a: &[Arg], max: bool) -> Frame {
+    if let Some(e) = bad_timeout(ctx, &a[a.len() - 1]) {
+        return e;
+    }
+    let keys = &a[1..a.len() - 1];
+    match zsets::pop_from_first(ctx, keys, max, 1) {
+        Ok(Some(p)) => zsets::bzpop_reply(&keys[p.key_index], &p),
+        Ok(None) => nothing(ctx, Frame::NullArray),
+        Err(e) => {
+            ctx.propagate_nothing();
+            e
+        }
+    }
+}
+
+fn bzpopmin(ctx: &mut Ctx, a: &[Arg]) -> Frame {
+    bzpop(ctx, a, false)
+}
+
+fn bzpopmax(ctx: &mut Ctx, a: &[Arg]) -> Frame {
+    bzpop(ctx, a, true)
+}
+
+/// BZMPOP timeout numkeys key... MIN|MAX [COUNT n]: ZMPOP's arguments after the timeout.
+fn bzmpop(ctx: &mut Ctx, a: &[Arg]) -> Frame {
+    if let Some(e) = bad_timeout(ctx, &a[1]) {
+        return e;
+    }
+    let (keys, max, count) = match zsets::parse_zmpop(a, 2) {
+        Ok(parsed) => parsed,
+        Err(e) => {
+            ctx.propagate_nothing();
+            return e;
+        }
+    };
+    let keys = &a[keys];
+    match zsets::pop_from_first(ctx, keys, max, count) {
+        Ok(Some(p)) => zsets::zmpop_reply(&keys[p.key_index], &p),
+        Ok(None) => nothing(ctx, Frame::NullArray),
+        Err(e) => {
+            ctx.propagate_nothing();
+            e
+        }
+    }
 }

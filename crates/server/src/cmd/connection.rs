@@ -437,6 +437,7 @@ pub fn acl_categories(spec: &Spec) -> Vec<&'static str> {
         _ if matches!(spec.name, "dbsize" | "flushall" | "flushdb" | "swapdb") => "keyspace",
         "generic" => "keyspace",
         "transactions" => "transaction",
+        "sorted-set" => "sortedset",
         "server" => "",
         g => g,
     };
@@ -452,11 +453,14 @@ pub fn acl_categories(spec: &Spec) -> Vec<&'static str> {
     out.extend((group == "keyspace").then_some("keyspace"));
     out.extend((spec.has(READONLY) && group != "scripting").then_some("read"));
     out.extend(spec.has(WRITE).then_some("write"));
+    // The sorted-set group is "sorted-set" in COMMAND DOCS and "sortedset" as a category.
+    let category = if group == "sorted-set" { "sortedset" } else { group };
     for g in ["set", "sortedset", "list", "hash", "string", "bitmap", "hyperloglog"] {
-        out.extend((group == g).then_some(g));
+        out.extend((category == g).then_some(g));
     }
     out.extend(admin.then_some("admin"));
     out.push(if spec.has(FAST) { "fast" } else { "slow" });
+    out.extend(spec.has(BLOCKING).then_some("blocking"));
     out.extend(dangerous.then_some("dangerous"));
     for g in ["connection", "transaction", "scripting"] {
         out.extend((group == g).then_some(g));

@@ -40,6 +40,8 @@ pub mod sets;
 pub mod sort;
 pub mod strings;
 pub mod transactions;
+pub mod zset_algebra;
+pub mod zsets;
 
 #[cfg(test)]
 use abacus_protocol::Frame;
@@ -71,6 +73,8 @@ pub const FAMILIES: &[&[Spec]] = &[
     lists::COMMANDS,
     blocking::COMMANDS,
     sort::COMMANDS,
+    zsets::COMMANDS,
+    zset_algebra::COMMANDS,
     persistence::COMMANDS,
 ];
 

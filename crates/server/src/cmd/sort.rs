@@ -104,6 +104,7 @@ fn load(db: &mut Db, key: &[u8], now: u64) -> Result<Source, Frame> {
     match e.value() {
         ValueRef::List(l) => Ok(Source::List(l.iter().map(|item| Bytes::from(item.to_vec())).collect())),
         ValueRef::Set(s) => Ok(Source::Set(s.iter().map(|m| Bytes::copy_from_slice(&m)).collect())),
+        ValueRef::ZSet(z) => Ok(Source::ZSet(z.iter().map(|(m, _)| Bytes::copy_from_slice(m)).collect())),
         _ => Err(err(ERR_WRONGTYPE)),
     }
 }
