@@ -34,12 +34,34 @@ pub struct ClientMeta {
     pub no_evict: AtomicBool,
     pub killed: AtomicBool,
     pub kill: Notify,
+    /// Waiting in a blocking command (BLPOP...): CLIENT LIST's `b` flag, CLIENT UNBLOCK.
+    pub blocked: AtomicBool,
+    /// CLIENT UNBLOCK's request ([`UNBLOCK_TIMEOUT`] or [`UNBLOCK_ERROR`]; 0 = none) and its
+    /// wake-up (also raised by CLIENT KILL, so a blocked client notices at once).
+    pub unblock_mode: std::sync::atomic::AtomicU8,
+    pub unblock: Notify,
 }
+
+/// CLIENT UNBLOCK id TIMEOUT: the command returns as if it timed out.
+pub const UNBLOCK_TIMEOUT: u8 = 1;
+/// CLIENT UNBLOCK id ERROR: the command fails with `-UNBLOCKED`.
+pub const UNBLOCK_ERROR: u8 = 2;
 
 impl ClientMeta {
     pub fn kill(&self) {
         self.killed.store(true, Ordering::Release);
         self.kill.notify_one();
+        self.unblock.notify_waiters();
+    }
+
+    /// CLIENT UNBLOCK: wakes the client if it is blocked; whether it was.
+    pub fn request_unblock(&self, mode: u8) -> bool {
+        if !self.blocked.load(Ordering::Acquire) {
+            return false;
+        }
+        self.unblock_mode.store(mode, Ordering::Release);
+        self.unblock.notify_waiters();
+        true
     }
 
     /// Whether the client has a subscription (Redis's CLIENT_PUBSUB flag, type `pubsub`).
@@ -64,6 +86,9 @@ impl ClientMeta {
                 n as i64
             }
         };
+        if self.blocked.load(Ordering::Relaxed) {
+            flags.push('b');
+        }
         if self.no_evict.load(Ordering::Relaxed) {
             flags.push('e');
         }
@@ -123,6 +148,9 @@ impl Clients {
             no_evict: AtomicBool::new(false),
             killed: AtomicBool::new(false),
             kill: Notify::new(),
+            blocked: AtomicBool::new(false),
+            unblock_mode: std::sync::atomic::AtomicU8::new(0),
+            unblock: Notify::new(),
         });
         map.insert(id, meta.clone());
         Some(meta)

@@ -98,6 +98,10 @@ pub const PARAMS: &[Param] = &[
     Param { name: "set-max-intset-entries", default: "512", kind: Kind::Int { min: 0, max: i64::MAX }, mutable: true, help: "accepted for compatibility, no effect: integer sets are Roaring bitmaps of any size" },
     Param { name: "hash-max-listpack-entries", default: "512", kind: Kind::Int { min: 0, max: i64::MAX }, mutable: true, help: "a hash stays a listpack up to this many fields (as Redis)" },
     Param { name: "hash-max-listpack-value", default: "64", kind: Kind::Memory { min: 0, max: i64::MAX as u64 }, mutable: true, help: "...and while every field and value is at most this many bytes" },
+    Param { name: "list-max-listpack-size", default: "-2", kind: Kind::Int { min: i32::MIN as i64, max: i32::MAX as i64 }, mutable: true, help: "list node size: a positive value is entries per node, -1..-5 bytes per node (4, 8, 16, 32, 64 KiB), as Redis" },
+    Param { name: "list-compress-depth", default: "0", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "accepted for compatibility, no effect: list nodes are never compressed" },
+    Param { name: "zset-max-listpack-entries", default: "128", kind: Kind::Int { min: 0, max: i64::MAX }, mutable: true, help: "a sorted set stays a listpack up to this many members (as Redis)" },
+    Param { name: "zset-max-listpack-value", default: "64", kind: Kind::Memory { min: 0, max: i64::MAX as u64 }, mutable: true, help: "...and while every member is at most this many bytes" },
     Param { name: "hll-sparse-max-bytes", default: "3000", kind: Kind::Memory { min: 0, max: i64::MAX as u64 }, mutable: true, help: "PF* values: largest sparse HyperLogLog before it turns dense (as Redis)" },
 ];
 
@@ -137,6 +141,10 @@ pub struct CmdConfig {
     pub set_limits: EncodingLimits,
     /// hash-max-listpack-entries / -value.
     pub hash_limits: EncodingLimits,
+    /// list-max-listpack-size.
+    pub list_limits: abacus_collections::ListLimits,
+    /// zset-max-listpack-entries / -value.
+    pub zset_limits: EncodingLimits,
     /// maxmemory (0 = none), maxmemory-policy, maxmemory-samples.
     pub maxmemory: u64,
     pub eviction: abacus_keyspace::EvictionPolicy,
@@ -154,7 +162,13 @@ impl CmdConfig {
 }
 
 /// Redis 7.0's old names of parameters Abacus has (alias, parameter).
-const ALIASES: &[(&str, &str)] = &[("hash-max-ziplist-entries", "hash-max-listpack-entries"), ("hash-max-ziplist-value", "hash-max-listpack-value")];
+const ALIASES: &[(&str, &str)] = &[
+    ("hash-max-ziplist-entries", "hash-max-listpack-entries"),
+    ("hash-max-ziplist-value", "hash-max-listpack-value"),
+    ("list-max-ziplist-size", "list-max-listpack-size"),
+    ("zset-max-ziplist-entries", "zset-max-listpack-entries"),
+    ("zset-max-ziplist-value", "zset-max-listpack-value"),
+];
 
 /// Looks a parameter up by name or alias (case-insensitive, as Redis).
 pub fn param(name: &str) -> Option<&'static Param> {
@@ -397,6 +411,9 @@ pub const SET_MAX_LISTPACK_ENTRIES: usize = param_index("set-max-listpack-entrie
 pub const SET_MAX_LISTPACK_VALUE: usize = param_index("set-max-listpack-value");
 pub const HASH_MAX_LISTPACK_ENTRIES: usize = param_index("hash-max-listpack-entries");
 pub const HASH_MAX_LISTPACK_VALUE: usize = param_index("hash-max-listpack-value");
+pub const LIST_MAX_LISTPACK_SIZE: usize = param_index("list-max-listpack-size");
+pub const ZSET_MAX_LISTPACK_ENTRIES: usize = param_index("zset-max-listpack-entries");
+pub const ZSET_MAX_LISTPACK_VALUE: usize = param_index("zset-max-listpack-value");
 pub const MAXMEMORY: usize = param_index("maxmemory");
 pub const MAXMEMORY_POLICY: usize = param_index("maxmemory-policy");
 pub const MAXMEMORY_SAMPLES: usize = param_index("maxmemory-samples");
@@ -593,6 +610,11 @@ impl Config {
                 max_listpack_entries: self.num_usize(HASH_MAX_LISTPACK_ENTRIES),
                 max_listpack_value_bytes: self.num_usize(HASH_MAX_LISTPACK_VALUE),
             },
+            list_limits: abacus_collections::ListLimits::from_fill(self.num(LIST_MAX_LISTPACK_SIZE) as i64),
+            zset_limits: EncodingLimits {
+                max_listpack_entries: self.num_usize(ZSET_MAX_LISTPACK_ENTRIES),
+                max_listpack_value_bytes: self.num_usize(ZSET_MAX_LISTPACK_VALUE),
+            },
             maxmemory: self.num(MAXMEMORY),
             eviction: abacus_keyspace::EvictionPolicy::ALL
                 .get(self.num_usize(MAXMEMORY_POLICY))
@@ -750,6 +772,7 @@ mod tests {
         let c = Config::default();
         assert_eq!(c.cmd_config().set_limits, EncodingLimits::REDIS_DEFAULT);
         assert_eq!(c.cmd_config().hash_limits, EncodingLimits { max_listpack_entries: 512, max_listpack_value_bytes: 64 });
+        assert_eq!(c.cmd_config().zset_limits, abacus_collections::ZSET_DEFAULT_LIMITS);
         c.set_many(&[("set-max-listpack-entries".into(), "4".into()), ("hash-max-listpack-value".into(), "1kb".into())]).unwrap();
         assert_eq!(c.cmd_config().set_limits.max_listpack_entries, 4);
         assert_eq!(c.cmd_config().hash_limits.max_listpack_value_bytes, 1024);

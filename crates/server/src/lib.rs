@@ -19,6 +19,7 @@
 //! - `aof.rs`, `snapshot.rs`, `recovery.rs`: the log (fed by handlers' stated effects),
 //!   snapshots without fork, and loading at start
 //! - `monitor.rs`  MONITOR's stream
+//! - `blocking.rs` blocked clients (BLPOP...): registered and served on the shard, in order
 //! - `pubsub.rs`   pub/sub: the subscriptions shared by all threads, delivery to subscribers
 //!   (the commands are in `cmd/pubsub.rs`)
 //! - `clients.rs`, `stats.rs`, `memory.rs`: client registry, counters, process figures
@@ -31,6 +32,7 @@
 #![forbid(unsafe_code)]
 
 pub mod aof;
+pub mod blocking;
 pub mod clients;
 pub mod cmd;
 pub mod command;

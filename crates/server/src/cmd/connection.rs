@@ -38,6 +38,7 @@ const CLIENT: &[Spec] = &[
     Spec::conn("client|list", -2, ADMIN, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::List, &call.args)), G, "Lists open connections."),
     Spec::conn("client|info", 2, LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Info, &call.args)), G, "Returns information about the connection."),
     Spec::conn("client|kill", -3, ADMIN, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Kill, &call.args)), G, "Terminates open connections."),
+    Spec::conn("client|unblock", -3, ADMIN | FAST, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Unblock, &call.args)), G, "Unblocks a client blocked by a blocking command from a different connection."),
     Spec::conn("client|no-evict", 3, ADMIN, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::NoEvict, &call.args)), G, "Sets the client eviction mode of the connection."),
     Spec::conn("client|reply", 3, 0, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Reply, &call.args)), G, "Instructs the server whether to reply to commands."),
     Spec::conn("client|setinfo", 4, FAST, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::SetInfo, &call.args)), G, "Sets information specific to the client or connection."),
@@ -209,6 +210,7 @@ pub enum ClientSub {
     Info,
     List,
     Kill,
+    Unblock,
     NoEvict,
     Reply,
     SetInfo,
@@ -233,6 +235,17 @@ pub fn client(conn: &mut Conn, sub: ClientSub, a: &[Arg]) -> Frame {
         ClientSub::Info => verbatim(conn.meta.info_line(now_ms()) + "\n"),
         ClientSub::List => client_list(conn, a),
         ClientSub::Kill => client_kill(conn, a),
+        ClientSub::Unblock => {
+            let Ok(id) = parse_i64(&a[2]) else { return err("ERR value is not an integer or out of range") };
+            let mode = match a.get(3) {
+                None => crate::clients::UNBLOCK_TIMEOUT,
+                Some(r) if is(r, "timeout") => crate::clients::UNBLOCK_TIMEOUT,
+                Some(r) if is(r, "error") => crate::clients::UNBLOCK_ERROR,
+                Some(_) => return err("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"),
+            };
+            let target = u64::try_from(id).ok().and_then(|id| conn.worker.server.clients.get(id));
+            Frame::Integer(target.is_some_and(|t| t.request_unblock(mode)).into())
+        }
         ClientSub::NoEvict => {
             if is(&a[2], "on") {
                 conn.meta.no_evict.store(true, Ordering::Relaxed);
@@ -273,7 +286,7 @@ pub fn client(conn: &mut Conn, sub: ClientSub, a: &[Arg]) -> Frame {
             }
         }
         ClientSub::Help => Frame::Array(
-            ["CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "ID", "SETNAME <name>", "GETNAME", "LIST [TYPE <type>] [ID <id> ...]", "INFO", "KILL <ip:port> | <filter> <value> ...", "NO-EVICT (ON|OFF)", "REPLY (ON|OFF|SKIP)", "HELP"]
+            ["CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "ID", "SETNAME <name>", "GETNAME", "LIST [TYPE <type>] [ID <id> ...]", "INFO", "KILL <ip:port> | <filter> <value> ...", "UNBLOCK <clientid> [TIMEOUT|ERROR]", "NO-EVICT (ON|OFF)", "REPLY (ON|OFF|SKIP)", "HELP"]
                 .iter()
                 .map(|l| Frame::Simple(Bytes::from_static(l.as_bytes())))
                 .collect(),
@@ -427,6 +440,7 @@ fn flag_names(spec: &Spec) -> Vec<Frame> {
         (READONLY, "readonly"),
         (DENYOOM, "denyoom"),
         (ADMIN, "admin"),
+        (BLOCKING, "blocking"),
         (LOADING, "loading"),
         (STALE, "stale"),
         (FAST, "fast"),
@@ -454,6 +468,7 @@ pub fn acl_categories(spec: &Spec) -> Vec<&'static str> {
         _ if matches!(spec.name, "dbsize" | "flushall" | "flushdb" | "swapdb") => "keyspace",
         "generic" => "keyspace",
         "transactions" => "transaction",
+        "sorted-set" => "sortedset",
         "server" => "",
         g => g,
     };
@@ -469,13 +484,16 @@ pub fn acl_categories(spec: &Spec) -> Vec<&'static str> {
     out.extend((group == "keyspace").then_some("keyspace"));
     out.extend((spec.has(READONLY) && group != "scripting").then_some("read"));
     out.extend(spec.has(WRITE).then_some("write"));
-    for g in ["set", "hash", "string", "bitmap", "hyperloglog"] {
-        out.extend((group == g).then_some(g));
+    // The sorted-set group is "sorted-set" in COMMAND DOCS and "sortedset" as a category.
+    let category = if group == "sorted-set" { "sortedset" } else { group };
+    for g in ["set", "sortedset", "list", "hash", "string", "bitmap", "hyperloglog"] {
+        out.extend((category == g).then_some(g));
     }
     // Redis's @pubsub comes from the command's `pubsub` flag, which PUBSUB HELP lacks.
     out.extend((group == "pubsub" && !spec.name.ends_with("|help")).then_some("pubsub"));
     out.extend(admin.then_some("admin"));
     out.push(if spec.has(FAST) { "fast" } else { "slow" });
+    out.extend(spec.has(BLOCKING).then_some("blocking"));
     out.extend(dangerous.then_some("dangerous"));
     for g in ["connection", "transaction", "scripting"] {
         out.extend((group == g).then_some(g));

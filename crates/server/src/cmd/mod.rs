@@ -24,20 +24,25 @@ macro_rules! conn_fn {
 pub mod args;
 pub mod bitops;
 pub mod bits;
+pub mod blocking;
 pub mod connection;
 pub mod expiry;
 pub mod hashes;
 pub mod hll;
 pub mod keys;
 pub mod ldouble;
+pub mod lists;
 pub mod persistence;
 pub mod pf;
 pub mod pubsub;
 pub mod server;
 pub mod set_algebra;
 pub mod sets;
+pub mod sort;
 pub mod strings;
 pub mod transactions;
+pub mod zset_algebra;
+pub mod zsets;
 
 #[cfg(test)]
 use abacus_protocol::Frame;
@@ -66,6 +71,11 @@ pub const FAMILIES: &[&[Spec]] = &[
     hashes::COMMANDS,
     sets::COMMANDS,
     set_algebra::COMMANDS,
+    lists::COMMANDS,
+    blocking::COMMANDS,
+    sort::COMMANDS,
+    zsets::COMMANDS,
+    zset_algebra::COMMANDS,
     persistence::COMMANDS,
     pubsub::COMMANDS,
 ];

@@ -439,9 +439,11 @@ pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     if want("clients") {
         let _ = write!(
             out,
-            "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nblocked_clients:0\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n\r\n",
+            "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nblocked_clients:{}\r\ntracking_clients:0\r\nclients_in_timeout_table:{}\r\n\r\n",
             server.clients.len(),
-            server.config.maxclients()
+            server.config.maxclients(),
+            server.stats.blocked_clients.load(std::sync::atomic::Ordering::Relaxed),
+            server.stats.blocked_clients.load(std::sync::atomic::Ordering::Relaxed),
         );
     }
     if want("memory") {

@@ -138,7 +138,8 @@ impl Conn {
             self.wrote = true;
         }
         let call = Call { spec, args };
-        if let Handler::Keyed(_) = spec.handler {
+        // A blocking command runs alone (`block.rs`), after the batch before it.
+        if let (Handler::Keyed(_), false) = (spec.handler, spec.has(flags::BLOCKING)) {
             if let Some(shard) = self.worker.single_shard(&call) {
                 return Step::Batch(shard, call);
             }

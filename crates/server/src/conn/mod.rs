@@ -16,6 +16,7 @@
 //! that owns its keys.
 
 mod admit;
+mod block;
 mod migrate;
 
 use std::net::SocketAddr;
@@ -306,8 +307,8 @@ impl Conn {
                 if self.pubsub.is_some() {
                     self.take_messages(usize::MAX);
                 }
-                let direct = (fatal.is_none() && server.config.direct_replies()).then_some(&stream);
-                self.process(&mut calls, direct).await;
+                let direct = fatal.is_none() && server.config.direct_replies();
+                self.process(&mut calls, &stream, direct).await;
                 if let Some(err) = fatal {
                     // Not a command's reply, so CLIENT REPLY SKIP does not count it; after
                     // CLIENT REPLY OFF Redis sends nothing, and only closes.
@@ -389,7 +390,7 @@ impl Conn {
     /// `requests` is left empty (its capacity is reused for the next batch). With `direct`
     /// (the connection's socket), a batch that runs entirely on another thread's shard has
     /// that thread write its replies instead (see `direct.rs`): then `inflight` is set.
-    pub async fn process(&mut self, requests: &mut Vec<Args>, direct: Option<&TcpStream>) {
+    pub async fn process(&mut self, requests: &mut Vec<Args>, stream: &TcpStream, direct: bool) {
         let mut batch: Vec<(usize, Call)> = Vec::with_capacity(requests.len());
         let mut last: &'static str = "";
         for args in requests.drain(..) {
@@ -437,7 +438,18 @@ impl Conn {
                         };
                         (call.args.to_vec(), queued)
                     });
-                    let reply = self.dispatch(Access::Free, call).await;
+                    let reply = if call.spec.has(flags::BLOCKING) {
+                        match self.run_blocking(call, stream).await {
+                            Some(reply) => reply,
+                            None => {
+                                // The connection ended while it waited: close, reply nothing.
+                                self.close_after_reply = true;
+                                break;
+                            }
+                        }
+                    } else {
+                        self.dispatch(Access::Free, call).await
+                    };
                     if let Some((args, queued)) = shown {
                         let monitors = &self.worker.server.monitors;
                         match &mut self.multi {
@@ -456,7 +468,7 @@ impl Conn {
                 }
             }
         }
-        if !direct.is_some_and(|stream| self.delegate(&mut batch, stream)) {
+        if !(direct && self.delegate(&mut batch, stream)) {
             self.flush_batch(&mut batch).await;
         }
         // WATCH's replies go out only once its keys are registered.
