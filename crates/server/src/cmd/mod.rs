@@ -34,6 +34,7 @@ pub mod ldouble;
 pub mod lists;
 pub mod persistence;
 pub mod pf;
+pub mod pubsub;
 pub mod server;
 pub mod set_algebra;
 pub mod sets;
@@ -76,6 +77,7 @@ pub const FAMILIES: &[&[Spec]] = &[
     zsets::COMMANDS,
     zset_algebra::COMMANDS,
     persistence::COMMANDS,
+    pubsub::COMMANDS,
 ];
 
 /// Runs one keyed command on `dbs` (database 0, one shard, the default configuration): for
