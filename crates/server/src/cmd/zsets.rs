@@ -663,11 +663,26 @@ fn zrangestore(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let limits = ctx.zset_limits;
     let result = match read_zset(ctx, &a[2]) {
         Ok(Some(z)) => {
-            let mut out = ZSet::new();
-            for (m, s) in select(z, &req) {
-                out.insert(m, s, &limits);
+            let mut picked = select(z, &req);
+            // As Redis 7.0 (zrangeResultBeginStore): a rank range longer than a listpack
+            // may be is built as a skiplist from the start (scores kept exactly, -0
+            // included); anything else is added member by member to a listpack.
+            if matches!(req.range, Range::Rank(..)) && picked.len() > limits.max_listpack_entries {
+                if req.rev {
+                    picked.reverse();
+                }
+                let items = picked.into_iter().map(|(m, s)| (m.to_vec(), s)).collect();
+                match ZSet::from_sorted(items, &limits) {
+                    Some(z) => z,
+                    None => return err("ERR internal error: unsorted range"),
+                }
+            } else {
+                let mut out = ZSet::new();
+                for (m, s) in picked {
+                    out.insert(m, s, &limits);
+                }
+                out
             }
-            out
         }
         Ok(None) => ZSet::new(),
         Err(e) => return e,
@@ -867,8 +882,12 @@ fn zpop(ctx: &mut Ctx, a: &[Arg], max: bool) -> Frame {
         },
     };
     if count == Some(0) {
+        // As Redis 7.0: the key is type-checked before a zero count answers [].
         ctx.propagate_nothing();
-        return ctx.unchanged(Frame::Array(Vec::new()));
+        return match zset_mut(ctx, &a[1]) {
+            Err(e) => e,
+            Ok(_) => ctx.unchanged(Frame::Array(Vec::new())),
+        };
     }
     let n = count.map_or(1, |c| usize::try_from(c).unwrap_or(usize::MAX));
     match pop_from_first(ctx, &a[1..2], max, n) {
