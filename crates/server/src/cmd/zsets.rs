@@ -982,6 +982,34 @@ mod tests {
     }
 
     #[test]
+    fn a_key_never_holds_an_empty_sorted_set() {
+        let mut dbs = vec![abacus_keyspace::Db::new()];
+        let mut run = |line: &str| crate::cmd::run_keyed(&mut dbs, &line.split(' ').map(str::as_bytes).collect::<Vec<_>>());
+        for (line, reply) in [
+            ("zadd z 1 a 2 b", Frame::Integer(2)),
+            ("zrem z a b", Frame::Integer(2)),
+            ("zadd z 1 a", Frame::Integer(1)),
+            ("zpopmin z 5", Frame::Pairs(vec![(bulk(b"a"), Frame::Score(1.0))])),
+            ("zadd z 1 a 2 b", Frame::Integer(2)),
+            ("zremrangebyscore z -inf +inf", Frame::Integer(2)),
+            ("zadd z 1 a", Frame::Integer(1)),
+            ("zremrangebyrank z 0 -1", Frame::Integer(1)),
+            ("zadd z 0 a", Frame::Integer(1)),
+            ("zremrangebylex z - +", Frame::Integer(1)),
+            ("zadd z 1 a", Frame::Integer(1)),
+            ("zinterstore d 2 z nokey", Frame::Integer(0)),
+            ("zrangestore d z 5 10", Frame::Integer(0)),
+            ("zmpop 1 z max count 9", Frame::Array(vec![bulk(b"z"), Frame::Array(vec![Frame::Array(vec![bulk(b"a"), Frame::Score(1.0)])])])),
+            ("zadd z xx 1 a", Frame::Integer(0)),
+            ("zadd z xx incr 1 a", Frame::Null),
+        ] {
+            assert_eq!(run(line), reply, "{line}");
+        }
+        drop(run);
+        assert!(dbs[0].is_empty(), "{} keys left", dbs[0].len());
+    }
+
+    #[test]
     fn rank_ranges_follow_redis() {
         assert_eq!(rank_range(0, -1, 5), (0, 5));
         assert_eq!(rank_range(-100, 100, 5), (0, 5));
