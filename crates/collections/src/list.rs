@@ -179,12 +179,14 @@ impl Node {
         self.offsets = offsets;
     }
 
-    fn push_back(&mut self, enc: &[u8]) {
+    /// Appends an entry given as its two parts (a header and a body, either may be empty).
+    fn push_back(&mut self, head: &[u8], body: &[u8]) {
         // Only a cache some RPOP built is kept up to date: pushes never start one (it costs
         // 4 bytes per entry).
         let valid = self.cache_valid();
         let at = self.data.len();
-        self.data.extend_from_slice(enc);
+        self.data.extend_from_slice(head);
+        self.data.extend_from_slice(body);
         self.count += 1;
         if valid {
             self.offsets.push(at as u32);
@@ -254,43 +256,74 @@ fn decode(data: &[u8], at: usize) -> ListItem<'_> {
     }
 }
 
-/// Appends the encoding of element `v` to `out`.
-fn encode(v: &[u8], out: &mut Vec<u8>) {
-    let Some(i) = parse_canonical_i64(v) else {
-        match u8::try_from(v.len()) {
-            Ok(n) => out.extend_from_slice(&[0xF8, n]),
-            Err(_) => {
-                out.push(0xF9);
-                // Elements are bounded by proto-max-bulk-len (at most 4 GiB - 1 is enforced
-                // by the caller's protocol limits; a longer one would not fit the u32).
-                out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+/// The encoding of one element, built on the stack: an integer's whole entry, or a string's
+/// header with the string itself borrowed (no allocation per pushed element).
+struct Encoded<'a> {
+    head: [u8; 9],
+    head_len: usize,
+    body: &'a [u8],
+}
+
+impl<'a> Encoded<'a> {
+    fn new(v: &'a [u8]) -> Encoded<'a> {
+        let mut head = [0u8; 9];
+        let Some(i) = parse_canonical_i64(v) else {
+            let head_len = match u8::try_from(v.len()) {
+                Ok(n) => {
+                    head[..2].copy_from_slice(&[0xF8, n]);
+                    2
+                }
+                Err(_) => {
+                    head[0] = 0xF9;
+                    // Elements are bounded by proto-max-bulk-len; one of 4 GiB or more would
+                    // not fit the u32 (clients cannot send one with the default limits).
+                    head[1..5].copy_from_slice(&(v.len() as u32).to_le_bytes());
+                    5
+                }
+            };
+            return Encoded { head, head_len, body: v };
+        };
+        let mut put = |bytes: &[u8]| {
+            head[..bytes.len()].copy_from_slice(bytes);
+            bytes.len()
+        };
+        let head_len = match i {
+            0..=0x7F => put(&[i as u8]),
+            0x80..=0x3FFF => put(&[0x80 | (i >> 8) as u8, i as u8]),
+            0x4000..=0x1F_FFFF => put(&[0xC0 | (i >> 16) as u8, (i >> 8) as u8, i as u8]),
+            0x20_0000..=0x0FFF_FFFF => put(&[0xE0 | (i >> 24) as u8, (i >> 16) as u8, (i >> 8) as u8, i as u8]),
+            0x1000_0000..=0xFFFF_FFFF => {
+                let b = (i as u32).to_le_bytes();
+                put(&[0xF4, b[0], b[1], b[2], b[3]])
             }
-        }
-        out.extend_from_slice(v);
-        return;
-    };
-    match i {
-        0..=0x7F => out.push(i as u8),
-        0x80..=0x3FFF => out.extend_from_slice(&[0x80 | (i >> 8) as u8, i as u8]),
-        0x4000..=0x1F_FFFF => out.extend_from_slice(&[0xC0 | (i >> 16) as u8, (i >> 8) as u8, i as u8]),
-        0x20_0000..=0x0FFF_FFFF => out.extend_from_slice(&[0xE0 | (i >> 24) as u8, (i >> 16) as u8, (i >> 8) as u8, i as u8]),
-        0x1000_0000..=0xFFFF_FFFF => {
-            out.push(0xF4);
-            out.extend_from_slice(&(i as u32).to_le_bytes());
-        }
-        -0x100..=-1 => out.extend_from_slice(&[0xF1, (-1 - i) as u8]),
-        -0x1_0000..=-0x101 => {
-            out.push(0xF2);
-            out.extend_from_slice(&((-1 - i) as u16).to_le_bytes());
-        }
-        -0x1_0000_0000..=-0x1_0001 => {
-            out.push(0xF3);
-            out.extend_from_slice(&((-1 - i) as u32).to_le_bytes());
-        }
-        _ => {
-            out.push(0xF0);
-            out.extend_from_slice(&i.to_le_bytes());
-        }
+            -0x100..=-1 => put(&[0xF1, (-1 - i) as u8]),
+            -0x1_0000..=-0x101 => {
+                let b = ((-1 - i) as u16).to_le_bytes();
+                put(&[0xF2, b[0], b[1]])
+            }
+            -0x1_0000_0000..=-0x1_0001 => {
+                let b = ((-1 - i) as u32).to_le_bytes();
+                put(&[0xF3, b[0], b[1], b[2], b[3]])
+            }
+            _ => {
+                let b = i.to_le_bytes();
+                put(&[0xF0, b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+            }
+        };
+        Encoded { head, head_len, body: &[] }
+    }
+
+    fn head(&self) -> &[u8] {
+        &self.head[..self.head_len]
+    }
+
+    fn len(&self) -> usize {
+        self.head_len + self.body.len()
+    }
+
+    /// Writes the entry into `data` at byte offset `at`, replacing `data[at..at + replace]`.
+    fn splice_into(&self, data: &mut Vec<u8>, at: usize, replace: usize) {
+        data.splice(at..at + replace, self.head().iter().chain(self.body).copied());
     }
 }
 
@@ -338,13 +371,12 @@ impl List {
     }
 
     pub fn push_back(&mut self, v: &[u8], limits: &ListLimits) {
-        let mut enc = Vec::with_capacity(v.len() + 5);
-        encode(v, &mut enc);
-        self.push_back_encoded(&enc, limits);
+        let enc = Encoded::new(v);
+        self.push_back_parts(enc.head(), enc.body, limits);
     }
 
-    fn push_back_encoded(&mut self, enc: &[u8], limits: &ListLimits) {
-        let fits = self.nodes.back().is_some_and(|n| limits.allows(n, enc.len()));
+    fn push_back_parts(&mut self, head: &[u8], body: &[u8], limits: &ListLimits) {
+        let fits = self.nodes.back().is_some_and(|n| limits.allows(n, head.len() + body.len()));
         if !fits {
             // The old tail is no longer popped from: its offsets go.
             if let Some(n) = self.nodes.back_mut() {
@@ -353,20 +385,19 @@ impl List {
             self.nodes.push_back(Node::default());
         }
         if let Some(n) = self.nodes.back_mut() {
-            n.push_back(enc);
+            n.push_back(head, body);
         }
         self.len += 1;
     }
 
     pub fn push_front(&mut self, v: &[u8], limits: &ListLimits) {
-        let mut enc = Vec::with_capacity(v.len() + 5);
-        encode(v, &mut enc);
+        let enc = Encoded::new(v);
         let fits = self.nodes.front().is_some_and(|n| limits.allows(n, enc.len()));
         if !fits {
             self.nodes.push_front(Node::default());
         }
         if let Some(n) = self.nodes.front_mut() {
-            n.data.splice(0..0, enc);
+            enc.splice_into(&mut n.data, 0, 0);
             n.count += 1;
             n.invalidate();
         }
@@ -440,12 +471,11 @@ impl List {
             return false;
         }
         let (ni, i) = self.locate(index);
-        let mut enc = Vec::with_capacity(v.len() + 5);
-        encode(v, &mut enc);
+        let enc = Encoded::new(v);
         let node = &mut self.nodes[ni];
         let at = node.offset_of(i);
         let n = entry_len(&node.data, at);
-        node.data.splice(at..at + n, enc);
+        enc.splice_into(&mut node.data, at, n);
         node.invalidate();
         self.rebalance(ni, limits);
         true
@@ -460,11 +490,10 @@ impl List {
             return self.push_back(v, limits);
         }
         let (ni, i) = self.locate(index);
-        let mut enc = Vec::with_capacity(v.len() + 5);
-        encode(v, &mut enc);
+        let enc = Encoded::new(v);
         let node = &mut self.nodes[ni];
         let at = node.offset_of(i);
-        node.data.splice(at..at, enc);
+        enc.splice_into(&mut node.data, at, 0);
         node.count += 1;
         node.invalidate();
         self.len += 1;
@@ -631,7 +660,7 @@ impl List {
         let mut rest = &bytes[8..];
         while !rest.is_empty() {
             let n = check_entry(rest)?;
-            list.push_back_encoded(&rest[..n], limits);
+            list.push_back_parts(&rest[..n], &[], limits);
             rest = &rest[n..];
         }
         if list.len as u64 != count {
@@ -732,7 +761,5 @@ pub(crate) fn check_invariants(list: &List, limits: &ListLimits) {
 
 #[cfg(test)]
 pub(crate) fn encoded_len(v: &[u8]) -> usize {
-    let mut out = Vec::new();
-    encode(v, &mut out);
-    out.len()
+    Encoded::new(v).len()
 }

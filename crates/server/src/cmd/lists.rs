@@ -577,3 +577,23 @@ mod tests {
         assert_eq!(resolve_range(i64::MIN, i64::MAX, 5), 0..5);
     }
 }
+
+#[cfg(test)]
+mod memory_tests {
+    use abacus_keyspace::Db;
+
+    use crate::cmd::run_keyed;
+
+    #[test]
+    fn a_million_small_integers_take_about_three_bytes_each() {
+        let mut dbs = vec![Db::new()];
+        for chunk in 0..1000 {
+            let values: Vec<Vec<u8>> = (chunk * 1000..chunk * 1000 + 1000).map(|i: i64| i.to_string().into_bytes()).collect();
+            let mut args: Vec<&[u8]> = vec![b"rpush", b"l"];
+            args.extend(values.iter().map(Vec::as_slice));
+            run_keyed(&mut dbs, &args);
+        }
+        let bytes = dbs[0].peek(b"l", 1).map_or(0, |e| e.heap_bytes());
+        assert!(bytes < 3_300_000, "{bytes} heap bytes");
+    }
+}
