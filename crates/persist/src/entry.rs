@@ -107,11 +107,10 @@ mod tests {
         for v in ["1", "007", "x", "-9"] {
             list.push_back(v.as_bytes(), &ListLimits::REDIS_DEFAULT);
         }
-        let entries = [e, Entry::new(Value::Hll(Box::new(hll))), Entry::new(Value::Set(Box::new(set))), Entry::new(Value::Hash(Box::new(hash))), Entry::new(Value::List(Box::new(list)))];
         let mut zset = ZSet::new();
         zset.insert(b"m", -0.0, &abacus_collections::EncodingLimits { max_listpack_entries: 0, max_listpack_value_bytes: 64 });
         zset.insert(b"n", 1.5, &abacus_collections::ZSET_DEFAULT_LIMITS);
-        let entries = [e, Entry::new(Value::Hll(Box::new(hll))), Entry::new(Value::Set(Box::new(set))), Entry::new(Value::Hash(Box::new(hash))), Entry::new(Value::ZSet(Box::new(zset)))];
+        let entries = [e, Entry::new(Value::Hll(Box::new(hll))), Entry::new(Value::Set(Box::new(set))), Entry::new(Value::Hash(Box::new(hash))), Entry::new(Value::List(Box::new(list))), Entry::new(Value::ZSet(Box::new(zset)))];
         let expiry = |i: usize| if i == 0 { 123 } else { 0 };
         let mut out = Vec::new();
         for (i, e) in entries.iter().enumerate() {
