@@ -27,6 +27,10 @@ pub struct ClientMeta {
     pub resp: AtomicUsize,
     pub last_cmd: Mutex<&'static str>,
     pub multi_len: AtomicUsize,
+    /// Subscriptions to channels, patterns and shard channels (`pubsub.rs` keeps them).
+    pub sub: AtomicUsize,
+    pub psub: AtomicUsize,
+    pub ssub: AtomicUsize,
     pub no_evict: AtomicBool,
     pub killed: AtomicBool,
     pub kill: Notify,
@@ -60,11 +64,17 @@ impl ClientMeta {
         true
     }
 
+    /// Whether the client has a subscription (Redis's CLIENT_PUBSUB flag, type `pubsub`).
+    pub fn is_pubsub(&self) -> bool {
+        self.sub.load(Ordering::Relaxed) + self.psub.load(Ordering::Relaxed) + self.ssub.load(Ordering::Relaxed) > 0
+    }
+
     /// One CLIENT LIST / CLIENT INFO line, with Redis's field names.
     pub fn info_line(&self, now_ms: u64) -> String {
         let age = self.created.elapsed().as_secs();
         let idle = now_ms.saturating_sub(self.last_interaction_ms.load(Ordering::Relaxed)) / 1000;
         let name = self.name.lock().clone().unwrap_or_default();
+<<<<<<< HEAD
         let (mut flags, multi) = match self.multi_len.load(Ordering::Relaxed) {
             usize::MAX => (String::new(), -1),
             n => ("x".to_string(), n as i64),
@@ -72,7 +82,20 @@ impl ClientMeta {
         if self.blocked.load(Ordering::Relaxed) {
             flags.push('b');
         }
+=======
+>>>>>>> issue25-p
         // Redis's letters, in its order; N when none applies.
+        let mut flags = String::new();
+        if self.is_pubsub() {
+            flags.push('P');
+        }
+        let multi = match self.multi_len.load(Ordering::Relaxed) {
+            usize::MAX => -1,
+            n => {
+                flags.push('x');
+                n as i64
+            }
+        };
         if self.no_evict.load(Ordering::Relaxed) {
             flags.push('e');
         }
@@ -80,7 +103,7 @@ impl ClientMeta {
             flags.push('N');
         }
         format!(
-            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
+            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
             self.id,
             self.addr,
             self.laddr,
@@ -89,6 +112,9 @@ impl ClientMeta {
             idle,
             flags,
             self.db.load(Ordering::Relaxed),
+            self.sub.load(Ordering::Relaxed),
+            self.psub.load(Ordering::Relaxed),
+            self.ssub.load(Ordering::Relaxed),
             multi,
             self.last_cmd.lock(),
             self.resp.load(Ordering::Relaxed),
@@ -123,6 +149,9 @@ impl Clients {
             resp: AtomicUsize::new(2),
             last_cmd: Mutex::new("NULL"),
             multi_len: AtomicUsize::new(usize::MAX),
+            sub: AtomicUsize::new(0),
+            psub: AtomicUsize::new(0),
+            ssub: AtomicUsize::new(0),
             no_evict: AtomicBool::new(false),
             killed: AtomicBool::new(false),
             kill: Notify::new(),

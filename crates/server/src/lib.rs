@@ -20,6 +20,8 @@
 //!   snapshots without fork, and loading at start
 //! - `monitor.rs`  MONITOR's stream
 //! - `blocking.rs` blocked clients (BLPOP...): registered and served on the shard, in order
+//! - `pubsub.rs`   pub/sub: the subscriptions shared by all threads, delivery to subscribers
+//!   (the commands are in `cmd/pubsub.rs`)
 //! - `clients.rs`, `stats.rs`, `memory.rs`: client registry, counters, process figures
 //!
 //! What it is not: the data structures and the keyspace (`abacus-collections`,
@@ -44,6 +46,7 @@ pub mod hop;
 pub mod memory;
 pub mod monitor;
 pub mod order;
+pub mod pubsub;
 pub mod recovery;
 pub mod server;
 pub mod snapshot;

@@ -32,6 +32,7 @@ pub mod keys;
 pub mod ldouble;
 pub mod persistence;
 pub mod pf;
+pub mod pubsub;
 pub mod server;
 pub mod set_algebra;
 pub mod sets;
@@ -66,6 +67,7 @@ pub const FAMILIES: &[&[Spec]] = &[
     sets::COMMANDS,
     set_algebra::COMMANDS,
     persistence::COMMANDS,
+    pubsub::COMMANDS,
 ];
 
 /// Runs one keyed command on `dbs` (database 0, one shard, the default configuration): for

@@ -44,6 +44,9 @@ pub fn error_unknown_command(args: &[Arg]) -> Frame {
     Frame::Error(Bytes::from(msg))
 }
 
+/// What a RESP2 client may run while subscribed (Redis 7.0's list).
+const ALLOWED_SUBSCRIBED: &[&str] = &["ping", "subscribe", "ssubscribe", "unsubscribe", "sunsubscribe", "psubscribe", "punsubscribe", "quit", "reset"];
+
 pub fn error_arity(name: &str) -> Frame {
     Frame::error(format!("ERR wrong number of arguments for '{name}' command"))
 }
@@ -104,6 +107,15 @@ impl Conn {
                 self.fail_multi();
                 return Step::Reply(Frame::error(refused));
             }
+        }
+        if self.proto == Protocol::Resp2 && self.pubsub.is_some() && !ALLOWED_SUBSCRIBED.contains(&spec.name) {
+            // RESP2 subscribed mode: the connection carries messages; only these may run.
+            stats::record_rejected(spec.name);
+            self.fail_multi();
+            return Step::Reply(Frame::error(format!(
+                "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                spec.name
+            )));
         }
         if let Some(multi) = &mut self.multi {
             if spec.has(flags::NO_MULTI) {

@@ -114,6 +114,12 @@ pub struct Conn {
     /// MONITOR: the lines this client receives (see `monitor.rs`). A monitoring connection
     /// stays on its thread.
     pub monitor: Option<tokio::sync::mpsc::Receiver<Bytes>>,
+    /// The client's subscriptions, while it has any (see `pubsub.rs`). A subscribed
+    /// connection stays on its thread.
+    pub pubsub: Option<Box<crate::pubsub::Subscriptions>>,
+    /// Bytes of published messages moved into `out` and not yet written: given back to the
+    /// subscriber's output accounting once written.
+    pubsub_unreleased: usize,
 }
 
 fn killed_error() -> std::io::Error {
@@ -164,6 +170,7 @@ impl Conn {
         if self.monitor.take().is_some() {
             self.worker.server.monitors.remove(self.meta.id);
         }
+        self.leave_pubsub();
         self.unwatch_all().await;
     }
 
@@ -211,9 +218,28 @@ impl Conn {
                     None => std::future::pending().await,
                 }
             };
+            let subscriber = self.pubsub.as_ref().map(|p| p.sub.clone());
+            let published = async {
+                match &subscriber {
+                    Some(s) => s.ready().await,
+                    None => std::future::pending().await,
+                }
+            };
             let n = tokio::select! {
                 r = read => r?,
                 _ = &mut killed => return Ok(None),
+                _ = published => {
+                    // What has queued goes out in writes of up to a read chunk's size... times
+                    // four: few system calls, and a bounded buffer.
+                    self.settle(&mut stream, &mut killed).await?;
+                    while self.take_messages(4 * READ_CHUNK_BYTES) > 0 {
+                        write_unless_killed(&mut stream, &self.out, &mut killed).await?;
+                        ServerStats::add(&server.stats.net_output_bytes_total, self.out.len() as u64);
+                        self.out.clear();
+                        self.release_messages();
+                    }
+                    continue;
+                }
                 _ = attention => {
                     self.settle(&mut stream, &mut killed).await?;
                     continue;
@@ -273,8 +299,17 @@ impl Conn {
                 server.pause.wait().await;
                 // Replies keep request order: the previous batch's are out before this one runs.
                 self.settle(&mut stream, &mut killed).await?;
+<<<<<<< HEAD
                 let direct = fatal.is_none() && server.config.direct_replies();
                 self.process(&mut calls, &stream, direct).await;
+=======
+                // Messages published before this batch go out before its replies.
+                if self.pubsub.is_some() {
+                    self.take_messages(usize::MAX);
+                }
+                let direct = (fatal.is_none() && server.config.direct_replies()).then_some(&stream);
+                self.process(&mut calls, direct).await;
+>>>>>>> issue25-p
                 if let Some(err) = fatal {
                     // Not a command's reply, so CLIENT REPLY SKIP does not count it; after
                     // CLIENT REPLY OFF Redis sends nothing, and only closes.
@@ -304,6 +339,7 @@ impl Conn {
                     write_unless_killed(&mut stream, &self.out, &mut killed).await?;
                     ServerStats::add(&server.stats.net_output_bytes_total, self.out.len() as u64);
                     self.out.clear();
+                    self.release_messages();
                 }
                 if self.close_after_reply || self.meta.killed.load(Ordering::Acquire) {
                     self.settle(&mut stream, &mut killed).await?;
@@ -577,15 +613,54 @@ impl Conn {
         }
     }
 
-    /// Appends a reply to the output, unless CLIENT REPLY suppresses it.
+    /// Appends a reply to the output, unless CLIENT REPLY suppresses it. Pushes (pub/sub
+    /// confirmations) go out whatever CLIENT REPLY says, as Redis's do.
     pub fn emit(&mut self, frame: Frame) {
         // Counted whether or not CLIENT REPLY lets it out, as Redis counts it.
         stats::count_error_reply(&frame);
+        let push = || match &frame {
+            Frame::Push(_) => true,
+            Frame::Seq(v) => v.iter().all(|f| matches!(f, Frame::Push(_))),
+            _ => false,
+        };
         match self.reply_mode {
             ReplyMode::On => encode(&frame, self.proto, &mut self.out),
-            ReplyMode::Off => {}
-            ReplyMode::Skip(n) => self.reply_mode = if n <= 1 { ReplyMode::On } else { ReplyMode::Skip(n - 1) },
+            ReplyMode::Off => {
+                if push() {
+                    encode(&frame, self.proto, &mut self.out);
+                }
+            }
+            ReplyMode::Skip(n) => {
+                if push() {
+                    encode(&frame, self.proto, &mut self.out);
+                }
+                self.reply_mode = if n <= 1 { ReplyMode::On } else { ReplyMode::Skip(n - 1) };
+            }
         }
+    }
+
+    /// Moves published messages waiting for this client into the output (after whatever is
+    /// there), up to about `max` bytes; returns how many bytes moved.
+    pub fn take_messages(&mut self, max: usize) -> usize {
+        let Some(p) = &self.pubsub else { return 0 };
+        let n = p.sub.drain_into(&mut self.out, self.proto == Protocol::Resp3, max);
+        self.pubsub_unreleased += n;
+        n
+    }
+
+    /// The output holding taken messages was written: they no longer count against the
+    /// client's output buffer limit.
+    fn release_messages(&mut self) {
+        let n = std::mem::take(&mut self.pubsub_unreleased);
+        if let Some(p) = &self.pubsub {
+            p.sub.written(n);
+        }
+    }
+
+    /// Leaves every subscription (the last one left, RESET, or the connection closing).
+    pub fn leave_pubsub(&mut self) {
+        self.pubsub = None;
+        self.pubsub_unreleased = 0;
     }
 
     /// Runs one command (keyed or connection-level) with the given shard access.
