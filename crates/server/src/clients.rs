@@ -74,16 +74,6 @@ impl ClientMeta {
         let age = self.created.elapsed().as_secs();
         let idle = now_ms.saturating_sub(self.last_interaction_ms.load(Ordering::Relaxed)) / 1000;
         let name = self.name.lock().clone().unwrap_or_default();
-<<<<<<< HEAD
-        let (mut flags, multi) = match self.multi_len.load(Ordering::Relaxed) {
-            usize::MAX => (String::new(), -1),
-            n => ("x".to_string(), n as i64),
-        };
-        if self.blocked.load(Ordering::Relaxed) {
-            flags.push('b');
-        }
-=======
->>>>>>> issue25-p
         // Redis's letters, in its order; N when none applies.
         let mut flags = String::new();
         if self.is_pubsub() {
@@ -96,6 +86,9 @@ impl ClientMeta {
                 n as i64
             }
         };
+        if self.blocked.load(Ordering::Relaxed) {
+            flags.push('b');
+        }
         if self.no_evict.load(Ordering::Relaxed) {
             flags.push('e');
         }

@@ -299,17 +299,12 @@ impl Conn {
                 server.pause.wait().await;
                 // Replies keep request order: the previous batch's are out before this one runs.
                 self.settle(&mut stream, &mut killed).await?;
-<<<<<<< HEAD
-                let direct = fatal.is_none() && server.config.direct_replies();
-                self.process(&mut calls, &stream, direct).await;
-=======
                 // Messages published before this batch go out before its replies.
                 if self.pubsub.is_some() {
                     self.take_messages(usize::MAX);
                 }
-                let direct = (fatal.is_none() && server.config.direct_replies()).then_some(&stream);
-                self.process(&mut calls, direct).await;
->>>>>>> issue25-p
+                let direct = fatal.is_none() && server.config.direct_replies();
+                self.process(&mut calls, &stream, direct).await;
                 if let Some(err) = fatal {
                     // Not a command's reply, so CLIENT REPLY SKIP does not count it; after
                     // CLIENT REPLY OFF Redis sends nothing, and only closes.
