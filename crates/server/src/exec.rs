@@ -218,10 +218,22 @@ pub(crate) fn run_handler(dbs: &mut [Db], db: usize, spec: &'static Spec, args: 
             hash_limits: cfg.hash_limits,
             modified: KeysModified::ALL,
             effect: if spec.is_write() { Effect::Args } else { Effect::Nothing },
+            notify_flags: cfg.notify,
+            events: Vec::new(),
+            events_said: false,
         };
+        if cfg.notify != 0 || ctx.dbs.first().is_some_and(|d| d.journal_mask() != 0) {
+            return run_notifying(ctx, f, spec, args);
+        }
         let reply = f(&mut ctx, args);
         (reply, ctx.modified, ctx.effect)
     };
+    finish(reply, modified, effect, spec)
+}
+
+/// The end of [`run_handler`]: what the command returns for its reply.
+#[inline]
+fn finish(reply: Frame, modified: KeysModified, effect: Effect, spec: &Spec) -> (Frame, KeysModified, Option<Effect>) {
     if reply.is_error() {
         return (reply, KeysModified::NONE, None);
     }
@@ -229,6 +241,36 @@ pub(crate) fn run_handler(dbs: &mut [Db], db: usize, spec: &'static Spec, args: 
         return (reply, KeysModified::NONE, (effect != Effect::Nothing).then_some(effect));
     }
     (reply, modified, Some(effect))
+}
+
+/// [`run_handler`] with keyspace notifications on (or just turned off): the handler's events,
+/// the databases' own, and the default ones of a write, published once it has run.
+#[cold]
+#[inline(never)]
+fn run_notifying(mut ctx: Ctx<'_>, f: crate::command::KeyedFn, spec: &'static Spec, args: &[Arg]) -> (Frame, KeysModified, Option<Effect>) {
+    let flags = ctx.notify_flags;
+    // Events recorded outside any command (keys reclaimed by a fan-out...) happened before.
+    crate::notify::publish_journals(ctx.dbs, flags);
+    let reply = f(&mut ctx, args);
+    crate::notify::drain_journals(ctx.dbs, &mut ctx.events);
+    let (modified, effect) = (ctx.modified, ctx.effect);
+    let mut events = std::mem::take(&mut ctx.events);
+    if flags != 0 && spec.is_write() && !reply.is_error() && !ctx.events_said && !modified.is_none() {
+        // Every modified key the handler said nothing about fires the command's name.
+        let class = crate::notify::default_class(spec.group);
+        if flags & class != 0 {
+            let copy_db = copy_destination_db(spec, args);
+            for (position, i) in spec.key_indexes(args).enumerate() {
+                let key = &args[i][..];
+                let d = if position == 1 { copy_db.unwrap_or(ctx.db) } else { ctx.db };
+                if modified.contains(position) && !events.iter().any(|e| e.explicit && e.db == d && e.key == key) {
+                    events.push(crate::notify::Event { db: d, class, name: spec.name, key: key.to_vec(), explicit: true });
+                }
+            }
+        }
+    }
+    crate::notify::publish_all(flags, &events);
+    finish(reply, modified, effect, spec)
 }
 
 /// Raises the WATCH flags of the keys a write modified, each in its database.

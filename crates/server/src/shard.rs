@@ -233,9 +233,47 @@ pub struct Ctx<'a> {
     /// `signalModifiedKey` call sites). Starts as every key; a handler that changed less
     /// says so ([`Ctx::unchanged`], [`Ctx::modified_only`]).
     pub modified: KeysModified,
+    /// notify-keyspace-events' flags (0: off, see `notify.rs`).
+    pub notify_flags: u32,
+    /// The keyspace events this command fired so far, with the databases' own (expired, new,
+    /// keymiss) merged in order; published after the command.
+    pub events: Vec<crate::notify::Event>,
+    /// The handler said which events its write fires (possibly none): no default event.
+    pub events_said: bool,
 }
 
 impl Ctx<'_> {
+    /// Records keyspace event `event` of `class` (a `notify::` bit) for `key` in the
+    /// selected database, if that class is enabled: one branch when notifications are off.
+    #[inline]
+    pub fn notify(&mut self, class: u32, event: &'static str, key: &[u8]) {
+        if self.notify_flags & class != 0 {
+            self.record_event(self.db, class, event, key);
+        }
+    }
+
+    /// [`Ctx::notify`] for a key of database `db` (MOVE, COPY ... DB).
+    #[inline]
+    pub fn notify_in(&mut self, db: usize, class: u32, event: &'static str, key: &[u8]) {
+        if self.notify_flags & class != 0 {
+            self.record_event(db, class, event, key);
+        }
+    }
+
+    /// The write fires no event of its own, whatever it modified (PFDEBUG...); events it
+    /// recorded with [`Ctx::notify`] stand.
+    pub fn notify_none(&mut self) {
+        self.events_said = true;
+    }
+
+    #[cold]
+    fn record_event(&mut self, db: usize, class: u32, name: &'static str, key: &[u8]) {
+        // What the keyspace did until now (an expired key reclaimed by the lookup...) came
+        // first.
+        crate::notify::drain_journals(self.dbs, &mut self.events);
+        self.events.push(crate::notify::Event { db, class, name, key: key.to_vec(), explicit: true });
+    }
+
     pub fn db(&mut self) -> &mut Db {
         &mut self.dbs[self.db]
     }
