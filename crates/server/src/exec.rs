@@ -269,6 +269,11 @@ fn run_notifying(mut ctx: Ctx<'_>, f: crate::command::KeyedFn, spec: &'static Sp
             }
         }
     }
+    if flags & crate::notify::KEY_MISS != 0 && spec.is_write() && !crate::notify::write_reads(spec.name) {
+        // Handlers of writes share read helpers; Redis's writes look keys up for writing,
+        // which misses silently, except those in `notify::write_reads`.
+        events.retain(|e| e.class != crate::notify::KEY_MISS);
+    }
     crate::notify::publish_all(flags, &events);
     finish(reply, modified, effect, spec)
 }
@@ -334,6 +339,7 @@ fn admit(dbs: &mut [Db], spec: &Spec, args: &[Arg], now: u64, cfg: &CmdConfig, s
             if let Some((key, freed)) = dbs[d].evict_one(cfg.eviction, cfg.eviction_samples) {
                 // Replay must not depend on which keys a random sample chose.
                 crate::aof::log_command(now, d, &[&b"DEL"[..], &key]);
+                crate::notify::publish(cfg.notify, crate::notify::EVICTED, d, "evicted", &key);
                 evicted += 1;
                 memory::note_freed(freed as u64);
                 to_free = to_free.saturating_sub(freed as u64);
@@ -680,6 +686,9 @@ impl Worker {
         // Each key with its position among the command's keys (what the handler's
         // `modified` refers to).
         let mut by_shard: BTreeMap<usize, Vec<(usize, usize, Bytes)>> = BTreeMap::new();
+        // Keys checked out already expired: reclaimed on the scratch keyspace, counted and
+        // signalled (WATCH) on their shards at check-in, as their shard would have.
+        let mut expired_out: Vec<(usize, Bytes)> = Vec::new();
         for (position, (d, k)) in keys.iter().enumerate() {
             if *d < databases {
                 by_shard.entry(shard_of(k, n)).or_default().push((position, *d, k.clone()));
@@ -689,17 +698,16 @@ impl Worker {
             let ks: Vec<(usize, Bytes)> = ks.iter().map(|(_, d, k)| (*d, k.clone())).collect();
             let taken = self
                 .run(access, shard, move |s| {
-                    ks.into_iter()
-                        .filter_map(|(d, k)| {
-                            let live = s.dbs[d].contains(&k, now);
-                            let e = if live { s.dbs[d].remove_entry(&k) } else { None };
-                            e.map(|e| (d, k, e))
-                        })
-                        .collect::<Vec<(usize, Bytes, Detached)>>()
+                    // Expired entries travel too: the handler's lookups reclaim them, with their
+                    // "expired" events in the command's order, as on one shard.
+                    ks.into_iter().filter_map(|(d, k)| s.dbs[d].remove_entry(&k).map(|e| (d, k, e))).collect::<Vec<(usize, Bytes, Detached)>>()
                 })
                 .await;
             let Some(taken) = taken else { return shutting_down() };
             for (d, k, e) in taken {
+                if e.expire_at_ms != 0 && e.expire_at_ms <= now {
+                    expired_out.push((d, k.clone()));
+                }
                 scratch[d].insert_entry(&k, e);
             }
         }
@@ -708,18 +716,23 @@ impl Worker {
             l.add_log(crate::aof::take_pending());
         }
         for (shard, ks) in by_shard {
-            let back: Vec<(usize, Bytes, Option<Detached>, bool)> = ks
+            let back: Vec<(usize, Bytes, Option<Detached>, bool, bool)> = ks
                 .into_iter()
                 .map(|(position, d, k)| {
                     let e = scratch[d].remove_entry(&k);
-                    (d, k, e, modified.contains(position))
+                    let expired = expired_out.iter().any(|(ed, ek)| *ed == d && *ek == k);
+                    let reclaimed = expired && e.is_none();
+                    (d, k, e, modified.contains(position) || expired, reclaimed)
                 })
                 .collect();
             let done = self
                 .run(access, shard, move |s| {
-                    for (d, k, e, signal) in back {
+                    for (d, k, e, signal, reclaimed) in back {
                         if let Some(e) = e {
                             s.dbs[d].insert_entry(&k, e);
+                        }
+                        if reclaimed {
+                            s.dbs[d].expired_keys_total += 1;
                         }
                         if signal {
                             s.dbs[d].signal_modified(&k);

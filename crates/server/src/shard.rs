@@ -178,6 +178,10 @@ pub fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
+/// Whether shards run active expiry (DEBUG SET-ACTIVE-EXPIRE, as Redis: tests that need
+/// keys to expire only when accessed turn it off).
+pub static ACTIVE_EXPIRE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
 /// One shard's data.
 pub struct Shard {
     pub id: usize,
@@ -198,7 +202,12 @@ impl Shard {
 
     /// Active expiry: Redis's algorithm, per database sample 20 keys with a TTL and repeat while
     /// more than a quarter of the sample had expired, within a time budget per call.
-    pub fn active_expire(&mut self, budget: Duration) {
+    pub fn active_expire(&mut self, budget: Duration, notify_flags: u32) {
+        // The keys it reclaims are published as "expired" (x), in the order reclaimed.
+        crate::notify::publish_journals(&mut self.dbs, notify_flags);
+        if !ACTIVE_EXPIRE.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
         let start = std::time::Instant::now();
         let now = now_ms();
         for db in &mut self.dbs {
@@ -209,6 +218,7 @@ impl Shard {
                 }
             }
         }
+        crate::notify::publish_journals(&mut self.dbs, notify_flags);
     }
 }
 
@@ -424,7 +434,7 @@ pub async fn shard_loop(shard: Rc<RefCell<Shard>>, mut rx: mpsc::Receiver<ShardM
                 // A quarter of the period at most, so expiry never starves requests.
                 let id = {
                     let mut s = shard.borrow_mut();
-                    s.active_expire(period / 4);
+                    s.active_expire(period / 4, server.config.cmd_config().notify);
                     s.id
                 };
                 crate::snapshot::fold_changes();

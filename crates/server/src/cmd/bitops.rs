@@ -30,6 +30,7 @@ use super::args::*;
 use super::strings::{read_str, str_mut};
 use crate::command::flags::*;
 use crate::command::Spec;
+use crate::notify;
 use crate::shard::{Ctx, KeysModified};
 
 const K1: (i32, i32, i32) = (1, 1, 1);
@@ -89,6 +90,9 @@ fn bitop(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     if len == 0 {
         // As Redis: the destination is signalled only if it existed (it is deleted).
         let removed = ctx.db().remove(dest, now);
+        if removed {
+            ctx.notify(notify::GENERIC, "del", dest);
+        }
         ctx.modified_only(if removed { KeysModified::key(0) } else { KeysModified::NONE });
         return Frame::Integer(0);
     }
@@ -96,6 +100,7 @@ fn bitop(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     out.resize(len, 0);
     combine(op, &srcs, &mut out);
     ctx.db().set(dest, Value::Str(out), 0, now);
+    ctx.notify(notify::STRING, "set", dest);
     // The destination only, not the sources (Redis's signalModifiedKey).
     ctx.modified_only(KeysModified::key(0));
     // Redis stores the result as a fresh sds object: OBJECT ENCODING says "raw" at any length.
@@ -330,6 +335,8 @@ fn bitfield_generic(ctx: &mut Ctx, a: &[Arg], readonly_command: bool) -> Frame {
     let writes_done = parsed.ops.iter().zip(&replies).filter(|(op, r)| op.kind != FieldOpKind::Get && !matches!(r, Frame::Null)).count();
     if writes_done == 0 {
         ctx.modified_only(KeysModified::NONE);
+    } else {
+        ctx.notify(notify::STRING, "setbit", &a[1]);
     }
     Frame::Array(replies)
 }

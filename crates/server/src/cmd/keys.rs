@@ -13,6 +13,7 @@ use crate::command::flags::*;
 use crate::command::Spec;
 use crate::conn::Conn;
 use crate::exec::Access;
+use crate::notify;
 use crate::shard::{now_ms, Ctx, KeysModified};
 
 const K1: (i32, i32, i32) = (1, 1, 1);
@@ -71,6 +72,7 @@ fn unlink(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         if let Some(e) = ctx.db().remove_entry(k) {
             removed += 1;
             modified = modified.and(position);
+            ctx.notify(notify::GENERIC, "del", k);
             if e.entry.heap_bytes() > crate::memory::LAZYFREE_THRESHOLD_BYTES {
                 crate::memory::free_later(e.entry);
             }
@@ -89,7 +91,10 @@ fn type_cmd(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let now = ctx.now_ms;
     match ctx.db().peek(&a[1], now) {
         Some(e) => Frame::simple(e.value().value_type().name()),
-        None => Frame::simple("none"),
+        None => {
+            ctx.notify(notify::KEY_MISS, "keymiss", &a[1]);
+            Frame::simple("none")
+        }
     }
 }
 
@@ -105,8 +110,12 @@ fn rename_generic(ctx: &mut Ctx, a: &[Arg], nx: bool) -> Frame {
         return ctx.unchanged(Frame::Integer(0));
     }
     if let Some(e) = ctx.db().remove_entry(&a[1]) {
+        // Redis deletes the destination, then adds it: a "new" key whatever was there.
         ctx.db().insert_entry(&a[2], e);
+        ctx.db().created(&a[2]);
     }
+    ctx.notify(notify::GENERIC, "rename_from", &a[1]);
+    ctx.notify(notify::GENERIC, "rename_to", &a[2]);
     if nx {
         Frame::Integer(1)
     } else {
@@ -144,8 +153,11 @@ fn move_cmd(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     }
     if let Some(e) = ctx.db().remove_entry(&a[1]) {
         ctx.dbs[target].insert_entry(&a[1], e);
+        ctx.dbs[target].created(&a[1]);
         ctx.dbs[target].signal_modified(&a[1]);
     }
+    ctx.notify(notify::GENERIC, "move_from", &a[1]);
+    ctx.notify_in(target, notify::GENERIC, "move_to", &a[1]);
     Frame::Integer(1)
 }
 
@@ -179,6 +191,8 @@ fn copy(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         ctx.dbs[target].remove_entry(&a[2]);
     }
     ctx.dbs[target].insert_entry(&a[2], src);
+    ctx.dbs[target].created(&a[2]);
+    ctx.notify_in(target, notify::GENERIC, "copy_to", &a[2]);
     // Only the destination changed; the signal finds it in database `target` (see
     // `exec::signal_modified`), on whichever shard it lives.
     ctx.modified_only(KeysModified::key(1));

@@ -21,6 +21,7 @@ use super::args::*;
 use super::sets::member_frames;
 use crate::command::flags::*;
 use crate::command::Spec;
+use crate::notify;
 use crate::shard::{Ctx, KeysModified};
 
 const ALL: (i32, i32, i32) = (1, -1, 1);
@@ -91,6 +92,9 @@ fn store(ctx: &mut Ctx, a: &[Arg], op: Op) -> Frame {
     // As Redis: the destination is signalled, never the sources; an empty result only if
     // it deleted a destination.
     let existed = if result.is_empty() { ctx.db().remove(&a[1], now) } else { true };
+    if result.is_empty() && existed {
+        ctx.notify(notify::GENERIC, "del", &a[1]);
+    }
     ctx.modified_only(if existed { KeysModified::key(0) } else { KeysModified::NONE });
     if !result.is_empty() {
         // Replaces any value (and TTL) the destination had, as Redis's dbDelete + dbAdd.
