@@ -263,11 +263,16 @@ fn run_notifying(mut ctx: Ctx<'_>, f: crate::command::KeyedFn, spec: &'static Sp
             for (position, i) in spec.key_indexes(args).enumerate() {
                 let key = &args[i][..];
                 let d = if position == 1 { copy_db.unwrap_or(ctx.db) } else { ctx.db };
-                if modified.contains(position) && !events.iter().any(|e| e.explicit && e.db == d && e.key == key) {
+                if modified.contains(position) && !events.iter().any(|e| e.explicit && e.class != crate::notify::KEY_MISS && e.db == d && e.key == key) {
                     events.push(crate::notify::Event { db: d, class, name: spec.name, key: key.to_vec(), explicit: true });
                 }
             }
         }
+    }
+    if reply.is_error() {
+        // A failed command changed nothing; what its lookups did (an expired key reclaimed,
+        // a miss) stands, as in Redis.
+        events.retain(|e| e.class & (crate::notify::EXPIRED | crate::notify::KEY_MISS) != 0);
     }
     if flags & crate::notify::KEY_MISS != 0 && spec.is_write() && !crate::notify::write_reads(spec.name) {
         // Handlers of writes share read helpers; Redis's writes look keys up for writing,

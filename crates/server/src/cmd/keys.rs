@@ -52,6 +52,7 @@ fn del(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         if ctx.db().remove(k, now) {
             removed = removed.and(position);
             count += 1;
+            ctx.notify(notify::GENERIC, "del", k);
         }
     }
     // As Redis: only the keys that existed are signalled.
@@ -106,7 +107,8 @@ fn rename_generic(ctx: &mut Ctx, a: &[Arg], nx: bool) -> Frame {
     if a[1] == a[2] {
         return ctx.unchanged(if nx { Frame::Integer(0) } else { Frame::ok() });
     }
-    if nx && ctx.db().contains(&a[2], now) {
+    // Looked up in every case, as Redis does (an expired destination is reclaimed first).
+    if ctx.db().contains(&a[2], now) && nx {
         return ctx.unchanged(Frame::Integer(0));
     }
     if let Some(e) = ctx.db().remove_entry(&a[1]) {

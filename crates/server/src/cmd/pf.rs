@@ -167,8 +167,7 @@ fn pfmerge(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     // As Redis: the destination is signalled (even if no register changed), never the sources;
     // its event is PFADD's.
     ctx.modified_only(KeysModified::key(0));
-    ctx.notify(notify::STRING, "pfadd", &a[1]);
-    match with_hll(ctx, &a[1], Lookup::Write, |h| h.store_merged(&max, use_dense, max_bytes)) {
+    let reply = match with_hll(ctx, &a[1], Lookup::Write, |h| h.store_merged(&max, use_dense, max_bytes)) {
         Ok(Some(Ok(()))) => Frame::ok(),
         Ok(Some(Err(e))) => hll_error(e),
         Err(reply) => reply,
@@ -180,7 +179,9 @@ fn pfmerge(ctx: &mut Ctx, a: &[Arg]) -> Frame {
             store_new(ctx, &a[1], h);
             Frame::ok()
         }
-    }
+    };
+    ctx.notify(notify::STRING, "pfadd", &a[1]);
+    reply
 }
 
 /// PFDEBUG subcommand key: Redis looks the key up (for writing) and checks it is a

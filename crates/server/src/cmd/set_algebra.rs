@@ -49,14 +49,18 @@ enum Op {
 /// up for writing as Redis does), then the live sets are borrowed together.
 fn operands<'a>(ctx: &'a mut Ctx, keys: &[Arg], write: bool) -> Result<Vec<Option<&'a IdSet>>, Frame> {
     let now = ctx.now_ms;
-    let db = ctx.db();
     for key in keys {
-        let found = if write { db.get_mut(key, now).map(|e| &*e) } else { db.get(key, now) };
-        if found.is_some_and(|e| e.as_set().is_none()) {
-            return Err(err(ERR_WRONGTYPE));
+        let found = if write { ctx.db().get_mut(key, now).map(|e| &*e) } else { ctx.db().get(key, now) };
+        match found {
+            Some(e) if e.as_set().is_none() => return Err(err(ERR_WRONGTYPE)),
+            Some(_) => {}
+            // Redis 7.0 reads the sources of the STORE forms too: a missing one is a
+            // "keymiss" (a read's lookup records its own).
+            None if write => ctx.notify(notify::KEY_MISS, "keymiss", key),
+            None => {}
         }
     }
-    let db = &*db;
+    let db = &*ctx.db();
     Ok(keys.iter().map(|key| db.get_shared(key, now).and_then(|e| e.as_set())).collect())
 }
 

@@ -219,12 +219,15 @@ fn smove(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let (src, dst, member) = (&a[1], &a[2], &a[3]);
     let limits = ctx.set_limits;
     // As Redis: a missing source answers 0 before the destination's type is checked.
-    match set_mut(ctx, src) {
-        Ok(Some(_)) => {}
-        Ok(None) => return ctx.unchanged(Frame::Integer(0)),
+    // As Redis: both keys are looked up (an expired one reclaimed) before any check.
+    let src_found = set_mut(ctx, src).map(|s| s.is_some());
+    let dst_checked = set_mut(ctx, dst).map(|_| ());
+    match src_found {
+        Ok(true) => {}
+        Ok(false) => return ctx.unchanged(Frame::Integer(0)),
         Err(e) => return e,
     }
-    if let Err(e) = set_mut(ctx, dst) {
+    if let Err(e) = dst_checked {
         return e;
     }
     if src == dst {

@@ -203,7 +203,7 @@ fn set(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     }
     let at = match expire {
         ExpireOpt::At(at) => at,
-        ExpireOpt::KeepTtl => match ctx.db().get(key, now) {
+        ExpireOpt::KeepTtl => match ctx.db().peek(key, now) {
             Some(_) => ctx.db().expire_at(key),
             None => 0,
         },
