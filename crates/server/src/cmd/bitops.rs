@@ -320,14 +320,21 @@ fn bitfield_generic(ctx: &mut Ctx, a: &[Arg], readonly_command: bool) -> Frame {
             return e;
         }
     }
+    let notify_on = ctx.notify_flags & notify::STRING != 0;
     let mut s = match str_mut(ctx, &a[1]) {
         Ok(s) => s,
         Err(e) => return e,
     };
-    if (s.len() as u64) < len_needed {
+    let grew = (s.len() as u64) < len_needed;
+    if grew {
         s.resize(len_needed as usize, 0);
     }
+    // Redis fires "setbit" only when the string grew or its bytes changed: with
+    // notifications on, the bytes the writes cover are kept to compare.
+    let covered = (parsed.ops.iter().filter(|op| op.kind != FieldOpKind::Get).map(|op| op.offset >> 3).min().unwrap_or(0) as usize)..(len_needed as usize);
+    let before = (notify_on && !grew).then(|| s[covered.clone()].to_vec());
     let replies: Vec<Frame> = parsed.ops.iter().map(|op| run_field_op(&mut s, op)).collect();
+    let changed = grew || before.is_some_and(|b| b[..] != s[covered]);
     drop(s);
     // As Redis: WATCH is signalled when a SET or INCRBY took effect (an OVERFLOW FAIL one
     // did not), even though the string may have grown for nothing. The write is logged in
@@ -335,7 +342,7 @@ fn bitfield_generic(ctx: &mut Ctx, a: &[Arg], readonly_command: bool) -> Frame {
     let writes_done = parsed.ops.iter().zip(&replies).filter(|(op, r)| op.kind != FieldOpKind::Get && !matches!(r, Frame::Null)).count();
     if writes_done == 0 {
         ctx.modified_only(KeysModified::NONE);
-    } else {
+    } else if changed {
         ctx.notify(notify::STRING, "setbit", &a[1]);
     }
     Frame::Array(replies)
