@@ -344,6 +344,8 @@ fn bitfield_generic(ctx: &mut Ctx, a: &[Arg], readonly_command: bool) -> Frame {
         ctx.modified_only(KeysModified::NONE);
     } else if changed {
         ctx.notify(notify::STRING, "setbit", &a[1]);
+    } else {
+        ctx.notify_none();
     }
     Frame::Array(replies)
 }
