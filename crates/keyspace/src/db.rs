@@ -309,6 +309,31 @@ pub struct Db {
     epoch: bool,
     /// The running snapshot, if any: where its sweep is and where pre-images go.
     snap: Option<Snap>,
+    /// Which [`DbEvent`]s to record (bits of [`journal`]); 0, the default, records nothing
+    /// and costs one branch where an event could happen.
+    journal_mask: u8,
+    /// Recorded events, oldest first, until the server takes them ([`Db::drain_journal`]).
+    journal: Vec<(DbEvent, Key)>,
+}
+
+/// What happened to a key inside the keyspace itself, for keyspace notifications: the
+/// keyspace crate knows no pub/sub, so a database records these when asked and the server
+/// publishes them (`notify.rs`), in order with the commands' own events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DbEvent {
+    /// Removed because its time had passed (lazily on access, or by active expiry).
+    Expired,
+    /// Created by [`Db::set`] (Redis's `dbAdd`), or said so with [`Db::created`].
+    New,
+    /// A read lookup ([`Db::get`], [`Db::get_read_mut`]) did not find it.
+    KeyMiss,
+}
+
+/// Bits of [`Db::set_journal`]'s mask.
+pub mod journal {
+    pub const EXPIRED: u8 = 1;
+    pub const NEW: u8 = 2;
+    pub const KEYMISS: u8 = 4;
 }
 
 /// Receives the keys of a snapshot: (key, entry and expiry time (0 = none) as of the
@@ -542,8 +567,48 @@ impl Db {
             self.volatile.remove(key);
             self.expired_keys_total += 1;
             self.signal_modified(key);
+            self.record(journal::EXPIRED, DbEvent::Expired, key);
         }
         gone
+    }
+
+    /// Records `event` if the journal asks for it (`bit`).
+    #[inline]
+    fn record(&mut self, bit: u8, event: DbEvent, key: &[u8]) {
+        if self.journal_mask & bit != 0 {
+            self.journal.push((event, key.into()));
+        }
+    }
+
+    /// Which events to record from now on (bits of [`journal`]; 0 = none).
+    pub fn set_journal(&mut self, mask: u8) {
+        self.journal_mask = mask;
+        if mask == 0 {
+            self.journal = Vec::new();
+        }
+    }
+
+    pub fn journal_mask(&self) -> u8 {
+        self.journal_mask
+    }
+
+    /// Whether events wait in the journal.
+    pub fn has_journal(&self) -> bool {
+        !self.journal.is_empty()
+    }
+
+    /// Hands the recorded events to `f`, oldest first, and forgets them.
+    pub fn drain_journal(&mut self, mut f: impl FnMut(DbEvent, &[u8])) {
+        for (e, k) in self.journal.drain(..) {
+            f(e, &k);
+        }
+    }
+
+    /// Records that `key` was just created by a command that moved an entry in (RENAME, COPY,
+    /// MOVE insert whole entries, which [`Db::insert_entry`] does not report: it also serves
+    /// transfers that create nothing).
+    pub fn created(&mut self, key: &[u8]) {
+        self.record(journal::NEW, DbEvent::New, key);
     }
 
     /// One hash and one probe (the position found is reused to borrow the entry); an expired
@@ -562,6 +627,7 @@ impl Db {
             }
             if touch == Touch::Read {
                 self.misses_total += 1;
+                self.record(journal::KEYMISS, DbEvent::KeyMiss, key);
             }
             return None;
         };
@@ -634,6 +700,14 @@ impl Db {
     /// Stores `value` under `key` with the given absolute expiry (0 = none), replacing any
     /// previous entry and its expiry, as SET does.
     pub fn set(&mut self, key: &[u8], value: Value, expire_at_ms: u64, now_ms: u64) {
+        if self.journal_mask & (journal::EXPIRED | journal::NEW) != 0 {
+            // Redis's setKey looks the key up first (an expired one is reclaimed, with its
+            // event), then adds it when absent ("new").
+            self.expire_if_needed(key, now_ms);
+            if !self.map.contains_key(key) {
+                self.record(journal::NEW, DbEvent::New, key);
+            }
+        }
         let now_s = (now_ms / 1000) as u32;
         self.clock_s = now_s;
         let (accessed_s, lfu_counter) = self.insert_metadata(key, now_ms);
@@ -734,6 +808,7 @@ impl Db {
         match self.remove_entry(key) {
             Some(d) if d.expire_at_ms != 0 && d.expire_at_ms <= now_ms => {
                 self.expired_keys_total += 1;
+                self.record(journal::EXPIRED, DbEvent::Expired, key);
                 false
             }
             Some(_) => true,

@@ -38,6 +38,9 @@ pub enum Kind {
     /// Redis's `client-output-buffer-limit`: `<class> <hard> <soft> <soft seconds>` groups; a
     /// set changes only the classes it names.
     OutputBufferLimit,
+    /// Redis's `notify-keyspace-events` classes (`notify.rs`), shown in Redis's canonical
+    /// order.
+    KeyspaceEvents,
 }
 
 /// One configuration parameter.
@@ -102,6 +105,7 @@ pub const PARAMS: &[Param] = &[
     Param { name: "list-compress-depth", default: "0", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "accepted for compatibility, no effect: list nodes are never compressed" },
     Param { name: "zset-max-listpack-entries", default: "128", kind: Kind::Int { min: 0, max: i64::MAX }, mutable: true, help: "a sorted set stays a listpack up to this many members (as Redis)" },
     Param { name: "zset-max-listpack-value", default: "64", kind: Kind::Memory { min: 0, max: i64::MAX as u64 }, mutable: true, help: "...and while every member is at most this many bytes" },
+    Param { name: "notify-keyspace-events", default: "", kind: Kind::KeyspaceEvents, mutable: true, help: "keyspace notifications published to __keyspace@<db>__:<key> (K) and __keyevent@<db>__:<event> (E), by class: g generic, $ string, l list, s set, h hash, z sorted set, x expired, e evicted, t stream, m key miss, d module, n new key, A = g$lshzxetd; empty = off" },
     Param { name: "hll-sparse-max-bytes", default: "3000", kind: Kind::Memory { min: 0, max: i64::MAX as u64 }, mutable: true, help: "PF* values: largest sparse HyperLogLog before it turns dense (as Redis)" },
 ];
 
@@ -152,6 +156,8 @@ pub struct CmdConfig {
     /// lfu-log-factor, lfu-decay-time (minutes).
     pub lfu_log_factor: u32,
     pub lfu_decay_time_min: u32,
+    /// notify-keyspace-events' flags (`notify.rs`), 0 when nothing is published (no K nor E).
+    pub notify: u32,
 }
 
 impl CmdConfig {
@@ -267,6 +273,7 @@ fn canonical(p: &Param, value: &str) -> Result<String, String> {
             }
         }
         Kind::OutputBufferLimit => parse_output_limits(value).map(|_| value.to_string()),
+        Kind::KeyspaceEvents => crate::notify::parse_flags(value).map(crate::notify::flags_to_string).ok_or_else(|| crate::notify::ERR_CLASS.to_string()),
         Kind::Expthresh { max } => {
             let v = parse_int(value)?;
             let power_of_two = v > 0 && v & (v - 1) == 0;
@@ -354,12 +361,14 @@ pub struct Config {
     config_file: Option<std::path::PathBuf>,
     /// `client-output-buffer-limit`'s pubsub class, for publishers (`pubsub.rs`).
     pub pubsub_limit: std::sync::Arc<crate::pubsub::OutputLimit>,
+    /// `notify-keyspace-events` as set (its flags, `n` included), for [`CmdConfig::notify`].
+    keyspace_events: AtomicU64,
 }
 
 impl Default for Config {
     fn default() -> Self {
         let values = PARAMS.iter().map(|p| (p.name, p.default.to_string())).collect();
-        let c = Config { values: RwLock::new(values), nums: [const { AtomicU64::new(0) }; PARAMS.len()], config_file: None, pubsub_limit: Default::default() };
+        let c = Config { values: RwLock::new(values), nums: [const { AtomicU64::new(0) }; PARAMS.len()], config_file: None, pubsub_limit: Default::default(), keyspace_events: AtomicU64::new(0) };
         c.refresh_hot();
         c
     }
@@ -430,6 +439,9 @@ fn numeric(p: &Param, value: &str) -> u64 {
         Kind::Bool => u64::from(value == "yes"),
         Kind::Enum(names) => names.iter().position(|n| *n == value).unwrap_or(0) as u64,
         Kind::Str | Kind::Schedule | Kind::OutputBufferLimit => 0,
+        // The flags as set are kept in `Config::keyspace_events` instead: the canonical
+        // string omits `n` next to `A`, as Redis's does.
+        Kind::KeyspaceEvents => crate::notify::parse_flags(value).unwrap_or(0).into(),
     }
 }
 
@@ -491,6 +503,7 @@ impl Config {
         let v = self.merged(p, v);
         self.values.write().insert(p.name, v);
         self.refresh_hot();
+        self.note_raw(p, &value);
         Ok(())
     }
 
@@ -523,7 +536,21 @@ impl Config {
         }
         drop(values);
         self.refresh_hot();
+        for (name, value) in pairs {
+            if let Some(p) = param(name) {
+                self.note_raw(p, value);
+            }
+        }
         Ok(())
+    }
+
+    /// Keeps what the canonical form loses of a value just set (`n` beside `A` in
+    /// `notify-keyspace-events`).
+    fn note_raw(&self, p: &Param, value: &str) {
+        if let Kind::KeyspaceEvents = p.kind {
+            let flags = crate::notify::parse_flags(value).unwrap_or(0);
+            self.keyspace_events.store(u64::from(flags), Ordering::Relaxed);
+        }
     }
 
     /// CONFIG GET: (name, value) of every parameter matching any of the glob patterns.
@@ -623,6 +650,7 @@ impl Config {
             eviction_samples: self.num_usize(MAXMEMORY_SAMPLES),
             lfu_log_factor: self.num_u32(LFU_LOG_FACTOR),
             lfu_decay_time_min: self.num_u32(LFU_DECAY_TIME),
+            notify: crate::notify::effective(self.keyspace_events.load(Ordering::Relaxed) as u32),
         }
     }
 

@@ -220,10 +220,24 @@ pub(crate) fn run_handler(dbs: &mut [Db], db: usize, spec: &'static Spec, args: 
             zset_limits: cfg.zset_limits,
             modified: KeysModified::ALL,
             effect: if spec.is_write() { Effect::Args } else { Effect::Nothing },
+            notify_flags: cfg.notify,
+            events: Vec::new(),
+            events_said: false,
         };
+        // Notifications off: this one branch. (Turned off, the databases' journals stop
+        // recording at the shard's next tick: `Shard::active_expire`.)
+        if cfg.notify != 0 {
+            return run_notifying(ctx, f, spec, args);
+        }
         let reply = f(&mut ctx, args);
         (reply, ctx.modified, ctx.effect)
     };
+    finish(reply, modified, effect, spec)
+}
+
+/// The end of [`run_handler`]: what the command returns for its reply.
+#[inline(always)]
+fn finish(reply: Frame, modified: KeysModified, effect: Effect, spec: &Spec) -> (Frame, KeysModified, Option<Effect>) {
     if reply.is_error() {
         return (reply, KeysModified::NONE, None);
     }
@@ -231,6 +245,46 @@ pub(crate) fn run_handler(dbs: &mut [Db], db: usize, spec: &'static Spec, args: 
         return (reply, KeysModified::NONE, (effect != Effect::Nothing).then_some(effect));
     }
     (reply, modified, Some(effect))
+}
+
+/// [`run_handler`] with keyspace notifications on (or just turned off): the handler's events,
+/// the databases' own, and the default ones of a write, published once it has run.
+#[cold]
+#[inline(never)]
+fn run_notifying(mut ctx: Ctx<'_>, f: crate::command::KeyedFn, spec: &'static Spec, args: &[Arg]) -> (Frame, KeysModified, Option<Effect>) {
+    let flags = ctx.notify_flags;
+    // Events recorded outside any command (keys reclaimed by a fan-out...) happened before.
+    crate::notify::publish_journals(ctx.dbs, flags);
+    let reply = f(&mut ctx, args);
+    crate::notify::drain_journals(ctx.dbs, &mut ctx.events);
+    let (modified, effect) = (ctx.modified, ctx.effect);
+    let mut events = std::mem::take(&mut ctx.events);
+    if flags != 0 && spec.is_write() && !reply.is_error() && !ctx.events_said && !modified.is_none() {
+        // Every modified key the handler said nothing about fires the command's name.
+        let class = crate::notify::default_class(spec.group);
+        if flags & class != 0 {
+            let copy_db = copy_destination_db(spec, args);
+            for (position, i) in spec.key_indexes(args).enumerate() {
+                let key = &args[i][..];
+                let d = if position == 1 { copy_db.unwrap_or(ctx.db) } else { ctx.db };
+                if modified.contains(position) && !events.iter().any(|e| e.explicit && e.class != crate::notify::KEY_MISS && e.db == d && e.key == key) {
+                    events.push(crate::notify::Event { db: d, class, name: spec.name, key: key.to_vec(), explicit: true });
+                }
+            }
+        }
+    }
+    if reply.is_error() {
+        // A failed command changed nothing; what its lookups did (an expired key reclaimed,
+        // a miss) stands, as in Redis.
+        events.retain(|e| e.class & (crate::notify::EXPIRED | crate::notify::KEY_MISS) != 0);
+    }
+    if flags & crate::notify::KEY_MISS != 0 && spec.is_write() && !crate::notify::write_reads(spec.name) {
+        // Handlers of writes share read helpers; Redis's writes look keys up for writing,
+        // which misses silently, except those in `notify::write_reads`.
+        events.retain(|e| e.class != crate::notify::KEY_MISS);
+    }
+    crate::notify::publish_all(flags, &events);
+    finish(reply, modified, effect, spec)
 }
 
 /// Raises the WATCH flags of the keys a write modified, each in its database.
@@ -294,6 +348,7 @@ fn admit(dbs: &mut [Db], spec: &Spec, args: &[Arg], now: u64, cfg: &CmdConfig, s
             if let Some((key, freed)) = dbs[d].evict_one(cfg.eviction, cfg.eviction_samples) {
                 // Replay must not depend on which keys a random sample chose.
                 crate::aof::log_command(now, d, &[&b"DEL"[..], &key]);
+                crate::notify::publish(cfg.notify, crate::notify::EVICTED, d, "evicted", &key);
                 evicted += 1;
                 memory::note_freed(freed as u64);
                 to_free = to_free.saturating_sub(freed as u64);
@@ -640,6 +695,9 @@ impl Worker {
         // Each key with its position among the command's keys (what the handler's
         // `modified` refers to).
         let mut by_shard: BTreeMap<usize, Vec<(usize, usize, Bytes)>> = BTreeMap::new();
+        // Keys checked out already expired: reclaimed on the scratch keyspace, counted and
+        // signalled (WATCH) on their shards at check-in, as their shard would have.
+        let mut expired_out: Vec<(usize, Bytes)> = Vec::new();
         for (position, (d, k)) in keys.iter().enumerate() {
             if *d < databases {
                 by_shard.entry(shard_of(k, n)).or_default().push((position, *d, k.clone()));
@@ -649,17 +707,16 @@ impl Worker {
             let ks: Vec<(usize, Bytes)> = ks.iter().map(|(_, d, k)| (*d, k.clone())).collect();
             let taken = self
                 .run(access, shard, move |s| {
-                    ks.into_iter()
-                        .filter_map(|(d, k)| {
-                            let live = s.dbs[d].contains(&k, now);
-                            let e = if live { s.dbs[d].remove_entry(&k) } else { None };
-                            e.map(|e| (d, k, e))
-                        })
-                        .collect::<Vec<(usize, Bytes, Detached)>>()
+                    // Expired entries travel too: the handler's lookups reclaim them, with their
+                    // "expired" events in the command's order, as on one shard.
+                    ks.into_iter().filter_map(|(d, k)| s.dbs[d].remove_entry(&k).map(|e| (d, k, e))).collect::<Vec<(usize, Bytes, Detached)>>()
                 })
                 .await;
             let Some(taken) = taken else { return shutting_down() };
             for (d, k, e) in taken {
+                if e.expire_at_ms != 0 && e.expire_at_ms <= now {
+                    expired_out.push((d, k.clone()));
+                }
                 scratch[d].insert_entry(&k, e);
             }
         }
@@ -668,18 +725,23 @@ impl Worker {
             l.add_log(crate::aof::take_pending());
         }
         for (shard, ks) in by_shard {
-            let back: Vec<(usize, Bytes, Option<Detached>, bool)> = ks
+            let back: Vec<(usize, Bytes, Option<Detached>, bool, bool)> = ks
                 .into_iter()
                 .map(|(position, d, k)| {
                     let e = scratch[d].remove_entry(&k);
-                    (d, k, e, modified.contains(position))
+                    let expired = expired_out.iter().any(|(ed, ek)| *ed == d && *ek == k);
+                    let reclaimed = expired && e.is_none();
+                    (d, k, e, modified.contains(position) || expired, reclaimed)
                 })
                 .collect();
             let done = self
                 .run(access, shard, move |s| {
-                    for (d, k, e, signal) in back {
+                    for (d, k, e, signal, reclaimed) in back {
                         if let Some(e) = e {
                             s.dbs[d].insert_entry(&k, e);
+                        }
+                        if reclaimed {
+                            s.dbs[d].expired_keys_total += 1;
                         }
                         if signal {
                             s.dbs[d].signal_modified(&k);

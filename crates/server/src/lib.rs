@@ -19,6 +19,8 @@
 //! - `aof.rs`, `snapshot.rs`, `recovery.rs`: the log (fed by handlers' stated effects),
 //!   snapshots without fork, and loading at start
 //! - `monitor.rs`  MONITOR's stream
+//! - `notify.rs`   keyspace notifications (notify-keyspace-events): events gathered by `Ctx`,
+//!   published after each command
 //! - `blocking.rs` blocked clients (BLPOP...): registered and served on the shard, in order
 //! - `pubsub.rs`   pub/sub: the subscriptions shared by all threads, delivery to subscribers
 //!   (the commands are in `cmd/pubsub.rs`)
@@ -45,6 +47,7 @@ pub mod exec;
 pub mod hop;
 pub mod memory;
 pub mod monitor;
+pub mod notify;
 pub mod order;
 pub mod pubsub;
 pub mod recovery;

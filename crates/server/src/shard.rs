@@ -178,6 +178,10 @@ pub fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
+/// Whether shards run active expiry (DEBUG SET-ACTIVE-EXPIRE, as Redis: tests that need
+/// keys to expire only when accessed turn it off).
+pub static ACTIVE_EXPIRE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
 /// One shard's data.
 pub struct Shard {
     pub id: usize,
@@ -198,7 +202,12 @@ impl Shard {
 
     /// Active expiry: Redis's algorithm, per database sample 20 keys with a TTL and repeat while
     /// more than a quarter of the sample had expired, within a time budget per call.
-    pub fn active_expire(&mut self, budget: Duration) {
+    pub fn active_expire(&mut self, budget: Duration, notify_flags: u32) {
+        // The keys it reclaims are published as "expired" (x), in the order reclaimed.
+        crate::notify::publish_journals(&mut self.dbs, notify_flags);
+        if !ACTIVE_EXPIRE.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
         let start = std::time::Instant::now();
         let now = now_ms();
         for db in &mut self.dbs {
@@ -209,6 +218,7 @@ impl Shard {
                 }
             }
         }
+        crate::notify::publish_journals(&mut self.dbs, notify_flags);
     }
 }
 
@@ -236,9 +246,47 @@ pub struct Ctx<'a> {
     /// `signalModifiedKey` call sites). Starts as every key; a handler that changed less
     /// says so ([`Ctx::unchanged`], [`Ctx::modified_only`]).
     pub modified: KeysModified,
+    /// notify-keyspace-events' flags (0: off, see `notify.rs`).
+    pub notify_flags: u32,
+    /// The keyspace events this command fired so far, with the databases' own (expired, new,
+    /// keymiss) merged in order; published after the command.
+    pub events: Vec<crate::notify::Event>,
+    /// The handler said which events its write fires (possibly none): no default event.
+    pub events_said: bool,
 }
 
 impl Ctx<'_> {
+    /// Records keyspace event `event` of `class` (a `notify::` bit) for `key` in the
+    /// selected database, if that class is enabled: one branch when notifications are off.
+    #[inline]
+    pub fn notify(&mut self, class: u32, event: &'static str, key: &[u8]) {
+        if self.notify_flags & class != 0 {
+            self.record_event(self.db, class, event, key);
+        }
+    }
+
+    /// [`Ctx::notify`] for a key of database `db` (MOVE, COPY ... DB).
+    #[inline]
+    pub fn notify_in(&mut self, db: usize, class: u32, event: &'static str, key: &[u8]) {
+        if self.notify_flags & class != 0 {
+            self.record_event(db, class, event, key);
+        }
+    }
+
+    /// The write fires no event of its own, whatever it modified (PFDEBUG...); events it
+    /// recorded with [`Ctx::notify`] stand.
+    pub fn notify_none(&mut self) {
+        self.events_said = true;
+    }
+
+    #[cold]
+    fn record_event(&mut self, db: usize, class: u32, name: &'static str, key: &[u8]) {
+        // What the keyspace did until now (an expired key reclaimed by the lookup...) came
+        // first.
+        crate::notify::drain_journals(self.dbs, &mut self.events);
+        self.events.push(crate::notify::Event { db, class, name, key: key.to_vec(), explicit: true });
+    }
+
     pub fn db(&mut self) -> &mut Db {
         &mut self.dbs[self.db]
     }
@@ -389,7 +437,7 @@ pub async fn shard_loop(shard: Rc<RefCell<Shard>>, mut rx: mpsc::Receiver<ShardM
                 // A quarter of the period at most, so expiry never starves requests.
                 let id = {
                     let mut s = shard.borrow_mut();
-                    s.active_expire(period / 4);
+                    s.active_expire(period / 4, server.config.cmd_config().notify);
                     s.id
                 };
                 crate::snapshot::fold_changes();

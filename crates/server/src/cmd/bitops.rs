@@ -30,6 +30,7 @@ use super::args::*;
 use super::strings::{read_str, str_mut};
 use crate::command::flags::*;
 use crate::command::Spec;
+use crate::notify;
 use crate::shard::{Ctx, KeysModified};
 
 const K1: (i32, i32, i32) = (1, 1, 1);
@@ -89,6 +90,9 @@ fn bitop(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     if len == 0 {
         // As Redis: the destination is signalled only if it existed (it is deleted).
         let removed = ctx.db().remove(dest, now);
+        if removed {
+            ctx.notify(notify::GENERIC, "del", dest);
+        }
         ctx.modified_only(if removed { KeysModified::key(0) } else { KeysModified::NONE });
         return Frame::Integer(0);
     }
@@ -96,6 +100,7 @@ fn bitop(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     out.resize(len, 0);
     combine(op, &srcs, &mut out);
     ctx.db().set(dest, Value::Str(out), 0, now);
+    ctx.notify(notify::STRING, "set", dest);
     // The destination only, not the sources (Redis's signalModifiedKey).
     ctx.modified_only(KeysModified::key(0));
     // Redis stores the result as a fresh sds object: OBJECT ENCODING says "raw" at any length.
@@ -315,14 +320,21 @@ fn bitfield_generic(ctx: &mut Ctx, a: &[Arg], readonly_command: bool) -> Frame {
             return e;
         }
     }
+    let notify_on = ctx.notify_flags & notify::STRING != 0;
     let mut s = match str_mut(ctx, &a[1]) {
         Ok(s) => s,
         Err(e) => return e,
     };
-    if (s.len() as u64) < len_needed {
+    let grew = (s.len() as u64) < len_needed;
+    if grew {
         s.resize(len_needed as usize, 0);
     }
+    // Redis fires "setbit" only when the string grew or its bytes changed: with
+    // notifications on, the bytes the writes cover are kept to compare.
+    let covered = (parsed.ops.iter().filter(|op| op.kind != FieldOpKind::Get).map(|op| op.offset >> 3).min().unwrap_or(0) as usize)..(len_needed as usize);
+    let before = (notify_on && !grew).then(|| s[covered.clone()].to_vec());
     let replies: Vec<Frame> = parsed.ops.iter().map(|op| run_field_op(&mut s, op)).collect();
+    let changed = grew || before.is_some_and(|b| b[..] != s[covered]);
     drop(s);
     // As Redis: WATCH is signalled when a SET or INCRBY took effect (an OVERFLOW FAIL one
     // did not), even though the string may have grown for nothing. The write is logged in
@@ -330,6 +342,10 @@ fn bitfield_generic(ctx: &mut Ctx, a: &[Arg], readonly_command: bool) -> Frame {
     let writes_done = parsed.ops.iter().zip(&replies).filter(|(op, r)| op.kind != FieldOpKind::Get && !matches!(r, Frame::Null)).count();
     if writes_done == 0 {
         ctx.modified_only(KeysModified::NONE);
+    } else if changed {
+        ctx.notify(notify::STRING, "setbit", &a[1]);
+    } else {
+        ctx.notify_none();
     }
     Frame::Array(replies)
 }

@@ -10,6 +10,7 @@ use abacus_protocol::{Arg, Bytes, Frame};
 use super::args::*;
 use crate::command::flags::*;
 use crate::command::Spec;
+use crate::notify;
 use crate::shard::Ctx;
 
 const K1: (i32, i32, i32) = (1, 1, 1);
@@ -88,8 +89,10 @@ fn expire_generic(ctx: &mut Ctx, a: &[Arg], unit_ms: i64, relative: bool, cmd: &
     }
     if at <= now as i64 {
         ctx.db().remove(&a[1], now);
+        ctx.notify(notify::GENERIC, "del", &a[1]);
     } else {
         ctx.db().set_expire(&a[1], at as u64);
+        ctx.notify(notify::GENERIC, "expire", &a[1]);
     }
     // Propagated with the absolute time, options resolved: exact at any replay time.
     ctx.propagate_as(vec![Bytes::from_static(b"PEXPIREAT"), Bytes::copy_from_slice(&a[1]), Bytes::from(at.to_string())]);
@@ -116,6 +119,9 @@ fn pexpireat(ctx: &mut Ctx, a: &[Arg]) -> Frame {
 fn expire_of(ctx: &mut Ctx, key: &[u8]) -> i64 {
     let now = ctx.now_ms;
     if ctx.db().peek(key, now).is_none() {
+        // Redis's TTL looks the key up for reading (a miss; PERSIST's is dropped as a
+        // write's: see `notify.rs`).
+        ctx.notify(notify::KEY_MISS, "keymiss", key);
         return -2;
     }
     match ctx.db().expire_at(key) {

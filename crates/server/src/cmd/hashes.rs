@@ -18,6 +18,7 @@ use super::args::*;
 use super::ldouble;
 use crate::command::flags::*;
 use crate::command::Spec;
+use crate::notify;
 use crate::shard::Ctx;
 
 const K1: (i32, i32, i32) = (1, 1, 1);
@@ -96,7 +97,10 @@ fn hset(ctx: &mut Ctx, a: &[Arg]) -> Frame {
 
 fn hmset(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     match set_pairs(ctx, a) {
-        Ok(_) => Frame::ok(),
+        Ok(_) => {
+            ctx.notify(notify::HASH, "hset", &a[1]);
+            Frame::ok()
+        }
         Err(e) => e,
     }
 }
@@ -109,7 +113,11 @@ fn hsetnx(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     }
     let limits = ctx.hash_limits;
     match hash_mut_or_new(ctx, &a[1]) {
-        Ok(hash) => Frame::Integer(hash.insert_with_limits(&a[2], &a[3], &limits).into()),
+        Ok(hash) => {
+            let added = hash.insert_with_limits(&a[2], &a[3], &limits);
+            ctx.notify(notify::HASH, "hset", &a[1]);
+            Frame::Integer(added.into())
+        }
         Err(e) => e,
     }
 }
@@ -144,9 +152,11 @@ fn hdel(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     if removed == 0 {
         return ctx.unchanged(Frame::Integer(0));
     }
+    ctx.notify(notify::HASH, "hdel", &a[1]);
     if now_empty {
         let now = ctx.now_ms;
         ctx.db().remove(&a[1], now);
+        ctx.notify(notify::GENERIC, "del", &a[1]);
     }
     Frame::Integer(removed as i64)
 }

@@ -13,6 +13,7 @@ use crate::command::flags::*;
 use crate::command::Spec;
 use crate::conn::Conn;
 use crate::exec::Access;
+use crate::notify;
 use crate::shard::{now_ms, Ctx, KeysModified};
 
 const K1: (i32, i32, i32) = (1, 1, 1);
@@ -51,6 +52,7 @@ fn del(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         if ctx.db().remove(k, now) {
             removed = removed.and(position);
             count += 1;
+            ctx.notify(notify::GENERIC, "del", k);
         }
     }
     // As Redis: only the keys that existed are signalled.
@@ -71,6 +73,7 @@ fn unlink(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         if let Some(e) = ctx.db().remove_entry(k) {
             removed += 1;
             modified = modified.and(position);
+            ctx.notify(notify::GENERIC, "del", k);
             if e.entry.heap_bytes() > crate::memory::LAZYFREE_THRESHOLD_BYTES {
                 crate::memory::free_later(e.entry);
             }
@@ -89,7 +92,10 @@ fn type_cmd(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let now = ctx.now_ms;
     match ctx.db().peek(&a[1], now) {
         Some(e) => Frame::simple(e.value().value_type().name()),
-        None => Frame::simple("none"),
+        None => {
+            ctx.notify(notify::KEY_MISS, "keymiss", &a[1]);
+            Frame::simple("none")
+        }
     }
 }
 
@@ -101,12 +107,17 @@ fn rename_generic(ctx: &mut Ctx, a: &[Arg], nx: bool) -> Frame {
     if a[1] == a[2] {
         return ctx.unchanged(if nx { Frame::Integer(0) } else { Frame::ok() });
     }
-    if nx && ctx.db().contains(&a[2], now) {
+    // Looked up in every case, as Redis does (an expired destination is reclaimed first).
+    if ctx.db().contains(&a[2], now) && nx {
         return ctx.unchanged(Frame::Integer(0));
     }
     if let Some(e) = ctx.db().remove_entry(&a[1]) {
+        // Redis deletes the destination, then adds it: a "new" key whatever was there.
         ctx.db().insert_entry(&a[2], e);
+        ctx.db().created(&a[2]);
     }
+    ctx.notify(notify::GENERIC, "rename_from", &a[1]);
+    ctx.notify(notify::GENERIC, "rename_to", &a[2]);
     if nx {
         Frame::Integer(1)
     } else {
@@ -144,8 +155,11 @@ fn move_cmd(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     }
     if let Some(e) = ctx.db().remove_entry(&a[1]) {
         ctx.dbs[target].insert_entry(&a[1], e);
+        ctx.dbs[target].created(&a[1]);
         ctx.dbs[target].signal_modified(&a[1]);
     }
+    ctx.notify(notify::GENERIC, "move_from", &a[1]);
+    ctx.notify_in(target, notify::GENERIC, "move_to", &a[1]);
     Frame::Integer(1)
 }
 
@@ -179,6 +193,8 @@ fn copy(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         ctx.dbs[target].remove_entry(&a[2]);
     }
     ctx.dbs[target].insert_entry(&a[2], src);
+    ctx.dbs[target].created(&a[2]);
+    ctx.notify_in(target, notify::GENERIC, "copy_to", &a[2]);
     // Only the destination changed; the signal finds it in database `target` (see
     // `exec::signal_modified`), on whichever shard it lives.
     ctx.modified_only(KeysModified::key(1));

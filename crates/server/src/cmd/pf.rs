@@ -25,6 +25,7 @@ use abacus_redis_hll::{HllError, RedisHll, HLL_REGISTERS};
 
 use crate::command::flags::*;
 use crate::command::Spec;
+use crate::notify;
 use crate::shard::{Ctx, KeysModified};
 
 const ALL: (i32, i32, i32) = (1, -1, 1);
@@ -163,9 +164,10 @@ fn pfmerge(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         }
     }
     let max_bytes = ctx.hll.sparse_max_bytes;
-    // As Redis: the destination is signalled (even if no register changed), never the sources.
+    // As Redis: the destination is signalled (even if no register changed), never the sources;
+    // its event is PFADD's.
     ctx.modified_only(KeysModified::key(0));
-    match with_hll(ctx, &a[1], Lookup::Write, |h| h.store_merged(&max, use_dense, max_bytes)) {
+    let reply = match with_hll(ctx, &a[1], Lookup::Write, |h| h.store_merged(&max, use_dense, max_bytes)) {
         Ok(Some(Ok(()))) => Frame::ok(),
         Ok(Some(Err(e))) => hll_error(e),
         Err(reply) => reply,
@@ -177,7 +179,9 @@ fn pfmerge(ctx: &mut Ctx, a: &[Arg]) -> Frame {
             store_new(ctx, &a[1], h);
             Frame::ok()
         }
-    }
+    };
+    ctx.notify(notify::STRING, "pfadd", &a[1]);
+    reply
 }
 
 /// PFDEBUG subcommand key: Redis looks the key up (for writing) and checks it is a
@@ -216,6 +220,7 @@ fn pfdebug(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     // A conversion to dense is an encoding change, not a modification: Redis signals
     // nothing (it only propagates it).
     ctx.modified_only(KeysModified::NONE);
+    ctx.notify_none();
     match replied {
         Ok(Some(reply)) => reply,
         Ok(None) => Frame::error("ERR The specified key does not exist"),

@@ -252,6 +252,17 @@ pub async fn debug(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         drop(locks);
         return Frame::ok();
     }
+    if is(&a[1], "set-active-expire") && a.len() == 3 {
+        // As Redis: 0 stops active expiry (keys then expire only when accessed), anything
+        // else that is a number resumes it.
+        return match parse_i64(&a[2]) {
+            Ok(v) => {
+                crate::shard::ACTIVE_EXPIRE.store(v != 0, std::sync::atomic::Ordering::Relaxed);
+                Frame::ok()
+            }
+            Err(e) => e,
+        };
+    }
     if is(&a[1], "error") && a.len() == 3 {
         // As Redis: the argument is the whole error line (its code included), with CR and LF
         // made spaces so it stays one line.
@@ -271,6 +282,10 @@ pub async fn debug(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
                 "ERROR <string>",
                 "    Return a Redis protocol error with <string> as message. Useful for clients",
                 "    unit tests to simulate Redis errors.",
+                "SET-ACTIVE-EXPIRE <0|1>",
+                "    Setting it to 0 disables expiring keys in background when they are not",
+                "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
+                "    default.",
                 "SLEEP <seconds>",
                 "    Stop the server for <seconds> (may be fractional): other clients wait.",
                 "HELP",

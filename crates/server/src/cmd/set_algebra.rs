@@ -21,6 +21,7 @@ use super::args::*;
 use super::sets::member_frames;
 use crate::command::flags::*;
 use crate::command::Spec;
+use crate::notify;
 use crate::shard::{Ctx, KeysModified};
 
 const ALL: (i32, i32, i32) = (1, -1, 1);
@@ -48,14 +49,18 @@ enum Op {
 /// up for writing as Redis does), then the live sets are borrowed together.
 fn operands<'a>(ctx: &'a mut Ctx, keys: &[Arg], write: bool) -> Result<Vec<Option<&'a IdSet>>, Frame> {
     let now = ctx.now_ms;
-    let db = ctx.db();
     for key in keys {
-        let found = if write { db.get_mut(key, now).map(|e| &*e) } else { db.get(key, now) };
-        if found.is_some_and(|e| e.as_set().is_none()) {
-            return Err(err(ERR_WRONGTYPE));
+        let found = if write { ctx.db().get_mut(key, now).map(|e| &*e) } else { ctx.db().get(key, now) };
+        match found {
+            Some(e) if e.as_set().is_none() => return Err(err(ERR_WRONGTYPE)),
+            Some(_) => {}
+            // Redis 7.0 reads the sources of the STORE forms too: a missing one is a
+            // "keymiss" (a read's lookup records its own).
+            None if write => ctx.notify(notify::KEY_MISS, "keymiss", key),
+            None => {}
         }
     }
-    let db = &*db;
+    let db = &*ctx.db();
     Ok(keys.iter().map(|key| db.get_shared(key, now).and_then(|e| e.as_set())).collect())
 }
 
@@ -91,6 +96,9 @@ fn store(ctx: &mut Ctx, a: &[Arg], op: Op) -> Frame {
     // As Redis: the destination is signalled, never the sources; an empty result only if
     // it deleted a destination.
     let existed = if result.is_empty() { ctx.db().remove(&a[1], now) } else { true };
+    if result.is_empty() && existed {
+        ctx.notify(notify::GENERIC, "del", &a[1]);
+    }
     ctx.modified_only(if existed { KeysModified::key(0) } else { KeysModified::NONE });
     if !result.is_empty() {
         // Replaces any value (and TTL) the destination had, as Redis's dbDelete + dbAdd.

@@ -21,6 +21,7 @@ use abacus_protocol::{Arg, Bytes, Frame};
 use super::args::*;
 use crate::command::flags::*;
 use crate::command::Spec;
+use crate::notify;
 use crate::shard::{Ctx, KeysModified};
 
 const K1: (i32, i32, i32) = (1, 1, 1);
@@ -101,8 +102,10 @@ fn srem(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     if removed == 0 {
         return ctx.unchanged(Frame::Integer(0));
     }
+    ctx.notify(notify::SET, "srem", &a[1]);
     if now_empty {
         delete(ctx, &a[1]);
+        ctx.notify(notify::GENERIC, "del", &a[1]);
     }
     Frame::Integer(removed as i64)
 }
@@ -196,8 +199,10 @@ fn spop(ctx: &mut Ctx, a: &[Arg]) -> Frame {
             (Frame::Set(members.into_iter().map(|m| Frame::Bulk(m.into())).collect()), set.is_empty())
         }
     };
+    ctx.notify(notify::SET, "spop", &a[1]);
     if now_empty {
         delete(ctx, &a[1]);
+        ctx.notify(notify::GENERIC, "del", &a[1]);
     }
     // The members were drawn at random: propagated as SREM of the ones drawn.
     let mut effect = vec![Bytes::from_static(b"SREM"), Bytes::copy_from_slice(&a[1])];
@@ -214,12 +219,15 @@ fn smove(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let (src, dst, member) = (&a[1], &a[2], &a[3]);
     let limits = ctx.set_limits;
     // As Redis: a missing source answers 0 before the destination's type is checked.
-    match set_mut(ctx, src) {
-        Ok(Some(_)) => {}
-        Ok(None) => return ctx.unchanged(Frame::Integer(0)),
+    // As Redis: both keys are looked up (an expired one reclaimed) before any check.
+    let src_found = set_mut(ctx, src).map(|s| s.is_some());
+    let dst_checked = set_mut(ctx, dst).map(|_| ());
+    match src_found {
+        Ok(true) => {}
+        Ok(false) => return ctx.unchanged(Frame::Integer(0)),
         Err(e) => return e,
     }
-    if let Err(e) = set_mut(ctx, dst) {
+    if let Err(e) = dst_checked {
         return e;
     }
     if src == dst {
@@ -235,8 +243,10 @@ fn smove(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         }
         _ => return ctx.unchanged(Frame::Integer(0)),
     };
+    ctx.notify(notify::SET, "srem", src);
     if src_empty {
         delete(ctx, src);
+        ctx.notify(notify::GENERIC, "del", src);
     }
     // As Redis: the destination is signalled only if the member was new to it.
     let added = match set_mut(ctx, dst) {
@@ -248,6 +258,9 @@ fn smove(ctx: &mut Ctx, a: &[Arg]) -> Frame {
             true
         }
     };
+    if added {
+        ctx.notify(notify::SET, "sadd", dst);
+    }
     ctx.modified_only(if added { KeysModified::key(0).and(1) } else { KeysModified::key(0) });
     Frame::Integer(1)
 }

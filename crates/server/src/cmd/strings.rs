@@ -11,6 +11,7 @@ use super::args::*;
 use super::ldouble;
 use crate::command::flags::*;
 use crate::command::Spec;
+use crate::notify;
 use crate::shard::Ctx;
 
 const K1: (i32, i32, i32) = (1, 1, 1);
@@ -178,20 +179,22 @@ fn set(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let key = &a[1];
     let now = ctx.now_ms;
     if !want_get && !nx && !xx && expire != ExpireOpt::KeepTtl {
-        // The plain SET: one hash lookup.
+        // The plain SET: one hash lookup. A time already past is stored as such, as Redis
+        // does: the key is gone for every lookup, and reclaimed (with its "expired" event) by
+        // the first one.
         let at = if let ExpireOpt::At(at) = expire { at } else { 0 };
-        if at != 0 && at <= now {
-            ctx.db().remove(key, now);
-        } else {
-            ctx.db().set(key, Value::str(&a[2]), at, now);
-        }
+        ctx.db().set(key, Value::str(&a[2]), at, now);
+        set_events(ctx, key, at != 0);
         return Frame::ok();
     }
-    let old = match read_str(ctx, key) {
-        Ok(v) => v.map(<[u8]>::to_vec),
-        // SET without GET overwrites a key of any type.
-        Err(e) if want_get => return e,
-        Err(_) => None,
+    // SET without GET overwrites a key of any type, and reads nothing (no keymiss event).
+    let old = if want_get {
+        match read_str(ctx, key) {
+            Ok(v) => v.map(<[u8]>::to_vec),
+            Err(e) => return e,
+        }
+    } else {
+        None
     };
     let exists = ctx.db().contains(key, now);
     let reply_skip = if want_get { bulk_or_null(old.as_deref()) } else { Frame::Null };
@@ -200,22 +203,27 @@ fn set(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     }
     let at = match expire {
         ExpireOpt::At(at) => at,
-        ExpireOpt::KeepTtl => match ctx.db().get(key, now) {
+        ExpireOpt::KeepTtl => match ctx.db().peek(key, now) {
             Some(_) => ctx.db().expire_at(key),
             None => 0,
         },
         _ => 0,
     };
-    if at != 0 && at <= now {
-        // Already expired: the write is accepted and the key is gone at once.
-        ctx.db().remove(key, now);
-    } else {
-        ctx.db().set(key, Value::str(&a[2]), at, now);
-    }
+    // A time already past is stored as such (see above).
+    ctx.db().set(key, Value::str(&a[2]), at, now);
+    set_events(ctx, key, matches!(expire, ExpireOpt::At(_)));
     if want_get {
         bulk_or_null(old.as_deref())
     } else {
         Frame::ok()
+    }
+}
+
+/// SET's keyspace events: "set", then "expire" when it was given a time.
+fn set_events(ctx: &mut Ctx, key: &[u8], timed: bool) {
+    ctx.notify(notify::STRING, "set", key);
+    if timed {
+        ctx.notify(notify::GENERIC, "expire", key);
     }
 }
 
@@ -225,6 +233,7 @@ fn setnx(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         return ctx.unchanged(Frame::Integer(0));
     }
     ctx.db().set(&a[1], Value::str(&a[2]), 0, now);
+    ctx.notify(notify::STRING, "set", &a[1]);
     Frame::Integer(1)
 }
 
@@ -235,6 +244,7 @@ fn setex_generic(ctx: &mut Ctx, a: &[Arg], kind: &str, cmd: &str) -> Frame {
     };
     let now = ctx.now_ms;
     ctx.db().set(&a[1], Value::str(&a[3]), at, now);
+    set_events(ctx, &a[1], true);
     ctx.propagate_as(vec![Bytes::from_static(b"SET"), Bytes::copy_from_slice(&a[1]), Bytes::copy_from_slice(&a[3]), Bytes::from_static(b"PXAT"), Bytes::from(at.to_string())]);
     Frame::ok()
 }
@@ -254,6 +264,7 @@ fn getset(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     };
     let now = ctx.now_ms;
     ctx.db().set(&a[1], Value::str(&a[2]), 0, now);
+    ctx.notify(notify::STRING, "set", &a[1]);
     old
 }
 
@@ -265,6 +276,7 @@ fn getdel(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     };
     let now = ctx.now_ms;
     ctx.db().remove(&a[1], now);
+    ctx.notify(notify::GENERIC, "del", &a[1]);
     old
 }
 
@@ -307,15 +319,18 @@ fn getex(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     match expire {
         ExpireOpt::At(at) if at <= now => {
             ctx.db().remove(&a[1], now);
+            ctx.notify(notify::GENERIC, "del", &a[1]);
             ctx.propagate_as(vec![Bytes::from_static(b"PEXPIREAT"), Bytes::copy_from_slice(&a[1]), Bytes::from(at.to_string())]);
         }
         ExpireOpt::At(at) => {
             ctx.db().set_expire(&a[1], at);
+            ctx.notify(notify::GENERIC, "expire", &a[1]);
             ctx.propagate_as(vec![Bytes::from_static(b"PEXPIREAT"), Bytes::copy_from_slice(&a[1]), Bytes::from(at.to_string())]);
         }
         // As Redis: only removing a time is a change.
         ExpireOpt::Persist if ctx.db().expire_at(&a[1]) != 0 => {
             ctx.db().set_expire(&a[1], 0);
+            ctx.notify(notify::GENERIC, "persist", &a[1]);
             ctx.propagate_as(vec![Bytes::from_static(b"PERSIST"), Bytes::copy_from_slice(&a[1])]);
         }
         _ => {
@@ -338,6 +353,7 @@ fn mset(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let now = ctx.now_ms;
     for kv in a[1..].chunks(2) {
         ctx.db().set(&kv[0], Value::str(&kv[1]), 0, now);
+        ctx.notify(notify::STRING, "set", &kv[0]);
     }
     Frame::ok()
 }
@@ -464,6 +480,8 @@ fn incr_by(ctx: &mut Ctx, key: &[u8], by: i64) -> Frame {
         Some(e) => e.set_value(Value::Str(bytes.into())),
         None => ctx.db().set(key, Value::Str(bytes.into()), 0, now),
     }
+    // Redis's incrDecrCommand: "incrby" for INCR, DECR, INCRBY and DECRBY alike.
+    ctx.notify(notify::STRING, "incrby", key);
     Frame::Integer(new)
 }
 

@@ -1,0 +1,376 @@
+"""Keyspace notifications (notify-keyspace-events): the parameter's parsing and canonical
+form, and the messages themselves compared with the real redis-server 7.0.
+
+The differential test runs the same seeded random sequence of writes and reads over every
+command family (strings, bits, keys, expiry, hashes, sets and their stores, HyperLogLogs)
+on both servers, each with a PSUBSCRIBE `__key*@*__:*` connection, and compares the whole
+message streams. Both servers run with active expiry off (DEBUG SET-ACTIVE-EXPIRE 0), so a
+key expires when a command touches it, at the same point of both streams; short expiries
+(PEXPIRE of a few ms) are only set right before a pause that outlasts them, so no command
+races a deadline. Abacus runs with two threads and the keys are untagged, so multi-key
+commands mostly span both shards (the scratch keyspace of exec.rs). After every command a
+marker is published on both servers: a mismatch is reported with the command that caused
+it and the ones before. Rerun a seed with `-k 'test_differential_notifications[SEED-...]'`.
+
+Active expiry's "expired" and maxmemory's "evicted" events are checked against each server
+on its own (their timing and choice of keys are the servers'), waiting for conditions with
+generous deadlines, never asserting on time.
+"""
+
+import os
+import random
+import time
+
+import pytest
+import redis
+
+from test_differential import Err, _client, _run, redis_and_abacus  # noqa: F401
+
+SEEDS = [int(x) for x in os.environ.get("NOTIFY_SEEDS", "1,2,3").split(",")]
+COMMANDS_PER_SEED = int(os.environ.get("NOTIFY_COMMANDS", "400"))
+HISTORY = 8
+PATTERN = b"__key*@*__:*"
+MARK = b"__keyevent@15__:zz-step"
+
+STRINGS = [b"s1", b"s2", b"s3", b"s4", b"n1", b"n2"]
+HASHES = [b"h1", b"h2", b"h3"]
+SETS = [b"t1", b"t2", b"t3", b"t4"]
+HLLS = [b"p1", b"p2", b"p3"]
+ALL_KEYS = STRINGS + HASHES + SETS + HLLS + [b"missing1", b"missing2"]
+
+
+# ---------------------------------------------------------------------------
+# the parameter
+
+
+@pytest.fixture(scope="module")
+def pair():
+    with redis_and_abacus() as (rs, ab):
+        cr, ca = _client(rs), _client(ab)
+        yield rs, ab, cr, ca
+        cr.close()
+        ca.close()
+
+
+CONFIG_VALUES = ["KEA", "A", "An", "Agn", "g$lshzxetdn", "KEm", "Kx", "", "KEAm", "KEz",
+                 "Elg", "n", "Kn", "KEn", "KEAn", "$n", "AKEmn", "tdn", "EEKK", "mmm", "Ed"]
+BAD_VALUES = ["KEX", "a", "K E", "KE!", "1", "ke", "KEA\u00e9"]
+
+
+def test_config_set_get_as_redis(pair):
+    _, _, cr, ca = pair
+    for value in CONFIG_VALUES:
+        got = []
+        for c in (cr, ca):
+            assert _run(c, [b"CONFIG", b"SET", b"notify-keyspace-events", value.encode()]) == b"OK"
+            got.append(_run(c, [b"CONFIG", b"GET", b"notify-keyspace-events"]))
+        assert got[0] == got[1], value
+    # Values Redis 7.0.15 prints, so that a change on both sides is noticed.
+    for value, canonical in [("KEA", b"AKE"), ("Kx", b"xK"), ("KEAn", b"AKE"), ("KEn", b"nKE"), ("", b"")]:
+        _run(ca, [b"CONFIG", b"SET", b"notify-keyspace-events", value.encode()])
+        assert _run(ca, [b"CONFIG", b"GET", b"notify-keyspace-events"]) == [b"notify-keyspace-events", canonical]
+
+
+def test_config_set_errors_as_redis(pair):
+    _, _, cr, ca = pair
+    for c in (cr, ca):
+        _run(c, [b"CONFIG", b"SET", b"notify-keyspace-events", b"Kx"])
+    for value in BAD_VALUES:
+        errs = [_run(c, [b"CONFIG", b"SET", b"notify-keyspace-events", value.encode()]) for c in (cr, ca)]
+        assert isinstance(errs[1], Err), value
+        assert errs[0] == errs[1], value
+        # Nothing changed.
+        assert _run(ca, [b"CONFIG", b"GET", b"notify-keyspace-events"]) == [b"notify-keyspace-events", b"xK"]
+    assert errs[1].message == ("ERR CONFIG SET failed (possibly related to argument "
+                               "'notify-keyspace-events') - Invalid event class character. "
+                               "Use 'Ag$lshzxeKEtmdn'.")
+    for c in (cr, ca):
+        _run(c, [b"CONFIG", b"SET", b"notify-keyspace-events", b""])
+
+
+# ---------------------------------------------------------------------------
+# the differential test
+
+
+class Gen:
+    def __init__(self, rnd):
+        self.r = rnd
+
+    def key(self, pool=None):
+        r = self.r
+        if pool is None or r.random() < 0.1:
+            return r.choice(ALL_KEYS)
+        return r.choice(pool)
+
+    def member(self):
+        return self.r.choice([b"a", b"b", b"c", b"d", b"1", b"2", b"3"])
+
+    def members(self, lo=1, hi=4):
+        return [self.member() for _ in range(self.r.randint(lo, hi))]
+
+    def num(self):
+        return str(self.r.randint(-20, 20)).encode()
+
+    def long_ttl(self):
+        return str(self.r.randint(100000, 900000)).encode()
+
+    def command(self):
+        """One command (a list of arguments), or ("expire-soon", key)."""
+        r, k = self.r, self.key
+        s, h, t, p = (lambda: k(STRINGS)), (lambda: k(HASHES)), (lambda: k(SETS)), (lambda: k(HLLS))
+        choices = [
+            # strings
+            lambda: [b"SET", s(), self.num()],
+            lambda: [b"SET", s(), b"v"] + r.choice([[b"NX"], [b"XX"], [b"GET"], [b"KEEPTTL"],
+                                                     [b"PX", self.long_ttl()], [b"EX", b"1000"],
+                                                     [b"PXAT", b"1"], [b"NX", b"GET"], [b"XX", b"PX", b"500000"]]),
+            lambda: [b"SETNX", s(), b"x"],
+            lambda: [b"SETEX", s(), b"1000", b"x"],
+            lambda: [b"PSETEX", s(), self.long_ttl(), b"x"],
+            lambda: [b"GETSET", s(), self.num()],
+            lambda: [b"GETDEL", s()],
+            lambda: [b"GETEX", s()] + r.choice([[], [b"PERSIST"], [b"PX", self.long_ttl()], [b"PXAT", b"1"], [b"EX", b"100"]]),
+            lambda: [b"MSET"] + [x for _ in range(r.randint(1, 3)) for x in (s(), self.num())],
+            lambda: [b"MSETNX"] + [x for _ in range(r.randint(1, 3)) for x in (s(), self.num())],
+            lambda: [b"APPEND", s(), b"z"],
+            lambda: [b"SETRANGE", s(), str(r.randint(0, 5)).encode(), r.choice([b"", b"ab"])],
+            lambda: [b"INCR", s()],
+            lambda: [b"DECR", s()],
+            lambda: [b"INCRBY", s(), self.num()],
+            lambda: [b"DECRBY", s(), self.num()],
+            lambda: [b"INCRBYFLOAT", s(), b"1.5"],
+            lambda: [b"GET", s()],
+            lambda: [b"MGET", s(), s()],
+            lambda: [b"STRLEN", s()],
+            # bits
+            lambda: [b"SETBIT", s(), str(r.randint(0, 20)).encode(), r.choice([b"0", b"1"])],
+            lambda: [b"BITOP", r.choice([b"AND", b"OR", b"XOR"]), s(), s(), s()],
+            lambda: [b"BITOP", b"NOT", s(), s()],
+            lambda: [b"BITFIELD", s()] + r.choice([[b"SET", b"u8", b"0", b"7"], [b"GET", b"u4", b"0"],
+                                                   [b"INCRBY", b"u2", b"0", b"3", b"OVERFLOW", b"FAIL", b"INCRBY", b"u2", b"0", b"3"],
+                                                   [b"OVERFLOW", b"FAIL", b"INCRBY", b"u2", b"0", b"9"]]),
+            lambda: [b"BITCOUNT", s()],
+            # keys and expiry
+            lambda: [b"DEL"] + [k() for _ in range(r.randint(1, 3))],
+            lambda: [b"UNLINK"] + [k() for _ in range(r.randint(1, 3))],
+            lambda: [b"EXISTS", k(), k()],
+            lambda: [b"TYPE", k()],
+            lambda: [b"TTL", k()],
+            lambda: [b"PTTL", k()],
+            lambda: [b"RENAME", k(), k()],
+            lambda: [b"RENAMENX", k(), k()],
+            lambda: [b"COPY", k(), k()] + r.choice([[], [b"REPLACE"], [b"DB", b"1"], [b"DB", b"1", b"REPLACE"]]),
+            lambda: [b"MOVE", k(), b"1"],
+            lambda: [b"EXPIRE", k(), self.long_ttl()] + r.choice([[], [b"NX"], [b"XX"], [b"GT"], [b"LT"]]),
+            lambda: [b"PEXPIRE", k(), r.choice([self.long_ttl(), b"-5", b"0"])],
+            lambda: [b"EXPIREAT", k(), r.choice([b"1", b"99999999999"])],
+            lambda: [b"PEXPIREAT", k(), r.choice([b"1", b"99999999999999"])],
+            lambda: [b"PERSIST", k()],
+            lambda: ("expire-soon", k()),
+            # hashes
+            lambda: [b"HSET", h()] + [x for _ in range(r.randint(1, 3)) for x in (self.member(), self.num())],
+            lambda: [b"HMSET", h(), self.member(), self.num()],
+            lambda: [b"HSETNX", h(), self.member(), b"x"],
+            lambda: [b"HDEL", h()] + self.members(),
+            lambda: [b"HINCRBY", h(), self.member(), self.num()],
+            lambda: [b"HINCRBYFLOAT", h(), self.member(), b"0.5"],
+            lambda: [b"HGET", h(), self.member()],
+            lambda: [b"HGETALL", h()],
+            lambda: [b"HLEN", h()],
+            # sets
+            lambda: [b"SADD", t()] + self.members(),
+            lambda: [b"SREM", t()] + self.members(),
+            lambda: [b"SPOP", t(), b"100"],
+            lambda: [b"SMOVE", t(), t(), self.member()],
+            lambda: [r.choice([b"SINTERSTORE", b"SUNIONSTORE", b"SDIFFSTORE"]), t(), t(), t()],
+            lambda: [r.choice([b"SINTER", b"SUNION", b"SDIFF"]), t(), t()],
+            lambda: [b"SISMEMBER", t(), self.member()],
+            lambda: [b"SCARD", t()],
+            # HyperLogLogs
+            lambda: [b"PFADD", p()] + self.members(0, 3),
+            lambda: [b"PFMERGE", p(), p(), p()],
+            lambda: [b"PFCOUNT", p()],
+        ]
+        return r.choice(choices)()
+
+
+def _collect(sub, count, deadline_s=60.0):
+    """The pmessages until `count` step markers have arrived: one list of (channel, message)
+    per step."""
+    steps, current = [], []
+    deadline = time.monotonic() + deadline_s
+    while len(steps) < count:
+        assert time.monotonic() < deadline, "only %d of %d steps arrived: %r" % (len(steps), count, current)
+        m = sub.get_message(timeout=1.0)
+        if not m or m["type"] != "pmessage":
+            continue
+        if m["channel"] == MARK:
+            steps.append(current)
+            current = []
+        else:
+            current.append((m["channel"], m["data"]))
+    return steps
+
+
+def _subscriber(proc):
+    c = redis.Redis(host=proc.host, port=proc.port, decode_responses=False, socket_timeout=30)
+    sub = c.pubsub()
+    sub.psubscribe(PATTERN)
+    deadline = time.monotonic() + 10
+    while True:
+        m = sub.get_message(timeout=1.0)
+        if m and m["type"] == "psubscribe":
+            return c, sub
+        assert time.monotonic() < deadline, "no psubscribe confirmation"
+
+
+@pytest.mark.abacus_only("starts its own redis-server and abacus and compares them")
+@pytest.mark.parametrize("flags", ["KEA", "KEAnm"])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_differential_notifications(seed, flags):
+    with redis_and_abacus() as (rs, ab):
+        cr, ca = _client(rs), _client(ab)
+        subs = []
+        try:
+            for c in (cr, ca):
+                assert _run(c, [b"DEBUG", b"SET-ACTIVE-EXPIRE", b"0"]) == b"OK"
+                assert _run(c, [b"CONFIG", b"SET", b"notify-keyspace-events", flags.encode()]) == b"OK"
+            subs = [_subscriber(rs), _subscriber(ab)]
+            gen = Gen(random.Random(seed))
+            history = []
+            for step in range(COMMANDS_PER_SEED):
+                cmd = gen.command()
+                if isinstance(cmd, tuple):
+                    # A short expiry, then a pause that outlasts it: the key expires before
+                    # any command can touch it, on both servers.
+                    cmd = [b"PEXPIRE", cmd[1], b"5"]
+                    replies = [_run(c, cmd) for c in (cr, ca)]
+                    time.sleep(0.03)
+                else:
+                    replies = [_run(c, cmd) for c in (cr, ca)]
+                history.append((cmd, replies))
+                name = cmd[0].upper()
+                if name not in (b"TTL", b"PTTL", b"SPOP", b"SINTER", b"SUNION", b"SDIFF"):
+                    assert replies[0] == replies[1], (cmd, replies)
+                for c in (cr, ca):
+                    _run(c, [b"PUBLISH", MARK, str(step).encode()])
+            got = [_collect(sub, COMMANDS_PER_SEED) for _, sub in subs]
+            total = sum(len(x) for x in got[0])
+            assert total > COMMANDS_PER_SEED // 2, "too few events to mean anything: %d" % total
+            for step, (r_ev, a_ev) in enumerate(zip(*got)):
+                if r_ev != a_ev:
+                    context = "\n".join("  %r -> %r" % h for h in history[max(0, step - HISTORY):step + 1])
+                    pytest.fail("step %d (%r): redis published %r, abacus %r\nlast commands:\n%s"
+                                % (step, history[step][0], r_ev, a_ev, context))
+        finally:
+            for c, sub in subs:
+                sub.close()
+                c.close()
+            cr.close()
+            ca.close()
+
+
+# ---------------------------------------------------------------------------
+# active expiry and eviction, on each server
+
+
+@pytest.fixture
+def private(server):
+    """A client of a server of its own (Redis: the shared one, flushed), with notifications
+    reset afterwards."""
+    if server.is_redis:
+        client = server.client(decode_responses=False)
+        client.flushall()
+        proc = server.main if hasattr(server, "main") else None
+    else:
+        proc = server.start(["--save", "", "--appendonly", "no"])
+        client = proc.client(decode_responses=False)
+    yield client
+    client.config_set("notify-keyspace-events", "")
+    client.config_set("maxmemory", 0)
+    client.config_set("maxmemory-policy", "noeviction")
+    client.close()
+
+
+def _pubsub(client):
+    sub = client.pubsub()
+    sub.psubscribe(PATTERN)
+    return sub
+
+
+def _drain_until(sub, done, deadline_s=30.0):
+    """pmessages (channel, data) until done(messages) holds."""
+    got = []
+    deadline = time.monotonic() + deadline_s
+    while not done(got):
+        assert time.monotonic() < deadline, "condition not reached; got %d messages: %r" % (len(got), got[:20])
+        m = sub.get_message(timeout=0.5)
+        if m and m["type"] == "pmessage":
+            got.append((m["channel"], m["data"]))
+    return got
+
+
+def test_active_expiry_publishes_expired(private):
+    c = private
+    c.config_set("notify-keyspace-events", "Ex")
+    sub = _pubsub(c)
+    keys = [b"ae:%d" % i for i in range(60)]
+    p = c.pipeline(transaction=False)
+    for k in keys:
+        p.set(k, b"v", px=50)
+    p.set(b"ae:kept", b"v")
+    p.execute()
+    # Nobody touches the keys: only active expiry can reclaim them.
+    got = _drain_until(sub, lambda g: len(g) >= len(keys))
+    assert sorted(got) == sorted((b"__keyevent@0__:expired", k) for k in keys)
+    # Only E: no keyspace channel; SET itself is not in class x.
+    assert c.exists(b"ae:kept") == 1
+    sub.close()
+
+
+def test_no_k_or_e_publishes_nothing(private):
+    c = private
+    c.config_set("notify-keyspace-events", "A")
+    sub = _pubsub(c)
+    c.set(b"q", b"1")
+    c.delete(b"q")
+    c.publish(b"__keyspace@0__:end", b"end")
+    got = _drain_until(sub, lambda g: any(ch == b"__keyspace@0__:end" for ch, _ in g))
+    assert got == [(b"__keyspace@0__:end", b"end")]
+    sub.close()
+
+
+def test_eviction_publishes_evicted(private, server):
+    c = private
+    c.config_set("notify-keyspace-events", "KEe")
+    sub = _pubsub(c)
+    base = int(c.info("memory")["used_memory"])
+    c.config_set("maxmemory-policy", "allkeys-lru")
+    c.config_set("maxmemory", base + 8 * 1024 * 1024)
+    value = b"x" * 1000
+    written = 0
+    start_evicted = int(c.info("stats")["evicted_keys"])
+    while int(c.info("stats")["evicted_keys"]) - start_evicted < 200:
+        assert written < 200000, "nothing was evicted"
+        p = c.pipeline(transaction=False)
+        for i in range(written, written + 1000):
+            p.set(b"ev:%d" % i, value)
+        p.execute()
+        written += 1000
+    c.config_set("maxmemory", 0)
+    n = int(c.info("stats")["evicted_keys"]) - start_evicted
+    # Every eviction's events are out before the reply of the write that evicted: all of them
+    # come before this marker.
+    c.publish(b"__keyspace@0__:zz-end", b"end")
+    got = _drain_until(sub, lambda g: g and g[-1] == (b"__keyspace@0__:zz-end", b"end"))[:-1]
+    events = [(ch, d) for ch, d in got if ch.startswith(b"__keyevent@0__:")]
+    spaces = [(ch, d) for ch, d in got if ch.startswith(b"__keyspace@0__:")]
+    assert all(ch == b"__keyevent@0__:evicted" for ch, _ in events)
+    assert len(events) == n
+    assert spaces == [(b"__keyspace@0__:" + k, b"evicted") for _, k in events]
+    # The evicted keys are gone.
+    p = c.pipeline(transaction=False)
+    for _, k in events:
+        p.exists(k)
+    assert sum(p.execute()) == 0
+    sub.close()
