@@ -94,7 +94,7 @@ def _abacus_params():
     with open(os.path.join(REPO_ROOT, "crates", "server", "src", "config.rs")) as f:
         src = f.read()
     consts = {"i64::MAX": I64_MAX, "i64::MAX as u64": I64_MAX, "u64::MAX": 2**64 - 1,
-              "i32::MAX as i64": 2**31 - 1, "u32::MAX as i64": 2**32 - 1}
+              "i32::MAX as i64": 2**31 - 1, "i32::MIN as i64": -2**31, "u32::MAX as i64": 2**32 - 1}
 
     def num(s):
         s = s.strip().replace("_", "")

@@ -134,6 +134,21 @@ def fill_every_type(r):
     r.mset({"{t}a": 1, "{t}b": 2, "x1": 3, "x2": 4})
     r.sadd("popped", *range(50))
     r.spop("popped", 10)
+    r.rpush("list", "a", "007", "-0", 1, -5, 2**63 - 1, "x" * 300, b"\x00\xff")
+    p = r.pipeline(transaction=False)
+    for i in range(0, 100000, 1000):
+        p.rpush("big-list", *range(i, i + 1000))
+    p.execute()
+    r.lpush("big-list", "head")
+    r.linsert("big-list", "AFTER", "50000", "middle")
+    r.lrem("big-list", 0, "7")
+    r.ltrim("big-list", 1, -2)
+    r.lset("big-list", 10, "set")
+    r.rpush("moved-from", "m1", "m2")
+    r.lmove("moved-from", "moved-to", "LEFT", "RIGHT")
+    r.execute_command("LMPOP", 1, "moved-from", "RIGHT", "COUNT", 5)
+    r.rpush("mpop", *range(10))
+    r.execute_command("LMPOP", 2, "nothing", "mpop", "LEFT", "COUNT", 3)
     r.zadd("listpack-zset", {"a": 1.5, "b": -0.0, "c": 1e300, "d": float("-inf")})
     r.zadd("skiplist-zset", {"m%d" % i: i / 7 for i in range(300)})
     r.zadd("skiplist-zset", {"negzero": -0.0})
@@ -156,6 +171,8 @@ def type_and_value(c, k):
         return t, sorted(c.smembers(k))
     if t == b"hash":
         return t, sorted(c.hgetall(k).items())
+    if t == b"list":
+        return t, c.lrange(k, 0, -1)
     if t == b"zset":
         # Raw replies: the scores' exact text (-0 and 0 differ).
         return t, c.execute_command("ZRANGE", k, 0, -1, "WITHSCORES")
@@ -402,6 +419,32 @@ def test_relative_expiries_are_logged_as_absolute_times(data_dir):
     assert abs(int(cmds[0][6]) - (now_ms + 100000)) < 60000
     assert abs(int(cmds[4][4]) - (now_ms + 50000)) < 60000
     assert abs(int(cmds[5][4]) - (now_ms + 200000)) < 60000
+
+
+def test_list_writes_are_logged_as_redis_propagates_them(data_dir):
+    """LMPOP is logged as the LPOP/RPOP with the count it took; list writes that change
+    nothing are not logged."""
+    n = node(data_dir).start()
+    r = n.client()
+    r.rpush("{l}a", 1, 2, 3)
+    r.execute_command("LMPOP", 2, "{l}none", "{l}a", "RIGHT", "COUNT", 10)
+    r.lpop("{l}a")
+    r.lrem("{l}b", 0, "x")
+    r.rpush("{l}b", "x", "y")
+    r.ltrim("{l}b", 0, -1)
+    r.lrem("{l}b", 0, "z")
+    r.linsert("{l}b", "BEFORE", "z", "w")
+    r.lpushx("{l}none", "v")
+    r.lmove("{l}b", "{l}c", "LEFT", "LEFT")
+    r.lmove("{l}none", "{l}c", "LEFT", "LEFT")
+    r.execute_command("LMPOP", 1, "{l}b", "LEFT")
+    n.term()
+    cmds = [[c[2].upper()] + c[3:] for c in logged_commands(n.log_path())]
+    assert cmds == [["RPUSH", "{l}a", "1", "2", "3"], ["RPOP", "{l}a", "3"], ["RPUSH", "{l}b", "x", "y"],
+                    ["LMOVE", "{l}b", "{l}c", "LEFT", "LEFT"], ["LPOP", "{l}b", "1"]], cmds
+    n.start()
+    r = n.client()
+    assert r.keys("*") == [b"{l}c"] and r.lrange("{l}c", 0, -1) == [b"x"]
 
 
 def logged_commands(path):

@@ -11,6 +11,7 @@ WRONGTYPE = Err("WRONGTYPE Operation against a key holding the wrong kind of val
 def typed(c):
     assert c("SADD", "myset", "a", "b", "c") == 3
     assert c("HSET", "myhash", "f1", "v1", "f2", "v2") == 2
+    assert c("RPUSH", "mylist", "a", "1") == 2
     c("SET", "str", "hello")
     return c
 
@@ -39,13 +40,13 @@ STRING_COMMANDS = [
 ]
 
 
-@pytest.mark.parametrize("key", ["myset", "myhash"])
+@pytest.mark.parametrize("key", ["myset", "myhash", "mylist"])
 @pytest.mark.parametrize("cmd", STRING_COMMANDS, ids=lambda c: " ".join(c))
 def test_string_command_on_wrong_type(typed, key, cmd):
     args = [a.replace("{k}", key) for a in cmd]
     assert typed(*args) == WRONGTYPE
     # the key is untouched
-    assert typed("TYPE", key) == ("set" if key == "myset" else "hash")
+    assert typed("TYPE", key) == key[2:]
 
 
 def test_lcs_on_wrong_type(typed):
@@ -58,12 +59,14 @@ def test_lcs_on_wrong_type(typed):
 def test_type_and_encoding(typed):
     assert typed("TYPE", "myset") == "set"
     assert typed("TYPE", "myhash") == "hash"
+    assert typed("TYPE", "mylist") == "list"
+    assert typed("OBJECT", "ENCODING", "mylist") == b"quicklist"
     assert isinstance(typed("OBJECT", "ENCODING", "myset"), bytes)
     assert isinstance(typed("OBJECT", "ENCODING", "myhash"), bytes)
 
 
 def test_mget_returns_nil_for_wrong_type(typed):
-    assert typed("MGET", "str", "myset", "myhash", "missing") == [b"hello", None, None, None]
+    assert typed("MGET", "str", "myset", "myhash", "mylist", "missing") == [b"hello", None, None, None, None]
 
 
 def test_set_overwrites_other_types(typed):
@@ -104,7 +107,7 @@ def test_generic_commands_work_on_any_type(typed):
     assert typed("MOVE", "s3", "1") == 1
     assert typed("TOUCH", "s2", "myhash") == 2
     assert typed("DEL", "s2", "myhash") == 2
-    assert typed("DBSIZE") == 1
+    assert typed("DBSIZE") == 2
 
 
 def test_rename_string_over_set(typed):
@@ -126,7 +129,8 @@ def test_scan_type_filter(typed):
     assert full("TYPE", "set") == [b"myset"]
     assert full("TYPE", "hash") == [b"myhash"]
     assert full("TYPE", "string") == [b"str"]
-    assert full() == [b"myhash", b"myset", b"str"]
+    assert full("TYPE", "list") == [b"mylist"]
+    assert full() == [b"myhash", b"mylist", b"myset", b"str"]
 
 
 def test_wrongtype_inside_exec(typed):
@@ -140,4 +144,4 @@ def test_wrongtype_inside_exec(typed):
 
 def test_info_keyspace_counts_all_types(typed):
     out = typed("INFO", "keyspace").decode()
-    assert "db0:keys=3," in out
+    assert "db0:keys=4," in out

@@ -1,7 +1,9 @@
-//! In-memory data structures behind the Redis set, hash and sorted-set families.
+//! In-memory data structures behind the Redis set, hash, list and sorted-set families.
 //!
 //! What this crate is for: the values a key can hold when it is a set
-//! ([`IdSet`]), a hash ([`CompactHash`]) or a sorted set ([`ZSet`], see `zset.rs`), with Redis 7.2's semantics for
+//! ([`IdSet`]), a hash ([`CompactHash`]), a list ([`List`], a quicklist of
+//! packed nodes: see `list.rs`) or a sorted set ([`ZSet`], see `zset.rs`), with
+//! Redis 7.2's semantics for
 //! membership, random picks, cursors and set algebra, and an estimate of the
 //! heap each one uses so the keyspace can account memory.
 //!
@@ -30,6 +32,7 @@ mod algebra;
 mod hash;
 mod idset;
 mod int;
+mod list;
 mod persist;
 mod random;
 mod zset;
@@ -39,6 +42,8 @@ mod hash_tests;
 #[cfg(test)]
 mod idset_tests;
 #[cfg(test)]
+mod list_tests;
+#[cfg(test)]
 mod random_tests;
 #[cfg(test)]
 mod zset_tests;
@@ -46,6 +51,7 @@ mod zset_tests;
 pub use hash::{CompactHash, FieldValue, HashIter};
 pub use idset::{IdSet, Iter};
 pub use int::{parse_canonical_i64, IntMember, Member};
+pub use list::{List, ListItem, ListLimits, Needle};
 pub use persist::DecodeError;
 pub use zset::{Range as ZRange, ZSet, ZSET_DEFAULT_LIMITS};
 

@@ -19,6 +19,11 @@
 //! - WATCH: a client watching a key registers a shared flag here; every modification of the
 //!   key (reported by the server through [`Db::signal_modified`], plus expiry and flushes done
 //!   here) raises the flags. The check costs one `is_empty` when nobody watches.
+//! - Blocking commands (BLPOP...): the server registers the keys its blocked clients wait
+//!   on ([`Db::block_key`]); a modification of such a key queues it as *ready*
+//!   ([`Db::take_ready`]), and the server serves the waiters after the command (Redis's
+//!   `signalKeyAsReady`). Who waits, and for what, is the server's business: this crate only
+//!   knows which keys are worth reporting. Also one `is_empty` when nobody is blocked.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,7 +37,7 @@ use crate::glob::glob_match;
 use crate::packed::{PackedValue, StrMut};
 use crate::value::{Value, ValueRef};
 use crate::Key;
-use abacus_collections::{CompactHash, IdSet};
+use abacus_collections::{CompactHash, IdSet, List};
 use abacus_hll::Hll;
 
 /// Raised when a watched key is modified; owned jointly by the client and the databases.
@@ -177,6 +182,14 @@ impl Entry {
         self.value.as_hash_mut()
     }
 
+    pub fn as_list(&self) -> Option<&List> {
+        self.value.get().as_list()
+    }
+
+    pub fn as_list_mut(&mut self) -> Option<&mut List> {
+        self.value.as_list_mut()
+    }
+
     pub fn as_zset(&self) -> Option<&abacus_collections::ZSet> {
         self.value.get().as_zset()
     }
@@ -272,6 +285,10 @@ pub struct Db {
     /// Keys that have an expiry, with its absolute time in Unix milliseconds.
     volatile: Table<u64>,
     watched: HashMap<Key, Vec<WatchFlag>, Hasher>,
+    /// Keys clients are blocked on, with how many registrations each has.
+    blocking: HashMap<Key, u32, Hasher>,
+    /// Blocked-on keys modified since the server last took them, each once, in order.
+    ready: Vec<Key>,
     /// Keys removed by expiry (lazy or active) since the database was created.
     pub expired_keys_total: u64,
     /// Lookups through [`Db::get`] that found / did not find their key (INFO keyspace_hits).
@@ -768,6 +785,9 @@ impl Db {
         std::mem::swap(&mut self.epoch, &mut other.epoch);
         std::mem::swap(&mut self.map, &mut other.map);
         std::mem::swap(&mut self.volatile, &mut other.volatile);
+        // Clients blocked on a key that now holds data are served (Redis's SWAPDB does so).
+        self.ready_all_blocked();
+        other.ready_all_blocked();
     }
 
     /// Samples up to `samples` keys with an expiry and removes those that have expired.
@@ -941,8 +961,12 @@ impl Db {
         }
     }
 
-    /// Reports that `key` was modified: raises its watchers' flags.
+    /// Reports that `key` was modified: raises its watchers' flags, and queues it as ready
+    /// if clients are blocked on it.
     pub fn signal_modified(&mut self, key: &[u8]) {
+        if !self.blocking.is_empty() && self.blocking.contains_key(key) {
+            self.mark_ready(key);
+        }
         if self.watched.is_empty() {
             return;
         }
@@ -950,6 +974,46 @@ impl Db {
             for f in flags {
                 f.store(true, Ordering::Release);
             }
+        }
+    }
+
+    /// Registers one more client blocked on `key`.
+    pub fn block_key(&mut self, key: &[u8]) {
+        *self.blocking.entry(key.into()).or_default() += 1;
+    }
+
+    /// Removes one registration of `key` (a served, timed-out or disconnected client).
+    pub fn unblock_key(&mut self, key: &[u8]) {
+        if let Some(n) = self.blocking.get_mut(key) {
+            *n -= 1;
+            if *n == 0 {
+                self.blocking.remove(key);
+            }
+        }
+    }
+
+    /// Whether any client is blocked on a key of this database.
+    pub fn has_blocked(&self) -> bool {
+        !self.blocking.is_empty()
+    }
+
+    fn mark_ready(&mut self, key: &[u8]) {
+        // Few keys are ready at once (those one command touched): a scan beats a set.
+        if !self.ready.iter().any(|k| &k[..] == key) {
+            self.ready.push(key.into());
+        }
+    }
+
+    /// Takes the blocked-on keys modified since the last call, in the order they became ready.
+    pub fn take_ready(&mut self) -> Vec<Key> {
+        std::mem::take(&mut self.ready)
+    }
+
+    /// Queues as ready every blocked-on key that exists now (SWAPDB brought in other data).
+    pub fn ready_all_blocked(&mut self) {
+        let keys: Vec<Key> = self.blocking.keys().filter(|k| self.map.get(k).is_some()).cloned().collect();
+        for k in keys {
+            self.mark_ready(&k);
         }
     }
 

@@ -18,6 +18,7 @@
 //! SET  (20)    Box<IdSet>
 //! HASH (21)    Box<CompactHash>
 //! BIG  (22)    Box<StrBuf>: a string whose length or buffer is 4 GiB or more
+//! LIST (23)    Box<List>
 //! ZSET (24)    Box<ZSet>
 //! ```
 //!
@@ -44,7 +45,7 @@ use std::mem::MaybeUninit;
 use std::ops::{Deref, DerefMut};
 use std::ptr;
 
-use abacus_collections::{CompactHash, IdSet, ZSet};
+use abacus_collections::{CompactHash, IdSet, List, ZSet};
 use abacus_hll::Hll;
 
 use crate::strbuf::{HeapParts, StrBuf};
@@ -58,7 +59,7 @@ const HLL: u8 = 19;
 const SET: u8 = 20;
 const HASH: u8 = 21;
 const BIG: u8 = 22;
-// 23 is the list kind (lists are built on another branch).
+const LIST: u8 = 23;
 const ZSET: u8 = 24;
 
 /// A value packed in 18 bytes (see the module comment).
@@ -98,6 +99,7 @@ impl PackedValue {
             Value::Hll(b) => PackedValue::with_ptr(HLL, Box::into_raw(b).cast()),
             Value::Set(b) => PackedValue::with_ptr(SET, Box::into_raw(b).cast()),
             Value::Hash(b) => PackedValue::with_ptr(HASH, Box::into_raw(b).cast()),
+            Value::List(b) => PackedValue::with_ptr(LIST, Box::into_raw(b).cast()),
             Value::ZSet(b) => PackedValue::with_ptr(ZSET, Box::into_raw(b).cast()),
         }
     }
@@ -192,6 +194,7 @@ impl PackedValue {
             HASH => Value::Hash(unsafe { Box::from_raw(p().cast::<CompactHash>()) }),
             ZSET => Value::ZSet(unsafe { Box::from_raw(p().cast::<ZSet>()) }),
             BIG => Value::Str(*unsafe { Box::from_raw(p().cast::<StrBuf>()) }),
+            LIST => Value::List(unsafe { Box::from_raw(p().cast::<List>()) }),
             k => unreachable!("packed value kind {k}"),
         }
     }
@@ -222,6 +225,7 @@ impl PackedValue {
             HASH => ValueRef::Hash(unsafe { &*self.ptr().cast::<CompactHash>() }),
             ZSET => ValueRef::ZSet(unsafe { &*self.ptr().cast::<ZSet>() }),
             BIG => ValueRef::Str(unsafe { &*self.ptr().cast::<StrBuf>() }.as_slice()),
+            LIST => ValueRef::List(unsafe { &*self.ptr().cast::<List>() }),
             k => unreachable!("packed value kind {k}"),
         }
     }
@@ -313,6 +317,11 @@ impl PackedValue {
         (self.kind == HASH).then(|| unsafe { &mut *self.ptr().cast::<CompactHash>() })
     }
 
+    pub fn as_list_mut(&mut self) -> Option<&mut List> {
+        // SAFETY: as in `as_hll_mut`, for LIST's `List`.
+        (self.kind == LIST).then(|| unsafe { &mut *self.ptr().cast::<List>() })
+    }
+
     pub fn as_zset_mut(&mut self) -> Option<&mut ZSet> {
         // SAFETY: as in `as_hll_mut`, for ZSET's `ZSet`.
         (self.kind == ZSET).then(|| unsafe { &mut *self.ptr().cast::<ZSet>() })
@@ -381,7 +390,7 @@ mod tests {
 
     fn sample(kind: u8, len: usize) -> Value {
         let bytes: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
-        match kind % 5 {
+        match kind % 6 {
             0 => Value::str(&bytes),
             1 => {
                 let mut h = Hll::new(abacus_hll::Params::default());
@@ -398,6 +407,13 @@ mod tests {
                 Value::Set(Box::new(s))
             }
             4 => {
+                let mut l = List::new();
+                for i in 0..len {
+                    l.push_back(&bytes[..i], &abacus_collections::ListLimits::REDIS_DEFAULT);
+                }
+                Value::List(Box::new(l))
+            }
+            5 => {
                 let mut z = ZSet::new();
                 for i in 0..len {
                     // Small limits: both encodings (listpack, skiplist) within 60 members.
@@ -434,7 +450,7 @@ mod tests {
         /// appends through `StrMut` (across the inline/heap boundary), mutation of the boxed
         /// kinds, clones; the packed value must always read as the model.
         #[test]
-        fn behaves_like_a_value(ops in proptest::collection::vec((0u8..7, 0u8..5, 0usize..60), 1..40)) {
+        fn behaves_like_a_value(ops in proptest::collection::vec((0u8..7, 0u8..6, 0usize..200), 1..40)) {
             let mut model = Value::default();
             let mut p = PackedValue::new();
             for (op, kind, len) in ops {
@@ -470,11 +486,13 @@ mod tests {
                         if let Some(s) = p.as_set_mut() { s.insert(m.as_bytes()); }
                         if let Some(h) = p.as_hash_mut() { h.insert(m.as_bytes(), b"v"); }
                         if let Some(h) = p.as_hll_mut() { h.add_raw(abacus_hll::hash_bigint(len as i64, 1)); }
+                        if let Some(l) = p.as_list_mut() { l.push_front(m.as_bytes(), &abacus_collections::ListLimits::REDIS_DEFAULT); }
                         if let Some(z) = p.as_zset_mut() { z.insert(m.as_bytes(), 1.5, &ZSET_TEST_LIMITS); }
                         match &mut model {
                             Value::Set(s) => { s.insert(m.as_bytes()); }
                             Value::Hash(h) => { h.insert(m.as_bytes(), b"v"); }
                             Value::Hll(h) => { h.add_raw(abacus_hll::hash_bigint(len as i64, 1)); }
+                            Value::List(l) => { l.push_front(m.as_bytes(), &abacus_collections::ListLimits::REDIS_DEFAULT); }
                             Value::ZSet(z) => { z.insert(m.as_bytes(), 1.5, &ZSET_TEST_LIMITS); }
                             Value::Str(_) => {}
                         }

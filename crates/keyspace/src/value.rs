@@ -7,12 +7,11 @@
 //! and copying a value out for GET is cheap compared with the network round trip. The encoding names OBJECT ENCODING reports are derived from the bytes the way
 //! Redis chooses them at write time.
 //!
-//! Sets, hashes and sorted sets are the `abacus-collections` types ([`IdSet`], [`CompactHash`],
-//! [`ZSet`]), boxed so
-//! that a `Value` stays three words whatever the variant. They report their own encodings
-//! (`bitmap` / `listpack` / `hashtable` / `skiplist`). A key never holds an empty set, hash or
-//! sorted set: the commands
-//! delete the key when the last member goes, as Redis does.
+//! Sets, hashes, lists and sorted sets are the `abacus-collections` types ([`IdSet`],
+//! [`CompactHash`], [`List`], [`ZSet`]), boxed so that a `Value` stays three words whatever the
+//! variant. They report their own encodings (`bitmap` / `listpack` / `hashtable` / `skiplist`;
+//! `quicklist` for every list, as Redis 7.0). A key never holds an empty set, hash, list or
+//! sorted set: the commands delete the key when the last member goes, as Redis does.
 //!
 //! A postgresql-hll sketch (`HLL.*` commands) is a string for every client-visible purpose:
 //! TYPE says `string`, GET returns exactly the HLL storage specification's bytes, and SET
@@ -29,9 +28,9 @@
 //! works on the string itself), so they stay [`Value::Str`].
 //!
 //! Equality compares representations for strings (a `Hll` and the `Str` of its bytes are not
-//! `==`) and contents for sets and hashes (whatever their encodings).
+//! `==`) and contents for sets, hashes and lists (whatever their encodings or node layouts).
 
-use abacus_collections::{CompactHash, IdSet, ZSet};
+use abacus_collections::{CompactHash, IdSet, List, ZSet};
 use abacus_hll::Hll;
 
 use crate::strbuf::StrBuf;
@@ -44,6 +43,7 @@ pub enum Value {
     Hll(Box<Hll>),
     Set(Box<IdSet>),
     Hash(Box<CompactHash>),
+    List(Box<List>),
     ZSet(Box<ZSet>),
 }
 
@@ -56,6 +56,7 @@ pub enum ValueRef<'a> {
     Hll(&'a Hll),
     Set(&'a IdSet),
     Hash(&'a CompactHash),
+    List(&'a List),
     ZSet(&'a ZSet),
 }
 
@@ -70,6 +71,7 @@ impl PartialEq for ValueRef<'_> {
             (ValueRef::Hash(a), ValueRef::Hash(b)) => {
                 a.len() == b.len() && a.iter().all(|(f, v)| b.get(f) == Some(v))
             }
+            (ValueRef::List(a), ValueRef::List(b)) => a.len() == b.len() && a.iter().eq(b.iter()),
             // Scores compared bit for bit: -0 and 0 are different values to keep.
             (ValueRef::ZSet(a), ValueRef::ZSet(b)) => {
                 a.len() == b.len() && a.iter().zip(b.iter()).all(|((ma, sa), (mb, sb))| ma == mb && sa.to_bits() == sb.to_bits())
@@ -104,6 +106,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Str(_) | ValueRef::Hll(_) => ValueType::String,
             ValueRef::Set(_) => ValueType::Set,
             ValueRef::Hash(_) => ValueType::Hash,
+            ValueRef::List(_) => ValueType::List,
             ValueRef::ZSet(_) => ValueType::ZSet,
         }
     }
@@ -121,6 +124,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Hll(_) => "hll",
             ValueRef::Set(s) => s.encoding(),
             ValueRef::Hash(h) => h.encoding(),
+            ValueRef::List(l) => l.encoding(),
             ValueRef::ZSet(z) => z.encoding(),
         }
     }
@@ -137,6 +141,7 @@ impl<'a> ValueRef<'a> {
             }
             ValueRef::Set(s) => std::mem::size_of::<IdSet>() + s.heap_bytes(),
             ValueRef::Hash(h) => std::mem::size_of::<CompactHash>() + h.heap_bytes(),
+            ValueRef::List(l) => std::mem::size_of::<List>() + l.heap_bytes(),
             ValueRef::ZSet(z) => std::mem::size_of::<ZSet>() + z.heap_bytes(),
         }
     }
@@ -149,6 +154,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Hll(b) => (b as *const Hll).cast(),
             ValueRef::Set(b) => (b as *const IdSet).cast(),
             ValueRef::Hash(b) => (b as *const CompactHash).cast(),
+            ValueRef::List(b) => (b as *const List).cast(),
             ValueRef::ZSet(b) => (b as *const ZSet).cast(),
         }
     }
@@ -160,6 +166,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Hll(h) => Value::Hll(Box::new(h.clone())),
             ValueRef::Set(s) => Value::Set(Box::new(s.clone())),
             ValueRef::Hash(h) => Value::Hash(Box::new(h.clone())),
+            ValueRef::List(l) => Value::List(Box::new(l.clone())),
             ValueRef::ZSet(z) => Value::ZSet(Box::new(z.clone())),
         }
     }
@@ -180,6 +187,14 @@ impl<'a> ValueRef<'a> {
         }
     }
 
+    /// The list, or `None` for any other type.
+    pub fn as_list(self) -> Option<&'a List> {
+        match self {
+            ValueRef::List(l) => Some(l),
+            _ => None,
+        }
+    }
+
     /// The sorted set, or `None` for any other type.
     pub fn as_zset(self) -> Option<&'a ZSet> {
         match self {
@@ -196,6 +211,7 @@ impl Value {
             Value::Hll(h) => ValueRef::Hll(h),
             Value::Set(s) => ValueRef::Set(s),
             Value::Hash(h) => ValueRef::Hash(h),
+            Value::List(l) => ValueRef::List(l),
             Value::ZSet(z) => ValueRef::ZSet(z),
         }
     }
@@ -223,6 +239,7 @@ pub enum ValueType {
     String,
     Set,
     Hash,
+    List,
     ZSet,
 }
 
@@ -232,6 +249,7 @@ impl ValueType {
             ValueType::String => "string",
             ValueType::Set => "set",
             ValueType::Hash => "hash",
+            ValueType::List => "list",
             ValueType::ZSet => "zset",
         }
     }
@@ -275,7 +293,7 @@ impl Value {
         }
         match self {
             Value::Str(s) => Some(s),
-            Value::Hll(_) | Value::Set(_) | Value::Hash(_) | Value::ZSet(_) => None,
+            Value::Hll(_) | Value::Set(_) | Value::Hash(_) | Value::List(_) | Value::ZSet(_) => None,
         }
     }
 
@@ -309,6 +327,15 @@ impl Value {
         }
     }
 
+    /// The list, or `None` for any other type.
+    pub fn as_list_mut(&mut self) -> Option<&mut List> {
+        match self {
+            Value::List(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    /// The sorted set, or `None` for any other type.
     pub fn as_zset_mut(&mut self) -> Option<&mut ZSet> {
         match self {
             Value::ZSet(z) => Some(z),

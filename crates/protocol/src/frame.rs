@@ -56,6 +56,10 @@ pub enum Frame {
     Verbatim { format: [u8; 3], text: Bytes },
     /// RESP3 `>n`; RESP2 an array.
     Push(Vec<Frame>),
+    /// Several replies to one command, encoded one after the other with no header of their
+    /// own: SUBSCRIBE a b confirms each channel with a reply. Inside an array (EXEC's) it
+    /// still counts as one element, as Redis's EXEC counts one reply per command.
+    Seq(Vec<Frame>),
 }
 
 impl Frame {
@@ -105,6 +109,7 @@ pub fn encode(frame: &Frame, proto: Protocol, out: &mut BytesMut) {
         Frame::Array(items) => aggregate(b'*', items, proto, out),
         Frame::Set(items) => aggregate(if resp3 { b'~' } else { b'*' }, items, proto, out),
         Frame::Push(items) => aggregate(if resp3 { b'>' } else { b'*' }, items, proto, out),
+        Frame::Seq(items) => items.iter().for_each(|f| encode(f, proto, out)),
         Frame::Pairs(pairs) => {
             len_line(b'*', if resp3 { pairs.len() } else { pairs.len().saturating_mul(2) }, out);
             for (k, v) in pairs {
@@ -293,6 +298,8 @@ mod tests {
         let p = Frame::Push(vec![Frame::bulk("message")]);
         assert_eq!(enc(&p, Protocol::Resp2), b"*1\r\n$7\r\nmessage\r\n");
         assert_eq!(enc(&p, Protocol::Resp3), b">1\r\n$7\r\nmessage\r\n");
+        let seq = Frame::Array(vec![Frame::Seq(vec![p.clone(), Frame::Integer(1)])]);
+        assert_eq!(enc(&seq, Protocol::Resp3), b"*1\r\n>1\r\n$7\r\nmessage\r\n:1\r\n");
         let pairs = Frame::Pairs(vec![(Frame::bulk("f"), Frame::bulk("v")), (Frame::bulk("f"), Frame::bulk("v"))]);
         assert_eq!(enc(&pairs, Protocol::Resp2), b"*4\r\n$1\r\nf\r\n$1\r\nv\r\n$1\r\nf\r\n$1\r\nv\r\n");
         assert_eq!(enc(&pairs, Protocol::Resp3), b"*2\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n");

@@ -27,15 +27,46 @@ pub struct ClientMeta {
     pub resp: AtomicUsize,
     pub last_cmd: Mutex<&'static str>,
     pub multi_len: AtomicUsize,
+    /// Subscriptions to channels, patterns and shard channels (`pubsub.rs` keeps them).
+    pub sub: AtomicUsize,
+    pub psub: AtomicUsize,
+    pub ssub: AtomicUsize,
     pub no_evict: AtomicBool,
     pub killed: AtomicBool,
     pub kill: Notify,
+    /// Waiting in a blocking command (BLPOP...): CLIENT LIST's `b` flag, CLIENT UNBLOCK.
+    pub blocked: AtomicBool,
+    /// CLIENT UNBLOCK's request ([`UNBLOCK_TIMEOUT`] or [`UNBLOCK_ERROR`]; 0 = none) and its
+    /// wake-up (also raised by CLIENT KILL, so a blocked client notices at once).
+    pub unblock_mode: std::sync::atomic::AtomicU8,
+    pub unblock: Notify,
 }
+
+/// CLIENT UNBLOCK id TIMEOUT: the command returns as if it timed out.
+pub const UNBLOCK_TIMEOUT: u8 = 1;
+/// CLIENT UNBLOCK id ERROR: the command fails with `-UNBLOCKED`.
+pub const UNBLOCK_ERROR: u8 = 2;
 
 impl ClientMeta {
     pub fn kill(&self) {
         self.killed.store(true, Ordering::Release);
         self.kill.notify_one();
+        self.unblock.notify_waiters();
+    }
+
+    /// CLIENT UNBLOCK: wakes the client if it is blocked; whether it was.
+    pub fn request_unblock(&self, mode: u8) -> bool {
+        if !self.blocked.load(Ordering::Acquire) {
+            return false;
+        }
+        self.unblock_mode.store(mode, Ordering::Release);
+        self.unblock.notify_waiters();
+        true
+    }
+
+    /// Whether the client has a subscription (Redis's CLIENT_PUBSUB flag, type `pubsub`).
+    pub fn is_pubsub(&self) -> bool {
+        self.sub.load(Ordering::Relaxed) + self.psub.load(Ordering::Relaxed) + self.ssub.load(Ordering::Relaxed) > 0
     }
 
     /// One CLIENT LIST / CLIENT INFO line, with Redis's field names.
@@ -43,11 +74,21 @@ impl ClientMeta {
         let age = self.created.elapsed().as_secs();
         let idle = now_ms.saturating_sub(self.last_interaction_ms.load(Ordering::Relaxed)) / 1000;
         let name = self.name.lock().clone().unwrap_or_default();
-        let (mut flags, multi) = match self.multi_len.load(Ordering::Relaxed) {
-            usize::MAX => (String::new(), -1),
-            n => ("x".to_string(), n as i64),
-        };
         // Redis's letters, in its order; N when none applies.
+        let mut flags = String::new();
+        if self.is_pubsub() {
+            flags.push('P');
+        }
+        let multi = match self.multi_len.load(Ordering::Relaxed) {
+            usize::MAX => -1,
+            n => {
+                flags.push('x');
+                n as i64
+            }
+        };
+        if self.blocked.load(Ordering::Relaxed) {
+            flags.push('b');
+        }
         if self.no_evict.load(Ordering::Relaxed) {
             flags.push('e');
         }
@@ -55,7 +96,7 @@ impl ClientMeta {
             flags.push('N');
         }
         format!(
-            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
+            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
             self.id,
             self.addr,
             self.laddr,
@@ -64,6 +105,9 @@ impl ClientMeta {
             idle,
             flags,
             self.db.load(Ordering::Relaxed),
+            self.sub.load(Ordering::Relaxed),
+            self.psub.load(Ordering::Relaxed),
+            self.ssub.load(Ordering::Relaxed),
             multi,
             self.last_cmd.lock(),
             self.resp.load(Ordering::Relaxed),
@@ -98,9 +142,15 @@ impl Clients {
             resp: AtomicUsize::new(2),
             last_cmd: Mutex::new("NULL"),
             multi_len: AtomicUsize::new(usize::MAX),
+            sub: AtomicUsize::new(0),
+            psub: AtomicUsize::new(0),
+            ssub: AtomicUsize::new(0),
             no_evict: AtomicBool::new(false),
             killed: AtomicBool::new(false),
             kill: Notify::new(),
+            blocked: AtomicBool::new(false),
+            unblock_mode: std::sync::atomic::AtomicU8::new(0),
+            unblock: Notify::new(),
         });
         map.insert(id, meta.clone());
         Some(meta)

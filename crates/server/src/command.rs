@@ -70,6 +70,18 @@ pub mod flags {
     /// Queued inside MULTI, but nothing to do when EXEC runs it (UNWATCH: EXEC unwatches
     /// everything anyway).
     pub const NOOP_IN_EXEC: u32 = 1 << 15;
+    /// May block (BLPOP...; Redis's `blocking`): runs alone, outside batches, and waits in
+    /// `blocking.rs` when it finds nothing to serve. Set by [`super::Spec::blocking`].
+    pub const BLOCKING: u32 = 1 << 16;
+}
+
+/// Where a blocking command's timeout argument is.
+#[derive(Clone, Copy, Debug)]
+pub enum TimeoutArg {
+    /// The last argument (BLPOP key... timeout).
+    Last,
+    /// This index (BLMPOP timeout numkeys key...).
+    At(usize),
 }
 
 /// One command.
@@ -94,15 +106,17 @@ pub struct Spec {
     pub group: &'static str,
     pub summary: &'static str,
     pub subcommands: &'static [Spec],
+    /// A blocking command's timeout argument (see [`Spec::blocking`]).
+    pub block_timeout: Option<TimeoutArg>,
 }
 
 impl Spec {
     pub const fn keyed(name: &'static str, arity: i32, flags: u32, keys: (i32, i32, i32), f: KeyedFn, group: &'static str, summary: &'static str) -> Spec {
-        Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, numkeys_index: 0, handler: Handler::Keyed(f), group, summary, subcommands: &[] }
+        Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, numkeys_index: 0, handler: Handler::Keyed(f), group, summary, subcommands: &[], block_timeout: None }
     }
 
     pub const fn conn(name: &'static str, arity: i32, flags: u32, keys: (i32, i32, i32), f: ConnFn, group: &'static str, summary: &'static str) -> Spec {
-        Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, numkeys_index: 0, handler: Handler::Conn(f), group, summary, subcommands: &[] }
+        Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, numkeys_index: 0, handler: Handler::Conn(f), group, summary, subcommands: &[], block_timeout: None }
     }
 
     pub const fn with_subcommands(mut self, subs: &'static [Spec]) -> Spec {
@@ -114,6 +128,24 @@ impl Spec {
     pub const fn with_numkeys(mut self, index: usize) -> Spec {
         self.numkeys_index = index;
         self
+    }
+
+    /// Declares a blocking command (flag BLOCKING) and where its timeout is. Its handler is
+    /// the non-blocking form: it serves what it can, and replies null when it found nothing
+    /// (what a transaction gets, and what a timeout replies); outside transactions the
+    /// connection then waits for the keys (`blocking.rs`).
+    pub const fn blocking(mut self, timeout: TimeoutArg) -> Spec {
+        self.flags |= flags::BLOCKING;
+        self.block_timeout = Some(timeout);
+        self
+    }
+
+    /// The timeout argument of a blocking call.
+    pub fn timeout_arg<'a>(&self, args: &'a [Arg]) -> Option<&'a Arg> {
+        match self.block_timeout? {
+            TimeoutArg::Last => args.last(),
+            TimeoutArg::At(i) => args.get(i),
+        }
     }
 
     pub fn is_write(&self) -> bool {

@@ -35,6 +35,9 @@ pub enum Kind {
     Enum(&'static [&'static str]),
     /// An HLL explicit threshold: -1 (auto), 0 (off) or a power of two up to `max`.
     Expthresh { max: i64 },
+    /// Redis's `client-output-buffer-limit`: `<class> <hard> <soft> <soft seconds>` groups; a
+    /// set changes only the classes it names.
+    OutputBufferLimit,
 }
 
 /// One configuration parameter.
@@ -64,6 +67,7 @@ pub const PARAMS: &[Param] = &[
     Param { name: "tcp-keepalive", default: "300", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "TCP keepalive seconds for new connections; 0 = off" },
     Param { name: "proto-max-bulk-len", default: "536870912", kind: Kind::Memory { min: 1024 * 1024, max: i64::MAX as u64 }, mutable: true, help: "largest bulk string a client may send" },
     Param { name: "client-query-buffer-limit", default: "1073741824", kind: Kind::Memory { min: 1024 * 1024, max: i64::MAX as u64 }, mutable: true, help: "largest unparsed request buffer per client" },
+    Param { name: "client-output-buffer-limit", default: "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", kind: Kind::OutputBufferLimit, mutable: true, help: "per client class (normal, replica, pubsub): hard limit, soft limit and soft seconds of unwritten output; a pubsub client past the hard limit, or past the soft one for longer than the seconds, is disconnected (0 = no limit)" },
     Param { name: "max-pipeline-commands", default: "1024", kind: Kind::Int { min: 1, max: 1_000_000 }, mutable: true, help: "commands parsed from one read before their replies are written" },
     Param { name: "migrate-connections-after", default: "256", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "move a connection to the worker thread that owns its keys once this many consecutive commands went to that thread's shard (no cross-thread hop per command for a client of one hot key); 0 = never" },
     Param { name: "direct-replies", default: "yes", kind: Kind::Bool, mutable: true, help: "a batch whose commands all run on another thread's shard gets its replies written to the socket by that thread, which saves waking the connection's thread for them" },
@@ -94,6 +98,8 @@ pub const PARAMS: &[Param] = &[
     Param { name: "set-max-intset-entries", default: "512", kind: Kind::Int { min: 0, max: i64::MAX }, mutable: true, help: "accepted for compatibility, no effect: integer sets are Roaring bitmaps of any size" },
     Param { name: "hash-max-listpack-entries", default: "512", kind: Kind::Int { min: 0, max: i64::MAX }, mutable: true, help: "a hash stays a listpack up to this many fields (as Redis)" },
     Param { name: "hash-max-listpack-value", default: "64", kind: Kind::Memory { min: 0, max: i64::MAX as u64 }, mutable: true, help: "...and while every field and value is at most this many bytes" },
+    Param { name: "list-max-listpack-size", default: "-2", kind: Kind::Int { min: i32::MIN as i64, max: i32::MAX as i64 }, mutable: true, help: "list node size: a positive value is entries per node, -1..-5 bytes per node (4, 8, 16, 32, 64 KiB), as Redis" },
+    Param { name: "list-compress-depth", default: "0", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "accepted for compatibility, no effect: list nodes are never compressed" },
     Param { name: "zset-max-listpack-entries", default: "128", kind: Kind::Int { min: 0, max: i64::MAX }, mutable: true, help: "a sorted set stays a listpack up to this many members (as Redis)" },
     Param { name: "zset-max-listpack-value", default: "64", kind: Kind::Memory { min: 0, max: i64::MAX as u64 }, mutable: true, help: "...and while every member is at most this many bytes" },
     Param { name: "hll-sparse-max-bytes", default: "3000", kind: Kind::Memory { min: 0, max: i64::MAX as u64 }, mutable: true, help: "PF* values: largest sparse HyperLogLog before it turns dense (as Redis)" },
@@ -135,6 +141,8 @@ pub struct CmdConfig {
     pub set_limits: EncodingLimits,
     /// hash-max-listpack-entries / -value.
     pub hash_limits: EncodingLimits,
+    /// list-max-listpack-size.
+    pub list_limits: abacus_collections::ListLimits,
     /// zset-max-listpack-entries / -value.
     pub zset_limits: EncodingLimits,
     /// maxmemory (0 = none), maxmemory-policy, maxmemory-samples.
@@ -154,7 +162,13 @@ impl CmdConfig {
 }
 
 /// Redis 7.0's old names of parameters Abacus has (alias, parameter).
-const ALIASES: &[(&str, &str)] = &[("hash-max-ziplist-entries", "hash-max-listpack-entries"), ("hash-max-ziplist-value", "hash-max-listpack-value"), ("zset-max-ziplist-entries", "zset-max-listpack-entries"), ("zset-max-ziplist-value", "zset-max-listpack-value")];
+const ALIASES: &[(&str, &str)] = &[
+    ("hash-max-ziplist-entries", "hash-max-listpack-entries"),
+    ("hash-max-ziplist-value", "hash-max-listpack-value"),
+    ("list-max-ziplist-size", "list-max-listpack-size"),
+    ("zset-max-ziplist-entries", "zset-max-listpack-entries"),
+    ("zset-max-ziplist-value", "zset-max-listpack-value"),
+];
 
 /// Looks a parameter up by name or alias (case-insensitive, as Redis).
 pub fn param(name: &str) -> Option<&'static Param> {
@@ -252,6 +266,7 @@ fn canonical(p: &Param, value: &str) -> Result<String, String> {
                 Err("argument(s) must be one of the following: ".to_string() + &choices.join(", "))
             }
         }
+        Kind::OutputBufferLimit => parse_output_limits(value).map(|_| value.to_string()),
         Kind::Expthresh { max } => {
             let v = parse_int(value)?;
             let power_of_two = v > 0 && v & (v - 1) == 0;
@@ -262,6 +277,60 @@ fn canonical(p: &Param, value: &str) -> Result<String, String> {
             }
         }
     }
+}
+
+/// The classes of `client-output-buffer-limit`, in CONFIG GET's order.
+const OUTPUT_CLASSES: [&str; 3] = ["normal", "slave", "pubsub"];
+
+/// One class's limits: hard bytes, soft bytes, soft seconds.
+pub type OutputLimits = (u64, u64, u64);
+
+/// Parses `client-output-buffer-limit` groups as Redis 7.0 does, with its error texts:
+/// (class index in [`OUTPUT_CLASSES`], limits) per group.
+fn parse_output_limits(value: &str) -> Result<Vec<(usize, OutputLimits)>, String> {
+    // Split at every single space, as Redis 7.0 splits a multi-argument parameter for CONFIG
+    // SET (so " " is two empty arguments, and "" none).
+    let args: Vec<&str> = if value.is_empty() { Vec::new() } else { value.split(' ').collect() };
+    if args.len() % 4 != 0 {
+        return Err("Wrong number of arguments in buffer limit configuration.".into());
+    }
+    let mut out = Vec::new();
+    for g in args.chunks(4) {
+        let class = match g[0].to_ascii_lowercase().as_str() {
+            "normal" => 0,
+            "slave" | "replica" => 1,
+            "pubsub" => 2,
+            _ => return Err("Invalid client class specified in buffer limit configuration.".into()),
+        };
+        let bad = || "Error in hard, soft or soft_seconds setting in buffer limit configuration.".to_string();
+        let hard = parse_memory(g[1]).ok_or_else(bad)?;
+        let soft = parse_memory(g[2]).ok_or_else(bad)?;
+        // strtoll: an optional sign, then digits to the end.
+        let secs: i64 = g[3].parse().map_err(|_| bad())?;
+        if secs < 0 {
+            return Err(bad());
+        }
+        out.push((class, (hard, soft, secs as u64)));
+    }
+    Ok(out)
+}
+
+/// Every class's limits in `value` (a canonical `client-output-buffer-limit`).
+pub fn output_limits(value: &str) -> [OutputLimits; 3] {
+    let mut all = [(0, 0, 0); 3];
+    for (class, l) in parse_output_limits(value).unwrap_or_default() {
+        all[class] = l;
+    }
+    all
+}
+
+/// `current` with the classes `set` names replaced, in CONFIG GET's form.
+fn merge_output_limits(current: &str, set: &str) -> String {
+    let mut all = output_limits(current);
+    for (class, l) in parse_output_limits(set).unwrap_or_default() {
+        all[class] = l;
+    }
+    OUTPUT_CLASSES.iter().zip(all).map(|(c, (h, s, secs))| format!("{c} {h} {s} {secs}")).collect::<Vec<_>>().join(" ")
 }
 
 /// A value to show in a usage hint: the default, or a placeholder where it is empty.
@@ -283,12 +352,14 @@ pub struct Config {
     nums: [AtomicU64; PARAMS.len()],
     /// The config file the parameters were read from (absolute), for the banner and INFO.
     config_file: Option<std::path::PathBuf>,
+    /// `client-output-buffer-limit`'s pubsub class, for publishers (`pubsub.rs`).
+    pub pubsub_limit: std::sync::Arc<crate::pubsub::OutputLimit>,
 }
 
 impl Default for Config {
     fn default() -> Self {
         let values = PARAMS.iter().map(|p| (p.name, p.default.to_string())).collect();
-        let c = Config { values: RwLock::new(values), nums: [const { AtomicU64::new(0) }; PARAMS.len()], config_file: None };
+        let c = Config { values: RwLock::new(values), nums: [const { AtomicU64::new(0) }; PARAMS.len()], config_file: None, pubsub_limit: Default::default() };
         c.refresh_hot();
         c
     }
@@ -340,6 +411,7 @@ pub const SET_MAX_LISTPACK_ENTRIES: usize = param_index("set-max-listpack-entrie
 pub const SET_MAX_LISTPACK_VALUE: usize = param_index("set-max-listpack-value");
 pub const HASH_MAX_LISTPACK_ENTRIES: usize = param_index("hash-max-listpack-entries");
 pub const HASH_MAX_LISTPACK_VALUE: usize = param_index("hash-max-listpack-value");
+pub const LIST_MAX_LISTPACK_SIZE: usize = param_index("list-max-listpack-size");
 pub const ZSET_MAX_LISTPACK_ENTRIES: usize = param_index("zset-max-listpack-entries");
 pub const ZSET_MAX_LISTPACK_VALUE: usize = param_index("zset-max-listpack-value");
 pub const MAXMEMORY: usize = param_index("maxmemory");
@@ -357,7 +429,7 @@ fn numeric(p: &Param, value: &str) -> u64 {
         Kind::Memory { .. } => value.parse().unwrap_or(0),
         Kind::Bool => u64::from(value == "yes"),
         Kind::Enum(names) => names.iter().position(|n| *n == value).unwrap_or(0) as u64,
-        Kind::Str | Kind::Schedule => 0,
+        Kind::Str | Kind::Schedule | Kind::OutputBufferLimit => 0,
     }
 }
 
@@ -410,7 +482,13 @@ impl Config {
 
     fn set_startup(&self, name: &str, value: &str) -> Result<(), String> {
         let p = param(name).ok_or_else(|| format!("unknown configuration parameter '{name}'"))?;
-        let v = canonical(p, value).map_err(|e| format!("invalid value for '{}': {e}", p.name))?;
+        // A config file or command line separates arguments by any run of blanks.
+        let value = match p.kind {
+            Kind::OutputBufferLimit => value.split_whitespace().collect::<Vec<_>>().join(" "),
+            _ => value.to_string(),
+        };
+        let v = canonical(p, &value).map_err(|e| format!("invalid value for '{}': {e}", p.name))?;
+        let v = self.merged(p, v);
         self.values.write().insert(p.name, v);
         self.refresh_hot();
         Ok(())
@@ -437,7 +515,7 @@ impl Config {
         let mut staged = Vec::with_capacity(pairs.len());
         for ((p, shown), (_, value)) in params.into_iter().zip(pairs) {
             let v = canonical(p, value).map_err(|e| format!("ERR CONFIG SET failed (possibly related to argument '{shown}') - {e}"))?;
-            staged.push((p.name, v));
+            staged.push((p.name, self.merged(p, v)));
         }
         let mut values = self.values.write();
         for (n, v) in staged {
@@ -473,12 +551,23 @@ impl Config {
         self.get(name) == "yes"
     }
 
+    /// A set value as stored: `client-output-buffer-limit` keeps the classes the set does not
+    /// name, as Redis's.
+    fn merged(&self, p: &Param, v: String) -> String {
+        match p.kind {
+            Kind::OutputBufferLimit => merge_output_limits(&self.get(p.name), &v),
+            _ => v,
+        }
+    }
+
     fn refresh_hot(&self) {
         let values = self.values.read();
         for (i, p) in PARAMS.iter().enumerate() {
             let v = values.get(p.name).map_or(p.default, |v| v.as_str());
             self.nums[i].store(numeric(p, v), Ordering::Relaxed);
         }
+        let (hard, soft, secs) = output_limits(values.get("client-output-buffer-limit").map_or("", |v| v.as_str()))[2];
+        self.pubsub_limit.set(hard, soft, secs);
     }
 
     /// Parameter `i`'s numeric form (see [`numeric`]); `i` is one of this module's constants.
@@ -521,6 +610,7 @@ impl Config {
                 max_listpack_entries: self.num_usize(HASH_MAX_LISTPACK_ENTRIES),
                 max_listpack_value_bytes: self.num_usize(HASH_MAX_LISTPACK_VALUE),
             },
+            list_limits: abacus_collections::ListLimits::from_fill(self.num(LIST_MAX_LISTPACK_SIZE) as i64),
             zset_limits: EncodingLimits {
                 max_listpack_entries: self.num_usize(ZSET_MAX_LISTPACK_ENTRIES),
                 max_listpack_value_bytes: self.num_usize(ZSET_MAX_LISTPACK_VALUE),
@@ -708,6 +798,27 @@ mod tests {
         assert!(set("lfu-log-factor", "-1").is_err());
         assert!(set("lfu-decay-time", "x").is_err());
         assert!(set("maxmemory-policy", "volatile-fifo").is_err());
+    }
+
+    #[test]
+    fn output_buffer_limits_set_the_classes_named() {
+        let c = Config::default();
+        assert_eq!(c.pubsub_limit.get(), (32 << 20, 8 << 20, 60));
+        let set = |v: &str| c.set_many(&[("client-output-buffer-limit".into(), v.into())]);
+        set("PUBSUB 1mb 2k 5").unwrap();
+        assert_eq!(c.get("client-output-buffer-limit"), "normal 0 0 0 slave 268435456 67108864 60 pubsub 1048576 2000 5");
+        assert_eq!(c.pubsub_limit.get(), (1 << 20, 2000, 5));
+        set("replica 1 2 3 normal 4 5 6").unwrap();
+        assert_eq!(c.get("client-output-buffer-limit"), "normal 4 5 6 slave 1 2 3 pubsub 1048576 2000 5");
+        set("").unwrap();
+        assert_eq!(c.get("client-output-buffer-limit"), "normal 4 5 6 slave 1 2 3 pubsub 1048576 2000 5");
+        for (bad, why) in [("pubsub 1 2", "Wrong number"), (" ", "Wrong number"), ("pubsub  1 2 3", "Wrong number"), ("master 1 2 3", "Invalid client class"), ("pubsub x 2 3", "Error in hard"), ("pubsub 1 2 -3", "Error in hard"), ("pubsub 1 2 3x", "Error in hard")] {
+            let e = set(bad).unwrap_err();
+            assert!(e.contains("(possibly related to argument 'client-output-buffer-limit') - ") && e.contains(why), "{bad}: {e}");
+        }
+        assert_eq!(c.pubsub_limit.get(), (1 << 20, 2000, 5));
+        let c = Config::from_sources(Some("client-output-buffer-limit pubsub  10 20\t30\n"), &[]).unwrap();
+        assert_eq!(c.pubsub_limit.get(), (10, 20, 30));
     }
 
     #[test]

@@ -79,7 +79,7 @@ fn gen_command(r: &mut StdRng, writes: &[&'static Spec], now: u64) -> Vec<Vec<u8
         }
     };
     let v = |s: &str| s.as_bytes().to_vec();
-    match r.gen_range(0..19) {
+    match r.gen_range(0..21) {
         0 => {
             let mut c = vec![v("SET"), key(r), val(r)];
             for _ in 0..r.gen_range(0..3) {
@@ -137,8 +137,22 @@ fn gen_command(r: &mut StdRng, writes: &[&'static Spec], now: u64) -> Vec<Vec<u8
         9 => vec![v("PFADD"), key(r), val(r), val(r)],
         10 => vec![v("HLL.ADD"), key(r), val(r)],
         11 => vec![v("PERSIST"), key(r)],
-        12 => vec![v(*pick(r, &["SELECT-NOT-A-COMMAND", "INCR", "APPEND", "DEL", "RENAME", "COPY", "SMOVE", "SINTERSTORE", "GETDEL"])), key(r), key(r), val(r)],
         16 => {
+            let mut c = vec![v(*pick(r, &["RPUSH", "LPUSH", "RPUSHX"])), key(r)];
+            c.extend((0..r.gen_range(1..8)).map(|_| val(r)));
+            c
+        }
+        17 => match r.gen_range(0..6) {
+            // LMPOP is propagated as the LPOP/RPOP with the count it took.
+            0 => vec![v("LMPOP"), v("2"), key(r), key(r), v(*pick(r, &["LEFT", "RIGHT"])), v("COUNT"), r.gen_range(1..3i64).to_string().into_bytes()],
+            1 => vec![v("LMOVE"), key(r), key(r), v(*pick(r, &["LEFT", "RIGHT"])), v(*pick(r, &["LEFT", "RIGHT"]))],
+            2 => vec![v(*pick(r, &["LPOP", "RPOP"])), key(r), r.gen_range(0..3i64).to_string().into_bytes()],
+            3 => vec![v("LREM"), key(r), r.gen_range(-2..3i64).to_string().into_bytes(), val(r)],
+            4 => vec![v("LTRIM"), key(r), r.gen_range(-3..3i64).to_string().into_bytes(), r.gen_range(-3..3i64).to_string().into_bytes()],
+            _ => vec![v("LINSERT"), key(r), v(*pick(r, &["BEFORE", "AFTER"])), val(r), val(r)],
+        },
+        12 => vec![v(*pick(r, &["SELECT-NOT-A-COMMAND", "INCR", "APPEND", "DEL", "RENAME", "COPY", "SMOVE", "SINTERSTORE", "GETDEL"])), key(r), key(r), val(r)],
+        18 => {
             // ZADD with options and float scores (INCR sums must replay to the same bits).
             let mut c = vec![v("ZADD"), key(r)];
             for o in ["NX", "XX", "GT", "LT", "CH", "INCR"] {
@@ -152,8 +166,8 @@ fn gen_command(r: &mut StdRng, writes: &[&'static Spec], now: u64) -> Vec<Vec<u8
             }
             c
         }
-        17 => vec![v("ZINCRBY"), key(r), format!("{:.4}", r.gen_range(-3.0..3.0f64)).into_bytes(), val(r)],
-        18 => match r.gen_range(0..6) {
+        19 => vec![v("ZINCRBY"), key(r), format!("{:.4}", r.gen_range(-3.0..3.0f64)).into_bytes(), val(r)],
+        20 => match r.gen_range(0..6) {
             0 => vec![v(*pick(r, &["ZPOPMIN", "ZPOPMAX"])), key(r), r.gen_range(0..4).to_string().into_bytes()],
             1 => vec![v("ZMPOP"), v("2"), key(r), key(r), v(*pick(r, &["MIN", "MAX"])), v("COUNT"), r.gen_range(1..4).to_string().into_bytes()],
             2 => vec![v(*pick(r, &["ZUNIONSTORE", "ZINTERSTORE", "ZDIFFSTORE"])), key(r), v("2"), key(r), key(r)],
@@ -197,6 +211,7 @@ fn replay_property(seed: u64, commands: usize) {
             continue;
         }
         let (_, _, effect) = run_handler(&mut live, db, spec, &args, now, cfg);
+
         match effect {
             Some(Effect::Args) => effects.push((now, db, args.to_vec())),
             Some(Effect::As(command)) => effects.push((now, db, command)),

@@ -216,6 +216,7 @@ pub(crate) fn run_handler(dbs: &mut [Db], db: usize, spec: &'static Spec, args: 
             hll: cfg.hll,
             set_limits: cfg.set_limits,
             hash_limits: cfg.hash_limits,
+            list_limits: cfg.list_limits,
             zset_limits: cfg.zset_limits,
             modified: KeysModified::ALL,
             effect: if spec.is_write() { Effect::Args } else { Effect::Nothing },
@@ -248,9 +249,14 @@ fn signal_modified(dbs: &mut [Db], db: usize, spec: &Spec, args: &[Arg], modifie
 /// Runs one keyed call on the shard that owns its keys, as a lone command: the `maxmemory`
 /// gate, then the command (EXEC of a one-shard transaction).
 pub(crate) fn run_on_shard(s: &mut Shard, db: usize, call: &Call, now: u64, cfg: CmdConfig, shards: usize) -> Frame {
-    match admit(&mut s.dbs, call.spec, &call.args, now, &cfg, shards) {
+    run_lone(&mut s.dbs, db, call.spec, &call.args, now, cfg, shards)
+}
+
+/// [`run_on_shard`] over a shard's databases (a blocked client served by `blocking.rs`).
+pub(crate) fn run_lone(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Arg], now: u64, cfg: CmdConfig, shards: usize) -> Frame {
+    match admit(dbs, spec, args, now, &cfg, shards) {
         Some(refused) => refused,
-        None => exec_keyed(&mut s.dbs, db, call.spec, &call.args, now, cfg),
+        None => exec_keyed(dbs, db, spec, args, now, cfg),
     }
 }
 
@@ -376,7 +382,12 @@ impl Worker {
             }
             _ => {
                 if shard == self.shard_id && self.local_runnable() {
-                    return Some(f(&mut self.shard.borrow_mut()));
+                    let mut s = self.shard.borrow_mut();
+                    let r = f(&mut s);
+                    if !s.blocked.is_empty() {
+                        crate::blocking::serve_ready(&mut s, self.server.config.cmd_config(), self.shards());
+                    }
+                    return Some(r);
                 }
                 let (tx, rx) = oneshot::channel();
                 let job: Job = Box::new(move |s| {
@@ -741,6 +752,9 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
                 Some(refused) => refused,
                 None => exec_keyed_untimed(&mut s.dbs, db, c.spec, &c.args, now, cfg),
             };
+            // Clients blocked on keys this command made ready are served before the next
+            // command runs (`LPUSH k v; LPOP k` in one pipeline: the blocked client gets v).
+            crate::blocking::serve_ready(s, cfg, shards);
             (i, reply, c.spec.name)
         })
         .collect();

@@ -19,6 +19,9 @@
 //! - `aof.rs`, `snapshot.rs`, `recovery.rs`: the log (fed by handlers' stated effects),
 //!   snapshots without fork, and loading at start
 //! - `monitor.rs`  MONITOR's stream
+//! - `blocking.rs` blocked clients (BLPOP...): registered and served on the shard, in order
+//! - `pubsub.rs`   pub/sub: the subscriptions shared by all threads, delivery to subscribers
+//!   (the commands are in `cmd/pubsub.rs`)
 //! - `clients.rs`, `stats.rs`, `memory.rs`: client registry, counters, process figures
 //!
 //! What it is not: the data structures and the keyspace (`abacus-collections`,
@@ -29,6 +32,7 @@
 #![forbid(unsafe_code)]
 
 pub mod aof;
+pub mod blocking;
 pub mod clients;
 pub mod cmd;
 pub mod command;
@@ -42,6 +46,7 @@ pub mod hop;
 pub mod memory;
 pub mod monitor;
 pub mod order;
+pub mod pubsub;
 pub mod recovery;
 pub mod server;
 pub mod snapshot;

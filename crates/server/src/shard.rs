@@ -187,11 +187,13 @@ pub struct Shard {
     pub locked: bool,
     /// This shard's part of a running snapshot (see `snapshot.rs`).
     pub snapshot: Option<crate::snapshot::ShardSnapshot>,
+    /// Clients blocked on this shard's keys (see `blocking.rs`).
+    pub blocked: crate::blocking::Blocked,
 }
 
 impl Shard {
     pub fn new(id: usize, databases: usize) -> Shard {
-        Shard { id, dbs: (0..databases).map(|_| Db::new()).collect(), locked: false, snapshot: None }
+        Shard { id, dbs: (0..databases).map(|_| Db::new()).collect(), locked: false, snapshot: None, blocked: Default::default() }
     }
 
     /// Active expiry: Redis's algorithm, per database sample 20 keys with a TTL and repeat while
@@ -223,6 +225,8 @@ pub struct Ctx<'a> {
     /// When sets and hashes stop being listpacks (set-/hash-max-listpack-*).
     pub set_limits: abacus_collections::EncodingLimits,
     pub hash_limits: abacus_collections::EncodingLimits,
+    /// How big list nodes grow (list-max-listpack-size).
+    pub list_limits: abacus_collections::ListLimits,
     pub zset_limits: abacus_collections::EncodingLimits,
     /// What the log (and later replicas) record for this command (see [`Effect`]): for a
     /// write its arguments unless the handler says otherwise, for a read nothing unless it
@@ -330,6 +334,14 @@ fn run_job(shard: &RefCell<Shard>, job: Job, snapshotting: bool) -> usize {
     s.id
 }
 
+/// Serves the clients blocked on keys that the last job made ready (`blocking.rs`).
+fn serve_blocked(shard: &RefCell<Shard>, server: &crate::server::Server) {
+    let mut s = shard.borrow_mut();
+    if !s.blocked.is_empty() {
+        crate::blocking::serve_ready(&mut s, server.config.cmd_config(), server.senders.len());
+    }
+}
+
 /// Runs the jobs sent to `shard` until every sender is gone, and its active expiry.
 pub async fn shard_loop(shard: Rc<RefCell<Shard>>, mut rx: mpsc::Receiver<ShardMsg>, server: std::sync::Arc<crate::server::Server>) {
     let hz = server.config.get_u64("hz");
@@ -345,10 +357,12 @@ pub async fn shard_loop(shard: Rc<RefCell<Shard>>, mut rx: mpsc::Receiver<ShardM
                 None => break,
                 Some(ShardMsg::Run(job)) => {
                     run_job(&shard, job, snapshotting);
+                    serve_blocked(&shard, &server);
                 }
                 Some(ShardMsg::RunOrdered(job)) => {
                     let id = run_job(&shard, job, snapshotting);
                     server.order.part_done(id);
+                    serve_blocked(&shard, &server);
                 }
                 Some(ShardMsg::Lock(grant)) => {
                     // Log commands deferred for a shared write (`aof::defer_pending`) ran
@@ -366,6 +380,9 @@ pub async fn shard_loop(shard: Rc<RefCell<Shard>>, mut rx: mpsc::Receiver<ShardM
                         }
                     }
                     shard.borrow_mut().locked = false;
+                    // The operation's log record is written (`Locks::drop`) before the
+                    // release: what it made ready is served after it, in the log too.
+                    serve_blocked(&shard, &server);
                 }
             },
             _ = tick.tick() => {

@@ -198,6 +198,8 @@ pub struct ServerStats {
     /// how many of them the socket took only in part (the connection's thread wrote the rest).
     pub direct_replies: AtomicU64,
     pub direct_replies_partial: AtomicU64,
+    /// Clients waiting in a blocking command now (INFO clients `blocked_clients`).
+    pub blocked_clients: AtomicU64,
     /// Per shard thread: its instantaneous ops/sec, published by its background tick.
     pub ops_per_sec: Vec<AtomicU64>,
 }
@@ -212,6 +214,7 @@ impl ServerStats {
             migrated_connections: AtomicU64::new(0),
             direct_replies: AtomicU64::new(0),
             direct_replies_partial: AtomicU64::new(0),
+            blocked_clients: AtomicU64::new(0),
             ops_per_sec: (0..shards).map(|_| AtomicU64::new(0)).collect(),
         }
     }

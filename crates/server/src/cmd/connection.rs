@@ -38,6 +38,7 @@ const CLIENT: &[Spec] = &[
     Spec::conn("client|list", -2, ADMIN, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::List, &call.args)), G, "Lists open connections."),
     Spec::conn("client|info", 2, LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Info, &call.args)), G, "Returns information about the connection."),
     Spec::conn("client|kill", -3, ADMIN, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Kill, &call.args)), G, "Terminates open connections."),
+    Spec::conn("client|unblock", -3, ADMIN | FAST, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Unblock, &call.args)), G, "Unblocks a client blocked by a blocking command from a different connection."),
     Spec::conn("client|no-evict", 3, ADMIN, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::NoEvict, &call.args)), G, "Sets the client eviction mode of the connection."),
     Spec::conn("client|reply", 3, 0, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Reply, &call.args)), G, "Instructs the server whether to reply to commands."),
     Spec::conn("client|setinfo", 4, FAST, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::SetInfo, &call.args)), G, "Sets information specific to the client or connection."),
@@ -52,7 +53,11 @@ const COMMAND: &[Spec] = &[
     Spec::conn("command|help", 2, LOADING | STALE, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::Help)), "server", "Returns helpful text about the different subcommands."),
 ];
 
-pub fn ping(_conn: &mut Conn, a: &[Arg]) -> Frame {
+pub fn ping(conn: &mut Conn, a: &[Arg]) -> Frame {
+    if conn.proto == Protocol::Resp2 && conn.pubsub.is_some() && a.len() <= 2 {
+        // Subscribed (RESP2): a message-shaped reply, as Redis's.
+        return Frame::Array(vec![Frame::bulk(&b"pong"[..]), Frame::Bulk(a.get(1).map_or_else(Bytes::new, |m| Bytes::copy_from_slice(m)))]);
+    }
     match a.len() {
         1 => Frame::simple("PONG"),
         2 => Frame::Bulk(Bytes::copy_from_slice(&a[1])),
@@ -170,6 +175,9 @@ pub async fn reset(conn: &mut Conn) -> Frame {
     conn.multi = None;
     conn.meta.multi_len.store(usize::MAX, Ordering::Relaxed);
     conn.unwatch_all().await;
+    // Messages published before the RESET still go out, before its reply.
+    conn.take_messages(usize::MAX);
+    conn.leave_pubsub();
     conn.db = 0;
     conn.meta.db.store(0, Ordering::Relaxed);
     conn.proto = Protocol::Resp2;
@@ -202,6 +210,7 @@ pub enum ClientSub {
     Info,
     List,
     Kill,
+    Unblock,
     NoEvict,
     Reply,
     SetInfo,
@@ -226,6 +235,17 @@ pub fn client(conn: &mut Conn, sub: ClientSub, a: &[Arg]) -> Frame {
         ClientSub::Info => verbatim(conn.meta.info_line(now_ms()) + "\n"),
         ClientSub::List => client_list(conn, a),
         ClientSub::Kill => client_kill(conn, a),
+        ClientSub::Unblock => {
+            let Ok(id) = parse_i64(&a[2]) else { return err("ERR value is not an integer or out of range") };
+            let mode = match a.get(3) {
+                None => crate::clients::UNBLOCK_TIMEOUT,
+                Some(r) if is(r, "timeout") => crate::clients::UNBLOCK_TIMEOUT,
+                Some(r) if is(r, "error") => crate::clients::UNBLOCK_ERROR,
+                Some(_) => return err("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"),
+            };
+            let target = u64::try_from(id).ok().and_then(|id| conn.worker.server.clients.get(id));
+            Frame::Integer(target.is_some_and(|t| t.request_unblock(mode)).into())
+        }
         ClientSub::NoEvict => {
             if is(&a[2], "on") {
                 conn.meta.no_evict.store(true, Ordering::Relaxed);
@@ -266,7 +286,7 @@ pub fn client(conn: &mut Conn, sub: ClientSub, a: &[Arg]) -> Frame {
             }
         }
         ClientSub::Help => Frame::Array(
-            ["CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "ID", "SETNAME <name>", "GETNAME", "LIST [TYPE <type>] [ID <id> ...]", "INFO", "KILL <ip:port> | <filter> <value> ...", "NO-EVICT (ON|OFF)", "REPLY (ON|OFF|SKIP)", "HELP"]
+            ["CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "ID", "SETNAME <name>", "GETNAME", "LIST [TYPE <type>] [ID <id> ...]", "INFO", "KILL <ip:port> | <filter> <value> ...", "UNBLOCK <clientid> [TIMEOUT|ERROR]", "NO-EVICT (ON|OFF)", "REPLY (ON|OFF|SKIP)", "HELP"]
                 .iter()
                 .map(|l| Frame::Simple(Bytes::from_static(l.as_bytes())))
                 .collect(),
@@ -277,10 +297,13 @@ pub fn client(conn: &mut Conn, sub: ClientSub, a: &[Arg]) -> Frame {
 /// CLIENT LIST [TYPE type | ID id ...], as Redis 7.0 parses it: TYPE only as the sole
 /// filter, ID taking every argument after it, anything else a syntax error.
 fn client_list(conn: &Conn, a: &[Arg]) -> Frame {
+    let mut of_type = None;
     let ids: Option<Vec<u64>> = if a.len() == 4 && is(&a[2], "type") {
-        match is_normal_type(&a[3]) {
-            Ok(true) => None,
-            Ok(false) => Some(Vec::new()),
+        match client_type(&a[3]) {
+            Ok(t) => {
+                of_type = Some(t);
+                None
+            }
             Err(e) => return e,
         }
     } else if a.len() > 3 && is(&a[2], "id") {
@@ -301,7 +324,7 @@ fn client_list(conn: &Conn, a: &[Arg]) -> Frame {
     let now = now_ms();
     let mut out = String::new();
     for c in conn.worker.server.clients.all() {
-        if ids.as_ref().is_none_or(|v| v.contains(&c.id)) {
+        if ids.as_ref().is_none_or(|v| v.contains(&c.id)) && of_type.is_none_or(|t| t == ClientType::of(&c)) {
             out.push_str(&c.info_line(now));
             out.push('\n');
         }
@@ -309,11 +332,33 @@ fn client_list(conn: &Conn, a: &[Arg]) -> Frame {
     verbatim(out)
 }
 
-/// A CLIENT LIST/KILL TYPE value: whether it is `normal` (every client here is one), or
-/// Redis's error for a name that is no client type.
-fn is_normal_type(t: &[u8]) -> Result<bool, Frame> {
-    if ["normal", "master", "replica", "slave", "pubsub"].iter().any(|n| is(t, n)) {
-        Ok(is(t, "normal"))
+/// Redis's client types (CLIENT LIST/KILL TYPE). No client here is a master or a replica.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ClientType {
+    Normal,
+    PubSub,
+    Replication,
+}
+
+impl ClientType {
+    /// A client with a subscription is of type pubsub (Redis's CLIENT_PUBSUB), any other normal.
+    fn of(c: &crate::clients::ClientMeta) -> ClientType {
+        if c.is_pubsub() {
+            ClientType::PubSub
+        } else {
+            ClientType::Normal
+        }
+    }
+}
+
+/// A CLIENT LIST/KILL TYPE value, or Redis's error for a name that is no client type.
+fn client_type(t: &[u8]) -> Result<ClientType, Frame> {
+    if is(t, "normal") {
+        Ok(ClientType::Normal)
+    } else if is(t, "pubsub") {
+        Ok(ClientType::PubSub)
+    } else if ["master", "replica", "slave"].iter().any(|n| is(t, n)) {
+        Ok(ClientType::Replication)
     } else {
         Err(err_quoting("ERR Unknown client type '", t, "'"))
     }
@@ -335,7 +380,7 @@ fn client_kill(conn: &mut Conn, a: &[Arg]) -> Frame {
             None => err("ERR No such client"),
         };
     }
-    let (mut id, mut addr, mut laddr, mut skipme, mut none) = (None, None, None, true, false);
+    let (mut id, mut addr, mut laddr, mut skipme, mut of_type) = (None, None, None, true, None);
     let mut i = 2;
     while i + 1 < a.len() {
         let v = String::from_utf8_lossy(&a[i + 1]).into_owned();
@@ -355,9 +400,8 @@ fn client_kill(conn: &mut Conn, a: &[Arg]) -> Frame {
                 _ => return err(ERR_SYNTAX),
             };
         } else if is(&a[i], "type") {
-            // Every client here is a normal one: another type matches none.
-            match is_normal_type(&a[i + 1]) {
-                Ok(normal) => none |= !normal,
+            match client_type(&a[i + 1]) {
+                Ok(t) => of_type = Some(t),
                 Err(e) => return e,
             }
         } else if is(&a[i], "user") {
@@ -375,7 +419,7 @@ fn client_kill(conn: &mut Conn, a: &[Arg]) -> Frame {
     }
     let mut killed = 0;
     for c in clients {
-        if none || id.is_some_and(|x| x != c.id) || addr.as_ref().is_some_and(|x| *x != c.addr.to_string()) || laddr.as_ref().is_some_and(|x| *x != c.laddr.to_string()) {
+        if of_type.is_some_and(|t| t != ClientType::of(&c)) || id.is_some_and(|x| x != c.id) || addr.as_ref().is_some_and(|x| *x != c.addr.to_string()) || laddr.as_ref().is_some_and(|x| *x != c.laddr.to_string()) {
             continue;
         }
         if c.id == conn.meta.id {
@@ -396,6 +440,7 @@ fn flag_names(spec: &Spec) -> Vec<Frame> {
         (READONLY, "readonly"),
         (DENYOOM, "denyoom"),
         (ADMIN, "admin"),
+        (BLOCKING, "blocking"),
         (LOADING, "loading"),
         (STALE, "stale"),
         (FAST, "fast"),
@@ -439,11 +484,16 @@ pub fn acl_categories(spec: &Spec) -> Vec<&'static str> {
     out.extend((group == "keyspace").then_some("keyspace"));
     out.extend((spec.has(READONLY) && group != "scripting").then_some("read"));
     out.extend(spec.has(WRITE).then_some("write"));
-    for g in ["set", "sortedset", "hash", "string", "bitmap", "hyperloglog"] {
-        out.extend((group == g).then_some(g));
+    // The sorted-set group is "sorted-set" in COMMAND DOCS and "sortedset" as a category.
+    let category = if group == "sorted-set" { "sortedset" } else { group };
+    for g in ["set", "sortedset", "list", "hash", "string", "bitmap", "hyperloglog"] {
+        out.extend((category == g).then_some(g));
     }
+    // Redis's @pubsub comes from the command's `pubsub` flag, which PUBSUB HELP lacks.
+    out.extend((group == "pubsub" && !spec.name.ends_with("|help")).then_some("pubsub"));
     out.extend(admin.then_some("admin"));
     out.push(if spec.has(FAST) { "fast" } else { "slow" });
+    out.extend(spec.has(BLOCKING).then_some("blocking"));
     out.extend(dangerous.then_some("dangerous"));
     for g in ["connection", "transaction", "scripting"] {
         out.extend((group == g).then_some(g));

@@ -24,17 +24,21 @@ macro_rules! conn_fn {
 pub mod args;
 pub mod bitops;
 pub mod bits;
+pub mod blocking;
 pub mod connection;
 pub mod expiry;
 pub mod hashes;
 pub mod hll;
 pub mod keys;
 pub mod ldouble;
+pub mod lists;
 pub mod persistence;
 pub mod pf;
+pub mod pubsub;
 pub mod server;
 pub mod set_algebra;
 pub mod sets;
+pub mod sort;
 pub mod strings;
 pub mod transactions;
 pub mod zset_algebra;
@@ -67,9 +71,13 @@ pub const FAMILIES: &[&[Spec]] = &[
     hashes::COMMANDS,
     sets::COMMANDS,
     set_algebra::COMMANDS,
+    lists::COMMANDS,
+    blocking::COMMANDS,
+    sort::COMMANDS,
     zsets::COMMANDS,
     zset_algebra::COMMANDS,
     persistence::COMMANDS,
+    pubsub::COMMANDS,
 ];
 
 /// Runs one keyed command on `dbs` (database 0, one shard, the default configuration): for

@@ -196,6 +196,7 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: ConfigSub, a: &[Ar
         ConfigSub::ResetStat => {
             conn.worker.server.stats.reset();
             stats::ERRORS.reset();
+            crate::pubsub::OBUF_LIMIT_DISCONNECTIONS.store(0, Ordering::Relaxed);
             let reset = |s: &mut crate::shard::Shard| {
                 stats::reset();
                 for d in &mut s.dbs {
@@ -438,9 +439,11 @@ pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     if want("clients") {
         let _ = write!(
             out,
-            "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nblocked_clients:0\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n\r\n",
+            "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nblocked_clients:{}\r\ntracking_clients:0\r\nclients_in_timeout_table:{}\r\n\r\n",
             server.clients.len(),
-            server.config.maxclients()
+            server.config.maxclients(),
+            server.stats.blocked_clients.load(std::sync::atomic::Ordering::Relaxed),
+            server.stats.blocked_clients.load(std::sync::atomic::Ordering::Relaxed),
         );
     }
     if want("memory") {
@@ -467,9 +470,10 @@ pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         let st = &server.stats;
         let total: u64 = cmds.values().map(|c| c.calls).sum();
         let expired: u64 = shards.iter().map(|s| s.expired).sum();
+        let pubsub = crate::pubsub::registry().counts();
         let _ = write!(
             out,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{total}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{expired}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\ntotal_error_replies:{}\r\nunexpected_error_replies:0\r\nmigrated_connections:{}\r\ndirect_replies:{}\r\ndirect_replies_partial:{}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{total}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{expired}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\ntotal_error_replies:{}\r\nunexpected_error_replies:0\r\nclient_output_buffer_limit_disconnections:{}\r\nmigrated_connections:{}\r\ndirect_replies:{}\r\ndirect_replies_partial:{}\r\n\r\n",
             st.connections_received_total.load(Ordering::Relaxed),
             st.ops_per_sec.iter().map(|o| o.load(Ordering::Relaxed)).sum::<u64>(),
             st.net_input_bytes_total.load(Ordering::Relaxed),
@@ -478,7 +482,11 @@ pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
             shards.iter().map(|s| s.evicted).sum::<u64>(),
             shards.iter().map(|s| s.hits).sum::<u64>(),
             shards.iter().map(|s| s.misses).sum::<u64>(),
+            pubsub.0,
+            pubsub.1,
+            pubsub.2,
             stats::ERRORS.total(),
+            crate::pubsub::OBUF_LIMIT_DISCONNECTIONS.load(Ordering::Relaxed),
             st.migrated_connections.load(Ordering::Relaxed),
             st.direct_replies.load(Ordering::Relaxed),
             st.direct_replies_partial.load(Ordering::Relaxed),

@@ -855,7 +855,6 @@ pub(crate) fn pop_from_first(ctx: &mut Ctx, keys: &[Arg], max: bool, count: usiz
 }
 
 /// BZPOPMIN/BZPOPMAX's reply: [key, member, score].
-#[allow(dead_code)]
 pub(crate) fn bzpop_reply(key: &[u8], popped: &Popped) -> Frame {
     match popped.members.first() {
         Some((m, s)) => Frame::Array(vec![bulk(key), bulk(m), Frame::Score(*s)]),

@@ -44,6 +44,9 @@ pub fn error_unknown_command(args: &[Arg]) -> Frame {
     Frame::Error(Bytes::from(msg))
 }
 
+/// What a RESP2 client may run while subscribed (Redis 7.0's list).
+const ALLOWED_SUBSCRIBED: &[&str] = &["ping", "subscribe", "ssubscribe", "unsubscribe", "sunsubscribe", "psubscribe", "punsubscribe", "quit", "reset"];
+
 pub fn error_arity(name: &str) -> Frame {
     Frame::error(format!("ERR wrong number of arguments for '{name}' command"))
 }
@@ -105,6 +108,15 @@ impl Conn {
                 return Step::Reply(Frame::error(refused));
             }
         }
+        if self.proto == Protocol::Resp2 && self.pubsub.is_some() && !ALLOWED_SUBSCRIBED.contains(&spec.name) {
+            // RESP2 subscribed mode: the connection carries messages; only these may run.
+            stats::record_rejected(spec.name);
+            self.fail_multi();
+            return Step::Reply(Frame::error(format!(
+                "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                spec.name
+            )));
+        }
         if let Some(multi) = &mut self.multi {
             if spec.has(flags::NO_MULTI) {
                 // SAVE, SHUTDOWN: refused, and the transaction aborts at EXEC (Redis 7.0).
@@ -126,7 +138,8 @@ impl Conn {
             self.wrote = true;
         }
         let call = Call { spec, args };
-        if let Handler::Keyed(_) = spec.handler {
+        // A blocking command runs alone (`block.rs`), after the batch before it.
+        if let (Handler::Keyed(_), false) = (spec.handler, spec.has(flags::BLOCKING)) {
             if let Some(shard) = self.worker.single_shard(&call) {
                 return Step::Batch(shard, call);
             }

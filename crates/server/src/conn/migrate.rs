@@ -125,6 +125,8 @@ impl Conn {
             inflight: None,
             shared_socket: c.shared_socket,
             monitor: None,
+            pubsub: None,
+            pubsub_unreleased: 0,
         }
     }
 
@@ -143,6 +145,7 @@ impl Conn {
         let after = self.worker.server.config.migrate_after();
         let move_it = after > 0
             && self.monitor.is_none()
+            && self.pubsub.is_none()
             && self.streak >= after
             && self.streak_shard != self.worker.shard_id
             && self.streak_shard < self.worker.shards()

@@ -16,6 +16,7 @@
 //! that owns its keys.
 
 mod admit;
+mod block;
 mod migrate;
 
 use std::net::SocketAddr;
@@ -47,6 +48,9 @@ use migrate::{Carried, Handoff, Registration};
 
 /// Size of each read; big enough for a deep pipeline of small commands.
 const READ_CHUNK_BYTES: usize = 16 * 1024;
+
+/// An output buffer that grew past this is given back once written.
+const OUT_KEEP_BYTES: usize = 4 * 1024 * 1024;
 
 /// A transaction being queued.
 pub struct Multi {
@@ -113,6 +117,12 @@ pub struct Conn {
     /// MONITOR: the lines this client receives (see `monitor.rs`). A monitoring connection
     /// stays on its thread.
     pub monitor: Option<tokio::sync::mpsc::Receiver<Bytes>>,
+    /// The client's subscriptions, while it has any (see `pubsub.rs`). A subscribed
+    /// connection stays on its thread.
+    pub pubsub: Option<Box<crate::pubsub::Subscriptions>>,
+    /// Bytes of published messages moved into `out` and not yet written: given back to the
+    /// subscriber's output accounting once written.
+    pubsub_unreleased: usize,
 }
 
 fn killed_error() -> std::io::Error {
@@ -163,6 +173,7 @@ impl Conn {
         if self.monitor.take().is_some() {
             self.worker.server.monitors.remove(self.meta.id);
         }
+        self.leave_pubsub();
         self.unwatch_all().await;
     }
 
@@ -184,7 +195,8 @@ impl Conn {
             if rbuf.capacity() - rbuf.len() < READ_CHUNK_BYTES / 4 {
                 rbuf.reserve(READ_CHUNK_BYTES);
             }
-            let timeout_s = server.config.timeout_s();
+            // As Redis, `timeout` spares subscribers: they may wait for messages for ever.
+            let timeout_s = if self.pubsub.is_some() { 0 } else { server.config.timeout_s() };
             let read = async {
                 if timeout_s > 0 {
                     match tokio::time::timeout(Duration::from_secs(timeout_s), stream.read_buf(&mut rbuf)).await {
@@ -210,9 +222,28 @@ impl Conn {
                     None => std::future::pending().await,
                 }
             };
+            let subscriber = self.pubsub.as_ref().map(|p| p.sub.clone());
+            let published = async {
+                match &subscriber {
+                    Some(s) => s.ready().await,
+                    None => std::future::pending().await,
+                }
+            };
             let n = tokio::select! {
                 r = read => r?,
                 _ = &mut killed => return Ok(None),
+                _ = published => {
+                    // What has queued goes out in writes of up to a read chunk's size... times
+                    // four: few system calls, and a bounded buffer.
+                    self.settle(&mut stream, &mut killed).await?;
+                    while self.take_messages(4 * READ_CHUNK_BYTES) > 0 {
+                        write_unless_killed(&mut stream, &self.out, &mut killed).await?;
+                        ServerStats::add(&server.stats.net_output_bytes_total, self.out.len() as u64);
+                        self.out.clear();
+                        self.release_messages();
+                    }
+                    continue;
+                }
                 _ = attention => {
                     self.settle(&mut stream, &mut killed).await?;
                     continue;
@@ -272,8 +303,12 @@ impl Conn {
                 server.pause.wait().await;
                 // Replies keep request order: the previous batch's are out before this one runs.
                 self.settle(&mut stream, &mut killed).await?;
-                let direct = (fatal.is_none() && server.config.direct_replies()).then_some(&stream);
-                self.process(&mut calls, direct).await;
+                // Messages published before this batch go out before its replies.
+                if self.pubsub.is_some() {
+                    self.take_messages(usize::MAX);
+                }
+                let direct = fatal.is_none() && server.config.direct_replies();
+                self.process(&mut calls, &stream, direct).await;
                 if let Some(err) = fatal {
                     // Not a command's reply, so CLIENT REPLY SKIP does not count it; after
                     // CLIENT REPLY OFF Redis sends nothing, and only closes.
@@ -303,6 +338,12 @@ impl Conn {
                     write_unless_killed(&mut stream, &self.out, &mut killed).await?;
                     ServerStats::add(&server.stats.net_output_bytes_total, self.out.len() as u64);
                     self.out.clear();
+                    self.release_messages();
+                    if self.out.capacity() > OUT_KEEP_BYTES {
+                        // A burst (a subscriber's backlog, a huge reply) does not keep its
+                        // buffer for the connection's life.
+                        self.out = BytesMut::with_capacity(READ_CHUNK_BYTES);
+                    }
                 }
                 if self.close_after_reply || self.meta.killed.load(Ordering::Acquire) {
                     self.settle(&mut stream, &mut killed).await?;
@@ -349,7 +390,7 @@ impl Conn {
     /// `requests` is left empty (its capacity is reused for the next batch). With `direct`
     /// (the connection's socket), a batch that runs entirely on another thread's shard has
     /// that thread write its replies instead (see `direct.rs`): then `inflight` is set.
-    pub async fn process(&mut self, requests: &mut Vec<Args>, direct: Option<&TcpStream>) {
+    pub async fn process(&mut self, requests: &mut Vec<Args>, stream: &TcpStream, direct: bool) {
         let mut batch: Vec<(usize, Call)> = Vec::with_capacity(requests.len());
         let mut last: &'static str = "";
         for args in requests.drain(..) {
@@ -397,7 +438,18 @@ impl Conn {
                         };
                         (call.args.to_vec(), queued)
                     });
-                    let reply = self.dispatch(Access::Free, call).await;
+                    let reply = if call.spec.has(flags::BLOCKING) {
+                        match self.run_blocking(call, stream).await {
+                            Some(reply) => reply,
+                            None => {
+                                // The connection ended while it waited: close, reply nothing.
+                                self.close_after_reply = true;
+                                break;
+                            }
+                        }
+                    } else {
+                        self.dispatch(Access::Free, call).await
+                    };
                     if let Some((args, queued)) = shown {
                         let monitors = &self.worker.server.monitors;
                         match &mut self.multi {
@@ -416,7 +468,7 @@ impl Conn {
                 }
             }
         }
-        if !direct.is_some_and(|stream| self.delegate(&mut batch, stream)) {
+        if !(direct && self.delegate(&mut batch, stream)) {
             self.flush_batch(&mut batch).await;
         }
         // WATCH's replies go out only once its keys are registered.
@@ -572,15 +624,54 @@ impl Conn {
         }
     }
 
-    /// Appends a reply to the output, unless CLIENT REPLY suppresses it.
+    /// Appends a reply to the output, unless CLIENT REPLY suppresses it. Pushes (pub/sub
+    /// confirmations) go out whatever CLIENT REPLY says, as Redis's do.
     pub fn emit(&mut self, frame: Frame) {
         // Counted whether or not CLIENT REPLY lets it out, as Redis counts it.
         stats::count_error_reply(&frame);
+        let push = || match &frame {
+            Frame::Push(_) => true,
+            Frame::Seq(v) => v.iter().all(|f| matches!(f, Frame::Push(_))),
+            _ => false,
+        };
         match self.reply_mode {
             ReplyMode::On => encode(&frame, self.proto, &mut self.out),
-            ReplyMode::Off => {}
-            ReplyMode::Skip(n) => self.reply_mode = if n <= 1 { ReplyMode::On } else { ReplyMode::Skip(n - 1) },
+            ReplyMode::Off => {
+                if push() {
+                    encode(&frame, self.proto, &mut self.out);
+                }
+            }
+            ReplyMode::Skip(n) => {
+                if push() {
+                    encode(&frame, self.proto, &mut self.out);
+                }
+                self.reply_mode = if n <= 1 { ReplyMode::On } else { ReplyMode::Skip(n - 1) };
+            }
         }
+    }
+
+    /// Moves published messages waiting for this client into the output (after whatever is
+    /// there), up to about `max` bytes; returns how many bytes moved.
+    pub fn take_messages(&mut self, max: usize) -> usize {
+        let Some(p) = &mut self.pubsub else { return 0 };
+        let n = p.drain_into(&mut self.out, self.proto == Protocol::Resp3, max);
+        self.pubsub_unreleased += n;
+        n
+    }
+
+    /// The output holding taken messages was written: they no longer count against the
+    /// client's output buffer limit.
+    fn release_messages(&mut self) {
+        let n = std::mem::take(&mut self.pubsub_unreleased);
+        if let Some(p) = &self.pubsub {
+            p.sub.written(n);
+        }
+    }
+
+    /// Leaves every subscription (the last one left, RESET, or the connection closing).
+    pub fn leave_pubsub(&mut self) {
+        self.pubsub = None;
+        self.pubsub_unreleased = 0;
     }
 
     /// Runs one command (keyed or connection-level) with the given shard access.

@@ -1,0 +1,374 @@
+//! SORT and SORT_RO: sort the elements of a list, set or sorted set, numerically or (ALPHA)
+//! as strings, optionally by the values of other keys (`BY weight_*`, `BY obj_*->field`),
+//! return them or other keys' values (`GET #`, `GET data_*`, `GET obj_*->field`), with LIMIT,
+//! ASC/DESC, and STORE the result in a list. Semantics, replies and errors are Redis 7.0's
+//! (`sort.c`).
+//!
+//! Why a connection-level command: BY and GET patterns name keys that only exist once the
+//! elements are known, so they may live on any shard, and the command table cannot list them.
+//! SORT therefore runs in the connection task and takes the shards it needs itself: every
+//! shard when it has a pattern that reads other keys (flag ALL_SHARDS, so a transaction that
+//! holds SORT locks them all too), otherwise just the shards of its key and STORE key. Under
+//! those locks it reads the source on its shard, fetches the pattern keys in one job per
+//! shard, sorts in the connection task, and writes the destination on its shard. The
+//! destination is logged as `DEL dst` followed by `RPUSH dst elements...` (deterministic,
+//! whatever order a set's members came in), written with the locks' record.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use abacus_collections::List;
+use abacus_keyspace::{Db, Value, ValueRef};
+use abacus_protocol::{Arg, Bytes, Frame};
+
+use super::args::*;
+use crate::command::flags::*;
+use crate::command::Spec;
+use crate::conn::Conn;
+use crate::exec::{shutting_down, Access, Locks};
+use crate::shard::{now_ms, shard_of, Shard};
+
+const G: &str = "generic";
+
+pub const COMMANDS: &[Spec] = &[
+    Spec::conn("sort", -2, WRITE | DENYOOM | ALL_SHARDS, (1, 1, 1), conn_fn!(|conn, access, call| sort(conn, access, &call.args, false).await), G, "Sorts the elements in a list, a set, or a sorted set, optionally storing the result."),
+    Spec::conn("sort_ro", -2, READONLY | ALL_SHARDS, (1, 1, 1), conn_fn!(|conn, access, call| sort(conn, access, &call.args, true).await), G, "Returns the sorted elements of a list, a set, or a sorted set."),
+];
+
+/// A parsed SORT call.
+struct Options {
+    desc: bool,
+    alpha: bool,
+    /// LIMIT offset count (Redis's defaults: 0, -1).
+    limit: (i64, i64),
+    by: Option<Bytes>,
+    /// BY names no key (no `*`, or `nosort`): keep the source's order.
+    dont_sort: bool,
+    get: Vec<Bytes>,
+    store: Option<Bytes>,
+}
+
+impl Options {
+    fn parse(a: &[Arg], read_only: bool) -> Result<Options, Frame> {
+        let mut o = Options { desc: false, alpha: false, limit: (0, -1), by: None, dont_sort: false, get: Vec::new(), store: None };
+        let mut j = 2;
+        while j < a.len() {
+            let left = a.len() - j - 1;
+            if is(&a[j], "asc") {
+                o.desc = false;
+            } else if is(&a[j], "desc") {
+                o.desc = true;
+            } else if is(&a[j], "alpha") {
+                o.alpha = true;
+            } else if is(&a[j], "limit") && left >= 2 {
+                let start = parse_i64(&a[j + 1]).map_err(|_| err(ERR_NOT_INTEGER))?;
+                let count = parse_i64(&a[j + 2]).map_err(|_| err(ERR_NOT_INTEGER))?;
+                o.limit = (start, count);
+                j += 2;
+            } else if is(&a[j], "store") && left >= 1 && !read_only {
+                o.store = Some(Bytes::copy_from_slice(&a[j + 1]));
+                j += 1;
+            } else if is(&a[j], "by") && left >= 1 {
+                let pattern = Bytes::copy_from_slice(&a[j + 1]);
+                // No `*`: there is nothing to sort by (`BY nosort` is the idiom).
+                o.dont_sort = !pattern.contains(&b'*');
+                o.by = Some(pattern);
+                j += 1;
+            } else if is(&a[j], "get") && left >= 1 {
+                o.get.push(Bytes::copy_from_slice(&a[j + 1]));
+                j += 1;
+            } else {
+                return Err(err(ERR_SYNTAX));
+            }
+            j += 1;
+        }
+        Ok(o)
+    }
+
+    /// Whether a pattern reads keys other than the sorted one.
+    fn reads_other_keys(&self) -> bool {
+        self.by.as_ref().is_some_and(|p| p.contains(&b'*')) || self.get.iter().any(|p| &p[..] != b"#" && p.contains(&b'*'))
+    }
+}
+
+/// The source's elements, in its own order.
+enum Source {
+    List(Vec<Bytes>),
+    Set(Vec<Bytes>),
+    ZSet(Vec<Bytes>),
+}
+
+/// Reads the source key's elements (a missing key is an empty list).
+fn load(db: &mut Db, key: &[u8], now: u64) -> Result<Source, Frame> {
+    let Some(e) = db.get(key, now) else { return Ok(Source::List(Vec::new())) };
+    match e.value() {
+        ValueRef::List(l) => Ok(Source::List(l.iter().map(|item| Bytes::from(item.to_vec())).collect())),
+        ValueRef::Set(s) => Ok(Source::Set(s.iter().map(|m| Bytes::copy_from_slice(&m)).collect())),
+        ValueRef::ZSet(z) => Ok(Source::ZSet(z.iter().map(|(m, _)| Bytes::copy_from_slice(m)).collect())),
+        _ => Err(err(ERR_WRONGTYPE)),
+    }
+}
+
+/// The key a pattern names for `element`, and the hash field after `->` if any; None when
+/// the pattern has no `*` (Redis's `lookupKeyByPattern`: a fixed key is never read).
+fn substitute(pattern: &[u8], element: &[u8]) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
+    let star = pattern.iter().position(|&c| c == b'*')?;
+    let after = &pattern[star + 1..];
+    let arrow = after.windows(2).position(|w| w == b"->").filter(|&p| p + 2 < after.len());
+    let (postfix, field) = match arrow {
+        Some(p) => (&after[..p], Some(after[p + 2..].to_vec())),
+        None => (after, None),
+    };
+    let mut key = Vec::with_capacity(star + element.len() + postfix.len());
+    key.extend_from_slice(&pattern[..star]);
+    key.extend_from_slice(element);
+    key.extend_from_slice(postfix);
+    Some((key, field))
+}
+
+/// One pattern lookup's value: a string key's bytes, a hash field; None for anything else.
+fn read_pattern_value(db: &mut Db, key: &[u8], field: Option<&[u8]>, now: u64) -> Option<Bytes> {
+    let e = db.get(key, now)?;
+    match (e.value(), field) {
+        (ValueRef::Hash(h), Some(f)) => h.get(f).map(Bytes::copy_from_slice),
+        (ValueRef::Str(s), None) => Some(Bytes::copy_from_slice(s)),
+        (ValueRef::Hll(h), None) => Some(Bytes::from(h.to_bytes())),
+        _ => None,
+    }
+}
+
+/// Looks up `pattern` for every element: one job per shard holding any of the keys.
+async fn fetch(conn: &Conn, access: Access<'_>, db: usize, pattern: &[u8], elements: &[Bytes]) -> Option<Vec<Option<Bytes>>> {
+    if &pattern[..] == b"#" {
+        return Some(elements.iter().cloned().map(Some).collect());
+    }
+    let n = conn.worker.shards();
+    let mut by_shard: BTreeMap<usize, Vec<(usize, Vec<u8>, Option<Vec<u8>>)>> = BTreeMap::new();
+    for (i, e) in elements.iter().enumerate() {
+        if let Some((key, field)) = substitute(pattern, e) {
+            by_shard.entry(shard_of(&key, n)).or_default().push((i, key, field));
+        }
+    }
+    let mut out: Vec<Option<Bytes>> = vec![None; elements.len()];
+    for (shard, lookups) in by_shard {
+        let found = conn
+            .worker
+            .run(access, shard, move |s: &mut Shard| {
+                let now = now_ms();
+                let Some(d) = s.dbs.get_mut(db) else { return Vec::new() };
+                lookups.into_iter().map(|(i, k, f)| (i, read_pattern_value(d, &k, f.as_deref(), now))).collect::<Vec<_>>()
+            })
+            .await?;
+        for (i, v) in found {
+            out[i] = v;
+        }
+    }
+    Some(out)
+}
+
+/// Redis's `compareStringObjects`: bytes, then length.
+fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {
+    a.cmp(b)
+}
+
+/// A numeric weight as Redis's `strtod` with its checks: the whole string, no NaN.
+fn parse_weight(v: &[u8]) -> Option<f64> {
+    let s = std::str::from_utf8(v).ok()?;
+    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_whitespace()) || s.to_ascii_lowercase().contains("nan") {
+        return None;
+    }
+    s.parse::<f64>().ok()
+}
+
+pub async fn sort(conn: &mut Conn, access: Access<'_>, a: &[Arg], read_only: bool) -> Frame {
+    let o = match Options::parse(a, read_only) {
+        Ok(o) => o,
+        Err(e) => return e,
+    };
+    let n = conn.worker.shards();
+    let key = Bytes::copy_from_slice(&a[1]);
+    let own: Locks;
+    let locks: &Locks = match access {
+        Access::Locked(l) => l,
+        Access::Free => {
+            let wanted: Vec<usize> = if o.reads_other_keys() {
+                (0..n).collect()
+            } else {
+                std::iter::once(&key).chain(o.store.as_ref()).map(|k| shard_of(k, n)).collect()
+            };
+            match conn.worker.lock(wanted).await {
+                Some(l) => {
+                    own = l;
+                    &own
+                }
+                None => return shutting_down(),
+            }
+        }
+    };
+    let access = Access::Locked(locks);
+    let db = conn.db;
+    let source = {
+        let key = key.clone();
+        match conn.worker.run(access, shard_of(&key, n), move |s: &mut Shard| load(&mut s.dbs[db], &key, now_ms())).await {
+            Some(Ok(source)) => source,
+            Some(Err(e)) => return e,
+            None => return shutting_down(),
+        }
+    };
+    let mut dont_sort = o.dont_sort;
+    let mut alpha = o.alpha;
+    let mut by = o.by.clone();
+    let is_set = matches!(source, Source::Set(_));
+    let mut elements = match source {
+        Source::List(v) | Source::Set(v) | Source::ZSet(v) => v,
+    };
+    // A set's order is arbitrary: stored results (and replicas) must not depend on it, so
+    // an unsorted set is sorted as strings when stored (Redis does the same).
+    if dont_sort && is_set && o.store.is_some() {
+        dont_sort = false;
+        alpha = true;
+        by = None;
+    }
+    if !dont_sort {
+        let weights = match &by {
+            Some(pattern) => match fetch(conn, access, db, pattern, &elements).await {
+                Some(w) => Some(w),
+                None => return shutting_down(),
+            },
+            None => None,
+        };
+        let mut keyed: Vec<(Bytes, Option<Bytes>, f64)> = Vec::with_capacity(elements.len());
+        for (i, e) in elements.drain(..).enumerate() {
+            let w = weights.as_ref().and_then(|w| w[i].clone());
+            let score = if alpha {
+                0.0
+            } else {
+                match (&w, &weights) {
+                    (Some(v), _) => match parse_weight(v) {
+                        Some(x) => x,
+                        None => return err("ERR One or more scores can't be converted into double"),
+                    },
+                    // BY a missing key: weight 0.
+                    (None, Some(_)) => 0.0,
+                    (None, None) => match parse_weight(&e) {
+                        Some(x) => x,
+                        None => return err("ERR One or more scores can't be converted into double"),
+                    },
+                }
+            };
+            keyed.push((e, w, score));
+        }
+        let by_pattern = weights.is_some();
+        keyed.sort_by(|x, y| {
+            let c = if !alpha {
+                x.2.partial_cmp(&y.2).unwrap_or(Ordering::Equal).then_with(|| compare_bytes(&x.0, &y.0))
+            } else if by_pattern {
+                match (&x.1, &y.1) {
+                    (None, None) => Ordering::Equal,
+                    (None, Some(_)) => Ordering::Less,
+                    (Some(_), None) => Ordering::Greater,
+                    (Some(p), Some(q)) => compare_bytes(p, q),
+                }
+            } else {
+                compare_bytes(&x.0, &y.0)
+            };
+            if o.desc {
+                c.reverse()
+            } else {
+                c
+            }
+        });
+        elements = keyed.into_iter().map(|k| k.0).collect();
+    } else if o.desc && !is_set {
+        // Unsorted with DESC: a list or sorted set in reverse order (a set's has no meaning).
+        elements.reverse();
+    }
+    // LIMIT, clamped as Redis does.
+    let len = elements.len() as i64;
+    let start = o.limit.0.max(0);
+    let mut end = if o.limit.1 < 0 { len - 1 } else { start.saturating_add(o.limit.1) - 1 };
+    let start = if start >= len {
+        end = len - 2;
+        (len - 1).max(0)
+    } else {
+        start
+    };
+    if end >= len {
+        end = len - 1;
+    }
+    let window: Vec<Bytes> = if end >= start { elements[start as usize..=end as usize].to_vec() } else { Vec::new() };
+    // GET: one column per pattern.
+    let mut out: Vec<Option<Bytes>> = Vec::with_capacity(window.len() * o.get.len().max(1));
+    if o.get.is_empty() {
+        out.extend(window.iter().cloned().map(Some));
+    } else {
+        let mut columns = Vec::with_capacity(o.get.len());
+        for pattern in &o.get {
+            match fetch(conn, access, db, pattern, &window).await {
+                Some(c) => columns.push(c),
+                None => return shutting_down(),
+            }
+        }
+        for i in 0..window.len() {
+            for c in &columns {
+                out.push(c[i].clone());
+            }
+        }
+    }
+    let Some(dst) = o.store else {
+        return Frame::Array(out.into_iter().map(|v| v.map_or(Frame::Null, Frame::Bulk)).collect());
+    };
+    let count = out.len();
+    let items: Vec<Bytes> = out.into_iter().map(|v| v.unwrap_or_default()).collect();
+    let limits = conn.worker.server.config.cmd_config().list_limits;
+    let now = now_ms();
+    let (dst_job, logged) = (dst.clone(), items.clone());
+    let changed = conn
+        .worker
+        .run(access, shard_of(&dst, n), move |s: &mut Shard| {
+            let Some(d) = s.dbs.get_mut(db) else { return false };
+            let existed = d.remove(&dst_job, now);
+            if logged.is_empty() {
+                if existed {
+                    d.signal_modified(&dst_job);
+                }
+                return existed;
+            }
+            let mut list = List::new();
+            for v in &logged {
+                list.push_back(v, &limits);
+            }
+            d.set(&dst_job, Value::List(Box::new(list)), 0, now);
+            d.signal_modified(&dst_job);
+            true
+        })
+        .await;
+    let Some(changed) = changed else { return shutting_down() };
+    if changed {
+        locks.log_command(now, db, &[&b"DEL"[..], &dst[..]]);
+        if !items.is_empty() {
+            let mut cmd: Vec<&[u8]> = Vec::with_capacity(items.len() + 2);
+            cmd.push(b"RPUSH");
+            cmd.push(&dst[..]);
+            cmd.extend(items.iter().map(|v| &v[..]));
+            locks.log_command(now, db, &cmd);
+        }
+        crate::snapshot::note_change();
+    }
+    Frame::Integer(count as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_substitute_the_first_star_and_split_hash_fields() {
+        assert_eq!(substitute(b"w_*", b"3"), Some((b"w_3".to_vec(), None)));
+        assert_eq!(substitute(b"o_*->f", b"a"), Some((b"o_a".to_vec(), Some(b"f".to_vec()))));
+        // `->` at the end is part of the key name.
+        assert_eq!(substitute(b"o_*->", b"a"), Some((b"o_a->".to_vec(), None)));
+        assert_eq!(substitute(b"*_*", b"x"), Some((b"x_*".to_vec(), None)));
+        assert_eq!(substitute(b"fixed", b"x"), None);
+    }
+}

@@ -1,0 +1,205 @@
+//! A blocking command on its connection: try, register, wait, and stop waiting without
+//! losing what a shard served meanwhile. The mechanism and its guarantees are described in
+//! `blocking.rs`; this file is the connection's half.
+//!
+//! While it waits, the connection reads nothing more: commands pipelined behind a blocking
+//! one run after it, as in Redis. It watches its socket only for the end of the connection
+//! (a `peek`); once the client has sent more input it stops watching (the input is read
+//! after the command), so a client that pipelines behind a blocking command and then
+//! disconnects is noticed when the command ends.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+
+use abacus_protocol::{Args, Bytes, Frame};
+
+use super::Conn;
+use crate::blocking::{self, Outcome, Waiter};
+use crate::clients::{UNBLOCK_ERROR, UNBLOCK_TIMEOUT};
+use crate::command::Spec;
+use crate::exec::{self, shutting_down, Access, Call};
+use crate::shard::{now_ms, shard_of, Shard};
+
+/// What a try gave.
+enum Attempt {
+    /// Served, or an error: the reply.
+    Done(Frame),
+    /// Registered; the null reply a timeout gives.
+    Blocked(Frame),
+}
+
+/// Why the wait ended.
+enum Woken {
+    Outcome(Outcome),
+    Timeout,
+    /// CLIENT UNBLOCK with this mode.
+    Unblocked(u8),
+    /// The connection ends (EOF, CLIENT KILL) or the server shuts down.
+    Gone,
+}
+
+impl Conn {
+    /// Runs a blocking command outside a transaction (see `blocking.rs`). None: the
+    /// connection ended while it waited (EOF, CLIENT KILL): nothing is to be written.
+    pub(super) async fn run_blocking(&mut self, call: Call, stream: &TcpStream) -> Option<Frame> {
+        let Some(Ok(timeout_ms)) = call.spec.timeout_arg(&call.args).map(|a| blocking::parse_timeout(a)) else {
+            // A bad timeout: the handler replies its error.
+            return Some(self.dispatch(Access::Free, call).await);
+        };
+        let deadline = (timeout_ms > 0).then(|| tokio::time::Instant::now() + Duration::from_millis(timeout_ms));
+        let spec = call.spec;
+        // Detached from the read buffer's block: a client may wait for hours.
+        let argv: Vec<Bytes> = call.args.iter().map(|a| Bytes::copy_from_slice(a)).collect();
+        drop(call);
+        let db = self.db;
+        let n = self.worker.shards();
+        let keys = exec::command_keys(spec, &Args::from_vec(argv.clone()), db);
+        let mut shards: Vec<usize> = keys.iter().map(|(_, k)| shard_of(k, n)).collect();
+        shards.sort_unstable();
+        shards.dedup();
+        let mut socket_open = true;
+        loop {
+            let id = blocking::next_waiter_id();
+            let (tx, mut rx) = mpsc::unbounded_channel();
+            let attempt = if shards.len() <= 1 {
+                let shard = shards.first().copied().unwrap_or(self.worker.shard_id);
+                self.try_on_shard(spec, &argv, &keys, shard, id, tx).await
+            } else {
+                self.try_across(spec, &argv, &keys, &shards, id, tx).await
+            };
+            let null = match attempt {
+                None => return Some(shutting_down()),
+                Some(Attempt::Done(reply)) => return Some(reply),
+                Some(Attempt::Blocked(null)) => null,
+            };
+            let woken = self.wait_blocked(&mut rx, deadline, stream, &mut socket_open).await;
+            if let Woken::Outcome(Outcome::Served(reply)) = woken {
+                // Removed from the shard by the shard itself (one-shard waiters only).
+                return Some(reply);
+            }
+            // Stop waiting everywhere, then take what a shard served before the removal.
+            for &shard in &shards {
+                self.worker.run(Access::Free, shard, move |s: &mut Shard| {
+                    s.blocked.remove(&mut s.dbs, id);
+                }).await;
+            }
+            let served = match rx.try_recv() {
+                Ok(Outcome::Served(reply)) => Some(reply),
+                _ => None,
+            };
+            return match woken {
+                // Served after all: the reply goes out (or, if the client is gone, the
+                // element went to a closed socket, as it would have in Redis).
+                _ if served.is_some() => served,
+                Woken::Outcome(_) => continue,
+                Woken::Timeout => Some(null),
+                Woken::Unblocked(UNBLOCK_ERROR) => Some(Frame::error("UNBLOCKED client unblocked via CLIENT UNBLOCK")),
+                Woken::Unblocked(_) => Some(null),
+                Woken::Gone if self.shutting_down() => Some(shutting_down()),
+                Woken::Gone => None,
+            };
+        }
+    }
+
+    /// Whether the server is stopping (a shard dropped its waiters).
+    fn shutting_down(&self) -> bool {
+        !self.meta.killed.load(Ordering::Acquire) && self.worker.server.senders.iter().any(|s| s.is_closed())
+    }
+
+    /// Every key on one shard: one job tries the command and, if it found nothing,
+    /// registers the waiter (step 1 of `blocking.rs`).
+    async fn try_on_shard(&mut self, spec: &'static Spec, argv: &[Bytes], keys: &[(usize, Bytes)], shard: usize, id: u64, tx: mpsc::UnboundedSender<Outcome>) -> Option<Attempt> {
+        let db = self.db;
+        let cfg = self.worker.server.config.cmd_config();
+        let total = self.worker.shards();
+        let args = Args::from_vec(argv.to_vec());
+        let keys: Vec<Bytes> = keys.iter().map(|(_, k)| k.clone()).collect();
+        self.worker
+            .run(Access::Free, shard, move |s: &mut Shard| {
+                let reply = exec::run_lone(&mut s.dbs, db, spec, &args, now_ms(), cfg, total);
+                if !blocking::is_null(&reply) {
+                    crate::aof::flush_pending();
+                    return Attempt::Done(reply);
+                }
+                let waiter = Waiter { db, call: Call { spec, args }, keys, tx, serve_here: true };
+                s.blocked.register(&mut s.dbs, id, waiter);
+                Attempt::Blocked(reply)
+            })
+            .await
+    }
+
+    /// Keys on several shards: the try runs under the shards' locks, and the waiter is
+    /// registered on each of them before the locks go (step 3 of `blocking.rs`).
+    async fn try_across(&mut self, spec: &'static Spec, argv: &[Bytes], keys: &[(usize, Bytes)], shards: &[usize], id: u64, tx: mpsc::UnboundedSender<Outcome>) -> Option<Attempt> {
+        let db = self.db;
+        let n = self.worker.shards();
+        let locks = self.worker.lock(shards.iter().copied()).await?;
+        let call = Call { spec, args: Args::from_vec(argv.to_vec()) };
+        let reply = self.worker.run_keyed(Access::Locked(&locks), db, call).await;
+        if !blocking::is_null(&reply) {
+            return Some(Attempt::Done(reply));
+        }
+        for &shard in shards {
+            let here: Vec<Bytes> = keys.iter().filter(|(_, k)| shard_of(k, n) == shard).map(|(_, k)| k.clone()).collect();
+            let waiter = Waiter { db, call: Call { spec, args: Args::from_vec(argv.to_vec()) }, keys: here, tx: tx.clone(), serve_here: false };
+            self.worker.run(Access::Locked(&locks), shard, move |s: &mut Shard| s.blocked.register(&mut s.dbs, id, waiter)).await?;
+        }
+        Some(Attempt::Blocked(reply))
+    }
+
+    /// Waits for a shard's outcome, the deadline, CLIENT UNBLOCK / KILL, or the socket's end.
+    async fn wait_blocked(&mut self, rx: &mut mpsc::UnboundedReceiver<Outcome>, deadline: Option<tokio::time::Instant>, stream: &TcpStream, socket_open: &mut bool) -> Woken {
+        let meta = self.meta.clone();
+        let stats = &self.worker.server.stats;
+        meta.unblock_mode.store(0, Ordering::Release);
+        meta.blocked.store(true, Ordering::Release);
+        stats.blocked_clients.fetch_add(1, Ordering::Relaxed);
+        let woken = loop {
+            // Armed before the flags are read, so a request in between is not missed.
+            let unblock = meta.unblock.notified();
+            tokio::pin!(unblock);
+            unblock.as_mut().enable();
+            if meta.killed.load(Ordering::Acquire) {
+                break Woken::Gone;
+            }
+            let mode = meta.unblock_mode.swap(0, Ordering::AcqRel);
+            if mode == UNBLOCK_TIMEOUT || mode == UNBLOCK_ERROR {
+                break Woken::Unblocked(mode);
+            }
+            let sleep = async {
+                match deadline {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            let mut probe = [0u8; 1];
+            let eof = async {
+                if *socket_open {
+                    stream.peek(&mut probe).await
+                } else {
+                    std::future::pending().await
+                }
+            };
+            tokio::select! {
+                outcome = rx.recv() => break match outcome {
+                    Some(o) => Woken::Outcome(o),
+                    // The shard dropped the waiter: it is shutting down.
+                    None => Woken::Gone,
+                },
+                _ = sleep => break Woken::Timeout,
+                _ = &mut unblock => continue,
+                r = eof => match r {
+                    Ok(0) | Err(_) => break Woken::Gone,
+                    // More input: it waits until the command ends.
+                    Ok(_) => *socket_open = false,
+                },
+            }
+        };
+        meta.blocked.store(false, Ordering::Release);
+        stats.blocked_clients.fetch_sub(1, Ordering::Relaxed);
+        woken
+    }
+}
