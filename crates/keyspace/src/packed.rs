@@ -385,6 +385,9 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    const ZSET_TEST_LIMITS: abacus_collections::EncodingLimits =
+        abacus_collections::EncodingLimits { max_listpack_entries: 16, max_listpack_value_bytes: 64 };
+
     fn sample(kind: u8, len: usize) -> Value {
         let bytes: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
         match kind % 6 {
@@ -413,7 +416,8 @@ mod tests {
             5 => {
                 let mut z = ZSet::new();
                 for i in 0..len {
-                    z.insert(i.to_string().as_bytes(), i as f64 / 3.0, &abacus_collections::ZSET_DEFAULT_LIMITS);
+                    // Small limits: both encodings (listpack, skiplist) within 60 members.
+                    z.insert(i.to_string().as_bytes(), i as f64 / 3.0, &ZSET_TEST_LIMITS);
                 }
                 Value::ZSet(Box::new(z))
             }
@@ -483,13 +487,13 @@ mod tests {
                         if let Some(h) = p.as_hash_mut() { h.insert(m.as_bytes(), b"v"); }
                         if let Some(h) = p.as_hll_mut() { h.add_raw(abacus_hll::hash_bigint(len as i64, 1)); }
                         if let Some(l) = p.as_list_mut() { l.push_front(m.as_bytes(), &abacus_collections::ListLimits::REDIS_DEFAULT); }
-                        if let Some(z) = p.as_zset_mut() { z.insert(m.as_bytes(), 1.5, &abacus_collections::ZSET_DEFAULT_LIMITS); }
+                        if let Some(z) = p.as_zset_mut() { z.insert(m.as_bytes(), 1.5, &ZSET_TEST_LIMITS); }
                         match &mut model {
                             Value::Set(s) => { s.insert(m.as_bytes()); }
                             Value::Hash(h) => { h.insert(m.as_bytes(), b"v"); }
                             Value::Hll(h) => { h.add_raw(abacus_hll::hash_bigint(len as i64, 1)); }
                             Value::List(l) => { l.push_front(m.as_bytes(), &abacus_collections::ListLimits::REDIS_DEFAULT); }
-                            Value::ZSet(z) => { z.insert(m.as_bytes(), 1.5, &abacus_collections::ZSET_DEFAULT_LIMITS); }
+                            Value::ZSet(z) => { z.insert(m.as_bytes(), 1.5, &ZSET_TEST_LIMITS); }
                             Value::Str(_) => {}
                         }
                     }
