@@ -1,7 +1,7 @@
-//! In-memory data structures behind the Redis set and hash families.
+//! In-memory data structures behind the Redis set, hash and sorted-set families.
 //!
 //! What this crate is for: the values a key can hold when it is a set
-//! ([`IdSet`]) or a hash ([`CompactHash`]), with Redis 7.2's semantics for
+//! ([`IdSet`]), a hash ([`CompactHash`]) or a sorted set ([`ZSet`], see `zset.rs`), with Redis 7.2's semantics for
 //! membership, random picks, cursors and set algebra, and an estimate of the
 //! heap each one uses so the keyspace can account memory.
 //!
@@ -32,6 +32,7 @@ mod idset;
 mod int;
 mod persist;
 mod random;
+mod zset;
 
 #[cfg(test)]
 mod hash_tests;
@@ -39,11 +40,14 @@ mod hash_tests;
 mod idset_tests;
 #[cfg(test)]
 mod random_tests;
+#[cfg(test)]
+mod zset_tests;
 
 pub use hash::{CompactHash, FieldValue, HashIter};
 pub use idset::{IdSet, Iter};
 pub use int::{parse_canonical_i64, IntMember, Member};
 pub use persist::DecodeError;
+pub use zset::{Range as ZRange, ZSet, ZSET_DEFAULT_LIMITS};
 
 /// When a small set or hash stops being a listpack.
 ///
