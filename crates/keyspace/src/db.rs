@@ -182,6 +182,14 @@ impl Entry {
         self.value.as_hash_mut()
     }
 
+    pub fn as_zset(&self) -> Option<&abacus_collections::ZSet> {
+        self.value.get().as_zset()
+    }
+
+    pub fn as_zset_mut(&mut self) -> Option<&mut abacus_collections::ZSet> {
+        self.value.as_zset_mut()
+    }
+
     /// The decoded sketch, if the value is one.
     pub fn as_hll_mut(&mut self) -> Option<&mut Hll> {
         self.value.as_hll_mut()

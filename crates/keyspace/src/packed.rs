@@ -18,6 +18,7 @@
 //! SET  (20)    Box<IdSet>
 //! HASH (21)    Box<CompactHash>
 //! BIG  (22)    Box<StrBuf>: a string whose length or buffer is 4 GiB or more
+//! ZSET (24)    Box<ZSet>
 //! ```
 //!
 //! Reading (`get`) lends the parts in place: the inline bytes, or a reference through the
@@ -43,7 +44,7 @@ use std::mem::MaybeUninit;
 use std::ops::{Deref, DerefMut};
 use std::ptr;
 
-use abacus_collections::{CompactHash, IdSet};
+use abacus_collections::{CompactHash, IdSet, ZSet};
 use abacus_hll::Hll;
 
 use crate::strbuf::{HeapParts, StrBuf};
@@ -57,6 +58,8 @@ const HLL: u8 = 19;
 const SET: u8 = 20;
 const HASH: u8 = 21;
 const BIG: u8 = 22;
+// 23 is the list kind (lists are built on another branch).
+const ZSET: u8 = 24;
 
 /// A value packed in 18 bytes (see the module comment).
 #[repr(C)]
@@ -95,6 +98,7 @@ impl PackedValue {
             Value::Hll(b) => PackedValue::with_ptr(HLL, Box::into_raw(b).cast()),
             Value::Set(b) => PackedValue::with_ptr(SET, Box::into_raw(b).cast()),
             Value::Hash(b) => PackedValue::with_ptr(HASH, Box::into_raw(b).cast()),
+            Value::ZSet(b) => PackedValue::with_ptr(ZSET, Box::into_raw(b).cast()),
         }
     }
 
@@ -186,6 +190,7 @@ impl PackedValue {
             HLL => Value::Hll(unsafe { Box::from_raw(p().cast::<Hll>()) }),
             SET => Value::Set(unsafe { Box::from_raw(p().cast::<IdSet>()) }),
             HASH => Value::Hash(unsafe { Box::from_raw(p().cast::<CompactHash>()) }),
+            ZSET => Value::ZSet(unsafe { Box::from_raw(p().cast::<ZSet>()) }),
             BIG => Value::Str(*unsafe { Box::from_raw(p().cast::<StrBuf>()) }),
             k => unreachable!("packed value kind {k}"),
         }
@@ -215,6 +220,7 @@ impl PackedValue {
             HLL => ValueRef::Hll(unsafe { &*self.ptr().cast::<Hll>() }),
             SET => ValueRef::Set(unsafe { &*self.ptr().cast::<IdSet>() }),
             HASH => ValueRef::Hash(unsafe { &*self.ptr().cast::<CompactHash>() }),
+            ZSET => ValueRef::ZSet(unsafe { &*self.ptr().cast::<ZSet>() }),
             BIG => ValueRef::Str(unsafe { &*self.ptr().cast::<StrBuf>() }.as_slice()),
             k => unreachable!("packed value kind {k}"),
         }
@@ -306,6 +312,11 @@ impl PackedValue {
         // SAFETY: as in `as_hll_mut`, for HASH's `CompactHash`.
         (self.kind == HASH).then(|| unsafe { &mut *self.ptr().cast::<CompactHash>() })
     }
+
+    pub fn as_zset_mut(&mut self) -> Option<&mut ZSet> {
+        // SAFETY: as in `as_hll_mut`, for ZSET's `ZSet`.
+        (self.kind == ZSET).then(|| unsafe { &mut *self.ptr().cast::<ZSet>() })
+    }
 }
 
 impl Drop for PackedValue {
@@ -367,7 +378,7 @@ mod tests {
 
     fn sample(kind: u8, len: usize) -> Value {
         let bytes: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
-        match kind % 4 {
+        match kind % 5 {
             0 => Value::str(&bytes),
             1 => {
                 let mut h = Hll::new(abacus_hll::Params::default());
@@ -382,6 +393,13 @@ mod tests {
                     s.insert(i.to_string().as_bytes());
                 }
                 Value::Set(Box::new(s))
+            }
+            4 => {
+                let mut z = ZSet::new();
+                for i in 0..len {
+                    z.insert(i.to_string().as_bytes(), i as f64 / 3.0, &abacus_collections::ZSET_DEFAULT_LIMITS);
+                }
+                Value::ZSet(Box::new(z))
             }
             _ => {
                 let mut h = CompactHash::new();
@@ -412,7 +430,7 @@ mod tests {
         /// appends through `StrMut` (across the inline/heap boundary), mutation of the boxed
         /// kinds, clones; the packed value must always read as the model.
         #[test]
-        fn behaves_like_a_value(ops in proptest::collection::vec((0u8..7, 0u8..4, 0usize..60), 1..40)) {
+        fn behaves_like_a_value(ops in proptest::collection::vec((0u8..7, 0u8..5, 0usize..200), 1..40)) {
             let mut model = Value::default();
             let mut p = PackedValue::new();
             for (op, kind, len) in ops {
@@ -448,10 +466,12 @@ mod tests {
                         if let Some(s) = p.as_set_mut() { s.insert(m.as_bytes()); }
                         if let Some(h) = p.as_hash_mut() { h.insert(m.as_bytes(), b"v"); }
                         if let Some(h) = p.as_hll_mut() { h.add_raw(abacus_hll::hash_bigint(len as i64, 1)); }
+                        if let Some(z) = p.as_zset_mut() { z.insert(m.as_bytes(), 1.5, &abacus_collections::ZSET_DEFAULT_LIMITS); }
                         match &mut model {
                             Value::Set(s) => { s.insert(m.as_bytes()); }
                             Value::Hash(h) => { h.insert(m.as_bytes(), b"v"); }
                             Value::Hll(h) => { h.add_raw(abacus_hll::hash_bigint(len as i64, 1)); }
+                            Value::ZSet(z) => { z.insert(m.as_bytes(), 1.5, &abacus_collections::ZSET_DEFAULT_LIMITS); }
                             Value::Str(_) => {}
                         }
                     }

@@ -7,9 +7,11 @@
 //! and copying a value out for GET is cheap compared with the network round trip. The encoding names OBJECT ENCODING reports are derived from the bytes the way
 //! Redis chooses them at write time.
 //!
-//! Sets and hashes are the `abacus-collections` types ([`IdSet`], [`CompactHash`]), boxed so
+//! Sets, hashes and sorted sets are the `abacus-collections` types ([`IdSet`], [`CompactHash`],
+//! [`ZSet`]), boxed so
 //! that a `Value` stays three words whatever the variant. They report their own encodings
-//! (`bitmap` / `listpack` / `hashtable`). A key never holds an empty set or hash: the commands
+//! (`bitmap` / `listpack` / `hashtable` / `skiplist`). A key never holds an empty set, hash or
+//! sorted set: the commands
 //! delete the key when the last member goes, as Redis does.
 //!
 //! A postgresql-hll sketch (`HLL.*` commands) is a string for every client-visible purpose:
@@ -29,7 +31,7 @@
 //! Equality compares representations for strings (a `Hll` and the `Str` of its bytes are not
 //! `==`) and contents for sets and hashes (whatever their encodings).
 
-use abacus_collections::{CompactHash, IdSet};
+use abacus_collections::{CompactHash, IdSet, ZSet};
 use abacus_hll::Hll;
 
 use crate::strbuf::StrBuf;
@@ -42,6 +44,7 @@ pub enum Value {
     Hll(Box<Hll>),
     Set(Box<IdSet>),
     Hash(Box<CompactHash>),
+    ZSet(Box<ZSet>),
 }
 
 /// A borrowed value, as a table entry gives it out (entries store values packed, see
@@ -53,6 +56,7 @@ pub enum ValueRef<'a> {
     Hll(&'a Hll),
     Set(&'a IdSet),
     Hash(&'a CompactHash),
+    ZSet(&'a ZSet),
 }
 
 impl PartialEq for ValueRef<'_> {
@@ -65,6 +69,10 @@ impl PartialEq for ValueRef<'_> {
             }
             (ValueRef::Hash(a), ValueRef::Hash(b)) => {
                 a.len() == b.len() && a.iter().all(|(f, v)| b.get(f) == Some(v))
+            }
+            // Scores compared bit for bit: -0 and 0 are different values to keep.
+            (ValueRef::ZSet(a), ValueRef::ZSet(b)) => {
+                a.len() == b.len() && a.iter().zip(b.iter()).all(|((ma, sa), (mb, sb))| ma == mb && sa.to_bits() == sb.to_bits())
             }
             _ => false,
         }
@@ -96,6 +104,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Str(_) | ValueRef::Hll(_) => ValueType::String,
             ValueRef::Set(_) => ValueType::Set,
             ValueRef::Hash(_) => ValueType::Hash,
+            ValueRef::ZSet(_) => ValueType::ZSet,
         }
     }
 
@@ -112,6 +121,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Hll(_) => "hll",
             ValueRef::Set(s) => s.encoding(),
             ValueRef::Hash(h) => h.encoding(),
+            ValueRef::ZSet(z) => z.encoding(),
         }
     }
 
@@ -127,6 +137,7 @@ impl<'a> ValueRef<'a> {
             }
             ValueRef::Set(s) => std::mem::size_of::<IdSet>() + s.heap_bytes(),
             ValueRef::Hash(h) => std::mem::size_of::<CompactHash>() + h.heap_bytes(),
+            ValueRef::ZSet(z) => std::mem::size_of::<ZSet>() + z.heap_bytes(),
         }
     }
 
@@ -138,6 +149,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Hll(b) => (b as *const Hll).cast(),
             ValueRef::Set(b) => (b as *const IdSet).cast(),
             ValueRef::Hash(b) => (b as *const CompactHash).cast(),
+            ValueRef::ZSet(b) => (b as *const ZSet).cast(),
         }
     }
 
@@ -148,6 +160,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Hll(h) => Value::Hll(Box::new(h.clone())),
             ValueRef::Set(s) => Value::Set(Box::new(s.clone())),
             ValueRef::Hash(h) => Value::Hash(Box::new(h.clone())),
+            ValueRef::ZSet(z) => Value::ZSet(Box::new(z.clone())),
         }
     }
 
@@ -166,6 +179,14 @@ impl<'a> ValueRef<'a> {
             _ => None,
         }
     }
+
+    /// The sorted set, or `None` for any other type.
+    pub fn as_zset(self) -> Option<&'a ZSet> {
+        match self {
+            ValueRef::ZSet(z) => Some(z),
+            _ => None,
+        }
+    }
 }
 
 impl Value {
@@ -175,6 +196,7 @@ impl Value {
             Value::Hll(h) => ValueRef::Hll(h),
             Value::Set(s) => ValueRef::Set(s),
             Value::Hash(h) => ValueRef::Hash(h),
+            Value::ZSet(z) => ValueRef::ZSet(z),
         }
     }
 
@@ -201,6 +223,7 @@ pub enum ValueType {
     String,
     Set,
     Hash,
+    ZSet,
 }
 
 impl ValueType {
@@ -209,6 +232,7 @@ impl ValueType {
             ValueType::String => "string",
             ValueType::Set => "set",
             ValueType::Hash => "hash",
+            ValueType::ZSet => "zset",
         }
     }
 }
@@ -251,7 +275,7 @@ impl Value {
         }
         match self {
             Value::Str(s) => Some(s),
-            Value::Hll(_) | Value::Set(_) | Value::Hash(_) => None,
+            Value::Hll(_) | Value::Set(_) | Value::Hash(_) | Value::ZSet(_) => None,
         }
     }
 
@@ -281,6 +305,13 @@ impl Value {
     pub fn as_hash_mut(&mut self) -> Option<&mut CompactHash> {
         match self {
             Value::Hash(h) => Some(h),
+            _ => None,
+        }
+    }
+
+    pub fn as_zset_mut(&mut self) -> Option<&mut ZSet> {
+        match self {
+            Value::ZSet(z) => Some(z),
             _ => None,
         }
     }

@@ -3,9 +3,9 @@
 //!
 //! Value types: a string's bytes; a postgresql-hll sketch as its storage-specification bytes
 //! (the same bytes GET returns, decoded again on load so HLL.ADD does not re-parse); sets and
-//! hashes in the collections crate's byte forms, which keep their encodings.
+//! hashes and sorted sets in the collections crate's byte forms, which keep their encodings.
 
-use abacus_collections::{CompactHash, IdSet};
+use abacus_collections::{CompactHash, IdSet, ZSet};
 use abacus_hll::Hll;
 use abacus_keyspace::{Detached, Entry, Value, ValueRef};
 
@@ -13,6 +13,8 @@ const TYPE_STR: u8 = 0;
 const TYPE_HLL: u8 = 1;
 const TYPE_SET: u8 = 2;
 const TYPE_HASH: u8 = 3;
+// 4 is the list type (lists are built on another branch).
+const TYPE_ZSET: u8 = 5;
 
 const FLAG_RAW: u8 = 1;
 
@@ -29,6 +31,7 @@ pub fn encode(out: &mut Vec<u8>, db: u16, key: &[u8], e: &Entry, expire_at_ms: u
         ValueRef::Hll(_) => (TYPE_HLL, out.len()),
         ValueRef::Set(_) => (TYPE_SET, out.len()),
         ValueRef::Hash(_) => (TYPE_HASH, out.len()),
+        ValueRef::ZSet(_) => (TYPE_ZSET, out.len()),
     };
     out.push(ty);
     let len_at = at + 1;
@@ -38,6 +41,7 @@ pub fn encode(out: &mut Vec<u8>, db: u16, key: &[u8], e: &Entry, expire_at_ms: u
         ValueRef::Hll(h) => out.extend_from_slice(&h.to_bytes()),
         ValueRef::Set(s) => s.serialize_into(out),
         ValueRef::Hash(h) => h.serialize_into(out),
+        ValueRef::ZSet(z) => z.serialize_into(out),
     }
     let len = (out.len() - len_at - 4) as u32;
     out[len_at..len_at + 4].copy_from_slice(&len.to_le_bytes());
@@ -72,6 +76,7 @@ pub fn decode(bytes: &[u8]) -> Result<(Decoded<'_>, usize), String> {
         TYPE_HLL => Value::Hll(Box::new(Hll::from_bytes(raw).map_err(|e| format!("corrupt sketch: {e}"))?)),
         TYPE_SET => Value::Set(Box::new(IdSet::deserialize(raw)?)),
         TYPE_HASH => Value::Hash(Box::new(CompactHash::deserialize(raw)?)),
+        TYPE_ZSET => Value::ZSet(Box::new(ZSet::deserialize(raw)?)),
         t => return Err(format!("unknown value type {t}")),
     };
     let mut entry = Entry::new(value);
@@ -92,7 +97,10 @@ mod tests {
         let hll = Hll::from_bytes(&[0x11, 0x8b, 0x7f]).unwrap();
         let mut e = Entry::new(Value::str(b"hello"));
         e.set_raw_encoding(true);
-        let entries = [e, Entry::new(Value::Hll(Box::new(hll))), Entry::new(Value::Set(Box::new(set))), Entry::new(Value::Hash(Box::new(hash)))];
+        let mut zset = ZSet::new();
+        zset.insert(b"m", -0.0, &abacus_collections::EncodingLimits { max_listpack_entries: 0, max_listpack_value_bytes: 64 });
+        zset.insert(b"n", 1.5, &abacus_collections::ZSET_DEFAULT_LIMITS);
+        let entries = [e, Entry::new(Value::Hll(Box::new(hll))), Entry::new(Value::Set(Box::new(set))), Entry::new(Value::Hash(Box::new(hash))), Entry::new(Value::ZSet(Box::new(zset)))];
         let expiry = |i: usize| if i == 0 { 123 } else { 0 };
         let mut out = Vec::new();
         for (i, e) in entries.iter().enumerate() {

@@ -31,6 +31,14 @@ pub fn format_double_d2string(d: f64, out: &mut Vec<u8>) {
     out.extend_from_slice(Repr::d2string(d).as_bytes());
 }
 
+/// Formats a double as Redis 7.0's `addReplyDouble` does (`"%.17g"`, `inf`, `-inf`): the
+/// sorted-set family's scores (ZSCORE, WITHSCORES, ZINCRBY) in both protocols, since the
+/// sorted sets follow Redis 7.0 (`1.1 -> "1.1000000000000001"`, `-0.0 -> "-0"`,
+/// `1e300 -> "1.0000000000000001e+300"`).
+pub fn format_double_g17(d: f64, out: &mut Vec<u8>) {
+    out.extend_from_slice(Repr::g17(d).as_bytes());
+}
+
 /// A formatted double on the stack, so the encoder needs no heap buffer.
 ///
 /// 32 bytes bound every layout: sign + 17 digits + at most 7 padding zeros
@@ -96,6 +104,74 @@ impl Repr {
             }
         }
         Repr::fpconv(d)
+    }
+
+    /// C's `printf("%.17g")`: 17 significant digits (Rust's `{:.16e}` rounds exactly as
+    /// glibc does), fixed notation for decimal exponents -4..=16 and exponent notation with
+    /// at least two exponent digits otherwise, trailing zeros removed.
+    pub(crate) fn g17(d: f64) -> Repr {
+        let mut r = Repr::new();
+        if d.is_nan() {
+            r.extend(b"nan");
+            return r;
+        }
+        if d.is_sign_negative() {
+            r.push(b'-');
+        }
+        let a = d.abs();
+        if a.is_infinite() {
+            r.extend(b"inf");
+            return r;
+        }
+        if a == 0.0 {
+            r.push(b'0');
+            return r;
+        }
+        let mut sci = Repr::new();
+        if write!(sci, "{:.16e}", a).is_err() {
+            return r; // unreachable: 32 bytes always suffice
+        }
+        let text = sci.as_bytes();
+        let (mantissa, exponent) = match text.iter().position(|&c| c == b'e') {
+            Some(i) => text.split_at(i),
+            None => (text, &b"e0"[..]),
+        };
+        let mut digits = [0u8; 17];
+        let mut nd = 0usize;
+        for &c in mantissa.iter().filter(|c| c.is_ascii_digit()) {
+            if let Some(slot) = digits.get_mut(nd) {
+                *slot = c;
+                nd += 1;
+            }
+        }
+        let x = parse_exp(exponent.get(1..).unwrap_or(&[]));
+        let digits = digits.get(..nd).unwrap_or(&[]);
+        if (-4..17).contains(&x) {
+            let (int_part, frac): (&[u8], &[u8]) = if x >= 0 { digits.split_at((x as usize + 1).min(nd)) } else { (&b"0"[..], digits) };
+            let frac_zeros = if x < 0 { (-x - 1) as usize } else { 0 };
+            let trimmed = frac.len() - frac.iter().rev().take_while(|&&c| c == b'0').count();
+            r.extend(int_part);
+            if trimmed > 0 {
+                r.push(b'.');
+                r.zeros(frac_zeros as i32);
+                r.extend(frac.get(..trimmed).unwrap_or(&[]));
+            }
+        } else {
+            let (first, rest) = digits.split_at(1.min(nd));
+            let trimmed = rest.len() - rest.iter().rev().take_while(|&&c| c == b'0').count();
+            r.extend(first);
+            if trimmed > 0 {
+                r.push(b'.');
+                r.extend(rest.get(..trimmed).unwrap_or(&[]));
+            }
+            r.push(b'e');
+            r.push(if x < 0 { b'-' } else { b'+' });
+            if x.abs() < 10 {
+                r.push(b'0');
+            }
+            r.extend(itoa::Buffer::new().format(x.abs()).as_bytes());
+        }
+        r
     }
 
     /// `fpconv_dtoa` with NaN normalised to "nan" (fpconv would print
@@ -215,6 +291,77 @@ fn parse_exp(s: &[u8]) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Expected texts from C's printf("%.17g") (Python's `%`-formatting), for values Redis
+    /// 7.0 was seen to print and random bit patterns.
+    #[test]
+    fn g17_is_printf_17g() {
+        let cases = [
+            (f64::from_bits(4607632778762754458), "1.1000000000000001"),
+            (f64::from_bits(4599075939470750516), "0.30000000000000004"),
+            (f64::from_bits(9094988921128908188), "1.0000000000000001e+300"),
+            (f64::from_bits(4502148214488346440), "9.9999999999999995e-08"),
+            (f64::from_bits(4741671816366391296), "1000000000"),
+            (f64::from_bits(4862596447618666293), "1.2345678901234568e+17"),
+            (f64::from_bits(4613937818241073152), "3"),
+            (f64::from_bits(4596373779694328218), "0.20000000000000001"),
+            (f64::from_bits(4608083138725491508), "1.2000000000000002"),
+            (f64::from_bits(4846369599423283200), "10000000000000000"),
+            (f64::from_bits(4861130398305394688), "1e+17"),
+            (f64::from_bits(4547007122018943789), "0.0001"),
+            (f64::from_bits(4548686525128629352), "0.00012344999999999999"),
+            (f64::from_bits(4532020583610935537), "1.0000000000000001e-05"),
+            (f64::from_bits(13836183955189006336), "-2.5"),
+            (f64::from_bits(1), "4.9406564584124654e-324"),
+            (f64::from_bits(9218868437227405311), "1.7976931348623157e+308"),
+            (f64::from_bits(4861130398305394688), "1e+17"),
+            (f64::from_bits(4602678819172646912), "0.5"),
+            (f64::from_bits(4638387860618067575), "123.456"),
+            (f64::from_bits(9341994084744098649), "-1e-300"),
+            (f64::from_bits(4841369599423283200), "4503599627370496"),
+            (f64::from_bits(17485029721327973432), "-1.989032661366619e+244"),
+            (f64::from_bits(7283207964119141687), "7.761117632285041e+178"),
+            (f64::from_bits(890727360438182992), "3.980498358697587e-249"),
+            (f64::from_bits(15149836622520594227), "-1.5432835417340557e+88"),
+            (f64::from_bits(1736392818365009963), "1.3647584518757569e-192"),
+            (f64::from_bits(10750541312280087032), "-1.3701135617873088e-206"),
+            (f64::from_bits(16781078052021535861), "-1.7160537630466207e+197"),
+            (f64::from_bits(3960482443532127989), "6.2946752411953861e-44"),
+            (f64::from_bits(1585446675937841368), "1.0613447212142254e-202"),
+            (f64::from_bits(7713914763314685786), "4.7083251603875462e+207"),
+            (f64::from_bits(4439448776366754703), "6.3870161585135632e-12"),
+            (f64::from_bits(10165027665383847897), "-9.9731303785687331e-246"),
+            (f64::from_bits(1090396360377453094), "8.7797532256802712e-236"),
+            (f64::from_bits(10430779633273967791), "-5.7955032484989932e-228"),
+            (f64::from_bits(17477362246067780643), "-5.9881801593860111e+243"),
+            (f64::from_bits(11632994891556335705), "-1.3060523885277959e-147"),
+            (f64::from_bits(10754394637803157173), "-2.4361176994848409e-206"),
+            (f64::from_bits(1141153371300629929), "2.2333869991501741e-232"),
+            (f64::from_bits(10801332806156616911), "-3.5152797062666699e-203"),
+            (f64::from_bits(914761360679426580), "1.5987381841032883e-247"),
+            (f64::from_bits(4078239883182463692), "4.6678633181812096e-36"),
+            (f64::from_bits(10268654918125279152), "-8.4418727921054556e-239"),
+            (f64::from_bits(2456641775679608523), "1.9015657400796622e-144"),
+            (f64::from_bits(7731750658069747094), "7.370437700706684e+208"),
+            (f64::from_bits(9973894190648387236), "-1.7163996725272777e-258"),
+            (f64::from_bits(10531498782278263232), "-3.2367190832119987e-221"),
+            (f64::from_bits(10334922596725336632), "-2.2818334634712625e-234"),
+            (f64::from_bits(12580729232405932079), "-3.0536383926309363e-84"),
+            (f64::from_bits(1901042282212365707), "1.3449551894627777e-181"),
+            (f64::from_bits(10536861175493410705), "-7.3174959760626057e-221")
+
+        ];
+        for (d, want) in cases {
+            let mut v = Vec::new();
+            format_double_g17(d, &mut v);
+            assert_eq!(String::from_utf8(v).unwrap(), want, "{d:e}");
+        }
+        for (d, want) in [(-0.0, "-0"), (0.0, "0"), (f64::INFINITY, "inf"), (f64::NEG_INFINITY, "-inf")] {
+            let mut v = Vec::new();
+            format_double_g17(d, &mut v);
+            assert_eq!(String::from_utf8(v).unwrap(), want);
+        }
+    }
 
     fn fd(d: f64) -> String {
         let mut v = Vec::new();

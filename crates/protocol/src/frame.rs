@@ -45,6 +45,9 @@ pub enum Frame {
     /// RESP3 `,<repr>` ([`crate::format_double_d2string`]); RESP2 a bulk
     /// string of [`crate::format_double`] — Redis 7.2 uses those two layouts.
     Double(f64),
+    /// A sorted-set score as Redis 7.0 replies it ([`crate::format_double_g17`], `%.17g`):
+    /// RESP3 `,<repr>`, RESP2 a bulk string of the same text.
+    Score(f64),
     /// RESP3 `#t`/`#f`; RESP2 integer 1/0.
     Boolean(bool),
     /// RESP3 `(digits`; RESP2 a bulk string.
@@ -133,6 +136,17 @@ pub fn encode(frame: &Frame, proto: Protocol, out: &mut BytesMut) {
                 out.put_slice(CRLF);
             } else {
                 bulk(Repr::fpconv(*d).as_bytes(), out);
+            }
+        }
+        Frame::Score(d) => {
+            let repr = Repr::g17(*d);
+            if resp3 {
+                out.reserve(repr.as_bytes().len() + 3);
+                out.put_u8(b',');
+                out.put_slice(repr.as_bytes());
+                out.put_slice(CRLF);
+            } else {
+                bulk(repr.as_bytes(), out);
             }
         }
         Frame::Boolean(b) if resp3 => out.put_slice(if *b { b"#t\r\n" } else { b"#f\r\n" }),

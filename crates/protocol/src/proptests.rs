@@ -215,6 +215,11 @@ fn resp2_view(f: &Frame) -> Frame {
             format_double(*d, &mut s);
             Frame::Bulk(s.into())
         }
+        Frame::Score(d) => {
+            let mut s = Vec::new();
+            crate::format_double_g17(*d, &mut s);
+            Frame::Bulk(s.into())
+        }
         Frame::Boolean(b) => Frame::Integer(i64::from(*b)),
         Frame::BigNumber(n) => Frame::Bulk(n.clone()),
         Frame::Verbatim { text, .. } => Frame::Bulk(text.clone()),

@@ -98,6 +98,8 @@ pub struct Spec {
     /// Index of a `numkeys` argument followed by that many keys (SINTERCARD), 0 if none. Such
     /// keys are "movable": the range above cannot express them, so it is (0, 0, 0) as in
     /// Redis's COMMAND INFO, and [`Spec::key_indexes`] reads the count from the arguments.
+    /// A numkeys command with a destination key before the count (ZUNIONSTORE dst numkeys
+    /// key...) declares the destination as its range (1, 1, 1): that key comes first.
     pub numkeys_index: usize,
     pub handler: Handler,
     /// Redis ACL category / COMMAND DOCS group.
@@ -174,7 +176,7 @@ impl Spec {
         let argc = args.len();
         if self.numkeys_index == 0 && self.first_key == 1 && self.last_key == 1 {
             // The common shape, one key right after the name: no arithmetic to do.
-            return KeyIndexes { next: 1, end: argc.min(2), step: 1 };
+            return KeyIndexes { next: 1, end: argc.min(2), step: 1, lead: 0 };
         }
         let (start, end, step) = if self.numkeys_index > 0 {
             let count = args
@@ -183,7 +185,10 @@ impl Spec {
                 .and_then(|n| usize::try_from(n).ok())
                 .filter(|&n| n > 0 && n <= argc.saturating_sub(self.numkeys_index + 1));
             match count {
-                Some(n) => (self.numkeys_index + 1, self.numkeys_index + 1 + n, 1),
+                Some(n) => {
+                    let lead = if self.first_key > 0 { self.first_key as usize } else { 0 };
+                    return KeyIndexes { next: self.numkeys_index + 1, end: self.numkeys_index + 1 + n, step: 1, lead };
+                }
                 None => (0, 0, 1),
             }
         } else if self.first_key <= 0 {
@@ -194,7 +199,7 @@ impl Spec {
             let end = (last.min(argc as i64 - 1) + 1).max(first);
             (first as usize, end as usize, self.step.max(1) as usize)
         };
-        KeyIndexes { next: start, end, step }
+        KeyIndexes { next: start, end, step, lead: 0 }
     }
 
     /// The subcommand spec named by `args[1]`, for container commands.
@@ -233,6 +238,8 @@ pub struct KeyIndexes {
     next: usize,
     end: usize,
     step: usize,
+    /// A key before the range (a numkeys command's destination), 0 if none or already given.
+    lead: usize,
 }
 
 impl Iterator for KeyIndexes {
@@ -240,6 +247,9 @@ impl Iterator for KeyIndexes {
 
     #[inline]
     fn next(&mut self) -> Option<usize> {
+        if self.lead != 0 {
+            return Some(std::mem::take(&mut self.lead));
+        }
         if self.next < self.end {
             let i = self.next;
             self.next += self.step;
@@ -330,6 +340,10 @@ mod tests {
         assert_eq!(keys_of("sintercard 2 a b"), vec![2, 3]);
         assert_eq!(keys_of("sintercard 1 a limit 5"), vec![2]);
         assert_eq!(keys_of("sintercard 2 a b limit 5"), vec![2, 3]);
+        // A destination before the count comes first.
+        assert_eq!(keys_of("zunionstore d 2 a b weights 1 2"), vec![1, 3, 4]);
+        assert_eq!(keys_of("zmpop 2 a b min"), vec![2, 3]);
+        assert_eq!(keys_of("zunionstore d 3 a b"), Vec::<usize>::new());
         // Invalid counts: no keys, the handler reports the error.
         for bad in ["sintercard 0 a", "sintercard 3 a b", "sintercard x a", "sintercard -1 a", "sintercard +1 a"] {
             assert_eq!(keys_of(bad), Vec::<usize>::new(), "{bad}");

@@ -94,6 +94,8 @@ pub const PARAMS: &[Param] = &[
     Param { name: "set-max-intset-entries", default: "512", kind: Kind::Int { min: 0, max: i64::MAX }, mutable: true, help: "accepted for compatibility, no effect: integer sets are Roaring bitmaps of any size" },
     Param { name: "hash-max-listpack-entries", default: "512", kind: Kind::Int { min: 0, max: i64::MAX }, mutable: true, help: "a hash stays a listpack up to this many fields (as Redis)" },
     Param { name: "hash-max-listpack-value", default: "64", kind: Kind::Memory { min: 0, max: i64::MAX as u64 }, mutable: true, help: "...and while every field and value is at most this many bytes" },
+    Param { name: "zset-max-listpack-entries", default: "128", kind: Kind::Int { min: 0, max: i64::MAX }, mutable: true, help: "a sorted set stays a listpack up to this many members (as Redis)" },
+    Param { name: "zset-max-listpack-value", default: "64", kind: Kind::Memory { min: 0, max: i64::MAX as u64 }, mutable: true, help: "...and while every member is at most this many bytes" },
     Param { name: "hll-sparse-max-bytes", default: "3000", kind: Kind::Memory { min: 0, max: i64::MAX as u64 }, mutable: true, help: "PF* values: largest sparse HyperLogLog before it turns dense (as Redis)" },
 ];
 
@@ -133,6 +135,8 @@ pub struct CmdConfig {
     pub set_limits: EncodingLimits,
     /// hash-max-listpack-entries / -value.
     pub hash_limits: EncodingLimits,
+    /// zset-max-listpack-entries / -value.
+    pub zset_limits: EncodingLimits,
     /// maxmemory (0 = none), maxmemory-policy, maxmemory-samples.
     pub maxmemory: u64,
     pub eviction: abacus_keyspace::EvictionPolicy,
@@ -150,7 +154,7 @@ impl CmdConfig {
 }
 
 /// Redis 7.0's old names of parameters Abacus has (alias, parameter).
-const ALIASES: &[(&str, &str)] = &[("hash-max-ziplist-entries", "hash-max-listpack-entries"), ("hash-max-ziplist-value", "hash-max-listpack-value")];
+const ALIASES: &[(&str, &str)] = &[("hash-max-ziplist-entries", "hash-max-listpack-entries"), ("hash-max-ziplist-value", "hash-max-listpack-value"), ("zset-max-ziplist-entries", "zset-max-listpack-entries"), ("zset-max-ziplist-value", "zset-max-listpack-value")];
 
 /// Looks a parameter up by name or alias (case-insensitive, as Redis).
 pub fn param(name: &str) -> Option<&'static Param> {
@@ -336,6 +340,8 @@ pub const SET_MAX_LISTPACK_ENTRIES: usize = param_index("set-max-listpack-entrie
 pub const SET_MAX_LISTPACK_VALUE: usize = param_index("set-max-listpack-value");
 pub const HASH_MAX_LISTPACK_ENTRIES: usize = param_index("hash-max-listpack-entries");
 pub const HASH_MAX_LISTPACK_VALUE: usize = param_index("hash-max-listpack-value");
+pub const ZSET_MAX_LISTPACK_ENTRIES: usize = param_index("zset-max-listpack-entries");
+pub const ZSET_MAX_LISTPACK_VALUE: usize = param_index("zset-max-listpack-value");
 pub const MAXMEMORY: usize = param_index("maxmemory");
 pub const MAXMEMORY_POLICY: usize = param_index("maxmemory-policy");
 pub const MAXMEMORY_SAMPLES: usize = param_index("maxmemory-samples");
@@ -515,6 +521,10 @@ impl Config {
                 max_listpack_entries: self.num_usize(HASH_MAX_LISTPACK_ENTRIES),
                 max_listpack_value_bytes: self.num_usize(HASH_MAX_LISTPACK_VALUE),
             },
+            zset_limits: EncodingLimits {
+                max_listpack_entries: self.num_usize(ZSET_MAX_LISTPACK_ENTRIES),
+                max_listpack_value_bytes: self.num_usize(ZSET_MAX_LISTPACK_VALUE),
+            },
             maxmemory: self.num(MAXMEMORY),
             eviction: abacus_keyspace::EvictionPolicy::ALL
                 .get(self.num_usize(MAXMEMORY_POLICY))
@@ -672,6 +682,7 @@ mod tests {
         let c = Config::default();
         assert_eq!(c.cmd_config().set_limits, EncodingLimits::REDIS_DEFAULT);
         assert_eq!(c.cmd_config().hash_limits, EncodingLimits { max_listpack_entries: 512, max_listpack_value_bytes: 64 });
+        assert_eq!(c.cmd_config().zset_limits, abacus_collections::ZSET_DEFAULT_LIMITS);
         c.set_many(&[("set-max-listpack-entries".into(), "4".into()), ("hash-max-listpack-value".into(), "1kb".into())]).unwrap();
         assert_eq!(c.cmd_config().set_limits.max_listpack_entries, 4);
         assert_eq!(c.cmd_config().hash_limits.max_listpack_value_bytes, 1024);

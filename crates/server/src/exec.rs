@@ -216,6 +216,7 @@ pub(crate) fn run_handler(dbs: &mut [Db], db: usize, spec: &'static Spec, args: 
             hll: cfg.hll,
             set_limits: cfg.set_limits,
             hash_limits: cfg.hash_limits,
+            zset_limits: cfg.zset_limits,
             modified: KeysModified::ALL,
             effect: if spec.is_write() { Effect::Args } else { Effect::Nothing },
         };

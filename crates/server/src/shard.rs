@@ -225,6 +225,7 @@ pub struct Ctx<'a> {
     /// When sets and hashes stop being listpacks (set-/hash-max-listpack-*).
     pub set_limits: abacus_collections::EncodingLimits,
     pub hash_limits: abacus_collections::EncodingLimits,
+    pub zset_limits: abacus_collections::EncodingLimits,
     /// What the log (and later replicas) record for this command (see [`Effect`]): for a
     /// write its arguments unless the handler says otherwise, for a read nothing unless it
     /// changed stored bytes after all (PFCOUNT refreshing a sketch's cached cardinality).

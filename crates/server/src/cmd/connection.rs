@@ -437,6 +437,7 @@ pub fn acl_categories(spec: &Spec) -> Vec<&'static str> {
         _ if matches!(spec.name, "dbsize" | "flushall" | "flushdb" | "swapdb") => "keyspace",
         "generic" => "keyspace",
         "transactions" => "transaction",
+        "sorted-set" => "sortedset",
         "server" => "",
         g => g,
     };
@@ -452,7 +453,7 @@ pub fn acl_categories(spec: &Spec) -> Vec<&'static str> {
     out.extend((group == "keyspace").then_some("keyspace"));
     out.extend((spec.has(READONLY) && group != "scripting").then_some("read"));
     out.extend(spec.has(WRITE).then_some("write"));
-    for g in ["set", "hash", "string", "bitmap", "hyperloglog"] {
+    for g in ["set", "sortedset", "hash", "string", "bitmap", "hyperloglog"] {
         out.extend((group == g).then_some(g));
     }
     out.extend(admin.then_some("admin"));

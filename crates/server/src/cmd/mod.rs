@@ -37,6 +37,8 @@ pub mod set_algebra;
 pub mod sets;
 pub mod strings;
 pub mod transactions;
+pub mod zset_algebra;
+pub mod zsets;
 
 #[cfg(test)]
 use abacus_protocol::Frame;
@@ -65,6 +67,8 @@ pub const FAMILIES: &[&[Spec]] = &[
     hashes::COMMANDS,
     sets::COMMANDS,
     set_algebra::COMMANDS,
+    zsets::COMMANDS,
+    zset_algebra::COMMANDS,
     persistence::COMMANDS,
 ];
 
