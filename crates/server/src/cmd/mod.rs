@@ -26,6 +26,7 @@ pub mod bitops;
 pub mod bits;
 pub mod connection;
 pub mod expiry;
+pub mod geo;
 pub mod hashes;
 pub mod hll;
 pub mod keys;
@@ -69,6 +70,7 @@ pub const FAMILIES: &[&[Spec]] = &[
     set_algebra::COMMANDS,
     zsets::COMMANDS,
     zset_algebra::COMMANDS,
+    geo::COMMANDS,
     persistence::COMMANDS,
 ];
 
