@@ -375,7 +375,9 @@ impl Shape {
         match self.kind {
             ShapeKind::Radius(r) => {
                 let d = distance(self.lon, self.lat, lon, lat);
-                (d <= r * self.conversion).then_some(d)
+                // As Redis's `distance > radius` test: a NaN distance (antipodal rounding)
+                // is inside.
+                (!(d > r * self.conversion)).then_some(d)
             }
             ShapeKind::Box { width, height } => {
                 let width_m = width * self.conversion;
@@ -447,6 +449,104 @@ impl Shape {
             last = i;
         }
         out
+    }
+}
+
+/// What a cheap test can say about a candidate (see [`RadiusFilter`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Certainly farther than the radius: Redis's exact test would reject it too.
+    Out,
+    /// Certainly within the radius: Redis's exact test would accept it.
+    In,
+    /// Near the circle: only the exact test can tell.
+    Check,
+}
+
+/// A conservative pre-test for radius searches, so that most candidates of the 9 cells
+/// (about 9 per result) cost no trigonometry: a search keeps Redis's exact answer because
+/// the filter only decides points whose exact distance is off the radius by far more than
+/// any rounding (a relative margin of 1e-7), and leaves the rest to the exact haversine.
+///
+/// Bounds, for centre latitude φ1 and candidate φ2 with differences Δφ, Δλ (radians; Δλ
+/// wrapped to [0, π]), haversine `a = sin²(Δφ/2) + cos φ1 cos φ2 sin²(Δλ/2)`, distance
+/// `2R asin(√a)`, and `s = sin(r / 2R)` for radius r:
+/// - out if `R|Δφ| > r` (a great circle is never shorter than the meridian arc);
+/// - out if `cos φ1 · cmin · sin²(Δλ/2) > s²`, with cmin the least cos φ2 of any latitude
+///   that passed the first test; the threshold on Δλ is computed once;
+/// - in if `(Δφ/2)² + cos φ1 · cmax · (Δλ/2)² < s²`, cmax the greatest cos φ2 there
+///   (|sin x| <= |x|).
+///
+/// Only for radii below 1000 km, where these quantities are well conditioned (near the
+/// antipode asin amplifies rounding); larger searches test every candidate exactly.
+#[derive(Clone, Copy, Debug)]
+pub struct RadiusFilter {
+    lat1r: f64,
+    lon1r: f64,
+    /// Largest |Δφ| (radians) that may be within the radius.
+    max_dlat: f64,
+    /// Largest wrapped |Δλ| (radians) that may be within the radius (infinite: no bound).
+    max_dlon: f64,
+    /// cos φ1 · cmax, and s² shrunk by the margin, for the certainly-inside test.
+    inner_k: f64,
+    inner_s2: f64,
+}
+
+const FILTER_MARGIN: f64 = 1e-7;
+
+impl RadiusFilter {
+    /// The filter of a radius search, None where it does not apply (boxes, radii of 1000 km
+    /// or more).
+    pub fn new(shape: &Shape) -> Option<RadiusFilter> {
+        let ShapeKind::Radius(r) = shape.kind else { return None };
+        let r_m = r * shape.conversion;
+        if !(r_m < 1.0e6) {
+            return None;
+        }
+        let lat1r = deg_rad(shape.lat);
+        let ang = r_m / EARTH_RADIUS_IN_METERS; // the radius as an angle, < 0.16 rad
+        let max_dlat = ang * (1.0 + FILTER_MARGIN) + 1e-15;
+        let c1 = lat1r.cos();
+        let lat_hi = (lat1r.abs() + max_dlat).min(std::f64::consts::FRAC_PI_2);
+        let lat_lo = (lat1r.abs() - max_dlat).max(0.0);
+        let cmin = lat_hi.cos().max(0.0);
+        let cmax = lat_lo.cos();
+        let s = (ang / 2.0).sin();
+        let s2 = s * s;
+        let max_dlon = {
+            let k = c1 * cmin;
+            if k <= 0.0 {
+                f64::INFINITY
+            } else {
+                let x = (s2 / k).sqrt();
+                if x >= 1.0 {
+                    f64::INFINITY
+                } else {
+                    2.0 * x.asin() * (1.0 + FILTER_MARGIN) + 1e-15
+                }
+            }
+        };
+        Some(RadiusFilter { lat1r, lon1r: deg_rad(shape.lon), max_dlat, max_dlon, inner_k: c1 * cmax, inner_s2: s2 * (1.0 - FILTER_MARGIN) })
+    }
+
+    #[inline]
+    pub fn classify(&self, lon: f64, lat: f64) -> Verdict {
+        let dlat = (deg_rad(lat) - self.lat1r).abs();
+        if dlat > self.max_dlat {
+            return Verdict::Out;
+        }
+        let mut dlon = (deg_rad(lon) - self.lon1r).abs();
+        if dlon > std::f64::consts::PI {
+            dlon = 2.0 * std::f64::consts::PI - dlon;
+        }
+        if dlon > self.max_dlon {
+            return Verdict::Out;
+        }
+        let (hlat, hlon) = (dlat / 2.0, dlon / 2.0);
+        if hlat * hlat + self.inner_k * hlon * hlon < self.inner_s2 {
+            return Verdict::In;
+        }
+        Verdict::Check
     }
 }
 
@@ -549,5 +649,46 @@ mod tests {
             let _ = decode_score(s);
             let _ = geohash_string(s);
         }
+    }
+
+    #[test]
+    fn radius_filter_agrees_with_the_exact_test() {
+        // Random centres (poles, antimeridian and equator included) and candidates around
+        // them: a decided verdict must match Redis's exact test.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let mut decided = 0;
+        for i in 0..2000 {
+            let clon = if i % 7 == 0 { 179.99 + next() * 0.01 } else { next() * 360.0 - 180.0 };
+            let clat = if i % 11 == 0 { 85.0 + next() * 0.05 } else { next() * 170.0 - 85.0 };
+            let r = [0.0, 1.0, 120.0, 5000.0, 200_000.0, 900_000.0][i % 6] * (0.5 + 0.6 * next());
+            let shape = Shape { lon: clon, lat: clat, conversion: 1.0, kind: ShapeKind::Radius(r) };
+            let f = RadiusFilter::new(&shape).unwrap();
+            let spread = (r / 111_000.0 * 3.0).max(1e-5);
+            for _ in 0..200 {
+                let lon = (clon + (next() * 2.0 - 1.0) * spread * 3.0 + 540.0) % 360.0 - 180.0;
+                let lat = (clat + (next() * 2.0 - 1.0) * spread).clamp(LAT_MIN, LAT_MAX);
+                let exact = shape.distance_if_within(lon, lat).is_some();
+                match f.classify(lon, lat) {
+                    Verdict::In => {
+                        assert!(exact, "{clon} {clat} {r} {lon} {lat}");
+                        decided += 1;
+                    }
+                    Verdict::Out => {
+                        assert!(!exact, "{clon} {clat} {r} {lon} {lat}");
+                        decided += 1;
+                    }
+                    Verdict::Check => {}
+                }
+            }
+        }
+        assert!(decided > 300_000, "{decided}");
+        let big = Shape { lon: 0.0, lat: 0.0, conversion: 1000.0, kind: ShapeKind::Radius(1000.0) };
+        assert!(RadiusFilter::new(&big).is_none());
     }
 }

@@ -33,8 +33,10 @@
 //! write command only for its STORE form); a store propagates as sent (deterministic given
 //! the same source set), or nothing when it neither wrote nor deleted a key.
 
-use abacus_collections::geohash::{self, Shape, ShapeKind};
+use abacus_collections::geohash::{self, RadiusFilter, Shape, ShapeKind, Verdict};
 use abacus_collections::ZSet;
+use std::cmp::Ordering;
+
 use abacus_protocol::{Arg, Bytes, Frame};
 
 use super::args::*;
@@ -427,8 +429,13 @@ struct Found<'a> {
 
 /// Redis's `membersOfAllNeighbors`: the points of the search cells inside the shape, in scan
 /// order; with `limit` > 0 (COUNT n ANY) the scan stops once that many were found.
-fn search<'a>(z: &'a ZSet, shape: &Shape, limit: usize) -> Vec<Found<'a>> {
+///
+/// Radius searches first ask [`RadiusFilter`] (no trigonometry) and compute Redis's exact
+/// distance only for points near the circle, or for every point found when the distance is
+/// needed (`need_dist`: WITHDIST, a sort, STOREDIST); otherwise `dist` is NaN.
+fn search<'a>(z: &'a ZSet, shape: &Shape, limit: usize, need_dist: bool) -> Vec<Found<'a>> {
     let mut found = Vec::new();
+    let filter = RadiusFilter::new(shape);
     for (min, max) in shape.search_ranges() {
         if limit > 0 && found.len() >= limit {
             break;
@@ -439,7 +446,13 @@ fn search<'a>(z: &'a ZSet, shape: &Shape, limit: usize) -> Vec<Found<'a>> {
                 break;
             }
             let (lon, lat) = geohash::decode_score(score);
-            if let Some(dist) = shape.distance_if_within(lon, lat) {
+            let verdict = filter.map_or(Verdict::Check, |f| f.classify(lon, lat));
+            let dist = match verdict {
+                Verdict::Out => None,
+                Verdict::In if !need_dist => Some(f64::NAN),
+                _ => shape.distance_if_within(lon, lat),
+            };
+            if let Some(dist) = dist {
                 found.push(Found { member, score, lon, lat, dist });
             }
             if limit > 0 && found.len() >= limit {
@@ -451,9 +464,144 @@ fn search<'a>(z: &'a ZSet, shape: &Shape, limit: usize) -> Vec<Found<'a>> {
 }
 
 /// Redis's comparator (`sort_gp_asc`), made total for NaN distances (antipodal rounding)
-/// so that sorting never sees an inconsistent order.
-fn by_distance(a: &Found, b: &Found) -> std::cmp::Ordering {
+/// so that the standard library's sort never sees an inconsistent order.
+fn by_distance(a: &Found, b: &Found) -> Ordering {
     a.dist.partial_cmp(&b.dist).unwrap_or_else(|| a.dist.is_nan().cmp(&b.dist.is_nan()))
+}
+
+/// Redis's `sort_gp_asc` as written (a NaN compares below everything), for [`pqsort`].
+fn c_asc(a: &Found, b: &Found) -> Ordering {
+    if a.dist > b.dist {
+        Ordering::Greater
+    } else if a.dist == b.dist {
+        Ordering::Equal
+    } else {
+        Ordering::Less
+    }
+}
+
+/// Redis's `pqsort` (Bentley & McIlroy's quicksort that only recurses into the parts that
+/// overlap the element range `lrange..=rrange`), step for step, so that members at equal
+/// distances come out in Redis's order when COUNT keeps fewer than were found. Indices
+/// replace C's pointers; `cmp` is Redis's comparator (DESC: its negation).
+fn pqsort<T>(v: &mut [T], cmp: &dyn Fn(&T, &T) -> Ordering, lrange: usize, rrange: usize) {
+    let insertion = |v: &mut [T], lo: usize, n: usize| {
+        for m in lo + 1..lo + n {
+            let mut l = m;
+            while l > lo && cmp(&v[l - 1], &v[l]) == Ordering::Greater {
+                v.swap(l, l - 1);
+                l -= 1;
+            }
+        }
+    };
+    let med3 = |v: &[T], a: usize, b: usize, c: usize| {
+        if cmp(&v[a], &v[b]) == Ordering::Less {
+            if cmp(&v[b], &v[c]) == Ordering::Less {
+                b
+            } else if cmp(&v[a], &v[c]) == Ordering::Less {
+                c
+            } else {
+                a
+            }
+        } else if cmp(&v[b], &v[c]) == Ordering::Greater {
+            b
+        } else if cmp(&v[a], &v[c]) == Ordering::Less {
+            a
+        } else {
+            c
+        }
+    };
+    let vecswap = |v: &mut [T], a: usize, b: usize, n: usize| {
+        for i in 0..n {
+            v.swap(a + i, b + i);
+        }
+    };
+    // Whether the part [lo, lo + n) holds any position of the wanted range.
+    let overlaps = |lo: usize, n: usize| !(rrange < lo || lrange >= lo + n);
+    let mut stack = vec![(0usize, v.len())];
+    while let Some((mut lo, mut n)) = stack.pop() {
+        loop {
+            if n < 7 {
+                insertion(v, lo, n);
+                break;
+            }
+            let mut pm = lo + n / 2;
+            if n > 7 {
+                let mut pl = lo;
+                let mut pn = lo + n - 1;
+                if n > 40 {
+                    let d = n / 8;
+                    pl = med3(v, pl, pl + d, pl + 2 * d);
+                    pm = med3(v, pm - d, pm, pm + d);
+                    pn = med3(v, pn - 2 * d, pn - d, pn);
+                }
+                pm = med3(v, pl, pm, pn);
+            }
+            v.swap(lo, pm);
+            let (mut pa, mut pb) = (lo + 1, lo + 1);
+            let (mut pc, mut pd) = (lo + n - 1, lo + n - 1);
+            let mut swapped = false;
+            loop {
+                while pb <= pc {
+                    let c = cmp(&v[pb], &v[lo]);
+                    if c == Ordering::Greater {
+                        break;
+                    }
+                    if c == Ordering::Equal {
+                        swapped = true;
+                        v.swap(pa, pb);
+                        pa += 1;
+                    }
+                    pb += 1;
+                }
+                while pb <= pc {
+                    let c = cmp(&v[pc], &v[lo]);
+                    if c == Ordering::Less {
+                        break;
+                    }
+                    if c == Ordering::Equal {
+                        swapped = true;
+                        v.swap(pc, pd);
+                        pd -= 1;
+                    }
+                    pc -= 1;
+                }
+                if pb > pc {
+                    break;
+                }
+                v.swap(pb, pc);
+                swapped = true;
+                pb += 1;
+                pc -= 1;
+            }
+            if !swapped {
+                insertion(v, lo, n);
+                break;
+            }
+            let pn = lo + n;
+            let r = (pa - lo).min(pb - pa);
+            vecswap(v, lo, pb - r, r);
+            let r = (pd - pc).min(pn - pd - 1);
+            vecswap(v, pb, pn - r, r);
+            let left = pb - pa;
+            let right = pd - pc;
+            if left > 1 && overlaps(lo, left) {
+                // C recurses here, then iterates on the right part: the right part is
+                // pushed first so the left one is finished before it, as in C.
+                if right > 1 && overlaps(pn - right, right) {
+                    stack.push((pn - right, right));
+                }
+                n = left;
+                continue;
+            }
+            if right > 1 && overlaps(pn - right, right) {
+                lo = pn - right;
+                n = right;
+                continue;
+            }
+            break;
+        }
+    }
 }
 
 /// Redis's `georadiusGeneric`.
@@ -506,13 +654,18 @@ fn generic(ctx: &mut Ctx, a: &[Arg], kind: Kind) -> Frame {
         }
         let shape = Shape { lon, lat, conversion, kind: shape_kind };
         let limit = if o.any { usize::try_from(o.count).unwrap_or(usize::MAX) } else { 0 };
-        let mut found = search(z, &shape, limit);
-        match sort {
-            Sort::Asc => found.sort_by(by_distance),
-            Sort::Desc => found.sort_by(|x, y| by_distance(y, x)),
-            Sort::None => {}
-        }
+        let need_dist = o.withdist || sort != Sort::None || matches!(o.store, Some((_, true)));
+        let mut found = search(z, &shape, limit, need_dist);
         let returned = if o.count == 0 { found.len() } else { found.len().min(usize::try_from(o.count).unwrap_or(usize::MAX)) };
+        // As Redis: a full sort is glibc's qsort (a stable merge sort at these sizes), a
+        // partial one (COUNT below the number found) its pqsort.
+        match (sort, returned == found.len()) {
+            (Sort::Asc, true) => found.sort_by(by_distance),
+            (Sort::Desc, true) => found.sort_by(|x, y| by_distance(y, x)),
+            (Sort::Asc, false) if returned > 0 => pqsort(&mut found, &c_asc, 0, returned - 1),
+            (Sort::Desc, false) if returned > 0 => pqsort(&mut found, &|x, y| c_asc(x, y).reverse(), 0, returned - 1),
+            _ => {}
+        }
         found.truncate(returned);
         if let Some((_, storedist)) = o.store {
             let points = found
@@ -599,6 +752,34 @@ mod tests {
         assert_eq!(&format_coord(0.0)[..], b"0");
         assert_eq!(&format_coord(-0.0)[..], b"0");
         assert_eq!(&format_coord(1.5)[..], b"1.5");
+    }
+
+    #[test]
+    fn pqsort_sorts_the_wanted_range() {
+        let mut seed = 12345u64;
+        for n in [0usize, 1, 2, 6, 7, 8, 40, 41, 100, 1000] {
+            for dup in [1u64, 3, 1000] {
+                let mut v: Vec<(u64, usize)> = (0..n)
+                    .map(|i| {
+                        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                        ((seed >> 33) % dup, i)
+                    })
+                    .collect();
+                let mut sorted = v.clone();
+                sorted.sort_by_key(|x| x.0);
+                let keep = n / 3;
+                if keep == 0 {
+                    continue;
+                }
+                pqsort(&mut v, &|a: &(u64, usize), b: &(u64, usize)| a.0.cmp(&b.0), 0, keep - 1);
+                let got: Vec<u64> = v[..keep].iter().map(|x| x.0).collect();
+                let want: Vec<u64> = sorted[..keep].iter().map(|x| x.0).collect();
+                assert_eq!(got, want, "n {n} dup {dup}");
+                let mut all: Vec<usize> = v.iter().map(|x| x.1).collect();
+                all.sort();
+                assert_eq!(all, (0..n).collect::<Vec<_>>());
+            }
+        }
     }
 
     fn keys_of(line: &str) -> Vec<usize> {
