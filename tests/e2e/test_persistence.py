@@ -134,6 +134,12 @@ def fill_every_type(r):
     r.mset({"{t}a": 1, "{t}b": 2, "x1": 3, "x2": 4})
     r.sadd("popped", *range(50))
     r.spop("popped", 10)
+    r.zadd("listpack-zset", {"a": 1.5, "b": -0.0, "c": 1e300, "d": float("-inf")})
+    r.zadd("skiplist-zset", {"m%d" % i: i / 7 for i in range(300)})
+    r.zadd("skiplist-zset", {"negzero": -0.0})
+    r.zincrby("skiplist-zset", 0.1, "m1")
+    r.zpopmin("skiplist-zset", 3)
+    r.zunionstore("zunion", ["listpack-zset", "listpack-set"], aggregate="MAX")
     r.expire("int", 5000)
     r3 = redis.Redis(host=r.connection_pool.connection_kwargs["host"],
                      port=r.connection_pool.connection_kwargs["port"], db=3)
@@ -150,6 +156,9 @@ def type_and_value(c, k):
         return t, sorted(c.smembers(k))
     if t == b"hash":
         return t, sorted(c.hgetall(k).items())
+    if t == b"zset":
+        # Raw replies: the scores' exact text (-0 and 0 differ).
+        return t, c.execute_command("ZRANGE", k, 0, -1, "WITHSCORES")
     return t, None
 
 

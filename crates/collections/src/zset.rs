@@ -130,6 +130,26 @@ impl ZSet {
         b.insert(member, score)
     }
 
+    /// A set built from members already in order and distinct (a computed result): a
+    /// listpack if the whole result fits `limits`, else a skiplist holding the scores exactly
+    /// as given (-0.0 included), as Redis builds a ZUNIONSTORE result in a skiplist and
+    /// converts it only when small (`zsetConvertToListpackIfNeeded`). None if not in order.
+    pub fn from_sorted(items: Vec<(Vec<u8>, f64)>, limits: &EncodingLimits) -> Option<ZSet> {
+        if items.windows(2).any(|w| !key_lt(w[0].1, &w[0].0, w[1].1, &w[1].0)) || items.iter().any(|(_, s)| s.is_nan()) {
+            return None;
+        }
+        let longest = items.iter().map(|(m, _)| m.len()).max().unwrap_or(0);
+        if limits.fits(items.len(), longest) {
+            let v = items.into_iter().map(|(m, s)| (s + 0.0, m.into_boxed_slice())).collect();
+            return Some(ZSet { repr: Repr::Listpack(v) });
+        }
+        let mut big = Big::default();
+        for (m, s) in items {
+            big.push_max(&m, s);
+        }
+        Some(ZSet { repr: Repr::Skiplist(Box::new(big)) })
+    }
+
     fn convert_to_skiplist(&mut self) {
         let Repr::Listpack(v) = &mut self.repr else { return };
         let mut big = Big::default();

@@ -79,7 +79,7 @@ fn gen_command(r: &mut StdRng, writes: &[&'static Spec], now: u64) -> Vec<Vec<u8
         }
     };
     let v = |s: &str| s.as_bytes().to_vec();
-    match r.gen_range(0..16) {
+    match r.gen_range(0..19) {
         0 => {
             let mut c = vec![v("SET"), key(r), val(r)];
             for _ in 0..r.gen_range(0..3) {
@@ -138,6 +138,29 @@ fn gen_command(r: &mut StdRng, writes: &[&'static Spec], now: u64) -> Vec<Vec<u8
         10 => vec![v("HLL.ADD"), key(r), val(r)],
         11 => vec![v("PERSIST"), key(r)],
         12 => vec![v(*pick(r, &["SELECT-NOT-A-COMMAND", "INCR", "APPEND", "DEL", "RENAME", "COPY", "SMOVE", "SINTERSTORE", "GETDEL"])), key(r), key(r), val(r)],
+        16 => {
+            // ZADD with options and float scores (INCR sums must replay to the same bits).
+            let mut c = vec![v("ZADD"), key(r)];
+            for o in ["NX", "XX", "GT", "LT", "CH", "INCR"] {
+                if r.gen_bool(0.12) {
+                    c.push(v(o));
+                }
+            }
+            for _ in 0..r.gen_range(1..4) {
+                c.push(format!("{:.3}", r.gen_range(-5.0..5.0f64)).into_bytes());
+                c.push(val(r));
+            }
+            c
+        }
+        17 => vec![v("ZINCRBY"), key(r), format!("{:.4}", r.gen_range(-3.0..3.0f64)).into_bytes(), val(r)],
+        18 => match r.gen_range(0..6) {
+            0 => vec![v(*pick(r, &["ZPOPMIN", "ZPOPMAX"])), key(r), r.gen_range(0..4).to_string().into_bytes()],
+            1 => vec![v("ZMPOP"), v("2"), key(r), key(r), v(*pick(r, &["MIN", "MAX"])), v("COUNT"), r.gen_range(1..4).to_string().into_bytes()],
+            2 => vec![v(*pick(r, &["ZUNIONSTORE", "ZINTERSTORE", "ZDIFFSTORE"])), key(r), v("2"), key(r), key(r)],
+            3 => vec![v("ZRANGESTORE"), key(r), key(r), v("0"), r.gen_range(-2..5).to_string().into_bytes()],
+            4 => vec![v(*pick(r, &["ZREMRANGEBYRANK", "ZREMRANGEBYSCORE"])), key(r), v("0"), v("1")],
+            _ => vec![v("ZREM"), key(r), val(r), val(r)],
+        },
         _ => {
             // Any write of the table, with arguments drawn from the keys and values.
             let spec = pick(r, writes);

@@ -295,10 +295,7 @@ fn store(ctx: &mut Ctx, a: &[Arg], op: Op) -> Frame {
     };
     let limits = ctx.zset_limits;
     let (result, _) = compute(sources(ctx, a, &call), op, call.how, None);
-    let mut z = ZSet::new();
-    for (m, s) in &result {
-        z.insert(m, *s, &limits);
-    }
+    let Some(z) = ZSet::from_sorted(result, &limits) else { return err("ERR internal error: unsorted result") };
     let card = z.len();
     // As Redis: the destination is signalled, never the sources; an empty result only if it
     // deleted a destination.

@@ -663,11 +663,26 @@ fn zrangestore(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let limits = ctx.zset_limits;
     let result = match read_zset(ctx, &a[2]) {
         Ok(Some(z)) => {
-            let mut out = ZSet::new();
-            for (m, s) in select(z, &req) {
-                out.insert(m, s, &limits);
+            let mut picked = select(z, &req);
+            // As Redis 7.0 (zrangeResultBeginStore): a rank range longer than a listpack
+            // may be is built as a skiplist from the start (scores kept exactly, -0
+            // included); anything else is added member by member to a listpack.
+            if matches!(req.range, Range::Rank(..)) && picked.len() > limits.max_listpack_entries {
+                if req.rev {
+                    picked.reverse();
+                }
+                let items = picked.into_iter().map(|(m, s)| (m.to_vec(), s)).collect();
+                match ZSet::from_sorted(items, &limits) {
+                    Some(z) => z,
+                    None => return err("ERR internal error: unsorted range"),
+                }
+            } else {
+                let mut out = ZSet::new();
+                for (m, s) in picked {
+                    out.insert(m, s, &limits);
+                }
+                out
             }
-            out
         }
         Ok(None) => ZSet::new(),
         Err(e) => return e,
@@ -756,6 +771,8 @@ fn zrandmember(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         (None, None) => return Frame::Null,
         (Some(z), None) => return z.random(&mut rng).map_or(Frame::Null, |(m, _)| bulk(m)),
         (None, Some(_)) => return Frame::Array(Vec::new()),
+        // As Redis 7.0 (which walks a listpack from its tail): the whole set, highest first.
+        (Some(z), Some(c)) if c >= 0 && c as u64 >= z.len() as u64 => z.iter().rev().collect(),
         (Some(z), Some(c)) if c >= 0 => z.random_distinct(c as usize, &mut rng),
         (Some(z), Some(c)) => z.random_with_repeats(c.unsigned_abs() as usize, &mut rng),
     };
@@ -858,15 +875,19 @@ fn zpop(ctx: &mut Ctx, a: &[Arg], max: bool) -> Frame {
     }
     let count = match a.get(2) {
         None => None,
+        // As Redis 7.0: one error text for a non-integer and a negative count.
         Some(c) => match parse_i64(c) {
             Ok(n) if n >= 0 => Some(n as u64),
-            Ok(_) => return err("ERR value is out of range, must be positive"),
-            Err(e) => return e,
+            _ => return err("ERR value is out of range, must be positive"),
         },
     };
     if count == Some(0) {
+        // As Redis 7.0: the key is type-checked before a zero count answers [].
         ctx.propagate_nothing();
-        return ctx.unchanged(Frame::Array(Vec::new()));
+        return match zset_mut(ctx, &a[1]) {
+            Err(e) => e,
+            Ok(_) => ctx.unchanged(Frame::Array(Vec::new())),
+        };
     }
     let n = count.map_or(1, |c| usize::try_from(c).unwrap_or(usize::MAX));
     match pop_from_first(ctx, &a[1..2], max, n) {
@@ -958,6 +979,34 @@ mod tests {
         assert_eq!(parse_range_bound(b"("), Some((0.0, true)));
         assert_eq!(parse_range_bound(b"[1"), None);
         assert_eq!(parse_range_bound(b"nan"), None);
+    }
+
+    #[test]
+    fn a_key_never_holds_an_empty_sorted_set() {
+        let mut dbs = vec![abacus_keyspace::Db::new()];
+        let mut run = |line: &str| crate::cmd::run_keyed(&mut dbs, &line.split(' ').map(str::as_bytes).collect::<Vec<_>>());
+        for (line, reply) in [
+            ("zadd z 1 a 2 b", Frame::Integer(2)),
+            ("zrem z a b", Frame::Integer(2)),
+            ("zadd z 1 a", Frame::Integer(1)),
+            ("zpopmin z 5", Frame::Pairs(vec![(bulk(b"a"), Frame::Score(1.0))])),
+            ("zadd z 1 a 2 b", Frame::Integer(2)),
+            ("zremrangebyscore z -inf +inf", Frame::Integer(2)),
+            ("zadd z 1 a", Frame::Integer(1)),
+            ("zremrangebyrank z 0 -1", Frame::Integer(1)),
+            ("zadd z 0 a", Frame::Integer(1)),
+            ("zremrangebylex z - +", Frame::Integer(1)),
+            ("zadd z 1 a", Frame::Integer(1)),
+            ("zinterstore d 2 z nokey", Frame::Integer(0)),
+            ("zrangestore d z 5 10", Frame::Integer(0)),
+            ("zmpop 1 z max count 9", Frame::Array(vec![bulk(b"z"), Frame::Array(vec![Frame::Array(vec![bulk(b"a"), Frame::Score(1.0)])])])),
+            ("zadd z xx 1 a", Frame::Integer(0)),
+            ("zadd z xx incr 1 a", Frame::Null),
+        ] {
+            assert_eq!(run(line), reply, "{line}");
+        }
+        drop(run);
+        assert!(dbs[0].is_empty(), "{} keys left", dbs[0].len());
     }
 
     #[test]
