@@ -18,6 +18,7 @@
 #   bench/geo.sh                                   defaults: N=10000000 Q=200000 ROUNDS=3
 #   N=1000000 Q=50000 bench/geo.sh                 quicker
 #   ABACUS_ARGS="--threads 4" bench/geo.sh         Abacus's worker threads (default: its own)
+#   EXTRA="WITHDIST ASC" bench/geo.sh              options appended to every search
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 N=${N:-10000000}
@@ -26,10 +27,11 @@ ROUNDS=${ROUNDS:-3}
 RADIUS=${RADIUS:-120}
 CLIENTS=${CLIENTS:-50}
 PIPELINE=${PIPELINE:-4}
+EXTRA=${EXTRA:-}
 
 start_pair
 echo "redis $(redis-server --version | awk '{print $3}') on $RPORT, abacus on $APORT ${ABACUS_ARGS:-};" \
-  "N=$N members, Q=$Q searches x $ROUNDS rounds, radius ${RADIUS} m, -c $CLIENTS -P $PIPELINE; $(nproc) CPUs"
+  "N=$N members, Q=$Q searches x $ROUNDS rounds, radius ${RADIUS} m${EXTRA:+ $EXTRA}, -c $CLIENTS -P $PIPELINE; $(nproc) CPUs"
 
 coord='0.__rand_int__e3'
 load() {
@@ -58,7 +60,7 @@ PY
 
 search() {
   redis-benchmark -p "$1" -n "$Q" -c "$CLIENTS" -P "$PIPELINE" -r 1000000000 -q --csv \
-    geosearch geo FROMLONLAT "$coord" "$coord" BYRADIUS "$RADIUS" m |
+    geosearch geo FROMLONLAT "$coord" "$coord" BYRADIUS "$RADIUS" m $EXTRA |
     awk -F, 'NR == 2 || /GEOSEARCH|geosearch/ {gsub(/"/, "", $2); print $2; exit}'
 }
 rs=(); as=()
@@ -68,5 +70,5 @@ for i in $(seq 1 "$ROUNDS"); do
   rs+=("$r"); as+=("$a")
 done
 rm_=$(median "${rs[@]}"); am=$(median "${as[@]}")
-printf 'GEOSEARCH BYRADIUS %s m over %s members: redis %.0f ops/s, abacus %.0f ops/s, abacus/redis %.2fx\n' \
+printf "GEOSEARCH BYRADIUS %s m${EXTRA:+ $EXTRA} over %s members: redis %.0f ops/s, abacus %.0f ops/s, abacus/redis %.2fx\n" \
   "$RADIUS" "$N" "$rm_" "$am" "$(echo "$am / $rm_" | bc -l)"
