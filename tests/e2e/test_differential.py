@@ -46,7 +46,8 @@ Commands Abacus implements but the mix leaves out, and why:
 BITOP, BITFIELD and BITFIELD_RO have their own mix: test_differential_bits.py.
 Redis commands of the families above that Abacus does not implement (so not in the
 mix): GETEX/SET beyond Redis 7.0, DUMP/RESTORE, SORT;
-lists, sorted sets, streams and geo commands are not implemented at all.
+lists, streams and geo commands are not implemented at all. Sorted sets have their own mix:
+test_differential_zsets.py.
 
 DBSIZE: Redis 7.0 keeps a key SET with an EXAT/PXAT in the past until it is next
 touched (or sampled by active expiry, at any moment) and counts it meanwhile;

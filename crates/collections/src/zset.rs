@@ -599,25 +599,29 @@ impl Big {
 
     /// Inserts `id` (a live slot, not in the order) at its place.
     fn place(&mut self, id: u32) {
-        let (score, member) = (self.slots[id as usize].score, self.member(id).to_vec());
-        let below = |s: f64, m: &[u8]| key_lt(s, m, score, &member);
-        let key = |id: u32| (self.slots[id as usize].score, self.member(id));
         if self.chunks.is_empty() {
             self.chunks.push(vec![id]);
             self.rebuild_fenwick();
             return;
         }
-        let ci = self
-            .chunks
-            .partition_point(|c| {
-                let (s, m) = key(*c.last().expect("chunks are never empty"));
+        // The search borrows the arena; the position is known before anything moves.
+        let (ci, off) = {
+            let (score, member) = (self.slots[id as usize].score, self.member(id));
+            let below = |s: f64, m: &[u8]| key_lt(s, m, score, member);
+            let key = |id: u32| (self.slots[id as usize].score, self.member(id));
+            let ci = self
+                .chunks
+                .partition_point(|c| {
+                    let (s, m) = key(*c.last().expect("chunks are never empty"));
+                    below(s, m)
+                })
+                .min(self.chunks.len() - 1);
+            let off = self.chunks[ci].partition_point(|&i| {
+                let (s, m) = key(i);
                 below(s, m)
-            })
-            .min(self.chunks.len() - 1);
-        let off = self.chunks[ci].partition_point(|&i| {
-            let (s, m) = key(i);
-            below(s, m)
-        });
+            });
+            (ci, off)
+        };
         self.chunks[ci].insert(off, id);
         if self.chunks[ci].len() > CHUNK_MAX {
             let tail = self.chunks[ci].split_off(CHUNK_MAX / 2);
@@ -631,8 +635,10 @@ impl Big {
 
     /// Takes `id` (live, with its current score) out of the order.
     fn unplace(&mut self, id: u32) {
-        let (score, member) = (self.slots[id as usize].score, self.member(id).to_vec());
-        let rank = self.rank_where(|s, m| key_lt(s, m, score, &member));
+        let rank = {
+            let (score, member) = (self.slots[id as usize].score, self.member(id));
+            self.rank_where(|s, m| key_lt(s, m, score, member))
+        };
         let (ci, off) = self.locate(rank);
         debug_assert_eq!(self.chunks[ci][off], id);
         self.chunks[ci].remove(off);
@@ -674,7 +680,7 @@ impl Big {
         self.len -= 1;
         if self.len == 0 {
             // Drop everything: an empty set is about to be deleted or refilled.
-            let hasher = self.hasher.clone();
+            let hasher = self.hasher;
             *self = Big { hasher, ..Big::default() };
         } else if self.garbage > 4096 && self.garbage * 2 > self.arena.len() {
             self.compact();

@@ -336,7 +336,7 @@ pub(crate) fn zadd(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     if f.nx && f.xx {
         return err("ERR XX and NX options at the same time are not compatible");
     }
-    if (f.gt && f.nx) || (f.lt && f.nx) || (f.gt && f.lt) {
+    if (f.nx && (f.gt || f.lt)) || (f.gt && f.lt) {
         return err("ERR GT, LT, and/or NX options at the same time are not compatible");
     }
     if f.incr && elements > 2 {
@@ -1005,7 +1005,6 @@ mod tests {
         ] {
             assert_eq!(run(line), reply, "{line}");
         }
-        drop(run);
         assert!(dbs[0].is_empty(), "{} keys left", dbs[0].len());
     }
 
