@@ -162,21 +162,9 @@ pub fn decode(lon_range: CoordRange, lat_range: CoordRange, hash: HashBits) -> A
 
 /// The centre of a cell, clamped to the WGS-84 limits (Redis's `geohashDecodeAreaToLongLat`).
 pub fn area_center(area: &Area) -> (f64, f64) {
-    let mut lon = (area.lon.min + area.lon.max) / 2.0;
-    let mut lat = (area.lat.min + area.lat.max) / 2.0;
-    if lon > LON_MAX {
-        lon = LON_MAX;
-    }
-    if lon < LON_MIN {
-        lon = LON_MIN;
-    }
-    if lat > LAT_MAX {
-        lat = LAT_MAX;
-    }
-    if lat < LAT_MIN {
-        lat = LAT_MIN;
-    }
-    (lon, lat)
+    let lon = (area.lon.min + area.lon.max) / 2.0;
+    let lat = (area.lat.min + area.lat.max) / 2.0;
+    (lon.clamp(LON_MIN, LON_MAX), lat.clamp(LAT_MIN, LAT_MAX))
 }
 
 /// C's `(uint64_t)` of a double as x86-64 code computes it (GCC: a signed truncation below
@@ -377,7 +365,7 @@ impl Shape {
                 let d = distance(self.lon, self.lat, lon, lat);
                 // As Redis's `distance > radius` test: a NaN distance (antipodal rounding)
                 // is inside.
-                (!(d > r * self.conversion)).then_some(d)
+                (d.partial_cmp(&(r * self.conversion)) != Some(std::cmp::Ordering::Greater)).then_some(d)
             }
             ShapeKind::Box { width, height } => {
                 let width_m = width * self.conversion;
@@ -483,6 +471,9 @@ pub enum Verdict {
 pub struct RadiusFilter {
     lat1r: f64,
     lon1r: f64,
+    /// cos φ1 and the radius in metres, for [`RadiusFilter::exact`].
+    cos_lat1: f64,
+    radius_m: f64,
     /// Largest |Δφ| (radians) that may be within the radius.
     max_dlat: f64,
     /// Largest wrapped |Δλ| (radians) that may be within the radius (infinite: no bound).
@@ -500,7 +491,7 @@ impl RadiusFilter {
     pub fn new(shape: &Shape) -> Option<RadiusFilter> {
         let ShapeKind::Radius(r) = shape.kind else { return None };
         let r_m = r * shape.conversion;
-        if !(r_m < 1.0e6) {
+        if r_m.partial_cmp(&1.0e6) != Some(std::cmp::Ordering::Less) {
             return None;
         }
         let lat1r = deg_rad(shape.lat);
@@ -526,7 +517,32 @@ impl RadiusFilter {
                 }
             }
         };
-        Some(RadiusFilter { lat1r, lon1r: deg_rad(shape.lon), max_dlat, max_dlon, inner_k: c1 * cmax, inner_s2: s2 * (1.0 - FILTER_MARGIN) })
+        Some(RadiusFilter {
+            lat1r,
+            lon1r: deg_rad(shape.lon),
+            cos_lat1: c1,
+            radius_m: r_m,
+            max_dlat,
+            max_dlon,
+            inner_k: c1 * cmax,
+            inner_s2: s2 * (1.0 - FILTER_MARGIN),
+        })
+    }
+
+    /// [`Shape::distance_if_within`] for this search, bit for bit (the same operations in
+    /// the same order), with the centre's radians and cosine computed once per search.
+    #[inline]
+    pub fn exact(&self, lon: f64, lat: f64) -> Option<f64> {
+        let v = ((deg_rad(lon) - self.lon1r) / 2.0).sin();
+        let d = if v == 0.0 {
+            EARTH_RADIUS_IN_METERS * (deg_rad(lat) - self.lat1r).abs()
+        } else {
+            let lat2r = deg_rad(lat);
+            let u = ((lat2r - self.lat1r) / 2.0).sin();
+            let a = u * u + self.cos_lat1 * lat2r.cos() * v * v;
+            2.0 * EARTH_RADIUS_IN_METERS * a.sqrt().asin()
+        };
+        (d.partial_cmp(&self.radius_m) != Some(std::cmp::Ordering::Greater)).then_some(d)
     }
 
     #[inline]
@@ -673,7 +689,9 @@ mod tests {
             for _ in 0..200 {
                 let lon = (clon + (next() * 2.0 - 1.0) * spread * 3.0 + 540.0) % 360.0 - 180.0;
                 let lat = (clat + (next() * 2.0 - 1.0) * spread).clamp(LAT_MIN, LAT_MAX);
-                let exact = shape.distance_if_within(lon, lat).is_some();
+                let exact = shape.distance_if_within(lon, lat);
+                assert_eq!(f.exact(lon, lat).map(f64::to_bits), exact.map(f64::to_bits));
+                let exact = exact.is_some();
                 match f.classify(lon, lat) {
                     Verdict::In => {
                         assert!(exact, "{clon} {clat} {r} {lon} {lat}");

@@ -75,6 +75,9 @@ pub mod flags {
     pub const BLOCKING: u32 = 1 << 16;
 }
 
+/// Finds a key that only parsing the options reveals ([`Spec::trailing_key`]): its index.
+pub type KeyFinder = fn(&[Arg]) -> Option<usize>;
+
 /// Where a blocking command's timeout argument is.
 #[derive(Clone, Copy, Debug)]
 pub enum TimeoutArg {
@@ -112,7 +115,7 @@ pub struct Spec {
     /// STORE key): Redis declares it with a keyword key spec and marks the command
     /// `movablekeys`. The function returns its index, the same one the handler will use, or
     /// None (no such option, or options the handler will refuse before touching any key).
-    pub trailing_key: Option<fn(&[Arg]) -> Option<usize>>,
+    pub trailing_key: Option<KeyFinder>,
 }
 
 impl Spec {
@@ -131,7 +134,7 @@ impl Spec {
 
     /// Declares a key that the options name (see [`Spec::trailing_key`]); it comes after the
     /// range's keys.
-    pub const fn with_trailing_key(mut self, find: fn(&[Arg]) -> Option<usize>) -> Spec {
+    pub const fn with_trailing_key(mut self, find: KeyFinder) -> Spec {
         self.trailing_key = Some(find);
         self
     }

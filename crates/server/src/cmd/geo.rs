@@ -72,7 +72,7 @@ pub(crate) fn format_distance(d: f64) -> Bytes {
     }
     let scaled = (d * 10000.0).round_ties_even();
     // llrint of a NaN or an out-of-range value is LLONG_MIN on x86-64.
-    let v: i64 = if scaled.is_nan() || !(-9.223372036854775808e18..9.223372036854775808e18).contains(&scaled) { i64::MIN } else { scaled as i64 };
+    let v: i64 = if scaled.is_nan() || !(i64::MIN as f64..-(i64::MIN as f64)).contains(&scaled) { i64::MIN } else { scaled as i64 };
     let neg = v < 0;
     let u = v.unsigned_abs();
     let s = format!("{}{}.{:04}", if neg { "-" } else { "" }, u / 10000, u % 10000);
@@ -171,7 +171,7 @@ fn geoadd(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         }
         at += 1;
     }
-    if (a.len() - at) % 3 != 0 || (nx && xx) {
+    if !(a.len() - at).is_multiple_of(3) || (nx && xx) {
         return err(ERR_SYNTAX);
     }
     let mut zargs: Vec<Bytes> = Vec::with_capacity(at + (a.len() - at) / 3 * 2);
@@ -446,11 +446,13 @@ fn search<'a>(z: &'a ZSet, shape: &Shape, limit: usize, need_dist: bool) -> Vec<
                 break;
             }
             let (lon, lat) = geohash::decode_score(score);
-            let verdict = filter.map_or(Verdict::Check, |f| f.classify(lon, lat));
-            let dist = match verdict {
-                Verdict::Out => None,
-                Verdict::In if !need_dist => Some(f64::NAN),
-                _ => shape.distance_if_within(lon, lat),
+            let dist = match filter {
+                None => shape.distance_if_within(lon, lat),
+                Some(f) => match f.classify(lon, lat) {
+                    Verdict::Out => None,
+                    Verdict::In if !need_dist => Some(f64::NAN),
+                    _ => f.exact(lon, lat),
+                },
             };
             if let Some(dist) = dist {
                 found.push(Found { member, score, lon, lat, dist });
