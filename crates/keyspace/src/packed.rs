@@ -376,6 +376,9 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    const ZSET_TEST_LIMITS: abacus_collections::EncodingLimits =
+        abacus_collections::EncodingLimits { max_listpack_entries: 16, max_listpack_value_bytes: 64 };
+
     fn sample(kind: u8, len: usize) -> Value {
         let bytes: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
         match kind % 5 {
@@ -397,7 +400,8 @@ mod tests {
             4 => {
                 let mut z = ZSet::new();
                 for i in 0..len {
-                    z.insert(i.to_string().as_bytes(), i as f64 / 3.0, &abacus_collections::ZSET_DEFAULT_LIMITS);
+                    // Small limits: both encodings (listpack, skiplist) within 60 members.
+                    z.insert(i.to_string().as_bytes(), i as f64 / 3.0, &ZSET_TEST_LIMITS);
                 }
                 Value::ZSet(Box::new(z))
             }
@@ -430,7 +434,7 @@ mod tests {
         /// appends through `StrMut` (across the inline/heap boundary), mutation of the boxed
         /// kinds, clones; the packed value must always read as the model.
         #[test]
-        fn behaves_like_a_value(ops in proptest::collection::vec((0u8..7, 0u8..5, 0usize..200), 1..40)) {
+        fn behaves_like_a_value(ops in proptest::collection::vec((0u8..7, 0u8..5, 0usize..60), 1..40)) {
             let mut model = Value::default();
             let mut p = PackedValue::new();
             for (op, kind, len) in ops {
@@ -466,12 +470,12 @@ mod tests {
                         if let Some(s) = p.as_set_mut() { s.insert(m.as_bytes()); }
                         if let Some(h) = p.as_hash_mut() { h.insert(m.as_bytes(), b"v"); }
                         if let Some(h) = p.as_hll_mut() { h.add_raw(abacus_hll::hash_bigint(len as i64, 1)); }
-                        if let Some(z) = p.as_zset_mut() { z.insert(m.as_bytes(), 1.5, &abacus_collections::ZSET_DEFAULT_LIMITS); }
+                        if let Some(z) = p.as_zset_mut() { z.insert(m.as_bytes(), 1.5, &ZSET_TEST_LIMITS); }
                         match &mut model {
                             Value::Set(s) => { s.insert(m.as_bytes()); }
                             Value::Hash(h) => { h.insert(m.as_bytes(), b"v"); }
                             Value::Hll(h) => { h.add_raw(abacus_hll::hash_bigint(len as i64, 1)); }
-                            Value::ZSet(z) => { z.insert(m.as_bytes(), 1.5, &abacus_collections::ZSET_DEFAULT_LIMITS); }
+                            Value::ZSet(z) => { z.insert(m.as_bytes(), 1.5, &ZSET_TEST_LIMITS); }
                             Value::Str(_) => {}
                         }
                     }
