@@ -48,6 +48,10 @@ pub enum Frame {
     /// A sorted-set score as Redis 7.0 replies it ([`crate::format_double_g17`], `%.17g`):
     /// RESP3 `,<repr>`, RESP2 a bulk string of the same text.
     Score(f64),
+    /// A double the command formatted itself (GEOPOS's coordinates, `%.17Lf` with trailing
+    /// zeros trimmed, as Redis's `addReplyHumanLongDouble`): RESP3 `,<text>`, RESP2 a bulk
+    /// string of the text.
+    DoubleText(Bytes),
     /// RESP3 `#t`/`#f`; RESP2 integer 1/0.
     Boolean(bool),
     /// RESP3 `(digits`; RESP2 a bulk string.
@@ -154,6 +158,8 @@ pub fn encode(frame: &Frame, proto: Protocol, out: &mut BytesMut) {
                 bulk(repr.as_bytes(), out);
             }
         }
+        Frame::DoubleText(t) if resp3 => line(b',', t, out),
+        Frame::DoubleText(t) => bulk(t, out),
         Frame::Boolean(b) if resp3 => out.put_slice(if *b { b"#t\r\n" } else { b"#f\r\n" }),
         Frame::Boolean(b) => out.put_slice(if *b { b":1\r\n" } else { b":0\r\n" }),
         Frame::BigNumber(n) if resp3 => line(b'(', n, out),

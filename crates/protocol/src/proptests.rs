@@ -220,6 +220,7 @@ fn resp2_view(f: &Frame) -> Frame {
             crate::format_double_g17(*d, &mut s);
             Frame::Bulk(s.into())
         }
+        Frame::DoubleText(t) => Frame::Bulk(t.clone()),
         Frame::Boolean(b) => Frame::Integer(i64::from(*b)),
         Frame::BigNumber(n) => Frame::Bulk(n.clone()),
         Frame::Verbatim { text, .. } => Frame::Bulk(text.clone()),

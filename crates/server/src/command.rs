@@ -75,6 +75,9 @@ pub mod flags {
     pub const BLOCKING: u32 = 1 << 16;
 }
 
+/// Finds a key that only parsing the options reveals ([`Spec::trailing_key`]): its index.
+pub type KeyFinder = fn(&[Arg]) -> Option<usize>;
+
 /// Where a blocking command's timeout argument is.
 #[derive(Clone, Copy, Debug)]
 pub enum TimeoutArg {
@@ -108,19 +111,31 @@ pub struct Spec {
     pub subcommands: &'static [Spec],
     /// A blocking command's timeout argument (see [`Spec::blocking`]).
     pub block_timeout: Option<TimeoutArg>,
+    /// A key after the declared range that only parsing the options finds (GEORADIUS ...
+    /// STORE key): Redis declares it with a keyword key spec and marks the command
+    /// `movablekeys`. The function returns its index, the same one the handler will use, or
+    /// None (no such option, or options the handler will refuse before touching any key).
+    pub trailing_key: Option<KeyFinder>,
 }
 
 impl Spec {
     pub const fn keyed(name: &'static str, arity: i32, flags: u32, keys: (i32, i32, i32), f: KeyedFn, group: &'static str, summary: &'static str) -> Spec {
-        Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, numkeys_index: 0, handler: Handler::Keyed(f), group, summary, subcommands: &[], block_timeout: None }
+        Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, numkeys_index: 0, handler: Handler::Keyed(f), group, summary, subcommands: &[], block_timeout: None, trailing_key: None }
     }
 
     pub const fn conn(name: &'static str, arity: i32, flags: u32, keys: (i32, i32, i32), f: ConnFn, group: &'static str, summary: &'static str) -> Spec {
-        Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, numkeys_index: 0, handler: Handler::Conn(f), group, summary, subcommands: &[], block_timeout: None }
+        Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, numkeys_index: 0, handler: Handler::Conn(f), group, summary, subcommands: &[], block_timeout: None, trailing_key: None }
     }
 
     pub const fn with_subcommands(mut self, subs: &'static [Spec]) -> Spec {
         self.subcommands = subs;
+        self
+    }
+
+    /// Declares a key that the options name (see [`Spec::trailing_key`]); it comes after the
+    /// range's keys.
+    pub const fn with_trailing_key(mut self, find: KeyFinder) -> Spec {
+        self.trailing_key = Some(find);
         self
     }
 
@@ -176,7 +191,11 @@ impl Spec {
         let argc = args.len();
         if self.numkeys_index == 0 && self.first_key == 1 && self.last_key == 1 {
             // The common shape, one key right after the name: no arithmetic to do.
-            return KeyIndexes { next: 1, end: argc.min(2), step: 1, lead: 0 };
+            let trail = match self.trailing_key {
+                None => 0,
+                Some(find) => find(args).filter(|&i| i > 1 && i < argc).unwrap_or(0),
+            };
+            return KeyIndexes { next: 1, end: argc.min(2), step: 1, lead: 0, trail };
         }
         let (start, end, step) = if self.numkeys_index > 0 {
             let count = args
@@ -187,7 +206,7 @@ impl Spec {
             match count {
                 Some(n) => {
                     let lead = if self.first_key > 0 { self.first_key as usize } else { 0 };
-                    return KeyIndexes { next: self.numkeys_index + 1, end: self.numkeys_index + 1 + n, step: 1, lead };
+                    return KeyIndexes { next: self.numkeys_index + 1, end: self.numkeys_index + 1 + n, step: 1, lead, trail: 0 };
                 }
                 None => (0, 0, 1),
             }
@@ -199,7 +218,7 @@ impl Spec {
             let end = (last.min(argc as i64 - 1) + 1).max(first);
             (first as usize, end as usize, self.step.max(1) as usize)
         };
-        KeyIndexes { next: start, end, step, lead: 0 }
+        KeyIndexes { next: start, end, step, lead: 0, trail: 0 }
     }
 
     /// The subcommand spec named by `args[1]`, for container commands.
@@ -240,6 +259,8 @@ pub struct KeyIndexes {
     step: usize,
     /// A key before the range (a numkeys command's destination), 0 if none or already given.
     lead: usize,
+    /// A key after the range ([`Spec::trailing_key`]), 0 if none or already given.
+    trail: usize,
 }
 
 impl Iterator for KeyIndexes {
@@ -254,6 +275,8 @@ impl Iterator for KeyIndexes {
             let i = self.next;
             self.next += self.step;
             Some(i)
+        } else if self.trail != 0 {
+            Some(std::mem::take(&mut self.trail))
         } else {
             None
         }

@@ -79,7 +79,7 @@ fn gen_command(r: &mut StdRng, writes: &[&'static Spec], now: u64) -> Vec<Vec<u8
         }
     };
     let v = |s: &str| s.as_bytes().to_vec();
-    match r.gen_range(0..21) {
+    match r.gen_range(0..22) {
         0 => {
             let mut c = vec![v("SET"), key(r), val(r)];
             for _ in 0..r.gen_range(0..3) {
@@ -175,6 +175,31 @@ fn gen_command(r: &mut StdRng, writes: &[&'static Spec], now: u64) -> Vec<Vec<u8
             4 => vec![v(*pick(r, &["ZREMRANGEBYRANK", "ZREMRANGEBYSCORE"])), key(r), v("0"), v("1")],
             _ => vec![v("ZREM"), key(r), val(r), val(r)],
         },
+        21 => {
+            // GEO: GEOADD (propagated as ZADD) and the stores (propagated as sent).
+            let coord = |r: &mut StdRng| format!("{:.5}", r.gen_range(-1.0..1.0f64)).into_bytes();
+            match r.gen_range(0..4) {
+                0 | 1 => {
+                    let mut c = vec![v("GEOADD"), key(r)];
+                    for o in ["NX", "XX", "CH"] {
+                        if r.gen_bool(0.1) {
+                            c.push(v(o));
+                        }
+                    }
+                    for _ in 0..r.gen_range(1..4) {
+                        c.push(coord(r));
+                        c.push(coord(r));
+                        c.push(val(r));
+                    }
+                    c
+                }
+                2 => {
+                    let (lon, lat) = (coord(r), coord(r));
+                    vec![v("GEORADIUS"), key(r), lon, lat, v("100"), v("km"), v(*pick(r, &["STORE", "STOREDIST"])), key(r), v("COUNT"), v("3")]
+                }
+                _ => vec![v("GEOSEARCHSTORE"), key(r), key(r), v("FROMMEMBER"), val(r), v("BYBOX"), v("200"), v("100"), v("km"), v("STOREDIST")],
+            }
+        }
         _ => {
             // Any write of the table, with arguments drawn from the keys and values.
             let spec = pick(r, writes);

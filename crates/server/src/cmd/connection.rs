@@ -448,7 +448,7 @@ fn flag_names(spec: &Spec) -> Vec<Frame> {
         (NO_MULTI, "no_multi"),
     ];
     let mut flags: Vec<Frame> = names.iter().filter(|(f, _)| spec.has(*f)).map(|(_, n)| Frame::Simple(Bytes::from_static(n.as_bytes()))).collect();
-    if spec.numkeys_index > 0 {
+    if spec.numkeys_index > 0 || spec.trailing_key.is_some() {
         flags.push(Frame::simple("movablekeys"));
     }
     flags

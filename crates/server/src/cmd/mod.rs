@@ -27,6 +27,7 @@ pub mod bits;
 pub mod blocking;
 pub mod connection;
 pub mod expiry;
+pub mod geo;
 pub mod hashes;
 pub mod hll;
 pub mod keys;
@@ -76,6 +77,7 @@ pub const FAMILIES: &[&[Spec]] = &[
     sort::COMMANDS,
     zsets::COMMANDS,
     zset_algebra::COMMANDS,
+    geo::COMMANDS,
     persistence::COMMANDS,
     pubsub::COMMANDS,
 ];

@@ -306,7 +306,7 @@ fn zset_add(z: &mut ZSet, member: &[u8], score: f64, f: AddFlags, limits: &Encod
     }
 }
 
-fn zadd(ctx: &mut Ctx, a: &[Arg]) -> Frame {
+pub(crate) fn zadd(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let mut f = AddFlags::default();
     let mut ch = false;
     let mut at = 2;
