@@ -223,6 +223,14 @@ CASES = [
     ([["ZADD", "B", "1", "m"], ["ZADD", "C", "1", "m"]], ["ZINTERSTORE", "A", "2", "B", "C"]),
     ([["ZADD", "B", "1", "m"]], ["ZDIFFSTORE", "A", "1", "B"]),
     ([["ZADD", "B", "1", "m", "2", "n"]], ["ZRANGESTORE", "A", "B", "0", "-1"]),
+    # GEO (sorted sets of geohash scores)
+    ([], ["GEOADD", "A", "13.361389", "38.115556", "Palermo"]),
+    ([["GEOADD", "A", "13.361389", "38.115556", "Palermo"]], ["GEOADD", "A", "13.361389", "38.115556", "Palermo"]),
+    ([["GEOADD", "A", "13.361389", "38.115556", "Palermo"]], ["GEOADD", "A", "XX", "CH", "15.087269", "37.502669", "Palermo"]),
+    ([["GEOADD", "B", "13.361389", "38.115556", "Palermo"]], ["GEOSEARCHSTORE", "A", "B", "FROMLONLAT", "13.36", "38.11", "BYRADIUS", "10", "km"]),
+    ([["GEOADD", "B", "13.361389", "38.115556", "Palermo"]], ["GEOSEARCHSTORE", "A", "B", "FROMLONLAT", "0", "0", "BYRADIUS", "1", "km"]),
+    ([["GEOADD", "B", "13.361389", "38.115556", "Palermo"]], ["GEORADIUS", "B", "13.36", "38.11", "10", "km", "STORE", "A"]),
+    ([["GEOADD", "B", "13.361389", "38.115556", "Palermo"]], ["GEORADIUSBYMEMBER", "B", "Palermo", "10", "km", "STOREDIST", "A"]),
     # SORT ... STORE
     ([["RPUSH", "B", "2", "1"]], ["SORT", "B", "STORE", "A"]),
     ([["SET", "A", "v"]], ["SORT", "B", "STORE", "A"]),
