@@ -131,20 +131,7 @@ impl Repr {
         if write!(sci, "{:.16e}", a).is_err() {
             return r; // unreachable: 32 bytes always suffice
         }
-        let text = sci.as_bytes();
-        let (mantissa, exponent) = match text.iter().position(|&c| c == b'e') {
-            Some(i) => text.split_at(i),
-            None => (text, &b"e0"[..]),
-        };
-        let mut digits = [0u8; 17];
-        let mut nd = 0usize;
-        for &c in mantissa.iter().filter(|c| c.is_ascii_digit()) {
-            if let Some(slot) = digits.get_mut(nd) {
-                *slot = c;
-                nd += 1;
-            }
-        }
-        let x = parse_exp(exponent.get(1..).unwrap_or(&[]));
+        let (digits, nd, x) = sci_digits(sci.as_bytes());
         let digits = digits.get(..nd).unwrap_or(&[]);
         if (-4..17).contains(&x) {
             let (int_part, frac): (&[u8], &[u8]) = if x >= 0 { digits.split_at((x as usize + 1).min(nd)) } else { (&b"0"[..], digits) };
@@ -210,20 +197,7 @@ impl Repr {
         if write!(sci, "{:e}", a).is_err() {
             return r; // unreachable: 32 bytes always suffice
         }
-        let text = sci.as_bytes();
-        let (mantissa, exponent) = match text.iter().position(|&c| c == b'e') {
-            Some(i) => text.split_at(i),
-            None => (text, &b"e0"[..]),
-        };
-        let mut digits = [0u8; 20];
-        let mut nd = 0usize;
-        for &c in mantissa.iter().filter(|c| c.is_ascii_digit()) {
-            if let Some(slot) = digits.get_mut(nd) {
-                *slot = c;
-                nd += 1;
-            }
-        }
-        let e10 = parse_exp(exponent.get(1..).unwrap_or(&[]));
+        let (digits, nd, e10) = sci_digits(sci.as_bytes());
         r.emit_digits(digits.get(..nd).unwrap_or(&[]), e10);
         r
     }
@@ -268,6 +242,24 @@ impl Repr {
         self.push(if e10 < 0 { b'-' } else { b'+' });
         self.extend(itoa::Buffer::new().format(exp).as_bytes());
     }
+}
+
+/// The significant digits (up to 20), their count and the decimal exponent of a number
+/// Rust printed with `{:e}` / `{:.Ne}` (`d.ddde<exp>`).
+fn sci_digits(text: &[u8]) -> ([u8; 20], usize, i32) {
+    let (mantissa, exponent) = match text.iter().position(|&c| c == b'e') {
+        Some(i) => text.split_at(i),
+        None => (text, &b"e0"[..]),
+    };
+    let mut digits = [0u8; 20];
+    let mut nd = 0usize;
+    for &c in mantissa.iter().filter(|c| c.is_ascii_digit()) {
+        if let Some(slot) = digits.get_mut(nd) {
+            *slot = c;
+            nd += 1;
+        }
+    }
+    (digits, nd, parse_exp(exponent.get(1..).unwrap_or(&[])))
 }
 
 /// Parses the decimal exponent Rust printed (`-7`, `300`); at most 5 digits

@@ -138,16 +138,7 @@ pub fn is_null(reply: &Frame) -> bool {
 /// the millisecond, with its error texts. Handlers check it before anything else (Redis
 /// replies a bad timeout before WRONGTYPE).
 pub fn parse_timeout(arg: &[u8]) -> Result<u64, Frame> {
-    let bad = || Frame::error("ERR timeout is not a float or out of range");
-    let s = std::str::from_utf8(arg).map_err(|_| bad())?;
-    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_whitespace()) {
-        return Err(bad());
-    }
-    let lower = s.to_ascii_lowercase();
-    if lower.contains("nan") {
-        return Err(bad());
-    }
-    let secs: f64 = s.parse().map_err(|_| bad())?;
+    let secs = crate::cmd::args::parse_f64(arg).map_err(|_| Frame::error("ERR timeout is not a float or out of range"))?;
     let ms = secs * 1000.0;
     if ms > i64::MAX as f64 {
         return Err(Frame::error("ERR timeout is out of range"));

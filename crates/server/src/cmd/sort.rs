@@ -173,11 +173,7 @@ fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {
 
 /// A numeric weight as Redis's `strtod` with its checks: the whole string, no NaN.
 fn parse_weight(v: &[u8]) -> Option<f64> {
-    let s = std::str::from_utf8(v).ok()?;
-    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_whitespace()) || s.to_ascii_lowercase().contains("nan") {
-        return None;
-    }
-    s.parse::<f64>().ok()
+    parse_f64(v).ok()
 }
 
 pub async fn sort(conn: &mut Conn, access: Access<'_>, a: &[Arg], read_only: bool) -> Frame {
