@@ -2,7 +2,9 @@
 form, and the messages themselves compared with the real redis-server 7.0.
 
 The differential test runs the same seeded random sequence of writes and reads over every
-command family (strings, bits, keys, expiry, hashes, sets and their stores, HyperLogLogs)
+command family (strings, bits, keys, expiry, hashes, sets and their stores, HyperLogLogs,
+lists, sorted sets and their stores, the blocking pops with data or a short timeout, GEO,
+SORT with BY/GET patterns and STORE)
 on both servers, each with a PSUBSCRIBE `__key*@*__:*` connection, and compares the whole
 message streams. Both servers run with active expiry off (DEBUG SET-ACTIVE-EXPIRE 0), so a
 key expires when a command touches it, at the same point of both streams; short expiries
@@ -19,6 +21,7 @@ generous deadlines, never asserting on time.
 
 import os
 import random
+import threading
 import time
 
 import pytest
@@ -36,7 +39,9 @@ STRINGS = [b"s1", b"s2", b"s3", b"s4", b"n1", b"n2"]
 HASHES = [b"h1", b"h2", b"h3"]
 SETS = [b"t1", b"t2", b"t3", b"t4"]
 HLLS = [b"p1", b"p2", b"p3"]
-ALL_KEYS = STRINGS + HASHES + SETS + HLLS + [b"missing1", b"missing2"]
+LISTS = [b"l1", b"l2", b"l3"]
+ZSETS = [b"z1", b"z2", b"z3"]
+ALL_KEYS = STRINGS + HASHES + SETS + HLLS + LISTS + ZSETS + [b"missing1", b"missing2"]
 
 
 # ---------------------------------------------------------------------------
@@ -118,6 +123,10 @@ class Gen:
         """One command (a list of arguments), or ("expire-soon", key)."""
         r, k = self.r, self.key
         s, h, t, p = (lambda: k(STRINGS)), (lambda: k(HASHES)), (lambda: k(SETS)), (lambda: k(HLLS))
+        li, z = (lambda: k(LISTS)), (lambda: k(ZSETS))
+        end = lambda: r.choice([b"LEFT", b"RIGHT"])  # noqa: E731
+        minmax = lambda: r.choice([b"MIN", b"MAX"])  # noqa: E731
+        score = lambda: str(r.randint(-5, 5)).encode()  # noqa: E731
         choices = [
             # strings
             lambda: [b"SET", s(), self.num()],
@@ -190,6 +199,48 @@ class Gen:
             lambda: [b"PFADD", p()] + self.members(0, 3),
             lambda: [b"PFMERGE", p(), p(), p()],
             lambda: [b"PFCOUNT", p()],
+            # lists (the blocking forms with a timeout never block: MULTI-less, data or not)
+            lambda: [r.choice([b"LPUSH", b"RPUSH"]), li()] + self.members(),
+            lambda: [r.choice([b"LPUSHX", b"RPUSHX"]), li()] + self.members(),
+            lambda: [r.choice([b"LPOP", b"RPOP"]), li()] + r.choice([[], [b"2"], [b"0"]]),
+            lambda: [b"LMPOP", b"2", li(), li(), end()] + r.choice([[], [b"COUNT", b"3"]]),
+            lambda: [b"LMOVE", li(), li(), end(), end()],
+            lambda: [b"RPOPLPUSH", li(), li()],
+            lambda: [b"LINSERT", li(), r.choice([b"BEFORE", b"AFTER"]), self.member(), b"x"],
+            lambda: [b"LSET", li(), str(r.randint(-2, 2)).encode(), b"y"],
+            lambda: [b"LREM", li(), str(r.randint(-1, 1)).encode(), self.member()],
+            lambda: [b"LTRIM", li(), str(r.randint(0, 2)).encode(), str(r.randint(-2, 3)).encode()],
+            lambda: [b"LRANGE", li(), b"0", b"-1"],
+            lambda: [b"LLEN", li()],
+            lambda: [b"LINDEX", li(), b"0"],
+            # sorted sets
+            lambda: [b"ZADD", z()] + r.choice([[], [b"NX"], [b"XX"], [b"GT"], [b"CH"]]) + [x for _ in range(r.randint(1, 3)) for x in (score(), self.member())],
+            lambda: [b"ZADD", z(), b"INCR", score(), self.member()],
+            lambda: [b"ZINCRBY", z(), score(), self.member()],
+            lambda: [b"ZREM", z()] + self.members(),
+            lambda: [r.choice([b"ZPOPMIN", b"ZPOPMAX"]), z()] + r.choice([[], [b"2"]]),
+            lambda: [b"ZMPOP", b"2", z(), z(), minmax()] + r.choice([[], [b"COUNT", b"2"]]),
+            lambda: [r.choice([b"BZPOPMIN", b"BZPOPMAX"]), z(), z(), b"0.01"],
+            lambda: [b"BZMPOP", b"0.01", b"2", z(), z(), minmax()],
+            lambda: [r.choice([b"BLPOP", b"BRPOP"]), li(), li(), b"0.01"],
+            lambda: [b"BLMPOP", b"0.01", b"1", li(), end()],
+            lambda: [b"BLMOVE", li(), li(), end(), end(), b"0.01"],
+            lambda: [b"BRPOPLPUSH", li(), li(), b"0.01"],
+            lambda: [b"ZREMRANGEBYSCORE", z(), score(), score()],
+            lambda: [b"ZREMRANGEBYRANK", z(), b"0", str(r.randint(-1, 1)).encode()],
+            lambda: [b"ZREMRANGEBYLEX", z(), b"-", b"[c"],
+            lambda: [r.choice([b"ZUNIONSTORE", b"ZINTERSTORE", b"ZDIFFSTORE"]), z(), b"2", z(), z()],
+            lambda: [b"ZRANGESTORE", z(), z(), b"0", str(r.randint(-1, 2)).encode()],
+            lambda: [b"ZRANGE", z(), b"0", b"-1", b"WITHSCORES"],
+            lambda: [b"ZSCORE", z(), self.member()],
+            lambda: [b"ZCARD", z()],
+            lambda: [b"GEOADD", z(), b"13.36", b"38.11", self.member()],
+            lambda: [b"GEOSEARCHSTORE", z(), z(), b"FROMLONLAT", b"13.36", b"38.11", b"BYRADIUS", b"10", b"km", b"ASC"],
+            lambda: [b"SORT", r.choice([li(), z(), t()]), b"ALPHA", b"STORE", li()],
+            # (a set unsorted has no order to compare: BY nosort only on lists)
+            lambda: [b"SORT", li(), b"BY", b"nosort", b"GET", b"s*", b"ALPHA"],
+            lambda: [b"SORT", t(), b"ALPHA", b"GET", b"s*", b"GET", b"#"],
+            lambda: [b"SORT", li(), b"BY", b"h*->a", b"GET", b"#", b"ALPHA"],
         ]
         return r.choice(choices)()
 
@@ -222,6 +273,17 @@ def _subscriber(proc):
         if m and m["type"] == "psubscribe":
             return c, sub
         assert time.monotonic() < deadline, "no psubscribe confirmation"
+
+
+def _expired_destination(cmd, r_ev, a_ev):
+    """The one known difference: a store whose result is empty deletes its destination, and
+    when that destination had expired without being reclaimed yet (active expiry is off
+    here), Redis 7.0 deletes it with dbDelete, which ignores expiry, and fires "del"; Abacus
+    reclaims it as expired, as any other access would, and fires "expired"."""
+    if not any(a.upper().endswith(b"STORE") for a in cmd):
+        return False
+    swap = {b"del": b"expired", b"__keyevent@0__:del": b"__keyevent@0__:expired"}
+    return [(swap.get(c, c), swap.get(m, m)) for c, m in r_ev] == a_ev
 
 
 @pytest.mark.abacus_only("starts its own redis-server and abacus and compares them")
@@ -258,6 +320,8 @@ def test_differential_notifications(seed, flags):
             total = sum(len(x) for x in got[0])
             assert total > COMMANDS_PER_SEED // 2, "too few events to mean anything: %d" % total
             for step, (r_ev, a_ev) in enumerate(zip(*got)):
+                if r_ev != a_ev and _expired_destination(history[step][0], r_ev, a_ev):
+                    continue
                 if r_ev != a_ev:
                     context = "\n".join("  %r -> %r" % h for h in history[max(0, step - HISTORY):step + 1])
                     pytest.fail("step %d (%r): redis published %r, abacus %r\nlast commands:\n%s"
@@ -376,3 +440,52 @@ def test_eviction_publishes_evicted(private, server):
         p.exists(k)
     assert sum(p.execute()) == 0
     sub.close()
+
+
+# ---------------------------------------------------------------------------
+# blocked clients served by a later write
+
+
+def _blocked_pop_events(proc):
+    """The events of four blocking pops, each served by a push from another client while it
+    waits (the write's event, then the pop's, then "del" for the emptied key)."""
+    c = redis.Redis(host=proc.host, port=proc.port, socket_timeout=30)
+    c.config_set("notify-keyspace-events", "KEA")
+    sub_client, sub = _subscriber(proc)
+    events = []
+    try:
+        for cmd in (["BLPOP", "l", "5"], ["BLMOVE", "l", "m", "LEFT", "RIGHT", "5"],
+                    ["BZPOPMIN", "z", "5"], ["BLMPOP", "5", "1", "l", "RIGHT", "COUNT", "3"]):
+            blocked = redis.Redis(host=proc.host, port=proc.port, socket_timeout=30)
+            t = threading.Thread(target=blocked.execute_command, args=cmd)
+            t.start()
+            wait_blocked(c, 1)
+            if cmd[0] == "BZPOPMIN":
+                c.zadd("z", {"a": 1})
+            else:
+                c.rpush("l", "x", "y")
+            t.join()
+            blocked.close()
+            c.delete("l", "m")
+            c.publish(MARK, b"done")
+            events.append(_collect(sub, 1)[0])
+    finally:
+        sub.close()
+        sub_client.close()
+        c.close()
+    return events
+
+
+def wait_blocked(c, n, deadline_s=10.0):
+    deadline = time.monotonic() + deadline_s
+    while int(c.info("clients")["blocked_clients"]) != n:
+        assert time.monotonic() < deadline, "the client never blocked"
+        time.sleep(0.01)
+
+
+@pytest.mark.abacus_only("starts its own redis-server and abacus and compares them")
+def test_blocked_pops_notify_as_redis():
+    with redis_and_abacus() as (rs, ab):
+        r_events, a_events = _blocked_pop_events(rs), _blocked_pop_events(ab)
+    assert all(r_events), r_events
+    assert r_events == a_events

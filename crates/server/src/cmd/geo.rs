@@ -712,7 +712,8 @@ fn generic(ctx: &mut Ctx, a: &[Arg], kind: Kind) -> Frame {
     for p in points.unwrap_or_default() {
         z.insert(&p.member, p.score, &limits);
     }
-    let written = store_result(ctx, &a[dest], z);
+    let event = if kind == Kind::SearchStore { "geosearchstore" } else { "georadiusstore" };
+    let written = store_result(ctx, &a[dest], z, event);
     if !written {
         ctx.propagate_nothing();
         return ctx.unchanged(reply);

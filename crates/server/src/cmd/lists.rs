@@ -34,6 +34,7 @@ use abacus_protocol::{Arg, Bytes, Frame};
 use super::args::*;
 use crate::command::flags::*;
 use crate::command::Spec;
+use crate::notify;
 use crate::shard::{Ctx, KeysModified};
 
 const K1: (i32, i32, i32) = (1, 1, 1);
@@ -82,6 +83,16 @@ impl End {
     fn pop_command(self) -> Bytes {
         Bytes::from_static(if self == End::Left { b"LPOP" } else { b"RPOP" })
     }
+
+    /// The keyspace event of a pop from this end (also LMOVE's source, LMPOP, BLPOP...).
+    fn pop_event(self) -> &'static str {
+        if self == End::Left { "lpop" } else { "rpop" }
+    }
+
+    /// The keyspace event of a push to this end (LPUSHX fires "lpush", as in Redis).
+    fn push_event(self) -> &'static str {
+        if self == End::Left { "lpush" } else { "rpush" }
+    }
 }
 
 /// The list at `key` for reading, counted in keyspace hits/misses. Ok(None) if missing.
@@ -109,10 +120,11 @@ fn store_new(ctx: &mut Ctx, key: &[u8], list: List) {
     ctx.db().set(key, Value::List(Box::new(list)), 0, now);
 }
 
-/// Deletes `key` after its list became empty.
+/// Deletes `key` after its list became empty, with Redis's "del" event.
 fn delete(ctx: &mut Ctx, key: &[u8]) {
     let now = ctx.now_ms;
     ctx.db().remove(key, now);
+    ctx.notify(notify::GENERIC, "del", key);
 }
 
 /// Nothing changed: no key signalled, nothing propagated.
@@ -148,7 +160,9 @@ fn push_command(ctx: &mut Ctx, a: &[Arg], end: End, only_existing: bool) -> Fram
             for v in &a[2..] {
                 push(list, end, v, &limits);
             }
-            Frame::Integer(list.len() as i64)
+            let len = list.len();
+            ctx.notify(notify::LIST, end.push_event(), &a[1]);
+            Frame::Integer(len as i64)
         }
         Ok(None) if only_existing => no_change(ctx, Frame::Integer(0)),
         Ok(None) => {
@@ -158,6 +172,7 @@ fn push_command(ctx: &mut Ctx, a: &[Arg], end: End, only_existing: bool) -> Fram
             }
             let len = list.len();
             store_new(ctx, &a[1], list);
+            ctx.notify(notify::LIST, end.push_event(), &a[1]);
             Frame::Integer(len as i64)
         }
     }
@@ -190,6 +205,9 @@ fn pop_many(ctx: &mut Ctx, key: &[u8], end: End, count: usize) -> Vec<Frame> {
         }
         _ => (Vec::new(), false),
     };
+    if !popped.is_empty() {
+        ctx.notify(notify::LIST, end.pop_event(), key);
+    }
     if now_empty {
         delete(ctx, key);
     }
@@ -332,6 +350,7 @@ fn lrem(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     if removed == 0 {
         return no_change(ctx, Frame::Integer(0));
     }
+    ctx.notify(notify::LIST, "lrem", &a[1]);
     if now_empty {
         delete(ctx, &a[1]);
     }
@@ -353,6 +372,7 @@ fn ltrim(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         Ok(None) => return no_change(ctx, Frame::ok()),
         Err(e) => return e,
     };
+    ctx.notify(notify::LIST, "ltrim", &a[1]);
     if now_empty {
         delete(ctx, &a[1]);
     }
@@ -452,7 +472,10 @@ pub(crate) fn lmove_once(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: E
     };
     if src != dst {
         if src_empty {
-            delete(ctx, src);
+            // Removed before the push, so that a new destination's memory is counted
+            // after the source's is released; the events below keep Redis's order.
+            let now = ctx.now_ms;
+            ctx.db().remove(src, now);
         }
         match list_mut(ctx, dst)? {
             Some(list) => push(list, to, &value, &limits),
@@ -462,6 +485,12 @@ pub(crate) fn lmove_once(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: E
                 store_new(ctx, dst, list);
             }
         }
+    }
+    // Redis's order (lmoveGenericCommand): the push, the pop, then the source's "del".
+    ctx.notify(notify::LIST, to.push_event(), dst);
+    ctx.notify(notify::LIST, from.pop_event(), src);
+    if src_empty {
+        ctx.notify(notify::GENERIC, "del", src);
     }
     Ok(Some(Frame::Bulk(Bytes::from(value))))
 }

@@ -13,6 +13,12 @@
 //! shard, sorts in the connection task, and writes the destination on its shard. The
 //! destination is logged as `DEL dst` followed by `RPUSH dst elements...` (deterministic,
 //! whatever order a set's members came in), written with the locks' record.
+//!
+//! Keyspace notifications: what each lookup made the keyspace record (a missing key's
+//! "keymiss", an expired one's "expired") is taken from the databases' journals right after
+//! that lookup, in the job, and published by the connection in Redis's order: the source,
+//! then BY's lookups in the source's order, then GET's element by element, then the
+//! destination's "sortstore" (or "del" when an empty result deleted it).
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -91,6 +97,17 @@ impl Options {
     }
 }
 
+/// What the keyspace recorded during one lookup (see the module documentation).
+type Journal = Vec<crate::notify::Event>;
+
+/// Takes what the databases recorded since the last call (nothing, without allocating, when
+/// notifications are off).
+fn take_journal(dbs: &mut [Db]) -> Journal {
+    let mut j = Journal::new();
+    crate::notify::drain_journals(dbs, &mut j);
+    j
+}
+
 /// The source's elements, in its own order.
 enum Source {
     List(Vec<Bytes>),
@@ -137,10 +154,12 @@ fn read_pattern_value(db: &mut Db, key: &[u8], field: Option<&[u8]>, now: u64) -
     }
 }
 
-/// Looks up `pattern` for every element: one job per shard holding any of the keys.
-async fn fetch(conn: &Conn, access: Access<'_>, db: usize, pattern: &[u8], elements: &[Bytes]) -> Option<Vec<Option<Bytes>>> {
+/// Looks up `pattern` for every element: one job per shard holding any of the keys. Returns
+/// the values and, per element, what its lookup recorded.
+async fn fetch(conn: &Conn, access: Access<'_>, db: usize, pattern: &[u8], elements: &[Bytes]) -> Option<(Vec<Option<Bytes>>, Vec<Journal>)> {
+    let mut journals: Vec<Journal> = elements.iter().map(|_| Journal::new()).collect();
     if &pattern[..] == b"#" {
-        return Some(elements.iter().cloned().map(Some).collect());
+        return Some((elements.iter().cloned().map(Some).collect(), journals));
     }
     let n = conn.worker.shards();
     let mut by_shard: BTreeMap<usize, Vec<(usize, Vec<u8>, Option<Vec<u8>>)>> = BTreeMap::new();
@@ -155,15 +174,24 @@ async fn fetch(conn: &Conn, access: Access<'_>, db: usize, pattern: &[u8], eleme
             .worker
             .run(access, shard, move |s: &mut Shard| {
                 let now = now_ms();
-                let Some(d) = s.dbs.get_mut(db) else { return Vec::new() };
-                lookups.into_iter().map(|(i, k, f)| (i, read_pattern_value(d, &k, f.as_deref(), now))).collect::<Vec<_>>()
+                if db >= s.dbs.len() {
+                    return Vec::new();
+                }
+                lookups
+                    .into_iter()
+                    .map(|(i, k, f)| {
+                        let v = read_pattern_value(&mut s.dbs[db], &k, f.as_deref(), now);
+                        (i, v, take_journal(&mut s.dbs))
+                    })
+                    .collect::<Vec<_>>()
             })
             .await?;
-        for (i, v) in found {
+        for (i, v, j) in found {
             out[i] = v;
+            journals[i] = j;
         }
     }
-    Some(out)
+    Some((out, journals))
 }
 
 /// Redis's `compareStringObjects`: bytes, then length.
@@ -203,11 +231,24 @@ pub async fn sort(conn: &mut Conn, access: Access<'_>, a: &[Arg], read_only: boo
     };
     let access = Access::Locked(locks);
     let db = conn.db;
+    let flags = conn.worker.server.config.cmd_config().notify;
     let source = {
         let key = key.clone();
-        match conn.worker.run(access, shard_of(&key, n), move |s: &mut Shard| load(&mut s.dbs[db], &key, now_ms())).await {
-            Some(Ok(source)) => source,
-            Some(Err(e)) => return e,
+        let loaded = conn
+            .worker
+            .run(access, shard_of(&key, n), move |s: &mut Shard| {
+                let source = load(&mut s.dbs[db], &key, now_ms());
+                (source, take_journal(&mut s.dbs))
+            })
+            .await;
+        match loaded {
+            Some((source, journal)) => {
+                crate::notify::publish_all(flags, &journal);
+                match source {
+                    Ok(source) => source,
+                    Err(e) => return e,
+                }
+            }
             None => return shutting_down(),
         }
     };
@@ -228,7 +269,10 @@ pub async fn sort(conn: &mut Conn, access: Access<'_>, a: &[Arg], read_only: boo
     if !dont_sort {
         let weights = match &by {
             Some(pattern) => match fetch(conn, access, db, pattern, &elements).await {
-                Some(w) => Some(w),
+                Some((w, journals)) => {
+                    journals.iter().for_each(|j| crate::notify::publish_all(flags, j));
+                    Some(w)
+                }
                 None => return shutting_down(),
             },
             None => None,
@@ -306,7 +350,8 @@ pub async fn sort(conn: &mut Conn, access: Access<'_>, a: &[Arg], read_only: boo
             }
         }
         for i in 0..window.len() {
-            for c in &columns {
+            for (c, journals) in &columns {
+                crate::notify::publish_all(flags, &journals[i]);
                 out.push(c[i].clone());
             }
         }
@@ -322,25 +367,32 @@ pub async fn sort(conn: &mut Conn, access: Access<'_>, a: &[Arg], read_only: boo
     let changed = conn
         .worker
         .run(access, shard_of(&dst, n), move |s: &mut Shard| {
-            let Some(d) = s.dbs.get_mut(db) else { return false };
-            let existed = d.remove(&dst_job, now);
+            let Some(d) = s.dbs.get_mut(db) else { return (false, Journal::new()) };
             if logged.is_empty() {
+                let existed = d.remove(&dst_job, now);
                 if existed {
                     d.signal_modified(&dst_job);
                 }
-                return existed;
+                return (existed, take_journal(&mut s.dbs));
             }
             let mut list = List::new();
             for v in &logged {
                 list.push_back(v, &limits);
             }
+            // Replaces any value and TTL (Redis's setKey: an existing key fires no "new").
             d.set(&dst_job, Value::List(Box::new(list)), 0, now);
             d.signal_modified(&dst_job);
-            true
+            (true, take_journal(&mut s.dbs))
         })
         .await;
-    let Some(changed) = changed else { return shutting_down() };
+    let Some((changed, journal)) = changed else { return shutting_down() };
+    crate::notify::publish_all(flags, &journal);
     if changed {
+        if items.is_empty() {
+            crate::notify::publish(flags, crate::notify::GENERIC, db, "del", &dst);
+        } else {
+            crate::notify::publish(flags, crate::notify::LIST, db, "sortstore", &dst);
+        }
         locks.log_command(now, db, &[&b"DEL"[..], &dst[..]]);
         if !items.is_empty() {
             let mut cmd: Vec<&[u8]> = Vec::with_capacity(items.len() + 2);

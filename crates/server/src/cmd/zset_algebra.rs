@@ -140,7 +140,8 @@ fn parse_and_check(ctx: &mut Ctx, a: &[Arg], at: usize, op: Op, store: bool, car
     let now = ctx.now_ms;
     let db = ctx.db();
     for key in &a[keys.clone()] {
-        let found = if store { db.get_mut(key, now).map(|e| &*e) } else { db.get(key, now) };
+        // Read lookups, stores included (Redis 7.0's lookupKeyRead: hits, misses, "keymiss").
+        let found = db.get(key, now);
         if found.is_some_and(|e| e.as_zset().is_none() && e.as_set().is_none()) {
             return Err(err(ERR_WRONGTYPE));
         }
@@ -299,7 +300,12 @@ fn store(ctx: &mut Ctx, a: &[Arg], op: Op) -> Frame {
     let card = z.len();
     // As Redis: the destination is signalled, never the sources; an empty result only if it
     // deleted a destination.
-    let wrote = store_result(ctx, &a[1], z);
+    let event = match op {
+        Op::Union => "zunionstore",
+        Op::Inter => "zinterstore",
+        Op::Diff => "zdiffstore",
+    };
+    let wrote = store_result(ctx, &a[1], z, event);
     ctx.modified_only(if wrote { KeysModified::key(0) } else { KeysModified::NONE });
     if !wrote {
         ctx.propagate_nothing();

@@ -32,6 +32,7 @@ use abacus_protocol::{Arg, Bytes, Frame};
 use super::args::*;
 use crate::command::flags::*;
 use crate::command::Spec;
+use crate::notify;
 use crate::shard::{Ctx, KeysModified};
 
 const K1: (i32, i32, i32) = (1, 1, 1);
@@ -86,22 +87,31 @@ pub(crate) fn zset_mut<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a mu
     }
 }
 
-/// Replaces `key` with `z` (any previous value and TTL go, as Redis's setKey), or deletes it
-/// when `z` is empty. True if the key existed or now exists (something was written).
-pub(crate) fn store_result(ctx: &mut Ctx, key: &[u8], z: ZSet) -> bool {
+/// Replaces `key` with `z` (any previous value and TTL go, as Redis's setKey) and fires
+/// `event`, or deletes it when `z` is empty ("del" if there was one). True if the key
+/// existed or now exists (something was written).
+pub(crate) fn store_result(ctx: &mut Ctx, key: &[u8], z: ZSet, event: &'static str) -> bool {
     let now = ctx.now_ms;
     if z.is_empty() {
-        ctx.db().remove(key, now)
+        let existed = ctx.db().remove(key, now);
+        if existed {
+            ctx.notify(notify::GENERIC, "del", key);
+        }
+        existed
     } else {
         ctx.db().set(key, Value::ZSet(Box::new(z)), 0, now);
+        ctx.notify(notify::ZSET, event, key);
         true
     }
 }
 
+/// Deletes `key` when its sorted set became empty, with Redis's "del" event (after the
+/// command's own).
 fn delete_if_empty(ctx: &mut Ctx, key: &[u8], empty: bool) {
     if empty {
         let now = ctx.now_ms;
         ctx.db().remove(key, now);
+        ctx.notify(notify::GENERIC, "del", key);
     }
 }
 
@@ -399,6 +409,8 @@ fn add_generic(ctx: &mut Ctx, key: &[u8], pairs: &[Arg], scores: &[f64], f: AddF
     if added + updated == 0 {
         return ctx.unchanged(reply);
     }
+    // ZINCRBY and ZADD INCR fire "zincr"; GEOADD, which runs ZADD, fires "zadd" as in Redis.
+    ctx.notify(notify::ZSET, if f.incr { "zincr" } else { "zadd" }, key);
     reply
 }
 
@@ -420,6 +432,7 @@ fn zrem(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     if removed == 0 {
         return ctx.unchanged(Frame::Integer(0));
     }
+    ctx.notify(notify::ZSET, "zrem", &a[1]);
     delete_if_empty(ctx, &a[1], empty);
     Frame::Integer(removed as i64)
 }
@@ -689,7 +702,7 @@ fn zrangestore(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     };
     let card = result.len();
     // As Redis: only the destination is signalled, and an empty result only if it deleted one.
-    let wrote = store_result(ctx, &a[1], result);
+    let wrote = store_result(ctx, &a[1], result, "zrangestore");
     ctx.modified_only(if wrote { KeysModified::key(0) } else { KeysModified::NONE });
     if !wrote {
         ctx.propagate_nothing();
@@ -700,7 +713,7 @@ fn zrangestore(ctx: &mut Ctx, a: &[Arg]) -> Frame {
 // ---------------------------------------------------------------------------------------
 // ZREMRANGEBY*
 
-fn remove_ranks(ctx: &mut Ctx, key: &[u8], ranks: impl FnOnce(&ZSet) -> (usize, usize)) -> Frame {
+fn remove_ranks(ctx: &mut Ctx, key: &[u8], event: &'static str, ranks: impl FnOnce(&ZSet) -> (usize, usize)) -> Frame {
     let (removed, empty) = match zset_mut(ctx, key) {
         Ok(Some(z)) => {
             let (start, end) = ranks(z);
@@ -713,6 +726,7 @@ fn remove_ranks(ctx: &mut Ctx, key: &[u8], ranks: impl FnOnce(&ZSet) -> (usize, 
     if removed == 0 {
         return ctx.unchanged(Frame::Integer(0));
     }
+    ctx.notify(notify::ZSET, event, key);
     delete_if_empty(ctx, key, empty);
     Frame::Integer(removed as i64)
 }
@@ -722,19 +736,19 @@ fn zremrangebyrank(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         (Ok(s), Ok(e)) => (s, e),
         (Err(e), _) | (_, Err(e)) => return e,
     };
-    remove_ranks(ctx, &a[1], |z| rank_range(start, end, z.len()))
+    remove_ranks(ctx, &a[1], "zremrangebyrank", |z| rank_range(start, end, z.len()))
 }
 
 fn zremrangebyscore(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     match ScoreRange::parse(&a[2], &a[3]) {
-        Ok(r) => remove_ranks(ctx, &a[1], |z| r.ranks(z)),
+        Ok(r) => remove_ranks(ctx, &a[1], "zremrangebyscore", |z| r.ranks(z)),
         Err(e) => e,
     }
 }
 
 fn zremrangebylex(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     match LexRange::parse(&a[2], &a[3]) {
-        Ok(r) => remove_ranks(ctx, &a[1], |z| r.ranks(z)),
+        Ok(r) => remove_ranks(ctx, &a[1], "zremrangebylex", |z| r.ranks(z)),
         Err(e) => e,
     }
 }
@@ -840,6 +854,7 @@ pub(crate) fn pop_from_first(ctx: &mut Ctx, keys: &[Arg], max: bool, count: usiz
                 (members, z.is_empty())
             }
         };
+        ctx.notify(notify::ZSET, if max { "zpopmax" } else { "zpopmin" }, key);
         delete_if_empty(ctx, key, empty);
         ctx.propagate_as(vec![
             Bytes::from_static(if max { b"ZPOPMAX" } else { b"ZPOPMIN" }),
