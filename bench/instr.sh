@@ -7,6 +7,9 @@
 #   bench/instr.sh                              SET and GET at -P 1 and -P 16, default config
 #   ABACUS_ARGS="--threads 1" bench/instr.sh
 #   ABACUS_BIN=/path/to/other/abacus bench/instr.sh    compare two builds
+#   TESTS="lpush rpush lpop rpop lrange_100 zadd zpopmin" REDIS=1 bench/instr.sh
+#                                               other redis-benchmark tests, and redis-server
+#                                               (no persistence) under callgrind beside Abacus
 #
 # Each cell: start Abacus under `valgrind --tool=callgrind` with instrumentation off, load
 # 20,000 random keys, switch instrumentation on for N requests of
@@ -18,16 +21,26 @@ ABACUS_ARGS=${ABACUS_ARGS:-}
 command -v valgrind >/dev/null || { echo "valgrind is required" >&2; exit 1; }
 [ -x "$ABACUS_BIN" ] || (cd "$ROOT" && cargo build --release -q -p abacus)
 
-# instr TEST P: prints instructions per request.
+TESTS=${TESTS:-SET GET}
+REDIS=${REDIS:-}
+
+# instr TEST P [redis]: prints instructions per request.
 instr() {
-  local test=$1 p=$2 port dir pid total
+  local test=$1 p=$2 server=${3:-abacus} port dir pid total
   port=$(free_port); dir="$BENCH_TMP/cg-$port"; mkdir -p "$dir"
-  # shellcheck disable=SC2086
-  valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$dir/cg.out" \
-    "$ABACUS_BIN" serve --port "$port" --dir "$dir" $ABACUS_ARGS >"$dir/log" 2>&1 &
+  if [ "$server" = redis ]; then
+    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$dir/cg.out" \
+      "$REDIS_SERVER" --port "$port" --dir "$dir" --save "" --appendonly no >"$dir/log" 2>&1 &
+  else
+    # shellcheck disable=SC2086
+    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$dir/cg.out" \
+      "$ABACUS_BIN" serve --port "$port" --dir "$dir" $ABACUS_ARGS >"$dir/log" 2>&1 &
+  fi
   pid=$!
   wait_ping "$port"
   redis-benchmark -p "$port" -t set -r 100000 -n 20000 -c 50 -P "$p" -q >/dev/null 2>&1
+  # Warm-up of the test itself (fills the list LRANGE reads, grows the key it pushes to).
+  redis-benchmark -p "$port" -t "$test" -r 100000 -n 5000 -c 50 -P "$p" -q >/dev/null 2>&1
   callgrind_control -i on "$pid" >/dev/null 2>&1
   redis-benchmark -p "$port" -t "$test" -r 100000 -n "$N" -c 50 -P "$p" -q >/dev/null 2>&1
   callgrind_control -i off "$pid" >/dev/null 2>&1
@@ -39,9 +52,19 @@ instr() {
 
 printf '\nUser-space instructions per request (callgrind), %s; N=%s, abacus args: %s\n' \
   "$(date -u +%F)" "$N" "${ABACUS_ARGS:-default}"
-printf '%-10s %-5s %12s\n' pipeline test instr/req
+if [ -n "$REDIS" ]; then
+  printf '%-10s %-11s %12s %12s %8s\n' pipeline test abacus redis ratio
+else
+  printf '%-10s %-11s %12s\n' pipeline test instr/req
+fi
 for P in 1 16; do
-  for t in SET GET; do
-    printf '%-10s %-5s %12s\n' "-P $P" "$t" "$(instr "${t,,}" "$P")"
+  for t in $TESTS; do
+    a=$(instr "${t,,}" "$P")
+    if [ -n "$REDIS" ]; then
+      r=$(instr "${t,,}" "$P" redis)
+      printf '%-10s %-11s %12s %12s %8s\n' "-P $P" "$t" "$a" "$r" "$(awk -v a="$a" -v r="$r" 'BEGIN { printf "%.2f", a / r }')"
+    else
+      printf '%-10s %-11s %12s\n' "-P $P" "$t" "$a"
+    fi
   done
 done

@@ -47,7 +47,7 @@ pub use bytes::{Bytes, BytesMut};
 
 pub use args::{Arg, Args};
 pub use double::{format_double, format_double_d2string, format_double_g17};
-pub use frame::{encode, encode_command, Frame};
+pub use frame::{encode, encode_command, BulksBuilder, Frame};
 pub use inline::split_args;
 pub use reply::{parse_frame, parse_frame_with, MAX_FRAME_DEPTH};
 pub use request::RequestParser;

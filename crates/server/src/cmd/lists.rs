@@ -29,7 +29,7 @@
 
 use abacus_collections::{List, ListItem, Needle};
 use abacus_keyspace::Value;
-use abacus_protocol::{Arg, Bytes, Frame};
+use abacus_protocol::{Arg, Bytes, BulksBuilder, Frame};
 
 use super::args::*;
 use crate::command::flags::*;
@@ -272,7 +272,15 @@ fn lrange(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     match read_list(ctx, &a[1]) {
         Ok(Some(list)) => {
             let range = resolve_range(start, end, list.len());
-            Frame::Array(list.iter_from(range.start).take(range.len()).map(item_frame).collect())
+            // Encoded here, element by element, into one buffer (see Frame::Bulks).
+            let mut out = BulksBuilder::with_capacity(range.len(), range.len().saturating_mul(8));
+            for item in list.iter_from(range.start).take(range.len()) {
+                match item {
+                    ListItem::Int(n) => out.push_int(n),
+                    ListItem::Bytes(b) => out.push(b),
+                }
+            }
+            out.finish()
         }
         Ok(None) => Frame::Array(Vec::new()),
         Err(e) => e,
