@@ -27,7 +27,7 @@
 
 use abacus_collections::{EncodingLimits, ZSet};
 use abacus_keyspace::Value;
-use abacus_protocol::{Arg, Bytes, Frame};
+use abacus_protocol::{Arg, Bytes, BulksBuilder, Frame};
 
 use super::args::*;
 use crate::command::flags::*;
@@ -639,7 +639,13 @@ fn range_reply(ctx: &mut Ctx, a: &[Arg], kind: RangeType, dir: Direction) -> Fra
     if req.with_scores {
         Frame::Pairs(members.into_iter().map(|(m, s)| pair(m, s)).collect())
     } else {
-        Frame::Array(members.into_iter().map(|(m, _)| bulk(m)).collect())
+        // One buffer for the whole reply (Frame::Bulks), not an allocation per member.
+        let bytes = members.iter().map(|(m, _)| m.len()).sum();
+        let mut out = BulksBuilder::with_capacity(members.len(), bytes);
+        for (m, _) in members {
+            out.push(m);
+        }
+        out.finish()
     }
 }
 
