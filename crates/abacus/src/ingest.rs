@@ -11,12 +11,19 @@
 //! refused rather than counted twice. Standard input without `--source` is sent with plain
 //! SUMMARY.INGEST (nothing to resume).
 //!
-//! The client speaks RESP2 over a blocking socket: one connection, a few batches in flight,
-//! nothing that needs an async runtime.
+//! Parallelism: the server parses a batch on the thread of the connection that sent it, so
+//! one connection keeps one server thread busy. With `--connections N` a file is cut into N
+//! byte ranges at line starts, each sent over its own connection as its own source
+//! (`source#k/N`, offsets relative to the range), so N server threads parse at once and each
+//! range stays exactly once; `--resume` must then be given the same N.
+//!
+//! The client speaks RESP2 over blocking sockets: a thread per connection, a few batches in
+//! flight on each, nothing that needs an async runtime.
 
 use std::io::{BufRead, BufReader, IsTerminal, Read, Seek, SeekFrom, Write};
 use std::net::TcpStream;
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
 
 /// Longest line the client will carry to the server (longer ones are the server's to refuse,
 /// but a batch must hold at least one whole line).
@@ -33,6 +40,7 @@ pub struct Options {
     pub resume: bool,
     pub source: Option<String>,
     pub quiet: bool,
+    pub connections: usize,
     pub files: Vec<String>,
 }
 
@@ -128,71 +136,136 @@ fn counts(r: Reply) -> Result<(u64, u64), String> {
     }
 }
 
+/// Counts shared by the connections' threads (the progress display reads them).
+#[derive(Default)]
 struct Totals {
-    events: u64,
-    rejected: u64,
-    bytes: u64,
-    batches: u64,
-    started: Instant,
-    last_progress: Instant,
+    events: AtomicU64,
+    rejected: AtomicU64,
+    bytes: AtomicU64,
+    batches: AtomicU64,
 }
 
-/// One input: a file (seekable, with a size) or standard input.
+/// One input: a file range or standard input.
 struct Input {
     name: String,
-    reader: Box<dyn Read>,
-    size: Option<u64>,
+    reader: Box<dyn Read + Send>,
+    /// For a file range: the file, where the range starts and how long it is.
+    file: Option<(String, u64, u64)>,
     source: Option<String>,
-    stdin: bool,
 }
 
-fn open(path: &str, opts: &Options) -> Result<Input, String> {
-    if path == "-" {
-        return Ok(Input { name: "stdin".into(), reader: Box::new(std::io::stdin().lock()), size: None, source: opts.source.clone(), stdin: true });
+/// Cuts a file into `n` ranges at line starts: range k begins at the first line that starts
+/// at or after k * size / n. Deterministic for a given file and n, which --resume relies on.
+fn ranges(path: &str, size: u64, n: usize) -> Result<Vec<(u64, u64)>, String> {
+    let mut starts = vec![0u64];
+    let mut f = std::fs::File::open(path).map_err(|e| format!("cannot open {path}: {e}"))?;
+    for k in 1..n as u64 {
+        let guess = (size * k / n as u64).max(*starts.last().unwrap_or(&0));
+        if guess == 0 {
+            starts.push(0);
+            continue;
+        }
+        // The line start after byte guess - 1.
+        f.seek(SeekFrom::Start(guess - 1)).map_err(|e| format!("{path}: {e}"))?;
+        let mut r = BufReader::new(&mut f);
+        let mut skipped = Vec::new();
+        r.read_until(b'\n', &mut skipped).map_err(|e| format!("{path}: {e}"))?;
+        starts.push((guess - 1 + skipped.len() as u64).min(size));
     }
-    let f = std::fs::File::open(path).map_err(|e| format!("cannot open {path}: {e}"))?;
-    let size = f.metadata().ok().map(|m| m.len());
+    starts.push(size);
+    Ok(starts.windows(2).map(|w| (w[0], w[1] - w[0])).filter(|&(_, len)| len > 0).collect())
+}
+
+fn inputs(path: &str, opts: &Options) -> Result<Vec<Input>, String> {
+    if path == "-" {
+        return Ok(vec![Input { name: "stdin".into(), reader: Box::new(std::io::stdin()), file: None, source: opts.source.clone() }]);
+    }
+    let size = std::fs::metadata(path).map_err(|e| format!("cannot open {path}: {e}"))?.len();
     let canonical = std::fs::canonicalize(path).map(|p| p.display().to_string()).unwrap_or_else(|_| path.to_string());
-    let source = match (&opts.source, opts.files.len()) {
+    let base = match (&opts.source, opts.files.len()) {
         (Some(s), 1) => s.clone(),
         (Some(s), _) => format!("{s}:{canonical}"),
         (None, _) => canonical,
     };
-    Ok(Input { name: path.to_string(), reader: Box::new(f), size, source: Some(source), stdin: false })
+    let n = opts.connections.max(1);
+    let parts = if n > 1 { ranges(path, size, n)? } else { vec![(0, size)] };
+    let mut out = Vec::new();
+    for (start, len) in parts {
+        let mut f = std::fs::File::open(path).map_err(|e| format!("cannot open {path}: {e}"))?;
+        f.seek(SeekFrom::Start(start)).map_err(|e| format!("{path}: {e}"))?;
+        let source = if n > 1 { format!("{base}#{}/{n}", out.len()) } else { base.clone() };
+        out.push(Input { name: path.to_string(), reader: Box::new(f.take(len)), file: Some((path.to_string(), start, len)), source: Some(source) });
+    }
+    Ok(out)
 }
 
-pub fn run(opts: Options) -> Result<(), String> {
+fn connect(opts: &Options) -> Result<Client, String> {
     let mut c = Client::connect(&opts.host, opts.port)?;
     if let Some(p) = &opts.password {
         if let Reply::Err(e) = c.call(&[b"AUTH", p.as_bytes()])? {
             return Err(format!("AUTH: {e}"));
         }
     }
+    Ok(c)
+}
+
+pub fn run(opts: Options) -> Result<(), String> {
     let files = if opts.files.is_empty() { vec!["-".to_string()] } else { opts.files.clone() };
-    let now = Instant::now();
-    let mut t = Totals { events: 0, rejected: 0, bytes: 0, batches: 0, started: now, last_progress: now };
+    let started = Instant::now();
+    let t = Totals::default();
     let progress = !opts.quiet && std::io::stderr().is_terminal();
+    let total_bytes: u64 = files.iter().filter(|f| *f != "-").filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum();
+    let has_stdin = files.iter().any(|f| f == "-");
     for path in &files {
-        let input = open(path, &opts)?;
-        ingest_one(&mut c, &opts, input, &mut t, progress)?;
+        let parts = inputs(path, &opts)?;
+        let done = AtomicBool::new(false);
+        let result: Result<(), String> = std::thread::scope(|scope| {
+            let workers: Vec<_> = parts
+                .into_iter()
+                .map(|input| {
+                    let (opts, t) = (&opts, &t);
+                    scope.spawn(move || -> Result<(), String> {
+                        let mut c = connect(opts)?;
+                        ingest_one(&mut c, opts, input, t)
+                    })
+                })
+                .collect();
+            while progress && !workers.iter().all(|w| w.is_finished()) && !done.load(Relaxed) {
+                std::thread::sleep(Duration::from_millis(250));
+                let secs = started.elapsed().as_secs_f64().max(1e-9);
+                let (events, bytes) = (t.events.load(Relaxed), t.bytes.load(Relaxed));
+                let eta = if has_stdin || bytes == 0 || bytes >= total_bytes { String::new() } else { format!(", ETA {:.0} s", (total_bytes - bytes) as f64 / (bytes as f64 / secs)) };
+                eprint!("\r\x1b[K{path}: {events} events, {:.0} events/s, {} MiB{eta}", events as f64 / secs, bytes >> 20);
+            }
+            let mut first_err = None;
+            for w in workers {
+                if let Err(e) = w.join().unwrap_or_else(|_| Err("an ingest thread panicked".into())) {
+                    first_err.get_or_insert(e);
+                }
+            }
+            done.store(true, Relaxed);
+            first_err.map_or(Ok(()), Err)
+        });
+        if progress {
+            eprint!("\r\x1b[K");
+        }
+        result?;
     }
-    if progress {
-        eprint!("\r\x1b[K");
-    }
-    let secs = t.started.elapsed().as_secs_f64();
+    let secs = started.elapsed().as_secs_f64();
+    let events = t.events.load(Relaxed);
     println!(
         "ingested {} events ({} rejected) from {} bytes in {} batches in {:.2} s: {:.0} events/s",
-        t.events,
-        t.rejected,
-        t.bytes,
-        t.batches,
+        events,
+        t.rejected.load(Relaxed),
+        t.bytes.load(Relaxed),
+        t.batches.load(Relaxed),
         secs,
-        t.events as f64 / secs.max(1e-9)
+        events as f64 / secs.max(1e-9)
     );
     Ok(())
 }
 
-fn ingest_one(c: &mut Client, opts: &Options, mut input: Input, t: &mut Totals, progress: bool) -> Result<(), String> {
+fn ingest_one(c: &mut Client, opts: &Options, mut input: Input, t: &Totals) -> Result<(), String> {
     // Where to start: the server's record of this source.
     let (mut offset, mut line) = (0u64, 1u64);
     if let Some(src) = &input.source {
@@ -213,7 +286,7 @@ fn ingest_one(c: &mut Client, opts: &Options, mut input: Input, t: &mut Totals, 
         }
     }
     let mut carry: Vec<u8> = Vec::new();
-    let mut in_flight: std::collections::VecDeque<()> = std::collections::VecDeque::new();
+    let mut in_flight = 0usize;
     let mut eof = false;
     while !eof || !carry.is_empty() {
         // Fill a batch: the carried partial line, then up to batch_bytes more.
@@ -258,53 +331,48 @@ fn ingest_one(c: &mut Client, opts: &Options, mut input: Input, t: &mut Totals, 
             ])?,
             None => c.send(&[b"SUMMARY.INGEST", opts.feed.as_bytes(), &buf])?,
         }
-        t.bytes += buf.len() as u64;
+        t.bytes.fetch_add(buf.len() as u64, Relaxed);
         offset = end;
         line += lines;
-        in_flight.push_back(());
-        while in_flight.len() >= opts.pipeline.max(1) {
+        in_flight += 1;
+        while in_flight >= opts.pipeline.max(1) {
             settle(c, opts, t, &input.name)?;
-            in_flight.pop_front();
-        }
-        if progress && t.last_progress.elapsed().as_millis() >= 250 {
-            t.last_progress = Instant::now();
-            let secs = t.started.elapsed().as_secs_f64().max(1e-9);
-            let rate = t.events as f64 / secs;
-            let eta = match input.size {
-                Some(size) if offset > 0 && offset < size => format!(", ETA {:.0} s", (size - offset) as f64 / (offset as f64 / secs)),
-                _ => String::new(),
-            };
-            eprint!("\r\x1b[K{}: {} events, {:.0} events/s, {} MiB{eta}", input.name, t.events, rate, t.bytes >> 20);
+            in_flight -= 1;
         }
     }
-    while in_flight.pop_front().is_some() {
+    while in_flight > 0 {
         settle(c, opts, t, &input.name)?;
+        in_flight -= 1;
     }
     Ok(())
 }
 
-fn settle(c: &mut Client, opts: &Options, t: &mut Totals, name: &str) -> Result<(), String> {
+fn settle(c: &mut Client, opts: &Options, t: &Totals, name: &str) -> Result<(), String> {
     let (e, r) = counts(c.read()?).map_err(|e| format!("{name}: {e}"))?;
-    t.events += e;
-    t.rejected += r;
-    t.batches += 1;
+    t.events.fetch_add(e, Relaxed);
+    let rejected = t.rejected.fetch_add(r, Relaxed) + r;
+    t.batches.fetch_add(1, Relaxed);
     if let Some(max) = opts.max_rejects {
-        if t.rejected > max {
-            return Err(format!("{name}: {} lines rejected, more than --max-rejects {max}; see SUMMARY.REJECTS {}", t.rejected, opts.feed));
+        if rejected > max {
+            return Err(format!("{name}: {rejected} lines rejected, more than --max-rejects {max}; see SUMMARY.REJECTS {}", opts.feed));
         }
     }
     Ok(())
 }
 
-/// Skips the first `n` bytes of an input (seeks a file, reads past them on standard input).
+/// Skips the first `n` bytes of an input (seeks in a file range, reads past them on
+/// standard input).
 fn skip(input: &mut Input, n: u64) -> Result<(), String> {
     if n == 0 {
         return Ok(());
     }
-    if !input.stdin {
-        let mut f = std::fs::File::open(&input.name).map_err(|e| format!("cannot open {}: {e}", input.name))?;
-        f.seek(SeekFrom::Start(n)).map_err(|e| format!("{}: {e}", input.name))?;
-        input.reader = Box::new(f);
+    if let Some((path, start, len)) = &input.file {
+        if n > *len {
+            return Err(format!("{path}: the server's offset {n} is past this range's {len} bytes: not the same file?"));
+        }
+        let mut f = std::fs::File::open(path).map_err(|e| format!("cannot open {path}: {e}"))?;
+        f.seek(SeekFrom::Start(start + n)).map_err(|e| format!("{path}: {e}"))?;
+        input.reader = Box::new(f.take(len - n));
         return Ok(());
     }
     let copied = std::io::copy(&mut (&mut input.reader).take(n), &mut std::io::sink()).map_err(|e| e.to_string())?;
@@ -313,4 +381,3 @@ fn skip(input: &mut Input, n: u64) -> Result<(), String> {
     }
     Ok(())
 }
-

@@ -80,6 +80,11 @@ enum Command {
         /// No progress display.
         #[arg(long, short = 'q')]
         quiet: bool,
+        /// Connections per file, each sending a range of it as its own source (the server
+        /// parses each connection's batches on that connection's thread). --resume needs the
+        /// same value as the interrupted run.
+        #[arg(long, default_value_t = 1)]
+        connections: usize,
         /// Files to read; `-` or none for standard input.
         files: Vec<String>,
     },
@@ -127,8 +132,8 @@ fn main() {
                 fail(&e);
             }
         }
-        Command::Ingest { feed, host, port, password, batch_bytes, pipeline, max_rejects, resume, source, quiet, files } => {
-            let opts = ingest::Options { feed, host, port, password, batch_bytes, pipeline, max_rejects, resume, source, quiet, files };
+        Command::Ingest { feed, host, port, password, batch_bytes, pipeline, max_rejects, resume, source, quiet, connections, files } => {
+            let opts = ingest::Options { feed, host, port, password, batch_bytes, pipeline, max_rejects, resume, source, quiet, connections, files };
             if let Err(e) = ingest::run(opts) {
                 fail(&e);
             }

@@ -19,6 +19,9 @@
 
 use std::collections::HashMap;
 
+/// Batch maps are keyed by summary keys the server built itself: a fast non-keyed hash.
+type Map<V> = HashMap<String, V, foldhash::fast::FixedState>;
+
 use crate::event::{parse_line, Event};
 use crate::keys::summary_key;
 use crate::rules::{MetricKind, Rules, Summary};
@@ -57,9 +60,9 @@ struct HashUpdate {
 /// The aggregated writes of a batch of lines of one feed.
 pub struct Batch {
     feed: usize,
-    hashes: HashMap<String, HashUpdate>,
-    hlls: HashMap<String, (Vec<i64>, i64)>,
-    sets: HashMap<String, (Vec<String>, i64)>,
+    hashes: Map<HashUpdate>,
+    hlls: Map<(Vec<i64>, i64)>,
+    sets: Map<(Vec<String>, i64)>,
     pub events: u64,
     pub rejects: Vec<Reject>,
     pub rejected: u64,
@@ -73,9 +76,16 @@ pub struct Batch {
 fn hll_hash(v: &str) -> i64 {
     match v.parse::<i64>() {
         // Only the canonical form: "007" is text to postgresql-hll's callers too.
-        Ok(n) if n.to_string() == v => abacus_hll::hash_bigint(n, 0),
+        Ok(n) if is_canonical_int(v) => abacus_hll::hash_bigint(n, 0),
         _ => abacus_hll::hash_bytes(v.as_bytes(), 0),
     }
+}
+
+/// Whether `v`, which parses as an i64, is written the way the integer prints: no `+`, no
+/// leading zeros, no `-0`.
+fn is_canonical_int(v: &str) -> bool {
+    let digits = v.strip_prefix('-').unwrap_or(v);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) && (digits == "0" && !v.starts_with('-') || !digits.starts_with('0'))
 }
 
 fn num(v: &str) -> f64 {
@@ -102,9 +112,9 @@ impl Batch {
     pub fn new(rules: &Rules, feed: usize) -> Batch {
         Batch {
             feed,
-            hashes: HashMap::new(),
-            hlls: HashMap::new(),
-            sets: HashMap::new(),
+            hashes: Map::default(),
+            hlls: Map::default(),
+            sets: Map::default(),
             events: 0,
             rejects: Vec::new(),
             rejected: 0,
@@ -215,15 +225,29 @@ impl Batch {
         };
         let key = summary_key(s, s.dims.iter().map(|&d| value(d)), bucket);
         let mut has_hash = false;
+        let mut metric_key = String::with_capacity(key.len() + 16);
         for m in &s.metrics {
+            if !m.kind.in_hash() {
+                metric_key.clear();
+                metric_key.push_str(&key);
+                metric_key.push(':');
+                metric_key.push_str(&m.name);
+            }
             match m.kind {
                 MetricKind::Hll(f) => {
-                    let e = self.hlls.entry(format!("{key}:{}", m.name)).or_insert_with(|| (Vec::new(), 0));
+                    // Looked up before inserting: a key already in the batch costs no allocation.
+                    let e = match self.hlls.get_mut(metric_key.as_str()) {
+                        Some(e) => e,
+                        None => self.hlls.entry(metric_key.clone()).or_insert_with(|| (Vec::new(), 0)),
+                    };
                     e.0.push(hll_hash(value(f)));
                     e.1 = e.1.max(expire_ms);
                 }
                 MetricKind::Distinct(f) => {
-                    let e = self.sets.entry(format!("{key}:{}", m.name)).or_insert_with(|| (Vec::new(), 0));
+                    let e = match self.sets.get_mut(metric_key.as_str()) {
+                        Some(e) => e,
+                        None => self.sets.entry(metric_key.clone()).or_insert_with(|| (Vec::new(), 0)),
+                    };
                     e.0.push(value(f).to_string());
                     e.1 = e.1.max(expire_ms);
                 }
@@ -232,7 +256,10 @@ impl Batch {
         }
         if has_hash {
             let n = s.metrics.len();
-            let h = self.hashes.entry(key).or_insert_with(|| HashUpdate { summary: si, accs: vec![None; n], expire_ms: 0 });
+            let h = match self.hashes.get_mut(key.as_str()) {
+                Some(h) => h,
+                None => self.hashes.entry(key).or_insert_with(|| HashUpdate { summary: si, accs: vec![None; n], expire_ms: 0 }),
+            };
             h.expire_ms = h.expire_ms.max(expire_ms);
             for (mi, m) in s.metrics.iter().enumerate() {
                 if m.kind.in_hash() {
