@@ -10,7 +10,11 @@ summaries: every event feeds `by_campaign_day` and `by_state_hour`, clicks also
 with cost > 5 `big_spenders`. A v2 event nests the same data and carries 0-3 items whose
 SKUs fan out.
 
-usage: w5gen.py v1|v2|rules N SEED > file
+`redis-v1` and `redis-v2` write, as RESP for `redis-cli --pipe`, the commands a Redis user
+would send for the same summaries (HINCRBY, HINCRBYFLOAT, PFADD, SADD; Redis has no
+"keep the maximum" hash command, so `spend_by_campaign`'s `top` is left out there).
+
+usage: w5gen.py v1|v2|rules|redis-v1|redis-v2 N SEED > file
 """
 import bisect
 import itertools
@@ -110,11 +114,55 @@ def events(n, seed):
                ["sku%d" % rng.randrange(200) for _ in range(rng.randrange(4))])
 
 
+def resp(*args):
+    out = ["*%d\r\n" % len(args)]
+    for a in args:
+        a = str(a)
+        out.append("$%d\r\n%s\r\n" % (len(a.encode()), a))
+    return "".join(out)
+
+
+def redis_v1(e):
+    ts, c, u, st, ev, cost, _ = e
+    day, hour = ts // 86400 * 86400, ts // 3600 * 3600
+    out = []
+    k = "by_campaign_day:%s:%d" % (c, day)
+    out += [resp("HINCRBY", k, "events", 1), resp("HINCRBYFLOAT", k, "spend", cost), resp("PFADD", k + ":users", u)]
+    out.append(resp("HINCRBY", "by_state_hour:%s:%d" % (st, hour), "events", 1))
+    if ev == "click":
+        k = "clicks_by_campaign:%s:%s:%d" % (c, st, day)
+        out += [resp("HINCRBY", k, "clicks", 1), resp("SADD", k + ":users", u)]
+    if ev == "conversion":
+        k = "conversions_by_state:%s:%d" % (st, day)
+        out += [resp("HINCRBY", k, "conversions", 1), resp("HINCRBYFLOAT", k, "value", cost)]
+        out.append(resp("HINCRBYFLOAT", "spend_by_campaign:%s" % c, "spend", cost))
+    if cost > 5:
+        k = "big_spenders:%s:%d" % (c, day)
+        out += [resp("HINCRBY", k, "n", 1), resp("PFADD", k + ":users", u)]
+    return "".join(out)
+
+
+def redis_v2(e):
+    ts, c, u, st, ev, cost, skus = e
+    day = ts // 86400 * 86400
+    k = "v2_by_campaign_day:%s:%d" % (c, day)
+    out = [resp("HINCRBY", k, "events", 1), resp("HINCRBYFLOAT", k, "spend", cost), resp("PFADD", k + ":users", u)]
+    for s in skus:
+        k = "v2_by_sku:%s:%d" % (s, day)
+        out += [resp("HINCRBY", k, "sold", 1), resp("SADD", k + ":buyers", u)]
+    return "".join(out)
+
+
 def main():
     kind, n, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     out = sys.stdout
     if kind == "rules":
         out.write(RULES)
+        return
+    if kind in ("redis-v1", "redis-v2"):
+        f = redis_v1 if kind == "redis-v1" else redis_v2
+        for e in events(n, seed):
+            out.write(f(e))
         return
     for ts, c, u, st, ev, cost, skus in events(n, seed):
         if kind == "v1":
