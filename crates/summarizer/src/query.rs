@@ -207,7 +207,7 @@ impl Group {
         }
     }
 
-    pub fn add_members<'m>(&mut self, metric: usize, members: impl Iterator<Item = Vec<u8>>) {
+    pub fn add_members(&mut self, metric: usize, members: impl Iterator<Item = Vec<u8>>) {
         self.sets[metric].get_or_insert_with(HashSet::new).extend(members);
     }
 
