@@ -585,3 +585,55 @@ def test_hll_bytes_equal_postgresql_hll(sr):
     theirs = psql(url, stmts)
     for k, row in zip(keys, theirs):
         assert sr.get(k).hex() == row[0], k
+
+
+# ---------------------------------------------------------------- back-pressure
+
+def rss_bytes(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_back_pressure_keeps_memory_bounded(node):
+    """A producer far faster than the server (400 MiB of pipelined SUMMARY.INGEST, no reply
+    read until the end): the connection is not read while its batches run, so the server's
+    memory stays bounded instead of buffering the input. Each payload is one 1 MiB line,
+    which the feed rejects as too long, so the test spends its time moving bytes."""
+    import socket
+    import threading
+    from helpers import encode_command
+
+    pid = node.p.proc.pid
+    base = rss_bytes(pid)
+    cmd = encode_command("SUMMARY.INGEST", "v1", b"x" * (1 << 20))
+    count = 400
+    peak = [base]
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], rss_bytes(pid))
+            time.sleep(0.01)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    s = socket.create_connection((node.p.host, node.p.port))
+    try:
+        for _ in range(count):
+            s.sendall(cmd)
+        s.settimeout(60)
+        want = b"*2\r\n:0\r\n:1\r\n" * count
+        got = b""
+        while len(got) < len(want):
+            chunk = s.recv(65536)
+            assert chunk, "connection closed"
+            got += chunk
+        assert got == want
+    finally:
+        done.set()
+        sampler.join()
+        s.close()
+    assert peak[0] - base < 150 << 20, "RSS grew by %d MiB" % ((peak[0] - base) >> 20)
