@@ -23,7 +23,7 @@ use std::collections::HashMap;
 type Map<V> = HashMap<String, V, foldhash::fast::FixedState>;
 
 use crate::event::{parse_line, Event};
-use crate::keys::summary_key;
+use crate::keys::summary_key_into;
 use crate::rules::{MetricKind, Rules, Summary};
 
 /// Most updates one event may make to one summary through fan-out.
@@ -71,6 +71,8 @@ pub struct Batch {
     /// Bytes of lines read.
     pub bytes: u64,
     scratch: Vec<String>,
+    key_buf: String,
+    metric_key_buf: String,
 }
 
 fn hll_hash(v: &str) -> i64 {
@@ -121,6 +123,8 @@ impl Batch {
             updates: vec![0; rules.summaries.len()],
             bytes: 0,
             scratch: Vec::new(),
+            key_buf: String::new(),
+            metric_key_buf: String::new(),
         }
     }
 
@@ -223,9 +227,11 @@ impl Batch {
             (Some(ttl), Some(b)) => (b + s.bucket.seconds()) * 1000 + ttl,
             (Some(ttl), None) => time_ms + ttl,
         };
-        let key = summary_key(s, s.dims.iter().map(|&d| value(d)), bucket);
+        // Keys are built in reused buffers and copied only when new to the batch.
+        let mut key = std::mem::take(&mut self.key_buf);
+        let mut metric_key = std::mem::take(&mut self.metric_key_buf);
+        summary_key_into(&mut key, s, s.dims.iter().map(|&d| value(d)), bucket);
         let mut has_hash = false;
-        let mut metric_key = String::with_capacity(key.len() + 16);
         for m in &s.metrics {
             if !m.kind.in_hash() {
                 metric_key.clear();
@@ -258,7 +264,7 @@ impl Batch {
             let n = s.metrics.len();
             let h = match self.hashes.get_mut(key.as_str()) {
                 Some(h) => h,
-                None => self.hashes.entry(key).or_insert_with(|| HashUpdate { summary: si, accs: vec![None; n], expire_ms: 0 }),
+                None => self.hashes.entry(key.clone()).or_insert_with(|| HashUpdate { summary: si, accs: vec![None; n], expire_ms: 0 }),
             };
             h.expire_ms = h.expire_ms.max(expire_ms);
             for (mi, m) in s.metrics.iter().enumerate() {
@@ -267,6 +273,8 @@ impl Batch {
                 }
             }
         }
+        self.key_buf = key;
+        self.metric_key_buf = metric_key;
     }
 
     /// Whether the batch writes nothing.
@@ -278,51 +286,112 @@ impl Batch {
     /// argument 1; `max_args` bounds the arguments of one command (a longer list of hashes
     /// or members is split).
     pub fn commands(&self, rules: &Rules, max_args: usize) -> Vec<Vec<Vec<u8>>> {
+        self.packed_commands(rules, max_args).iter().map(|c| c.args().map(<[u8]>::to_vec).collect()).collect()
+    }
+
+    /// [`Batch::commands`], each command's arguments packed in one buffer (one allocation per
+    /// command instead of one per argument: a batch generates a command per key it touches).
+    pub fn packed_commands(&self, rules: &Rules, max_args: usize) -> Vec<Packed> {
+        use std::io::Write;
         let max_args = max_args.max(8);
         let mut out = Vec::with_capacity(self.hashes.len() + self.hlls.len() + self.sets.len());
-        let expire = |out: &mut Vec<Vec<Vec<u8>>>, key: &str, ms: i64| {
+        let expire = |out: &mut Vec<Packed>, key: &str, ms: i64| {
             if ms > 0 {
-                out.push(vec![b"PEXPIREAT".to_vec(), key.as_bytes().to_vec(), ms.to_string().into_bytes()]);
+                let mut c = Packed::new(b"PEXPIREAT", key, 16);
+                let _ = write!(c.buf, "{ms}");
+                c.end();
+                out.push(c);
             }
         };
         for (key, h) in &self.hashes {
             let s = &rules.summaries[h.summary];
-            let mut c = vec![b"SUMMARY.UPDATE".to_vec(), key.as_bytes().to_vec()];
+            let mut c = Packed::new(b"SUMMARY.UPDATE", key, 24 * h.accs.len());
             for (m, acc) in s.metrics.iter().zip(&h.accs) {
                 let Some(acc) = acc else { continue };
-                let (op, v): (&[u8], String) = match acc {
-                    Acc::Count(n) => (b"INCRBY", n.to_string()),
-                    Acc::Sum(x) => (b"INCRBYFLOAT", fmt_f64(*x)),
-                    Acc::Min(x) => (b"MIN", fmt_f64(*x)),
-                    Acc::Max(x) => (b"MAX", fmt_f64(*x)),
-                    Acc::Last(t) => (b"SET", t.clone()),
-                };
-                c.push(m.name.as_bytes().to_vec());
-                c.push(op.to_vec());
-                c.push(v.into_bytes());
+                c.push(m.name.as_bytes());
+                match acc {
+                    Acc::Count(n) => {
+                        c.push(b"INCRBY");
+                        let _ = write!(c.buf, "{n}");
+                    }
+                    Acc::Sum(x) => {
+                        c.push(b"INCRBYFLOAT");
+                        c.buf.extend_from_slice(fmt_f64(*x).as_bytes());
+                    }
+                    Acc::Min(x) => {
+                        c.push(b"MIN");
+                        c.buf.extend_from_slice(fmt_f64(*x).as_bytes());
+                    }
+                    Acc::Max(x) => {
+                        c.push(b"MAX");
+                        c.buf.extend_from_slice(fmt_f64(*x).as_bytes());
+                    }
+                    Acc::Last(t) => {
+                        c.push(b"SET");
+                        c.buf.extend_from_slice(t.as_bytes());
+                    }
+                }
+                c.end();
             }
-            if c.len() > 2 {
+            if c.ends.len() > 2 {
                 out.push(c);
             }
             expire(&mut out, key, h.expire_ms);
         }
         for (key, (hashes, ms)) in &self.hlls {
             for chunk in hashes.chunks(max_args - 2) {
-                let mut c = vec![b"HLL.ADDRAW".to_vec(), key.as_bytes().to_vec()];
-                c.extend(chunk.iter().map(|h| h.to_string().into_bytes()));
+                let mut c = Packed::new(b"HLL.ADDRAW", key, 20 * chunk.len());
+                for h in chunk {
+                    let _ = write!(c.buf, "{h}");
+                    c.end();
+                }
                 out.push(c);
             }
             expire(&mut out, key, *ms);
         }
         for (key, (members, ms)) in &self.sets {
             for chunk in members.chunks(max_args - 2) {
-                let mut c = vec![b"SADD".to_vec(), key.as_bytes().to_vec()];
-                c.extend(chunk.iter().map(|m| m.as_bytes().to_vec()));
+                let mut c = Packed::new(b"SADD", key, chunk.iter().map(String::len).sum());
+                for m in chunk {
+                    c.push(m.as_bytes());
+                }
                 out.push(c);
             }
             expire(&mut out, key, *ms);
         }
         out
+    }
+}
+
+/// A command's arguments in one buffer: argument i is `buf[ends[i - 1]..ends[i]]`.
+pub struct Packed {
+    pub buf: Vec<u8>,
+    pub ends: Vec<usize>,
+}
+
+impl Packed {
+    fn new(name: &[u8], key: &str, more: usize) -> Packed {
+        let mut c = Packed { buf: Vec::with_capacity(name.len() + key.len() + more), ends: Vec::with_capacity(8) };
+        c.push(name);
+        c.push(key.as_bytes());
+        c
+    }
+
+    /// Appends a whole argument.
+    fn push(&mut self, a: &[u8]) {
+        self.buf.extend_from_slice(a);
+        self.end();
+    }
+
+    /// Ends the argument written into `buf` since the last end.
+    fn end(&mut self) {
+        self.ends.push(self.buf.len());
+    }
+
+    /// The arguments, name first.
+    pub fn args(&self) -> impl Iterator<Item = &[u8]> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts.zip(self.ends.iter().copied()).map(|(a, b)| &self.buf[a..b])
     }
 }
 

@@ -10,6 +10,10 @@ use crate::rules::{Bucket, Summary};
 
 /// Appends `v` to `out` with `%` and `:` escaped.
 pub fn escape(v: &str, out: &mut String) {
+    if !v.contains(['%', ':']) {
+        out.push_str(v);
+        return;
+    }
     for c in v.chars() {
         match c {
             '%' => out.push_str("%25"),
@@ -41,20 +45,22 @@ fn unescape(v: &str) -> Option<String> {
 /// The hash key of a summary's group: its name, the dimension values, the bucket start.
 pub fn summary_key<'a>(summary: &Summary, dims: impl Iterator<Item = &'a str>, bucket: Option<i64>) -> String {
     let mut k = String::with_capacity(summary.name.len() + 32);
-    k.push_str(&summary.name);
-    for d in dims {
-        k.push(':');
-        escape(d, &mut k);
-    }
-    if let Some(b) = bucket {
-        k.push(':');
-        k.push_str(itoa_i64(b).as_str());
-    }
+    summary_key_into(&mut k, summary, dims, bucket);
     k
 }
 
-fn itoa_i64(v: i64) -> String {
-    v.to_string()
+/// [`summary_key`] into `k` (cleared first), reusing its buffer.
+pub fn summary_key_into<'a>(k: &mut String, summary: &Summary, dims: impl Iterator<Item = &'a str>, bucket: Option<i64>) {
+    use std::fmt::Write;
+    k.clear();
+    k.push_str(&summary.name);
+    for d in dims {
+        k.push(':');
+        escape(d, k);
+    }
+    if let Some(b) = bucket {
+        let _ = write!(k, ":{b}");
+    }
 }
 
 /// A summary key split back into its parts.

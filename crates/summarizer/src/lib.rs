@@ -26,7 +26,7 @@ mod keys;
 mod query;
 mod rules;
 
-pub use batch::{fmt_f64, Acc, Batch, Reject};
+pub use batch::{fmt_f64, Acc, Batch, Packed, Reject};
 pub use event::{parse_line, split_csv, Event, JsonPath, LineError};
 pub use filter::{Expr, FilterError};
 pub use keys::{escape, parse_key, summary_key, KeyParts};

@@ -48,6 +48,9 @@ const K1: (i32, i32, i32) = (1, 1, 1);
 const NONE: (i32, i32, i32) = (0, 0, 0);
 const G: &str = "summarizer";
 
+/// The commands a batch generates (`abacus_summarizer::Batch::packed_commands`).
+const GENERATED: [&str; 4] = ["SUMMARY.UPDATE", "HLL.ADDRAW", "SADD", "PEXPIREAT"];
+
 /// The prefix of a source's exactly-once record.
 pub const SOURCE_PREFIX: &str = "__summarizer:source:";
 /// Longest source id.
@@ -85,9 +88,10 @@ fn parse_f64(a: &[u8]) -> Option<f64> {
     std::str::from_utf8(a).ok()?.parse::<f64>().ok().filter(|x| x.is_finite())
 }
 
-fn summary_hash<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<&'a mut CompactHash, Frame> {
+/// The hash at `key` for writing, created empty unless `exists` (the caller just looked).
+fn summary_hash<'a>(ctx: &'a mut Ctx, key: &[u8], exists: bool) -> Result<&'a mut CompactHash, Frame> {
     let now = ctx.now_ms;
-    if !ctx.db().contains(key, now) {
+    if !exists {
         ctx.db().set(key, Value::Hash(Box::new(CompactHash::new())), 0, now);
     }
     match ctx.db().get_mut(key, now) {
@@ -186,6 +190,7 @@ fn update(ctx: &mut Ctx, a: &[Arg]) -> Frame {
             writes.push((i, new));
         }
     }
+    let current_exists = current.is_some();
     if writes.is_empty() {
         // Nothing changed: no signal, and nothing for the log to replay.
         ctx.propagate_nothing();
@@ -193,7 +198,7 @@ fn update(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         return ctx.unchanged(Frame::Integer(0));
     }
     let limits = ctx.hash_limits;
-    let hash = match summary_hash(ctx, &a[1]) {
+    let hash = match summary_hash(ctx, &a[1], current_exists) {
         Ok(h) => h,
         Err(e) => return e,
     };
@@ -257,9 +262,36 @@ async fn ingest(conn: &mut Conn, access: Access<'_>, a: &[Arg], with_source: boo
     let n = conn.worker.shards();
     let db = conn.db;
     let mut per_shard: BTreeMap<usize, Vec<Call>> = BTreeMap::new();
-    for c in batch.commands(&rules, MAX_GENERATED_ARGS) {
-        let Some(spec) = crate::command::lookup(&c[0]) else { return err("ERR internal error: the summarizer generated an unknown command") };
-        let args = Args::from_vec(c.into_iter().map(Bytes::from).collect());
+    let mut specs: Vec<(&'static [u8], &'static Spec)> = Vec::with_capacity(4);
+    for c in batch.packed_commands(&rules, MAX_GENERATED_ARGS) {
+        let name = &c.buf[..c.ends[0]];
+        let spec = match specs.iter().find(|(n, _)| *n == name) {
+            Some((_, spec)) => *spec,
+            None => match crate::command::lookup(name) {
+                Some(spec) => {
+                    specs.push((spec.name.as_bytes(), spec));
+                    // Names arrive upper-case: remember that spelling too.
+                    if let Some(upper) = GENERATED.iter().find(|g| g.as_bytes() == name) {
+                        specs.push((upper.as_bytes(), spec));
+                    }
+                    spec
+                }
+                None => return err("ERR internal error: the summarizer generated an unknown command"),
+            },
+        };
+        // One buffer per command; the arguments are slices of it.
+        let buf = Bytes::from(c.buf);
+        let mut start = 0;
+        let args = Args::from_vec(
+            c.ends
+                .iter()
+                .map(|&end| {
+                    let a = buf.slice(start..end);
+                    start = end;
+                    a
+                })
+                .collect(),
+        );
         per_shard.entry(shard_of(&args[1], n)).or_default().push(Call { spec, args });
     }
     if let Some((key, ..)) = &source {
