@@ -251,6 +251,14 @@ HLL_CASES = [
     ([["HLL.CREATE", "A"]], ["HLL.CREATE", "A"], "A", False),
     ([["HLL.ADD", "A", "x"]], ["HLL.UNION", "C", "A"], "C", True),
     ([["HLL.ADD", "A", "x"]], ["HLL.UNION", "C", "A"], "A", False),
+    # The summarizer's hash write: a change signals, a MIN/MAX that keeps the old value does not.
+    ([], ["SUMMARY.UPDATE", "A", "n", "INCRBY", "1"], "A", True),
+    ([["SUMMARY.UPDATE", "A", "m", "MAX", "5"]], ["SUMMARY.UPDATE", "A", "m", "MAX", "3"], "A", False),
+    ([["SUMMARY.UPDATE", "A", "m", "MAX", "5"]], ["SUMMARY.UPDATE", "A", "m", "MAX", "7"], "A", True),
+    # Ingest without rules (or of an unknown feed) writes nothing; test_summarizer.py checks
+    # that an ingest's writes abort a WATCH on the summary keys it updates.
+    ([], ["SUMMARY.INGEST", "nosuchfeed", "x"], "A", False),
+    ([], ["SUMMARY.INGESTSOURCE", "nosuchfeed", "s", "0", "1", "1", "x"], "A", False),
 ]
 
 # A command word's placeholder keys, for the runs that watch each of them.

@@ -7,6 +7,8 @@
 
 use clap::{Parser, Subcommand};
 
+mod ingest;
+
 // jemalloc: fast under multi-threaded allocation, and its statistics give INFO an exact
 // `used_memory` (see abacus-server's memory.rs).
 #[global_allocator]
@@ -46,6 +48,46 @@ enum Command {
     /// Check a snapshot file (dir/snap-NNNNNN.abs): structure, every block's checksum and
     /// every key's encoding.
     CheckSnapshot { file: std::path::PathBuf },
+    /// Feed event files (or standard input, `-`) to a server's summarizer: batches of lines
+    /// sent as SUMMARY.INGESTSOURCE, pipelined, each applied exactly once (see --resume).
+    #[command(after_help = "Example:\n  abacus serve --summarizer-rules rules.toml &\n  abacus ingest --feed v1 events-*.csv\n  redis-cli SUMMARY.QUERY by_campaign GROUPBY campaign")]
+    Ingest {
+        /// The feed (a `[feed.NAME]` of the server's rules) the lines belong to.
+        #[arg(long)]
+        feed: String,
+        #[arg(long, short = 'H', default_value = "127.0.0.1")]
+        host: String,
+        #[arg(long, short = 'p', default_value_t = 6379)]
+        port: u16,
+        /// AUTH with this password first.
+        #[arg(long, short = 'a')]
+        password: Option<String>,
+        /// About this many bytes of lines per batch.
+        #[arg(long, default_value_t = 1 << 20)]
+        batch_bytes: usize,
+        /// Batches in flight before waiting for a reply.
+        #[arg(long, default_value_t = 4)]
+        pipeline: usize,
+        /// Stop once more than this many lines were rejected (SUMMARY.REJECTS shows them).
+        #[arg(long)]
+        max_rejects: Option<u64>,
+        /// Continue each source where the server says it stopped (exactly once).
+        #[arg(long)]
+        resume: bool,
+        /// Source id (default: each file's canonical path; standard input has none unless given).
+        #[arg(long)]
+        source: Option<String>,
+        /// No progress display.
+        #[arg(long, short = 'q')]
+        quiet: bool,
+        /// Connections per file, each sending a range of it as its own source (the server
+        /// parses each connection's batches on that connection's thread). --resume needs the
+        /// same value as the interrupted run.
+        #[arg(long, default_value_t = 1)]
+        connections: usize,
+        /// Files to read; `-` or none for standard input.
+        files: Vec<String>,
+    },
 }
 
 fn params_help() -> String {
@@ -87,6 +129,12 @@ fn main() {
                 tracing::warn!("jemalloc background threads did not start: freed memory returns to the OS only while allocating");
             }
             if let Err(e) = abacus_server::run(cfg) {
+                fail(&e);
+            }
+        }
+        Command::Ingest { feed, host, port, password, batch_bytes, pipeline, max_rejects, resume, source, quiet, connections, files } => {
+            let opts = ingest::Options { feed, host, port, password, batch_bytes, pipeline, max_rejects, resume, source, quiet, connections, files };
+            if let Err(e) = ingest::run(opts) {
                 fail(&e);
             }
         }

@@ -55,6 +55,7 @@ pub mod server;
 pub mod snapshot;
 pub mod shard;
 pub mod stats;
+pub mod summarizer;
 
 pub use config::Config;
 pub use server::run;

@@ -150,6 +150,7 @@ const WORKER_THREAD_PREFIX: &str = "abacus-worker-";
 /// Runs the server until SIGINT or SIGTERM.
 pub fn run(config: Config) -> Result<(), String> {
     check_startup(&config)?;
+    crate::summarizer::load_at_startup(&config)?;
     let dir = config.get("dir");
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create data directory '{dir}': {e}"))?;
     // One server per data directory, taken before anything is read or bound: a second server

@@ -41,6 +41,7 @@ pub mod set_algebra;
 pub mod sets;
 pub mod sort;
 pub mod strings;
+pub mod summary;
 pub mod transactions;
 pub mod zset_algebra;
 pub mod zsets;
@@ -80,6 +81,7 @@ pub const FAMILIES: &[&[Spec]] = &[
     geo::COMMANDS,
     persistence::COMMANDS,
     pubsub::COMMANDS,
+    summary::COMMANDS,
 ];
 
 /// Runs one keyed command on `dbs` (database 0, one shard, the default configuration): for

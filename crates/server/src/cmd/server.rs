@@ -532,6 +532,11 @@ pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         // Until the cluster protocol exists; clients and tools probe this field.
         out.push_str("# Cluster\r\ncluster_enabled:0\r\n\r\n");
     }
+    // Abacus's own section: only when asked by name, so that `all` and `everything` list
+    // Redis 7.0's sections as Redis does.
+    if want("summarizer") {
+        out.push_str(&crate::summarizer::info());
+    }
     if want("keyspace") {
         out.push_str("# Keyspace\r\n");
         for db in 0..server.databases {

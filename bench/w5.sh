@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# W5 summarizer: events/s end to end, Abacus against the same summaries in Redis.
+#
+# bench/w5gen.py writes N seeded events as v1 CSV and v2 JSON lines and the rules file
+# (6 summaries on v1, each event fanning out to 2-6 of them; 2 on v2, SKUs fanning out).
+# Abacus: `abacus ingest --feed v1|v2 --connections C FILE` into a server started with those
+# rules, timed from start until the last batch is acknowledged (the client's own figure).
+# Redis: the equivalent HINCRBY/HINCRBYFLOAT/PFADD/SADD commands, prepared as RESP before
+# timing (Redis is not charged for parsing), fed by `redis-cli --pipe`. Both servers run
+# without persistence. DuckDB's time to compute the same aggregates from the file is printed
+# as a reference when the duckdb Python module is installed.
+#
+#   bench/w5.sh                 defaults: N=500000 SEED=1 C=2
+#   N=100000 bench/w5.sh        quicker
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+N=${N:-500000}
+SEED=${SEED:-1}
+C=${C:-2}
+GEN="python3 $ROOT/bench/w5gen.py"
+
+$GEN rules 0 0 > "$BENCH_TMP/rules.toml"
+for f in v1 v2 redis-v1 redis-v2; do $GEN "$f" "$N" "$SEED" > "$BENCH_TMP/$f.in"; done
+ABACUS_ARGS="--summarizer-rules $BENCH_TMP/rules.toml" start_pair
+echo "W5: N=$N events per feed, seed $SEED, abacus ingest --connections $C; redis $(redis-server --version | awk '{print $3}') on $RPORT, abacus on $APORT"
+echo "$(nproc) cores, $(date -u +%Y-%m-%d)"
+
+rate() { python3 -c "import sys; print('%.0f' % (int(sys.argv[1]) / float(sys.argv[2])))" "$1" "$2"; }
+
+for feed in v1 v2; do
+  redis-cli -p "$APORT" flushall >/dev/null
+  line=$("$ABACUS_BIN" ingest --quiet --feed "$feed" -p "$APORT" --connections "$C" "$BENCH_TMP/$feed.in")
+  a_rate=$(echo "$line" | sed -E 's/.* ([0-9]+) events\/s$/\1/')
+  a_keys=$(redis-cli -p "$APORT" dbsize)
+  redis-cli -p "$RPORT" flushall >/dev/null
+  t0=$(date +%s.%N)
+  redis-cli -p "$RPORT" --pipe < "$BENCH_TMP/redis-$feed.in" >/dev/null
+  t1=$(date +%s.%N)
+  r_secs=$(python3 -c "print($t1 - $t0)")
+  r_rate=$(rate "$N" "$r_secs")
+  r_keys=$(redis-cli -p "$RPORT" dbsize)
+  echo "$feed: abacus $a_rate events/s ($a_keys keys) | redis --pipe $r_rate events/s ($r_keys keys) | ratio $(python3 -c "print('%.2f' % ($a_rate / $r_rate))")x"
+  echo "  abacus: $line"
+done
+
+if python3 -c "import duckdb" 2>/dev/null; then
+  python3 - "$BENCH_TMP/v1.in" <<'PY'
+import sys, time, duckdb
+t = time.time()
+con = duckdb.connect()
+con.execute("create table e as select * from read_csv(?, columns={'ts':'BIGINT','campaign':'VARCHAR','u':'BIGINT','state':'VARCHAR','event':'VARCHAR','cost':'DOUBLE'})", [sys.argv[1]])
+con.execute("select campaign, ts // 86400, count(*), sum(cost), approx_count_distinct(u) from e group by all").fetchall()
+con.execute("select state, ts // 3600, count(*) from e group by all").fetchall()
+con.execute("select campaign, state, ts // 86400, count(*), count(distinct u) from e where event = 'click' group by all").fetchall()
+print("duckdb reference (v1, 3 of the GROUP BYs, from the file): %.2f s" % (time.time() - t))
+PY
+else
+  echo "duckdb reference: the duckdb Python module is not installed (pip install duckdb)"
+fi

@@ -1,0 +1,539 @@
+//! The summarizer's commands: SUMMARY.INGEST, SUMMARY.INGESTSOURCE, SUMMARY.SOURCE,
+//! SUMMARY.QUERY, SUMMARY.REJECTS, SUMMARY.RULES, and SUMMARY.UPDATE (the hash write the
+//! others generate). SUMMARY.UPDATE's sums are IEEE doubles printed as the shortest text
+//! that reads back the same (not HINCRBYFLOAT's emulated long double, which cost a fifth of
+//! an ingest's CPU): a summary's sums are doubles wherever they are read.
+//!
+//! Ingest: the connection's thread parses the payload lines (`abacus-summarizer`), folds them
+//! into one write per summary key, and sends each shard its writes as one job: plain commands
+//! (`SUMMARY.UPDATE`, `HLL.ADDRAW`, `SADD`, `PEXPIREAT`) run through the ordinary keyed
+//! path, so WATCH, keyspace events, `maxmemory` and the log treat them as any client's
+//! writes, and replay needs nothing of its own. Parsing is spread over the worker threads by
+//! the connections themselves (each parses on its own thread); each key is written only by
+//! its shard. A batch holds the locks of the shards it writes while its jobs run, so it
+//! takes effect at once for every other client and is ONE log record: a crash keeps all of
+//! it or none. Back-pressure is the connection's: it reads no more input until its batch is
+//! applied, so memory is bounded by the request size limits (`proto-max-bulk-len`,
+//! `client-query-buffer-limit`) times the connections.
+//!
+//! Exactly once: SUMMARY.INGESTSOURCE carries a source id and the batch's start and end
+//! offsets. Under the same locks it checks that the source's recorded offset (the hash
+//! `__summarizer:source:<id>`, an ordinary key) equals the batch's start, then records the
+//! end in the same record as the batch's writes; a batch sent twice (a client that lost the
+//! reply and resent) is refused rather than counted twice, and `abacus ingest --resume`
+//! asks SUMMARY.SOURCE where to continue.
+//!
+//! Query: one job per shard folds the summary's keys it owns into groups (keys are found by
+//! their name prefix; see `abacus-summarizer`'s `keys.rs`), the coordinator merges the
+//! shards' groups and replies one row per group, sorted by the group's values.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use abacus_collections::CompactHash;
+use abacus_keyspace::{Db, Value, ValueRef};
+use abacus_protocol::{Arg, Args, Bytes, Frame};
+use abacus_summarizer::{parse_key, Batch, Cell, Group, GroupBy, MetricKind, Query, Rules};
+
+use super::args::*;
+use crate::command::flags::*;
+use crate::command::Spec;
+use crate::conn::Conn;
+use crate::exec::{Access, Call, Locks};
+use crate::notify;
+use crate::shard::{now_ms, shard_of, Ctx};
+use crate::summarizer;
+
+const K1: (i32, i32, i32) = (1, 1, 1);
+const NONE: (i32, i32, i32) = (0, 0, 0);
+const G: &str = "summarizer";
+
+/// The commands a batch generates (`abacus_summarizer::Batch::packed_commands`).
+const GENERATED: [&str; 4] = ["SUMMARY.UPDATE", "HLL.ADDRAW", "SADD", "PEXPIREAT"];
+
+/// The prefix of a source's exactly-once record.
+pub const SOURCE_PREFIX: &str = "__summarizer:source:";
+/// Longest source id.
+const MAX_SOURCE_BYTES: usize = 512;
+/// Most arguments of one generated command (longer member lists are split).
+const MAX_GENERATED_ARGS: usize = 1024;
+const ERR_NO_RULES: &str = "ERR no summarizer rules loaded (start with --summarizer-rules FILE or run SUMMARY.RULES LOAD FILE)";
+
+pub const COMMANDS: &[Spec] = &[
+    Spec::keyed("summary.update", -5, WRITE | DENYOOM | FAST, K1, update, G, "Updates a summary hash: SUMMARY.UPDATE key field INCRBY|INCRBYFLOAT|MIN|MAX|SET value [field op value ...]."),
+    Spec::conn("summary.ingest", -3, WRITE | DENYOOM | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| ingest(conn, access, &call.args, false).await), G, "Parses feed lines and updates the summaries: SUMMARY.INGEST feed payload [payload ...]."),
+    Spec::conn("summary.ingestsource", -7, WRITE | DENYOOM | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| ingest(conn, access, &call.args, true).await), G, "SUMMARY.INGEST exactly once: SUMMARY.INGESTSOURCE feed source start-offset end-offset first-line payload [payload ...]."),
+    Spec::conn("summary.source", 2, READONLY | FAST, NONE, conn_fn!(|conn, access, call| source(conn, access, &call.args).await), G, "Returns where a source's exactly-once ingest stopped: [offset, next line]."),
+    Spec::conn("summary.query", -2, READONLY | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| query(conn, access, &call.args).await), G, "Merges a summary: SUMMARY.QUERY name [FROM t] [TO t] [WHERE dim value ...] [GROUPBY dim ... | GROUPBY BUCKET]."),
+    Spec::conn("summary.rejects", 2, READONLY, NONE, conn_fn!(|_conn, _, call| rejects(&call.args)), G, "Returns a feed's rejected line count and the first rejected lines."),
+    Spec::conn("summary.rules", -2, ADMIN, NONE, conn_fn!(|_conn, _, call| rules_cmd(&call.args)), G, "SUMMARY.RULES LOAD path | GET: loads or shows the summarizer rules."),
+];
+
+fn text(a: &[u8]) -> String {
+    String::from_utf8_lossy(a).into_owned()
+}
+
+// ---------------------------------------------------------------------------------------
+// SUMMARY.UPDATE
+
+enum Op {
+    Incr(i64),
+    IncrF(f64),
+    Min(f64),
+    Max(f64),
+    Set,
+}
+
+fn parse_f64(a: &[u8]) -> Option<f64> {
+    std::str::from_utf8(a).ok()?.parse::<f64>().ok().filter(|x| x.is_finite())
+}
+
+/// The hash at `key` for writing, created empty unless `exists` (the caller just looked).
+fn summary_hash<'a>(ctx: &'a mut Ctx, key: &[u8], exists: bool) -> Result<&'a mut CompactHash, Frame> {
+    let now = ctx.now_ms;
+    if !exists {
+        ctx.db().set(key, Value::Hash(Box::new(CompactHash::new())), 0, now);
+    }
+    match ctx.db().get_mut(key, now) {
+        Some(e) => e.as_hash_mut().ok_or_else(|| err(ERR_WRONGTYPE)),
+        None => Err(err("ERR internal error: key vanished")),
+    }
+}
+
+/// SUMMARY.UPDATE key field op value [...]: every operation is checked, and every new value
+/// computed from the current ones, before anything is written, so an error changes nothing.
+/// Replies the number of fields whose value changed.
+fn update(ctx: &mut Ctx, a: &[Arg]) -> Frame {
+    if !(a.len() - 2).is_multiple_of(3) {
+        return Frame::error("ERR wrong number of arguments for 'summary.update' command");
+    }
+    let mut ops = Vec::with_capacity((a.len() - 2) / 3);
+    for t in a[2..].chunks(3) {
+        let op = if t[1].eq_ignore_ascii_case(b"incrby") {
+            match parse_i64(&t[2]) {
+                Ok(n) => Op::Incr(n),
+                Err(e) => return e,
+            }
+        } else if t[1].eq_ignore_ascii_case(b"incrbyfloat") {
+            match parse_f64(&t[2]) {
+                Some(v) => Op::IncrF(v),
+                None => return err(ERR_NOT_FLOAT),
+            }
+        } else if t[1].eq_ignore_ascii_case(b"min") || t[1].eq_ignore_ascii_case(b"max") {
+            let Some(x) = parse_f64(&t[2]) else { return err(ERR_NOT_FLOAT) };
+            if t[1].eq_ignore_ascii_case(b"min") {
+                Op::Min(x)
+            } else {
+                Op::Max(x)
+            }
+        } else if t[1].eq_ignore_ascii_case(b"set") {
+            Op::Set
+        } else {
+            return err(ERR_SYNTAX);
+        };
+        ops.push(op);
+    }
+    let now = ctx.now_ms;
+    let current: Option<&CompactHash> = match ctx.db().get(&a[1], now) {
+        None => None,
+        Some(e) => match e.as_hash() {
+            Some(h) => Some(h),
+            None => return err(ERR_WRONGTYPE),
+        },
+    };
+    let mut writes: Vec<(usize, Vec<u8>)> = Vec::with_capacity(ops.len());
+    for (i, (t, op)) in a[2..].chunks(3).zip(&ops).enumerate() {
+        // A field named twice in one call sees its earlier new value.
+        let old: Option<Vec<u8>> = writes.iter().rev().find(|(j, _)| a[2 + j * 3] == t[0]).map(|(_, v)| v.clone()).or_else(|| current.and_then(|h| h.get(&t[0])).map(<[u8]>::to_vec));
+        let new = match op {
+            Op::Incr(n) => {
+                let cur = match &old {
+                    None => 0,
+                    Some(v) => match abacus_keyspace::value::parse_canonical_i64(v) {
+                        Some(c) => c,
+                        None => return err("ERR hash value is not an integer"),
+                    },
+                };
+                let Some(sum) = cur.checked_add(*n) else { return err(ERR_OVERFLOW) };
+                itoa::Buffer::new().format(sum).as_bytes().to_vec()
+            }
+            Op::IncrF(by) => {
+                let cur = match &old {
+                    None => 0.0,
+                    Some(v) => match parse_f64(v) {
+                        Some(c) => c,
+                        None => return err("ERR hash value is not a float"),
+                    },
+                };
+                let sum = cur + by;
+                if !sum.is_finite() {
+                    return err("ERR increment would produce NaN or Infinity");
+                }
+                abacus_summarizer::fmt_f64(sum).into_bytes()
+            }
+            Op::Min(x) | Op::Max(x) => {
+                let keep_old = match &old {
+                    None => false,
+                    Some(v) => match parse_f64(v) {
+                        Some(c) => (matches!(op, Op::Min(_)) && c <= *x) || (matches!(op, Op::Max(_)) && c >= *x),
+                        None => return err("ERR hash value is not a float"),
+                    },
+                };
+                if keep_old {
+                    continue;
+                }
+                t[2].to_vec()
+            }
+            Op::Set => t[2].to_vec(),
+        };
+        if old.as_deref() != Some(&new[..]) {
+            writes.push((i, new));
+        }
+    }
+    let current_exists = current.is_some();
+    if writes.is_empty() {
+        // Nothing changed: no signal, and nothing for the log to replay.
+        ctx.propagate_nothing();
+        ctx.notify_none();
+        return ctx.unchanged(Frame::Integer(0));
+    }
+    let limits = ctx.hash_limits;
+    let hash = match summary_hash(ctx, &a[1], current_exists) {
+        Ok(h) => h,
+        Err(e) => return e,
+    };
+    for (i, v) in &writes {
+        hash.insert_with_limits(&a[2 + i * 3], v, &limits);
+    }
+    ctx.notify(notify::HASH, "summary.update", &a[1]);
+    Frame::Integer(writes.len() as i64)
+}
+
+// ---------------------------------------------------------------------------------------
+// SUMMARY.INGEST / SUMMARY.INGESTSOURCE
+
+fn parse_u64_arg(a: &[u8], what: &str) -> Result<u64, Frame> {
+    std::str::from_utf8(a).ok().and_then(|s| s.parse::<u64>().ok()).ok_or_else(|| Frame::error(format!("ERR {what} must be a non-negative integer")))
+}
+
+/// The (offset, next line) a source's record holds; (0, 1) when there is none.
+fn source_position(db: &mut Db, key: &[u8]) -> Result<(u64, u64), Frame> {
+    match db.get(key, now_ms()) {
+        None => Ok((0, 1)),
+        Some(e) => {
+            let h = e.as_hash().ok_or_else(|| err(ERR_WRONGTYPE))?;
+            let num = |f: &[u8]| h.get(f).and_then(|v| std::str::from_utf8(v).ok()?.parse::<u64>().ok());
+            Ok((num(b"offset").unwrap_or(0), num(b"line").unwrap_or(1)))
+        }
+    }
+}
+
+async fn ingest(conn: &mut Conn, access: Access<'_>, a: &[Arg], with_source: bool) -> Frame {
+    let Some(rules) = summarizer::rules() else { return err(ERR_NO_RULES) };
+    let feed_name = text(&a[1]);
+    let Some(fi) = rules.feed(&feed_name) else { return Frame::error(format!("ERR no such feed '{feed_name}'")) };
+    let mut source = None;
+    let (mut first_line, mut payload_at) = (1, 2);
+    if with_source {
+        if a[2].is_empty() || a[2].len() > MAX_SOURCE_BYTES {
+            return Frame::error(format!("ERR a source id is 1 to {MAX_SOURCE_BYTES} bytes"));
+        }
+        let (start, end) = match (parse_u64_arg(&a[3], "start-offset"), parse_u64_arg(&a[4], "end-offset")) {
+            (Ok(s), Ok(e)) if e >= s => (s, e),
+            (Ok(_), Ok(_)) => return err("ERR end-offset is before start-offset"),
+            (Err(e), _) | (_, Err(e)) => return e,
+        };
+        first_line = match parse_u64_arg(&a[5], "first-line") {
+            Ok(l) if l >= 1 => l,
+            Ok(_) => return err("ERR first-line starts at 1"),
+            Err(e) => return e,
+        };
+        source = Some((format!("{SOURCE_PREFIX}{}", text(&a[2])), text(&a[2]), start, end));
+        payload_at = 6;
+    }
+    if let Some(refused) = crate::snapshot::refusing_writes(&conn.worker.server.config) {
+        return Frame::error(refused);
+    }
+    let mut batch = Batch::new(&rules, fi);
+    let mut line = first_line;
+    for p in &a[payload_at..] {
+        line = batch.add_payload(&rules, p, line, summarizer::REJECTS_KEPT);
+    }
+    let n = conn.worker.shards();
+    let db = conn.db;
+    let mut per_shard: BTreeMap<usize, Vec<Call>> = BTreeMap::new();
+    let mut specs: Vec<(&'static [u8], &'static Spec)> = Vec::with_capacity(4);
+    for c in batch.packed_commands(&rules, MAX_GENERATED_ARGS) {
+        let name = &c.buf[..c.ends[0]];
+        let spec = match specs.iter().find(|(n, _)| *n == name) {
+            Some((_, spec)) => *spec,
+            None => match crate::command::lookup(name) {
+                Some(spec) => {
+                    specs.push((spec.name.as_bytes(), spec));
+                    // Names arrive upper-case: remember that spelling too.
+                    if let Some(upper) = GENERATED.iter().find(|g| g.as_bytes() == name) {
+                        specs.push((upper.as_bytes(), spec));
+                    }
+                    spec
+                }
+                None => return err("ERR internal error: the summarizer generated an unknown command"),
+            },
+        };
+        // One buffer per command; the arguments are slices of it.
+        let buf = Bytes::from(c.buf);
+        let mut start = 0;
+        let args = Args::from_vec(
+            c.ends
+                .iter()
+                .map(|&end| {
+                    let a = buf.slice(start..end);
+                    start = end;
+                    a
+                })
+                .collect(),
+        );
+        per_shard.entry(shard_of(&args[1], n)).or_default().push(Call { spec, args });
+    }
+    if let Some((key, ..)) = &source {
+        per_shard.entry(shard_of(key.as_bytes(), n)).or_default();
+    }
+    let source_label = match &source {
+        Some((_, id, ..)) => id.clone(),
+        None => format!("client {}", conn.meta.id),
+    };
+    if per_shard.is_empty() {
+        summarizer::record(&rules, fi, &batch, &source_label);
+        return ingest_reply(&batch);
+    }
+    let own_locks;
+    let locks: &Locks = match access {
+        Access::Locked(l) if per_shard.keys().all(|s| l.holds(*s)) => l,
+        _ => match conn.worker.lock(per_shard.keys().copied()).await {
+            Some(l) => {
+                own_locks = l;
+                &own_locks
+            }
+            None => return crate::exec::shutting_down(),
+        },
+    };
+    if let Some((key, _, start, end)) = &source {
+        let shard = shard_of(key.as_bytes(), n);
+        let k = key.clone().into_bytes();
+        let Some(at) = conn.worker.run(Access::Locked(locks), shard, move |s| source_position(&mut s.dbs[db], &k)).await else {
+            return crate::exec::shutting_down();
+        };
+        match at {
+            Err(e) => return e,
+            Ok((offset, _)) if offset != *start => {
+                return Frame::error(format!("ERR source '{}' is at offset {offset}, this batch starts at {start}: nothing applied", text(&a[2])));
+            }
+            Ok(_) => {}
+        }
+        let args = Args::from_vec(vec![
+            Bytes::from_static(b"HSET"),
+            Bytes::from(key.clone()),
+            Bytes::from_static(b"offset"),
+            Bytes::from(end.to_string()),
+            Bytes::from_static(b"line"),
+            Bytes::from(line.to_string()),
+        ]);
+        let spec = crate::command::lookup(b"hset").expect("HSET exists");
+        per_shard.entry(shard).or_default().push(Call { spec, args });
+    }
+    let cfg = conn.worker.server.config.cmd_config();
+    let mut jobs = Vec::with_capacity(per_shard.len());
+    for (shard, calls) in per_shard {
+        let job = conn
+            .worker
+            .spawn_job(Access::Locked(locks), shard, move |s| {
+                let now = now_ms();
+                let mut failed = (0u64, None);
+                for c in &calls {
+                    if let Frame::Error(e) = crate::exec::run_lone(&mut s.dbs, db, c.spec, &c.args, now, cfg, n) {
+                        failed.0 += 1;
+                        failed.1.get_or_insert(e);
+                    }
+                }
+                (crate::aof::take_pending(), failed)
+            })
+            .await;
+        match job {
+            Some(rx) => jobs.push(rx),
+            None => return crate::exec::shutting_down(),
+        }
+    }
+    let mut failed = (0u64, None);
+    for rx in jobs {
+        let Ok((log, (count, first))) = rx.await else { return crate::exec::shutting_down() };
+        locks.add_log(log);
+        failed.0 += count;
+        if failed.1.is_none() {
+            failed.1 = first;
+        }
+    }
+    summarizer::record(&rules, fi, &batch, &source_label);
+    if let (count, Some(first)) = failed {
+        return Frame::error(format!("ERR {count} summary writes failed, the first with: {}", String::from_utf8_lossy(&first)));
+    }
+    ingest_reply(&batch)
+}
+
+/// [events applied, lines rejected].
+fn ingest_reply(batch: &Batch) -> Frame {
+    Frame::Array(vec![Frame::Integer(batch.events as i64), Frame::Integer(batch.rejected as i64)])
+}
+
+async fn source(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
+    let key = format!("{SOURCE_PREFIX}{}", text(&a[1])).into_bytes();
+    let db = conn.db;
+    let shard = shard_of(&key, conn.worker.shards());
+    match conn.worker.run(access, shard, move |s| source_position(&mut s.dbs[db], &key)).await {
+        Some(Ok((offset, line))) => Frame::Array(vec![Frame::Integer(offset as i64), Frame::Integer(line as i64)]),
+        Some(Err(e)) => e,
+        None => crate::exec::shutting_down(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// SUMMARY.QUERY
+
+/// Folds the keys of the query's summary on one shard's database into groups.
+fn shard_groups(rules: &Rules, q: &Query, db: &mut Db) -> Result<Vec<Group>, String> {
+    let s = &rules.summaries[q.summary];
+    let now = now_ms();
+    let pattern = format!("{}*", s.name);
+    let mut groups: HashMap<Vec<String>, Group> = HashMap::new();
+    for key in db.keys_matching(pattern.as_bytes(), now) {
+        let Some(parts) = parse_key(s, &key) else { continue };
+        let Some(gk) = q.group_of(s, &parts) else { continue };
+        let Some(e) = db.get_shared(&key, now) else { continue };
+        let g = groups.entry(gk).or_insert_with_key(|k| Group::new(s, k.clone()));
+        let metric = parts.metric.as_deref().and_then(|m| s.metric(m));
+        match (metric, e.value()) {
+            (None, ValueRef::Hash(h)) => {
+                for (f, v) in h.iter() {
+                    if let Some(mi) = std::str::from_utf8(f).ok().and_then(|f| s.metric(f)).filter(|&mi| s.metrics[mi].kind.in_hash()) {
+                        g.add_field(s, mi, v, parts.bucket);
+                    }
+                }
+            }
+            (Some(mi), ValueRef::Hll(h)) if matches!(s.metrics[mi].kind, MetricKind::Hll(_)) => g.add_hll(mi, h)?,
+            (Some(mi), ValueRef::Str(b)) if matches!(s.metrics[mi].kind, MetricKind::Hll(_)) => {
+                let h = abacus_hll::Hll::from_bytes(b).map_err(|e| format!("key '{}' is not a sketch: {e}", String::from_utf8_lossy(&key)))?;
+                g.add_hll(mi, &h)?;
+            }
+            (Some(mi), ValueRef::Set(set)) if matches!(s.metrics[mi].kind, MetricKind::Distinct(_)) => g.add_members(mi, set.iter().map(|m| m.to_vec())),
+            // A key of another type under the summary's name: not the summarizer's.
+            _ => {}
+        }
+    }
+    Ok(groups.into_values().collect())
+}
+
+async fn query(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
+    let Some(rules) = summarizer::rules() else { return err(ERR_NO_RULES) };
+    let args: Vec<&[u8]> = a[1..].iter().map(|x| &x[..]).collect();
+    let q = match Query::parse(&rules, &args) {
+        Ok(q) => Arc::new(q),
+        Err(e) => return Frame::error(e.0),
+    };
+    let db = conn.db;
+    let (r, q2) = (rules.clone(), q.clone());
+    let Some(parts) = conn.worker.run_all(access, move |s| shard_groups(&r, &q2, &mut s.dbs[db])).await else {
+        return crate::exec::shutting_down();
+    };
+    let s = &rules.summaries[q.summary];
+    let mut merged: HashMap<Vec<String>, Group> = HashMap::new();
+    for part in parts {
+        let part = match part {
+            Ok(p) => p,
+            Err(e) => return Frame::error(format!("ERR {e}")),
+        };
+        for g in part {
+            match merged.remove(&g.key) {
+                Some(mut mine) => {
+                    if let Err(e) = mine.merge(s, g) {
+                        return Frame::error(format!("ERR {e}"));
+                    }
+                    merged.insert(mine.key.clone(), mine);
+                }
+                None => {
+                    merged.insert(g.key.clone(), g);
+                }
+            }
+        }
+    }
+    let mut rows: Vec<Group> = merged.into_values().collect();
+    if q.group == GroupBy::Bucket {
+        rows.sort_by_key(|g| g.key[0].parse::<i64>().unwrap_or(0));
+    } else {
+        rows.sort_by(|x, y| x.key.cmp(&y.key));
+    }
+    let names = q.group_names(s);
+    Frame::Array(
+        rows.into_iter()
+            .map(|g| {
+                let mut row: Vec<(Frame, Frame)> = names.iter().zip(&g.key).map(|(n, v)| (bulk(n.as_bytes()), bulk(v.as_bytes()))).collect();
+                if q.group == GroupBy::Bucket {
+                    // The bucket start as an integer, like the counts.
+                    if let Some((_, v)) = row.first_mut() {
+                        *v = Frame::Integer(g.key[0].parse().unwrap_or(0));
+                    }
+                }
+                for (name, cell) in g.cells(s) {
+                    let v = match cell {
+                        Cell::Int(n) => Frame::Integer(n),
+                        Cell::Float(x) => Frame::Double(x),
+                        Cell::Text(t) => bulk(t.as_bytes()),
+                    };
+                    row.push((bulk(name.as_bytes()), v));
+                }
+                Frame::Map(row)
+            })
+            .collect(),
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// SUMMARY.REJECTS, SUMMARY.RULES
+
+fn rejects(a: &[Arg]) -> Frame {
+    let Some(rules) = summarizer::rules() else { return err(ERR_NO_RULES) };
+    let feed = text(&a[1]);
+    if rules.feed(&feed).is_none() {
+        return Frame::error(format!("ERR no such feed '{feed}'"));
+    }
+    let (count, kept) = summarizer::rejects(&feed);
+    let lines = kept
+        .into_iter()
+        .map(|r| {
+            Frame::Map(vec![
+                (bulk(b"source"), bulk(r.source.as_bytes())),
+                (bulk(b"line"), Frame::Integer(r.line_no as i64)),
+                (bulk(b"reason"), bulk(r.reason.as_bytes())),
+                (bulk(b"text"), bulk(r.line.as_bytes())),
+            ])
+        })
+        .collect();
+    Frame::Map(vec![(bulk(b"rejected"), Frame::Integer(count as i64)), (bulk(b"lines"), Frame::Array(lines))])
+}
+
+fn rules_cmd(a: &[Arg]) -> Frame {
+    if a[1].eq_ignore_ascii_case(b"load") && a.len() == 3 {
+        return match summarizer::load(&text(&a[2])) {
+            Ok(()) => Frame::ok(),
+            Err(e) => Frame::error(format!("ERR {e}")),
+        };
+    }
+    if a[1].eq_ignore_ascii_case(b"get") && a.len() == 2 {
+        return match summarizer::rules() {
+            Some(r) => bulk(r.text.as_bytes()),
+            None => Frame::Null,
+        };
+    }
+    err(ERR_SYNTAX)
+}
+
+fn bulk(b: &[u8]) -> Frame {
+    Frame::Bulk(Bytes::copy_from_slice(b))
+}

@@ -1,0 +1,135 @@
+//! The summarizer's server-wide state: the loaded rules, and per-feed and per-summary counts
+//! (INFO `summarizer`) with the first rejected lines of each feed (SUMMARY.REJECTS).
+//!
+//! The rules are an `Arc` behind a lock taken once per SUMMARY.* command (never per line or
+//! per key): a reload swaps the pointer, and batches already parsing keep the rules they
+//! started with. The counts are plain atomics-free numbers under one mutex, touched once per
+//! batch. The summaries themselves are ordinary keys in the shards (see `cmd/summary.rs`);
+//! nothing here needs persisting: the rules come back from `summarizer-rules` at start-up,
+//! and the exactly-once offsets of sources are keys too.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
+
+use abacus_summarizer::{Batch, Rules};
+
+/// How many rejected lines each feed keeps (the first ones; all are counted).
+pub const REJECTS_KEPT: usize = 100;
+
+static RULES: RwLock<Option<Arc<Rules>>> = RwLock::new(None);
+static STATS: Mutex<Option<Stats>> = Mutex::new(None);
+
+/// A rejected line as SUMMARY.REJECTS shows it.
+#[derive(Clone, Debug)]
+pub struct Rejected {
+    pub source: String,
+    pub line_no: u64,
+    pub reason: String,
+    pub line: String,
+}
+
+#[derive(Default)]
+pub struct FeedStats {
+    pub events: u64,
+    pub rejected: u64,
+    pub bytes: u64,
+    pub batches: u64,
+    pub rejects: VecDeque<Rejected>,
+}
+
+struct Stats {
+    since: Instant,
+    feeds: BTreeMap<String, FeedStats>,
+    summaries: BTreeMap<String, u64>,
+}
+
+/// The loaded rules, if any.
+pub fn rules() -> Option<Arc<Rules>> {
+    RULES.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// Reads, checks and installs a rules file; on error nothing changes and the message names
+/// the file, the line and the reason.
+pub fn load(path: &str) -> Result<(), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read rules file '{path}': {e}"))?;
+    install_text(&text).map_err(|e| format!("rules file '{path}': {e}"))
+}
+
+/// Checks and installs rules given as text.
+pub fn install_text(text: &str) -> Result<(), String> {
+    let rules = Rules::parse(text).map_err(|e| e.to_string())?;
+    *RULES.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(rules));
+    Ok(())
+}
+
+/// Loads `summarizer-rules` at start-up, if set.
+pub fn load_at_startup(config: &crate::config::Config) -> Result<(), String> {
+    let path = config.get("summarizer-rules");
+    if path.trim().is_empty() {
+        return Ok(());
+    }
+    load(path.trim())
+}
+
+/// Counts a batch that was applied.
+pub fn record(rules: &Rules, feed: usize, batch: &Batch, source: &str) {
+    let mut g = STATS.lock().unwrap_or_else(|e| e.into_inner());
+    let stats = g.get_or_insert_with(|| Stats { since: Instant::now(), feeds: BTreeMap::new(), summaries: BTreeMap::new() });
+    let f = stats.feeds.entry(rules.feeds[feed].name.clone()).or_default();
+    f.events += batch.events;
+    f.rejected += batch.rejected;
+    f.bytes += batch.bytes;
+    f.batches += 1;
+    for r in &batch.rejects {
+        if f.rejects.len() >= REJECTS_KEPT {
+            break;
+        }
+        f.rejects.push_back(Rejected { source: source.to_string(), line_no: r.line_no, reason: r.reason.clone(), line: r.line.clone() });
+    }
+    for (si, n) in batch.updates.iter().enumerate() {
+        if *n > 0 {
+            *stats.summaries.entry(rules.summaries[si].name.clone()).or_default() += n;
+        }
+    }
+}
+
+/// A feed's rejected count and kept lines.
+pub fn rejects(feed: &str) -> (u64, Vec<Rejected>) {
+    let g = STATS.lock().unwrap_or_else(|e| e.into_inner());
+    match g.as_ref().and_then(|s| s.feeds.get(feed)) {
+        Some(f) => (f.rejected, f.rejects.iter().cloned().collect()),
+        None => (0, Vec::new()),
+    }
+}
+
+/// INFO's `summarizer` section.
+pub fn info() -> String {
+    use std::fmt::Write;
+    let mut out = String::from("# Summarizer\r\n");
+    let rules = rules();
+    let _ = write!(out, "summarizer_rules_loaded:{}\r\n", u8::from(rules.is_some()));
+    if let Some(r) = &rules {
+        let _ = write!(out, "summarizer_feeds:{}\r\nsummarizer_summaries:{}\r\n", r.feeds.len(), r.summaries.len());
+    }
+    let g = STATS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(s) = g.as_ref() {
+        let secs = s.since.elapsed().as_secs_f64().max(1e-3);
+        for (name, f) in &s.feeds {
+            let _ = write!(
+                out,
+                "feed_{name}:events={},rejected={},dropped=0,bytes={},batches={},events_per_sec={:.0}\r\n",
+                f.events,
+                f.rejected,
+                f.bytes,
+                f.batches,
+                f.events as f64 / secs
+            );
+        }
+        for (name, n) in &s.summaries {
+            let _ = write!(out, "summary_{name}:updates={n}\r\n");
+        }
+    }
+    out.push_str("\r\n");
+    out
+}

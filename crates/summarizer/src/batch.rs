@@ -1,0 +1,408 @@
+//! A batch of feed lines to the writes it makes, aggregated per key.
+//!
+//! Ten thousand click events on one campaign and day are one hash update (`count` +10000),
+//! not ten thousand: the batch folds every event into an accumulator per summary key before
+//! anything reaches a shard, which is what lets one writer per shard keep up with many
+//! parsers. The result is a list of ordinary commands ([`Batch::commands`]):
+//! `SUMMARY.UPDATE key field op value ...` for the hash (count and sum add, min and max keep
+//! the extreme, last sets), `HLL.ADDRAW key hash...` for `hll(...)` metrics (hashed as
+//! postgresql-hll's `hll_hash_bigint` when the value is a 64-bit integer, else as
+//! `hll_hash_text`/`hll_hash_bytea` of its bytes, seed 0), `SADD key member...` for
+//! `distinct(...)` metrics (integer members land in the Roaring bitmap), and
+//! `PEXPIREAT key ms` for a summary with a `ttl` (the end of the bucket plus the ttl, or for
+//! `bucket = "none"` the batch's latest event time plus the ttl). Commands are absolute and
+//! deterministic, so the log replays them to the same state.
+//!
+//! Fan-out: a summary reading a field that a `[*]` path filled gets one update per value
+//! (per combination of values if it reads several such fields, at most
+//! [`MAX_COMBINATIONS`] per event).
+
+use std::collections::HashMap;
+
+/// Batch maps are keyed by summary keys the server built itself: a fast non-keyed hash.
+type Map<V> = HashMap<String, V, foldhash::fast::FixedState>;
+
+use crate::event::{parse_line, Event};
+use crate::keys::summary_key_into;
+use crate::rules::{MetricKind, Rules, Summary};
+
+/// Most updates one event may make to one summary through fan-out.
+pub const MAX_COMBINATIONS: usize = 4096;
+/// Longest part of a rejected line kept for SUMMARY.REJECTS.
+pub const REJECT_LINE_BYTES: usize = 256;
+
+/// A hash field's accumulated change.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Acc {
+    Count(i64),
+    Sum(f64),
+    Min(f64),
+    Max(f64),
+    Last(String),
+}
+
+/// A rejected line: its number within the batch (1-based, after `first_line`), the reason
+/// and the line's beginning.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reject {
+    pub line_no: u64,
+    pub reason: String,
+    pub line: String,
+}
+
+struct HashUpdate {
+    summary: usize,
+    /// One per hash metric of the summary, in its metric order (None: no value yet).
+    accs: Vec<Option<Acc>>,
+    expire_ms: i64,
+}
+
+/// The aggregated writes of a batch of lines of one feed.
+pub struct Batch {
+    feed: usize,
+    hashes: Map<HashUpdate>,
+    hlls: Map<(Vec<i64>, i64)>,
+    sets: Map<(Vec<String>, i64)>,
+    pub events: u64,
+    pub rejects: Vec<Reject>,
+    pub rejected: u64,
+    /// Updates (events after filter and fan-out) per summary, indexed like `Rules::summaries`.
+    pub updates: Vec<u64>,
+    /// Bytes of lines read.
+    pub bytes: u64,
+    scratch: Vec<String>,
+    key_buf: String,
+    metric_key_buf: String,
+}
+
+fn hll_hash(v: &str) -> i64 {
+    match v.parse::<i64>() {
+        // Only the canonical form: "007" is text to postgresql-hll's callers too.
+        Ok(n) if is_canonical_int(v) => abacus_hll::hash_bigint(n, 0),
+        _ => abacus_hll::hash_bytes(v.as_bytes(), 0),
+    }
+}
+
+/// Whether `v`, which parses as an i64, is written the way the integer prints: no `+`, no
+/// leading zeros, no `-0`.
+fn is_canonical_int(v: &str) -> bool {
+    let digits = v.strip_prefix('-').unwrap_or(v);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) && (digits == "0" && !v.starts_with('-') || !digits.starts_with('0'))
+}
+
+fn num(v: &str) -> f64 {
+    // Checked by `parse_line` for every field a sum, min or max reads.
+    v.trim().parse::<f64>().unwrap_or(0.0)
+}
+
+fn fold(acc: &mut Option<Acc>, kind: MetricKind, v: Option<&str>) {
+    match (kind, acc.as_mut(), v) {
+        (MetricKind::Count, Some(Acc::Count(n)), _) => *n += 1,
+        (MetricKind::Count, None, _) => *acc = Some(Acc::Count(1)),
+        (MetricKind::Sum(_), Some(Acc::Sum(s)), Some(v)) => *s += num(v),
+        (MetricKind::Sum(_), None, Some(v)) => *acc = Some(Acc::Sum(num(v))),
+        (MetricKind::Min(_), Some(Acc::Min(m)), Some(v)) => *m = m.min(num(v)),
+        (MetricKind::Min(_), None, Some(v)) => *acc = Some(Acc::Min(num(v))),
+        (MetricKind::Max(_), Some(Acc::Max(m)), Some(v)) => *m = m.max(num(v)),
+        (MetricKind::Max(_), None, Some(v)) => *acc = Some(Acc::Max(num(v))),
+        (MetricKind::Last(_), _, Some(v)) => *acc = Some(Acc::Last(v.to_string())),
+        _ => {}
+    }
+}
+
+impl Batch {
+    pub fn new(rules: &Rules, feed: usize) -> Batch {
+        Batch {
+            feed,
+            hashes: Map::default(),
+            hlls: Map::default(),
+            sets: Map::default(),
+            events: 0,
+            rejects: Vec::new(),
+            rejected: 0,
+            updates: vec![0; rules.summaries.len()],
+            bytes: 0,
+            scratch: Vec::new(),
+            key_buf: String::new(),
+            metric_key_buf: String::new(),
+        }
+    }
+
+    /// Parses every line of `payload` (lines end with `\n`, an optional `\r` before it is
+    /// dropped, empty lines are skipped) and folds the events in. Line numbers continue from
+    /// `first_line` (the number of the payload's first line). Keeps at most `keep_rejects`
+    /// rejected lines (all are counted). Returns the number of the next line.
+    pub fn add_payload(&mut self, rules: &Rules, payload: &[u8], first_line: u64, keep_rejects: usize) -> u64 {
+        let mut line_no = first_line;
+        self.bytes += payload.len() as u64;
+        for raw in payload.split(|&b| b == b'\n') {
+            let n = line_no;
+            line_no += 1;
+            let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+            if raw.is_empty() {
+                continue;
+            }
+            let parsed = match std::str::from_utf8(raw) {
+                Ok(line) => parse_line(&rules.feeds[self.feed], line, &mut self.scratch).map_err(|e| e.0),
+                Err(_) => Err("not UTF-8".to_string()),
+            };
+            match parsed {
+                Ok(Some(event)) => self.add_event(rules, &event),
+                Ok(None) => {}
+                Err(reason) => {
+                    self.rejected += 1;
+                    if self.rejects.len() < keep_rejects {
+                        let mut end = raw.len().min(REJECT_LINE_BYTES);
+                        let text = String::from_utf8_lossy(&raw[..end]).into_owned();
+                        end = text.len();
+                        self.rejects.push(Reject { line_no: n, reason, line: text[..end].to_string() });
+                    }
+                }
+            }
+        }
+        // The split above yields one piece after a final '\n': it was not a line.
+        if payload.last() == Some(&b'\n') {
+            line_no -= 1;
+        }
+        line_no
+    }
+
+    /// Folds one event into every summary of its feed.
+    pub fn add_event(&mut self, rules: &Rules, event: &Event) {
+        self.events += 1;
+        for &si in &rules.feeds[self.feed].summaries {
+            let s = &rules.summaries[si];
+            // Fields the summary reads that do not hold exactly one value (fan-out).
+            let multi: Vec<usize> = s.uses.iter().copied().filter(|&f| event.values[f].len() != 1).collect();
+            if multi.is_empty() {
+                let pick = |f: usize| event.values[f][0].as_str();
+                self.add_one(s, si, event.time_ms, &pick);
+                continue;
+            }
+            if multi.iter().any(|&f| event.values[f].is_empty()) {
+                continue;
+            }
+            let mut idx = vec![0usize; multi.len()];
+            let mut done = 0;
+            loop {
+                let pick = |f: usize| match multi.iter().position(|&m| m == f) {
+                    Some(p) => event.values[f][idx[p]].as_str(),
+                    None => event.values[f][0].as_str(),
+                };
+                self.add_one(s, si, event.time_ms, &pick);
+                done += 1;
+                if done >= MAX_COMBINATIONS {
+                    break;
+                }
+                // Next combination, odometer style.
+                let mut p = 0;
+                loop {
+                    if p == multi.len() {
+                        break;
+                    }
+                    idx[p] += 1;
+                    if idx[p] < event.values[multi[p]].len() {
+                        break;
+                    }
+                    idx[p] = 0;
+                    p += 1;
+                }
+                if p == multi.len() {
+                    break;
+                }
+            }
+        }
+    }
+
+    fn add_one<'v>(&mut self, s: &Summary, si: usize, time_ms: i64, value: &impl Fn(usize) -> &'v str) {
+        if let Some(f) = &s.filter {
+            if !f.eval(value) {
+                return;
+            }
+        }
+        self.updates[si] += 1;
+        let bucket = s.bucket.start(time_ms);
+        let expire_ms = match (s.ttl_ms, bucket) {
+            (None, _) => 0,
+            (Some(ttl), Some(b)) => (b + s.bucket.seconds()) * 1000 + ttl,
+            (Some(ttl), None) => time_ms + ttl,
+        };
+        // Keys are built in reused buffers and copied only when new to the batch.
+        let mut key = std::mem::take(&mut self.key_buf);
+        let mut metric_key = std::mem::take(&mut self.metric_key_buf);
+        summary_key_into(&mut key, s, s.dims.iter().map(|&d| value(d)), bucket);
+        let mut has_hash = false;
+        for m in &s.metrics {
+            if !m.kind.in_hash() {
+                metric_key.clear();
+                metric_key.push_str(&key);
+                metric_key.push(':');
+                metric_key.push_str(&m.name);
+            }
+            match m.kind {
+                MetricKind::Hll(f) => {
+                    // Looked up before inserting: a key already in the batch costs no allocation.
+                    let e = match self.hlls.get_mut(metric_key.as_str()) {
+                        Some(e) => e,
+                        None => self.hlls.entry(metric_key.clone()).or_insert_with(|| (Vec::new(), 0)),
+                    };
+                    e.0.push(hll_hash(value(f)));
+                    e.1 = e.1.max(expire_ms);
+                }
+                MetricKind::Distinct(f) => {
+                    let e = match self.sets.get_mut(metric_key.as_str()) {
+                        Some(e) => e,
+                        None => self.sets.entry(metric_key.clone()).or_insert_with(|| (Vec::new(), 0)),
+                    };
+                    e.0.push(value(f).to_string());
+                    e.1 = e.1.max(expire_ms);
+                }
+                _ => has_hash = true,
+            }
+        }
+        if has_hash {
+            let n = s.metrics.len();
+            let h = match self.hashes.get_mut(key.as_str()) {
+                Some(h) => h,
+                None => self.hashes.entry(key.clone()).or_insert_with(|| HashUpdate { summary: si, accs: vec![None; n], expire_ms: 0 }),
+            };
+            h.expire_ms = h.expire_ms.max(expire_ms);
+            for (mi, m) in s.metrics.iter().enumerate() {
+                if m.kind.in_hash() {
+                    fold(&mut h.accs[mi], m.kind, m.kind.field().map(value));
+                }
+            }
+        }
+        self.key_buf = key;
+        self.metric_key_buf = metric_key;
+    }
+
+    /// Whether the batch writes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.hashes.is_empty() && self.hlls.is_empty() && self.sets.is_empty()
+    }
+
+    /// The batch's writes as commands (name first). Each command names one key, in
+    /// argument 1; `max_args` bounds the arguments of one command (a longer list of hashes
+    /// or members is split).
+    pub fn commands(&self, rules: &Rules, max_args: usize) -> Vec<Vec<Vec<u8>>> {
+        self.packed_commands(rules, max_args).iter().map(|c| c.args().map(<[u8]>::to_vec).collect()).collect()
+    }
+
+    /// [`Batch::commands`], each command's arguments packed in one buffer (one allocation per
+    /// command instead of one per argument: a batch generates a command per key it touches).
+    pub fn packed_commands(&self, rules: &Rules, max_args: usize) -> Vec<Packed> {
+        use std::io::Write;
+        let max_args = max_args.max(8);
+        let mut out = Vec::with_capacity(self.hashes.len() + self.hlls.len() + self.sets.len());
+        let expire = |out: &mut Vec<Packed>, key: &str, ms: i64| {
+            if ms > 0 {
+                let mut c = Packed::new(b"PEXPIREAT", key, 16);
+                let _ = write!(c.buf, "{ms}");
+                c.end();
+                out.push(c);
+            }
+        };
+        for (key, h) in &self.hashes {
+            let s = &rules.summaries[h.summary];
+            let mut c = Packed::new(b"SUMMARY.UPDATE", key, 24 * h.accs.len());
+            for (m, acc) in s.metrics.iter().zip(&h.accs) {
+                let Some(acc) = acc else { continue };
+                c.push(m.name.as_bytes());
+                match acc {
+                    Acc::Count(n) => {
+                        c.push(b"INCRBY");
+                        let _ = write!(c.buf, "{n}");
+                    }
+                    Acc::Sum(x) => {
+                        c.push(b"INCRBYFLOAT");
+                        c.buf.extend_from_slice(fmt_f64(*x).as_bytes());
+                    }
+                    Acc::Min(x) => {
+                        c.push(b"MIN");
+                        c.buf.extend_from_slice(fmt_f64(*x).as_bytes());
+                    }
+                    Acc::Max(x) => {
+                        c.push(b"MAX");
+                        c.buf.extend_from_slice(fmt_f64(*x).as_bytes());
+                    }
+                    Acc::Last(t) => {
+                        c.push(b"SET");
+                        c.buf.extend_from_slice(t.as_bytes());
+                    }
+                }
+                c.end();
+            }
+            if c.ends.len() > 2 {
+                out.push(c);
+            }
+            expire(&mut out, key, h.expire_ms);
+        }
+        for (key, (hashes, ms)) in &self.hlls {
+            for chunk in hashes.chunks(max_args - 2) {
+                let mut c = Packed::new(b"HLL.ADDRAW", key, 20 * chunk.len());
+                for h in chunk {
+                    let _ = write!(c.buf, "{h}");
+                    c.end();
+                }
+                out.push(c);
+            }
+            expire(&mut out, key, *ms);
+        }
+        for (key, (members, ms)) in &self.sets {
+            for chunk in members.chunks(max_args - 2) {
+                let mut c = Packed::new(b"SADD", key, chunk.iter().map(String::len).sum());
+                for m in chunk {
+                    c.push(m.as_bytes());
+                }
+                out.push(c);
+            }
+            expire(&mut out, key, *ms);
+        }
+        out
+    }
+}
+
+/// A command's arguments in one buffer: argument i is `buf[ends[i - 1]..ends[i]]`.
+pub struct Packed {
+    pub buf: Vec<u8>,
+    pub ends: Vec<usize>,
+}
+
+impl Packed {
+    fn new(name: &[u8], key: &str, more: usize) -> Packed {
+        let mut c = Packed { buf: Vec::with_capacity(name.len() + key.len() + more), ends: Vec::with_capacity(8) };
+        c.push(name);
+        c.push(key.as_bytes());
+        c
+    }
+
+    /// Appends a whole argument.
+    fn push(&mut self, a: &[u8]) {
+        self.buf.extend_from_slice(a);
+        self.end();
+    }
+
+    /// Ends the argument written into `buf` since the last end.
+    fn end(&mut self) {
+        self.ends.push(self.buf.len());
+    }
+
+    /// The arguments, name first.
+    pub fn args(&self) -> impl Iterator<Item = &[u8]> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts.zip(self.ends.iter().copied()).map(|(a, b)| &self.buf[a..b])
+    }
+}
+
+/// A double as the shortest text that reads back as the same value (Rust's `Display`), which
+/// every float parser on the way back accepts.
+pub fn fmt_f64(x: f64) -> String {
+    let s = format!("{x}");
+    if s == "-0" {
+        "0".into()
+    } else {
+        s
+    }
+}
+

@@ -1,0 +1,276 @@
+//! One feed line to one event: CSV columns or JSON paths to field values, and the time.
+//!
+//! A line is either a whole event or a reject with a reason a user can act on: bad CSV
+//! quoting, a wrong column count, invalid JSON, a missing field, a value of the wrong type
+//! (an object where a scalar belongs, a non-number where a sum reads it), an unparseable or
+//! out-of-range time, a line over the feed's `max_line_bytes`. Nothing of a rejected line is
+//! applied, so the checks all happen here, before any summary sees the event.
+//!
+//! A JSON path may fan out (`$.items[*].sku`): the field then has one value per element,
+//! and a summary reading it gets one update per value (see `batch.rs`); an empty array
+//! gives no value and no update. A JSON `null` counts as missing.
+
+use std::fmt;
+
+use serde_json::Value;
+
+use crate::rules::{Feed, Format, TimeSource};
+
+/// A parsed event: the time in milliseconds and each field's values (one, or for a fanning
+/// out JSON path, as many as it found).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub time_ms: i64,
+    pub values: Vec<Vec<String>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Step {
+    Key(String),
+    Index(usize),
+    All,
+}
+
+/// A JSON path: `$` then `.key`, `["key"]`, `[n]` or `[*]` steps.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JsonPath(Vec<Step>);
+
+/// Deepest path accepted.
+const MAX_PATH_STEPS: usize = 32;
+
+impl JsonPath {
+    pub fn parse(s: &str) -> Result<JsonPath, String> {
+        let Some(mut rest) = s.strip_prefix('$') else {
+            return Err(format!("path '{s}' must start with '$'"));
+        };
+        let mut steps = Vec::new();
+        while !rest.is_empty() {
+            if let Some(r) = rest.strip_prefix('.') {
+                let end = r.find(['.', '[']).unwrap_or(r.len());
+                if end == 0 {
+                    return Err(format!("path '{s}': empty key after '.'"));
+                }
+                steps.push(Step::Key(r[..end].to_string()));
+                rest = &r[end..];
+            } else if let Some(r) = rest.strip_prefix('[') {
+                let Some(end) = r.find(']') else { return Err(format!("path '{s}': missing ']'")) };
+                let inner = &r[..end];
+                if inner == "*" {
+                    steps.push(Step::All);
+                } else if let Some(q) = inner.strip_prefix('"').and_then(|x| x.strip_suffix('"')) {
+                    steps.push(Step::Key(q.to_string()));
+                } else if let Ok(n) = inner.parse::<usize>() {
+                    steps.push(Step::Index(n));
+                } else {
+                    return Err(format!("path '{s}': '[{inner}]' is not [n], [*] or [\"key\"]"));
+                }
+                rest = &r[end + 1..];
+            } else {
+                return Err(format!("path '{s}': expected '.' or '[' at '{rest}'"));
+            }
+            if steps.len() > MAX_PATH_STEPS {
+                return Err(format!("path '{s}' has more than {MAX_PATH_STEPS} steps"));
+            }
+        }
+        if steps.is_empty() {
+            return Err(format!("path '{s}' names the whole line; name a field"));
+        }
+        Ok(JsonPath(steps))
+    }
+
+    pub fn fans_out(&self) -> bool {
+        self.0.contains(&Step::All)
+    }
+
+    /// The values the path reaches in `v`, in document order.
+    fn collect<'v>(&self, v: &'v Value, out: &mut Vec<&'v Value>) {
+        fn walk<'v>(steps: &[Step], v: &'v Value, out: &mut Vec<&'v Value>) {
+            let Some((first, rest)) = steps.split_first() else {
+                out.push(v);
+                return;
+            };
+            match (first, v) {
+                (Step::Key(k), Value::Object(m)) => {
+                    if let Some(x) = m.get(k) {
+                        walk(rest, x, out)
+                    }
+                }
+                (Step::Index(i), Value::Array(a)) => {
+                    if let Some(x) = a.get(*i) {
+                        walk(rest, x, out)
+                    }
+                }
+                (Step::All, Value::Array(a)) => a.iter().for_each(|x| walk(rest, x, out)),
+                _ => {}
+            }
+        }
+        walk(&self.0, v, out)
+    }
+}
+
+/// Why a line was rejected.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LineError(pub String);
+
+impl fmt::Display for LineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn bad(msg: impl Into<String>) -> LineError {
+    LineError(msg.into())
+}
+
+/// Splits one CSV line (RFC 4180: a field may be quoted, a quote inside is doubled) into
+/// `out`. A quote inside an unquoted field, text after a closing quote and an unterminated
+/// quoted field are errors.
+pub fn split_csv(line: &str, out: &mut Vec<String>) -> Result<(), LineError> {
+    out.clear();
+    let b = line.as_bytes();
+    let mut i = 0;
+    loop {
+        if b.get(i) == Some(&b'"') {
+            let mut field = Vec::new();
+            i += 1;
+            loop {
+                match b.get(i) {
+                    None => return Err(bad("bad CSV quoting: unterminated quoted field")),
+                    Some(b'"') if b.get(i + 1) == Some(&b'"') => {
+                        field.push(b'"');
+                        i += 2;
+                    }
+                    Some(b'"') => {
+                        i += 1;
+                        break;
+                    }
+                    Some(&c) => {
+                        field.push(c);
+                        i += 1;
+                    }
+                }
+            }
+            // Only bytes of a UTF-8 line were copied, split at ASCII quotes: still UTF-8.
+            out.push(String::from_utf8(field).map_err(|_| bad("not UTF-8"))?);
+            match b.get(i) {
+                None => return Ok(()),
+                Some(b',') => i += 1,
+                Some(_) => return Err(bad("bad CSV quoting: text after a closing quote")),
+            }
+        } else {
+            let end = b[i..].iter().position(|&c| c == b',').map_or(b.len(), |p| i + p);
+            let field = &line[i..end];
+            if field.contains('"') {
+                return Err(bad("bad CSV quoting: a quote inside an unquoted field"));
+            }
+            out.push(field.to_string());
+            if end == b.len() {
+                return Ok(());
+            }
+            i = end + 1;
+        }
+    }
+}
+
+/// The text of a JSON scalar; None for null; an error for an object or array.
+fn scalar_text(v: &Value, field: &str) -> Result<Option<String>, LineError> {
+    match v {
+        Value::Null => Ok(None),
+        Value::String(s) => Ok(Some(s.clone())),
+        Value::Number(n) => Ok(Some(n.to_string())),
+        Value::Bool(b) => Ok(Some(b.to_string())),
+        Value::Array(_) => Err(bad(format!("wrong type: field '{field}' is an array, not a value (fan out with [*])"))),
+        Value::Object(_) => Err(bad(format!("wrong type: field '{field}' is an object, not a value"))),
+    }
+}
+
+/// Times outside years 0..=9999 are refused: they are typos, and their buckets would be keys
+/// nobody can query.
+const MAX_TIME_MS: f64 = 253_402_300_800_000.0;
+
+fn time_ms(feed: &Feed, text: &str) -> Result<i64, LineError> {
+    let t = text.trim();
+    let v = match t.parse::<i64>() {
+        Ok(n) => n as f64,
+        Err(_) => t.parse::<f64>().ok().filter(|x| x.is_finite()).ok_or_else(|| bad(format!("bad time '{}'", shorten(t))))?,
+    };
+    let ms = feed.unit.to_ms(v);
+    if !(0.0..MAX_TIME_MS).contains(&ms) {
+        return Err(bad(format!("time '{}' is out of range", shorten(t))));
+    }
+    Ok(ms.floor() as i64)
+}
+
+fn shorten(s: &str) -> &str {
+    let mut end = s.len().min(40);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// Parses one line of `feed` (without its line end). Ok(None) for a CSV header line.
+pub fn parse_line(feed: &Feed, line: &str, scratch: &mut Vec<String>) -> Result<Option<Event>, LineError> {
+    if line.len() > feed.max_line_bytes {
+        return Err(bad(format!("line longer than {} bytes", feed.max_line_bytes)));
+    }
+    let (time_text, values) = match feed.format {
+        Format::Csv => {
+            if line == feed.header {
+                return Ok(None);
+            }
+            split_csv(line, scratch)?;
+            if scratch.len() != feed.fields.len() {
+                let what = if scratch.len() < feed.fields.len() { "missing field" } else { "extra field" };
+                return Err(bad(format!("{what}: expected {} columns, found {}", feed.fields.len(), scratch.len())));
+            }
+            let TimeSource::Column(tc) = feed.time else { unreachable!("a csv feed's time is a column") };
+            let time = scratch[tc].clone();
+            (time, scratch.drain(..).map(|v| vec![v]).collect::<Vec<_>>())
+        }
+        Format::Jsonl => {
+            let v: Value = serde_json::from_str(line).map_err(|e| bad(format!("invalid JSON: {e}")))?;
+            if !v.is_object() {
+                return Err(bad("invalid JSON: a line must be an object"));
+            }
+            let TimeSource::Path(tp) = &feed.time else { unreachable!("a jsonl feed's time is a path") };
+            let mut found = Vec::new();
+            tp.collect(&v, &mut found);
+            let time = match found.first() {
+                Some(t) => match scalar_text(t, "time")? {
+                    Some(t) => t,
+                    None => return Err(bad("missing field: time")),
+                },
+                None => return Err(bad("missing field: time")),
+            };
+            let mut values = Vec::with_capacity(feed.fields.len());
+            for (name, path) in feed.fields.iter().zip(&feed.paths) {
+                found.clear();
+                path.collect(&v, &mut found);
+                if found.is_empty() && !path.fans_out() {
+                    return Err(bad(format!("missing field: {name}")));
+                }
+                let mut vals = Vec::with_capacity(found.len());
+                for x in &found {
+                    match scalar_text(x, name)? {
+                        Some(s) => vals.push(s),
+                        None if path.fans_out() => {}
+                        None => return Err(bad(format!("missing field: {name} (null)"))),
+                    }
+                }
+                values.push(vals);
+            }
+            (time, values)
+        }
+    };
+    for (i, vals) in values.iter().enumerate() {
+        if feed.numeric[i] {
+            for v in vals {
+                if !v.trim().parse::<f64>().is_ok_and(f64::is_finite) {
+                    return Err(bad(format!("wrong type: field '{}' is not a number: '{}'", feed.fields[i], shorten(v))));
+                }
+            }
+        }
+    }
+    Ok(Some(Event { time_ms: time_ms(feed, &time_text)?, values }))
+}

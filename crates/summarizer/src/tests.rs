@@ -1,0 +1,264 @@
+//! Unit tests of the rules, the line parsers, the batch and the query merge.
+
+use super::*;
+
+const RULES: &str = r#"
+[feed.v1]
+format = "csv"
+columns = ["ts", "campaign", "user", "state", "event", "cost"]
+time = { field = "ts", unit = "s" }
+
+[feed.v2]
+format = "jsonl"
+time = { path = "$.time", unit = "ms" }
+fields = { campaign = "$.ad.campaign", user = "$.user.id", sku = "$.items[*].sku" }
+
+[[summary]]
+name = "by_campaign"
+feed = "v1"
+where = "event = 'click'"
+dimensions = ["campaign", "state"]
+bucket = "1d"
+metrics = { clicks = "count", spend = "sum(cost)", users = "hll(user)", exact_users = "distinct(user)", low = "min(cost)", high = "max(cost)", latest = "last(user)" }
+ttl = "90d"
+
+[[summary]]
+name = "all_events"
+feed = "v1"
+metrics = { n = "count" }
+
+[[summary]]
+name = "sku"
+feed = "v2"
+dimensions = ["sku"]
+bucket = "none"
+metrics = { n = "count", users = "distinct(user)" }
+"#;
+
+fn rules() -> Rules {
+    Rules::parse(RULES).expect("valid rules")
+}
+
+fn err_of(text: &str) -> RulesError {
+    Rules::parse(text).expect_err("refused")
+}
+
+#[test]
+fn parses_the_example() {
+    let r = rules();
+    assert_eq!(r.feeds.len(), 2);
+    assert_eq!(r.summaries.len(), 3);
+    let s = &r.summaries[0];
+    assert_eq!(s.dim_names, vec!["campaign", "state"]);
+    assert_eq!(s.bucket, Bucket::Day);
+    assert_eq!(s.ttl_ms, Some(90 * 86_400_000));
+    assert_eq!(s.metrics.len(), 7);
+    let v1 = &r.feeds[r.feed("v1").unwrap()];
+    assert_eq!(v1.summaries, vec![0, 1]);
+    assert!(v1.numeric[5], "cost is summed");
+    assert!(!v1.numeric[2]);
+}
+
+#[test]
+fn errors_name_the_line_and_reason() {
+    let e = err_of("[feed.a]\nformat = \"csv\"\ncolumns = [\"t\"]\ntime = { field = \"t\", unit = \"s\" }\n[[summary]]\nname = \"x\"\nfeed = \"b\"\nmetrics = { n = \"count\" }\n");
+    assert_eq!(e.line, 7, "{e}");
+    assert!(e.message.contains("unknown feed 'b'"), "{e}");
+    let e = err_of("[feed.a]\nformat = \"csv\"\ncolumns = [\"t\"]\ntime = { field = \"t\", unit = \"s\" }\n[[summary]]\nname = \"x\"\nfeed = \"a\"\nmetrics = { n = \"sum(q)\" }\n");
+    assert_eq!(e.line, 8, "{e}");
+    assert!(e.message.contains("'q' is not a field"), "{e}");
+    let e = err_of("[feed.a]\nformat = \"csv\"\ncolumns = [\"t\"]\ntime = { field = \"t\", unit = \"s\" }\n[[summary]]\nname = \"x\"\nfeed = \"a\"\nwhere = \"t = \"\nmetrics = { n = \"count\" }\n");
+    assert_eq!(e.line, 8, "{e}");
+    assert!(e.message.contains("where"), "{e}");
+    // TOML syntax: the parser's own position.
+    let e = err_of("[feed.a]\nformat = \"csv\n");
+    assert_eq!(e.line, 2, "{e}");
+    // Unknown keys are refused, not ignored.
+    let e = err_of("[feed.a]\nformat = \"csv\"\ncolumns = [\"t\"]\ntime = { field = \"t\", unit = \"s\" }\n[[summary]]\nname = \"x\"\nfeed = \"a\"\ndimension = [\"t\"]\nmetrics = { n = \"count\" }\n");
+    assert!(e.message.contains("dimension"), "{e}");
+    assert!(e.line >= 5, "{e}");
+    let e = err_of("[feed.a]\nformat = \"xml\"\ncolumns = [\"t\"]\ntime = { field = \"t\", unit = \"s\" }\n");
+    assert_eq!(e.line, 2, "{e}");
+    let e = err_of("[feed.a]\nformat = \"csv\"\ncolumns = [\"t\"]\ntime = { field = \"t\", unit = \"s\" }\n[[summary]]\nname = \"x\"\nfeed = \"a\"\nbucket = \"2d\"\nmetrics = { n = \"count\" }\n");
+    assert_eq!(e.line, 8, "{e}");
+    let e = err_of("[feed.a]\nformat = \"csv\"\ncolumns = [\"t\"]\ntime = { field = \"t\", unit = \"s\" }\n");
+    assert!(e.message.contains("no [[summary]]"), "{e}");
+    let e = err_of("[feed.a]\nformat = \"csv\"\ncolumns = [\"t\"]\ntime = { field = \"t\", unit = \"s\" }\n[[summary]]\nname = \"x\"\nfeed = \"a\"\nttl = \"ninety\"\nmetrics = { n = \"count\" }\n");
+    assert_eq!(e.line, 8, "{e}");
+}
+
+#[test]
+fn filters() {
+    let fields = ["event", "cost", "state"];
+    let resolve = |n: &str| fields.iter().position(|f| *f == n);
+    let check = |text: &str, vals: [&str; 3]| Expr::parse(text, resolve).unwrap().eval(&|f: usize| vals[f]);
+    assert!(check("event = 'click'", ["click", "1", "CA"]));
+    assert!(!check("event = 'click'", ["view", "1", "CA"]));
+    assert!(check("event != 'click'", ["view", "1", "CA"]));
+    assert!(check("cost > 5 and cost < 10", ["x", "7.5", "CA"]));
+    assert!(!check("cost > 5 and cost < 10", ["x", "10", "CA"]));
+    assert!(check("cost >= 10", ["x", "10", "CA"]));
+    // A non-number never equals, nor orders against, a number.
+    assert!(!check("cost > 5", ["x", "abc", "CA"]));
+    assert!(check("cost != 5", ["x", "abc", "CA"]));
+    assert!(check("state in ('NY', 'CA')", ["x", "1", "CA"]));
+    assert!(!check("state in ('NY', 'TX')", ["x", "1", "CA"]));
+    assert!(check("not state in ('NY') and (event = 'a' or event = 'click')", ["click", "1", "CA"]));
+    assert!(check("event = 'it''s'", ["it's", "1", "CA"]));
+    // Precedence: and binds tighter than or.
+    assert!(check("event = 'a' or event = 'click' and cost > 100", ["a", "1", "CA"]));
+    assert!(!check("(event = 'a' or event = 'click') and cost > 100", ["a", "1", "CA"]));
+    for bad in ["", "event =", "nosuch = 1", "event = 'x", "event 'x'", "(event = 'x'", "event = 'x' junk", "state in ()", "cost = 1e999"] {
+        assert!(Expr::parse(bad, resolve).is_err(), "{bad}");
+    }
+    let deep = format!("{}event = 'x'{}", "(".repeat(100), ")".repeat(100));
+    assert!(Expr::parse(&deep, resolve).is_err());
+}
+
+#[test]
+fn csv_splitting() {
+    let mut out = Vec::new();
+    split_csv("a,\"b,c\",\"d\"\"e\",", &mut out).unwrap();
+    assert_eq!(out, vec!["a", "b,c", "d\"e", ""]);
+    split_csv("", &mut out).unwrap();
+    assert_eq!(out, vec![""]);
+    for bad in ["a,\"b", "a,b\"c", "\"a\"b,c"] {
+        let e = split_csv(bad, &mut out).unwrap_err();
+        assert!(e.0.contains("bad CSV quoting"), "{bad}: {e}");
+    }
+}
+
+fn reasons(r: &Rules, feed: &str, payload: &str) -> Vec<String> {
+    let mut b = Batch::new(r, r.feed(feed).unwrap());
+    b.add_payload(r, payload.as_bytes(), 1, 100);
+    b.rejects.iter().map(|x| x.reason.clone()).collect()
+}
+
+#[test]
+fn bad_lines_are_rejected_alone_with_a_reason() {
+    let r = rules();
+    let cases = [
+        ("1700000000,c1,\"u1,CA,click,1", "bad CSV quoting"),
+        ("1700000000,c1,u1,CA,click", "missing field"),
+        ("1700000000,c1,u1,CA,click,1,9", "extra field"),
+        ("1700000000,c1,u1,CA,click,abc", "wrong type"),
+        ("yesterday,c1,u1,CA,click,1", "bad time"),
+        ("-5,c1,u1,CA,click,1", "out of range"),
+    ];
+    for (line, want) in cases {
+        let got = reasons(&r, "v1", line);
+        assert_eq!(got.len(), 1, "{line}");
+        assert!(got[0].contains(want), "{line}: {got:?}");
+    }
+    let cases = [
+        ("{\"time\": 1, \"ad\": {\"campaign\": \"c\"}, \"user\": {\"id\": 5}, \"items\": [", "invalid JSON"),
+        ("[1,2]", "must be an object"),
+        ("{\"time\": 1, \"ad\": {}, \"user\": {\"id\": 5}, \"items\": []}", "missing field: campaign"),
+        ("{\"time\": 1, \"ad\": {\"campaign\": {\"x\": 1}}, \"user\": {\"id\": 5}, \"items\": []}", "wrong type"),
+        ("{\"ad\": {\"campaign\": \"c\"}, \"user\": {\"id\": 5}, \"items\": []}", "missing field: time"),
+        ("{\"time\": \"noon\", \"ad\": {\"campaign\": \"c\"}, \"user\": {\"id\": 5}, \"items\": []}", "bad time"),
+    ];
+    for (line, want) in cases {
+        let got = reasons(&r, "v2", line);
+        assert_eq!(got.len(), 1, "{line}");
+        assert!(got[0].contains(want), "{line}: {got:?}");
+    }
+    // Good lines around a bad one are applied; the line number is the bad one's.
+    let mut b = Batch::new(&r, 0);
+    let next = b.add_payload(&r, b"1700000000,c1,u1,CA,click,1\n1700000000,c1,\"u1\n\r\n1700000000,c1,u2,CA,view,2\n", 10, 100);
+    assert_eq!(next, 14);
+    assert_eq!((b.events, b.rejected), (2, 1));
+    assert_eq!(b.rejects[0].line_no, 11);
+    // Oversized lines.
+    let long = format!("1700000000,{},u1,CA,click,1", "c".repeat(70_000));
+    assert!(reasons(&r, "v1", &long)[0].contains("longer than"));
+    // Only the first ones are kept, all are counted.
+    let mut b = Batch::new(&r, 0);
+    b.add_payload(&r, "x\n".repeat(50).as_bytes(), 1, 5);
+    assert_eq!((b.rejected, b.rejects.len()), (50, 5));
+}
+
+fn commands(r: &Rules, feed: &str, payload: &str) -> Vec<String> {
+    let mut b = Batch::new(r, r.feed(feed).unwrap());
+    b.add_payload(r, payload.as_bytes(), 1, 100);
+    assert_eq!(b.rejected, 0, "{:?}", b.rejects);
+    let mut v: Vec<String> = b.commands(r, 1000).into_iter().map(|c| c.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" ")).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_batch_aggregates_per_key() {
+    let r = rules();
+    let day = 1_700_000_000 / 86400 * 86400;
+    let got = commands(&r, "v1", "ts,campaign,user,state,event,cost\n1700000000,c1,7,CA,click,1.5\n1700000100,c1,8,CA,click,2\n1700000200,c1,9,CA,view,100\n1700000300,\"c:2\",7,NY,click,3\n");
+    let exp_day: i64 = (day as i64 + 86400) * 1000 + 90 * 86_400_000;
+    assert!(got.contains(&"SUMMARY.UPDATE all_events n INCRBY 4".to_string()), "{got:?}");
+    let h = got.iter().find(|c| c.starts_with(&format!("SUMMARY.UPDATE by_campaign:c1:CA:{day} "))).expect("the c1 hash");
+    // Metrics in name order: clicks, exact_users (not a hash field), high, latest, low, spend, users.
+    assert_eq!(h, &format!("SUMMARY.UPDATE by_campaign:c1:CA:{day} clicks INCRBY 2 high MAX 2 latest SET 8 low MIN 1.5 spend INCRBYFLOAT 3.5"));
+    assert!(got.contains(&format!("SADD by_campaign:c1:CA:{day}:exact_users 7 8")), "{got:?}");
+    assert!(got.contains(&format!("SADD by_campaign:c%3A2:NY:{day}:exact_users 7")), "{got:?}");
+    assert!(got.contains(&format!("PEXPIREAT by_campaign:c1:CA:{day} {exp_day}")), "{got:?}");
+    let hll = got.iter().find(|c| c.starts_with(&format!("HLL.ADDRAW by_campaign:c1:CA:{day}:users "))).unwrap();
+    assert_eq!(hll, &format!("HLL.ADDRAW by_campaign:c1:CA:{day}:users {} {}", abacus_hll::hash_bigint(7, 0), abacus_hll::hash_bigint(8, 0)));
+}
+
+#[test]
+fn fan_out_updates_once_per_value() {
+    let r = rules();
+    let got = commands(&r, "v2", "{\"time\": 1700000000000, \"ad\": {\"campaign\": \"c\"}, \"user\": {\"id\": 5}, \"items\": [{\"sku\": \"a\"}, {\"sku\": \"b\"}, {\"sku\": \"a\"}]}\n{\"time\": 1700000000000, \"ad\": {\"campaign\": \"c\"}, \"user\": {\"id\": 6}, \"items\": []}\n");
+    assert!(got.contains(&"SUMMARY.UPDATE sku:a n INCRBY 2".to_string()), "{got:?}");
+    assert!(got.contains(&"SUMMARY.UPDATE sku:b n INCRBY 1".to_string()), "{got:?}");
+    assert!(got.contains(&"SADD sku:a:users 5 5".to_string()), "{got:?}");
+    assert_eq!(got.len(), 4, "{got:?}");
+}
+
+#[test]
+fn keys_split_back() {
+    let r = rules();
+    let s = &r.summaries[0];
+    let k = summary_key(s, ["a:b%c", ""].into_iter(), Some(86400));
+    assert_eq!(k, "by_campaign:a%3Ab%25c::86400");
+    let p = parse_key(s, k.as_bytes()).unwrap();
+    assert_eq!(p, KeyParts { dims: vec!["a:b%c".into(), "".into()], bucket: Some(86400), metric: None });
+    let p = parse_key(s, format!("{k}:users").as_bytes()).unwrap();
+    assert_eq!(p.metric.as_deref(), Some("users"));
+    // A hash metric's name is no key suffix; other summaries' keys and junk are not ours.
+    assert!(parse_key(s, format!("{k}:clicks").as_bytes()).is_none());
+    assert!(parse_key(s, b"by_campaign:a:b").is_none());
+    assert!(parse_key(s, b"by_campaignx:a:b:1").is_none());
+    assert!(parse_key(s, b"by_campaign:a:b:notanumber").is_none());
+    let all = &r.summaries[1];
+    assert_eq!(parse_key(all, b"all_events").unwrap().dims.len(), 0);
+}
+
+#[test]
+fn queries_merge_groups() {
+    let r = rules();
+    let s = &r.summaries[0];
+    let args: Vec<&[u8]> = vec![b"by_campaign", b"FROM", b"0", b"TO", b"200000", b"GROUPBY", b"campaign"];
+    let q = Query::parse(&r, &args).unwrap();
+    let parts = |c: &str, st: &str, b: i64| KeyParts { dims: vec![c.into(), st.into()], bucket: Some(b), metric: None };
+    assert_eq!(q.group_of(s, &parts("c1", "CA", 86400)), Some(vec!["c1".to_string()]));
+    assert_eq!(q.group_of(s, &parts("c1", "CA", 200000)), None, "TO is exclusive");
+    let mut a = Group::new(s, vec!["c1".into()]);
+    let mut b = Group::new(s, vec!["c1".into()]);
+    let clicks = s.metric("clicks").unwrap();
+    let latest = s.metric("latest").unwrap();
+    a.add_field(s, clicks, b"3", Some(0));
+    b.add_field(s, clicks, b"4", Some(86400));
+    a.add_field(s, latest, b"old", Some(0));
+    b.add_field(s, latest, b"new", Some(86400));
+    let users = s.metric("exact_users").unwrap();
+    a.add_members(users, [b"1".to_vec(), b"2".to_vec()].into_iter());
+    b.add_members(users, [b"2".to_vec(), b"3".to_vec()].into_iter());
+    a.merge(s, b).unwrap();
+    let cells = a.cells(s);
+    assert!(cells.contains(&("clicks".into(), Cell::Int(7))));
+    assert!(cells.contains(&("latest".into(), Cell::Text("new".into()))));
+    assert!(cells.contains(&("exact_users".into(), Cell::Int(3))));
+    for bad in [&[b"nosuch" as &[u8]][..], &[b"by_campaign", b"GROUPBY"], &[b"by_campaign", b"WHERE", b"nodim", b"x"], &[b"by_campaign", b"FROM", b"x"], &[b"by_campaign", b"junk"]] {
+        assert!(Query::parse(&r, bad).is_err());
+    }
+}
