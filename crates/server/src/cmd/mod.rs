@@ -26,6 +26,7 @@ pub mod bitops;
 pub mod bits;
 pub mod blocking;
 pub mod connection;
+pub mod dump;
 pub mod expiry;
 pub mod geo;
 pub mod hashes;
@@ -80,6 +81,7 @@ pub const FAMILIES: &[&[Spec]] = &[
     geo::COMMANDS,
     persistence::COMMANDS,
     pubsub::COMMANDS,
+    dump::COMMANDS,
 ];
 
 /// Runs one keyed command on `dbs` (database 0, one shard, the default configuration): for
