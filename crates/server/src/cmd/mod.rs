@@ -34,6 +34,7 @@ pub mod hll;
 pub mod keys;
 pub mod ldouble;
 pub mod lists;
+pub mod memory;
 pub mod persistence;
 pub mod pf;
 pub mod pubsub;
@@ -82,6 +83,7 @@ pub const FAMILIES: &[&[Spec]] = &[
     persistence::COMMANDS,
     pubsub::COMMANDS,
     dump::COMMANDS,
+    memory::COMMANDS,
 ];
 
 /// Runs one keyed command on `dbs` (database 0, one shard, the default configuration): for
