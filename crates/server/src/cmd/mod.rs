@@ -29,6 +29,7 @@ pub mod connection;
 pub mod dump;
 pub mod expiry;
 pub mod geo;
+pub mod getkeys;
 pub mod hashes;
 pub mod hll;
 pub mod keys;
