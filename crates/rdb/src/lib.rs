@@ -125,12 +125,16 @@ impl Default for Limits {
 pub struct DecodeLimits {
     /// The longest string (after LZF decompression) a payload may hold.
     pub max_string_bytes: usize,
+    /// The most bytes of strings one value may decode to in all: LZF expands up to ~100x,
+    /// so without this bound a small payload of many compressed strings could claim far
+    /// more memory than it carries.
+    pub max_total_bytes: usize,
 }
 
 impl Default for DecodeLimits {
     fn default() -> Self {
-        // Redis's proto-max-bulk-len default.
-        DecodeLimits { max_string_bytes: 512 << 20 }
+        // Redis's proto-max-bulk-len default, and 8 times that for a whole value.
+        DecodeLimits { max_string_bytes: 512 << 20, max_total_bytes: 4 << 30 }
     }
 }
 
@@ -433,6 +437,8 @@ pub struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
     limits: DecodeLimits,
+    /// Bytes of strings decoded so far (against `limits.max_total_bytes`).
+    decoded_bytes: usize,
 }
 
 /// An RDB length, or the special string encoding a length byte may announce instead.
@@ -444,7 +450,7 @@ enum Len {
 
 impl<'a> Reader<'a> {
     pub fn new(buf: &'a [u8], limits: DecodeLimits) -> Reader<'a> {
-        Reader { buf, pos: 0, limits }
+        Reader { buf, pos: 0, limits, decoded_bytes: 0 }
     }
 
     /// Bytes consumed so far.
@@ -507,13 +513,27 @@ impl<'a> Reader<'a> {
         Ok(n as usize)
     }
 
+    /// Counts `n` more decoded bytes against the limits.
+    fn charge(&mut self, n: u64) -> Result<()> {
+        if n > self.limits.max_string_bytes as u64 {
+            return Err(bad("string longer than the limit"));
+        }
+        let total = self.decoded_bytes.saturating_add(n as usize);
+        if total > self.limits.max_total_bytes {
+            return Err(bad("value larger than the limit"));
+        }
+        self.decoded_bytes = total;
+        Ok(())
+    }
+
     /// Reads a string in any encoding (integers come back as their decimal text).
     pub fn read_string(&mut self) -> Result<Vec<u8>> {
         match self.read_len_or_encoding()? {
             Len::Plain(n) => {
-                if n > self.limits.max_string_bytes as u64 {
-                    return Err(bad("string longer than the limit"));
+                if n > self.remaining() as u64 {
+                    return Err(bad("truncated"));
                 }
+                self.charge(n)?;
                 Ok(self.read_bytes(n as usize)?.to_vec())
             }
             Len::Encoded(0) => Ok((self.read_u8()? as i8).to_string().into_bytes()),
@@ -522,9 +542,7 @@ impl<'a> Reader<'a> {
             Len::Encoded(3) => {
                 let clen = self.read_length()?;
                 let ulen = self.read_length()?;
-                if ulen > self.limits.max_string_bytes as u64 {
-                    return Err(bad("string longer than the limit"));
-                }
+                self.charge(ulen)?;
                 let c = self.read_bytes(usize::try_from(clen).map_err(|_| bad("truncated"))?)?;
                 lzf::decompress(c, ulen as usize).ok_or(bad("invalid LZF data"))
             }
@@ -632,14 +650,17 @@ impl<'a> Reader<'a> {
         })
     }
 
-    fn read_packed(&mut self, decode: fn(&[u8]) -> std::result::Result<Vec<Vec<u8>>, listpack::Malformed>) -> Result<Vec<Vec<u8>>> {
+    fn read_packed(&mut self, decode: Decoder) -> Result<Vec<Vec<u8>>> {
         let blob = self.read_string()?;
         decode(&blob).map_err(|_| bad("invalid listpack or ziplist"))
     }
 }
 
+/// A packed container's decoder (listpack or ziplist).
+type Decoder = fn(&[u8]) -> std::result::Result<Vec<Vec<u8>>, listpack::Malformed>;
+
 fn pairs(flat: Vec<Vec<u8>>) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-    if flat.len() % 2 != 0 {
+    if !flat.len().is_multiple_of(2) {
         return Err(bad("odd number of entries"));
     }
     let mut it = flat.into_iter();

@@ -176,7 +176,7 @@ fn reads_old_encodings() {
 
 #[test]
 fn hostile_payloads_are_errors() {
-    let lim = DecodeLimits { max_string_bytes: 1000 };
+    let lim = DecodeLimits { max_string_bytes: 1000, max_total_bytes: 3000 };
     // A count far beyond the payload.
     let mut p = vec![];
     write_length(&mut p, 1 << 40);
@@ -191,6 +191,14 @@ fn hostile_payloads_are_errors() {
     write_length(&mut p, 1 << 30);
     p.extend_from_slice(&[0x00, b'a', 0xE0]);
     assert!(Reader::new(&p, lim).read_string().is_err());
+    // Many strings each under the string limit, over the value's limit.
+    let mut p = vec![];
+    write_length(&mut p, 4);
+    for _ in 0..4 {
+        write_string(&mut p, &[b'a'; 900], true);
+    }
+    assert!(Reader::new(&p, lim).read_object(types::LIST).is_err());
+    assert!(Reader::new(&p, DecodeLimits { max_total_bytes: 3600, ..lim }).read_object(types::LIST).is_ok());
     // Unknown types.
     assert_eq!(Reader::new(&[], lim).read_object(types::STREAM_LISTPACKS), Err(Error::Unsupported(15)));
     assert_eq!(Reader::new(&[], lim).read_object(99), Err(Error::Unsupported(99)));

@@ -186,7 +186,10 @@ fn restore(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         Ok(t) => t,
         Err(e) => return e,
     };
-    let decode_limits = abacus_rdb::DecodeLimits { max_string_bytes: usize::try_from(ctx.max_string_len).unwrap_or(usize::MAX) };
+    // A string may be as long as one a command could create; a whole value up to 8 times
+    // that (a compressed payload expands; see `DecodeLimits::max_total_bytes`).
+    let max_string_bytes = usize::try_from(ctx.max_string_len).unwrap_or(usize::MAX);
+    let decode_limits = abacus_rdb::DecodeLimits { max_string_bytes, max_total_bytes: max_string_bytes.saturating_mul(8) };
     let rdb = match abacus_rdb::restore(&a[3], &decode_limits) {
         Ok(v) => v,
         Err(abacus_rdb::Error::Footer) => return err(ERR_PAYLOAD),
