@@ -24,6 +24,20 @@
 //!
 //! Every length read is checked against the bytes left and against [`DecodeLimits`], so a
 //! hostile payload gets an error, never a panic or an allocation larger than the limit.
+//!
+//! ```
+//! use abacus_rdb::{dump, restore, DecodeLimits, Limits, RdbValue};
+//!
+//! // What `DUMP` returns for a hash, and what `RESTORE` accepts back.
+//! let value = RdbValue::Hash(vec![(b"field".to_vec(), b"42".to_vec())]);
+//! let payload = dump(&value, &Limits::default());
+//! assert_eq!(payload[0], abacus_rdb::types::HASH_LISTPACK);
+//! assert_eq!(restore(&payload, &DecodeLimits::default()).unwrap(), value);
+//! // One flipped bit fails the CRC64 footer.
+//! let mut bad = payload.clone();
+//! bad[3] ^= 1;
+//! assert_eq!(restore(&bad, &DecodeLimits::default()), Err(abacus_rdb::Error::Footer));
+//! ```
 
 #![forbid(unsafe_code)]
 

@@ -47,11 +47,19 @@ pub fn decompress(input: &[u8], out_len: usize) -> Option<Vec<u8>> {
             if offset > out.len() || out.len() + len > out_len {
                 return None;
             }
-            // Byte by byte: a reference may overlap the bytes it produces (runs).
             let start = out.len() - offset;
-            for k in 0..len {
-                let b = out[start + k];
-                out.push(b);
+            if offset >= len {
+                out.extend_from_within(start..start + len);
+            } else {
+                // The reference overlaps the bytes it produces (a run): copy in steps of
+                // `offset`, each step's source already written.
+                let mut left = len;
+                while left > 0 {
+                    let step = left.min(offset);
+                    let from = out.len() - offset;
+                    out.extend_from_within(from..from + step);
+                    left -= step;
+                }
             }
         }
     }
