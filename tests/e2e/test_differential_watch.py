@@ -30,6 +30,9 @@ TAGGED = {"A": "{w}a", "B": "{w}b", "C": "{w}c"}
 
 FUTURE_S = 4102444800  # 2100-01-01: far away, the same on both servers
 
+# DUMP of the string "v" as Redis 7.0 writes it (RDB version 10 and its CRC64).
+DUMP_V = b"\x00\x01v\n\x00\x91\x08\xce\xb2\x198\x8a\xce"
+
 # (set-up commands, the write). Every write command of the table has at least one case
 # where it changes its key and, where it can, one where it does not.
 CASES = [
@@ -235,6 +238,12 @@ CASES = [
     ([["RPUSH", "B", "2", "1"]], ["SORT", "B", "STORE", "A"]),
     ([["SET", "A", "v"]], ["SORT", "B", "STORE", "A"]),
     ([], ["SORT", "B", "STORE", "A"]),
+    # DUMP / RESTORE
+    ([], ["RESTORE", "A", "0", DUMP_V]),
+    ([["SET", "A", "w"]], ["RESTORE", "A", "0", DUMP_V]),
+    ([["SET", "A", "w"]], ["RESTORE", "A", "0", DUMP_V, "REPLACE"]),
+    ([["SET", "A", "w"]], ["RESTORE", "A", "1", DUMP_V, "REPLACE", "ABSTTL"]),
+    ([], ["RESTORE", "A", "1", DUMP_V, "ABSTTL"]),
 ]
 
 # Abacus's own HLL.* commands (no Redis counterpart): changed or not, as PFADD/PFMERGE.
@@ -287,7 +296,8 @@ def _outcome(reply):
 
 def _case_id(case):
     setup, write = case
-    return " ".join(write) + (" after " + "; ".join(" ".join(c) for c in setup) if setup else "")
+    words = [w if isinstance(w, str) else "<bytes>" for w in write]
+    return " ".join(words) + (" after " + "; ".join(" ".join(c) for c in setup) if setup else "")
 
 
 @pytest.fixture(scope="module")

@@ -1018,6 +1018,20 @@ impl Db {
         self.map.memory_bytes() + self.volatile.memory_bytes()
     }
 
+    /// The tables' bytes apart: (the main table, the expiry index), for MEMORY STATS's
+    /// `overhead.hashtable.main` and `.expires`.
+    pub fn table_bytes_split(&self) -> (usize, usize) {
+        (self.map.memory_bytes(), self.volatile.memory_bytes())
+    }
+
+    /// What `key` costs (MEMORY USAGE), by the same measure eviction uses for what it frees:
+    /// its slot and the table's share of overhead, the key's bytes, the value's heap bytes.
+    /// Not an access; `None` if the key does not exist.
+    pub fn key_memory_bytes(&mut self, key: &[u8], now_ms: u64) -> Option<usize> {
+        let e = self.peek(key, now_ms)?;
+        Some(ENTRY_SLOT_BYTES + key.len() + e.heap_bytes())
+    }
+
     /// Registers `flag` to be raised when `key` is modified.
     pub fn watch(&mut self, key: &[u8], flag: &WatchFlag) {
         let flags = self.watched.entry(key.into()).or_default();

@@ -79,7 +79,7 @@ fn gen_command(r: &mut StdRng, writes: &[&'static Spec], now: u64) -> Vec<Vec<u8
         }
     };
     let v = |s: &str| s.as_bytes().to_vec();
-    match r.gen_range(0..22) {
+    match r.gen_range(0..23) {
         0 => {
             let mut c = vec![v("SET"), key(r), val(r)];
             for _ in 0..r.gen_range(0..3) {
@@ -199,6 +199,20 @@ fn gen_command(r: &mut StdRng, writes: &[&'static Spec], now: u64) -> Vec<Vec<u8
                 }
                 _ => vec![v("GEOSEARCHSTORE"), key(r), key(r), v("FROMMEMBER"), val(r), v("BYBOX"), v("200"), v("100"), v("km"), v("STOREDIST")],
             }
+        }
+        22 => {
+            // RESTORE of a string, with a relative or absolute TTL (propagated as ABSTTL).
+            let payload = abacus_rdb::dump(&abacus_rdb::RdbValue::String(val(r)), &abacus_rdb::Limits::default());
+            let mut c = vec![v("RESTORE"), key(r)];
+            match r.gen_range(0..3) {
+                0 => c.extend([v("0"), payload]),
+                1 => c.extend([r.gen_range(1..20_000i64).to_string().into_bytes(), payload]),
+                _ => c.extend([(now as i64 + r.gen_range(-5_000..20_000i64)).to_string().into_bytes(), payload, v("ABSTTL")]),
+            }
+            if r.gen_bool(0.6) {
+                c.push(v("REPLACE"));
+            }
+            c
         }
         _ => {
             // Any write of the table, with arguments drawn from the keys and values.

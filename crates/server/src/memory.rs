@@ -58,6 +58,36 @@ pub fn note_freed(bytes: u64) {
     let _ = CACHED_BYTES.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| Some(v.saturating_sub(bytes)));
 }
 
+static STARTUP_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// Records what the server holds before it loads data or accepts clients (MEMORY STATS's
+/// `startup.allocated`, as Redis measures it after initialisation).
+pub fn note_startup() {
+    STARTUP_BYTES.store(allocated_bytes(), Ordering::Relaxed);
+}
+
+/// See [`note_startup`]; 0 when not recorded (embedded use, tests).
+pub fn startup_bytes() -> u64 {
+    STARTUP_BYTES.load(Ordering::Relaxed)
+}
+
+/// jemalloc's (active, resident) bytes: pages in use by allocations, and resident pages it
+/// holds (MEMORY STATS's allocator figures). Read after [`allocated_bytes`], which refreshes
+/// jemalloc's statistics.
+pub fn allocator_active_resident() -> (u64, u64) {
+    let active = tikv_jemalloc_ctl::stats::active::read().map(|v| v as u64).unwrap_or(0);
+    let resident = tikv_jemalloc_ctl::stats::resident::read().map(|v| v as u64).unwrap_or(0);
+    (active, resident)
+}
+
+/// jemalloc's (metadata, mapped, retained) bytes, for MEMORY MALLOC-STATS.
+pub fn allocator_other() -> (u64, u64, u64) {
+    let metadata = tikv_jemalloc_ctl::stats::metadata::read().map(|v| v as u64).unwrap_or(0);
+    let mapped = tikv_jemalloc_ctl::stats::mapped::read().map(|v| v as u64).unwrap_or(0);
+    let retained = tikv_jemalloc_ctl::stats::retained::read().map(|v| v as u64).unwrap_or(0);
+    (metadata, mapped, retained)
+}
+
 /// The largest `allocated_bytes` seen (sampled by the background tick and by INFO).
 pub fn peak_bytes() -> u64 {
     PEAK_BYTES.load(Ordering::Relaxed)

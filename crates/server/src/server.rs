@@ -274,6 +274,7 @@ pub fn run(config: Config) -> Result<(), String> {
             })
             .map_err(|e| format!("cannot start acceptor thread: {e}"))?;
     }
+    crate::memory::note_startup();
     load_data(&server, &dir_path, threads, databases)?;
     // Only now: until the data is loaded, clients that connect get -LOADING.
     for a in &addrs {

@@ -51,6 +51,8 @@ const COMMAND: &[Spec] = &[
     Spec::conn("command|docs", -2, LOADING | STALE, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::Docs)), "server", "Returns documentary information about one, multiple or all commands."),
     Spec::conn("command|list", -2, LOADING | STALE, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::List)), "server", "Returns a list of command names."),
     Spec::conn("command|help", 2, LOADING | STALE, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::Help)), "server", "Returns helpful text about the different subcommands."),
+    Spec::conn("command|getkeys", -4, LOADING | STALE, NONE, conn_fn!(|_, _, call| super::getkeys::getkeys(&call.args, false)), "server", "Extracts the key names from an arbitrary command."),
+    Spec::conn("command|getkeysandflags", -4, LOADING | STALE, NONE, conn_fn!(|_, _, call| super::getkeys::getkeys(&call.args, true)), "server", "Extracts the key names and access flags for an arbitrary command."),
 ];
 
 pub fn ping(conn: &mut Conn, a: &[Arg]) -> Frame {
@@ -593,7 +595,7 @@ pub fn command(a: &[Arg], sub: CommandSub) -> Frame {
             Frame::Array(names.into_iter().map(|c| Frame::bulk(c.name.as_bytes().to_vec())).collect())
         }
         CommandSub::Help => Frame::Array(
-            ["COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "(no subcommand)", "COUNT", "INFO [<command-name> ...]", "DOCS [<command-name> ...]", "LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]", "HELP"]
+            ["COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "(no subcommand)", "COUNT", "INFO [<command-name> ...]", "DOCS [<command-name> ...]", "LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]", "GETKEYS <full-command>", "GETKEYSANDFLAGS <full-command>", "HELP"]
                 .iter()
                 .map(|l| Frame::Simple(Bytes::from_static(l.as_bytes())))
                 .collect(),

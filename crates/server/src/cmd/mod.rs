@@ -26,13 +26,16 @@ pub mod bitops;
 pub mod bits;
 pub mod blocking;
 pub mod connection;
+pub mod dump;
 pub mod expiry;
 pub mod geo;
+pub mod getkeys;
 pub mod hashes;
 pub mod hll;
 pub mod keys;
 pub mod ldouble;
 pub mod lists;
+pub mod memory;
 pub mod persistence;
 pub mod pf;
 pub mod pubsub;
@@ -82,6 +85,8 @@ pub const FAMILIES: &[&[Spec]] = &[
     persistence::COMMANDS,
     pubsub::COMMANDS,
     summary::COMMANDS,
+    dump::COMMANDS,
+    memory::COMMANDS,
 ];
 
 /// Runs one keyed command on `dbs` (database 0, one shard, the default configuration): for
