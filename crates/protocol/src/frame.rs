@@ -64,6 +64,11 @@ pub enum Frame {
     /// own: SUBSCRIBE a b confirms each channel with a reply. Inside an array (EXEC's) it
     /// still counts as one element, as Redis's EXEC counts one reply per command.
     Seq(Vec<Frame>),
+    /// A time series sample value as RedisTimeSeries 1.10 replies it: RESP3 `,<%.17g>`;
+    /// RESP2 a simple string of [`crate::format_double_ts`].
+    SampleValue(f64),
+    /// RESP3 `%n` (a map); RESP2 an array of two-element arrays (RedisTimeSeries's labels).
+    PairMap(Vec<(Frame, Frame)>),
 }
 
 impl Frame {
@@ -156,6 +161,26 @@ pub fn encode(frame: &Frame, proto: Protocol, out: &mut BytesMut) {
                 out.put_slice(CRLF);
             } else {
                 bulk(repr.as_bytes(), out);
+            }
+        }
+        Frame::SampleValue(d) => {
+            if resp3 {
+                let repr = Repr::g17(*d);
+                line(b',', repr.as_bytes(), out);
+            } else {
+                let mut s = Vec::new();
+                crate::format_double_ts(*d, &mut s);
+                line(b'+', &s, out);
+            }
+        }
+        Frame::PairMap(pairs) => {
+            len_line(if resp3 { b'%' } else { b'*' }, pairs.len(), out);
+            for (k, v) in pairs {
+                if !resp3 {
+                    len_line(b'*', 2, out);
+                }
+                encode(k, proto, out);
+                encode(v, proto, out);
             }
         }
         Frame::DoubleText(t) if resp3 => line(b',', t, out),

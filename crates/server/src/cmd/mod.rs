@@ -41,7 +41,10 @@ pub mod set_algebra;
 pub mod sets;
 pub mod sort;
 pub mod strings;
+pub mod timeseries;
 pub mod transactions;
+pub mod ts_multi;
+pub mod ts_range;
 pub mod zset_algebra;
 pub mod zsets;
 
@@ -80,6 +83,8 @@ pub const FAMILIES: &[&[Spec]] = &[
     geo::COMMANDS,
     persistence::COMMANDS,
     pubsub::COMMANDS,
+    timeseries::COMMANDS,
+    ts_multi::COMMANDS,
 ];
 
 /// Runs one keyed command on `dbs` (database 0, one shard, the default configuration): for
