@@ -365,7 +365,7 @@ def test_multi_series_filters_across_shards(r):
     for key, _, samples in got:
         assert as_pairs(samples) == [(t, float(v)) for t, v in series[key.decode()][1][::-1][:2]]
     # GROUPBY host REDUCE max.
-    got = X(r).execute_command("TS.MRANGE", "-", "+", "FILTER", "kind=cpu", "GROUPBY", "host", "REDUCE", "max")
+    got = X(r).execute_command("TS.MRANGE", "-", "+", "WITHLABELS", "FILTER", "kind=cpu", "GROUPBY", "host", "REDUCE", "max")
     for name, labels, samples in got:
         host = name.decode().split("=")[1]
         members = [k for k in want(lambda l: l["kind"] == "cpu" and l["host"] == host)]
@@ -588,6 +588,8 @@ def _module_script():
              ["TS.MRANGE", "-", "+", "AGGREGATION", "max", "20", "FILTER", "k=v"],
              ["TS.MREVRANGE", "-", "+", "COUNT", "2", "FILTER", "k=v"],
              ["TS.MRANGE", "-", "+", "FILTER", "k=v", "GROUPBY", "k", "REDUCE", "max"],
+             ["TS.MRANGE", "-", "+", "WITHLABELS", "FILTER", "k=v", "GROUPBY", "k", "REDUCE", "sum"],
+             ["TS.MRANGE", "-", "+", "SELECTED_LABELS", "k", "zz", "FILTER", "k=v", "GROUPBY", "k", "REDUCE", "min"],
              ["TS.MRANGE", "-", "+", "FILTER", "k=v", "GROUPBY", "k", "REDUCE", "foo"],
              ["TYPE", "s"], ["OBJECT", "ENCODING", "s"]]
     return cmds

@@ -287,6 +287,7 @@ async fn mrange(conn: &mut Conn, access: Access<'_>, a: &[Arg], rev: bool) -> Fr
     };
     let db = conn.db;
     let o2 = opts.clone();
+    let group_wanted = wanted.clone();
     let group_label = group.as_ref().map(|g| g.0.clone());
     let parts = conn
         .worker
@@ -335,11 +336,17 @@ async fn mrange(conn: &mut Conn, access: Access<'_>, a: &[Arg], rev: bool) -> Fr
             let mut name = label.to_vec();
             name.push(b'=');
             name.extend_from_slice(&v);
-            let labels = Frame::PairMap(vec![
-                (bulk_key(&label), bulk_key(&v)),
-                (bulk_key(b"__reducer__"), Frame::Bulk(Bytes::from(reducer.name()))),
-                (bulk_key(b"__source__"), Frame::Bulk(Bytes::from(sources.clone()))),
-            ]);
+            // The group's labels, as the module: WITHLABELS gives the group label, the
+            // reducer and the sources; SELECTED_LABELS only the group label's value.
+            let labels = Frame::PairMap(match &group_wanted {
+                LabelsWanted::None => vec![],
+                LabelsWanted::All => vec![
+                    (bulk_key(&label), bulk_key(&v)),
+                    (bulk_key(b"__reducer__"), Frame::Bulk(Bytes::from(reducer.name()))),
+                    (bulk_key(b"__source__"), Frame::Bulk(Bytes::from(sources.clone()))),
+                ],
+                LabelsWanted::Selected(names) => names.iter().map(|n| (bulk_key(n), if **n == *label { bulk_key(&v) } else { Frame::Null })).collect(),
+            });
             let meta = Frame::Map(vec![
                 (bulk_key(b"reducers"), Frame::Array(vec![Frame::Bulk(Bytes::from(reducer.name()))])),
                 (bulk_key(b"sources"), Frame::Array(members.iter().map(|m| Frame::Bulk(m.0.clone())).collect())),
