@@ -78,7 +78,8 @@ def load():
     with open("/tmp/w7.copy") as fh:
         subprocess.run(["psql", "-X", "-q", "-h", "127.0.0.1", "-p", str(pg_port), "-U", pg_user, "-d", "postgres",
                         "-c", "COPY px FROM STDIN"], stdin=fh, check=True)
-    psql("CREATE INDEX px_idx ON px (instrument, field, day, source); VACUUM ANALYZE px")
+    psql("CREATE INDEX px_idx ON px (instrument, field, day, source)")
+    psql("VACUUM ANALYZE px")
     os.unlink("/tmp/w7.copy")
     return n, len(created)
 
@@ -157,8 +158,7 @@ def main():
 
 
 def ts_info():
-    text = r.execute_command("INFO", "timeseries").decode()
-    return {k: float(v) for k, v in (line.split(":") for line in text.splitlines() if ":" in line)}
+    return {k: float(v) for k, v in r.info("timeseries").items()}
 
 
 main()

@@ -17,12 +17,13 @@ source "$(dirname "$0")/lib.sh"
 AB_PORT=$(free_port)
 PG_PORT=$(free_port)
 PG_DIR="$BENCH_TMP/pg"
-mkdir -p "$PG_DIR"
+chmod 755 "$BENCH_TMP"
+mkdir -p "$PG_DIR"; touch "$PG_DIR.log"; chown postgres "$PG_DIR.log" 2>/dev/null || true
 chown postgres "$PG_DIR" 2>/dev/null || true
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 PG_USER=$(if [ "$(id -u)" = 0 ]; then echo postgres; else id -un; fi)
 as_pg initdb -D "$PG_DIR" -A trust -U "$PG_USER" >/dev/null
-as_pg pg_ctl -D "$PG_DIR" -o "-p $PG_PORT -c listen_addresses=127.0.0.1 -c shared_buffers=1GB -c work_mem=256MB -c max_parallel_workers_per_gather=2" -l "$BENCH_TMP/pg.log" start >/dev/null
+as_pg pg_ctl -D "$PG_DIR" -o "-p $PG_PORT -c listen_addresses=127.0.0.1 -c shared_buffers=1GB -c work_mem=256MB -c max_parallel_workers_per_gather=2" -l "$PG_DIR.log" start >/dev/null
 stop_pg() { as_pg pg_ctl -D "$PG_DIR" stop -m fast >/dev/null 2>&1 || true; }
 trap 'stop_pg; bench_cleanup' EXIT
 

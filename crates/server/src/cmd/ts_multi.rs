@@ -57,12 +57,21 @@ enum Matcher {
 
 type Filter = Vec<Matcher>;
 
+/// A matcher's values, sorted so that checking a candidate is a binary search (a waterfall
+/// FILTER lists thousands of instruments).
 fn parse_values(v: &[u8]) -> Vec<Box<[u8]>> {
-    if v.len() >= 2 && v[0] == b'(' && v[v.len() - 1] == b')' {
+    let mut vs: Vec<Box<[u8]>> = if v.len() >= 2 && v[0] == b'(' && v[v.len() - 1] == b')' {
         v[1..v.len() - 1].split(|&c| c == b',').map(Box::from).collect()
     } else {
         vec![v.into()]
-    }
+    };
+    vs.sort_unstable();
+    vs.dedup();
+    vs
+}
+
+fn has(vs: &[Box<[u8]>], v: &[u8]) -> bool {
+    vs.binary_search_by(|x| (**x).cmp(v)).is_ok()
 }
 
 fn parse_filter(args: &[Arg]) -> Result<Filter, Frame> {
@@ -90,8 +99,8 @@ fn parse_filter(args: &[Arg]) -> Result<Filter, Frame> {
 
 fn matches(s: &Series, f: &Filter) -> bool {
     f.iter().all(|m| match m {
-        Matcher::In(l, vs) => s.label(l).is_some_and(|v| vs.iter().any(|x| &**x == v)),
-        Matcher::NotIn(l, vs) => s.label(l).is_none_or(|v| vs.iter().all(|x| &**x != v)),
+        Matcher::In(l, vs) => s.label(l).is_some_and(|v| has(vs, v)),
+        Matcher::NotIn(l, vs) => s.label(l).is_none_or(|v| !has(vs, v)),
         Matcher::Absent(l) => s.label(l).is_none(),
         Matcher::Present(l) => s.label(l).is_some(),
     })
