@@ -63,7 +63,7 @@ pub use list::{List, ListItem, ListLimits, Needle};
 pub use persist::DecodeError;
 pub use zset::{Range as ZRange, ZSet, ZSET_DEFAULT_LIMITS};
 pub use gorilla::Chunk;
-pub use series::{AddError, DuplicatePolicy, Rule, Series, DEFAULT_CHUNK_SIZE_BYTES};
+pub use series::{AddError, DuplicatePolicy, Labels, Rule, Series, DEFAULT_CHUNK_SIZE_BYTES};
 pub use series_agg::{bucket_start, Aggregator};
 pub use series_index::SeriesIndex;
 

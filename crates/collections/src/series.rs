@@ -18,6 +18,9 @@
 
 use crate::gorilla::Chunk;
 
+/// A series' labels: (name, value) pairs in the order they were given.
+pub type Labels = Vec<(Box<[u8]>, Box<[u8]>)>;
+
 /// What happens when a sample arrives for a timestamp the series already has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DuplicatePolicy {
@@ -97,7 +100,7 @@ pub struct Series {
     /// ENCODING UNCOMPRESSED was asked for: reported as such; the samples are still stored
     /// compressed (the reply to every read is the same either way).
     pub uncompressed: bool,
-    pub labels: Vec<(Box<[u8]>, Box<[u8]>)>,
+    pub labels: Labels,
     pub src_key: Option<Box<[u8]>>,
     pub rules: Vec<Rule>,
     chunks: Vec<Chunk>,

@@ -18,12 +18,15 @@ use std::collections::HashMap;
 
 use roaring::RoaringBitmap;
 
+/// One label's posting lists: value -> ids of the series with that value.
+type Postings = HashMap<Box<[u8]>, RoaringBitmap>;
+
 #[derive(Clone, Debug, Default)]
 pub struct SeriesIndex {
     ids: HashMap<Box<[u8]>, u32>,
     /// id -> key; `None` once forgotten (ids are not reused, so a stale posting is harmless).
     keys: Vec<Option<Box<[u8]>>>,
-    postings: HashMap<Box<[u8]>, HashMap<Box<[u8]>, RoaringBitmap>>,
+    postings: HashMap<Box<[u8]>, Postings>,
     live: RoaringBitmap,
 }
 

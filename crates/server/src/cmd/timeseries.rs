@@ -20,7 +20,7 @@
 //! Effects: TS.ADD `*`, TS.INCRBY/DECRBY without TIMESTAMP and TS.MADD `*` propagate the
 //! timestamp they used, so replaying the log gives the same samples.
 
-use abacus_collections::{bucket_start, AddError, Aggregator, DuplicatePolicy, Rule, Series};
+use abacus_collections::{bucket_start, AddError, Aggregator, DuplicatePolicy, Labels, Rule, Series};
 use abacus_keyspace::{Db, Value};
 use abacus_protocol::{Arg, Bytes, Frame};
 
@@ -66,7 +66,7 @@ struct SeriesOpts {
     chunk: Option<u64>,
     policy: Option<DuplicatePolicy>,
     uncompressed: Option<bool>,
-    labels: Option<Vec<(Box<[u8]>, Box<[u8]>)>>,
+    labels: Option<Labels>,
 }
 
 fn parse_series_opts(a: &[Arg], first: usize, policy_kw: &str) -> Result<SeriesOpts, Frame> {
@@ -302,7 +302,7 @@ fn o_clone(o: &SeriesOpts) -> SeriesOpts {
 }
 
 fn ts_madd(ctx: &mut Ctx, a: &[Arg]) -> Frame {
-    if (a.len() - 1) % 3 != 0 {
+    if !(a.len() - 1).is_multiple_of(3) {
         return err("ERR wrong number of arguments for 'ts.madd' command");
     }
     let now = ctx.now_ms;

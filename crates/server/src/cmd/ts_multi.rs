@@ -18,7 +18,10 @@
 
 use std::collections::HashMap;
 
-use abacus_collections::{Aggregator, Series};
+use abacus_collections::{Aggregator, Labels, Series};
+
+/// A series' samples of a range, oldest first.
+type Samples = Vec<(u64, f64)>;
 use abacus_keyspace::Db;
 use abacus_protocol::{Arg, Bytes, Frame, Protocol};
 
@@ -321,7 +324,7 @@ async fn mrange(conn: &mut Conn, access: Access<'_>, a: &[Arg], rev: bool) -> Fr
         let out = rows.into_iter().map(|(k, labels, _, samples)| (k, labels, Some(aggs.clone()), samples_frame(&samples))).collect();
         return multi_reply(conn.proto, out);
     };
-    let mut groups: std::collections::BTreeMap<Bytes, Vec<(Bytes, Vec<(u64, f64)>)>> = Default::default();
+    let mut groups: std::collections::BTreeMap<Bytes, Vec<(Bytes, Samples)>> = Default::default();
     for (k, _, gv, samples) in rows {
         if let Some(v) = gv {
             groups.entry(v).or_default().push((k, samples));
@@ -369,7 +372,7 @@ async fn mrange(conn: &mut Conn, access: Access<'_>, a: &[Arg], rev: bool) -> Fr
 
 /// One source's samples for one group, from one shard.
 struct Part {
-    group: Vec<(Box<[u8]>, Box<[u8]>)>,
+    group: Labels,
     rank: usize,
     key: Bytes,
     samples: Vec<(u64, f64)>,
@@ -434,7 +437,7 @@ async fn waterfall(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
                 let src = s.label(&label)?;
                 labelled = true;
                 let rank = srcs.iter().position(|x| &**x == src)?;
-                let mut group: Vec<(Box<[u8]>, Box<[u8]>)> = s.labels.iter().filter(|(l, _)| **l != *label).cloned().collect();
+                let mut group: Labels = s.labels.iter().filter(|(l, _)| **l != *label).cloned().collect();
                 group.sort();
                 let extra = if latest { latest_extra(db, key, s, now) } else { None };
                 let mut samples: Vec<(u64, f64)> = s.range(from, to).collect();
@@ -450,7 +453,7 @@ async fn waterfall(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     if !parts.iter().any(|p| p.0) && parts.iter().all(|p| p.1.is_empty()) {
         return err(&format!("ERR TSDB: no series matching the filter has the source label '{}'", String::from_utf8_lossy(&source_label)));
     }
-    let mut groups: HashMap<Vec<(Box<[u8]>, Box<[u8]>)>, Vec<Part>> = HashMap::new();
+    let mut groups: HashMap<Labels, Vec<Part>> = HashMap::new();
     for p in parts.into_iter().flat_map(|p| p.1) {
         groups.entry(p.group.clone()).or_default().push(p);
     }
