@@ -268,6 +268,20 @@ HLL_CASES = [
     # that an ingest's writes abort a WATCH on the summary keys it updates.
     ([], ["SUMMARY.INGEST", "nosuchfeed", "x"], "A", False),
     ([], ["SUMMARY.INGESTSOURCE", "nosuchfeed", "s", "0", "1", "1", "x"], "A", False),
+    # The TS.* family (a module in Redis, so no differential run): changed or not.
+    ([], ["TS.CREATE", "A"], "A", True),
+    ([["TS.CREATE", "A"]], ["TS.CREATE", "A"], "A", False),
+    ([["TS.CREATE", "A"]], ["TS.ALTER", "A", "RETENTION", "5"], "A", True),
+    ([], ["TS.ADD", "A", "1", "1"], "A", True),
+    ([["TS.ADD", "A", "1", "1"]], ["TS.ADD", "A", "1", "2"], "A", False),
+    ([["TS.CREATE", "A"]], ["TS.MADD", "A", "1", "1"], "A", True),
+    ([], ["TS.MADD", "A", "1", "1"], "A", False),
+    ([], ["TS.INCRBY", "A", "1"], "A", True),
+    ([], ["TS.DECRBY", "A", "1"], "A", True),
+    ([["TS.ADD", "A", "1", "1"]], ["TS.DEL", "A", "0", "5"], "A", True),
+    ([["TS.ADD", "A", "1", "1"]], ["TS.DEL", "A", "3", "5"], "A", False),
+    ([], ["TS.CREATERULE", "A", "B", "AGGREGATION", "avg", "10"], "A", False),
+    ([], ["TS.DELETERULE", "A", "B"], "A", False),
 ]
 
 # A command word's placeholder keys, for the runs that watch each of them.

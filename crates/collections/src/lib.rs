@@ -2,7 +2,8 @@
 //!
 //! What this crate is for: the values a key can hold when it is a set
 //! ([`IdSet`]), a hash ([`CompactHash`]), a list ([`List`], a quicklist of
-//! packed nodes: see `list.rs`) or a sorted set ([`ZSet`], see `zset.rs`), with
+//! packed nodes: see `list.rs`), a sorted set ([`ZSet`], see `zset.rs`) or a time series
+//! ([`Series`] in Gorilla chunks, `series.rs`, with its label index `series_index.rs`), with
 //! Redis 7.2's semantics for
 //! membership, random picks, cursors and set algebra, and an estimate of the
 //! heap each one uses so the keyspace can account memory.
@@ -37,6 +38,10 @@ mod list;
 mod persist;
 mod random;
 mod zset;
+mod gorilla;
+mod series;
+mod series_agg;
+mod series_index;
 
 #[cfg(test)]
 mod hash_tests;
@@ -48,6 +53,8 @@ mod list_tests;
 mod random_tests;
 #[cfg(test)]
 mod zset_tests;
+#[cfg(test)]
+mod series_tests;
 
 pub use hash::{CompactHash, FieldValue, HashIter};
 pub use idset::{IdSet, Iter};
@@ -55,6 +62,10 @@ pub use int::{parse_canonical_i64, IntMember, Member};
 pub use list::{List, ListItem, ListLimits, Needle};
 pub use persist::DecodeError;
 pub use zset::{Range as ZRange, ZSet, ZSET_DEFAULT_LIMITS};
+pub use gorilla::Chunk;
+pub use series::{AddError, DuplicatePolicy, Labels, Rule, Series, DEFAULT_CHUNK_SIZE_BYTES};
+pub use series_agg::{bucket_start, Aggregator};
+pub use series_index::SeriesIndex;
 
 /// When a small set or hash stops being a listpack.
 ///

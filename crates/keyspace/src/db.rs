@@ -198,6 +198,14 @@ impl Entry {
         self.value.as_zset_mut()
     }
 
+    pub fn as_series(&self) -> Option<&abacus_collections::Series> {
+        self.value.get().as_series()
+    }
+
+    pub fn as_series_mut(&mut self) -> Option<&mut abacus_collections::Series> {
+        self.value.as_series_mut()
+    }
+
     /// The decoded sketch, if the value is one.
     pub fn as_hll_mut(&mut self) -> Option<&mut Hll> {
         self.value.as_hll_mut()
@@ -314,6 +322,9 @@ pub struct Db {
     journal_mask: u8,
     /// Recorded events, oldest first, until the server takes them ([`Db::drain_journal`]).
     journal: Vec<(DbEvent, Key)>,
+    /// The label index of the time series stored here (a superset: see `SeriesIndex`).
+    /// Every insert of a series registers it, so no path that stores one can miss it.
+    pub series_index: abacus_collections::SeriesIndex,
 }
 
 /// What happened to a key inside the keyspace itself, for keyspace notifications: the
@@ -775,6 +786,9 @@ impl Db {
         // time, or its old state was just handed over).
         entry.set_snap_epoch(self.epoch);
         entry.set_has_expiry(expire_at_ms != 0);
+        if let Some(s) = entry.as_series() {
+            self.series_index.register(key, s.labels.iter().map(|(l, v)| (&**l, &**v)));
+        }
         let was_volatile = self
             .map
             .insert(key, entry)
@@ -845,6 +859,7 @@ impl Db {
         Db {
             map: self.map.take(),
             volatile: self.volatile.take(),
+            series_index: std::mem::take(&mut self.series_index),
             ..Db::default()
         }
     }
@@ -860,6 +875,7 @@ impl Db {
         std::mem::swap(&mut self.epoch, &mut other.epoch);
         std::mem::swap(&mut self.map, &mut other.map);
         std::mem::swap(&mut self.volatile, &mut other.volatile);
+        std::mem::swap(&mut self.series_index, &mut other.series_index);
         // Clients blocked on a key that now holds data are served (Redis's SWAPDB does so).
         self.ready_all_blocked();
         other.ready_all_blocked();

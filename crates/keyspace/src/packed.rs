@@ -20,6 +20,7 @@
 //! BIG  (22)    Box<StrBuf>: a string whose length or buffer is 4 GiB or more
 //! LIST (23)    Box<List>
 //! ZSET (24)    Box<ZSet>
+//! SERIES (30)  Box<Series> (a time series; 30 leaves room for other families' kinds)
 //! ```
 //!
 //! Reading (`get`) lends the parts in place: the inline bytes, or a reference through the
@@ -45,7 +46,7 @@ use std::mem::MaybeUninit;
 use std::ops::{Deref, DerefMut};
 use std::ptr;
 
-use abacus_collections::{CompactHash, IdSet, List, ZSet};
+use abacus_collections::{CompactHash, IdSet, List, Series, ZSet};
 use abacus_hll::Hll;
 
 use crate::strbuf::{HeapParts, StrBuf};
@@ -61,6 +62,7 @@ const HASH: u8 = 21;
 const BIG: u8 = 22;
 const LIST: u8 = 23;
 const ZSET: u8 = 24;
+const SERIES: u8 = 30;
 
 /// A value packed in 18 bytes (see the module comment).
 #[repr(C)]
@@ -101,6 +103,7 @@ impl PackedValue {
             Value::Hash(b) => PackedValue::with_ptr(HASH, Box::into_raw(b).cast()),
             Value::List(b) => PackedValue::with_ptr(LIST, Box::into_raw(b).cast()),
             Value::ZSet(b) => PackedValue::with_ptr(ZSET, Box::into_raw(b).cast()),
+            Value::Series(b) => PackedValue::with_ptr(SERIES, Box::into_raw(b).cast()),
         }
     }
 
@@ -195,6 +198,7 @@ impl PackedValue {
             ZSET => Value::ZSet(unsafe { Box::from_raw(p().cast::<ZSet>()) }),
             BIG => Value::Str(*unsafe { Box::from_raw(p().cast::<StrBuf>()) }),
             LIST => Value::List(unsafe { Box::from_raw(p().cast::<List>()) }),
+            SERIES => Value::Series(unsafe { Box::from_raw(p().cast::<Series>()) }),
             k => unreachable!("packed value kind {k}"),
         }
     }
@@ -226,6 +230,7 @@ impl PackedValue {
             ZSET => ValueRef::ZSet(unsafe { &*self.ptr().cast::<ZSet>() }),
             BIG => ValueRef::Str(unsafe { &*self.ptr().cast::<StrBuf>() }.as_slice()),
             LIST => ValueRef::List(unsafe { &*self.ptr().cast::<List>() }),
+            SERIES => ValueRef::Series(unsafe { &*self.ptr().cast::<Series>() }),
             k => unreachable!("packed value kind {k}"),
         }
     }
@@ -325,6 +330,11 @@ impl PackedValue {
     pub fn as_zset_mut(&mut self) -> Option<&mut ZSet> {
         // SAFETY: as in `as_hll_mut`, for ZSET's `ZSet`.
         (self.kind == ZSET).then(|| unsafe { &mut *self.ptr().cast::<ZSet>() })
+    }
+
+    pub fn as_series_mut(&mut self) -> Option<&mut Series> {
+        // SAFETY: as in `as_hll_mut`, for SERIES's `Series`.
+        (self.kind == SERIES).then(|| unsafe { &mut *self.ptr().cast::<Series>() })
     }
 }
 
@@ -494,7 +504,7 @@ mod tests {
                             Value::Hll(h) => { h.add_raw(abacus_hll::hash_bigint(len as i64, 1)); }
                             Value::List(l) => { l.push_front(m.as_bytes(), &abacus_collections::ListLimits::REDIS_DEFAULT); }
                             Value::ZSet(z) => { z.insert(m.as_bytes(), 1.5, &ZSET_TEST_LIMITS); }
-                            Value::Str(_) => {}
+                            Value::Str(_) | Value::Series(_) => {}
                         }
                     }
                     _ => {

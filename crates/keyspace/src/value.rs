@@ -30,7 +30,7 @@
 //! Equality compares representations for strings (a `Hll` and the `Str` of its bytes are not
 //! `==`) and contents for sets, hashes and lists (whatever their encodings or node layouts).
 
-use abacus_collections::{CompactHash, IdSet, List, ZSet};
+use abacus_collections::{CompactHash, IdSet, List, Series, ZSet};
 use abacus_hll::Hll;
 
 use crate::strbuf::StrBuf;
@@ -45,6 +45,8 @@ pub enum Value {
     Hash(Box<CompactHash>),
     List(Box<List>),
     ZSet(Box<ZSet>),
+    /// A time series (TS.* commands; TYPE says `TSDB-TYPE` as RedisTimeSeries's module type).
+    Series(Box<Series>),
 }
 
 /// A borrowed value, as a table entry gives it out (entries store values packed, see
@@ -58,6 +60,7 @@ pub enum ValueRef<'a> {
     Hash(&'a CompactHash),
     List(&'a List),
     ZSet(&'a ZSet),
+    Series(&'a Series),
 }
 
 impl PartialEq for ValueRef<'_> {
@@ -76,6 +79,7 @@ impl PartialEq for ValueRef<'_> {
             (ValueRef::ZSet(a), ValueRef::ZSet(b)) => {
                 a.len() == b.len() && a.iter().zip(b.iter()).all(|((ma, sa), (mb, sb))| ma == mb && sa.to_bits() == sb.to_bits())
             }
+            (ValueRef::Series(a), ValueRef::Series(b)) => a == b,
             _ => false,
         }
     }
@@ -108,6 +112,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Hash(_) => ValueType::Hash,
             ValueRef::List(_) => ValueType::List,
             ValueRef::ZSet(_) => ValueType::ZSet,
+            ValueRef::Series(_) => ValueType::Series,
         }
     }
 
@@ -126,6 +131,8 @@ impl<'a> ValueRef<'a> {
             ValueRef::Hash(h) => h.encoding(),
             ValueRef::List(l) => l.encoding(),
             ValueRef::ZSet(z) => z.encoding(),
+            // A module type's object: Redis reports `raw`.
+            ValueRef::Series(_) => "raw",
         }
     }
 
@@ -143,6 +150,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Hash(h) => std::mem::size_of::<CompactHash>() + h.heap_bytes(),
             ValueRef::List(l) => std::mem::size_of::<List>() + l.heap_bytes(),
             ValueRef::ZSet(z) => std::mem::size_of::<ZSet>() + z.heap_bytes(),
+            ValueRef::Series(s) => std::mem::size_of::<Series>() + s.heap_bytes(),
         }
     }
 
@@ -156,6 +164,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Hash(b) => (b as *const CompactHash).cast(),
             ValueRef::List(b) => (b as *const List).cast(),
             ValueRef::ZSet(b) => (b as *const ZSet).cast(),
+            ValueRef::Series(b) => (b as *const Series).cast(),
         }
     }
 
@@ -168,6 +177,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Hash(h) => Value::Hash(Box::new(h.clone())),
             ValueRef::List(l) => Value::List(Box::new(l.clone())),
             ValueRef::ZSet(z) => Value::ZSet(Box::new(z.clone())),
+            ValueRef::Series(s) => Value::Series(Box::new(s.clone())),
         }
     }
 
@@ -202,6 +212,14 @@ impl<'a> ValueRef<'a> {
             _ => None,
         }
     }
+
+    /// The time series, or `None` for any other type.
+    pub fn as_series(self) -> Option<&'a Series> {
+        match self {
+            ValueRef::Series(s) => Some(s),
+            _ => None,
+        }
+    }
 }
 
 impl Value {
@@ -213,6 +231,7 @@ impl Value {
             Value::Hash(h) => ValueRef::Hash(h),
             Value::List(l) => ValueRef::List(l),
             Value::ZSet(z) => ValueRef::ZSet(z),
+            Value::Series(s) => ValueRef::Series(s),
         }
     }
 
@@ -241,6 +260,7 @@ pub enum ValueType {
     Hash,
     List,
     ZSet,
+    Series,
 }
 
 impl ValueType {
@@ -251,6 +271,7 @@ impl ValueType {
             ValueType::Hash => "hash",
             ValueType::List => "list",
             ValueType::ZSet => "zset",
+            ValueType::Series => "TSDB-TYPE",
         }
     }
 }
@@ -293,7 +314,7 @@ impl Value {
         }
         match self {
             Value::Str(s) => Some(s),
-            Value::Hll(_) | Value::Set(_) | Value::Hash(_) | Value::List(_) | Value::ZSet(_) => None,
+            Value::Hll(_) | Value::Set(_) | Value::Hash(_) | Value::List(_) | Value::ZSet(_) | Value::Series(_) => None,
         }
     }
 
@@ -339,6 +360,14 @@ impl Value {
     pub fn as_zset_mut(&mut self) -> Option<&mut ZSet> {
         match self {
             Value::ZSet(z) => Some(z),
+            _ => None,
+        }
+    }
+
+    /// The time series, or `None` for any other type.
+    pub fn as_series_mut(&mut self) -> Option<&mut Series> {
+        match self {
+            Value::Series(s) => Some(s),
             _ => None,
         }
     }

@@ -7,7 +7,7 @@
 //! element count and packed entries (`List::serialize_into`); sorted sets in their byte form,
 //! which keeps the encoding.
 
-use abacus_collections::{CompactHash, IdSet, List, ListLimits, ZSet};
+use abacus_collections::{CompactHash, IdSet, List, ListLimits, Series, ZSet};
 use abacus_hll::Hll;
 use abacus_keyspace::{Detached, Entry, Value, ValueRef};
 
@@ -17,6 +17,9 @@ const TYPE_SET: u8 = 2;
 const TYPE_HASH: u8 = 3;
 const TYPE_LIST: u8 = 4;
 const TYPE_ZSET: u8 = 5;
+/// A time series: metadata, labels, rules and its Gorilla chunks (`Series::serialize_into`).
+/// 10 leaves room for other families' types.
+const TYPE_SERIES: u8 = 10;
 
 const FLAG_RAW: u8 = 1;
 
@@ -35,6 +38,7 @@ pub fn encode(out: &mut Vec<u8>, db: u16, key: &[u8], e: &Entry, expire_at_ms: u
         ValueRef::Hash(_) => (TYPE_HASH, out.len()),
         ValueRef::List(_) => (TYPE_LIST, out.len()),
         ValueRef::ZSet(_) => (TYPE_ZSET, out.len()),
+        ValueRef::Series(_) => (TYPE_SERIES, out.len()),
     };
     out.push(ty);
     let len_at = at + 1;
@@ -46,6 +50,7 @@ pub fn encode(out: &mut Vec<u8>, db: u16, key: &[u8], e: &Entry, expire_at_ms: u
         ValueRef::Hash(h) => h.serialize_into(out),
         ValueRef::List(l) => l.serialize_into(out),
         ValueRef::ZSet(z) => z.serialize_into(out),
+        ValueRef::Series(s) => s.serialize_into(out),
     }
     let len = (out.len() - len_at - 4) as u32;
     out[len_at..len_at + 4].copy_from_slice(&len.to_le_bytes());
@@ -83,6 +88,7 @@ pub fn decode(bytes: &[u8]) -> Result<(Decoded<'_>, usize), String> {
         // Nodes are rebuilt at the default size (the byte form does not keep the layout).
         TYPE_LIST => Value::List(Box::new(List::deserialize(raw, &ListLimits::REDIS_DEFAULT)?)),
         TYPE_ZSET => Value::ZSet(Box::new(ZSet::deserialize(raw)?)),
+        TYPE_SERIES => Value::Series(Box::new(Series::deserialize(raw)?)),
         t => return Err(format!("unknown value type {t}")),
     };
     let mut entry = Entry::new(value);
@@ -107,10 +113,15 @@ mod tests {
         for v in ["1", "007", "x", "-9"] {
             list.push_back(v.as_bytes(), &ListLimits::REDIS_DEFAULT);
         }
+        let mut series = Series::new();
+        series.labels.push((b"l"[..].into(), b"v"[..].into()));
+        for t in [5u64, 1, 9] {
+            series.add(t, t as f64 * 0.5, abacus_collections::DuplicatePolicy::Block).unwrap();
+        }
         let mut zset = ZSet::new();
         zset.insert(b"m", -0.0, &abacus_collections::EncodingLimits { max_listpack_entries: 0, max_listpack_value_bytes: 64 });
         zset.insert(b"n", 1.5, &abacus_collections::ZSET_DEFAULT_LIMITS);
-        let entries = [e, Entry::new(Value::Hll(Box::new(hll))), Entry::new(Value::Set(Box::new(set))), Entry::new(Value::Hash(Box::new(hash))), Entry::new(Value::List(Box::new(list))), Entry::new(Value::ZSet(Box::new(zset)))];
+        let entries = [e, Entry::new(Value::Hll(Box::new(hll))), Entry::new(Value::Set(Box::new(set))), Entry::new(Value::Hash(Box::new(hash))), Entry::new(Value::List(Box::new(list))), Entry::new(Value::ZSet(Box::new(zset))), Entry::new(Value::Series(Box::new(series)))];
         let expiry = |i: usize| if i == 0 { 123 } else { 0 };
         let mut out = Vec::new();
         for (i, e) in entries.iter().enumerate() {

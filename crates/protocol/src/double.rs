@@ -458,3 +458,61 @@ mod tests {
         }
     }
 }
+
+/// A double as RedisTimeSeries 1.10 replies a sample value in RESP2: the shortest digits
+/// that round-trip, in plain notation when the decimal exponent is 0 to 15
+/// (`123.456`, `1000000000000000`), else scientific with a capital `E` and no `+`
+/// (`1E-1`, `1E16`, `1.2345678901234568E17`); `-0` keeps its sign.
+pub fn format_double_ts(d: f64, out: &mut Vec<u8>) {
+    use std::io::Write;
+    if !d.is_finite() {
+        let _ = write!(out, "{}", if d.is_nan() { "NaN" } else if d > 0.0 { "inf" } else { "-inf" });
+        return;
+    }
+    if d == 0.0 {
+        out.extend_from_slice(if d.is_sign_negative() { b"-0" } else { b"0" });
+        return;
+    }
+    let sci = format!("{d:e}");
+    let (mant, exp) = sci.split_once('e').expect("LowerExp has an exponent");
+    let exp: i32 = exp.parse().expect("an integer exponent");
+    let (neg, mant) = match mant.strip_prefix('-') {
+        Some(m) => (true, m),
+        None => (false, mant),
+    };
+    let digits: String = mant.chars().filter(|c| *c != '.').collect();
+    if neg {
+        out.push(b'-');
+    }
+    if (0..16).contains(&exp) {
+        let int_len = exp as usize + 1;
+        if digits.len() <= int_len {
+            out.extend_from_slice(digits.as_bytes());
+            out.extend(std::iter::repeat_n(b'0', int_len - digits.len()));
+        } else {
+            out.extend_from_slice(&digits.as_bytes()[..int_len]);
+            out.push(b'.');
+            out.extend_from_slice(&digits.as_bytes()[int_len..]);
+        }
+    } else {
+        out.extend_from_slice(mant.as_bytes());
+        let _ = write!(out, "E{exp}");
+    }
+}
+
+#[cfg(test)]
+mod ts_tests {
+    #[test]
+    fn ts_format_matches_redistimeseries() {
+        let cases: &[(f64, &str)] = &[
+            (0.1, "1E-1"), (0.5, "5E-1"), (1.5, "1.5"), (3.3333333333333335, "3.3333333333333335"), (1e300, "1E300"),
+            (123456789012345678.0, "1.2345678901234568E17"), (1e15, "1000000000000000"), (1e16, "1E16"), (-0.1, "-1E-1"),
+            (0.000123, "1.23E-4"), (-3.0, "-3"), (0.0, "0"), (-0.0, "-0"), (1.5e10, "15000000000"), (123.456, "123.456"),
+        ];
+        for (d, want) in cases {
+            let mut s = Vec::new();
+            super::format_double_ts(*d, &mut s);
+            assert_eq!(std::str::from_utf8(&s).unwrap(), *want, "{d}");
+        }
+    }
+}

@@ -69,6 +69,11 @@ pub enum Frame {
     /// plain strings (LRANGE's) would otherwise cost an allocation, a copy and a free per
     /// element on the shard's thread; this is one buffer, copied once into the output.
     Bulks { count: usize, body: Bytes },
+    /// A time series sample value as RedisTimeSeries 1.10 replies it: RESP3 `,<%.17g>`;
+    /// RESP2 a simple string of [`crate::format_double_ts`].
+    SampleValue(f64),
+    /// RESP3 `%n` (a map); RESP2 an array of two-element arrays (RedisTimeSeries's labels).
+    PairMap(Vec<(Frame, Frame)>),
 }
 
 /// Builds a [`Frame::Bulks`]: each pushed element is encoded at once as `$len\r\nbytes\r\n`
@@ -201,6 +206,26 @@ pub fn encode(frame: &Frame, proto: Protocol, out: &mut BytesMut) {
                 out.put_slice(CRLF);
             } else {
                 bulk(repr.as_bytes(), out);
+            }
+        }
+        Frame::SampleValue(d) => {
+            if resp3 {
+                let repr = Repr::g17(*d);
+                line(b',', repr.as_bytes(), out);
+            } else {
+                let mut s = Vec::new();
+                crate::format_double_ts(*d, &mut s);
+                line(b'+', &s, out);
+            }
+        }
+        Frame::PairMap(pairs) => {
+            len_line(if resp3 { b'%' } else { b'*' }, pairs.len(), out);
+            for (k, v) in pairs {
+                if !resp3 {
+                    len_line(b'*', 2, out);
+                }
+                encode(k, proto, out);
+                encode(v, proto, out);
             }
         }
         Frame::DoubleText(t) if resp3 => line(b',', t, out),

@@ -46,7 +46,7 @@ mod proptests;
 pub use bytes::{Bytes, BytesMut};
 
 pub use args::{Arg, Args};
-pub use double::{format_double, format_double_d2string, format_double_g17};
+pub use double::{format_double, format_double_d2string, format_double_g17, format_double_ts};
 pub use frame::{encode, encode_command, BulksBuilder, Frame};
 pub use inline::split_args;
 pub use reply::{parse_frame, parse_frame_with, MAX_FRAME_DEPTH};

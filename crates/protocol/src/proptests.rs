@@ -221,6 +221,12 @@ fn resp2_view(f: &Frame) -> Frame {
             Frame::Bulk(s.into())
         }
         Frame::DoubleText(t) => Frame::Bulk(t.clone()),
+        Frame::PairMap(v) => Frame::Array(v.iter().map(|(a, b)| Frame::Array(vec![resp2_view(a), resp2_view(b)])).collect()),
+        Frame::SampleValue(d) => {
+            let mut s = Vec::new();
+            crate::format_double_ts(*d, &mut s);
+            Frame::Simple(s.into())
+        }
         Frame::Boolean(b) => Frame::Integer(i64::from(*b)),
         Frame::BigNumber(n) => Frame::Bulk(n.clone()),
         Frame::Verbatim { text, .. } => Frame::Bulk(text.clone()),

@@ -45,7 +45,10 @@ pub mod sets;
 pub mod sort;
 pub mod strings;
 pub mod summary;
+pub mod timeseries;
 pub mod transactions;
+pub mod ts_multi;
+pub mod ts_range;
 pub mod zset_algebra;
 pub mod zsets;
 
@@ -87,6 +90,8 @@ pub const FAMILIES: &[&[Spec]] = &[
     summary::COMMANDS,
     dump::COMMANDS,
     memory::COMMANDS,
+    timeseries::COMMANDS,
+    ts_multi::COMMANDS,
 ];
 
 /// Runs one keyed command on `dbs` (database 0, one shard, the default configuration): for

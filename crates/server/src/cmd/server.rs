@@ -550,6 +550,11 @@ pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         }
         out.push_str("\r\n");
     }
+    if want("timeseries") {
+        // Only when asked by name: it visits every series (Redis has no such section).
+        let Some(per) = conn.worker.run_all(access, |s| super::ts_multi::stats(&s.dbs)).await else { return shutting_down() };
+        out.push_str(&super::ts_multi::stats_section(&per));
+    }
     while out.ends_with("\r\n\r\n") {
         out.truncate(out.len() - 2);
     }

@@ -1,0 +1,321 @@
+//! Gorilla chunks: compressed runs of (timestamp, value) samples for time series.
+//!
+//! Why this encoding: a time series is mostly appended, read in time ranges, and its
+//! timestamps are nearly regular while consecutive values share most of their bits. Facebook's
+//! Gorilla paper (VLDB 2015), and RedisTimeSeries's "compressed" chunks after it, store
+//! timestamps as delta-of-deltas and values as the XOR with the previous value, which takes a
+//! regular 1-second counter to one or two bytes per sample instead of sixteen.
+//!
+//! Layout of a chunk's bit stream (most significant bit first in 64-bit words):
+//! - the first sample: its timestamp (64 bits) and value bits (64 bits);
+//! - every later sample: the timestamp's delta-of-delta `dod` (delta minus the previous delta;
+//!   the first delta's "previous" is 0), zigzag-encoded `z`: `0` when `z == 0`, `10` + 7 bits,
+//!   `110` + 9 bits, `1110` + 12 bits, `11110` + 32 bits, `11111` + 64 bits; then the value:
+//!   `0` when it equals the previous value, `10` + the meaningful bits of the XOR when they fit
+//!   inside the previous window (leading and trailing zero counts at least the previous ones),
+//!   `11` + 6 bits of leading zeros + 6 bits of (meaningful length - 1) + the meaningful bits.
+//!
+//! A chunk only appends; changing a sample in the middle (an out-of-order insert, a
+//! duplicate policy, a deletion) decodes the chunk and encodes it again, as RedisTimeSeries
+//! does: chunks are small (4 KiB by default), so that costs microseconds.
+
+/// One compressed chunk of samples in increasing timestamp order.
+#[derive(Clone, Debug, Default)]
+pub struct Chunk {
+    words: Vec<u64>,
+    /// Bits used in `words`.
+    bits: u64,
+    count: u32,
+    first_ts: u64,
+    last_ts: u64,
+    last_delta: i64,
+    last_value: u64,
+    /// The previous XOR window (leading zeros, meaningful length); length 0 = none yet.
+    lead: u8,
+    len: u8,
+}
+
+impl Chunk {
+    pub fn new() -> Chunk {
+        Chunk::default()
+    }
+
+    /// A chunk of `samples` (increasing timestamps).
+    pub fn from_samples(samples: &[(u64, f64)]) -> Chunk {
+        let mut c = Chunk::new();
+        for &(t, v) in samples {
+            c.append(t, v);
+        }
+        c
+    }
+
+    pub fn len(&self) -> usize {
+        self.count as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    pub fn first_ts(&self) -> u64 {
+        self.first_ts
+    }
+
+    pub fn last_ts(&self) -> u64 {
+        self.last_ts
+    }
+
+    pub fn last_value(&self) -> f64 {
+        f64::from_bits(self.last_value)
+    }
+
+    /// Bytes the encoded stream occupies (rounded up to whole bytes).
+    pub fn data_bytes(&self) -> usize {
+        self.bits.div_ceil(8) as usize
+    }
+
+    /// Heap bytes held (capacity of the word buffer).
+    pub fn heap_bytes(&self) -> usize {
+        self.words.capacity() * 8
+    }
+
+    pub fn shrink(&mut self) {
+        self.words.shrink_to_fit();
+    }
+
+    fn put(&mut self, value: u64, n: u32) {
+        if n == 0 {
+            return;
+        }
+        debug_assert!(n <= 64);
+        let value = if n == 64 { value } else { value & ((1u64 << n) - 1) };
+        let used = (self.bits % 64) as u32;
+        if used == 0 {
+            self.words.push(0);
+        }
+        let free = 64 - used;
+        let last = self.words.len() - 1;
+        if n <= free {
+            self.words[last] |= value << (free - n);
+        } else {
+            self.words[last] |= value >> (n - free);
+            self.words.push(value << (64 - (n - free)));
+        }
+        self.bits += u64::from(n);
+    }
+
+    /// Appends a sample; `t` must be greater than the last timestamp (asserted).
+    pub fn append(&mut self, t: u64, v: f64) {
+        let vb = v.to_bits();
+        if self.count == 0 {
+            self.put(t, 64);
+            self.put(vb, 64);
+            self.first_ts = t;
+            self.last_ts = t;
+            self.last_value = vb;
+            self.last_delta = 0;
+            self.count = 1;
+            return;
+        }
+        assert!(t > self.last_ts, "chunk appends must increase the timestamp");
+        let delta = (t - self.last_ts) as i64;
+        let dod = delta.wrapping_sub(self.last_delta);
+        let z = ((dod << 1) ^ (dod >> 63)) as u64;
+        if z == 0 {
+            self.put(0, 1);
+        } else if z < (1 << 7) {
+            self.put(0b10, 2);
+            self.put(z, 7);
+        } else if z < (1 << 9) {
+            self.put(0b110, 3);
+            self.put(z, 9);
+        } else if z < (1 << 12) {
+            self.put(0b1110, 4);
+            self.put(z, 12);
+        } else if z < (1 << 32) {
+            self.put(0b11110, 5);
+            self.put(z, 32);
+        } else {
+            self.put(0b11111, 5);
+            self.put(z, 64);
+        }
+        let x = vb ^ self.last_value;
+        if x == 0 {
+            self.put(0, 1);
+        } else {
+            let lead = x.leading_zeros().min(63) as u8;
+            let trail = x.trailing_zeros() as u8;
+            let prev_trail = 64 - self.lead as i32 - self.len as i32;
+            if self.len != 0 && lead >= self.lead && trail as i32 >= prev_trail {
+                self.put(0b10, 2);
+                self.put(x >> prev_trail, u32::from(self.len));
+            } else {
+                let len = 64 - lead - trail;
+                self.put(0b11, 2);
+                self.put(u64::from(lead), 6);
+                self.put(u64::from(len - 1), 6);
+                self.put(x >> trail, u32::from(len));
+                self.lead = lead;
+                self.len = len;
+            }
+        }
+        self.last_ts = t;
+        self.last_delta = delta;
+        self.last_value = vb;
+        self.count += 1;
+    }
+
+    pub fn iter(&self) -> ChunkIter<'_> {
+        ChunkIter { c: self, at: 0, left: self.count, t: 0, delta: 0, v: 0, lead: 0, len: 0 }
+    }
+
+    /// Every sample, decoded.
+    pub fn samples(&self) -> Vec<(u64, f64)> {
+        self.iter().collect()
+    }
+
+    /// The byte form: count, then the stream's words (the encoder state is rebuilt by
+    /// decoding, so the form stays independent of it).
+    pub fn serialize_into(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.count.to_le_bytes());
+        out.extend_from_slice(&self.bits.to_le_bytes());
+        for w in &self.words {
+            out.extend_from_slice(&w.to_le_bytes());
+        }
+    }
+
+    /// Reads what `serialize_into` wrote from the front of `bytes`; returns the chunk and
+    /// the bytes consumed. Validates by decoding (increasing timestamps, exact bit count).
+    pub fn deserialize(bytes: &[u8]) -> Result<(Chunk, usize), &'static str> {
+        let head = bytes.get(..12).ok_or("truncated chunk")?;
+        let count = u32::from_le_bytes(head[..4].try_into().unwrap());
+        let bits = u64::from_le_bytes(head[4..12].try_into().unwrap());
+        let nwords = bits.div_ceil(64);
+        if nwords > (bytes.len() as u64) / 8 {
+            return Err("truncated chunk");
+        }
+        let end = 12 + nwords as usize * 8;
+        let body = bytes.get(12..end).ok_or("truncated chunk")?;
+        let words: Vec<u64> = body.chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().unwrap())).collect();
+        let raw = Chunk { words, bits, count, ..Chunk::default() };
+        // Decode with bounds checks, then re-encode to rebuild the encoder state; the result
+        // must be the same stream.
+        let samples = raw.checked_samples()?;
+        let c = Chunk::from_samples(&samples);
+        if c.bits != bits || c.words != raw.words {
+            return Err("chunk stream does not re-encode to itself");
+        }
+        Ok((c, end))
+    }
+
+    fn checked_samples(&self) -> Result<Vec<(u64, f64)>, &'static str> {
+        // A stream that is too short for its count would read past the end: bound the
+        // reads by checking the position against `bits` after each sample.
+        let mut it = self.iter();
+        let mut out = Vec::with_capacity(self.count.min(1 << 20) as usize);
+        let mut last: Option<u64> = None;
+        for _ in 0..self.count {
+            if it.at > self.bits {
+                return Err("chunk stream shorter than its count");
+            }
+            let s = it.next_checked().ok_or("chunk stream shorter than its count")?;
+            if last.is_some_and(|l| s.0 <= l) {
+                return Err("chunk timestamps not increasing");
+            }
+            last = Some(s.0);
+            out.push(s);
+        }
+        if it.at != self.bits {
+            return Err("chunk stream longer than its count");
+        }
+        Ok(out)
+    }
+}
+
+/// Decodes a chunk front to back.
+pub struct ChunkIter<'a> {
+    c: &'a Chunk,
+    at: u64,
+    left: u32,
+    t: u64,
+    delta: i64,
+    v: u64,
+    lead: u8,
+    len: u8,
+}
+
+impl ChunkIter<'_> {
+    fn get(&mut self, n: u32) -> Option<u64> {
+        if n == 0 {
+            return Some(0);
+        }
+        if self.at + u64::from(n) > self.c.bits {
+            return None;
+        }
+        let w = (self.at / 64) as usize;
+        let off = (self.at % 64) as u32;
+        let avail = 64 - off;
+        let first = self.c.words[w] << off;
+        let v = if n <= avail {
+            first >> (64 - n)
+        } else {
+            let hi = first >> (64 - n);
+            hi | (self.c.words[w + 1] >> (64 - (n - avail)))
+        };
+        self.at += u64::from(n);
+        Some(v)
+    }
+
+    fn next_checked(&mut self) -> Option<(u64, f64)> {
+        if self.left == 0 {
+            return None;
+        }
+        if self.left == self.c.count {
+            self.t = self.get(64)?;
+            self.v = self.get(64)?;
+        } else {
+            let mut ones = 0;
+            while ones < 5 && self.get(1)? == 1 {
+                ones += 1;
+            }
+            let z = match ones {
+                0 => 0,
+                1 => self.get(7)?,
+                2 => self.get(9)?,
+                3 => self.get(12)?,
+                4 => self.get(32)?,
+                _ => self.get(64)?,
+            };
+            let dod = ((z >> 1) as i64) ^ -((z & 1) as i64);
+            self.delta = self.delta.wrapping_add(dod);
+            self.t = self.t.wrapping_add(self.delta as u64);
+            if self.get(1)? == 1 {
+                if self.get(1)? == 0 {
+                    if self.len == 0 {
+                        return None;
+                    }
+                    let trail = 64 - u32::from(self.lead) - u32::from(self.len);
+                    self.v ^= self.get(u32::from(self.len))? << trail;
+                } else {
+                    self.lead = self.get(6)? as u8;
+                    self.len = self.get(6)? as u8 + 1;
+                    if u32::from(self.lead) + u32::from(self.len) > 64 {
+                        return None;
+                    }
+                    let trail = 64 - u32::from(self.lead) - u32::from(self.len);
+                    self.v ^= self.get(u32::from(self.len))? << trail;
+                }
+            }
+        }
+        self.left -= 1;
+        Some((self.t, f64::from_bits(self.v)))
+    }
+}
+
+impl Iterator for ChunkIter<'_> {
+    type Item = (u64, f64);
+
+    fn next(&mut self) -> Option<(u64, f64)> {
+        self.next_checked()
+    }
+}

@@ -1,0 +1,609 @@
+"""Time series (TS.* in RedisTimeSeries 1.10's dialect, and TS.WATERFALL) end to end.
+
+Through redis-py's time-series client (`r.ts()`) where it has the command, raw commands where
+it lacks one. Aggregations, GROUPBY reductions and the waterfall are checked against plain
+Python references computed here from the samples the test wrote. `test_replies_match_the_module`
+runs the same requests against redis-server with the RedisTimeSeries module (when its .so is
+present, else skipped) and compares the replies exactly.
+
+Everything else is Abacus-only: the harness's `--target redis` runs redis-server without the
+module.
+"""
+
+import math
+import os
+import random
+
+import pytest
+import redis
+
+from conftest import ServerProcess
+from helpers import key_on
+from test_differential import _client, _run
+from test_persistence import data_dir, node, wait_snapshot  # noqa: F401 (fixtures)
+
+pytestmark = pytest.mark.abacus_only("TS.* is a module in Redis; the harness's Redis runs without it")
+
+MODULE = os.environ.get("REDISTIMESERIES_SO", "/work/shared/peers/redistimeseries-1.10.24.so")
+
+AGGREGATORS = ["avg", "sum", "min", "max", "range", "count", "first", "last",
+               "std.p", "std.s", "var.p", "var.s", "twa"]
+
+
+def X(r):
+    """A client on `r`'s server without redis-py's TS reply parsing (`r.ts()` installs it on
+    `r`): raw replies, bytes as sent."""
+    c = getattr(r, "_raw_twin", None)
+    if c is None:
+        kw = r.connection_pool.connection_kwargs
+        c = redis.Redis(host=kw["host"], port=kw["port"], db=kw.get("db", 0))
+        c.response_callbacks = {}
+        r._raw_twin = c
+    return c
+
+
+def L(x):
+    """redis-py's ts() replies as nested lists (it gives tuples for samples)."""
+    if isinstance(x, (list, tuple)):
+        return [L(y) for y in x]
+    return x
+
+
+def err_of(f, *a, **kw):
+    with pytest.raises(redis.ResponseError) as e:
+        f(*a, **kw)
+    return str(e.value)
+
+
+# ---------------------------------------------------------------------------
+# Python references
+
+
+def bucket_start(t, bucket, align=0):
+    return t - ((t - align) % bucket)
+
+
+def fold(agg, pts, start, end, prev, nxt):
+    vals = [v for _, v in pts]
+    n = len(vals)
+    if agg == "avg":
+        return sum(vals) / n
+    if agg == "sum":
+        return sum(vals)
+    if agg == "min":
+        return min(vals)
+    if agg == "max":
+        return max(vals)
+    if agg == "range":
+        return max(vals) - min(vals)
+    if agg == "count":
+        return n
+    if agg == "first":
+        return vals[0]
+    if agg == "last":
+        return vals[-1]
+    if agg in ("std.p", "std.s", "var.p", "var.s"):
+        mean = sum(vals) / n
+        ss = sum((v - mean) ** 2 for v in vals)
+        var = ss / n if agg.endswith(".p") else (ss / (n - 1) if n > 1 else 0.0)
+        return math.sqrt(var) if agg.startswith("std") else var
+    assert agg == "twa"
+
+    def lerp(a, b, t):
+        return a[1] + (b[1] - a[1]) * (t - a[0]) / (b[0] - a[0])
+    line = list(pts)
+    if prev is not None and line[0][0] > start:
+        line.insert(0, (start, lerp(prev, line[0], start)))
+    if nxt is not None and line[-1][0] < end:
+        line.append((end, lerp(line[-1], nxt, end)))
+    span = line[-1][0] - line[0][0]
+    if span == 0:
+        return sum(v for _, v in line) / len(line)
+    return sum((b[0] - a[0]) * (a[1] + b[1]) / 2 for a, b in zip(line, line[1:])) / span
+
+
+def reference_aggregation(samples, frm, to, agg, bucket, align=0):
+    """Buckets of the samples of [frm, to] (samples: sorted (t, v) of the whole series)."""
+    inside = [(t, v) for t, v in samples if frm <= t <= to]
+    out = []
+    i = 0
+    while i < len(inside):
+        start = bucket_start(inside[i][0], bucket, align)
+        j = i
+        while j < len(inside) and inside[j][0] < start + bucket:
+            j += 1
+        before = [s for s in samples if s[0] < inside[i][0]]
+        after = [s for s in samples if s[0] > inside[j - 1][0]]
+        prev = before[-1] if before else None
+        nxt = after[0] if after else None
+        lo, hi = (max(start, frm), min(start + bucket, to)) if agg == "twa" else (start, start + bucket)
+        out.append((start, fold(agg, inside[i:j], lo, hi, prev, nxt)))
+        i = j
+    return out
+
+
+def as_pairs(reply):
+    return [(int(t), float(v)) for t, v in reply]
+
+
+def close(a, b):
+    assert len(a) == len(b), (a, b)
+    for (ta, va), (tb, vb) in zip(a, b):
+        assert ta == tb, (a, b)
+        assert math.isclose(va, vb, rel_tol=1e-9, abs_tol=1e-9), (ta, va, vb)
+
+
+# ---------------------------------------------------------------------------
+# single series
+
+
+def test_create_add_get_range_info(r):
+    ts = r.ts()
+    assert ts.create("t", retention_msecs=0, labels={"sensor": "a", "room": "1"})
+    assert ts.add("t", 1000, 1.5) == 1000
+    assert ts.add("t", 2000, 2.5) == 2000
+    assert L(ts.get("t")) == [2000, 2.5]
+    assert L(ts.range("t", "-", "+")) == [[1000, 1.5], [2000, 2.5]]
+    assert L(ts.revrange("t", "-", "+")) == [[2000, 2.5], [1000, 1.5]]
+    info = ts.info("t")
+    assert info.total_samples == 2
+    assert info.first_timestamp == 1000 and info.last_timestamp == 2000
+    assert info.labels == {"sensor": "a", "room": "1"}
+    assert r.type("t") == b"TSDB-TYPE"
+    assert r.object("encoding", "t") == b"raw"
+    # Values as RedisTimeSeries formats them in RESP2 (raw bytes).
+    ts.add("t", 3000, 0.1)
+    assert X(r).execute_command("TS.GET", "t") == [3000, b"1E-1"]
+    # `*` is the server's clock.
+    t = ts.add("t", "*", 7)
+    assert abs(t - r.time()[0] * 1000) < 60000
+
+
+def test_errors(r):
+    ts = r.ts()
+    r.set("str", "x")
+    assert err_of(ts.add, "str", 1, 1) == "TSDB: the key is not a TSDB key"
+    assert err_of(ts.get, "str") == "WRONGTYPE Operation against a key holding the wrong kind of value"
+    assert err_of(ts.get, "missing") == "TSDB: the key does not exist"
+    assert err_of(ts.range, "missing", 0, 10) == "TSDB: the key does not exist"
+    ts.create("e")
+    assert err_of(ts.create, "e") == "TSDB: key already exists"
+    assert err_of(r.execute_command, "TS.ADD", "e", "x", "1") == "TSDB: invalid timestamp"
+    assert err_of(r.execute_command, "TS.ADD", "e", "-1", "1") == "TSDB: invalid timestamp, must be a nonnegative integer"
+    assert err_of(r.execute_command, "TS.ADD", "e", "1", "nan") == "TSDB: invalid value"
+    assert err_of(r.execute_command, "TS.CREATE", "f", "CHUNK_SIZE", "7").startswith("TSDB: CHUNK_SIZE value must be a multiple of 8")
+    assert err_of(r.execute_command, "TS.CREATE", "f", "DUPLICATE_POLICY", "nope") == "TSDB: Unknown DUPLICATE_POLICY"
+    assert err_of(r.execute_command, "TS.RANGE", "e", "-", "+", "AGGREGATION", "nope", "10") == "TSDB: Unknown aggregation type"
+    assert err_of(r.execute_command, "TS.RANGE", "e", "-", "+", "AGGREGATION", "avg", "0") == "TSDB: bucketDuration must be greater than zero"
+    assert err_of(r.execute_command, "TS.RANGE", "e", "-", "+", "ALIGN", "0") == "TSDB: ALIGN parameter can only be used with AGGREGATION"
+    assert err_of(r.execute_command, "TS.RANGE", "e", "-", "+", "COUNT", "0") == "TSDB: Invalid COUNT value"
+    assert err_of(r.execute_command, "TS.MGET", "FILTER", "a!=b") == "TSDB: please provide at least one matcher"
+    assert err_of(r.execute_command, "TS.MGET", "FILTER", "nolabel") == "TSDB: failed parsing labels"
+    assert err_of(r.execute_command, "TS.ADD", "e") == "wrong number of arguments for 'ts.add' command"
+
+
+@pytest.mark.parametrize("policy", ["block", "first", "last", "min", "max", "sum"])
+def test_duplicate_policies(r, policy):
+    ts = r.ts()
+    ts.create("d", duplicate_policy=policy)
+    ts.add("d", 10, 5)
+    want = {"first": 5, "last": 3, "min": 3, "max": 5, "sum": 8}
+    if policy == "block":
+        assert "BLOCK" in err_of(ts.add, "d", 10, 3)
+        assert L(ts.get("d")) == [10, 5]
+    else:
+        ts.add("d", 10, 3)
+        assert L(ts.get("d")) == [10, want[policy]]
+    # ON_DUPLICATE overrides the series' policy for one add.
+    ts.add("d", 10, 100, on_duplicate="last")
+    assert L(ts.get("d")) == [10, 100]
+    assert ts.info("d").duplicate_policy == policy
+
+
+def test_out_of_order_backfill_and_delete_match_a_dict(r):
+    ts = r.ts()
+    ts.create("o", chunk_size=48, duplicate_policy="last")
+    rnd = random.Random(7)
+    model = {}
+    stamps = list(range(0, 20000, 7))
+    rnd.shuffle(stamps)
+    pipe = r.pipeline(transaction=False)
+    for t in stamps:
+        v = round(rnd.uniform(-1000, 1000), rnd.choice([0, 2, 6]))
+        model[t] = v
+        pipe.execute_command("TS.ADD", "o", t, v)
+    pipe.execute()
+    for _ in range(20):
+        a = rnd.randrange(0, 20000)
+        b = a + rnd.randrange(0, 500)
+        n = sum(1 for t in model if a <= t <= b)
+        assert X(r).execute_command("TS.DEL", "o", a, b) == n
+        model = {t: v for t, v in model.items() if not (a <= t <= b)}
+    got = as_pairs(ts.range("o", "-", "+"))
+    assert got == sorted(model.items())
+    assert ts.info("o").total_samples == len(model)
+    assert ts.info("o").chunk_count > 10
+
+
+def test_retention_refuses_and_drops_old_samples(r):
+    ts = r.ts()
+    ts.create("ret", retention_msecs=100, chunk_size=48)
+    for t in range(0, 1000, 10):
+        ts.add("ret", t, t)
+    assert err_of(ts.add, "ret", 100, 1) == "TSDB: Timestamp is older than retention"
+    got = [t for t, _ in ts.range("ret", "-", "+")]
+    assert got[-1] == 990 and all(t >= 0 for t in got)
+    # Whole chunks older than the window are gone; the window is complete.
+    assert got[0] < 990 - 100 + 10 or got == list(range(got[0], 1000, 10))
+    assert set(range(890, 1000, 10)) <= set(got)
+    assert len(got) < 100
+
+
+def test_incrby_decrby_madd(r):
+    ts = r.ts()
+    assert ts.incrby("c", 5, timestamp=10) == 10
+    assert ts.incrby("c", 2, timestamp=10) == 10
+    assert ts.decrby("c", 1, timestamp=20) == 20
+    assert L(ts.range("c", "-", "+")) == [[10, 7.0], [20, 6.0]]
+    assert "maximum existing timestamp" in err_of(ts.incrby, "c", 1, timestamp=5)
+    ts.create("m1")
+    res = X(r).execute_command("TS.MADD", "m1", 1, 10, "m1", 2, 20, "nosuch", 3, 30)
+    assert res[:2] == [1, 2] and isinstance(res[2], redis.ResponseError)
+
+
+@pytest.mark.parametrize("agg", AGGREGATORS)
+def test_aggregation_matches_a_python_reference(r, agg):
+    ts = r.ts()
+    rnd = random.Random(hash(agg) & 0xffff)
+    samples = []
+    t = 0
+    for _ in range(400):
+        t += rnd.choice([1, 3, 10, 40, 95])
+        samples.append((t, round(rnd.uniform(-50, 50), 3)))
+    ts.create("a")
+    for t, v in samples:
+        ts.add("a", t, v)
+    for frm, to, bucket, align in [(0, 10 ** 9, 50, 0), (137, 5000, 100, 0), (300, 9000, 333, 7), (0, 10 ** 9, 1, 0)]:
+        got = as_pairs(X(r).execute_command("TS.RANGE", "a", frm, to, "ALIGN", align, "AGGREGATION", agg, bucket))
+        close(got, reference_aggregation(samples, frm, to, agg, bucket, align))
+        rev = as_pairs(X(r).execute_command("TS.REVRANGE", "a", frm, to, "ALIGN", align, "AGGREGATION", agg, bucket, "COUNT", 5))
+        # A reverse range meets a bucket's samples newest first: its `first` is their last.
+        flipped = {"first": "last", "last": "first"}.get(agg, agg)
+        close(rev, reference_aggregation(samples, frm, to, flipped, bucket, align)[::-1][:5])
+    # BUCKETTIMESTAMP and EMPTY.
+    mid = as_pairs(X(r).execute_command("TS.RANGE", "a", 0, 2000, "AGGREGATION", agg, 100, "BUCKETTIMESTAMP", "mid"))
+    assert [t for t, _ in mid] == [s + 50 for s, _ in reference_aggregation(samples, 0, 2000, agg, 100)]
+    empty = X(r).execute_command("TS.RANGE", "a", 0, 20000, "AGGREGATION", agg, 7, "EMPTY")
+    starts = [int(t) for t, _ in empty]
+    assert starts == list(range(starts[0], starts[-1] + 1, 7))
+
+
+def test_range_filters_and_count(r):
+    ts = r.ts()
+    for t in range(1, 101):
+        ts.add("f", t, t % 10)
+    assert L(ts.range("f", "-", "+", filter_by_ts=[5, 15, 500])) == [[5, 5.0], [15, 5.0]]
+    got = L(ts.range("f", 0, 50, filter_by_min_value=2, filter_by_max_value=3))
+    assert got == [[t, float(t % 10)] for t in range(1, 51) if 2 <= t % 10 <= 3]
+    assert L(ts.range("f", "-", "+", count=3)) == [[1, 1.0], [2, 2.0], [3, 3.0]]
+    assert L(ts.revrange("f", "-", "+", count=2)) == [[100, 0.0], [99, 9.0]]
+
+
+def test_compaction_rules_follow_samples(r):
+    ts = r.ts()
+    ts.create("{c}src")
+    ts.create("{c}avg")
+    ts.create("{c}max")
+    assert ts.createrule("{c}src", "{c}avg", "avg", 100)
+    assert ts.createrule("{c}src", "{c}max", "max", 100)
+    samples = [(t, (t * 7) % 13) for t in range(0, 1000, 9)]
+    for t, v in samples:
+        ts.add("{c}src", t, v)
+    closed = [b for b in reference_aggregation(samples, 0, 10 ** 9, "avg", 100) if b[0] < 900]
+    close(as_pairs(ts.range("{c}avg", "-", "+")), closed)
+    close(as_pairs(ts.range("{c}max", "-", "+")), [b for b in reference_aggregation(samples, 0, 10 ** 9, "max", 100) if b[0] < 900])
+    # LATEST adds the open bucket.
+    latest = as_pairs(X(r).execute_command("TS.RANGE", "{c}avg", "-", "+", "LATEST"))
+    close(latest, reference_aggregation(samples, 0, 10 ** 9, "avg", 100))
+    assert as_pairs([X(r).execute_command("TS.GET", "{c}avg", "LATEST")]) == [latest[-1]]
+    # Backfill into a closed bucket folds it again.
+    ts.add("{c}src", 101, 1000)
+    samples = sorted(samples + [(101, 1000)])
+    close(as_pairs(ts.range("{c}avg", 100, 100)), [b for b in reference_aggregation(samples, 0, 10 ** 9, "avg", 100) if b[0] == 100])
+    info = ts.info("{c}src")
+    assert [list(x) for x in info.rules] == [[b"{c}avg", 100, b"AVG", 0], [b"{c}max", 100, b"MAX", 0]] or len(info.rules) == 2
+    assert ts.info("{c}avg").source_key in (b"{c}src", "{c}src")
+    assert ts.deleterule("{c}src", "{c}max")
+    assert len(ts.info("{c}src").rules) == 1
+    assert err_of(ts.deleterule, "{c}src", "{c}max") == "TSDB: compaction rule does not exist"
+    assert "same hash slot" in err_of(ts.createrule, key_on(0, "x"), key_on(1, "y"), "avg", 10)
+
+
+def _mk(r, key, labels, samples):
+    r.ts().create(key, labels=labels)
+    for t, v in samples:
+        r.ts().add(key, t, v)
+
+
+def test_multi_series_filters_across_shards(r):
+    ts = r.ts()
+    series = {}
+    for i in range(12):
+        key = key_on(i % 2, "ms%d" % i)
+        labels = {"kind": "cpu" if i % 3 else "mem", "host": "h%d" % (i % 4)}
+        if i % 5 == 0:
+            labels["extra"] = "yes"
+        samples = [(t, i * 100 + t) for t in range(0, 50, 5 + i % 3)]
+        _mk(r, key, labels, samples)
+        series[key] = (labels, samples)
+
+    def want(pred):
+        return sorted(k for k, (lab, _) in series.items() if pred(lab))
+
+    def q(*f):
+        return sorted(k.decode() for k in X(r).execute_command("TS.QUERYINDEX", *f))
+    assert q("kind=cpu") == want(lambda l: l["kind"] == "cpu")
+    assert q("kind=cpu", "host!=h1") == want(lambda l: l["kind"] == "cpu" and l["host"] != "h1")
+    assert q("host=(h1,h2)", "extra=") == want(lambda l: l["host"] in ("h1", "h2") and "extra" not in l)
+    assert q("host=(h1,h2)", "extra!=") == want(lambda l: l["host"] in ("h1", "h2") and "extra" in l)
+    assert q("kind=mem", "host!=(h0,h3)") == want(lambda l: l["kind"] == "mem" and l["host"] not in ("h0", "h3"))
+    # MGET with labels.
+    got = X(r).execute_command("TS.MGET", "WITHLABELS", "FILTER", "kind=cpu")
+    assert [g[0].decode() for g in got] == want(lambda l: l["kind"] == "cpu")
+    for key, labels, sample in got:
+        lab, samples = series[key.decode()]
+        assert {a.decode(): b.decode() for a, b in labels} == lab
+        assert [int(sample[0]), float(sample[1])] == list(samples[-1])
+    sel = X(r).execute_command("TS.MGET", "SELECTED_LABELS", "host", "nothere", "FILTER", "kind=mem")
+    assert all(labels[0][0] == b"host" and labels[1] == [b"nothere", None] for _, labels, _ in sel)
+    # MRANGE with aggregation, and MREVRANGE with COUNT.
+    got = X(r).execute_command("TS.MRANGE", 0, 40, "AGGREGATION", "sum", 10, "FILTER", "kind=cpu")
+    for key, labels, samples in got:
+        assert labels == []
+        close(as_pairs(samples), reference_aggregation(series[key.decode()][1], 0, 40, "sum", 10))
+    got = X(r).execute_command("TS.MREVRANGE", "-", "+", "COUNT", 2, "FILTER", "kind=mem")
+    for key, _, samples in got:
+        assert as_pairs(samples) == [(t, float(v)) for t, v in series[key.decode()][1][::-1][:2]]
+    # GROUPBY host REDUCE max.
+    got = X(r).execute_command("TS.MRANGE", "-", "+", "WITHLABELS", "FILTER", "kind=cpu", "GROUPBY", "host", "REDUCE", "max")
+    for name, labels, samples in got:
+        host = name.decode().split("=")[1]
+        members = [k for k in want(lambda l: l["kind"] == "cpu" and l["host"] == host)]
+        by_t = {}
+        for k in members:
+            for t, v in series[k][1]:
+                by_t.setdefault(t, []).append(v)
+        assert as_pairs(samples) == [(t, float(max(vs))) for t, vs in sorted(by_t.items())]
+        assert dict((a.decode(), b.decode()) for a, b in labels)["__source__"] == ",".join(members)
+
+
+def test_index_follows_rename_copy_delete_and_expiry(r):
+    ts = r.ts()
+    ts.create("{i}a", labels={"g": "1"})
+    ts.add("{i}a", 1, 1)
+    assert X(r).execute_command("TS.QUERYINDEX", "g=1") == [b"{i}a"]
+    r.rename("{i}a", "{i}b")
+    assert X(r).execute_command("TS.QUERYINDEX", "g=1") == [b"{i}b"]
+    r.copy("{i}b", "{i}c")
+    assert X(r).execute_command("TS.QUERYINDEX", "g=1") == [b"{i}b", b"{i}c"]
+    assert L(ts.range("{i}c", "-", "+")) == [[1, 1.0]]
+    r.delete("{i}b")
+    assert X(r).execute_command("TS.QUERYINDEX", "g=1") == [b"{i}c"]
+    r.set("{i}c", "now a string")
+    assert X(r).execute_command("TS.QUERYINDEX", "g=1") == []
+    ts.create("x", labels={"g": "2"})
+    r.pexpire("x", 1)
+    import time
+    time.sleep(0.05)
+    assert X(r).execute_command("TS.QUERYINDEX", "g=2") == []
+    ts.create("y", labels={"g": "3"})
+    ts.alter("y", labels={"g": "4"})
+    assert X(r).execute_command("TS.QUERYINDEX", "g=3") == []
+    assert X(r).execute_command("TS.QUERYINDEX", "g=4") == [b"y"]
+
+
+# ---------------------------------------------------------------------------
+# waterfall
+
+
+def waterfall_reference(series, frm, to, sources, source_label="source"):
+    """{group key: [(t, v, source)]} from {key: (labels, samples)}."""
+    groups = {}
+    for key, (labels, samples) in sorted(series.items()):
+        src = labels.get(source_label)
+        if src not in sources:
+            continue
+        group = tuple(sorted((l, v) for l, v in labels.items() if l != source_label))
+        groups.setdefault(group, []).append((sources.index(src), key, samples))
+    out = {}
+    for group, members in groups.items():
+        members.sort()
+        points = {}
+        for rank, _, samples in members:
+            for t, v in samples:
+                if frm <= t <= to and t not in points:
+                    points[t] = (v, sources[rank])
+        name = ",".join("%s=%s" % lv for lv in group)
+        out[name] = [(t, points[t][0], points[t][1]) for t in sorted(points)]
+    return out
+
+
+def test_waterfall_matches_a_python_reference(r):
+    rnd = random.Random(24)
+    sources = ["vendorA", "exchange", "vendorB", "internal", "manual"]
+    series = {}
+    pipe = r.pipeline(transaction=False)
+    for inst in ["IBM", "AAPL", "MSFT", "GOOG", "ORCL", "SAP"]:
+        for field in ["px_last", "px_open"]:
+            for src in sources:
+                if inst == "ORCL" and src in ("vendorA", "exchange"):
+                    continue  # sources absent for a whole instrument
+                coverage = rnd.uniform(0.3, 0.95)
+                samples = [(d, round(100 + rnd.gauss(0, 5), 4)) for d in range(0, 60) if rnd.random() < coverage]
+                key = "%s:%s:%s" % (inst, field, src)
+                labels = {"instrument": inst, "field": field, "source": src}
+                series[key] = (labels, samples)
+                pipe.execute_command("TS.CREATE", key, "LABELS", *[x for kv in labels.items() for x in kv])
+                for t, v in samples:
+                    pipe.execute_command("TS.ADD", key, t, v)
+    # A series of another source and one without the source label: ignored.
+    pipe.execute_command("TS.CREATE", "IBM:px_last:other", "LABELS", "instrument", "IBM", "field", "px_last", "source", "other")
+    pipe.execute_command("TS.ADD", "IBM:px_last:other", 5, -1)
+    pipe.execute()
+    for order in (sources, ["manual", "vendorB"], sources[::-1]):
+        for frm, to in ((0, 59), (10, 20), (33, 33)):
+            got = X(r).execute_command("TS.WATERFALL", frm, to, "SOURCES", *order,
+                                    "FILTER", "instrument=(IBM,AAPL,ORCL,SAP)", "field=(px_last,px_open)", "WITHSOURCE")
+            want = waterfall_reference({k: v for k, v in series.items() if v[0]["instrument"] in ("IBM", "AAPL", "ORCL", "SAP")},
+                                       frm, to, order)
+            want = {k: v for k, v in want.items() if v or True}
+            got_map = {}
+            for name, labels, points in got:
+                got_map[name.decode()] = [(int(p[0]), float(p[1]), p[2].decode()) for p in points]
+                assert dict((a.decode(), b.decode()) for a, b in labels) == dict(x.split("=") for x in name.decode().split(","))
+            assert got_map == want
+    # Without WITHSOURCE: [t, v] points; a custom source label; LATEST accepted.
+    got = X(r).execute_command("TS.WATERFALL", "-", "+", "SOURCES", "exchange", "FILTER", "instrument=IBM", "field=px_last")
+    assert len(got) == 1 and all(len(p) == 2 for p in got[0][2])
+    X(r).execute_command("TS.CREATE", "alt", "LABELS", "instrument", "X", "feed", "f1")
+    X(r).execute_command("TS.ADD", "alt", 1, 1)
+    got = X(r).execute_command("TS.WATERFALL", "-", "+", "SOURCES", "f1", "SOURCELABEL", "feed", "FILTER", "instrument=X", "LATEST")
+    assert got == [[b"instrument=X", [[b"instrument", b"X"]], [[1, b"1"]]]]
+
+
+def test_waterfall_errors(r):
+    X(r).execute_command("TS.CREATE", "w", "LABELS", "instrument", "IBM", "source", "a")
+    assert err_of(r.execute_command, "TS.WATERFALL", 0, 10, "SOURCES", "FILTER", "instrument=IBM") == "TSDB: SOURCES needs at least one source"
+    assert err_of(r.execute_command, "TS.WATERFALL", 10, 0, "SOURCES", "a", "FILTER", "instrument=IBM") == "TSDB: the range start is after its end"
+    assert err_of(r.execute_command, "TS.WATERFALL", 0, 10, "SOURCES", "a", "SOURCELABEL", "nope", "FILTER", "instrument=IBM") \
+        == "TSDB: no series matching the filter has the source label 'nope'"
+    assert err_of(r.execute_command, "TS.WATERFALL", 0, 10, "SOURCES", "a", "a", "FILTER", "instrument=IBM") == "TSDB: source 'a' is given twice"
+    assert err_of(r.execute_command, "TS.WATERFALL", 0, 10, "SOURCES", "a", "FILTER", "instrument!=IBM") == "TSDB: please provide at least one matcher"
+    assert err_of(r.execute_command, "TS.WATERFALL", "x", 10, "SOURCES", "a", "FILTER", "instrument=IBM") == "TSDB: wrong fromTimestamp"
+
+
+# ---------------------------------------------------------------------------
+# persistence
+
+
+def ts_dump(r):
+    out = {}
+    for k in sorted(r.keys("*")):
+        info = X(r).execute_command("TS.INFO", k)
+        info = dict(zip(info[::2], info[1::2]))
+        del info[b"memoryUsage"]
+        out[k] = (repr(info), X(r).execute_command("TS.RANGE", k, "-", "+"))
+    return out
+
+
+def test_series_and_rules_survive_restart_and_crash(data_dir):  # noqa: F811
+    n = node(data_dir).start()
+    r = n.client()
+    X(r).execute_command("TS.CREATE", "{p}src", "RETENTION", 100000, "DUPLICATE_POLICY", "sum", "LABELS", "a", "1")
+    X(r).execute_command("TS.CREATE", "{p}dst", "LABELS", "a", "2")
+    X(r).execute_command("TS.CREATERULE", "{p}src", "{p}dst", "AGGREGATION", "sum", 10)
+    for t in range(0, 200, 3):
+        X(r).execute_command("TS.ADD", "{p}src", t, t * 0.5)
+    X(r).execute_command("TS.ADD", "{p}src", 50, 1)  # a duplicate, summed
+    X(r).execute_command("TS.INCRBY", "ctr", 5)  # the server's clock, logged as a timestamp
+    before = ts_dump(r)
+    n.term()
+    n.start()
+    r = n.client()
+    assert ts_dump(r) == before, "clean restart (log only)"
+    r.bgsave()
+    wait_snapshot(r)
+    X(r).execute_command("TS.ADD", "{p}src", 300, 1)
+    before = ts_dump(r)
+    n.kill()
+    n.start()
+    r = n.client()
+    assert ts_dump(r) == before, "snapshot + log after a crash"
+    # The rule still runs after recovery, and the index answers.
+    X(r).execute_command("TS.ADD", "{p}src", 400, 1)
+    assert X(r).execute_command("TS.RANGE", "{p}dst", 300, 300) == [[300, b"1"]]
+    assert X(r).execute_command("TS.QUERYINDEX", "a=(1,2)") == [b"{p}dst", b"{p}src"]
+
+
+# ---------------------------------------------------------------------------
+# against the module
+
+
+@pytest.fixture(scope="module")
+def module_pair():
+    if not os.path.exists(MODULE):
+        pytest.skip("RedisTimeSeries module not found at %s (set REDISTIMESERIES_SO)" % MODULE)
+    rs = ServerProcess("redis", ["--loadmodule", MODULE])
+    rs.start()
+    try:
+        ab = ServerProcess("abacus", ["--appendonly", "no", "--save", ""])
+        ab.start()
+        try:
+            yield _client(rs), _client(ab)
+        finally:
+            ab.stop()
+    finally:
+        rs.stop()
+
+
+def _module_script():
+    cmds = [
+        ["TS.CREATE", "s", "LABELS", "k", "v", "n", "1"],
+        ["TS.CREATE", "s"], ["TS.CREATE", "e1", "LABELS", "a", "b", "c"], ["TS.CREATE", "e2", "FOO"],
+        ["TS.CREATE", "e3", "LABELS", "a", "b", "RETENTION", "5"], ["TS.CREATE", "e4", "RETENTION"],
+        ["TS.CREATE", "e5", "RETENTION", "-1"], ["TS.CREATE", "e6", "CHUNK_SIZE", "x"], ["TS.CREATE", "e7", "ENCODING", "foo"],
+        ["TS.CREATE", "u", "ENCODING", "UNCOMPRESSED", "DUPLICATE_POLICY", "MAX", "CHUNK_SIZE", "128"],
+    ]
+    for i in [1, 2, 3, 5, 8, 13, 21, 22, 23, 40, 41, 60, 75, 90]:
+        cmds.append(["TS.ADD", "s", str(i), "%d.5" % ((i * 37) % 17)])
+    cmds += [["TS.ADD", "s", "5", "1"], ["TS.ADD", "s", "5", "2", "ON_DUPLICATE", "SUM"], ["TS.ADD", "u", "1", "1"], ["TS.ADD", "u", "1", "3"],
+             ["TS.ADD", "s", "x", "1"], ["TS.ADD", "s", "1", "x"], ["TS.ADD", "s", "-1", "1"], ["TS.ADD", "s", "1", "inf"],
+             ["TS.ADD", "s", "1", "1", "ON_DUPLICATE", "foo"], ["SET", "str", "1"], ["TS.ADD", "str", "1", "1"], ["TS.GET", "str"],
+             ["TS.INCRBY", "i", "5", "TIMESTAMP", "10"], ["TS.INCRBY", "i", "2.5", "TIMESTAMP", "10"], ["TS.DECRBY", "i", "1", "TIMESTAMP", "20"],
+             ["TS.INCRBY", "i", "1", "TIMESTAMP", "1"], ["TS.INCRBY", "i", "x"],
+             ["TS.MADD", "s", "100", "1", "i", "30", "2", "nosuch", "1", "1"], ["TS.DEL", "s", "100", "100"], ["TS.DEL", "s", "1000", "2000"],
+             ["TS.RANGE", "s", "-", "+"], ["TS.REVRANGE", "s", "-", "+", "COUNT", "3"], ["TS.RANGE", "s", "10", "5"], ["TS.RANGE", "nokey", "-", "+"],
+             ["TS.RANGE", "s", "-", "+", "FILTER_BY_TS", "3", "5", "7", "40", "FILTER_BY_VALUE", "0", "10"],
+             ["TS.GET", "s"], ["TS.GET", "i"], ["TS.GET", "nokey"], ["TS.ALTER", "nokey", "RETENTION", "5"],
+             ["TS.ALTER", "u", "LABELS", "x", "y"], ["TS.ALTER", "u", "DUPLICATE_POLICY", "LAST"], ["TS.ALTER", "u", "CHUNK_SIZE", "7"]]
+    for agg in ["avg", "sum", "min", "max", "range", "count", "first", "last", "twa"]:
+        cmds += [["TS.RANGE", "s", "-", "+", "AGGREGATION", agg, "10"],
+                 ["TS.RANGE", "s", "4", "70", "AGGREGATION", agg, "10", "EMPTY"],
+                 ["TS.REVRANGE", "s", "4", "70", "ALIGN", "start", "AGGREGATION", agg, "10", "BUCKETTIMESTAMP", "mid"],
+                 ["TS.RANGE", "s", "4", "70", "ALIGN", "3", "AGGREGATION", agg, "10", "BUCKETTIMESTAMP", "+", "COUNT", "2"]]
+    for bad in [["COUNT", "x"], ["COUNT", "0"], ["AGGREGATION", "foo", "10"], ["AGGREGATION", "avg", "0"], ["AGGREGATION", "avg"],
+                ["ALIGN", "5"], ["AGGREGATION", "avg", "10", "ALIGN", "x"], ["FILTER_BY_VALUE", "1"], ["FILTER_BY_VALUE", "x", "1"],
+                ["FILTER_BY_TS"], ["AGGREGATION", "avg", "10", "BUCKETTIMESTAMP", "x"], ["AGGREGATION", "avg", "10", "EMPTY", "BUCKETTIMESTAMP", "-"]]:
+        cmds.append(["TS.RANGE", "s", "-", "+"] + bad)
+    cmds += [["TS.RANGE", "s", "5", "x"], ["TS.RANGE", "s", "-5", "10"],
+             ["TS.CREATE", "{r}a"], ["TS.CREATE", "{r}b"], ["TS.CREATERULE", "{r}a", "{r}b", "AGGREGATION", "avg", "10"],
+             ["TS.CREATERULE", "{r}a", "{r}a", "AGGREGATION", "avg", "10"], ["TS.CREATERULE", "{r}a", "{r}nokey", "AGGREGATION", "avg", "10"]]
+    for t in range(0, 100, 7):
+        cmds.append(["TS.ADD", "{r}a", str(t), str(t % 5)])
+    cmds += [["TS.RANGE", "{r}b", "-", "+"], ["TS.RANGE", "{r}b", "-", "+", "LATEST"], ["TS.GET", "{r}b", "LATEST"], ["TS.GET", "{r}b"],
+             ["TS.DELETERULE", "{r}a", "{r}b"], ["TS.DELETERULE", "{r}a", "{r}b"],
+             ["TS.MGET", "FILTER", "k=v"], ["TS.MGET", "WITHLABELS", "FILTER", "k=v"], ["TS.MGET", "SELECTED_LABELS", "n", "zz", "FILTER", "k=v"],
+             ["TS.MGET", "FILTER", "a"], ["TS.MGET", "FILTER", "k!=v"], ["TS.QUERYINDEX", "a=b"], ["TS.QUERYINDEX", "a=(b,c)", "x="],
+             ["TS.QUERYINDEX", "x=y"], ["TS.MRANGE", "-", "+", "FILTER"], ["TS.MRANGE", "-", "+", "WITHLABELS", "FILTER", "k=v"],
+             ["TS.MRANGE", "-", "+", "AGGREGATION", "max", "20", "FILTER", "k=v"],
+             ["TS.MREVRANGE", "-", "+", "COUNT", "2", "FILTER", "k=v"],
+             ["TS.MRANGE", "-", "+", "FILTER", "k=v", "GROUPBY", "k", "REDUCE", "max"],
+             ["TS.MRANGE", "-", "+", "WITHLABELS", "FILTER", "k=v", "GROUPBY", "k", "REDUCE", "sum"],
+             ["TS.MRANGE", "-", "+", "SELECTED_LABELS", "k", "zz", "FILTER", "k=v", "GROUPBY", "k", "REDUCE", "min"],
+             ["TS.MRANGE", "-", "+", "FILTER", "k=v", "GROUPBY", "k", "REDUCE", "foo"],
+             ["TYPE", "s"], ["OBJECT", "ENCODING", "s"]]
+    return cmds
+
+
+def test_replies_match_the_module(module_pair):
+    cr, ca = module_pair
+    for c in (cr, ca):
+        c.flushall()
+    for cmd in _module_script():
+        want, got = _run(cr, cmd), _run(ca, cmd)
+        assert got == want, "%s: module %r, abacus %r" % (" ".join(cmd), want, got)
+    for key in ("s", "u", "e3", "i", "{r}a", "{r}b"):
+        want, got = _run(cr, ["TS.INFO", key]), _run(ca, ["TS.INFO", key])
+        # memoryUsage is each implementation's own accounting.
+        want[3] = got[3] = 0
+        assert got == want, key
