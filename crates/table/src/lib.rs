@@ -71,6 +71,7 @@ mod ctrl;
 mod growth;
 mod hash;
 mod key;
+mod pages;
 mod prefetch;
 mod segment;
 mod small_key;
