@@ -51,6 +51,10 @@ pub(crate) const CLASSES_PER_DOUBLING: u16 = 24;
 /// 24 KB of writes, a few microseconds, beside a segment rebuild's tens to hundreds).
 const DIR_STEP: usize = 512;
 
+/// Pages of a replaced directory freed per growth step: it took `2^g / DIR_STEP` steps to
+/// build the directory of `2^(g+1)` entries, and its predecessor has `2^g / PAGE` pages.
+const DIR_PAGES_FREED_PER_STEP: usize = 2;
+
 /// Classes between consecutive rungs of one segment's ladder: a growth step.
 pub(crate) const LADDER: u16 = 8;
 
@@ -282,6 +286,7 @@ impl<K: KeyKind, V> HashTable<K, V> {
     /// the directory needs about three growth steps per directory entry before it splits,
     /// so the build is done thousands of times over before a doubling needs it.
     pub(crate) fn build_next_dir(&mut self, step: usize) {
+        self.old_dir.release(DIR_PAGES_FREED_PER_STEP);
         if self.dir.len() < DIR_AT_ONCE {
             return;
         }
@@ -308,7 +313,12 @@ impl<K: KeyKind, V> HashTable<K, V> {
             std::mem::take(&mut self.next_dir)
         };
         debug_assert_eq!(next.len(), 2 * self.dir.len());
-        self.dir = next;
+        let old = std::mem::replace(&mut self.dir, next);
+        if old.len() >= DIR_AT_ONCE {
+            // Freed a few pages per growth step from now on (see `old_dir`); what is left of
+            // the one before (only if hashes are far from uniform) goes now.
+            self.old_dir = old;
+        }
         self.global_depth += 1;
         self.dir_shift -= 1;
     }

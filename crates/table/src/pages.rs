@@ -115,6 +115,17 @@ impl<T> Pages<T> {
         }
     }
 
+    /// Frees up to `pages` pages from the end (their elements dropped), so that a large
+    /// array can be given back a bounded amount at a time.
+    pub(crate) fn release(&mut self, pages: usize) {
+        let keep = self.pages.len().saturating_sub(pages);
+        self.pages.truncate(keep);
+        self.len = self.len.min(keep * PAGE);
+        if self.pages.is_empty() {
+            self.pages = Vec::new();
+        }
+    }
+
     pub(crate) fn iter(&self) -> impl Iterator<Item = &T> + '_ {
         self.pages.iter().flatten()
     }
@@ -176,6 +187,11 @@ mod tests {
             v.swap(a, b);
         }
         assert!(p.iter().eq(v.iter()));
+        let mut q: Pages<usize> = (0..n).collect();
+        q.release(2);
+        assert!(q.len() == 2 * PAGE && q.iter().copied().eq(0..2 * PAGE));
+        q.release(5);
+        assert!(q.is_empty() && q.alloc_bytes() == 0);
         assert!((0..n).all(|i| p[i] == v[i] && p.get(i) == Some(&v[i])));
         assert_eq!(p.get(n), None);
         // Later pages are allocated whole and never reallocated: capacity is exact.

@@ -90,6 +90,9 @@ pub struct HashTable<K: KeyKind, V> {
     /// equal `dir[j]` for every `j < next_dir.len() / 2`. Empty while the directory is
     /// smaller than [`DIR_AT_ONCE`] (such a directory doubles at once).
     pub(crate) next_dir: Pages<DirEntry>,
+    /// The directory a doubling replaced, freed a few pages per growth step (freeing all of
+    /// it in the insert that doubled would be work proportional to its size).
+    pub(crate) old_dir: Pages<DirEntry>,
     pub(crate) segs: Pages<Segment<K, V>>,
     /// Per segment (same index as `segs`), how many more EMPTY slots it may fill before it
     /// must grow. Kept here rather than in the segment header: 4 bytes per segment (100 KB
@@ -153,6 +156,7 @@ impl<K: KeyKind, V> HashTable<K, V> {
         HashTable {
             dir: Pages::new(),
             next_dir: Pages::new(),
+            old_dir: Pages::new(),
             segs: Pages::new(),
             room: Pages::new(),
             dir_writes: 0,
@@ -211,6 +215,7 @@ impl<K: KeyKind, V> HashTable<K, V> {
         HashTable {
             dir: Pages::new(),
             next_dir: Pages::new(),
+            old_dir: Pages::new(),
             segs: Pages::new(),
             room: Pages::new(),
             dir_writes: 0,
@@ -242,6 +247,7 @@ impl<K: KeyKind, V> HashTable<K, V> {
     pub fn memory_bytes(&self) -> usize {
         self.dir.alloc_bytes()
             + self.next_dir.alloc_bytes()
+            + self.old_dir.alloc_bytes()
             + self.segs.alloc_bytes()
             + self.room.alloc_bytes()
             + self.seg_bytes

@@ -66,11 +66,17 @@ fn grow_and_check(segment_slots: usize, n: u64, dir_min: usize) {
         seed: Some(7),
     });
     let (mut writes_max, mut alloc_max) = (0, 0);
+    let next = |k: u64| {
+        k.wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407)
+    };
     let mut key = 0x5eedu64;
-    for _ in 0..n {
-        key = key
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
+    for i in 0..n {
+        key = next(key);
+        // The directory is mid-build most of the time: check it (and everything) now and then.
+        if i % (n / 8) == 0 {
+            t.check_invariants().unwrap();
+        }
         let before = t.directory_stats().1;
         LARGEST.with(|l| l.set(0));
         t.insert(key, key);
@@ -94,6 +100,17 @@ fn grow_and_check(segment_slots: usize, n: u64, dir_min: usize) {
         "an insert allocated {alloc_max} bytes at once"
     );
     assert_eq!(t.len() as u64, n);
+    t.check_invariants().unwrap();
+    // Every key is found through the directory swapped in along the way; half go again.
+    let mut key = 0x5eedu64;
+    for i in 0..n {
+        key = next(key);
+        assert_eq!(t.get(key), Some(&key));
+        if i % 2 == 0 {
+            assert_eq!(t.remove(key), Some(key));
+        }
+    }
+    assert_eq!(t.len() as u64, n / 2);
     t.check_invariants().unwrap();
 }
 
