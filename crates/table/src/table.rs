@@ -5,14 +5,18 @@
 //! (1.5x the table). Redis spreads the rehash over later operations but still holds both
 //! arrays for the whole migration. Here no operation ever touches more than one segment:
 //!
-//! - The directory is a `Vec` of `2^global_depth` entries indexed by the hash's top
-//!   `global_depth` bits. A segment of local depth `d` owns the `2^(global_depth - d)`
+//! - The directory is an array of `2^global_depth` entries indexed by the hash's top
+//!   `global_depth` bits, stored in fixed-size pages (`pages.rs`), as are the segments and
+//!   their room: no insert reallocates or copies an array that grows with the table. A segment of local depth `d` owns the `2^(global_depth - d)`
 //!   consecutive directory entries that share its `d`-bit prefix. Each entry holds the
 //!   segment's id and a copy of its array addresses, capacity and depth (24 bytes): at 100
 //!   million entries the directory has about 32K entries (768 KB) and stays in cache.
 //! - When an insert finds its segment full (90% of its slots used), the segment is rebuilt
 //!   one capacity class larger or split in two (`growth.rs`); only a split of a segment as
-//!   deep as the directory doubles the directory. So the slowest insert
+//!   deep as the directory doubles the directory. A directory of 1024 entries or more is
+//!   not copied then: the doubled one was built ahead, 512 entries per growth step, kept
+//!   current by every directory update since (`growth.rs`), and the doubling swaps it in;
+//!   the old one is freed two pages per growth step. So the slowest insert
 //!   costs one rebuild of at most `1.59 * segment_slots` slots (6.5K by default, a few
 //!   hundred microseconds, mostly page faults on the fresh segment), and the extra memory
 //!   at any moment is about one segment.
