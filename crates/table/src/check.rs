@@ -32,7 +32,7 @@ impl<K: KeyKind, V> HashTable<K, V> {
             ));
         }
         // The next directory, built ahead of the doubling: each entry it has twice, in order.
-        if self.next_dir.len() % 2 != 0
+        if !self.next_dir.len().is_multiple_of(2)
             || self.next_dir.len() > 2 * self.dir.len()
             || (!self.next_dir.is_empty() && self.dir.len() < DIR_AT_ONCE)
             || (0..self.next_dir.len()).any(|i| self.next_dir[i] != self.dir[i / 2])
