@@ -310,7 +310,8 @@ impl<K: KeyKind, V> HashTable<K, V> {
         // The part of the block the next directory already holds: twice as many entries.
         let built = self.next_dir.len() / 2;
         if start < built {
-            self.next_dir.fill(2 * start..2 * (start + span).min(built), e);
+            self.next_dir
+                .fill(2 * start..2 * (start + span).min(built), e);
         }
         self.dir_writes += (span + 2 * (start + span).min(built).saturating_sub(start)) as u64;
     }
