@@ -347,7 +347,10 @@ fn main() {
         );
     }
     for &(name, f) in &both {
-        println!("{name}: {:.0} lookups per second of CPU time", f.lookups_per_cpu_s);
+        println!(
+            "{name}: {:.0} lookups per second of CPU time",
+            f.lookups_per_cpu_s
+        );
     }
     if single {
         for &(name, f) in &both {
