@@ -6,7 +6,7 @@ use crate::ctrl::{is_full, tag, EMPTY, GROUP};
 use crate::growth::{class_cap, ladder_of, used_max, LADDER};
 use crate::key::KeyKind;
 use crate::segment::{wrap, Segment};
-use crate::table::{HashTable, MAX_DEPTH};
+use crate::table::{HashTable, DIR_AT_ONCE, MAX_DEPTH};
 use crate::Seed;
 
 impl<K: KeyKind, V> HashTable<K, V> {
@@ -29,6 +29,17 @@ impl<K: KeyKind, V> HashTable<K, V> {
             return Err(format!(
                 "directory of {} entries at global depth {gd}",
                 self.dir.len()
+            ));
+        }
+        // The next directory, built ahead of the doubling: each entry it has twice, in order.
+        if !self.next_dir.len().is_multiple_of(2)
+            || self.next_dir.len() > 2 * self.dir.len()
+            || (!self.next_dir.is_empty() && self.dir.len() < DIR_AT_ONCE)
+            || (0..self.next_dir.len()).any(|i| self.next_dir[i] != self.dir[i / 2])
+        {
+            return Err(format!(
+                "next directory of {} entries does not match the directory",
+                self.next_dir.len()
             ));
         }
         // Each segment owns exactly one aligned block of 2^(gd - depth) directory entries.
@@ -54,9 +65,7 @@ impl<K: KeyKind, V> HashTable<K, V> {
                     .ok_or("segment deeper than the directory")?);
             if count[id] != span
                 || first[id] % span != 0
-                || self.dir[first[id]..first[id] + span]
-                    .iter()
-                    .any(|e| e.id as usize != id)
+                || (first[id]..first[id] + span).any(|i| self.dir[i].id as usize != id)
             {
                 return Err(format!(
                     "segment {id} does not own one aligned block of {span} entries"

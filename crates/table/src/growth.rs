@@ -29,6 +29,16 @@
 //! possibly a smaller one: that is also how deletions give memory back (segments never
 //! merge, so the directory does not shrink).
 //!
+//! The directory's doubling: a split of a segment as deep as the directory needs a
+//! directory one level deeper, twice the size. Copying it then would make that insert's
+//! cost grow with the table (at 500 million keys, 2^17 entries: milliseconds). So once the
+//! directory has [`DIR_AT_ONCE`] entries, every growth step copies [`DIR_STEP`] more of its
+//! entries into the next directory, which directory updates keep current; a doubling then
+//! only swaps it in. With uniform hashes the build finishes long before it is needed: a
+//! segment created as deep as the directory must gain about twice its entries before it
+//! splits, and by then the table has taken several growth steps per directory entry. Should
+//! a doubling come first (hashes far from uniform), it finishes the build itself.
+//!
 //! Moving is the hot loop of growth: the old segment, first detached from the directory
 //! (which then points at the fresh segments), is drained a group of control bytes at a time
 //! (one branch per group, no control byte written per pair: [`Segment::drain`]), each key
@@ -38,7 +48,7 @@
 use crate::ctrl::tag;
 use crate::key::KeyKind;
 use crate::segment::Segment;
-use crate::table::{HashTable, MAX_DEPTH};
+use crate::table::{HashTable, DIR_AT_ONCE, MAX_DEPTH};
 use crate::Seed;
 
 /// The smallest segment capacity (two groups).
@@ -46,6 +56,14 @@ pub(crate) const MIN_CAP: usize = 16;
 
 /// Classes per doubling of capacity: a growth step is 8 of them (x1.26, see [`LADDER`]).
 pub(crate) const CLASSES_PER_DOUBLING: u16 = 24;
+
+/// Directory entries copied into the next directory per growth step (each written twice:
+/// 24 KB of writes, a few microseconds, beside a segment rebuild's tens to hundreds).
+const DIR_STEP: usize = 512;
+
+/// Pages of a replaced directory freed per growth step: it took `2^g / DIR_STEP` steps to
+/// build the directory of `2^(g+1)` entries, and its predecessor has `2^g / PAGE` pages.
+const DIR_PAGES_FREED_PER_STEP: usize = 2;
 
 /// Classes between consecutive rungs of one segment's ladder: a growth step.
 pub(crate) const LADDER: u16 = 8;
@@ -212,6 +230,7 @@ impl<K: KeyKind, V> Segment<K, V> {
 impl<K: KeyKind, V> HashTable<K, V> {
     /// Makes room in full segment `id` (which holds `hash`).
     pub(crate) fn grow(&mut self, id: usize, hash: u64) {
+        self.build_next_dir(DIR_STEP);
         let seg = &self.segs[id];
         let ladder = seg.class() % LADDER;
         let class = class_for(seg.count_full() + 1, ladder);
@@ -241,14 +260,7 @@ impl<K: KeyKind, V> HashTable<K, V> {
     fn split(&mut self, id: usize, hash: u64) {
         let depth = self.segs[id].depth;
         if depth == self.global_depth {
-            // Each directory entry becomes two adjacent ones: the old prefix followed by 0, 1.
-            let mut dir = Vec::with_capacity(self.dir.len() * 2);
-            for &s in &self.dir {
-                dir.extend([s, s]);
-            }
-            self.dir = dir;
-            self.global_depth += 1;
-            self.dir_shift -= 1;
+            self.double_dir();
         }
         let bit = 1u64 << (63 - depth);
         // Any hash of each half: the split bit clear or set below the shared prefix.
@@ -272,9 +284,52 @@ impl<K: KeyKind, V> HashTable<K, V> {
         self.room.push(0);
         self.sync_dir(id, hash & !bit);
         self.sync_dir(high_id, hash | bit);
-        let (before, after) = self.segs.split_at_mut(high_id);
-        Segment::split_moves(&mut old, [&mut before[id], &mut after[0]], bit, scratch);
+        let (low, high) = self.segs.pair_mut(id, high_id);
+        Segment::split_moves(&mut old, [low, high], bit, scratch);
         self.room[id] = self.segs[id].room_with(counts[0]);
         self.room[high_id] = self.segs[high_id].room_with(counts[1]);
+    }
+
+    /// Copies up to `step` more entries of the directory into the next one (each twice: the
+    /// old prefix followed by 0 and 1). Called once per growth step, so a directory of `2^g`
+    /// entries is built after `2^g / step` of them; with uniform hashes a segment as deep as
+    /// the directory needs about three growth steps per directory entry before it splits,
+    /// so the build is done thousands of times over before a doubling needs it.
+    pub(crate) fn build_next_dir(&mut self, step: usize) {
+        self.old_dir.release(DIR_PAGES_FREED_PER_STEP);
+        if self.dir.len() < DIR_AT_ONCE {
+            return;
+        }
+        let from = self.next_dir.len() / 2;
+        let to = (from + step).min(self.dir.len());
+        for j in from..to {
+            let e = self.dir[j];
+            self.next_dir.push(e);
+            self.next_dir.push(e);
+        }
+        self.dir_writes += 2 * (to - from) as u64;
+    }
+
+    /// Makes the directory one level deeper: each entry becomes two adjacent ones, the old
+    /// prefix followed by 0 and 1. A large directory swaps in the next one, built ahead
+    /// (finishing it first, which takes no work unless hashes are far from uniform); a
+    /// small one is copied at once.
+    fn double_dir(&mut self) {
+        self.build_next_dir(usize::MAX);
+        let next = if self.dir.len() < DIR_AT_ONCE {
+            self.dir_writes += 2 * self.dir.len() as u64;
+            self.dir.iter().flat_map(|&e| [e, e]).collect()
+        } else {
+            std::mem::take(&mut self.next_dir)
+        };
+        debug_assert_eq!(next.len(), 2 * self.dir.len());
+        let old = std::mem::replace(&mut self.dir, next);
+        if old.len() >= DIR_AT_ONCE {
+            // Freed a few pages per growth step from now on (see `old_dir`); what is left of
+            // the one before (only if hashes are far from uniform) goes now.
+            self.old_dir = old;
+        }
+        self.global_depth += 1;
+        self.dir_shift -= 1;
     }
 }

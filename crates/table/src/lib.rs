@@ -12,7 +12,9 @@
 //! - Extendible hashing (`table.rs`): a directory indexed by the hash's top bits points at
 //!   segments (4K-6.5K slots once the table is large). No operation touches more than one
 //!   segment, so the slowest insert costs one segment rebuild (hundreds of microseconds)
-//!   and memory never doubles. A directory entry holds its segment's address and shape, so
+//!   and memory never doubles. Nothing an insert does grows with the table: the directory
+//!   doubles incrementally (built ahead, a bounded part per growth step), and it and the
+//!   per-segment arrays live in fixed-size pages (`pages.rs`), never reallocated whole. A directory entry holds its segment's address and shape, so
 //!   a lookup goes from the directory straight to the control bytes, and the only
 //!   per-segment figure an insert updates (its room) sits in a compact array.
 //! - Growth (`growth.rs`): a full segment is rebuilt one capacity class larger (x1.26) or
@@ -71,6 +73,7 @@ mod ctrl;
 mod growth;
 mod hash;
 mod key;
+mod pages;
 mod prefetch;
 mod segment;
 mod small_key;

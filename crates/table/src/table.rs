@@ -5,14 +5,18 @@
 //! (1.5x the table). Redis spreads the rehash over later operations but still holds both
 //! arrays for the whole migration. Here no operation ever touches more than one segment:
 //!
-//! - The directory is a `Vec` of `2^global_depth` entries indexed by the hash's top
-//!   `global_depth` bits. A segment of local depth `d` owns the `2^(global_depth - d)`
+//! - The directory is an array of `2^global_depth` entries indexed by the hash's top
+//!   `global_depth` bits, stored in fixed-size pages (`pages.rs`), as are the segments and
+//!   their room: no insert reallocates or copies an array that grows with the table. A segment of local depth `d` owns the `2^(global_depth - d)`
 //!   consecutive directory entries that share its `d`-bit prefix. Each entry holds the
 //!   segment's id and a copy of its array addresses, capacity and depth (24 bytes): at 100
 //!   million entries the directory has about 32K entries (768 KB) and stays in cache.
 //! - When an insert finds its segment full (90% of its slots used), the segment is rebuilt
 //!   one capacity class larger or split in two (`growth.rs`); only a split of a segment as
-//!   deep as the directory doubles the directory. So the slowest insert
+//!   deep as the directory doubles the directory. A directory of 1024 entries or more is
+//!   not copied then: the doubled one was built ahead, 512 entries per growth step, kept
+//!   current by every directory update since (`growth.rs`), and the doubling swaps it in;
+//!   the old one is freed two pages per growth step. So the slowest insert
 //!   costs one rebuild of at most `1.59 * segment_slots` slots (6.5K by default, a few
 //!   hundred microseconds, mostly page faults on the fresh segment), and the extra memory
 //!   at any moment is about one segment.
@@ -27,6 +31,7 @@
 use crate::ctrl::tag;
 use crate::growth::{class_cap, class_for, fill_max, ladder_of, CLASSES_PER_DOUBLING, LADDER};
 use crate::key::KeyKind;
+use crate::pages::Pages;
 use crate::prefetch::prefetch_read;
 use crate::segment::{DirEntry, Probe, Segment};
 use crate::Seed;
@@ -34,6 +39,10 @@ use crate::Seed;
 /// Deepest a segment may get: the home slot uses the 32 hash bits below a segment's prefix,
 /// so prefix and home bits must fit in 64 (and 2^32 segments is beyond any machine).
 pub(crate) const MAX_DEPTH: u8 = 32;
+
+/// Directories smaller than this double in one step (a bounded copy of at most this many
+/// entries); larger ones are doubled incrementally (`growth.rs`).
+pub(crate) const DIR_AT_ONCE: usize = crate::pages::PAGE;
 
 /// Result of [`HashTable::locate`]: the slot holding the key, or `(segment, slot)` free
 /// for it.
@@ -79,13 +88,25 @@ pub struct HashTable<K: KeyKind, V> {
     /// segment's id and what a lookup needs of it (address, capacity, depth), always equal
     /// to `segs[id].dir_entry(id)` (see [`Self::sync_dir`]). Empty until the first insert,
     /// so an unused table allocates nothing.
-    pub(crate) dir: Vec<DirEntry>,
-    pub(crate) segs: Vec<Segment<K, V>>,
+    pub(crate) dir: Pages<DirEntry>,
+    /// The directory one level deeper, built a bounded number of entries per growth step
+    /// ahead of the split that will need it (see `growth.rs`): entries `2j` and `2j + 1`
+    /// equal `dir[j]` for every `j < next_dir.len() / 2`. Empty while the directory is
+    /// smaller than [`DIR_AT_ONCE`] (such a directory doubles at once).
+    pub(crate) next_dir: Pages<DirEntry>,
+    /// The directory a doubling replaced, freed a few pages per growth step (freeing all of
+    /// it in the insert that doubled would be work proportional to its size).
+    pub(crate) old_dir: Pages<DirEntry>,
+    pub(crate) segs: Pages<Segment<K, V>>,
     /// Per segment (same index as `segs`), how many more EMPTY slots it may fill before it
     /// must grow. Kept here rather than in the segment header: 4 bytes per segment (100 KB
     /// at 100M entries) stay in the L1/L2 cache, where an insert that read and wrote a
     /// 32-byte header per segment waited on it (15% of W2's insert time).
-    pub(crate) room: Vec<u32>,
+    pub(crate) room: Pages<u32>,
+    /// Directory entries written by growth so far (doubling, building `next_dir`, pointing
+    /// entries at new segments): the work a growing insert does in the directory, which
+    /// tests bound per insert.
+    pub(crate) dir_writes: u64,
     /// `63 - global_depth`: `(hash >> 1) >> dir_shift` is the directory index, also for depth 0.
     pub(crate) dir_shift: u32,
     pub(crate) global_depth: u8,
@@ -137,9 +158,12 @@ impl<K: KeyKind, V> HashTable<K, V> {
         let split_class = CLASSES_PER_DOUBLING * (s / 16).trailing_zeros() as u16 + 2 * LADDER;
         debug_assert_eq!(class_cap(split_class - 2 * LADDER), s);
         HashTable {
-            dir: Vec::new(),
-            segs: Vec::new(),
-            room: Vec::new(),
+            dir: Pages::new(),
+            next_dir: Pages::new(),
+            old_dir: Pages::new(),
+            segs: Pages::new(),
+            room: Pages::new(),
+            dir_writes: 0,
             dir_shift: 63,
             global_depth: 0,
             split_class,
@@ -193,9 +217,12 @@ impl<K: KeyKind, V> HashTable<K, V> {
     /// An empty table with the same seed and segment size.
     fn fresh(&self) -> Self {
         HashTable {
-            dir: Vec::new(),
-            segs: Vec::new(),
-            room: Vec::new(),
+            dir: Pages::new(),
+            next_dir: Pages::new(),
+            old_dir: Pages::new(),
+            segs: Pages::new(),
+            room: Pages::new(),
+            dir_writes: 0,
             dir_shift: 63,
             global_depth: 0,
             max_class: 0,
@@ -222,9 +249,11 @@ impl<K: KeyKind, V> HashTable<K, V> {
     /// Bytes this table allocated: segments, directory and out-of-line keys. Excludes what
     /// values own on the heap (the caller accounts for that).
     pub fn memory_bytes(&self) -> usize {
-        self.dir.capacity() * std::mem::size_of::<DirEntry>()
-            + self.segs.capacity() * std::mem::size_of::<Segment<K, V>>()
-            + self.room.capacity() * std::mem::size_of::<u32>()
+        self.dir.alloc_bytes()
+            + self.next_dir.alloc_bytes()
+            + self.old_dir.alloc_bytes()
+            + self.segs.alloc_bytes()
+            + self.room.alloc_bytes()
             + self.seg_bytes
             + self.heap_key_bytes
     }
@@ -277,7 +306,14 @@ impl<K: KeyKind, V> HashTable<K, V> {
         let span = 1usize << (self.global_depth - seg.depth);
         let start = (((hash >> 1) >> self.dir_shift) as usize) & !(span - 1);
         let e = seg.dir_entry(u32::try_from(id).expect("at most 2^32 segments"));
-        self.dir[start..start + span].fill(e);
+        self.dir.fill(start..start + span, e);
+        // The part of the block the next directory already holds: twice as many entries.
+        let built = self.next_dir.len() / 2;
+        if start < built {
+            self.next_dir
+                .fill(2 * start..2 * (start + span).min(built), e);
+        }
+        self.dir_writes += (span + 2 * (start + span).min(built).saturating_sub(start)) as u64;
     }
 
     /// Starts loading `hash`'s directory entry into the cache: the first step of a two-step
@@ -419,7 +455,7 @@ impl<K: KeyKind, V> HashTable<K, V> {
     /// Keeps only the entries for which `keep` returns true.
     pub fn retain(&mut self, mut keep: impl FnMut(K::Key<'_>, &mut V) -> bool) {
         let (mut removed, mut heap) = (0, 0);
-        for (seg, room) in self.segs.iter_mut().zip(&mut self.room) {
+        for (seg, room) in self.segs.iter_mut().zip(self.room.iter_mut()) {
             for i in 0..seg.cap() {
                 if !seg.is_full_at(i) {
                     continue;
@@ -458,6 +494,13 @@ impl<K: KeyKind, V> HashTable<K, V> {
             let (id, p) = self.probe(hash);
             matches!(p.find_or_free(hash, key), Err(i) if !self.has_room(id, i))
         }
+    }
+
+    /// The directory's entries and how many entries growth has written into directories
+    /// so far: a test's measure of the directory work each insert does. Not a stable API.
+    #[doc(hidden)]
+    pub fn directory_stats(&self) -> (usize, u64) {
+        (self.dir.len(), self.dir_writes)
     }
 
     /// Whether free slot `i` of segment `id` may be filled: reusing a tombstone always may,

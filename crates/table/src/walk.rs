@@ -168,10 +168,10 @@ impl<K: KeyKind, V> HashTable<K, V> {
             }
         }
         let start = rng.gen_range(0..self.segs.len());
-        let (before, after) = self.segs.split_at(start);
-        after
+        self.segs
             .iter()
-            .chain(before)
+            .skip(start)
+            .chain(self.segs.iter().take(start))
             .flat_map(|s| s.iter())
             .next()
             .map(|(k, v)| (K::key(k), v))
