@@ -297,13 +297,13 @@ impl Batch {
     /// [`Batch::commands`], each command's arguments packed in one buffer (one allocation per
     /// command instead of one per argument: a batch generates a command per key it touches).
     pub fn packed_commands(&self, rules: &Rules, max_args: usize) -> Vec<Packed> {
-        use std::io::Write;
+        // Integers are printed with itoa: `write!` through `core::fmt` was 8% of an ingest.
         let max_args = max_args.max(8);
         let mut out = Vec::with_capacity(self.hashes.len() + self.hlls.len() + self.sets.len());
         let expire = |out: &mut Vec<Packed>, key: &str, ms: i64| {
             if ms > 0 {
                 let mut c = Packed::new(b"PEXPIREAT", key, 16);
-                let _ = write!(c.buf, "{ms}");
+                c.buf.extend_from_slice(itoa::Buffer::new().format(ms).as_bytes());
                 c.end();
                 out.push(c);
             }
@@ -317,7 +317,7 @@ impl Batch {
                 match acc {
                     Acc::Count(n) => {
                         c.push(b"INCRBY");
-                        let _ = write!(c.buf, "{n}");
+                        c.buf.extend_from_slice(itoa::Buffer::new().format(*n).as_bytes());
                     }
                     Acc::Sum(x) => {
                         c.push(b"INCRBYFLOAT");
@@ -344,10 +344,11 @@ impl Batch {
             expire(&mut out, key, h.expire_ms);
         }
         for (key, (hashes, ms)) in &self.hlls {
+            let mut digits = itoa::Buffer::new();
             for chunk in hashes.chunks(max_args - 2) {
                 let mut c = Packed::new(b"HLL.ADDRAW", key, 20 * chunk.len());
                 for h in chunk {
-                    let _ = write!(c.buf, "{h}");
+                    c.buf.extend_from_slice(digits.format(*h).as_bytes());
                     c.end();
                 }
                 out.push(c);

@@ -242,8 +242,7 @@ pub fn parse_line_into(feed: &Feed, line: &str, scratch: &mut Vec<String>, event
     }
     let nf = feed.fields.len();
     event.values.resize_with(nf, Vec::new);
-    let json_time;
-    match feed.format {
+    let json_time = match feed.format {
         Format::Csv => {
             if line == feed.header {
                 return Ok(false);
@@ -261,7 +260,7 @@ pub fn parse_line_into(feed: &Feed, line: &str, scratch: &mut Vec<String>, event
                 }
                 std::mem::swap(&mut vals[0], field);
             }
-            json_time = None;
+            None
         }
         Format::Jsonl => {
             let v: Value = serde_json::from_str(line).map_err(|e| bad(format!("invalid JSON: {e}")))?;
@@ -293,7 +292,7 @@ pub fn parse_line_into(feed: &Feed, line: &str, scratch: &mut Vec<String>, event
                     }
                 }
             }
-            json_time = Some(time);
+            Some(time)
         }
     };
     for (i, vals) in event.values.iter().enumerate() {
