@@ -18,7 +18,7 @@ use crate::rules::{Feed, Format, TimeSource};
 
 /// A parsed event: the time in milliseconds and each field's values (one, or for a fanning
 /// out JSON path, as many as it found).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Event {
     pub time_ms: i64,
     pub values: Vec<Vec<String>>,
@@ -126,50 +126,68 @@ fn bad(msg: impl Into<String>) -> LineError {
 /// `out`. A quote inside an unquoted field, text after a closing quote and an unterminated
 /// quoted field are errors.
 pub fn split_csv(line: &str, out: &mut Vec<String>) -> Result<(), LineError> {
-    out.clear();
+    // The strings already in `out` are reused (cleared and refilled): a parser that keeps
+    // one `out` for every line allocates nothing per field once warmed up.
+    let mut n = 0;
     let b = line.as_bytes();
     let mut i = 0;
-    loop {
+    let mut next = |out: &mut Vec<String>| -> usize {
+        if n == out.len() {
+            out.push(String::new());
+        } else {
+            out[n].clear();
+        }
+        n += 1;
+        n - 1
+    };
+    let result = loop {
         if b.get(i) == Some(&b'"') {
-            let mut field = Vec::new();
+            let at = next(out);
+            let field = &mut out[at];
             i += 1;
-            loop {
+            // Runs between quotes are copied as slices: the line is UTF-8 and the splits fall
+            // on ASCII quotes, so each run is UTF-8 too.
+            let mut run = i;
+            let closed = loop {
                 match b.get(i) {
-                    None => return Err(bad("bad CSV quoting: unterminated quoted field")),
+                    None => break false,
                     Some(b'"') if b.get(i + 1) == Some(&b'"') => {
-                        field.push(b'"');
+                        field.push_str(&line[run..=i]);
                         i += 2;
+                        run = i;
                     }
                     Some(b'"') => {
+                        field.push_str(&line[run..i]);
                         i += 1;
-                        break;
+                        break true;
                     }
-                    Some(&c) => {
-                        field.push(c);
-                        i += 1;
-                    }
+                    Some(_) => i += 1,
                 }
+            };
+            if !closed {
+                break Err(bad("bad CSV quoting: unterminated quoted field"));
             }
-            // Only bytes of a UTF-8 line were copied, split at ASCII quotes: still UTF-8.
-            out.push(String::from_utf8(field).map_err(|_| bad("not UTF-8"))?);
             match b.get(i) {
-                None => return Ok(()),
+                None => break Ok(()),
                 Some(b',') => i += 1,
-                Some(_) => return Err(bad("bad CSV quoting: text after a closing quote")),
+                Some(_) => break Err(bad("bad CSV quoting: text after a closing quote")),
             }
         } else {
             let end = b[i..].iter().position(|&c| c == b',').map_or(b.len(), |p| i + p);
             let field = &line[i..end];
             if field.contains('"') {
-                return Err(bad("bad CSV quoting: a quote inside an unquoted field"));
+                break Err(bad("bad CSV quoting: a quote inside an unquoted field"));
             }
-            out.push(field.to_string());
+            let at = next(out);
+            out[at].push_str(field);
             if end == b.len() {
-                return Ok(());
+                break Ok(());
             }
             i = end + 1;
         }
-    }
+    };
+    out.truncate(n);
+    result
 }
 
 /// The text of a JSON scalar; None for null; an error for an object or array.
@@ -211,22 +229,38 @@ fn shorten(s: &str) -> &str {
 
 /// Parses one line of `feed` (without its line end). Ok(None) for a CSV header line.
 pub fn parse_line(feed: &Feed, line: &str, scratch: &mut Vec<String>) -> Result<Option<Event>, LineError> {
+    let mut event = Event::default();
+    Ok(parse_line_into(feed, line, scratch, &mut event)?.then_some(event))
+}
+
+/// [`parse_line`] into an event that is reused from line to line (its strings and vectors
+/// keep their capacity, so a warmed-up parser allocates nothing per CSV field). Ok(false)
+/// for a CSV header line; after an error `event` holds no meaningful values.
+pub fn parse_line_into(feed: &Feed, line: &str, scratch: &mut Vec<String>, event: &mut Event) -> Result<bool, LineError> {
     if line.len() > feed.max_line_bytes {
         return Err(bad(format!("line longer than {} bytes", feed.max_line_bytes)));
     }
-    let (time_text, values) = match feed.format {
+    let nf = feed.fields.len();
+    event.values.resize_with(nf, Vec::new);
+    let json_time = match feed.format {
         Format::Csv => {
             if line == feed.header {
-                return Ok(None);
+                return Ok(false);
             }
             split_csv(line, scratch)?;
-            if scratch.len() != feed.fields.len() {
-                let what = if scratch.len() < feed.fields.len() { "missing field" } else { "extra field" };
-                return Err(bad(format!("{what}: expected {} columns, found {}", feed.fields.len(), scratch.len())));
+            if scratch.len() != nf {
+                let what = if scratch.len() < nf { "missing field" } else { "extra field" };
+                return Err(bad(format!("{what}: expected {} columns, found {}", nf, scratch.len())));
             }
-            let TimeSource::Column(tc) = feed.time else { unreachable!("a csv feed's time is a column") };
-            let time = scratch[tc].clone();
-            (time, scratch.drain(..).map(|v| vec![v]).collect::<Vec<_>>())
+            // Swapped, not copied: the event's old strings go back to `scratch` for reuse.
+            for (vals, field) in event.values.iter_mut().zip(scratch.iter_mut()) {
+                vals.truncate(1);
+                if vals.is_empty() {
+                    vals.push(String::new());
+                }
+                std::mem::swap(&mut vals[0], field);
+            }
+            None
         }
         Format::Jsonl => {
             let v: Value = serde_json::from_str(line).map_err(|e| bad(format!("invalid JSON: {e}")))?;
@@ -243,14 +277,13 @@ pub fn parse_line(feed: &Feed, line: &str, scratch: &mut Vec<String>) -> Result<
                 },
                 None => return Err(bad("missing field: time")),
             };
-            let mut values = Vec::with_capacity(feed.fields.len());
-            for (name, path) in feed.fields.iter().zip(&feed.paths) {
+            for ((name, path), vals) in feed.fields.iter().zip(&feed.paths).zip(event.values.iter_mut()) {
                 found.clear();
                 path.collect(&v, &mut found);
                 if found.is_empty() && !path.fans_out() {
                     return Err(bad(format!("missing field: {name}")));
                 }
-                let mut vals = Vec::with_capacity(found.len());
+                vals.clear();
                 for x in &found {
                     match scalar_text(x, name)? {
                         Some(s) => vals.push(s),
@@ -258,12 +291,11 @@ pub fn parse_line(feed: &Feed, line: &str, scratch: &mut Vec<String>) -> Result<
                         None => return Err(bad(format!("missing field: {name} (null)"))),
                     }
                 }
-                values.push(vals);
             }
-            (time, values)
+            Some(time)
         }
     };
-    for (i, vals) in values.iter().enumerate() {
+    for (i, vals) in event.values.iter().enumerate() {
         if feed.numeric[i] {
             for v in vals {
                 if !v.trim().parse::<f64>().is_ok_and(f64::is_finite) {
@@ -272,5 +304,13 @@ pub fn parse_line(feed: &Feed, line: &str, scratch: &mut Vec<String>) -> Result<
             }
         }
     }
-    Ok(Some(Event { time_ms: time_ms(feed, &time_text)?, values }))
+    let time_text = match &json_time {
+        Some(t) => t.as_str(),
+        None => {
+            let TimeSource::Column(tc) = feed.time else { unreachable!("a csv feed's time is a column") };
+            event.values[tc][0].as_str()
+        }
+    };
+    event.time_ms = time_ms(feed, time_text)?;
+    Ok(true)
 }

@@ -27,7 +27,7 @@ mod query;
 mod rules;
 
 pub use batch::{fmt_f64, Acc, Batch, Packed, Reject};
-pub use event::{parse_line, split_csv, Event, JsonPath, LineError};
+pub use event::{parse_line, parse_line_into, split_csv, Event, JsonPath, LineError};
 pub use filter::{Expr, FilterError};
 pub use keys::{escape, parse_key, summary_key, KeyParts};
 pub use query::{Cell, Group, GroupBy, Query, QueryError};
