@@ -36,6 +36,8 @@ mod int;
 mod list;
 mod persist;
 mod random;
+mod stream;
+mod stream_group;
 mod zset;
 
 #[cfg(test)]
@@ -47,6 +49,8 @@ mod list_tests;
 #[cfg(test)]
 mod random_tests;
 #[cfg(test)]
+mod stream_tests;
+#[cfg(test)]
 mod zset_tests;
 
 pub use hash::{CompactHash, FieldValue, HashIter};
@@ -54,6 +58,8 @@ pub use idset::{IdSet, Iter};
 pub use int::{parse_canonical_i64, IntMember, Member};
 pub use list::{List, ListItem, ListLimits, Needle};
 pub use persist::DecodeError;
+pub use stream::{AppendError, EntryView, Pairs, Range as StreamRange, Stream, StreamId, StreamLimits, Trim, Val, LISTPACK_MAX_SIZE};
+pub use stream_group::{Consumer, Group, Nack, INVALID_ENTRIES_READ};
 pub use zset::{Range as ZRange, ZSet, ZSET_DEFAULT_LIMITS};
 
 /// When a small set or hash stops being a listpack.

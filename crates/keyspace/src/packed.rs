@@ -20,6 +20,7 @@
 //! BIG  (22)    Box<StrBuf>: a string whose length or buffer is 4 GiB or more
 //! LIST (23)    Box<List>
 //! ZSET (24)    Box<ZSet>
+//! STREAM (25)  Box<Stream>
 //! ```
 //!
 //! Reading (`get`) lends the parts in place: the inline bytes, or a reference through the
@@ -45,7 +46,7 @@ use std::mem::MaybeUninit;
 use std::ops::{Deref, DerefMut};
 use std::ptr;
 
-use abacus_collections::{CompactHash, IdSet, List, ZSet};
+use abacus_collections::{CompactHash, IdSet, List, Stream, ZSet};
 use abacus_hll::Hll;
 
 use crate::strbuf::{HeapParts, StrBuf};
@@ -61,6 +62,7 @@ const HASH: u8 = 21;
 const BIG: u8 = 22;
 const LIST: u8 = 23;
 const ZSET: u8 = 24;
+const STREAM: u8 = 25;
 
 /// A value packed in 18 bytes (see the module comment).
 #[repr(C)]
@@ -101,6 +103,7 @@ impl PackedValue {
             Value::Hash(b) => PackedValue::with_ptr(HASH, Box::into_raw(b).cast()),
             Value::List(b) => PackedValue::with_ptr(LIST, Box::into_raw(b).cast()),
             Value::ZSet(b) => PackedValue::with_ptr(ZSET, Box::into_raw(b).cast()),
+            Value::Stream(b) => PackedValue::with_ptr(STREAM, Box::into_raw(b).cast()),
         }
     }
 
@@ -193,6 +196,7 @@ impl PackedValue {
             SET => Value::Set(unsafe { Box::from_raw(p().cast::<IdSet>()) }),
             HASH => Value::Hash(unsafe { Box::from_raw(p().cast::<CompactHash>()) }),
             ZSET => Value::ZSet(unsafe { Box::from_raw(p().cast::<ZSet>()) }),
+            STREAM => Value::Stream(unsafe { Box::from_raw(p().cast::<Stream>()) }),
             BIG => Value::Str(*unsafe { Box::from_raw(p().cast::<StrBuf>()) }),
             LIST => Value::List(unsafe { Box::from_raw(p().cast::<List>()) }),
             k => unreachable!("packed value kind {k}"),
@@ -224,6 +228,7 @@ impl PackedValue {
             SET => ValueRef::Set(unsafe { &*self.ptr().cast::<IdSet>() }),
             HASH => ValueRef::Hash(unsafe { &*self.ptr().cast::<CompactHash>() }),
             ZSET => ValueRef::ZSet(unsafe { &*self.ptr().cast::<ZSet>() }),
+            STREAM => ValueRef::Stream(unsafe { &*self.ptr().cast::<Stream>() }),
             BIG => ValueRef::Str(unsafe { &*self.ptr().cast::<StrBuf>() }.as_slice()),
             LIST => ValueRef::List(unsafe { &*self.ptr().cast::<List>() }),
             k => unreachable!("packed value kind {k}"),
@@ -325,6 +330,11 @@ impl PackedValue {
     pub fn as_zset_mut(&mut self) -> Option<&mut ZSet> {
         // SAFETY: as in `as_hll_mut`, for ZSET's `ZSet`.
         (self.kind == ZSET).then(|| unsafe { &mut *self.ptr().cast::<ZSet>() })
+    }
+
+    pub fn as_stream_mut(&mut self) -> Option<&mut Stream> {
+        // SAFETY: as in `as_hll_mut`, for STREAM's `Stream`.
+        (self.kind == STREAM).then(|| unsafe { &mut *self.ptr().cast::<Stream>() })
     }
 }
 

@@ -7,8 +7,8 @@
 //! and copying a value out for GET is cheap compared with the network round trip. The encoding names OBJECT ENCODING reports are derived from the bytes the way
 //! Redis chooses them at write time.
 //!
-//! Sets, hashes, lists and sorted sets are the `abacus-collections` types ([`IdSet`],
-//! [`CompactHash`], [`List`], [`ZSet`]), boxed so that a `Value` stays three words whatever the
+//! Sets, hashes, lists, sorted sets and streams are the `abacus-collections` types ([`IdSet`],
+//! [`CompactHash`], [`List`], [`ZSet`], [`Stream`]), boxed so that a `Value` stays three words whatever the
 //! variant. They report their own encodings (`bitmap` / `listpack` / `hashtable` / `skiplist`;
 //! `quicklist` for every list, as Redis 7.0). A key never holds an empty set, hash, list or
 //! sorted set: the commands delete the key when the last member goes, as Redis does.
@@ -30,7 +30,7 @@
 //! Equality compares representations for strings (a `Hll` and the `Str` of its bytes are not
 //! `==`) and contents for sets, hashes and lists (whatever their encodings or node layouts).
 
-use abacus_collections::{CompactHash, IdSet, List, ZSet};
+use abacus_collections::{CompactHash, IdSet, List, Stream, ZSet};
 use abacus_hll::Hll;
 
 use crate::strbuf::StrBuf;
@@ -45,6 +45,7 @@ pub enum Value {
     Hash(Box<CompactHash>),
     List(Box<List>),
     ZSet(Box<ZSet>),
+    Stream(Box<Stream>),
 }
 
 /// A borrowed value, as a table entry gives it out (entries store values packed, see
@@ -58,6 +59,7 @@ pub enum ValueRef<'a> {
     Hash(&'a CompactHash),
     List(&'a List),
     ZSet(&'a ZSet),
+    Stream(&'a Stream),
 }
 
 impl PartialEq for ValueRef<'_> {
@@ -76,6 +78,7 @@ impl PartialEq for ValueRef<'_> {
             (ValueRef::ZSet(a), ValueRef::ZSet(b)) => {
                 a.len() == b.len() && a.iter().zip(b.iter()).all(|((ma, sa), (mb, sb))| ma == mb && sa.to_bits() == sb.to_bits())
             }
+            (ValueRef::Stream(a), ValueRef::Stream(b)) => a == b,
             _ => false,
         }
     }
@@ -108,6 +111,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Hash(_) => ValueType::Hash,
             ValueRef::List(_) => ValueType::List,
             ValueRef::ZSet(_) => ValueType::ZSet,
+            ValueRef::Stream(_) => ValueType::Stream,
         }
     }
 
@@ -126,6 +130,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Hash(h) => h.encoding(),
             ValueRef::List(l) => l.encoding(),
             ValueRef::ZSet(z) => z.encoding(),
+            ValueRef::Stream(_) => "stream",
         }
     }
 
@@ -143,6 +148,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Hash(h) => std::mem::size_of::<CompactHash>() + h.heap_bytes(),
             ValueRef::List(l) => std::mem::size_of::<List>() + l.heap_bytes(),
             ValueRef::ZSet(z) => std::mem::size_of::<ZSet>() + z.heap_bytes(),
+            ValueRef::Stream(x) => std::mem::size_of::<Stream>() + x.heap_bytes(),
         }
     }
 
@@ -156,6 +162,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Hash(b) => (b as *const CompactHash).cast(),
             ValueRef::List(b) => (b as *const List).cast(),
             ValueRef::ZSet(b) => (b as *const ZSet).cast(),
+            ValueRef::Stream(b) => (b as *const Stream).cast(),
         }
     }
 
@@ -168,6 +175,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Hash(h) => Value::Hash(Box::new(h.clone())),
             ValueRef::List(l) => Value::List(Box::new(l.clone())),
             ValueRef::ZSet(z) => Value::ZSet(Box::new(z.clone())),
+            ValueRef::Stream(x) => Value::Stream(Box::new(x.clone())),
         }
     }
 
@@ -202,6 +210,14 @@ impl<'a> ValueRef<'a> {
             _ => None,
         }
     }
+
+    /// The stream, or `None` for any other type.
+    pub fn as_stream(self) -> Option<&'a Stream> {
+        match self {
+            ValueRef::Stream(x) => Some(x),
+            _ => None,
+        }
+    }
 }
 
 impl Value {
@@ -213,6 +229,7 @@ impl Value {
             Value::Hash(h) => ValueRef::Hash(h),
             Value::List(l) => ValueRef::List(l),
             Value::ZSet(z) => ValueRef::ZSet(z),
+            Value::Stream(x) => ValueRef::Stream(x),
         }
     }
 
@@ -241,6 +258,7 @@ pub enum ValueType {
     Hash,
     List,
     ZSet,
+    Stream,
 }
 
 impl ValueType {
@@ -251,6 +269,7 @@ impl ValueType {
             ValueType::Hash => "hash",
             ValueType::List => "list",
             ValueType::ZSet => "zset",
+            ValueType::Stream => "stream",
         }
     }
 }
@@ -293,7 +312,7 @@ impl Value {
         }
         match self {
             Value::Str(s) => Some(s),
-            Value::Hll(_) | Value::Set(_) | Value::Hash(_) | Value::List(_) | Value::ZSet(_) => None,
+            Value::Hll(_) | Value::Set(_) | Value::Hash(_) | Value::List(_) | Value::ZSet(_) | Value::Stream(_) => None,
         }
     }
 
@@ -339,6 +358,14 @@ impl Value {
     pub fn as_zset_mut(&mut self) -> Option<&mut ZSet> {
         match self {
             Value::ZSet(z) => Some(z),
+            _ => None,
+        }
+    }
+
+    /// The stream, or `None` for any other type.
+    pub fn as_stream_mut(&mut self) -> Option<&mut Stream> {
+        match self {
+            Value::Stream(x) => Some(x),
             _ => None,
         }
     }

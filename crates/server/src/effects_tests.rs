@@ -247,7 +247,7 @@ fn replay_property(seed: u64, commands: usize) {
     let mut replayed: Vec<Db> = (0..DATABASES).map(|_| Db::new()).collect();
     for (at, db, command) in &effects {
         let args = Args::from_vec(command.clone());
-        let spec = crate::command::lookup(&args[0]).expect("an effect is a known command");
+        let spec = crate::command::lookup_call(&args).expect("an effect is a known command");
         let (reply, _, _) = run_handler(&mut replayed, *db, spec, &args, *at, cfg);
         assert!(!reply.is_error(), "seed {seed}: replaying {command:?} at {at} failed: {reply:?}");
     }

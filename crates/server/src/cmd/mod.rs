@@ -40,6 +40,7 @@ pub mod server;
 pub mod set_algebra;
 pub mod sets;
 pub mod sort;
+pub mod streams;
 pub mod strings;
 pub mod transactions;
 pub mod zset_algebra;
@@ -78,6 +79,7 @@ pub const FAMILIES: &[&[Spec]] = &[
     zsets::COMMANDS,
     zset_algebra::COMMANDS,
     geo::COMMANDS,
+    streams::COMMANDS,
     persistence::COMMANDS,
     pubsub::COMMANDS,
 ];
