@@ -204,7 +204,8 @@ pub(crate) fn serialize_groups(groups: Option<&BTreeMap<Box<[u8]>, Group>>, out:
 }
 
 pub(crate) fn deserialize_groups(r: &mut Reader<'_>) -> Result<Option<Box<BTreeMap<Box<[u8]>, Group>>>, DecodeError> {
-    let n = r.count(40)?;
+    // A group is at least its name's length, last ID, counter and two counts: 36 bytes.
+    let n = r.count(36)?;
     if n == 0 {
         return Ok(None);
     }

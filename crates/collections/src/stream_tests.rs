@@ -78,12 +78,26 @@ fn check(s: &Stream, m: &BTreeMap<StreamId, Fields>) {
     assert_eq!(entries(s, StreamId::MIN, StreamId::MAX, false), model_range(m, StreamId::MIN, StreamId::MAX, false));
     assert_eq!(entries(s, StreamId::MIN, StreamId::MAX, true), model_range(m, StreamId::MIN, StreamId::MAX, true));
     assert_eq!(s.last_valid_id(), m.keys().next_back().copied());
-    // Round trip through the byte form.
+    // Round trip through the byte form, with consumer groups.
+    let mut s = s.clone();
+    assert!(s.create_group(b"g", StreamId::new(1, 1), 7));
+    assert!(s.create_group(b"", StreamId::MIN, crate::INVALID_ENTRIES_READ));
+    let mut g = s.take_group(b"g").unwrap();
+    let (alice, _) = g.consumer_or_create(b"alice", 5);
+    g.create_consumer(b"bob", 6);
+    for (i, id) in m.keys().take(5).enumerate() {
+        let n = g.assign(*id, &alice, 10 + i as i64);
+        n.delivery_count = i as u64;
+    }
+    s.put_group(b"g", g);
+    let s = &s;
     let mut bytes = Vec::new();
     s.serialize_into(&mut bytes);
     let back = Stream::deserialize(&bytes).unwrap();
     assert!(back == *s);
     assert_eq!(back.nodes(), s.nodes());
+    assert_eq!(back.group(b"g").unwrap().pel.len(), m.len().min(5));
+    assert_eq!(back.group(b"g").unwrap().consumers[&b"alice"[..]].pel.len(), m.len().min(5));
     for cut in [0, bytes.len() / 3, bytes.len().saturating_sub(1)] {
         if cut < bytes.len() {
             assert!(Stream::deserialize(&bytes[..cut]).is_err());

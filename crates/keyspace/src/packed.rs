@@ -400,8 +400,16 @@ mod tests {
 
     fn sample(kind: u8, len: usize) -> Value {
         let bytes: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
-        match kind % 6 {
+        match kind % 7 {
             0 => Value::str(&bytes),
+            6 => {
+                let mut x = abacus_collections::Stream::new();
+                for i in 0..len {
+                    let v = i.to_string();
+                    x.append(abacus_collections::StreamId::new(i as u64 + 1, 0), &[b"f", v.as_bytes()], &abacus_collections::StreamLimits::REDIS_DEFAULT).unwrap();
+                }
+                Value::Stream(Box::new(x))
+            }
             1 => {
                 let mut h = Hll::new(abacus_hll::Params::default());
                 for i in 0..len as i64 {
@@ -460,7 +468,7 @@ mod tests {
         /// appends through `StrMut` (across the inline/heap boundary), mutation of the boxed
         /// kinds, clones; the packed value must always read as the model.
         #[test]
-        fn behaves_like_a_value(ops in proptest::collection::vec((0u8..7, 0u8..6, 0usize..200), 1..40)) {
+        fn behaves_like_a_value(ops in proptest::collection::vec((0u8..7, 0u8..7, 0usize..200), 1..40)) {
             let mut model = Value::default();
             let mut p = PackedValue::new();
             for (op, kind, len) in ops {
@@ -498,7 +506,11 @@ mod tests {
                         if let Some(h) = p.as_hll_mut() { h.add_raw(abacus_hll::hash_bigint(len as i64, 1)); }
                         if let Some(l) = p.as_list_mut() { l.push_front(m.as_bytes(), &abacus_collections::ListLimits::REDIS_DEFAULT); }
                         if let Some(z) = p.as_zset_mut() { z.insert(m.as_bytes(), 1.5, &ZSET_TEST_LIMITS); }
+                        let id = abacus_collections::StreamId::new(1000 + len as u64, 0);
+                        let limits = abacus_collections::StreamLimits::REDIS_DEFAULT;
+                        if let Some(x) = p.as_stream_mut() { let _ = x.append(id, &[b"g", m.as_bytes()], &limits); }
                         match &mut model {
+                            Value::Stream(x) => { let _ = x.append(id, &[b"g", m.as_bytes()], &limits); }
                             Value::Set(s) => { s.insert(m.as_bytes()); }
                             Value::Hash(h) => { h.insert(m.as_bytes(), b"v"); }
                             Value::Hll(h) => { h.add_raw(abacus_hll::hash_bigint(len as i64, 1)); }

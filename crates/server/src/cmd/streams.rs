@@ -812,6 +812,8 @@ fn read_command(ctx: &mut Ctx, a: &[Arg], group_cmd: bool) -> Frame {
             afters.push(After::New);
         } else {
             match parse_strict_id(id, 0) {
+                // Redis marks `>` with the last possible ID: given explicitly, it means `>`.
+                Ok(StreamId::MAX) if group_cmd => afters.push(After::New),
                 Ok(id) => afters.push(After::Id(id)),
                 Err(e) => return failed(ctx, e),
             }
@@ -844,13 +846,18 @@ fn read_command(ctx: &mut Ctx, a: &[Arg], group_cmd: bool) -> Frame {
                         (newer, false, group.last_id)
                     }
                 };
-                let (consumer, created) = group.consumer_or_create(cname, now as i64);
-                if let Some(c) = group.consumers.get_mut(cname) {
-                    c.seen_time = now as i64;
-                }
+                // Redis 7.0 looks the consumer up (creating it) only for a stream it serves.
                 let mut entries = Vec::new();
+                let mut created = false;
                 if serve {
-                    if let Some(start) = gt.incr() {
+                    let (consumer, new) = group.consumer_or_create(cname, now as i64);
+                    created = new;
+                    if let Some(c) = group.consumers.get_mut(cname) {
+                        c.seen_time = now as i64;
+                    }
+                    // Redis's streamIncrID wraps the last possible ID to 0-0.
+                    {
+                        let start = gt.incr().unwrap_or(StreamId::MIN);
                         let (e, ch) = if history { read_history(s, &mut group, cname, start, r.count, now as i64) } else { read_for_group(s, &mut group, &consumer, start, r.count, r.noack, now as i64) };
                         entries = e;
                         changed |= ch;
@@ -868,10 +875,9 @@ fn read_command(ctx: &mut Ctx, a: &[Arg], group_cmd: bool) -> Frame {
         }
     }
     if group_cmd {
+        // Logged even when it delivered nothing: the consumers' seen times changed.
+        let _ = changed;
         ctx.modified_only(KeysModified::NONE);
-        if !changed {
-            ctx.propagate_nothing();
-        }
     }
     if results.is_empty() {
         return Frame::NullArray;
@@ -906,7 +912,10 @@ fn serve_blocked(ctx: &mut Ctx, a: &[Arg], r: &ReadArgs, key: &[u8]) -> Frame {
     let Some(mut group) = s.take_group(gname) else {
         return failed(ctx, err("NOGROUP the consumer group this client was blocked on no longer exists"));
     };
-    let gt = if &id_arg[..] == b">" { group.last_id } else { parse_strict_id(id_arg, 0).unwrap_or(group.last_id) };
+    let gt = match parse_strict_id(id_arg, 0) {
+        Ok(id) if id != StreamId::MAX => id,
+        _ => group.last_id,
+    };
     if s.last_id() <= gt {
         s.put_group(gname, group);
         return no_change(ctx, Frame::NullArray);
@@ -1394,15 +1403,14 @@ fn xautoclaim(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let (gname, cname) = (&a[2][..], &a[3][..]);
     let Ok(Some(s)) = stream_mut(ctx, key) else { return failed(ctx, err(ERR_WRONGTYPE)) };
     let Some(mut g) = s.take_group(gname) else { return failed(ctx, nogroup(key, gname)) };
-    let (consumer, created) = g.consumer_or_create(cname, now);
-    if let Some(c) = g.consumers.get_mut(cname) {
-        c.seen_time = now;
-    }
+    // Redis 7.0 looks the consumer up (creating it) when it claims its first entry.
+    let mut consumer: Option<std::sync::Arc<[u8]>> = None;
+    let mut created = false;
     let mut attempts = count.saturating_mul(10);
     let mut left = count;
     let mut claimed = Vec::new();
     let mut deleted = Vec::new();
-    let mut changed = created;
+    let mut changed = false;
     let mut cursor = start;
     let mut next = StreamId::MIN;
     loop {
@@ -1438,7 +1446,19 @@ fn xautoclaim(ctx: &mut Ctx, a: &[Arg]) -> Frame {
             }
             continue;
         }
-        let nack = g.assign(id, &consumer, now);
+        let c = match &consumer {
+            Some(c) => c.clone(),
+            None => {
+                let (c, new) = g.consumer_or_create(cname, now);
+                created = new;
+                if let Some(cs) = g.consumers.get_mut(cname) {
+                    cs.seen_time = now;
+                }
+                consumer = Some(c.clone());
+                c
+            }
+        };
+        let nack = g.assign(id, &c, now);
         nack.delivery_time = now;
         if !justid {
             nack.delivery_count += 1;
@@ -1642,7 +1662,9 @@ mod tests {
         assert_eq!(p(" 1"), Some((StreamId::new(1, 0), true)));
         assert_eq!(p("5-+2"), Some((StreamId::new(5, 2), true)));
         assert_eq!(p("- 1"), None);
-        assert_eq!(p(" -1"), Some((StreamId::new(u64::MAX, 0), true)));
+        // Split at the first dash, as strchr: " " is no number.
+        assert_eq!(p(" -1"), None);
+        assert_eq!(p("1- 2"), Some((StreamId::new(1, 2), true)));
         for bad in ["-5", "5-", "-5-1", "5--", "-", "+", "", "1-2-3", "18446744073709551616", "x", "1-x"] {
             assert_eq!(p(bad), None, "{bad}");
         }
@@ -1655,7 +1677,7 @@ mod tests {
 
     #[test]
     fn xread_keys_are_found_after_streams() {
-        let args = |s: &str| -> Vec<Arg> { s.split(' ').map(|x| Bytes::copy_from_slice(x.as_bytes())).collect() };
+        let args = |s: &str| abacus_protocol::Args::from_vec(s.split(' ').map(|x| Bytes::copy_from_slice(x.as_bytes())).collect());
         assert_eq!(streams_keys(&args("xread count 2 block 0 streams a b 0 0")), Some((6, 8)));
         assert_eq!(streams_keys(&args("xreadgroup group streams c streams a >")), Some((5, 6)));
         assert_eq!(streams_keys(&args("xread streams a")), None);
