@@ -234,6 +234,31 @@ CASES = [
     ([["GEOADD", "B", "13.361389", "38.115556", "Palermo"]], ["GEOSEARCHSTORE", "A", "B", "FROMLONLAT", "0", "0", "BYRADIUS", "1", "km"]),
     ([["GEOADD", "B", "13.361389", "38.115556", "Palermo"]], ["GEORADIUS", "B", "13.36", "38.11", "10", "km", "STORE", "A"]),
     ([["GEOADD", "B", "13.361389", "38.115556", "Palermo"]], ["GEORADIUSBYMEMBER", "B", "Palermo", "10", "km", "STOREDIST", "A"]),
+    # streams: XADD, XDEL and XTRIM that removed entries, XGROUP CREATE MKSTREAM that made the
+    # key signal WATCH; XSETID, the other XGROUP subcommands, XREADGROUP, XACK and the claims
+    # (group state only) do not.
+    ([], ["XADD", "A", "1-1", "f", "v"]),
+    ([], ["XADD", "A", "NOMKSTREAM", "1-1", "f", "v"]),
+    ([["XADD", "A", "5-1", "f", "v"]], ["XADD", "A", "1-1", "f", "v"]),
+    ([["XADD", "A", "1-1", "f", "v"]], ["XADD", "A", "MAXLEN", "0", "2-1", "f", "v"]),
+    ([["XADD", "A", "1-1", "f", "v"]], ["XDEL", "A", "1-1"]),
+    ([["XADD", "A", "1-1", "f", "v"]], ["XDEL", "A", "2-1"]),
+    ([["XADD", "A", "1-1", "f", "v"]], ["XTRIM", "A", "MAXLEN", "0"]),
+    ([["XADD", "A", "1-1", "f", "v"]], ["XTRIM", "A", "MAXLEN", "1"]),
+    ([["XADD", "A", "1-1", "f", "v"]], ["XTRIM", "A", "MAXLEN", "~", "0"]),
+    ([["XADD", "A", "1-1", "f", "v"]], ["XSETID", "A", "5-5"]),
+    ([], ["XGROUP", "CREATE", "A", "g", "$", "MKSTREAM"]),
+    ([["XADD", "A", "1-1", "f", "v"]], ["XGROUP", "CREATE", "A", "g", "$"]),
+    ([["XGROUP", "CREATE", "A", "g", "$", "MKSTREAM"]], ["XGROUP", "SETID", "A", "g", "0"]),
+    ([["XGROUP", "CREATE", "A", "g", "$", "MKSTREAM"]], ["XGROUP", "DESTROY", "A", "g"]),
+    ([["XGROUP", "CREATE", "A", "g", "$", "MKSTREAM"]], ["XGROUP", "CREATECONSUMER", "A", "g", "c"]),
+    ([["XGROUP", "CREATE", "A", "g", "$", "MKSTREAM"], ["XGROUP", "CREATECONSUMER", "A", "g", "c"]], ["XGROUP", "DELCONSUMER", "A", "g", "c"]),
+    ([["XADD", "A", "1-1", "f", "v"], ["XGROUP", "CREATE", "A", "g", "0"]], ["XREADGROUP", "GROUP", "g", "c", "STREAMS", "A", ">"]),
+    ([["XADD", "A", "1-1", "f", "v"], ["XGROUP", "CREATE", "A", "g", "0"], ["XREADGROUP", "GROUP", "g", "c", "STREAMS", "A", ">"]], ["XACK", "A", "g", "1-1"]),
+    ([["XADD", "A", "1-1", "f", "v"], ["XGROUP", "CREATE", "A", "g", "0"], ["XREADGROUP", "GROUP", "g", "c", "STREAMS", "A", ">"]], ["XCLAIM", "A", "g", "c2", "0", "1-1", "JUSTID"]),
+    ([["XADD", "A", "1-1", "f", "v"], ["XGROUP", "CREATE", "A", "g", "0"], ["XREADGROUP", "GROUP", "g", "c", "STREAMS", "A", ">"]], ["XAUTOCLAIM", "A", "g", "c2", "0", "0", "JUSTID"]),
+    ([["XADD", "A", "1-1", "f", "v"], ["XADD", "B", "1-1", "f", "v"], ["XGROUP", "CREATE", "A", "g", "0"], ["XGROUP", "CREATE", "B", "g", "0"]],
+     ["XREADGROUP", "GROUP", "g", "c", "STREAMS", "A", "B", ">", ">"]),
     # SORT ... STORE
     ([["RPUSH", "B", "2", "1"]], ["SORT", "B", "STORE", "A"]),
     ([["SET", "A", "v"]], ["SORT", "B", "STORE", "A"]),
@@ -366,6 +391,7 @@ def test_every_write_command_is_covered(watch_pair):
     _, ca, _, _ = watch_pair
     covered = {c[1][0].lower() for c in CASES} | {c[1][0].lower() for c in HLL_CASES}
     covered |= {"function|flush"}
+    covered |= {("%s|%s" % (c[1][0], c[1][1])).lower() for c in CASES if c[1][0] == "XGROUP"}
     writes = set()
     for entry in _run(ca, ["COMMAND"]):
         name, flags = entry[0].decode(), {f.decode() for f in entry[2]}

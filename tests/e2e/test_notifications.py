@@ -41,7 +41,8 @@ SETS = [b"t1", b"t2", b"t3", b"t4"]
 HLLS = [b"p1", b"p2", b"p3"]
 LISTS = [b"l1", b"l2", b"l3"]
 ZSETS = [b"z1", b"z2", b"z3"]
-ALL_KEYS = STRINGS + HASHES + SETS + HLLS + LISTS + ZSETS + [b"missing1", b"missing2"]
+STREAMS = [b"x1", b"x2", b"x3"]
+ALL_KEYS = STRINGS + HASHES + SETS + HLLS + LISTS + ZSETS + STREAMS + [b"missing1", b"missing2"]
 
 
 # ---------------------------------------------------------------------------
@@ -100,6 +101,14 @@ def test_config_set_errors_as_redis(pair):
 class Gen:
     def __init__(self, rnd):
         self.r = rnd
+        self.t = 1
+
+    def stream_id(self, new=False):
+        """An explicit stream ID: the next one (an XADD), or a recent one."""
+        if new:
+            self.t += self.r.randint(0, 2)
+            return b"%d-%d" % (self.t, self.r.randint(0, 1))
+        return b"%d-%d" % (max(1, self.t - self.r.randint(0, 5)), self.r.randint(0, 1))
 
     def key(self, pool=None):
         r = self.r
@@ -127,6 +136,7 @@ class Gen:
         end = lambda: r.choice([b"LEFT", b"RIGHT"])  # noqa: E731
         minmax = lambda: r.choice([b"MIN", b"MAX"])  # noqa: E731
         score = lambda: str(r.randint(-5, 5)).encode()  # noqa: E731
+        x, sid = (lambda: k(STREAMS)), self.stream_id
         choices = [
             # strings
             lambda: [b"SET", s(), self.num()],
@@ -241,6 +251,23 @@ class Gen:
             lambda: [b"SORT", li(), b"BY", b"nosort", b"GET", b"s*", b"ALPHA"],
             lambda: [b"SORT", t(), b"ALPHA", b"GET", b"s*", b"GET", b"#"],
             lambda: [b"SORT", li(), b"BY", b"h*->a", b"GET", b"#", b"ALPHA"],
+            # streams
+            lambda: [b"XADD", x(), sid(True), b"f", self.num()],
+            lambda: [b"XADD", x()] + r.choice([[b"NOMKSTREAM"], [b"MAXLEN", b"2"], [b"MAXLEN", b"~", b"0"], [b"MINID", sid()]]) + [sid(True), b"f", b"v"],
+            lambda: [b"XDEL", x(), sid(), sid()],
+            lambda: [b"XTRIM", x(), b"MAXLEN", r.choice([b"0", b"1", b"5"])],
+            lambda: [b"XSETID", x(), sid(True)],
+            lambda: [b"XGROUP", b"CREATE", x(), b"g", r.choice([b"$", b"0"])] + r.choice([[], [b"MKSTREAM"]]),
+            lambda: [b"XGROUP", b"SETID", x(), b"g", b"0"],
+            lambda: [b"XGROUP", b"DESTROY", x(), b"g"],
+            lambda: [b"XGROUP", b"CREATECONSUMER", x(), b"g", r.choice([b"c1", b"c2"])],
+            lambda: [b"XGROUP", b"DELCONSUMER", x(), b"g", r.choice([b"c1", b"c2"])],
+            lambda: [b"XREADGROUP", b"GROUP", b"g", r.choice([b"c1", b"c2", b"c3"]), b"COUNT", b"2", b"STREAMS", x(), b">"],
+            lambda: [b"XACK", x(), b"g", sid()],
+            lambda: [b"XCLAIM", x(), b"g", r.choice([b"c3", b"c4"]), b"0", sid()],
+            lambda: [b"XAUTOCLAIM", x(), b"g", r.choice([b"c4", b"c5"]), b"0", b"0", b"COUNT", b"1"],
+            lambda: [b"XRANGE", x(), b"-", b"+"],
+            lambda: [b"XLEN", x()],
         ]
         return r.choice(choices)()
 

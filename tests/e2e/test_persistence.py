@@ -155,6 +155,30 @@ def fill_every_type(r):
     r.zincrby("skiplist-zset", 0.1, "m1")
     r.zpopmin("skiplist-zset", 3)
     r.zunionstore("zunion", ["listpack-zset", "listpack-set"], aggregate="MAX")
+    # Streams: many nodes, tombstones, trims, consumer groups with pending entries.
+    p = r.pipeline(transaction=False)
+    for i in range(1, 3001):
+        p.xadd("stream", {"channel": ["google", "email", "direct"][i % 3], "event": "click" if i % 5 else "purchase",
+                          "n": i}, id="%d-%d" % (1700000000000 + i * 1000, i % 3))
+    p.execute()
+    r.xdel("stream", "1700000005000-2", "1700000007000-1", "1700002999000-1")
+    r.execute_command("XTRIM", "stream", "MAXLEN", "~", "2500")
+    r.execute_command("XTRIM", "stream", "MINID", "1700000510000")
+    r.xgroup_create("stream", "g1", id="0")
+    r.xreadgroup("g1", "alice", {"stream": ">"}, count=10)
+    r.xreadgroup("g1", "bob", {"stream": ">"}, count=5, noack=True)
+    r.xreadgroup("g1", "carol", {"stream": ">"}, count=3)
+    r.xack("stream", "g1", r.xpending_range("stream", "g1", "-", "+", 1)[0]["message_id"])
+    r.execute_command("XCLAIM", "stream", "g1", "dave", "0", r.xpending_range("stream", "g1", "-", "+", 1)[0]["message_id"], "RETRYCOUNT", "9")
+    r.execute_command("XAUTOCLAIM", "stream", "g1", "erin", "0", "0", "COUNT", "2")
+    r.execute_command("XGROUP", "CREATE", "stream", "g2", "$", "ENTRIESREAD", "7")
+    r.xgroup_createconsumer("stream", "g2", "idle")
+    r.xadd("auto-stream", {"a": 1})
+    r.xadd("auto-stream", {"b": 2, "c": "x" * 100})
+    r.xgroup_create("empty-stream", "g", mkstream=True)
+    r.xadd("emptied", {"a": 1}, id="5-5")
+    r.xdel("emptied", "5-5")
+    r.execute_command("XSETID", "emptied", "9-9", "ENTRIESADDED", "4", "MAXDELETEDID", "6-6")
     r.expire("int", 5000)
     r3 = redis.Redis(host=r.connection_pool.connection_kwargs["host"],
                      port=r.connection_pool.connection_kwargs["port"], db=3)
@@ -176,6 +200,9 @@ def type_and_value(c, k):
     if t == b"zset":
         # Raw replies: the scores' exact text (-0 and 0 differ).
         return t, c.execute_command("ZRANGE", k, 0, -1, "WITHSCORES")
+    if t == b"stream":
+        # Entries, metadata, groups, consumers and pending entries with their times.
+        return t, repr(c.execute_command("XINFO", "STREAM", k, "FULL", "COUNT", "0"))
     return t, None
 
 

@@ -37,6 +37,8 @@ mod int;
 mod list;
 mod persist;
 mod random;
+mod stream;
+mod stream_group;
 mod zset;
 mod gorilla;
 mod series;
@@ -52,6 +54,8 @@ mod list_tests;
 #[cfg(test)]
 mod random_tests;
 #[cfg(test)]
+mod stream_tests;
+#[cfg(test)]
 mod zset_tests;
 #[cfg(test)]
 mod series_tests;
@@ -61,6 +65,8 @@ pub use idset::{IdSet, Iter};
 pub use int::{parse_canonical_i64, IntMember, Member};
 pub use list::{List, ListItem, ListLimits, Needle};
 pub use persist::DecodeError;
+pub use stream::{AppendError, EntryView, Pairs, Range as StreamRange, Stream, StreamId, StreamLimits, Trim, Val, LISTPACK_MAX_SIZE};
+pub use stream_group::{Consumer, Group, Nack, INVALID_ENTRIES_READ};
 pub use zset::{Range as ZRange, ZSet, ZSET_DEFAULT_LIMITS};
 pub use gorilla::Chunk;
 pub use series::{AddError, DuplicatePolicy, Labels, Rule, Series, DEFAULT_CHUNK_SIZE_BYTES};

@@ -206,6 +206,14 @@ impl Entry {
         self.value.as_series_mut()
     }
 
+    pub fn as_stream(&self) -> Option<&abacus_collections::Stream> {
+        self.value.get().as_stream()
+    }
+
+    pub fn as_stream_mut(&mut self) -> Option<&mut abacus_collections::Stream> {
+        self.value.as_stream_mut()
+    }
+
     /// The decoded sketch, if the value is one.
     pub fn as_hll_mut(&mut self) -> Option<&mut Hll> {
         self.value.as_hll_mut()
@@ -1079,6 +1087,14 @@ impl Db {
             for f in flags {
                 f.store(true, Ordering::Release);
             }
+        }
+    }
+
+    /// Queues `key` as ready for the clients blocked on it, without touching its watchers:
+    /// a change that Redis signals to blocked readers only (XGROUP DESTROY).
+    pub fn signal_ready(&mut self, key: &[u8]) {
+        if !self.blocking.is_empty() && self.blocking.contains_key(key) {
+            self.mark_ready(key);
         }
     }
 

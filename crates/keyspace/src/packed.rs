@@ -21,6 +21,7 @@
 //! LIST (23)    Box<List>
 //! ZSET (24)    Box<ZSet>
 //! SERIES (30)  Box<Series> (a time series; 30 leaves room for other families' kinds)
+//! STREAM (25)  Box<Stream>
 //! ```
 //!
 //! Reading (`get`) lends the parts in place: the inline bytes, or a reference through the
@@ -46,7 +47,7 @@ use std::mem::MaybeUninit;
 use std::ops::{Deref, DerefMut};
 use std::ptr;
 
-use abacus_collections::{CompactHash, IdSet, List, Series, ZSet};
+use abacus_collections::{CompactHash, IdSet, List, Series, Stream, ZSet};
 use abacus_hll::Hll;
 
 use crate::strbuf::{HeapParts, StrBuf};
@@ -63,6 +64,7 @@ const BIG: u8 = 22;
 const LIST: u8 = 23;
 const ZSET: u8 = 24;
 const SERIES: u8 = 30;
+const STREAM: u8 = 25;
 
 /// A value packed in 18 bytes (see the module comment).
 #[repr(C)]
@@ -104,6 +106,7 @@ impl PackedValue {
             Value::List(b) => PackedValue::with_ptr(LIST, Box::into_raw(b).cast()),
             Value::ZSet(b) => PackedValue::with_ptr(ZSET, Box::into_raw(b).cast()),
             Value::Series(b) => PackedValue::with_ptr(SERIES, Box::into_raw(b).cast()),
+            Value::Stream(b) => PackedValue::with_ptr(STREAM, Box::into_raw(b).cast()),
         }
     }
 
@@ -196,6 +199,7 @@ impl PackedValue {
             SET => Value::Set(unsafe { Box::from_raw(p().cast::<IdSet>()) }),
             HASH => Value::Hash(unsafe { Box::from_raw(p().cast::<CompactHash>()) }),
             ZSET => Value::ZSet(unsafe { Box::from_raw(p().cast::<ZSet>()) }),
+            STREAM => Value::Stream(unsafe { Box::from_raw(p().cast::<Stream>()) }),
             BIG => Value::Str(*unsafe { Box::from_raw(p().cast::<StrBuf>()) }),
             LIST => Value::List(unsafe { Box::from_raw(p().cast::<List>()) }),
             SERIES => Value::Series(unsafe { Box::from_raw(p().cast::<Series>()) }),
@@ -228,6 +232,7 @@ impl PackedValue {
             SET => ValueRef::Set(unsafe { &*self.ptr().cast::<IdSet>() }),
             HASH => ValueRef::Hash(unsafe { &*self.ptr().cast::<CompactHash>() }),
             ZSET => ValueRef::ZSet(unsafe { &*self.ptr().cast::<ZSet>() }),
+            STREAM => ValueRef::Stream(unsafe { &*self.ptr().cast::<Stream>() }),
             BIG => ValueRef::Str(unsafe { &*self.ptr().cast::<StrBuf>() }.as_slice()),
             LIST => ValueRef::List(unsafe { &*self.ptr().cast::<List>() }),
             SERIES => ValueRef::Series(unsafe { &*self.ptr().cast::<Series>() }),
@@ -336,6 +341,11 @@ impl PackedValue {
         // SAFETY: as in `as_hll_mut`, for SERIES's `Series`.
         (self.kind == SERIES).then(|| unsafe { &mut *self.ptr().cast::<Series>() })
     }
+
+    pub fn as_stream_mut(&mut self) -> Option<&mut Stream> {
+        // SAFETY: as in `as_hll_mut`, for STREAM's `Stream`.
+        (self.kind == STREAM).then(|| unsafe { &mut *self.ptr().cast::<Stream>() })
+    }
 }
 
 impl Drop for PackedValue {
@@ -400,8 +410,16 @@ mod tests {
 
     fn sample(kind: u8, len: usize) -> Value {
         let bytes: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
-        match kind % 6 {
+        match kind % 7 {
             0 => Value::str(&bytes),
+            6 => {
+                let mut x = abacus_collections::Stream::new();
+                for i in 0..len {
+                    let v = i.to_string();
+                    x.append(abacus_collections::StreamId::new(i as u64 + 1, 0), &[b"f", v.as_bytes()], &abacus_collections::StreamLimits::REDIS_DEFAULT).unwrap();
+                }
+                Value::Stream(Box::new(x))
+            }
             1 => {
                 let mut h = Hll::new(abacus_hll::Params::default());
                 for i in 0..len as i64 {
@@ -460,7 +478,7 @@ mod tests {
         /// appends through `StrMut` (across the inline/heap boundary), mutation of the boxed
         /// kinds, clones; the packed value must always read as the model.
         #[test]
-        fn behaves_like_a_value(ops in proptest::collection::vec((0u8..7, 0u8..6, 0usize..200), 1..40)) {
+        fn behaves_like_a_value(ops in proptest::collection::vec((0u8..7, 0u8..7, 0usize..200), 1..40)) {
             let mut model = Value::default();
             let mut p = PackedValue::new();
             for (op, kind, len) in ops {
@@ -498,7 +516,11 @@ mod tests {
                         if let Some(h) = p.as_hll_mut() { h.add_raw(abacus_hll::hash_bigint(len as i64, 1)); }
                         if let Some(l) = p.as_list_mut() { l.push_front(m.as_bytes(), &abacus_collections::ListLimits::REDIS_DEFAULT); }
                         if let Some(z) = p.as_zset_mut() { z.insert(m.as_bytes(), 1.5, &ZSET_TEST_LIMITS); }
+                        let id = abacus_collections::StreamId::new(1000 + len as u64, 0);
+                        let limits = abacus_collections::StreamLimits::REDIS_DEFAULT;
+                        if let Some(x) = p.as_stream_mut() { let _ = x.append(id, &[b"g", m.as_bytes()], &limits); }
                         match &mut model {
+                            Value::Stream(x) => { let _ = x.append(id, &[b"g", m.as_bytes()], &limits); }
                             Value::Set(s) => { s.insert(m.as_bytes()); }
                             Value::Hash(h) => { h.insert(m.as_bytes(), b"v"); }
                             Value::Hll(h) => { h.add_raw(abacus_hll::hash_bigint(len as i64, 1)); }

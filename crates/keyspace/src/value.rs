@@ -7,8 +7,8 @@
 //! and copying a value out for GET is cheap compared with the network round trip. The encoding names OBJECT ENCODING reports are derived from the bytes the way
 //! Redis chooses them at write time.
 //!
-//! Sets, hashes, lists and sorted sets are the `abacus-collections` types ([`IdSet`],
-//! [`CompactHash`], [`List`], [`ZSet`]), boxed so that a `Value` stays three words whatever the
+//! Sets, hashes, lists, sorted sets and streams are the `abacus-collections` types ([`IdSet`],
+//! [`CompactHash`], [`List`], [`ZSet`], [`Stream`]), boxed so that a `Value` stays three words whatever the
 //! variant. They report their own encodings (`bitmap` / `listpack` / `hashtable` / `skiplist`;
 //! `quicklist` for every list, as Redis 7.0). A key never holds an empty set, hash, list or
 //! sorted set: the commands delete the key when the last member goes, as Redis does.
@@ -30,7 +30,7 @@
 //! Equality compares representations for strings (a `Hll` and the `Str` of its bytes are not
 //! `==`) and contents for sets, hashes and lists (whatever their encodings or node layouts).
 
-use abacus_collections::{CompactHash, IdSet, List, Series, ZSet};
+use abacus_collections::{CompactHash, IdSet, List, Series, Stream, ZSet};
 use abacus_hll::Hll;
 
 use crate::strbuf::StrBuf;
@@ -47,6 +47,7 @@ pub enum Value {
     ZSet(Box<ZSet>),
     /// A time series (TS.* commands; TYPE says `TSDB-TYPE` as RedisTimeSeries's module type).
     Series(Box<Series>),
+    Stream(Box<Stream>),
 }
 
 /// A borrowed value, as a table entry gives it out (entries store values packed, see
@@ -61,6 +62,7 @@ pub enum ValueRef<'a> {
     List(&'a List),
     ZSet(&'a ZSet),
     Series(&'a Series),
+    Stream(&'a Stream),
 }
 
 impl PartialEq for ValueRef<'_> {
@@ -80,6 +82,7 @@ impl PartialEq for ValueRef<'_> {
                 a.len() == b.len() && a.iter().zip(b.iter()).all(|((ma, sa), (mb, sb))| ma == mb && sa.to_bits() == sb.to_bits())
             }
             (ValueRef::Series(a), ValueRef::Series(b)) => a == b,
+            (ValueRef::Stream(a), ValueRef::Stream(b)) => a == b,
             _ => false,
         }
     }
@@ -113,6 +116,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::List(_) => ValueType::List,
             ValueRef::ZSet(_) => ValueType::ZSet,
             ValueRef::Series(_) => ValueType::Series,
+            ValueRef::Stream(_) => ValueType::Stream,
         }
     }
 
@@ -133,6 +137,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::ZSet(z) => z.encoding(),
             // A module type's object: Redis reports `raw`.
             ValueRef::Series(_) => "raw",
+            ValueRef::Stream(_) => "stream",
         }
     }
 
@@ -151,6 +156,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::List(l) => std::mem::size_of::<List>() + l.heap_bytes(),
             ValueRef::ZSet(z) => std::mem::size_of::<ZSet>() + z.heap_bytes(),
             ValueRef::Series(s) => std::mem::size_of::<Series>() + s.heap_bytes(),
+            ValueRef::Stream(x) => std::mem::size_of::<Stream>() + x.heap_bytes(),
         }
     }
 
@@ -165,6 +171,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::List(b) => (b as *const List).cast(),
             ValueRef::ZSet(b) => (b as *const ZSet).cast(),
             ValueRef::Series(b) => (b as *const Series).cast(),
+            ValueRef::Stream(b) => (b as *const Stream).cast(),
         }
     }
 
@@ -178,6 +185,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::List(l) => Value::List(Box::new(l.clone())),
             ValueRef::ZSet(z) => Value::ZSet(Box::new(z.clone())),
             ValueRef::Series(s) => Value::Series(Box::new(s.clone())),
+            ValueRef::Stream(x) => Value::Stream(Box::new(x.clone())),
         }
     }
 
@@ -220,6 +228,14 @@ impl<'a> ValueRef<'a> {
             _ => None,
         }
     }
+
+    /// The stream, or `None` for any other type.
+    pub fn as_stream(self) -> Option<&'a Stream> {
+        match self {
+            ValueRef::Stream(x) => Some(x),
+            _ => None,
+        }
+    }
 }
 
 impl Value {
@@ -232,6 +248,7 @@ impl Value {
             Value::List(l) => ValueRef::List(l),
             Value::ZSet(z) => ValueRef::ZSet(z),
             Value::Series(s) => ValueRef::Series(s),
+            Value::Stream(x) => ValueRef::Stream(x),
         }
     }
 
@@ -261,6 +278,7 @@ pub enum ValueType {
     List,
     ZSet,
     Series,
+    Stream,
 }
 
 impl ValueType {
@@ -272,6 +290,7 @@ impl ValueType {
             ValueType::List => "list",
             ValueType::ZSet => "zset",
             ValueType::Series => "TSDB-TYPE",
+            ValueType::Stream => "stream",
         }
     }
 }
@@ -314,7 +333,7 @@ impl Value {
         }
         match self {
             Value::Str(s) => Some(s),
-            Value::Hll(_) | Value::Set(_) | Value::Hash(_) | Value::List(_) | Value::ZSet(_) | Value::Series(_) => None,
+            Value::Hll(_) | Value::Set(_) | Value::Hash(_) | Value::List(_) | Value::ZSet(_) | Value::Series(_) | Value::Stream(_) => None,
         }
     }
 
@@ -368,6 +387,14 @@ impl Value {
     pub fn as_series_mut(&mut self) -> Option<&mut Series> {
         match self {
             Value::Series(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The stream, or `None` for any other type.
+    pub fn as_stream_mut(&mut self) -> Option<&mut Stream> {
+        match self {
+            Value::Stream(x) => Some(x),
             _ => None,
         }
     }

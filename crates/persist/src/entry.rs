@@ -5,9 +5,10 @@
 //! (the same bytes GET returns, decoded again on load so HLL.ADD does not re-parse); sets and
 //! hashes in the collections crate's byte forms, which keep their encodings; lists as their
 //! element count and packed entries (`List::serialize_into`); sorted sets in their byte form,
-//! which keeps the encoding.
+//! which keeps the encoding; streams as their blocks and consumer groups
+//! (`Stream::serialize_into`).
 
-use abacus_collections::{CompactHash, IdSet, List, ListLimits, Series, ZSet};
+use abacus_collections::{CompactHash, IdSet, List, ListLimits, Series, Stream, ZSet};
 use abacus_hll::Hll;
 use abacus_keyspace::{Detached, Entry, Value, ValueRef};
 
@@ -20,6 +21,7 @@ const TYPE_ZSET: u8 = 5;
 /// A time series: metadata, labels, rules and its Gorilla chunks (`Series::serialize_into`).
 /// 10 leaves room for other families' types.
 const TYPE_SERIES: u8 = 10;
+const TYPE_STREAM: u8 = 6;
 
 const FLAG_RAW: u8 = 1;
 
@@ -39,6 +41,7 @@ pub fn encode(out: &mut Vec<u8>, db: u16, key: &[u8], e: &Entry, expire_at_ms: u
         ValueRef::List(_) => (TYPE_LIST, out.len()),
         ValueRef::ZSet(_) => (TYPE_ZSET, out.len()),
         ValueRef::Series(_) => (TYPE_SERIES, out.len()),
+        ValueRef::Stream(_) => (TYPE_STREAM, out.len()),
     };
     out.push(ty);
     let len_at = at + 1;
@@ -51,6 +54,7 @@ pub fn encode(out: &mut Vec<u8>, db: u16, key: &[u8], e: &Entry, expire_at_ms: u
         ValueRef::List(l) => l.serialize_into(out),
         ValueRef::ZSet(z) => z.serialize_into(out),
         ValueRef::Series(s) => s.serialize_into(out),
+        ValueRef::Stream(x) => x.serialize_into(out),
     }
     let len = (out.len() - len_at - 4) as u32;
     out[len_at..len_at + 4].copy_from_slice(&len.to_le_bytes());
@@ -89,6 +93,7 @@ pub fn decode(bytes: &[u8]) -> Result<(Decoded<'_>, usize), String> {
         TYPE_LIST => Value::List(Box::new(List::deserialize(raw, &ListLimits::REDIS_DEFAULT)?)),
         TYPE_ZSET => Value::ZSet(Box::new(ZSet::deserialize(raw)?)),
         TYPE_SERIES => Value::Series(Box::new(Series::deserialize(raw)?)),
+        TYPE_STREAM => Value::Stream(Box::new(Stream::deserialize(raw)?)),
         t => return Err(format!("unknown value type {t}")),
     };
     let mut entry = Entry::new(value);

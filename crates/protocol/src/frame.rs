@@ -39,6 +39,9 @@ pub enum Frame {
     Map(Vec<(Frame, Frame)>),
     /// RESP3 `~n`; RESP2 an array.
     Set(Vec<Frame>),
+    /// RESP3 `%n`; RESP2 an array of two-element arrays: XREAD's reply, a stream per key, as
+    /// Redis replies it.
+    KeyedPairs(Vec<(Frame, Frame)>),
     /// Pairs that may repeat (HRANDFIELD WITHVALUES): RESP3 an array of two-element arrays,
     /// RESP2 a flat array of 2n elements, as Redis replies.
     Pairs(Vec<(Frame, Frame)>),
@@ -168,6 +171,16 @@ pub fn encode(frame: &Frame, proto: Protocol, out: &mut BytesMut) {
             len_line(b'*', if resp3 { pairs.len() } else { pairs.len().saturating_mul(2) }, out);
             for (k, v) in pairs {
                 if resp3 {
+                    len_line(b'*', 2, out);
+                }
+                encode(k, proto, out);
+                encode(v, proto, out);
+            }
+        }
+        Frame::KeyedPairs(pairs) => {
+            len_line(if resp3 { b'%' } else { b'*' }, pairs.len(), out);
+            for (k, v) in pairs {
+                if !resp3 {
                     len_line(b'*', 2, out);
                 }
                 encode(k, proto, out);
@@ -397,6 +410,9 @@ mod tests {
         let pairs = Frame::Pairs(vec![(Frame::bulk("f"), Frame::bulk("v")), (Frame::bulk("f"), Frame::bulk("v"))]);
         assert_eq!(enc(&pairs, Protocol::Resp2), b"*4\r\n$1\r\nf\r\n$1\r\nv\r\n$1\r\nf\r\n$1\r\nv\r\n");
         assert_eq!(enc(&pairs, Protocol::Resp3), b"*2\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n");
+        let keyed = Frame::KeyedPairs(vec![(Frame::bulk("k"), Frame::Array(vec![]))]);
+        assert_eq!(enc(&keyed, Protocol::Resp2), b"*1\r\n*2\r\n$1\r\nk\r\n*0\r\n");
+        assert_eq!(enc(&keyed, Protocol::Resp3), b"%1\r\n$1\r\nk\r\n*0\r\n");
     }
 
     #[test]

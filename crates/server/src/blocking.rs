@@ -1,5 +1,5 @@
 //! Blocking commands (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, BZPOPMIN, BZPOPMAX, BZMPOP,
-//! and later XREAD/XREADGROUP BLOCK): the one mechanism every blocking family uses.
+//! XREAD and XREADGROUP with BLOCK): the one mechanism every blocking family uses.
 //!
 //! A blocking command's handler is its non-blocking form: it serves what it can and replies
 //! null when every key is empty (what a transaction gets, and what a timeout replies). Its
@@ -54,8 +54,9 @@ use crate::shard::Shard;
 pub enum Outcome {
     /// Its command ran on the shard and served this reply.
     Served(Frame),
-    /// A key it waits on on another shard became ready: try again (step 3).
-    Retry,
+    /// A key it waits on on another shard became ready (this one, in its database): try
+    /// again (step 3).
+    Retry(Bytes),
 }
 
 /// One blocked client's registration on one shard.
@@ -192,32 +193,64 @@ fn serve_key(s: &mut Shard, d: usize, key: &Bytes, cfg: CmdConfig, shards: usize
     let ids: Vec<u64> = queue.iter().copied().collect();
     for id in ids {
         let now = crate::shard::now_ms();
-        if !s.dbs.get_mut(d).is_some_and(|db| db.contains(key, now)) {
-            // Emptied (by a waiter before): nothing for the rest.
-            return;
-        }
         let Some(w) = s.blocked.waiters.get(&id) else { continue };
+        // A missing key has nothing for anyone, except XREADGROUP's waiters, which learn that
+        // their stream is gone (Redis 7.0 unblocks them with an error).
+        if !s.dbs.get_mut(d).is_some_and(|db| db.contains(key, now)) && !serves_missing(w.call.spec) {
+            continue;
+        }
         if w.tx.is_closed() {
             s.blocked.remove(&mut s.dbs, id);
             continue;
         }
         if !w.serve_here {
             if let Some(w) = s.blocked.remove(&mut s.dbs, id) {
-                served.push((w.tx, Outcome::Retry));
+                served.push((w.tx, Outcome::Retry(key.clone())));
             }
             continue;
         }
         let (db, spec, args) = (w.db, w.call.spec, &w.call.args);
+        SERVING.with(|k| *k.borrow_mut() = Some(key.clone()));
         let reply = crate::exec::run_lone(&mut s.dbs, db, spec, args, now, cfg, shards);
+        SERVING.with(|k| *k.borrow_mut() = None);
         // Nothing for it (another type, or a command that wants what is not there): it
-        // keeps waiting, and the next in line may still be served.
-        if is_null(&reply) || reply.is_error() {
+        // keeps waiting, and the next in line may still be served. The stream readers'
+        // errors end their wait (a group destroyed, a stream deleted).
+        if is_null(&reply) || (reply.is_error() && !serves_missing(spec)) {
             continue;
         }
         if let Some(w) = s.blocked.remove(&mut s.dbs, id) {
             served.push((w.tx, Outcome::Served(reply)));
         }
     }
+}
+
+/// Whether a waiter of this command is run when its key is missing, and gets its errors
+/// (XREADGROUP: "the stream key no longer exists", "the consumer group ... no longer exists").
+fn serves_missing(spec: &crate::command::Spec) -> bool {
+    spec.name == "xreadgroup"
+}
+
+thread_local! {
+    /// The key whose waiter the shard is serving right now (see [`serving_key`]).
+    static SERVING: std::cell::RefCell<Option<Bytes>> = const { std::cell::RefCell::new(None) };
+}
+
+/// While a blocked client's command runs because a key became ready: that key. The stream
+/// readers then answer as Redis serves a blocked client (only from that key, and with
+/// Redis's wording for a group or stream that went away); a command run any other way sees
+/// None.
+pub fn serving_key() -> Option<Bytes> {
+    SERVING.with(|k| k.borrow().clone())
+}
+
+/// Runs `f` as the serving of `key`'s waiter (see [`serving_key`]): a waiter on several
+/// shards tries again on its connection's thread when a key of it became ready.
+pub fn serving<R>(key: Option<Bytes>, f: impl FnOnce() -> R) -> R {
+    SERVING.with(|k| *k.borrow_mut() = key);
+    let r = f();
+    SERVING.with(|k| *k.borrow_mut() = None);
+    r
 }
 
 #[cfg(test)]

@@ -78,14 +78,26 @@ pub mod flags {
 /// Finds a key that only parsing the options reveals ([`Spec::trailing_key`]): its index.
 pub type KeyFinder = fn(&[Arg]) -> Option<usize>;
 
+/// Finds keys that only parsing the options reveals (XREAD ... STREAMS key... id...): the
+/// range of their indexes, or None (a syntax error the handler will report; no keys).
+pub type KeyRangeFinder = fn(&[Arg]) -> Option<(usize, usize)>;
+
 /// Where a blocking command's timeout argument is.
 #[derive(Clone, Copy, Debug)]
 pub enum TimeoutArg {
-    /// The last argument (BLPOP key... timeout).
+    /// The last argument (BLPOP key... timeout), in seconds.
     Last,
-    /// This index (BLMPOP timeout numkeys key...).
+    /// This index (BLMPOP timeout numkeys key...), in seconds.
     At(usize),
+    /// Found by parsing the options (XREAD BLOCK ms): None when the call does not block (no
+    /// option), else the timeout in milliseconds or its error.
+    Parsed(fn(&[Arg]) -> Option<Result<u64, Frame>>),
 }
+
+/// Rewrites a blocking call's arguments before it waits, on the shard that owns some of its
+/// keys (`owns` tells which): XREAD's `$` becomes the stream's last ID, so that the wait is
+/// for entries after the ones that existed when it blocked. None: nothing to rewrite.
+pub type WaitArgsFn = fn(dbs: &mut [abacus_keyspace::Db], db: usize, args: &[Arg], now_ms: u64, owns: &dyn Fn(&[u8]) -> bool) -> Option<Vec<abacus_protocol::Bytes>>;
 
 /// One command.
 pub struct Spec {
@@ -116,15 +128,20 @@ pub struct Spec {
     /// `movablekeys`. The function returns its index, the same one the handler will use, or
     /// None (no such option, or options the handler will refuse before touching any key).
     pub trailing_key: Option<KeyFinder>,
+    /// Keys found by parsing (see [`KeyRangeFinder`]); the range above is then (0, 0, 0), as
+    /// Redis's COMMAND INFO shows for `movablekeys` commands.
+    pub key_range: Option<KeyRangeFinder>,
+    /// A blocking command's rewrite of its arguments before it waits ([`WaitArgsFn`]).
+    pub wait_args: Option<WaitArgsFn>,
 }
 
 impl Spec {
     pub const fn keyed(name: &'static str, arity: i32, flags: u32, keys: (i32, i32, i32), f: KeyedFn, group: &'static str, summary: &'static str) -> Spec {
-        Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, numkeys_index: 0, handler: Handler::Keyed(f), group, summary, subcommands: &[], block_timeout: None, trailing_key: None }
+        Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, numkeys_index: 0, handler: Handler::Keyed(f), group, summary, subcommands: &[], block_timeout: None, trailing_key: None, key_range: None, wait_args: None }
     }
 
     pub const fn conn(name: &'static str, arity: i32, flags: u32, keys: (i32, i32, i32), f: ConnFn, group: &'static str, summary: &'static str) -> Spec {
-        Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, numkeys_index: 0, handler: Handler::Conn(f), group, summary, subcommands: &[], block_timeout: None, trailing_key: None }
+        Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, numkeys_index: 0, handler: Handler::Conn(f), group, summary, subcommands: &[], block_timeout: None, trailing_key: None, key_range: None, wait_args: None }
     }
 
     pub const fn with_subcommands(mut self, subs: &'static [Spec]) -> Spec {
@@ -155,11 +172,37 @@ impl Spec {
         self
     }
 
-    /// The timeout argument of a blocking call.
-    pub fn timeout_arg<'a>(&self, args: &'a [Arg]) -> Option<&'a Arg> {
+    /// Declares keys found by parsing the arguments ([`KeyRangeFinder`]).
+    pub const fn with_key_range(mut self, find: KeyRangeFinder) -> Spec {
+        self.key_range = Some(find);
+        self
+    }
+
+    /// Declares the rewrite of a blocking call's arguments before it waits.
+    pub const fn with_wait_args(mut self, f: WaitArgsFn) -> Spec {
+        self.wait_args = Some(f);
+        self
+    }
+
+    /// A blocking call's timeout in milliseconds (0 = forever), or its error; None when the
+    /// call does not block (not a blocking command, or XREAD without BLOCK).
+    pub fn block_timeout_ms(&self, args: &[Arg]) -> Option<Result<u64, Frame>> {
         match self.block_timeout? {
-            TimeoutArg::Last => args.last(),
-            TimeoutArg::At(i) => args.get(i),
+            TimeoutArg::Last => args.last().map(|a| crate::blocking::parse_timeout(a)),
+            TimeoutArg::At(i) => args.get(i).map(|a| crate::blocking::parse_timeout(a)),
+            TimeoutArg::Parsed(f) => f(args),
+        }
+    }
+
+    /// Whether this call may block: a blocking command, and for those whose blocking is an
+    /// option (XREAD BLOCK), the option is given. A call that may not block runs as any
+    /// other (in batches).
+    #[inline]
+    pub fn blocks(&self, args: &[Arg]) -> bool {
+        match self.block_timeout {
+            None => false,
+            Some(TimeoutArg::Parsed(f)) => f(args).is_some(),
+            Some(_) => true,
         }
     }
 
@@ -196,6 +239,12 @@ impl Spec {
                 Some(find) => find(args).filter(|&i| i > 1 && i < argc).unwrap_or(0),
             };
             return KeyIndexes { next: 1, end: argc.min(2), step: 1, lead: 0, trail };
+        }
+        if let Some(find) = self.key_range {
+            return match find(args) {
+                Some((start, end)) if start <= end && end <= argc => KeyIndexes { next: start, end, step: 1, lead: 0, trail: 0 },
+                _ => KeyIndexes { next: 0, end: 0, step: 1, lead: 0, trail: 0 },
+            };
         }
         let (start, end, step) = if self.numkeys_index > 0 {
             let count = args
@@ -301,6 +350,19 @@ pub fn lookup(name: &[u8]) -> Option<&'static Spec> {
     }
     let lower = std::str::from_utf8(&buf[..name.len()]).ok()?;
     table().get(lower).copied()
+}
+
+/// The command an argument vector runs, subcommand resolved (XGROUP CREATE is the table's
+/// `xgroup|create`): how the log's commands are found at replay. None if unknown.
+pub fn lookup_call(args: &[Arg]) -> Option<&'static Spec> {
+    let spec = lookup(args.first()?)?;
+    if spec.subcommands.is_empty() {
+        return Some(spec);
+    }
+    match args.get(1) {
+        Some(sub) => spec.subcommand(sub),
+        None => Some(spec),
+    }
 }
 
 #[cfg(test)]

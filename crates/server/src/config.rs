@@ -105,6 +105,8 @@ pub const PARAMS: &[Param] = &[
     Param { name: "list-compress-depth", default: "0", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "accepted for compatibility, no effect: list nodes are never compressed" },
     Param { name: "zset-max-listpack-entries", default: "128", kind: Kind::Int { min: 0, max: i64::MAX }, mutable: true, help: "a sorted set stays a listpack up to this many members (as Redis)" },
     Param { name: "zset-max-listpack-value", default: "64", kind: Kind::Memory { min: 0, max: i64::MAX as u64 }, mutable: true, help: "...and while every member is at most this many bytes" },
+    Param { name: "stream-node-max-bytes", default: "4096", kind: Kind::Memory { min: 0, max: i64::MAX as u64 }, mutable: true, help: "a stream's entries are kept in blocks of at most this many bytes of Redis's listpack encoding (0 = no limit), where Redis starts a new node, so approximate trimming (~) removes what Redis removes" },
+    Param { name: "stream-node-max-entries", default: "100", kind: Kind::Int { min: 0, max: i64::MAX }, mutable: true, help: "...and of at most this many entries, deleted ones included (0 = no limit)" },
     Param { name: "notify-keyspace-events", default: "", kind: Kind::KeyspaceEvents, mutable: true, help: "keyspace notifications published to __keyspace@<db>__:<key> (K) and __keyevent@<db>__:<event> (E), by class: g generic, $ string, l list, s set, h hash, z sorted set, x expired, e evicted, t stream, m key miss, d module, n new key, A = g$lshzxetd; empty = off" },
     Param { name: "hll-sparse-max-bytes", default: "3000", kind: Kind::Memory { min: 0, max: i64::MAX as u64 }, mutable: true, help: "PF* values: largest sparse HyperLogLog before it turns dense (as Redis)" },
     Param { name: "summarizer-rules", default: "", kind: Kind::Str, mutable: false, help: "summarizer rules file (TOML: feeds and summaries) loaded at start-up; a bad file stops the start with its line and reason; SUMMARY.RULES LOAD replaces it at run time" },
@@ -150,6 +152,8 @@ pub struct CmdConfig {
     pub list_limits: abacus_collections::ListLimits,
     /// zset-max-listpack-entries / -value.
     pub zset_limits: EncodingLimits,
+    /// stream-node-max-bytes / -entries.
+    pub stream_limits: abacus_collections::StreamLimits,
     /// maxmemory (0 = none), maxmemory-policy, maxmemory-samples.
     pub maxmemory: u64,
     pub eviction: abacus_keyspace::EvictionPolicy,
@@ -424,6 +428,8 @@ pub const HASH_MAX_LISTPACK_VALUE: usize = param_index("hash-max-listpack-value"
 pub const LIST_MAX_LISTPACK_SIZE: usize = param_index("list-max-listpack-size");
 pub const ZSET_MAX_LISTPACK_ENTRIES: usize = param_index("zset-max-listpack-entries");
 pub const ZSET_MAX_LISTPACK_VALUE: usize = param_index("zset-max-listpack-value");
+pub const STREAM_NODE_MAX_BYTES: usize = param_index("stream-node-max-bytes");
+pub const STREAM_NODE_MAX_ENTRIES: usize = param_index("stream-node-max-entries");
 pub const MAXMEMORY: usize = param_index("maxmemory");
 pub const MAXMEMORY_POLICY: usize = param_index("maxmemory-policy");
 pub const MAXMEMORY_SAMPLES: usize = param_index("maxmemory-samples");
@@ -642,6 +648,10 @@ impl Config {
             zset_limits: EncodingLimits {
                 max_listpack_entries: self.num_usize(ZSET_MAX_LISTPACK_ENTRIES),
                 max_listpack_value_bytes: self.num_usize(ZSET_MAX_LISTPACK_VALUE),
+            },
+            stream_limits: abacus_collections::StreamLimits {
+                node_max_bytes: self.num(STREAM_NODE_MAX_BYTES),
+                node_max_entries: self.num(STREAM_NODE_MAX_ENTRIES),
             },
             maxmemory: self.num(MAXMEMORY),
             eviction: abacus_keyspace::EvictionPolicy::ALL

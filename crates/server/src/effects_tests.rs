@@ -79,7 +79,7 @@ fn gen_command(r: &mut StdRng, writes: &[&'static Spec], now: u64) -> Vec<Vec<u8
         }
     };
     let v = |s: &str| s.as_bytes().to_vec();
-    match r.gen_range(0..23) {
+    match r.gen_range(0..25) {
         0 => {
             let mut c = vec![v("SET"), key(r), val(r)];
             for _ in 0..r.gen_range(0..3) {
@@ -214,6 +214,46 @@ fn gen_command(r: &mut StdRng, writes: &[&'static Spec], now: u64) -> Vec<Vec<u8
             }
             c
         }
+        23 | 24 => {
+            // Streams: automatic IDs (the clock), approximate trims (the node layout), and
+            // consumer groups (delivery and seen times).
+            let id = |r: &mut StdRng| match r.gen_range(0..4) {
+                0 => v("*"),
+                1 => format!("{}-*", now - r.gen_range(0..3000)).into_bytes(),
+                2 => format!("{}-{}", now - r.gen_range(0..3000), r.gen_range(0..3)).into_bytes(),
+                _ => r.gen_range(0..3).to_string().into_bytes(),
+            };
+            let g = |r: &mut StdRng| v(*pick(r, &["g1", "g2"]));
+            let c = |r: &mut StdRng| v(*pick(r, &["alice", "bob"]));
+            match r.gen_range(0..12) {
+                0..=3 => {
+                    let mut x = vec![v("XADD"), key(r)];
+                    if r.gen_bool(0.4) {
+                        x.push(v(*pick(r, &["MAXLEN", "MINID"])));
+                        x.push(v(*pick(r, &["~", "=", "~"])));
+                        x.push(if r.gen_bool(0.5) { r.gen_range(0..150).to_string().into_bytes() } else { format!("{}", now - r.gen_range(0..3000)).into_bytes() });
+                        if r.gen_bool(0.3) {
+                            x.push(v("LIMIT"));
+                            x.push(r.gen_range(0..200).to_string().into_bytes());
+                        }
+                    }
+                    x.push(id(r));
+                    for _ in 0..r.gen_range(1..4) {
+                        x.push(v(*pick(r, &["f", "g", "h"])));
+                        x.push(val(r));
+                    }
+                    x
+                }
+                4 => vec![v("XTRIM"), key(r), v(*pick(r, &["MAXLEN", "MINID"])), v(*pick(r, &["~", "="])), r.gen_range(0..150).to_string().into_bytes()],
+                5 => vec![v("XDEL"), key(r), id(r)],
+                6 => vec![v("XGROUP"), v("CREATE"), key(r), g(r), v(*pick(r, &["$", "0"])), v("MKSTREAM")],
+                7 => vec![v("XGROUP"), v(*pick(r, &["CREATECONSUMER", "DELCONSUMER"])), key(r), g(r), c(r)],
+                8 => vec![v("XREADGROUP"), v("GROUP"), g(r), c(r), v("COUNT"), r.gen_range(1..4).to_string().into_bytes(), v("STREAMS"), key(r), v(*pick(r, &[">", ">", "0"]))],
+                9 => vec![v("XCLAIM"), key(r), g(r), c(r), r.gen_range(0..3000).to_string().into_bytes(), id(r), v(*pick(r, &["IDLE", "TIME", "RETRYCOUNT"])), r.gen_range(0..5000).to_string().into_bytes(), v("FORCE")],
+                10 => vec![v("XAUTOCLAIM"), key(r), g(r), c(r), r.gen_range(0..3000).to_string().into_bytes(), v("0"), v("COUNT"), v("2")],
+                _ => vec![v("XACK"), key(r), g(r), id(r)],
+            }
+        }
         _ => {
             // Any write of the table, with arguments drawn from the keys and values.
             let spec = pick(r, writes);
@@ -261,7 +301,7 @@ fn replay_property(seed: u64, commands: usize) {
     let mut replayed: Vec<Db> = (0..DATABASES).map(|_| Db::new()).collect();
     for (at, db, command) in &effects {
         let args = Args::from_vec(command.clone());
-        let spec = crate::command::lookup(&args[0]).expect("an effect is a known command");
+        let spec = crate::command::lookup_call(&args).expect("an effect is a known command");
         let (reply, _, _) = run_handler(&mut replayed, *db, spec, &args, *at, cfg);
         assert!(!reply.is_error(), "seed {seed}: replaying {command:?} at {at} failed: {reply:?}");
     }

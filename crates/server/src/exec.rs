@@ -218,6 +218,7 @@ pub(crate) fn run_handler(dbs: &mut [Db], db: usize, spec: &'static Spec, args: 
             hash_limits: cfg.hash_limits,
             list_limits: cfg.list_limits,
             zset_limits: cfg.zset_limits,
+            stream_limits: cfg.stream_limits,
             modified: KeysModified::ALL,
             effect: if spec.is_write() { Effect::Args } else { Effect::Nothing },
             notify_flags: cfg.notify,
@@ -629,6 +630,13 @@ impl Worker {
     /// Runs one keyed call wherever its keys are: on their shard, or atomically across
     /// several shards by checking the keys out (see the file comment).
     pub async fn run_keyed(&self, access: Access<'_>, db: usize, call: Call) -> Frame {
+        self.run_keyed_serving(access, db, call, None).await
+    }
+
+    /// [`Worker::run_keyed`] for a blocked client woken by `serving`, a key of it on another
+    /// shard (see `blocking::serving_key`): a command spanning shards runs here, on checked-out
+    /// keys, as the serving of that key.
+    pub async fn run_keyed_serving(&self, access: Access<'_>, db: usize, call: Call, serving: Option<Bytes>) -> Frame {
         let cfg = self.server.config.cmd_config();
         let keys = command_keys(call.spec, &call.args, db);
         let n = self.shards();
@@ -673,10 +681,10 @@ impl Worker {
                 Access::Locked(&own_locks)
             }
         };
-        self.run_checked_out(access, db, call, keys).await
+        self.run_checked_out(access, db, call, keys, serving).await
     }
 
-    async fn run_checked_out(&self, access: Access<'_>, db: usize, call: Call, keys: Vec<(usize, Bytes)>) -> Frame {
+    async fn run_checked_out(&self, access: Access<'_>, db: usize, call: Call, keys: Vec<(usize, Bytes)>, serving: Option<Bytes>) -> Frame {
         // The maxmemory gate for commands spanning shards: they cannot evict from a scratch
         // keyspace, so under noeviction they are refused here; with an eviction policy the
         // next single-shard write evicts.
@@ -720,7 +728,8 @@ impl Worker {
                 scratch[d].insert_entry(&k, e);
             }
         }
-        let (reply, modified) = exec_checked_out(&mut scratch, db, call.spec, &call.args, now, self.server.config.cmd_config());
+        let cfg = self.server.config.cmd_config();
+        let (reply, modified) = crate::blocking::serving(serving, || exec_checked_out(&mut scratch, db, call.spec, &call.args, now, cfg));
         if let Access::Locked(l) = access {
             l.add_log(crate::aof::take_pending());
         }

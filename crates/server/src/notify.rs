@@ -130,12 +130,13 @@ pub fn default_class(group: &str) -> u32 {
 /// The writes whose lookups of a missing key fire "keymiss" in Redis 7.0 (they read with
 /// lookupKeyRead: GET's part of GETSET/SET GET/GETDEL/GETEX, COPY's source, the sources of
 /// BITOP and the set and sorted-set stores, ZRANGESTORE's and the GEO searches' sources,
-/// PFMERGE's keys, BITFIELD's GETs alone). Other writes' misses are dropped.
+/// PFMERGE's keys, BITFIELD's GETs alone, the stream group writes XREADGROUP, XACK, XCLAIM and
+/// XAUTOCLAIM). Other writes' misses are dropped.
 pub fn write_reads(command: &str) -> bool {
     matches!(
         command,
         "set" | "getset" | "getdel" | "getex" | "copy" | "bitop" | "bitfield" | "sinterstore" | "sunionstore" | "sdiffstore" | "pfmerge" | "zunionstore" | "zinterstore" | "zdiffstore"
-            | "zrangestore" | "georadius" | "georadiusbymember" | "geosearchstore"
+            | "zrangestore" | "georadius" | "georadiusbymember" | "geosearchstore" | "xreadgroup" | "xack" | "xclaim" | "xautoclaim"
     )
 }
 

@@ -281,7 +281,7 @@ fn replay_command(shards: &mut [Shard], c: &fmt::Command<'_>, databases: usize, 
     }
     let args = Args::from_vec(c.args.iter().map(|a| Bytes::copy_from_slice(a)).collect());
     let name = String::from_utf8_lossy(&args[0]).to_ascii_lowercase();
-    let Some(spec) = command::lookup(&args[0]) else { return Err(format!("unknown command '{name}' in the log")) };
+    let Some(spec) = command::lookup_call(&args) else { return Err(format!("unknown command '{name}' in the log")) };
     let now = c.now_ms;
     let n = shards.len();
     match spec.handler {

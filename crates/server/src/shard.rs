@@ -238,6 +238,8 @@ pub struct Ctx<'a> {
     /// How big list nodes grow (list-max-listpack-size).
     pub list_limits: abacus_collections::ListLimits,
     pub zset_limits: abacus_collections::EncodingLimits,
+    /// Where stream blocks end (stream-node-max-bytes / -entries).
+    pub stream_limits: abacus_collections::StreamLimits,
     /// What the log (and later replicas) record for this command (see [`Effect`]): for a
     /// write its arguments unless the handler says otherwise, for a read nothing unless it
     /// changed stored bytes after all (PFCOUNT refreshing a sketch's cached cardinality).

@@ -450,7 +450,7 @@ fn flag_names(spec: &Spec) -> Vec<Frame> {
         (NO_MULTI, "no_multi"),
     ];
     let mut flags: Vec<Frame> = names.iter().filter(|(f, _)| spec.has(*f)).map(|(_, n)| Frame::Simple(Bytes::from_static(n.as_bytes()))).collect();
-    if spec.numkeys_index > 0 || spec.trailing_key.is_some() {
+    if spec.numkeys_index > 0 || spec.trailing_key.is_some() || spec.key_range.is_some() {
         flags.push(Frame::simple("movablekeys"));
     }
     flags
@@ -488,7 +488,7 @@ pub fn acl_categories(spec: &Spec) -> Vec<&'static str> {
     out.extend(spec.has(WRITE).then_some("write"));
     // The sorted-set group is "sorted-set" in COMMAND DOCS and "sortedset" as a category.
     let category = if group == "sorted-set" { "sortedset" } else { group };
-    for g in ["set", "sortedset", "list", "hash", "string", "bitmap", "hyperloglog"] {
+    for g in ["set", "sortedset", "list", "hash", "string", "bitmap", "hyperloglog", "stream"] {
         out.extend((category == g).then_some(g));
     }
     // Redis's @pubsub comes from the command's `pubsub` flag, which PUBSUB HELP lacks.

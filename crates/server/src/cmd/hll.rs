@@ -117,7 +117,7 @@ fn sketch<'a>(ctx: &'a mut Ctx, key: &[u8], read: bool) -> Result<Option<&'a mut
     let Some(e) = found else { return Ok(None) };
     let decoded = match e.value() {
         ValueRef::Str(s) => Some(decode(s, &cfg)?),
-        ValueRef::Hll(_) | ValueRef::Set(_) | ValueRef::Hash(_) | ValueRef::List(_) | ValueRef::ZSet(_) | ValueRef::Series(_) => None,
+        ValueRef::Hll(_) | ValueRef::Set(_) | ValueRef::Hash(_) | ValueRef::List(_) | ValueRef::ZSet(_) | ValueRef::Series(_) | ValueRef::Stream(_) => None,
     };
     if let Some(h) = decoded {
         e.set_value(Value::Hll(Box::new(h)));

@@ -43,6 +43,7 @@ pub mod server;
 pub mod set_algebra;
 pub mod sets;
 pub mod sort;
+pub mod streams;
 pub mod strings;
 pub mod summary;
 pub mod timeseries;
@@ -85,6 +86,7 @@ pub const FAMILIES: &[&[Spec]] = &[
     zsets::COMMANDS,
     zset_algebra::COMMANDS,
     geo::COMMANDS,
+    streams::COMMANDS,
     persistence::COMMANDS,
     pubsub::COMMANDS,
     summary::COMMANDS,

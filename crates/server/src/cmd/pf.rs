@@ -65,7 +65,7 @@ fn with_hll<R>(ctx: &mut Ctx, key: &[u8], lookup: Lookup, f: impl FnOnce(&mut Re
         ValueRef::Str(_) => {}
         ValueRef::Hll(_) => return Err(hll_error(HllError::NotHll)),
         // Redis's isHLLObjectOrReply checks the type first: the generic WRONGTYPE text.
-        ValueRef::Set(_) | ValueRef::Hash(_) | ValueRef::List(_) | ValueRef::ZSet(_) | ValueRef::Series(_) => return Err(Frame::error(super::args::ERR_WRONGTYPE)),
+        ValueRef::Set(_) | ValueRef::Hash(_) | ValueRef::List(_) | ValueRef::ZSet(_) | ValueRef::Series(_) | ValueRef::Stream(_) => return Err(Frame::error(super::args::ERR_WRONGTYPE)),
     }
     let Value::Str(bytes) = e.take_value() else { unreachable!("checked to be a string") };
     let mut h = match RedisHll::from_vec(bytes.into_vec()) {

@@ -139,7 +139,7 @@ impl Conn {
         }
         let call = Call { spec, args };
         // A blocking command runs alone (`block.rs`), after the batch before it.
-        if let (Handler::Keyed(_), false) = (spec.handler, spec.has(flags::BLOCKING)) {
+        if let (Handler::Keyed(_), false) = (spec.handler, spec.blocks(&call.args)) {
             if let Some(shard) = self.worker.single_shard(&call) {
                 return Step::Batch(shard, call);
             }

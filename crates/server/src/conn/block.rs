@@ -45,14 +45,15 @@ impl Conn {
     /// Runs a blocking command outside a transaction (see `blocking.rs`). None: the
     /// connection ended while it waited (EOF, CLIENT KILL): nothing is to be written.
     pub(super) async fn run_blocking(&mut self, call: Call, stream: &TcpStream) -> Option<Frame> {
-        let Some(Ok(timeout_ms)) = call.spec.timeout_arg(&call.args).map(|a| blocking::parse_timeout(a)) else {
+        let Some(Ok(timeout_ms)) = call.spec.block_timeout_ms(&call.args) else {
             // A bad timeout: the handler replies its error.
             return Some(self.dispatch(Access::Free, call).await);
         };
-        let deadline = (timeout_ms > 0).then(|| tokio::time::Instant::now() + Duration::from_millis(timeout_ms));
+        // A deadline past what the clock can hold (XREAD BLOCK 2^63-1 ms) waits forever.
+        let deadline = (timeout_ms > 0).then(|| tokio::time::Instant::now().checked_add(Duration::from_millis(timeout_ms))).flatten();
         let spec = call.spec;
         // Detached from the read buffer's block: a client may wait for hours.
-        let argv: Vec<Bytes> = call.args.iter().map(|a| Bytes::copy_from_slice(a)).collect();
+        let mut argv: Vec<Bytes> = call.args.iter().map(|a| Bytes::copy_from_slice(a)).collect();
         drop(call);
         let db = self.db;
         let n = self.worker.shards();
@@ -61,6 +62,9 @@ impl Conn {
         shards.sort_unstable();
         shards.dedup();
         let mut socket_open = true;
+        // The key whose readiness woke a waiter on several shards: its next try serves that
+        // key as a shard would have (XREAD's stream readers answer for it alone).
+        let mut ready: Option<Bytes> = None;
         loop {
             let id = blocking::next_waiter_id();
             let (tx, mut rx) = mpsc::unbounded_channel();
@@ -68,7 +72,7 @@ impl Conn {
                 let shard = shards.first().copied().unwrap_or(self.worker.shard_id);
                 self.try_on_shard(spec, &argv, &keys, shard, id, tx).await
             } else {
-                self.try_across(spec, &argv, &keys, &shards, id, tx).await
+                self.try_across(spec, &mut argv, &keys, &shards, id, tx, ready.take()).await
             };
             let null = match attempt {
                 None => return Some(shutting_down()),
@@ -94,6 +98,10 @@ impl Conn {
                 // Served after all: the reply goes out (or, if the client is gone, the
                 // element went to a closed socket, as it would have in Redis).
                 _ if served.is_some() => served,
+                Woken::Outcome(Outcome::Retry(key)) => {
+                    ready = Some(key);
+                    continue;
+                }
                 Woken::Outcome(_) => continue,
                 Woken::Timeout => Some(null),
                 Woken::Unblocked(UNBLOCK_ERROR) => Some(Frame::error("UNBLOCKED client unblocked via CLIENT UNBLOCK")),
@@ -119,9 +127,16 @@ impl Conn {
         let keys: Vec<Bytes> = keys.iter().map(|(_, k)| k.clone()).collect();
         self.worker
             .run(Access::Free, shard, move |s: &mut Shard| {
-                let reply = exec::run_lone(&mut s.dbs, db, spec, &args, now_ms(), cfg, total);
+                let now = now_ms();
+                // XREAD's `$`: the last ID now, so that the wait is for what comes after.
+                let args = match spec.wait_args.and_then(|f| f(&mut s.dbs, db, &args, now, &|_| true)) {
+                    Some(rewritten) => Args::from_vec(rewritten),
+                    None => args,
+                };
+                let reply = exec::run_lone(&mut s.dbs, db, spec, &args, now, cfg, total);
+                // What the try wrote (a consumer XREADGROUP created) is logged either way.
+                crate::aof::flush_pending();
                 if !blocking::is_null(&reply) {
-                    crate::aof::flush_pending();
                     return Attempt::Done(reply);
                 }
                 let waiter = Waiter { db, call: Call { spec, args }, keys, tx, serve_here: true };
@@ -133,12 +148,26 @@ impl Conn {
 
     /// Keys on several shards: the try runs under the shards' locks, and the waiter is
     /// registered on each of them before the locks go (step 3 of `blocking.rs`).
-    async fn try_across(&mut self, spec: &'static Spec, argv: &[Bytes], keys: &[(usize, Bytes)], shards: &[usize], id: u64, tx: mpsc::UnboundedSender<Outcome>) -> Option<Attempt> {
+    async fn try_across(&mut self, spec: &'static Spec, argv: &mut Vec<Bytes>, keys: &[(usize, Bytes)], shards: &[usize], id: u64, tx: mpsc::UnboundedSender<Outcome>, ready: Option<Bytes>) -> Option<Attempt> {
         let db = self.db;
         let n = self.worker.shards();
         let locks = self.worker.lock(shards.iter().copied()).await?;
+        if let Some(f) = spec.wait_args {
+            // Each shard rewrites what its keys decide (XREAD's `$`), under the locks; the
+            // rewritten arguments are kept for the tries after a wake-up.
+            for &shard in shards {
+                let current = Args::from_vec(argv.clone());
+                let rewritten = self
+                    .worker
+                    .run(Access::Locked(&locks), shard, move |s: &mut Shard| f(&mut s.dbs, db, &current, now_ms(), &|k| shard_of(k, n) == shard))
+                    .await?;
+                if let Some(r) = rewritten {
+                    *argv = r;
+                }
+            }
+        }
         let call = Call { spec, args: Args::from_vec(argv.to_vec()) };
-        let reply = self.worker.run_keyed(Access::Locked(&locks), db, call).await;
+        let reply = self.worker.run_keyed_serving(Access::Locked(&locks), db, call, ready).await;
         if !blocking::is_null(&reply) {
             return Some(Attempt::Done(reply));
         }

@@ -438,7 +438,7 @@ impl Conn {
                         };
                         (call.args.to_vec(), queued)
                     });
-                    let reply = if call.spec.has(flags::BLOCKING) {
+                    let reply = if call.spec.blocks(&call.args) {
                         match self.run_blocking(call, stream).await {
                             Some(reply) => reply,
                             None => {
