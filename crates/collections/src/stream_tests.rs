@@ -39,7 +39,7 @@ fn value(i: u32) -> Vec<u8> {
         0 => b"google".to_vec(),
         1 => b"click".to_vec(),
         2 => (i / 9).to_string().into_bytes(),
-        3 => format!("-{}", i * 1000).into_bytes(),
+        3 => format!("-{}", u64::from(i) * 1000).into_bytes(),
         4 => b"".to_vec(),
         5 => vec![b'x'; 64 + (i as usize % 200)],
         6 => b"007".to_vec(),

@@ -301,7 +301,7 @@ impl<K: KeyKind, V> HashTable<K, V> {
             return;
         }
         let from = self.next_dir.len() / 2;
-        let to = (from + step).min(self.dir.len());
+        let to = from.saturating_add(step).min(self.dir.len());
         for j in from..to {
             let e = self.dir[j];
             self.next_dir.push(e);
