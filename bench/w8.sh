@@ -90,7 +90,7 @@ conv AS (SELECT "user", ms AS cms, upto AS k, COALESCE(amount, 0) AS value FROM 
 touch AS (SELECT "user", ms, channel, upto + 1 AS k FROM ordered
           WHERE event IS NOT NULL AND event <> 'purchase' AND channel IS NOT NULL),
 path AS (SELECT t.channel, c."user", c.k, c.value FROM conv c JOIN touch t
-           ON t."user" = c."user" AND t.k = c.k AND t.ms >= c.cms - 30 * 86400000),
+           ON t."user" = c."user" AND t.k = c.k AND t.ms >= c.cms - CAST(2592000000 AS BIGINT)),
 sized AS (SELECT *, COUNT(*) OVER (PARTITION BY "user", k) AS n FROM path)
 SELECT channel, SUM(1.0 / n), SUM(value / n) FROM sized GROUP BY channel ORDER BY channel
 """).fetchall()

@@ -116,7 +116,7 @@ pub struct Attribution {
     pub skipped: u64,
     /// Channel names, by their index.
     pub channels: Vec<Vec<u8>>,
-    index: HashMap<Vec<u8>, u32>,
+    index: HashMap<Vec<u8>, u32, foldhash::fast::FixedState>,
     /// Per model (the query's order), per channel index: (conversions, value).
     pub credits: Vec<Vec<(f64, f64)>>,
     // Scratch buffers kept between users.
@@ -155,41 +155,99 @@ impl Attribution {
         self.times.clear();
         self.ids.clear();
         self.touch_channels.clear();
-        for e in s.iter() {
-            self.events += 1;
-            let (mut conv, mut channel, mut value) = (None, None, None);
-            for (f, v) in e.pairs() {
-                if f.is(&q.conversion_field) {
-                    conv = Some(v);
-                }
-                if f.is(&q.channel) {
-                    channel = Some(v);
-                }
-                if let Some(vf) = &q.value_field {
-                    if f.is(vf) {
-                        value = Some(v);
-                    }
-                }
-            }
-            let Some(conv) = conv else {
+        // Fields asked for twice (CHANNEL and CONVERSION naming one field) share a slot.
+        let value_field: &[u8] = q.value_field.as_deref().unwrap_or(b"");
+        let wanted: [&[u8]; 3] = [&q.conversion_field, &q.channel, value_field];
+        let channel_is_conv = q.channel == q.conversion_field;
+        let value_slot = if q.value_field.is_none() {
+            None
+        } else if value_field == &q.conversion_field[..] {
+            Some(0)
+        } else if value_field == &q.channel[..] {
+            Some(1)
+        } else {
+            Some(2)
+        };
+        let mut events = 0u64;
+        // Channel values are mostly the same few strings of a block's dictionary: a cache
+        // by address saves hashing them.
+        let mut cache: [(usize, usize, u32); 8] = [(0, 0, 0); 8];
+        s.scan_fields(wanted, |id, out| {
+            events += 1;
+            let Some(conv) = out[0] else {
                 self.skipped += 1;
-                continue;
+                return;
             };
+            let channel = if channel_is_conv { out[0] } else { out[1] };
             if !conv.is(&q.conversion_value) {
                 match channel {
                     Some(c) => {
-                        let i = self.channel_index(c);
-                        self.times.push(e.id.ms);
-                        self.ids.push(e.id);
+                        let i = match c {
+                            Val::Str(bytes) => {
+                                let key = (bytes.as_ptr() as usize, bytes.len());
+                                let slot = (key.0 >> 3) % cache.len();
+                                if cache[slot].0 == key.0 && cache[slot].1 == key.1 && key.0 != 0 {
+                                    cache[slot].2
+                                } else {
+                                    let i = self.channel_index(c);
+                                    cache[slot] = (key.0, key.1, i);
+                                    i
+                                }
+                            }
+                            Val::Int(_) => self.channel_index(c),
+                        };
+                        self.times.push(id.ms);
+                        self.ids.push(id);
                         self.touch_channels.push(i);
                     }
                     None => self.skipped += 1,
                 }
-                continue;
+                return;
             }
-            let value = value.map_or(0.0, number);
-            self.conversion(e.id, value, q, paths.as_deref_mut());
+            let value = value_slot.and_then(|k| out[k]).map_or(0.0, number);
+            self.conversion(id, value, q, None);
+        });
+        self.events += events;
+        if let Some(paths) = paths.as_deref_mut() {
+            // The per-user form: the paths again, one conversion at a time (one user's
+            // stream, so the second pass is cheap).
+            self.record_paths(s, q, paths);
         }
+    }
+
+    /// The paths of one user's conversions (the KEY form), recomputed without adding to the
+    /// sums.
+    fn record_paths(&mut self, s: &Stream, q: &Query, paths: &mut Vec<Path>) {
+        let mut scratch = Attribution::new(q);
+        scratch.channels = self.channels.clone();
+        scratch.index = self.index.clone();
+        scratch.credits = vec![vec![(0.0, 0.0); self.channels.len()]; q.models.len()];
+        let value_field: &[u8] = q.value_field.as_deref().unwrap_or(b"");
+        let wanted: [&[u8]; 3] = [&q.conversion_field, &q.channel, value_field];
+        let channel_is_conv = q.channel == q.conversion_field;
+        s.scan_fields(wanted, |id, out| {
+            let Some(conv) = out[0] else { return };
+            let channel = if channel_is_conv { out[0] } else { out[1] };
+            if !conv.is(&q.conversion_value) {
+                if let Some(c) = channel {
+                    let i = scratch.channel_index(c);
+                    scratch.times.push(id.ms);
+                    scratch.ids.push(id);
+                    scratch.touch_channels.push(i);
+                }
+                return;
+            }
+            let value = if q.value_field.is_none() {
+                0.0
+            } else if value_field == &q.conversion_field[..] {
+                out[0].map_or(0.0, number)
+            } else if value_field == &q.channel[..] {
+                out[1].map_or(0.0, number)
+            } else {
+                out[2].map_or(0.0, number)
+            };
+            scratch.conversion(id, value, q, Some(paths));
+        });
     }
 
     /// A conversion at `id`: shares the touches of its window, then starts a new path.

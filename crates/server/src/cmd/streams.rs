@@ -852,6 +852,8 @@ fn read_command(ctx: &mut Ctx, a: &[Arg], group_cmd: bool) -> Frame {
                 if serve {
                     let (consumer, new) = group.consumer_or_create(cname, now as i64);
                     created = new;
+                    // The consumer was seen: its seen time is state the log must carry.
+                    changed = true;
                     if let Some(c) = group.consumers.get_mut(cname) {
                         c.seen_time = now as i64;
                     }
@@ -875,9 +877,12 @@ fn read_command(ctx: &mut Ctx, a: &[Arg], group_cmd: bool) -> Frame {
         }
     }
     if group_cmd {
-        // Logged even when it delivered nothing: the consumers' seen times changed.
-        let _ = changed;
         ctx.modified_only(KeysModified::NONE);
+        // A read that served no stream changed nothing (Redis 7.0 does not even look its
+        // consumer up): not logged, as the try of a blocking XREADGROUP that then waits.
+        if !changed {
+            ctx.propagate_nothing();
+        }
     }
     if results.is_empty() {
         return Frame::NullArray;
