@@ -1042,9 +1042,7 @@ fn xgroup(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         }
         let Ok(Some(s)) = stream_mut(ctx, key) else { return failed(ctx, err(ERR_WRONGTYPE)) };
         if !s.create_group(gname, id, entries_read) {
-            if !exists {
-                return Frame::error("BUSYGROUP Consumer Group name already exists");
-            }
+            // (A stream created just now has no group: only an existing one gets here.)
             return failed(ctx, Frame::error("BUSYGROUP Consumer Group name already exists"));
         }
         ctx.notify(notify::STREAM, "xgroup-create", key);
