@@ -699,6 +699,8 @@ def test_sigkill_under_load_loses_no_acknowledged_write(data_dir):
     attempted_counters = {}
     acked_sets = {}
     acked_multi = {}
+    acked_entries = {}
+    acked_pending = {}
     for rnd in range(CRASH_ROUNDS):
         stop = threading.Event()
         lock = threading.Lock()
@@ -710,7 +712,12 @@ def test_sigkill_under_load_loses_no_acknowledged_write(data_dir):
             # when the kill cut their reply) must not compare below it. Restarting at 1 made
             # the check fail now and then on a correct server (stored 1, last acked 9).
             i = rnd * 1_000_000
+            stream = "st:%d" % wid
             try:
+                try:
+                    c.xgroup_create(stream, "g", id="0", mkstream=True)
+                except redis.exceptions.ResponseError:
+                    pass  # BUSYGROUP: created in an earlier round
                 while not stop.is_set():
                     i += 1
                     key = "w%d:r%d:%d" % (wid, rnd, i)
@@ -730,6 +737,15 @@ def test_sigkill_under_load_loses_no_acknowledged_write(data_dir):
                     p.execute()
                     with lock:
                         acked_multi[wid] = i
+                    # Streams: entries and the consumer group's deliveries.
+                    c.xadd(stream, {"i": i, "kind": "click"}, id="%d-1" % i)
+                    with lock:
+                        acked_entries.setdefault(wid, set()).add(b"%d-1" % i)
+                    if i % 7 == 0:
+                        got = c.xreadgroup("g", "c%d" % wid, {stream: ">"}, count=5)
+                        with lock:
+                            for _, entries in got:
+                                acked_pending.setdefault(wid, set()).update(e[0] for e in entries)
             except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError):
                 pass
             finally:
@@ -760,6 +776,12 @@ def test_sigkill_under_load_loses_no_acknowledged_write(data_dir):
             v = int(r.get("counter:%d" % wid) or 0)
             # Increments whose replies were lost in a kill may be there too.
             assert count <= v <= attempted_counters[wid], (rnd, wid, count, v)
+        for wid, ids in acked_entries.items():
+            have = {e[0] for e in r.xrange("st:%d" % wid)}
+            assert ids <= have, "round %d lost acknowledged XADDs: %s" % (rnd, sorted(ids - have)[:5])
+        for wid, ids in acked_pending.items():
+            have = {p["message_id"] for p in r.xpending_range("st:%d" % wid, "g", "-", "+", 10**6)}
+            assert ids <= have, "round %d lost acknowledged deliveries: %s" % (rnd, sorted(ids - have)[:5])
         for wid, i in acked_multi.items():
             a, b = r.mget("m:%d:a" % wid, "m:%d:b" % wid)
             assert a == b and int(a) >= i, (rnd, wid, a, b, i)

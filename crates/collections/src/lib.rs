@@ -30,6 +30,7 @@
 #![forbid(unsafe_code)]
 
 mod algebra;
+pub mod attribution;
 pub mod geohash;
 mod hash;
 mod idset;

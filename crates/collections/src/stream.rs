@@ -1005,6 +1005,65 @@ impl Stream {
         self.range(StreamId::MIN, StreamId::MAX, false)
     }
 
+    /// Visits every live entry in ID order with the values of the fields named in `wanted`
+    /// (None where the entry has no such field; the last one where it has several), decoding
+    /// each entry once: a block's master fields are matched against `wanted` once, so an
+    /// entry with the master's fields costs only its values. ATTRIBUTE's scan.
+    pub fn scan_fields<const N: usize>(&self, wanted: [&[u8]; N], mut f: impl FnMut(StreamId, &[Option<Val<'_>>; N])) {
+        let mut master_map: Vec<Option<usize>> = Vec::new();
+        for b in &self.blocks {
+            let d = &b.data[..];
+            let mut at = 0;
+            let master_n = get_varint(d, &mut at) as usize;
+            master_map.clear();
+            for _ in 0..master_n {
+                let name = b.val(&mut at);
+                master_map.push(wanted.iter().rposition(|w| name.is(w)));
+            }
+            let mut prev = b.before_first();
+            while at < d.len() {
+                let h = d[at];
+                at += 1;
+                let ms_delta = get_varint(d, &mut at);
+                let code = u64::from(h >> 2);
+                let s = if code == u64::from(SEQ_ESCAPE) { get_varint(d, &mut at) } else { code };
+                let id = if ms_delta == 0 {
+                    StreamId { ms: prev.ms, seq: prev.seq.wrapping_add(1).wrapping_add(s) }
+                } else {
+                    StreamId { ms: prev.ms.wrapping_add(ms_delta), seq: s }
+                };
+                prev = id;
+                let deleted = h & FLAG_DELETED != 0;
+                let mut out: [Option<Val<'_>>; N] = [None; N];
+                if h & FLAG_SAME != 0 {
+                    for slot in master_map.iter() {
+                        match (deleted, slot) {
+                            (false, Some(w)) => out[*w] = Some(b.val(&mut at)),
+                            _ => b.skip_val(&mut at),
+                        }
+                    }
+                } else {
+                    let n = get_varint(d, &mut at) as usize;
+                    for _ in 0..n {
+                        if deleted {
+                            b.skip_val(&mut at);
+                            b.skip_val(&mut at);
+                            continue;
+                        }
+                        let name = b.val(&mut at);
+                        match wanted.iter().rposition(|w| name.is(w)) {
+                            Some(w) => out[w] = Some(b.val(&mut at)),
+                            None => b.skip_val(&mut at),
+                        }
+                    }
+                }
+                if !deleted {
+                    f(id, &out);
+                }
+            }
+        }
+    }
+
     /// The live entry `id`.
     pub fn get(&self, id: StreamId) -> Option<EntryView<'_>> {
         self.range(id, id, false).next()

@@ -1027,6 +1027,17 @@ impl Db {
             .collect()
     }
 
+    /// Visits every live key matching `pattern` (Redis's glob) with its entry, in table
+    /// order, without copying keys out (ATTRIBUTE's scan over every user's stream).
+    pub fn for_each_matching(&self, pattern: &[u8], now_ms: u64, mut f: impl FnMut(&[u8], &Entry)) {
+        let all = pattern == b"*";
+        for (k, e) in self.map.iter() {
+            if !expired(&self.volatile, k, e, now_ms) && (all || glob_match(pattern, k, false)) {
+                f(k, e);
+            }
+        }
+    }
+
     /// Bytes used by this database: the tables' exact memory plus the values' heap bytes.
     pub fn approx_bytes(&self) -> usize {
         self.table_bytes()

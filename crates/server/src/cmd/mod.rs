@@ -22,6 +22,7 @@ macro_rules! conn_fn {
 }
 
 pub mod args;
+pub mod attribute;
 pub mod bitops;
 pub mod bits;
 pub mod blocking;
@@ -87,6 +88,7 @@ pub const FAMILIES: &[&[Spec]] = &[
     zset_algebra::COMMANDS,
     geo::COMMANDS,
     streams::COMMANDS,
+    attribute::COMMANDS,
     persistence::COMMANDS,
     pubsub::COMMANDS,
     summary::COMMANDS,

@@ -852,6 +852,8 @@ fn read_command(ctx: &mut Ctx, a: &[Arg], group_cmd: bool) -> Frame {
                 if serve {
                     let (consumer, new) = group.consumer_or_create(cname, now as i64);
                     created = new;
+                    // The consumer was seen: its seen time is state the log must carry.
+                    changed = true;
                     if let Some(c) = group.consumers.get_mut(cname) {
                         c.seen_time = now as i64;
                     }
@@ -875,9 +877,12 @@ fn read_command(ctx: &mut Ctx, a: &[Arg], group_cmd: bool) -> Frame {
         }
     }
     if group_cmd {
-        // Logged even when it delivered nothing: the consumers' seen times changed.
-        let _ = changed;
         ctx.modified_only(KeysModified::NONE);
+        // A read that served no stream changed nothing (Redis 7.0 does not even look its
+        // consumer up): not logged, as the try of a blocking XREADGROUP that then waits.
+        if !changed {
+            ctx.propagate_nothing();
+        }
     }
     if results.is_empty() {
         return Frame::NullArray;
@@ -1037,9 +1042,7 @@ fn xgroup(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         }
         let Ok(Some(s)) = stream_mut(ctx, key) else { return failed(ctx, err(ERR_WRONGTYPE)) };
         if !s.create_group(gname, id, entries_read) {
-            if !exists {
-                return Frame::error("BUSYGROUP Consumer Group name already exists");
-            }
+            // (A stream created just now has no group: only an existing one gets here.)
             return failed(ctx, Frame::error("BUSYGROUP Consumer Group name already exists"));
         }
         ctx.notify(notify::STREAM, "xgroup-create", key);
