@@ -4,7 +4,8 @@
 //!
 //! Run: `cargo bench -p abacus-table --bench w2` (N = 100 million; `W2_N=1000000` for a
 //! quick run; `W2_SINGLE=0` skips the per-insert timing pass; `W2_ONLY=abacus` runs Abacus's
-//! table alone, for sizes at which both tables do not fit). Needs ~5 GB at 100M (both),
+//! table alone, for sizes at which both tables do not fit; `W2_BATCHED=0` skips the last pass,
+//! batched inserts and lookups). Needs ~5 GB at 100M (both),
 //! ~11 GB at 500M (Abacus alone).
 //!
 //! Reported per table: inserts/s and lookups/s (untimed-per-operation runs), peak and final
@@ -371,6 +372,9 @@ fn main() {
             ours.lookups_per_s / theirs.lookups_per_s,
             ours.peak_bytes as f64 / theirs.peak_bytes as f64
         );
+    }
+    if std::env::var("W2_BATCHED").is_ok_and(|s| s == "0") {
+        return;
     }
     let (ins, look) = batched_lookups(n);
     println!("abacus U64Table, batches of 16 hashed + prefetched: inserts/s {ins:.0}, lookups/s {look:.0}");
