@@ -263,6 +263,10 @@ CASES = [
     ([["RPUSH", "B", "2", "1"]], ["SORT", "B", "STORE", "A"]),
     ([["SET", "A", "v"]], ["SORT", "B", "STORE", "A"]),
     ([], ["SORT", "B", "STORE", "A"]),
+    # MIGRATE: nothing listens on port 1, so both refuse (IOERR) and keep the key; a missing
+    # key replies NOKEY. (Moving keys between two servers: test_migrate.py.)
+    ([["SET", "A", "v"]], ["MIGRATE", "127.0.0.1", "1", "A", "0", "100"]),
+    ([], ["MIGRATE", "127.0.0.1", "1", "A", "0", "100"]),
     # DUMP / RESTORE
     ([], ["RESTORE", "A", "0", DUMP_V]),
     ([["SET", "A", "w"]], ["RESTORE", "A", "0", DUMP_V]),

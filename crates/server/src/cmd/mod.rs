@@ -37,6 +37,7 @@ pub mod keys;
 pub mod ldouble;
 pub mod lists;
 pub mod memory;
+pub mod migrate;
 pub mod persistence;
 pub mod pf;
 pub mod pubsub;
@@ -94,6 +95,7 @@ pub const FAMILIES: &[&[Spec]] = &[
     summary::COMMANDS,
     dump::COMMANDS,
     memory::COMMANDS,
+    migrate::COMMANDS,
     timeseries::COMMANDS,
     ts_multi::COMMANDS,
 ];

@@ -1,0 +1,243 @@
+//! MIGRATE host port key|"" destination-db timeout [COPY] [REPLACE] [AUTH password]
+//! [AUTH2 username password] [KEYS key [key ...]]: moves keys to another server (Abacus or
+//! Redis) with Redis 7.0's semantics, replies and errors (`cluster.c`, migrateCommand).
+//!
+//! How: under the locks of the keys' shards (so no other client's write lands between the
+//! dump and the delete, as Redis's single thread guarantees), each key is serialized with
+//! this server's DUMP and its remaining TTL read with PTTL, both run as ordinary keyed calls.
+//! The connection task then opens a connection to the target and sends, pipelined, AUTH (or
+//! AUTH2's `AUTH user pass`), `SELECT db` and one `RESTORE key ttl payload [REPLACE]` per key,
+//! and reads one reply each. Unless COPY, the keys the target acknowledged are deleted here
+//! with a DEL, which fires the "del" events and is what the log and replicas get (Redis
+//! propagates the same DEL).
+//!
+//! The shards stay locked while the target answers (bounded by the timeout), as Redis's whole
+//! server stays blocked. Redis keeps the target connection for 10 s for the next MIGRATE; this
+//! opens one per call (simpler, and the handshake is one round trip on loopback).
+//!
+//! Errors: a connect timeout is `IOERR error or timeout connecting to the client`, a refused
+//! connection (Redis finds it when it writes), a write or read failure `IOERR error or timeout writing to / reading from target instance`
+//! (Redis's texts), a target's error `ERR Target instance replied with error: ...`; a value
+//! DUMP cannot serialize gets DUMP's error, and nothing is sent.
+
+use std::time::Duration;
+
+use abacus_protocol::{Arg, Args, Bytes, Frame};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+
+use super::args::*;
+use crate::command::flags::*;
+use crate::command::{lookup, Spec};
+use crate::conn::Conn;
+use crate::exec::{shutting_down, Access, Call, Locks};
+use crate::shard::shard_of;
+
+const G: &str = "generic";
+
+pub const COMMANDS: &[Spec] = &[Spec::conn(
+    "migrate",
+    -6,
+    WRITE,
+    (3, 3, 1),
+    conn_fn!(|conn, access, call| migrate(conn, access, &call.args).await),
+    G,
+    "Atomically transfers a key from one Redis instance to another.",
+)
+.with_key_range(key_range)];
+
+/// The keys: `args[3]`, or after KEYS when `args[3]` is empty (Redis's migrateGetKeys).
+fn key_range(a: &[Arg]) -> Option<(usize, usize)> {
+    if a.len() < 6 {
+        return None;
+    }
+    if a[3].is_empty() {
+        let k = (6..a.len()).find(|&j| is(&a[j], "keys"))?;
+        return Some((k + 1, a.len()));
+    }
+    Some((3, 4))
+}
+
+struct Options {
+    copy: bool,
+    replace: bool,
+    /// AUTH's arguments: [password] or [username, password].
+    auth: Vec<Bytes>,
+    keys: Vec<Bytes>,
+}
+
+fn parse(a: &[Arg]) -> Result<Options, Frame> {
+    let mut o = Options { copy: false, replace: false, auth: Vec::new(), keys: Vec::new() };
+    let mut j = 6;
+    let mut keys_at = None;
+    while j < a.len() {
+        let more = a.len() - j - 1;
+        if is(&a[j], "copy") {
+            o.copy = true;
+        } else if is(&a[j], "replace") {
+            o.replace = true;
+        } else if is(&a[j], "auth") && more >= 1 {
+            o.auth = vec![Bytes::copy_from_slice(&a[j + 1])];
+            j += 1;
+        } else if is(&a[j], "auth2") && more >= 2 {
+            o.auth = vec![Bytes::copy_from_slice(&a[j + 1]), Bytes::copy_from_slice(&a[j + 2])];
+            j += 2;
+        } else if is(&a[j], "keys") {
+            if !a[3].is_empty() {
+                return Err(err("ERR When using MIGRATE KEYS option, the key argument must be set to the empty string"));
+            }
+            keys_at = Some(j + 1);
+            break;
+        } else {
+            return Err(err(ERR_SYNTAX));
+        }
+        j += 1;
+    }
+    o.keys = match keys_at {
+        Some(k) => a[k..].iter().map(|k| Bytes::copy_from_slice(k)).collect(),
+        None => vec![Bytes::copy_from_slice(&a[3])],
+    };
+    Ok(o)
+}
+
+fn resp(out: &mut Vec<u8>, args: &[&[u8]]) {
+    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+/// Runs `args` as a keyed call under `locks`.
+async fn call(conn: &mut Conn, locks: &Locks, args: Vec<Bytes>) -> Frame {
+    let Some(spec) = lookup(&args[0]) else { return err("ERR unknown command") };
+    let db = conn.db;
+    conn.worker.run_keyed(Access::Locked(locks), db, Call { spec, args: Args::from_vec(args) }).await
+}
+
+/// Reads one reply line (the target answers AUTH, SELECT and RESTORE with +OK or -error).
+async fn next_reply(rd: &mut BufReader<tokio::net::tcp::OwnedReadHalf>, line: &mut String, timeout: Duration) -> Result<(), Frame> {
+    line.clear();
+    match tokio::time::timeout(timeout, rd.read_line(line)).await {
+        Ok(Ok(got)) if got > 0 => Ok(()),
+        _ => Err(err("IOERR error or timeout reading to target instance")),
+    }
+}
+
+pub async fn migrate(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
+    let o = match parse(a) {
+        Ok(o) => o,
+        Err(e) => return e,
+    };
+    let Ok(port) = parse_i64(&a[2]) else { return err(ERR_NOT_INTEGER) };
+    let Ok(db) = parse_i64(&a[4]) else { return err(ERR_NOT_INTEGER) };
+    let Ok(timeout) = parse_i64(&a[5]) else { return err(ERR_NOT_INTEGER) };
+    // Redis: a timeout of 0 or less means one second.
+    let timeout = Duration::from_millis(if timeout <= 0 { 1000 } else { timeout as u64 });
+    let host = String::from_utf8_lossy(&a[1]).into_owned();
+
+    let n = conn.worker.shards();
+    let own: Locks;
+    let locks: &Locks = match access {
+        Access::Locked(l) => l,
+        Access::Free => match conn.worker.lock(o.keys.iter().map(|k| shard_of(k, n))).await {
+            Some(l) => {
+                own = l;
+                &own
+            }
+            None => return shutting_down(),
+        },
+    };
+
+    // Serialize what exists; a missing key is skipped (Redis: NOKEY when none is left).
+    let mut found: Vec<(Bytes, i64, Bytes)> = Vec::new();
+    for k in &o.keys {
+        let payload = match call(conn, locks, vec![Bytes::from_static(b"DUMP"), k.clone()]).await {
+            Frame::Bulk(p) => p,
+            Frame::Null => continue,
+            e @ Frame::Error(_) => return e,
+            _ => continue,
+        };
+        let ttl = match call(conn, locks, vec![Bytes::from_static(b"PTTL"), k.clone()]).await {
+            Frame::Integer(t) if t > 0 => t,
+            _ => 0,
+        };
+        found.push((k.clone(), ttl, payload));
+    }
+    if found.is_empty() {
+        return Frame::simple("NOKEY");
+    }
+
+    let mut out = Vec::new();
+    let auth: Vec<&[u8]> = std::iter::once(&b"AUTH"[..]).chain(o.auth.iter().map(|b| &b[..])).collect();
+    if !o.auth.is_empty() {
+        resp(&mut out, &auth);
+    }
+    let db_s = db.to_string();
+    resp(&mut out, &[b"SELECT", db_s.as_bytes()]);
+    for (k, ttl, payload) in &found {
+        let ttl_s = ttl.to_string();
+        let mut cmd: Vec<&[u8]> = vec![b"RESTORE", k, ttl_s.as_bytes(), payload];
+        if o.replace {
+            cmd.push(b"REPLACE");
+        }
+        resp(&mut out, &cmd);
+    }
+
+    let stream = match tokio::time::timeout(timeout, TcpStream::connect((host.as_str(), port.clamp(0, 65535) as u16))).await {
+        Ok(Ok(s)) => s,
+        // Redis connects without blocking and learns of a refusal when it writes.
+        Ok(Err(_)) => return err("IOERR error or timeout writing to target instance"),
+        Err(_) => return err("IOERR error or timeout connecting to the client"),
+    };
+    let _ = stream.set_nodelay(true);
+    let (rd, mut wr) = stream.into_split();
+    match tokio::time::timeout(timeout, wr.write_all(&out)).await {
+        Ok(Ok(())) => {}
+        _ => return err("IOERR error or timeout writing to target instance"),
+    }
+    let mut rd = BufReader::new(rd);
+    let mut line = String::new();
+    let target_error = |line: &str| err(&format!("ERR Target instance replied with error: {}", line.trim_end()[1..].trim_start()));
+    if !o.auth.is_empty() {
+        if let Err(e) = next_reply(&mut rd, &mut line, timeout).await {
+            return e;
+        }
+        if line.starts_with('-') {
+            return target_error(&line);
+        }
+    }
+    if let Err(e) = next_reply(&mut rd, &mut line, timeout).await {
+        return e;
+    }
+    if line.starts_with('-') {
+        return target_error(&line);
+    }
+    let mut first_error = None;
+    let mut moved = Vec::new();
+    for (k, _, _) in &found {
+        if let Err(e) = next_reply(&mut rd, &mut line, timeout).await {
+            // Keys already acknowledged stay here too: Redis deletes nothing on an I/O error.
+            return e;
+        }
+        if line.starts_with('-') {
+            first_error.get_or_insert_with(|| target_error(&line));
+        } else {
+            moved.push(k.clone());
+        }
+    }
+    if !o.copy && !moved.is_empty() {
+        // One DEL per shard, so each runs on its shard under the locks held.
+        let mut by_shard: std::collections::BTreeMap<usize, Vec<Bytes>> = Default::default();
+        for k in moved {
+            by_shard.entry(shard_of(&k, n)).or_default().push(k);
+        }
+        for (_, keys) in by_shard {
+            let mut args = vec![Bytes::from_static(b"DEL")];
+            args.extend(keys);
+            call(conn, locks, args).await;
+        }
+    }
+    first_error.unwrap_or_else(Frame::ok)
+}
