@@ -43,6 +43,7 @@
 
 pub mod listpack;
 pub mod lzf;
+pub mod stream;
 #[cfg(test)]
 mod tests;
 
@@ -96,6 +97,8 @@ pub enum RdbValue {
     Set(Vec<Vec<u8>>),
     ZSet(Vec<(Vec<u8>, f64)>),
     Hash(Vec<(Vec<u8>, Vec<u8>)>),
+    /// A stream with its consumer groups ([`stream`]).
+    Stream(Box<stream::RdbStream>),
     /// An Abacus-only type: `kind` names it, `data` is its own serialization (the owner of the
     /// type defines both). Written as [`types::ABACUS`], `kind`, then `data` as an RDB string.
     Abacus { kind: u8, data: Vec<u8> },
@@ -160,7 +163,7 @@ pub enum Error {
     Footer,
     /// The bytes are not a well-formed value (Redis: "Bad data format").
     Format(&'static str),
-    /// A type this reader does not decode (modules, streams, zipmaps, an unknown Abacus kind
+    /// A type this reader does not decode (modules, zipmaps, an unknown Abacus kind
     /// is the caller's to refuse).
     Unsupported(u8),
 }
@@ -177,9 +180,9 @@ impl std::fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-type Result<T> = std::result::Result<T, Error>;
+pub type Result<T> = std::result::Result<T, Error>;
 
-fn bad(why: &'static str) -> Error {
+pub(crate) fn bad(why: &'static str) -> Error {
     Error::Format(why)
 }
 
@@ -400,6 +403,10 @@ pub fn write_value(out: &mut Vec<u8>, v: &RdbValue, limits: &Limits) {
                     write_string(out, v, compress);
                 }
             }
+        }
+        RdbValue::Stream(st) => {
+            out.push(types::STREAM_LISTPACKS_2);
+            stream::write_stream(out, st, compress);
         }
         RdbValue::Abacus { kind, data } => {
             out.push(types::ABACUS);
@@ -655,6 +662,7 @@ impl<'a> Reader<'a> {
                 }
                 RdbValue::List(items)
             }
+            STREAM_LISTPACKS | STREAM_LISTPACKS_2 | STREAM_LISTPACKS_3 => RdbValue::Stream(Box::new(stream::read_stream(self, t)?)),
             ABACUS => {
                 let kind = self.read_u8()?;
                 let data = self.read_string()?;

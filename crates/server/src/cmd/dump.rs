@@ -12,12 +12,14 @@
 //! `abacus-keyspace`'s value.rs), so it dumps as the string of its storage-specification
 //! bytes: Redis restores it as that string, and Abacus's HLL commands decode it again on
 //! first use. Integer sets (Roaring bitmaps here) are Redis sets and dump as intsets or
-//! hashtable sets. So no type Abacus has today needs an Abacus-only payload.
+//! hashtable sets. Streams dump as Redis 7.0's STREAM_LISTPACKS_2, consumer groups included
+//! (`abacus_rdb::stream`). Time series are the one Abacus-only payload (kind 1: the series'
+//! own serialization), which Redis refuses as "Bad data format".
 //!
 //! Encodings follow this server's listpack limits (`hash-`/`zset-max-listpack-*`), so a value
 //! dumps in the encoding Redis with the same configuration would hold it in.
 
-use abacus_collections::{CompactHash, EncodingLimits, IdSet, List, ZSet};
+use abacus_collections::{CompactHash, EncodingLimits, IdSet, List, Nack, Series, Stream, StreamId, StreamLimits, ZSet};
 use abacus_keyspace::{Value, ValueRef};
 use abacus_protocol::{Arg, Bytes, Frame};
 use abacus_rdb::RdbValue;
@@ -60,9 +62,91 @@ pub fn to_rdb(v: ValueRef<'_>) -> Result<RdbValue, &'static str> {
         ValueRef::Hash(h) => RdbValue::Hash(h.iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect()),
         ValueRef::List(l) => RdbValue::List(l.iter().map(|i| i.to_vec()).collect()),
         ValueRef::ZSet(z) => RdbValue::ZSet(z.iter().map(|(m, s)| (m.to_vec(), s)).collect()),
+        ValueRef::Stream(st) => RdbValue::Stream(Box::new(stream_to_rdb(st))),
+        ValueRef::Series(series) => {
+            let mut data = Vec::new();
+            series.serialize_into(&mut data);
+            RdbValue::Abacus { kind: ABACUS_SERIES, data }
+        }
         // A value type added later without a codec arm: refused, not a panic.
         _ => return Err(v.value_type().name()),
     })
+}
+
+/// The Abacus-only kind byte of a time series payload (its own serialization, as snapshots
+/// write it: `Series::serialize_into`). Redis refuses it as "Bad data format".
+const ABACUS_SERIES: u8 = 1;
+
+fn sid(id: StreamId) -> abacus_rdb::stream::Id {
+    (id.ms, id.seq)
+}
+
+/// A stream as the RDB codec sees it: live entries, IDs and counters, groups with their PELs.
+fn stream_to_rdb(st: &Stream) -> abacus_rdb::stream::RdbStream {
+    use abacus_rdb::stream::{RdbConsumer, RdbGroup, RdbStream};
+    RdbStream {
+        entries: st.iter().map(|e| (sid(e.id), e.pairs().map(|(f, v)| (f.to_vec(), v.to_vec())).collect())).collect(),
+        last_id: sid(st.last_id()),
+        first_id: sid(st.first_id()),
+        max_deleted_id: sid(st.max_deleted_id()),
+        entries_added: st.entries_added(),
+        groups: st
+            .groups()
+            .map(|(name, g)| RdbGroup {
+                name: name.to_vec(),
+                last_id: sid(g.last_id),
+                entries_read: g.entries_read,
+                pel: g.pel.iter().map(|(id, n)| (sid(*id), n.delivery_time, n.delivery_count)).collect(),
+                consumers: g
+                    .consumers
+                    .iter()
+                    .map(|(name, c)| RdbConsumer { name: name.to_vec(), seen_time: c.seen_time, pel: c.pel.iter().map(|id| sid(*id)).collect() })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+/// A stream from the codec's form; `None` where Redis's loader refuses too (entries that do
+/// not append in order, a pending entry whose consumer does not claim it, duplicate names).
+fn stream_from_rdb(r: abacus_rdb::stream::RdbStream, limits: &StreamLimits) -> Option<Stream> {
+    let mut st = Stream::new();
+    for ((ms, seq), pairs) in &r.entries {
+        let flat: Vec<&[u8]> = pairs.iter().flat_map(|(f, v)| [&f[..], &v[..]]).collect();
+        st.append(StreamId::new(*ms, *seq), &flat, limits).ok()?;
+    }
+    let last = StreamId::new(r.last_id.0, r.last_id.1);
+    if last < st.last_id() {
+        return None;
+    }
+    st.set_last_id(last);
+    st.set_entries_added(r.entries_added);
+    st.set_max_deleted_id(StreamId::new(r.max_deleted_id.0, r.max_deleted_id.1));
+    for g in r.groups {
+        if !st.create_group(&g.name, StreamId::new(g.last_id.0, g.last_id.1), g.entries_read) {
+            return None;
+        }
+        let group = st.group_mut(&g.name)?;
+        let mut owner: std::collections::BTreeMap<StreamId, (i64, u64)> =
+            g.pel.iter().map(|&((ms, seq), t, n)| (StreamId::new(ms, seq), (t, n))).collect();
+        for c in g.consumers {
+            let (key, created) = group.consumer_or_create(&c.name, c.seen_time);
+            if !created {
+                return None;
+            }
+            for (ms, seq) in c.pel {
+                let id = StreamId::new(ms, seq);
+                let (delivery_time, delivery_count) = owner.remove(&id)?;
+                group.pel.insert(id, Nack { delivery_time, delivery_count, consumer: key.clone() });
+                group.consumers.get_mut(&key)?.pel.insert(id);
+            }
+        }
+        // Redis refuses a group PEL entry no consumer owns.
+        if !owner.is_empty() {
+            return None;
+        }
+    }
+    Some(st)
 }
 
 /// Encoding limits a restored value is built under.
@@ -71,6 +155,7 @@ pub struct BuildLimits {
     pub hash: EncodingLimits,
     pub zset: EncodingLimits,
     pub list: abacus_collections::ListLimits,
+    pub stream: StreamLimits,
 }
 
 /// An Abacus value from an RDB value; `None` for what Redis's loader also refuses: an empty
@@ -124,7 +209,9 @@ pub fn from_rdb(v: RdbValue, limits: &BuildLimits) -> Option<Value> {
             }
             Value::ZSet(Box::new(z))
         }
-        // No Abacus-only type has a payload yet; each adds its kind here.
+        RdbValue::Stream(st) => Value::Stream(Box::new(stream_from_rdb(*st, &limits.stream)?)),
+        RdbValue::Abacus { kind: ABACUS_SERIES, data } => Value::Series(Box::new(Series::deserialize(&data).ok()?)),
+        // A kind this server does not know (written by a newer Abacus).
         RdbValue::Abacus { .. } => return None,
     })
 }
@@ -195,7 +282,7 @@ fn restore(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         Err(abacus_rdb::Error::Footer) => return err(ERR_PAYLOAD),
         Err(_) => return err(ERR_BAD_FORMAT),
     };
-    let build = BuildLimits { set: ctx.set_limits, hash: ctx.hash_limits, zset: ctx.zset_limits, list: ctx.list_limits };
+    let build = BuildLimits { set: ctx.set_limits, hash: ctx.hash_limits, zset: ctx.zset_limits, list: ctx.list_limits, stream: ctx.stream_limits };
     let Some(value) = from_rdb(rdb, &build) else { return err(ERR_BAD_FORMAT) };
 
     let deleted = replace && ctx.db().remove_entry(&a[1]).is_some();
