@@ -112,7 +112,9 @@ impl Shard {
         }
         for db in &mut self.dbs {
             if db.snapshot_active() {
+                let started = Instant::now();
                 db.snapshot_step(budget);
+                crate::latency::sample_duration("snapshot-step", started.elapsed());
                 return;
             }
         }

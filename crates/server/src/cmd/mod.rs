@@ -53,6 +53,7 @@ pub mod ts_multi;
 pub mod ts_range;
 pub mod zset_algebra;
 pub mod zsets;
+pub mod latency;
 
 #[cfg(test)]
 use abacus_protocol::Frame;
@@ -96,6 +97,7 @@ pub const FAMILIES: &[&[Spec]] = &[
     memory::COMMANDS,
     timeseries::COMMANDS,
     ts_multi::COMMANDS,
+    latency::COMMANDS,
 ];
 
 /// Runs one keyed command on `dbs` (database 0, one shard, the default configuration): for

@@ -682,7 +682,15 @@ impl Conn {
                 let started = std::time::Instant::now();
                 let name = call.spec.name;
                 let reply = f(self, access, &call).await;
-                stats::record(name, started.elapsed(), reply.is_error());
+                let took = started.elapsed();
+                stats::record(name, took, reply.is_error());
+                // Not logged here: blocking commands (their wait is not their run time),
+                // EXEC (its commands are logged one by one) and AUTH/HELLO (a password in
+                // the arguments), as Redis's CMD_SKIP_SLOWLOG.
+                use crate::command::flags::{BLOCKING, NO_AUTH, RUNS_QUEUED};
+                if crate::slowlog::timing_each() && !call.spec.has(BLOCKING | RUNS_QUEUED | NO_AUTH) {
+                    crate::slowlog::observe(call.spec, took, &call.args, Some(&self.meta));
+                }
                 reply
             }
         }
