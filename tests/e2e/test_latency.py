@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from helpers import Err
+from helpers import Err, wait_until
 
 
 def start(server, *args):
@@ -228,3 +228,51 @@ def test_latency_tracking_off_keeps_no_histograms(server):
     assert c.execute("CONFIG", "RESETSTAT") == "OK"
     assert histogram(c, "set") == {}
     c.close()
+
+
+# --- CLIENT LIST / CLIENT INFO buffer figures --------------------------------------------
+
+def client_fields(line):
+    return dict(f.split("=", 1) for f in line.strip().split(" "))
+
+
+def test_client_list_reports_buffers_and_queued_commands(server):
+    p = server.start([])
+    a, b = p.raw(), p.raw()
+    assert a.execute("CLIENT", "SETNAME", "queuer") == "OK"
+    me = client_fields(b.execute("CLIENT", "INFO").decode())
+    assert int(me["qbuf-free"]) > 0
+    assert int(me["tot-mem"]) > 0
+    assert a.execute("MULTI") == "OK"
+    assert a.execute("SET", "k", "x" * 1000) == "QUEUED"
+    assert a.execute("SET", "k2", "y" * 1000) == "QUEUED"
+    listed = [client_fields(l) for l in b.execute("CLIENT", "LIST").decode().splitlines()]
+    queuer = next(f for f in listed if f["name"] == "queuer")
+    assert queuer["multi"] == "2"
+    assert int(queuer["multi-mem"]) >= 2000
+    assert int(queuer["tot-mem"]) >= int(queuer["multi-mem"])
+    assert a.execute("EXEC") == ["OK", "OK"]
+    listed = [client_fields(l) for l in b.execute("CLIENT", "LIST").decode().splitlines()]
+    queuer = next(f for f in listed if f["name"] == "queuer")
+    assert queuer["multi"] == "-1" and queuer["multi-mem"] == "0"
+    a.close()
+    b.close()
+
+
+def test_client_list_reports_a_subscribers_backlog(server):
+    p = server.start([])
+    sub, pub = p.raw(), p.raw()
+    sub.execute("CLIENT", "SETNAME", "sleepy")
+    sub.execute("SUBSCRIBE", "ch")
+    payload = "m" * (1 << 20)
+    # The subscriber reads nothing: past what the sockets hold, messages wait in the server.
+    for _ in range(16):
+        pub.execute("PUBLISH", "ch", payload)
+
+    def omem():
+        listed = [client_fields(l) for l in pub.execute("CLIENT", "LIST").decode().splitlines()]
+        return int(next(f for f in listed if f["name"] == "sleepy")["omem"])
+
+    assert wait_until(lambda: omem() > 0, timeout=10)
+    sub.close()
+    pub.close()

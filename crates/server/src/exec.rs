@@ -345,7 +345,7 @@ fn admit(dbs: &mut [Db], spec: &Spec, args: &[Arg], now: u64, cfg: &CmdConfig, s
     }
     let mut to_free = (used - cfg.maxmemory) / shards.max(1) as u64 + 1;
     let mut evicted = 0;
-    let eviction_started = Instant::now();
+    let eviction_started = crate::latency::timer();
     let start = rand::random::<usize>();
     'evict: while evicted < MAX_EVICTIONS_PER_COMMAND {
         // Visit the databases from a random one so no database is always evicted first.
@@ -366,7 +366,7 @@ fn admit(dbs: &mut [Db], spec: &Spec, args: &[Arg], now: u64, cfg: &CmdConfig, s
         }
         break;
     }
-    crate::latency::sample_duration("eviction-cycle", eviction_started.elapsed());
+    crate::latency::sample_since("eviction-cycle", eviction_started);
     if evicted == 0 {
         return Some(Frame::error(ERR_OOM));
     }

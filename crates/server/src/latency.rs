@@ -252,7 +252,21 @@ pub fn sample(event: &'static str, ms: u64) {
 /// [`sample`] of a duration.
 #[inline]
 pub fn sample_duration(event: &'static str, took: std::time::Duration) {
-    sample(event, took.as_millis().min(u64::MAX as u128) as u64);
+    sample(event, took.as_secs().saturating_mul(1000).saturating_add(u64::from(took.subsec_millis())));
+}
+
+/// The start of a timed event when the monitor is on; `None` (no clock read) when it is off.
+#[inline]
+pub fn timer() -> Option<std::time::Instant> {
+    (monitor_threshold_ms() > 0).then(std::time::Instant::now)
+}
+
+/// Ends a [`timer`]: samples `event` if it ran long enough.
+#[inline]
+pub fn sample_since(event: &'static str, started: Option<std::time::Instant>) {
+    if let Some(t) = started {
+        sample_duration(event, t.elapsed());
+    }
 }
 
 fn add_sample(event: &'static str, ms: u64, now_s: u64) {

@@ -61,7 +61,7 @@ pub fn is_slow(us: u64) -> bool {
 /// Logs a command that took `took`, if it is slow; `client` when known.
 #[inline]
 pub fn check(took: std::time::Duration, args: &[Arg], client: Option<&crate::clients::ClientMeta>) {
-    let us = took.as_micros().min(u64::MAX as u128) as u64;
+    let us = took.as_secs().saturating_mul(1_000_000).saturating_add(u64::from(took.subsec_micros()));
     if is_slow(us) {
         let (addr, name) = match client {
             Some(c) => (c.addr.to_string(), c.name.lock().clone().unwrap_or_default()),

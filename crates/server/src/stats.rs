@@ -118,7 +118,8 @@ pub fn record_many(name: &'static str, calls: u64, took: Duration, failed: u64) 
             if c.hists.len() <= i {
                 c.hists.resize_with(i + 1, || None);
             }
-            let each_ns = (took.as_nanos() / u128::from(calls)).min(u128::from(u64::MAX)) as u64;
+            // u64 arithmetic: a u128 division is a library call (a run of 2^64 ns is 584 years).
+            let each_ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX) / calls;
             c.hists[i].get_or_insert_with(Default::default).record(each_ns, calls);
         }
     });

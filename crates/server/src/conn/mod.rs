@@ -272,6 +272,11 @@ impl Conn {
             }
             ServerStats::add(&server.stats.net_input_bytes_total, n as u64);
             self.meta.last_interaction_ms.store(now_ms(), Ordering::Relaxed);
+            // CLIENT LIST's buffer figures (`ClientMeta::qbuf`), once per read: the request
+            // bytes not yet run (this read's commands included, as Redis shows its own).
+            self.meta.qbuf.store(rbuf.len(), Ordering::Relaxed);
+            self.meta.qbuf_free.store(rbuf.capacity() - rbuf.len(), Ordering::Relaxed);
+            self.meta.buffers_capacity.store(rbuf.capacity() + self.out.capacity(), Ordering::Relaxed);
             // Parse and execute in batches until the buffer holds no complete command.
             loop {
                 // Limits are read again per batch, so a CONFIG SET proto-max-bulk-len or an AUTH
