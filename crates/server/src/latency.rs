@@ -353,7 +353,7 @@ pub fn doctor() -> String {
         );
     }
     out.push_str("\nI have a few advices for you:\n\n");
-    for (name, _) in &events {
+    for name in events.keys() {
         let advice = EVENT_ADVICE.iter().find(|(n, _)| n == name).map_or("an event Abacus has no advice for.", |(_, a)| a);
         let _ = writeln!(out, "- {name}: {advice}");
     }

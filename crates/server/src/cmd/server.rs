@@ -419,7 +419,7 @@ pub async fn info_text(worker: &crate::exec::Worker, access: Access<'_>, mut sec
     }
     let want = |s: &str| sections.iter().any(|x| x == s);
     let want_latency = want("latencystats");
-    let Some(mut shards) = worker
+    let mut shards = worker
         .run_all(access, move |s| ShardInfo {
             keys: s.dbs.iter().map(|d| (d.len(), d.volatile_len())).collect(),
             expired: s.dbs.iter().map(|d| d.expired_keys_total).sum(),
@@ -429,10 +429,7 @@ pub async fn info_text(worker: &crate::exec::Worker, access: Access<'_>, mut sec
             commands: stats::snapshot(),
             histograms: if want_latency { stats::histograms() } else { Vec::new() },
         })
-        .await
-    else {
-        return None;
-    };
+        .await?;
     let server = &worker.server;
     let mut cmds: std::collections::BTreeMap<&'static str, CmdStat> = Default::default();
     for sh in &shards {
