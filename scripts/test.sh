@@ -62,7 +62,8 @@ if [ -z "${SKIP_INSTALL:-}" ]; then
   fi
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
     redis-server redis-tools postgresql-15 postgresql-15-hll \
-    python3 python3-venv python3-pip build-essential >/dev/null
+    python3 python3-venv python3-pip build-essential \
+    prometheus prometheus-redis-exporter >/dev/null
   if [ -n "$POLICY_RC_D" ]; then $SUDO rm -f /usr/sbin/policy-rc.d; POLICY_RC_D=""; fi
   echo "==> Python test packages into $VENV"
   [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"

@@ -252,7 +252,10 @@ impl Aof {
 
     /// Writes `rec` to the segment (one write(2)) with the segment lock held.
     fn write_locked(&self, seg: &mut Segment, rec: &[u8]) -> u64 {
-        match (&*seg.file).write_all(rec) {
+        let started = crate::latency::timer();
+        let written = (&*seg.file).write_all(rec);
+        crate::latency::sample_since("aof-write", started);
+        match written {
             Ok(()) => {
                 seg.bytes += rec.len() as u64;
                 let at = self.appended.fetch_add(rec.len() as u64, Ordering::AcqRel) + rec.len() as u64;
@@ -349,10 +352,14 @@ impl Aof {
             let seg = self.segment.lock().unwrap_or_else(|p| p.into_inner());
             (seg.file.clone(), self.appended(), !seg.retry.is_empty())
         };
+        let started = crate::latency::timer();
         if let Err(e) = file.sync_data() {
             self.fail("fsync of the append-only log failed", &e);
             return false;
         }
+        // LATENCY: Redis's event names for the log's fsync under each policy.
+        let event = if self.mode() == Fsync::Always { "aof-fsync-always" } else { "aof-fsync" };
+        crate::latency::sample_since(event, started);
         self.last_fsync_ms.store(crate::shard::now_ms(), Ordering::Relaxed);
         if self.durable.fetch_max(upto, Ordering::AcqRel) < upto {
             self.durable_tx.send_replace(upto);

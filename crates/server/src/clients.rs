@@ -40,6 +40,16 @@ pub struct ClientMeta {
     /// wake-up (also raised by CLIENT KILL, so a blocked client notices at once).
     pub unblock_mode: std::sync::atomic::AtomicU8,
     pub unblock: Notify,
+    /// CLIENT LIST's buffer figures, published by the connection once per batch (a few
+    /// relaxed stores, never per command): unparsed request bytes (`qbuf`) and the request
+    /// buffer's free capacity (`qbuf-free`), the request and reply buffers' capacity (in
+    /// `tot-mem`), the bytes of commands queued in MULTI (`multi-mem`), and published
+    /// messages not yet written (`omem`, kept by `pubsub.rs`).
+    pub qbuf: AtomicUsize,
+    pub qbuf_free: AtomicUsize,
+    pub buffers_capacity: AtomicUsize,
+    pub multi_mem: AtomicUsize,
+    pub omem: AtomicUsize,
 }
 
 /// CLIENT UNBLOCK id TIMEOUT: the command returns as if it timed out.
@@ -95,8 +105,13 @@ impl ClientMeta {
         if flags.is_empty() {
             flags.push('N');
         }
+        let qbuf = self.qbuf.load(Ordering::Relaxed);
+        let qbuf_free = self.qbuf_free.load(Ordering::Relaxed);
+        let buffers = self.buffers_capacity.load(Ordering::Relaxed);
+        let multi_mem = self.multi_mem.load(Ordering::Relaxed);
+        let omem = self.omem.load(Ordering::Relaxed);
         format!(
-            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
+            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={qbuf} qbuf-free={} argv-mem=0 multi-mem={multi_mem} rbs={} rbp=0 obl=0 oll=0 omem={omem} tot-mem={} events=r cmd={} user=default redir=-1 resp={}",
             self.id,
             self.addr,
             self.laddr,
@@ -109,6 +124,10 @@ impl ClientMeta {
             self.psub.load(Ordering::Relaxed),
             self.ssub.load(Ordering::Relaxed),
             multi,
+            qbuf_free,
+            qbuf + qbuf_free,
+            // The connection's own record and buffers, what it queued and what waits for it.
+            std::mem::size_of::<ClientMeta>() + buffers + multi_mem + omem,
             self.last_cmd.lock(),
             self.resp.load(Ordering::Relaxed),
         )
@@ -151,6 +170,11 @@ impl Clients {
             blocked: AtomicBool::new(false),
             unblock_mode: std::sync::atomic::AtomicU8::new(0),
             unblock: Notify::new(),
+            qbuf: AtomicUsize::new(0),
+            qbuf_free: AtomicUsize::new(0),
+            buffers_capacity: AtomicUsize::new(0),
+            multi_mem: AtomicUsize::new(0),
+            omem: AtomicUsize::new(0),
         });
         map.insert(id, meta.clone());
         Some(meta)

@@ -41,6 +41,8 @@ pub enum Kind {
     /// Redis's `notify-keyspace-events` classes (`notify.rs`), shown in Redis's canonical
     /// order.
     KeyspaceEvents,
+    /// `latency-tracking-info-percentiles`: numbers 0..=100 separated by spaces.
+    Percentiles,
 }
 
 /// One configuration parameter.
@@ -110,6 +112,12 @@ pub const PARAMS: &[Param] = &[
     Param { name: "notify-keyspace-events", default: "", kind: Kind::KeyspaceEvents, mutable: true, help: "keyspace notifications published to __keyspace@<db>__:<key> (K) and __keyevent@<db>__:<event> (E), by class: g generic, $ string, l list, s set, h hash, z sorted set, x expired, e evicted, t stream, m key miss, d module, n new key, A = g$lshzxetd; empty = off" },
     Param { name: "hll-sparse-max-bytes", default: "3000", kind: Kind::Memory { min: 0, max: i64::MAX as u64 }, mutable: true, help: "PF* values: largest sparse HyperLogLog before it turns dense (as Redis)" },
     Param { name: "summarizer-rules", default: "", kind: Kind::Str, mutable: false, help: "summarizer rules file (TOML: feeds and summaries) loaded at start-up; a bad file stops the start with its line and reason; SUMMARY.RULES LOAD replaces it at run time" },
+    Param { name: "slowlog-log-slower-than", default: "10000", kind: Kind::Int { min: i64::MIN, max: i64::MAX }, mutable: true, help: "SLOWLOG keeps commands that took at least this many microseconds; negative = off, 0 = every command" },
+    Param { name: "slowlog-max-len", default: "128", kind: Kind::Int { min: 0, max: i64::MAX }, mutable: true, help: "SLOWLOG keeps this many of the newest slow commands" },
+    Param { name: "latency-monitor-threshold", default: "0", kind: Kind::Int { min: 0, max: i64::MAX }, mutable: true, help: "LATENCY keeps events (slow commands, table growth, snapshots, log writes and fsyncs, eviction, expiry) that took at least this many milliseconds; 0 = off" },
+    Param { name: "latency-tracking", default: "yes", kind: Kind::Bool, mutable: true, help: "keep a latency histogram per command (INFO latencystats, LATENCY HISTOGRAM, the metrics endpoint)" },
+    Param { name: "latency-tracking-info-percentiles", default: "50 99 99.9", kind: Kind::Percentiles, mutable: true, help: "the percentiles INFO latencystats reports, space separated, each 0 to 100" },
+    Param { name: "metrics-port", default: "0", kind: Kind::Int { min: 0, max: 65535 }, mutable: false, help: "TCP port of the Prometheus metrics endpoint (HTTP GET /metrics), on the same addresses as `bind`; 0 = off" },
 ];
 
 /// Largest explicit threshold an HLL.* sketch may have: java-hll's largest (2^18; postgresql-hll
@@ -279,6 +287,7 @@ fn canonical(p: &Param, value: &str) -> Result<String, String> {
         }
         Kind::OutputBufferLimit => parse_output_limits(value).map(|_| value.to_string()),
         Kind::KeyspaceEvents => crate::notify::parse_flags(value).map(crate::notify::flags_to_string).ok_or_else(|| crate::notify::ERR_CLASS.to_string()),
+        Kind::Percentiles => crate::latency::canonical_percentiles(value),
         Kind::Expthresh { max } => {
             let v = parse_int(value)?;
             let power_of_two = v > 0 && v & (v - 1) == 0;
@@ -435,6 +444,10 @@ pub const MAXMEMORY_POLICY: usize = param_index("maxmemory-policy");
 pub const MAXMEMORY_SAMPLES: usize = param_index("maxmemory-samples");
 pub const LFU_LOG_FACTOR: usize = param_index("lfu-log-factor");
 pub const LFU_DECAY_TIME: usize = param_index("lfu-decay-time");
+pub const SLOWLOG_LOG_SLOWER_THAN: usize = param_index("slowlog-log-slower-than");
+pub const SLOWLOG_MAX_LEN: usize = param_index("slowlog-max-len");
+pub const LATENCY_MONITOR_THRESHOLD: usize = param_index("latency-monitor-threshold");
+pub const LATENCY_TRACKING: usize = param_index("latency-tracking");
 
 /// A canonical value's numeric form, by the parameter's kind: integers and memory sizes as
 /// their value (signed ones as two's complement), booleans as 0/1, enumerations as the
@@ -445,7 +458,7 @@ fn numeric(p: &Param, value: &str) -> u64 {
         Kind::Memory { .. } => value.parse().unwrap_or(0),
         Kind::Bool => u64::from(value == "yes"),
         Kind::Enum(names) => names.iter().position(|n| *n == value).unwrap_or(0) as u64,
-        Kind::Str | Kind::Schedule | Kind::OutputBufferLimit => 0,
+        Kind::Str | Kind::Schedule | Kind::OutputBufferLimit | Kind::Percentiles => 0,
         // The flags as set are kept in `Config::keyspace_events` instead: the canonical
         // string omits `n` next to `A`, as Redis's does.
         Kind::KeyspaceEvents => crate::notify::parse_flags(value).unwrap_or(0).into(),
@@ -602,6 +615,8 @@ impl Config {
         }
         let (hard, soft, secs) = output_limits(values.get("client-output-buffer-limit").map_or("", |v| v.as_str()))[2];
         self.pubsub_limit.set(hard, soft, secs);
+        drop(values);
+        crate::latency::refresh_config(self);
     }
 
     /// Parameter `i`'s numeric form (see [`numeric`]); `i` is one of this module's constants.

@@ -157,7 +157,9 @@ pub(crate) fn run_group_deferred(s: &mut Shard, db: usize, group: Vec<(usize, Ca
 pub fn exec_keyed(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Arg], now_ms: u64, cfg: CmdConfig) -> Frame {
     let started = Instant::now();
     let reply = exec_keyed_untimed(dbs, db, spec, args, now_ms, cfg);
-    stats::record(spec.name, started.elapsed(), reply.is_error());
+    let took = started.elapsed();
+    stats::record(spec.name, took, reply.is_error());
+    crate::slowlog::observe(spec, took, args, None);
     reply
 }
 
@@ -176,7 +178,9 @@ pub(crate) fn exec_keyed_untimed(dbs: &mut [Db], db: usize, spec: &'static Spec,
 fn exec_checked_out(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Arg], now_ms: u64, cfg: CmdConfig) -> (Frame, KeysModified) {
     let started = Instant::now();
     let done = exec_unsignalled(dbs, db, spec, args, now_ms, cfg);
-    stats::record(spec.name, started.elapsed(), done.0.is_error());
+    let took = started.elapsed();
+    stats::record(spec.name, took, done.0.is_error());
+    crate::slowlog::observe(spec, took, args, None);
     done
 }
 
@@ -341,6 +345,7 @@ fn admit(dbs: &mut [Db], spec: &Spec, args: &[Arg], now: u64, cfg: &CmdConfig, s
     }
     let mut to_free = (used - cfg.maxmemory) / shards.max(1) as u64 + 1;
     let mut evicted = 0;
+    let eviction_started = crate::latency::timer();
     let start = rand::random::<usize>();
     'evict: while evicted < MAX_EVICTIONS_PER_COMMAND {
         // Visit the databases from a random one so no database is always evicted first.
@@ -361,6 +366,7 @@ fn admit(dbs: &mut [Db], spec: &Spec, args: &[Arg], now: u64, cfg: &CmdConfig, s
         }
         break;
     }
+    crate::latency::sample_since("eviction-cycle", eviction_started);
     if evicted == 0 {
         return Some(Frame::error(ERR_OOM));
     }
@@ -816,6 +822,10 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
             }
         }
     }
+    // With the slow log or the latency monitor on, each command is timed on its own (one
+    // clock read per command more); otherwise the group's time is shared among its calls.
+    let timing_each = crate::slowlog::timing_each();
+    let mut last = started;
     let out: Vec<(usize, Frame, &'static str)> = group
         .into_iter()
         .map(|(i, c)| {
@@ -826,10 +836,15 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
             // Clients blocked on keys this command made ready are served before the next
             // command runs (`LPUSH k v; LPOP k` in one pipeline: the blocked client gets v).
             crate::blocking::serve_ready(s, cfg, shards);
+            if timing_each {
+                let t = Instant::now();
+                crate::slowlog::observe(c.spec, t - last, &c.args, None);
+                last = t;
+            }
             (i, reply, c.spec.name)
         })
         .collect();
-    let each = started.elapsed() / n;
+    let each = if timing_each { last - started } else { started.elapsed() } / n;
     // Not `into_iter().map().collect()`: collecting in place into smaller tuples makes the
     // allocator shrink the buffer, a realloc per group (a fifth of a -P 1 GET's instructions).
     let mut replies = Vec::with_capacity(out.len());

@@ -25,6 +25,8 @@
 //! - `pubsub.rs`   pub/sub: the subscriptions shared by all threads, delivery to subscribers
 //!   (the commands are in `cmd/pubsub.rs`)
 //! - `clients.rs`, `stats.rs`, `memory.rs`: client registry, counters, process figures
+//! - `slowlog.rs`, `latency.rs`: SLOWLOG, per-command latency histograms and the latency
+//!   monitor (the commands are in `cmd/latency.rs`); `metrics.rs`: the Prometheus endpoint
 //!
 //! What it is not: the data structures and the keyspace (`abacus-collections`,
 //! `abacus-keyspace`), the on-disk formats (`abacus-persist`), the protocol codec
@@ -56,6 +58,9 @@ pub mod snapshot;
 pub mod shard;
 pub mod stats;
 pub mod summarizer;
+pub mod latency;
+pub mod slowlog;
+pub mod metrics;
 
 pub use config::Config;
 pub use server::run;

@@ -145,6 +145,7 @@ impl Subscriber {
         }
         let mut q = self.queue.lock();
         q.pending += msg.len();
+        self.meta.omem.store(q.pending, Ordering::Relaxed);
         if self.over_limit(&mut q) {
             let pending = q.pending;
             drop(q);
@@ -218,6 +219,7 @@ impl Subscriber {
         if n > 0 {
             let mut q = self.queue.lock();
             q.pending = q.pending.saturating_sub(n);
+            self.meta.omem.store(q.pending, Ordering::Relaxed);
         }
     }
 

@@ -166,6 +166,7 @@ pub fn run(config: Config) -> Result<(), String> {
         let l = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
         listeners.push(l);
     }
+    let mut metrics_listeners = crate::metrics::bind(&config)?;
     let threads = config.threads();
     let databases = config.get_u64("databases") as usize;
     let dir_path = std::path::PathBuf::from(&dir);
@@ -200,6 +201,8 @@ pub fn run(config: Config) -> Result<(), String> {
     abort_on_worker_panic();
     for (id, (rx, mut crx)) in receivers.into_iter().enumerate() {
         let server = server.clone();
+        // The metrics endpoint is served on worker 0 (`metrics.rs`).
+        let metrics = if id == 0 { std::mem::take(&mut metrics_listeners) } else { Vec::new() };
         std::thread::Builder::new()
             .name(format!("{WORKER_THREAD_PREFIX}{id}"))
             .spawn(move || {
@@ -218,6 +221,9 @@ pub fn run(config: Config) -> Result<(), String> {
                     let worker = Rc::new(Worker { server, shard_id: id, shard, hops });
                     if id == 0 {
                         tokio::task::spawn_local(crate::snapshot::driver(worker.clone()));
+                    }
+                    for l in metrics {
+                        tokio::task::spawn_local(crate::metrics::serve(worker.clone(), l));
                     }
                     while let Some(incoming) = crx.recv().await {
                         match incoming {

@@ -218,6 +218,7 @@ impl Shard {
                 }
             }
         }
+        crate::latency::sample_duration("expire-cycle", start.elapsed());
         crate::notify::publish_journals(&mut self.dbs, notify_flags);
     }
 }

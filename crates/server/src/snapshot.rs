@@ -112,7 +112,9 @@ impl Shard {
         }
         for db in &mut self.dbs {
             if db.snapshot_active() {
+                let started = crate::latency::timer();
                 db.snapshot_step(budget);
+                crate::latency::sample_since("snapshot-step", started);
                 return;
             }
         }

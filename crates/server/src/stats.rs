@@ -28,10 +28,17 @@ struct Table {
     /// (name pointer, row) of the last name looked up; names are the command table's
     /// `&'static str`s, so one command always comes with the same pointer.
     last: Option<(*const u8, usize)>,
+    /// Each row's latency histogram (`latency.rs`), made the first time it is recorded.
+    hists: Vec<Option<crate::latency::Histogram>>,
 }
 
 impl Table {
     fn row(&mut self, name: &'static str) -> &mut CmdStat {
+        let i = self.index_of(name);
+        &mut self.rows[i].1
+    }
+
+    fn index_of(&mut self, name: &'static str) -> usize {
         let i = match self.last {
             Some((p, i)) if p == name.as_ptr() && self.rows[i].0.len() == name.len() => i,
             _ => {
@@ -44,7 +51,7 @@ impl Table {
                 i
             }
         };
-        &mut self.rows[i].1
+        i
     }
 }
 
@@ -101,11 +108,29 @@ pub fn record_many(name: &'static str, calls: u64, took: Duration, failed: u64) 
     CALLS_TOTAL.with(|c| c.set(c.get() + calls));
     COMMANDS.with(|c| {
         let mut c = c.borrow_mut();
-        let s = c.row(name);
+        let i = c.index_of(name);
+        let s = &mut c.rows[i].1;
         s.calls += calls;
         s.usec += took.as_micros() as u64;
         s.failed_calls += failed;
+        // INFO latencystats: every call at the mean of its run (one bucket add per run).
+        if crate::latency::tracking() && calls > 0 {
+            if c.hists.len() <= i {
+                c.hists.resize_with(i + 1, || None);
+            }
+            // u64 arithmetic: a u128 division is a library call (a run of 2^64 ns is 584 years).
+            let each_ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX) / calls;
+            c.hists[i].get_or_insert_with(Default::default).record(each_ns, calls);
+        }
     });
+}
+
+/// This thread's latency histograms, by command.
+pub fn histograms() -> Vec<(&'static str, crate::latency::Histogram)> {
+    COMMANDS.with(|c| {
+        let c = c.borrow();
+        c.hists.iter().enumerate().filter_map(|(i, h)| h.as_ref().map(|h| (c.rows[i].0, h.clone()))).collect()
+    })
 }
 
 /// Counts a command refused before execution (arity, auth, unknown subcommand...).
@@ -118,7 +143,7 @@ pub fn snapshot() -> HashMap<&'static str, CmdStat> {
     COMMANDS.with(|c| c.borrow().rows.iter().map(|(k, v)| (*k, *v)).collect())
 }
 
-/// Clears this thread's table (CONFIG RESETSTAT).
+/// Clears this thread's table and latency histograms (CONFIG RESETSTAT).
 pub fn reset() {
     COMMANDS.with(|c| *c.borrow_mut() = Table::default());
 }

@@ -176,6 +176,7 @@ pub async fn reset(conn: &mut Conn) -> Frame {
     }
     conn.multi = None;
     conn.meta.multi_len.store(usize::MAX, Ordering::Relaxed);
+    conn.meta.multi_mem.store(0, Ordering::Relaxed);
     conn.unwatch_all().await;
     // Messages published before the RESET still go out, before its reply.
     conn.take_messages(usize::MAX);

@@ -54,6 +54,7 @@ pub mod ts_multi;
 pub mod ts_range;
 pub mod zset_algebra;
 pub mod zsets;
+pub mod latency;
 
 #[cfg(test)]
 use abacus_protocol::Frame;
@@ -98,6 +99,7 @@ pub const FAMILIES: &[&[Spec]] = &[
     migrate::COMMANDS,
     timeseries::COMMANDS,
     ts_multi::COMMANDS,
+    latency::COMMANDS,
 ];
 
 /// Runs one keyed command on `dbs` (database 0, one shard, the default configuration): for

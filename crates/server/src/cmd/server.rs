@@ -388,38 +388,49 @@ struct ShardInfo {
     misses: u64,
     evicted: u64,
     commands: std::collections::HashMap<&'static str, CmdStat>,
+    /// This thread's latency histograms, when `latencystats` is asked.
+    histograms: Vec<(&'static str, crate::latency::Histogram)>,
 }
 
 /// INFO's sections without an argument (or `default`), as Redis 7.0 lists them; `all` and
-/// `everything` add `commandstats` (Redis's `latencystats` is not kept yet). Output follows
+/// `everything` add `commandstats` and `latencystats`. Output follows
 /// Redis's fixed order, whatever the order asked.
 const DEFAULT_SECTIONS: &[&str] = &["server", "clients", "memory", "persistence", "stats", "replication", "cpu", "modules", "errorstats", "cluster", "keyspace"];
 
 pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
-    let mut sections: Vec<String> = a[1..].iter().map(|s| String::from_utf8_lossy(s).to_ascii_lowercase()).collect();
+    let sections: Vec<String> = a[1..].iter().map(|s| String::from_utf8_lossy(s).to_ascii_lowercase()).collect();
+    let Some(out) = info_text(&conn.worker, access, sections).await else { return shutting_down() };
+    match conn.proto {
+        Protocol::Resp3 => Frame::Verbatim { format: *b"txt", text: Bytes::from(out) },
+        Protocol::Resp2 => Frame::Bulk(Bytes::from(out)),
+    }
+}
+
+/// INFO's text for the sections asked (lower case; none = the default ones); None when the
+/// server is shutting down. The metrics endpoint (`metrics.rs`) reads the same text.
+pub async fn info_text(worker: &crate::exec::Worker, access: Access<'_>, mut sections: Vec<String>) -> Option<String> {
     if sections.is_empty() || sections.iter().any(|s| s == "default") {
         sections.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string()));
     }
     if sections.iter().any(|s| s == "all" || s == "everything") {
         sections.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string()));
         sections.push("commandstats".into());
+        sections.push("latencystats".into());
     }
     let want = |s: &str| sections.iter().any(|x| x == s);
-    let Some(shards) = conn
-        .worker
-        .run_all(access, |s| ShardInfo {
+    let want_latency = want("latencystats");
+    let mut shards = worker
+        .run_all(access, move |s| ShardInfo {
             keys: s.dbs.iter().map(|d| (d.len(), d.volatile_len())).collect(),
             expired: s.dbs.iter().map(|d| d.expired_keys_total).sum(),
             hits: s.dbs.iter().map(|d| d.hits_total).sum(),
             misses: s.dbs.iter().map(|d| d.misses_total).sum(),
             evicted: s.dbs.iter().map(|d| d.evicted_keys_total).sum(),
             commands: stats::snapshot(),
+            histograms: if want_latency { stats::histograms() } else { Vec::new() },
         })
-        .await
-    else {
-        return shutting_down();
-    };
-    let server = &conn.worker.server;
+        .await?;
+    let server = &worker.server;
     let mut cmds: std::collections::BTreeMap<&'static str, CmdStat> = Default::default();
     for sh in &shards {
         for (name, st) in &sh.commands {
@@ -525,6 +536,11 @@ pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         }
         out.push_str("\r\n");
     }
+    if want_latency {
+        let merged = super::latency::merge(shards.iter_mut().map(|s| std::mem::take(&mut s.histograms)).collect());
+        let percentiles = crate::latency::parse_percentiles(&server.config.get("latency-tracking-info-percentiles")).unwrap_or_default();
+        out.push_str(&crate::latency::info_section(&merged, &percentiles));
+    }
     if want("errorstats") {
         out.push_str(&stats::ERRORS.info());
     }
@@ -552,16 +568,13 @@ pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     }
     if want("timeseries") {
         // Only when asked by name: it visits every series (Redis has no such section).
-        let Some(per) = conn.worker.run_all(access, |s| super::ts_multi::stats(&s.dbs)).await else { return shutting_down() };
+        let per = worker.run_all(access, |s| super::ts_multi::stats(&s.dbs)).await?;
         out.push_str(&super::ts_multi::stats_section(&per));
     }
     while out.ends_with("\r\n\r\n") {
         out.truncate(out.len() - 2);
     }
-    match conn.proto {
-        Protocol::Resp3 => Frame::Verbatim { format: *b"txt", text: Bytes::from(out) },
-        Protocol::Resp2 => Frame::Bulk(Bytes::from(out)),
-    }
+    Some(out)
 }
 
 /// LOLWUT [VERSION v [args...]]: as Redis 7.0, the version line alone (`Redis ver. 7.0.15`),

@@ -44,6 +44,7 @@ pub async fn discard(conn: &mut Conn) -> Frame {
         return err("ERR DISCARD without MULTI");
     }
     conn.meta.multi_len.store(usize::MAX, Ordering::Relaxed);
+    conn.meta.multi_mem.store(0, Ordering::Relaxed);
     conn.unwatch_all().await;
     Frame::ok()
 }
@@ -51,6 +52,7 @@ pub async fn discard(conn: &mut Conn) -> Frame {
 pub async fn exec(conn: &mut Conn) -> Frame {
     let Some(multi) = conn.multi.take() else { return err("ERR EXEC without MULTI") };
     conn.meta.multi_len.store(usize::MAX, Ordering::Relaxed);
+    conn.meta.multi_mem.store(0, Ordering::Relaxed);
     if multi.failed {
         conn.unwatch_all().await;
         return err("EXECABORT Transaction discarded because of previous errors.");

@@ -79,6 +79,7 @@ impl Conn {
                     // the WATCHes, as a DISCARD).
                     self.multi = None;
                     self.meta.multi_len.store(usize::MAX, Ordering::Relaxed);
+                    self.meta.multi_mem.store(0, Ordering::Relaxed);
                     let text = match &e {
                         Frame::Error(t) => String::from_utf8_lossy(t).trim_start_matches("ERR ").to_string(),
                         _ => String::new(),
@@ -129,6 +130,9 @@ impl Conn {
                 if self.worker.server.monitors.active() && !spec.has(flags::ADMIN) {
                     multi.monitor_args.push(args.to_vec());
                 }
+                // CLIENT LIST multi-mem: the queued arguments' bytes.
+                let bytes: usize = args.iter().map(|a| a.len()).sum();
+                self.meta.multi_mem.fetch_add(bytes, Ordering::Relaxed);
                 multi.queued.push(Call { spec, args });
                 self.meta.multi_len.store(multi.queued.len(), Ordering::Relaxed);
                 return Step::Reply(Frame::simple("QUEUED"));

@@ -272,6 +272,11 @@ impl Conn {
             }
             ServerStats::add(&server.stats.net_input_bytes_total, n as u64);
             self.meta.last_interaction_ms.store(now_ms(), Ordering::Relaxed);
+            // CLIENT LIST's buffer figures (`ClientMeta::qbuf`), once per read: the request
+            // bytes not yet run (this read's commands included, as Redis shows its own).
+            self.meta.qbuf.store(rbuf.len(), Ordering::Relaxed);
+            self.meta.qbuf_free.store(rbuf.capacity() - rbuf.len(), Ordering::Relaxed);
+            self.meta.buffers_capacity.store(rbuf.capacity() + self.out.capacity(), Ordering::Relaxed);
             // Parse and execute in batches until the buffer holds no complete command.
             loop {
                 // Limits are read again per batch, so a CONFIG SET proto-max-bulk-len or an AUTH
@@ -682,7 +687,15 @@ impl Conn {
                 let started = std::time::Instant::now();
                 let name = call.spec.name;
                 let reply = f(self, access, &call).await;
-                stats::record(name, started.elapsed(), reply.is_error());
+                let took = started.elapsed();
+                stats::record(name, took, reply.is_error());
+                // Not logged here: blocking commands (their wait is not their run time),
+                // EXEC (its commands are logged one by one) and AUTH/HELLO (a password in
+                // the arguments), as Redis's CMD_SKIP_SLOWLOG.
+                use crate::command::flags::{BLOCKING, NO_AUTH, RUNS_QUEUED};
+                if crate::slowlog::timing_each() && !call.spec.has(BLOCKING | RUNS_QUEUED | NO_AUTH) {
+                    crate::slowlog::observe(call.spec, took, &call.args, Some(&self.meta));
+                }
                 reply
             }
         }

@@ -1,0 +1,182 @@
+//! The slow log (SLOWLOG GET/LEN/RESET), as Redis 7.0: commands that took at least
+//! `slowlog-log-slower-than` microseconds (negative: off; 0: every command), the newest
+//! `slowlog-max-len` of them.
+//!
+//! Commands run on every worker thread; slow ones are rare by definition, so the log is one
+//! list behind a mutex, and the only per-command cost is comparing a duration the caller
+//! measured anyway with a threshold mirrored into an atomic ([`THRESHOLD_US`]). An entry
+//! keeps what Redis keeps, truncated as Redis truncates it so that a huge command cannot
+//! make the log huge: at most [`ARGC_MAX`] arguments (the last one replaced by
+//! "... (N more arguments)") and [`STRING_MAX`] bytes of each ("... (N more bytes)").
+//!
+//! Client address and name: a connection-level command knows its client. A keyed command
+//! runs on its shard's thread, which serves several connections' batches at once and does
+//! not know whose command it ran; its entry carries the address and name only when the
+//! connection ran it itself (its own shard, not pipelined through another thread).
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+use abacus_protocol::{Arg, Bytes, Frame};
+use parking_lot::Mutex;
+
+/// Redis's SLOWLOG_ENTRY_MAX_ARGC and SLOWLOG_ENTRY_MAX_STRING.
+pub const ARGC_MAX: usize = 32;
+pub const STRING_MAX: usize = 128;
+
+/// `slowlog-log-slower-than` (µs; negative = off) and `slowlog-max-len`, mirrored from the
+/// configuration.
+pub static THRESHOLD_US: AtomicI64 = AtomicI64::new(10_000);
+pub static MAX_LEN: AtomicU64 = AtomicU64::new(128);
+
+pub struct Entry {
+    pub id: u64,
+    pub unix_s: u64,
+    pub duration_us: u64,
+    pub argv: Vec<Bytes>,
+    pub addr: String,
+    pub name: String,
+}
+
+struct Log {
+    entries: VecDeque<Entry>,
+    next_id: u64,
+}
+
+static LOG: Mutex<Log> = parking_lot::const_mutex(Log { entries: VecDeque::new(), next_id: 0 });
+
+/// Whether the slow log is on (commands must then be timed one by one).
+#[inline]
+pub fn enabled() -> bool {
+    THRESHOLD_US.load(Ordering::Relaxed) >= 0
+}
+
+/// Whether a command that took `us` microseconds goes into the log.
+#[inline]
+pub fn is_slow(us: u64) -> bool {
+    let t = THRESHOLD_US.load(Ordering::Relaxed);
+    t >= 0 && us >= t as u64
+}
+
+/// Logs a command that took `took`, if it is slow; `client` when known.
+#[inline]
+pub fn check(took: std::time::Duration, args: &[Arg], client: Option<&crate::clients::ClientMeta>) {
+    let us = took.as_secs().saturating_mul(1_000_000).saturating_add(u64::from(took.subsec_micros()));
+    if is_slow(us) {
+        let (addr, name) = match client {
+            Some(c) => (c.addr.to_string(), c.name.lock().clone().unwrap_or_default()),
+            None => (String::new(), String::new()),
+        };
+        push(us, args, addr, name);
+    }
+}
+
+/// Whether commands must be timed one by one: the slow log or the latency monitor is on.
+#[inline]
+pub fn timing_each() -> bool {
+    enabled() || crate::latency::monitor_threshold_ms() > 0
+}
+
+/// What follows every timed command: the slow log and the latency monitor's `command` /
+/// `fast-command` events (Redis's `call()`).
+#[inline]
+pub fn observe(spec: &crate::command::Spec, took: std::time::Duration, args: &[Arg], client: Option<&crate::clients::ClientMeta>) {
+    check(took, args, client);
+    if crate::latency::monitor_threshold_ms() > 0 {
+        let event = if spec.has(crate::command::flags::FAST) { "fast-command" } else { "command" };
+        crate::latency::sample_duration(event, took);
+    }
+}
+
+/// The arguments as an entry keeps them (Redis's slowlogCreateEntry).
+pub fn truncated_argv(args: &[Arg]) -> Vec<Bytes> {
+    let argc = args.len().min(ARGC_MAX);
+    let mut out = Vec::with_capacity(argc);
+    for (j, a) in args.iter().take(argc).enumerate() {
+        if argc != args.len() && j == argc - 1 {
+            out.push(Bytes::from(format!("... ({} more arguments)", args.len() - argc + 1)));
+        } else if a.len() > STRING_MAX {
+            let mut b = a[..STRING_MAX].to_vec();
+            b.extend_from_slice(format!("... ({} more bytes)", a.len() - STRING_MAX).as_bytes());
+            out.push(Bytes::from(b));
+        } else {
+            out.push(Bytes::copy_from_slice(a));
+        }
+    }
+    out
+}
+
+fn push(duration_us: u64, args: &[Arg], addr: String, name: String) {
+    let argv = truncated_argv(args);
+    let unix_s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let max = MAX_LEN.load(Ordering::Relaxed) as usize;
+    let mut log = LOG.lock();
+    let id = log.next_id;
+    log.next_id += 1;
+    log.entries.push_front(Entry { id, unix_s, duration_us, argv, addr, name });
+    while log.entries.len() > max {
+        log.entries.pop_back();
+    }
+}
+
+/// SLOWLOG GET: the newest `count` entries, newest first.
+pub fn get(count: usize) -> Frame {
+    let log = LOG.lock();
+    Frame::Array(
+        log.entries
+            .iter()
+            .take(count)
+            .map(|e| {
+                Frame::Array(vec![
+                    Frame::Integer(e.id as i64),
+                    Frame::Integer(e.unix_s as i64),
+                    Frame::Integer(e.duration_us.min(i64::MAX as u64) as i64),
+                    Frame::Array(e.argv.iter().map(|a| Frame::Bulk(a.clone())).collect()),
+                    Frame::Bulk(Bytes::from(e.addr.clone())),
+                    Frame::Bulk(Bytes::from(e.name.clone())),
+                ])
+            })
+            .collect(),
+    )
+}
+
+pub fn len() -> usize {
+    LOG.lock().entries.len()
+}
+
+/// SLOWLOG RESET (ids go on from where they were, as Redis's).
+pub fn reset() {
+    LOG.lock().entries.clear();
+}
+
+/// A lowered `slowlog-max-len` trims the log at once, as Redis's CONFIG SET does.
+pub fn trim() {
+    let max = MAX_LEN.load(Ordering::Relaxed) as usize;
+    let mut log = LOG.lock();
+    while log.entries.len() > max {
+        log.entries.pop_back();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: &[&[u8]]) -> abacus_protocol::Args {
+        abacus_protocol::Args::from_vec(v.iter().map(|a| Bytes::copy_from_slice(a)).collect())
+    }
+
+    #[test]
+    fn long_commands_are_truncated_as_redis_truncates_them() {
+        let many: Vec<Vec<u8>> = (0..40).map(|i| i.to_string().into_bytes()).collect();
+        let refs: Vec<&[u8]> = many.iter().map(|v| v.as_slice()).collect();
+        let out = truncated_argv(&args(&refs));
+        assert_eq!(out.len(), 32);
+        assert_eq!(&out[30][..], b"30");
+        assert_eq!(&out[31][..], b"... (9 more arguments)");
+        let long = vec![b'x'; 200];
+        let out = truncated_argv(&args(&[b"set", b"k", &long]));
+        assert_eq!(out[2].len(), 128 + "... (72 more bytes)".len());
+        assert!(out[2].ends_with(b"... (72 more bytes)"));
+    }
+}
