@@ -40,6 +40,8 @@ pub struct ClientMeta {
     /// wake-up (also raised by CLIENT KILL, so a blocked client notices at once).
     pub unblock_mode: std::sync::atomic::AtomicU8,
     pub unblock: Notify,
+    /// The ACL user the client is authenticated as (CLIENT LIST's `user`).
+    pub user: Mutex<Arc<str>>,
 }
 
 /// CLIENT UNBLOCK id TIMEOUT: the command returns as if it timed out.
@@ -96,7 +98,7 @@ impl ClientMeta {
             flags.push('N');
         }
         format!(
-            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
+            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir=-1 resp={}",
             self.id,
             self.addr,
             self.laddr,
@@ -110,6 +112,7 @@ impl ClientMeta {
             self.ssub.load(Ordering::Relaxed),
             multi,
             self.last_cmd.lock(),
+            self.user.lock(),
             self.resp.load(Ordering::Relaxed),
         )
     }
@@ -151,6 +154,7 @@ impl Clients {
             blocked: AtomicBool::new(false),
             unblock_mode: std::sync::atomic::AtomicU8::new(0),
             unblock: Notify::new(),
+            user: Mutex::new(Arc::from("default")),
         });
         map.insert(id, meta.clone());
         Some(meta)

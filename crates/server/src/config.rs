@@ -110,6 +110,8 @@ pub const PARAMS: &[Param] = &[
     Param { name: "notify-keyspace-events", default: "", kind: Kind::KeyspaceEvents, mutable: true, help: "keyspace notifications published to __keyspace@<db>__:<key> (K) and __keyevent@<db>__:<event> (E), by class: g generic, $ string, l list, s set, h hash, z sorted set, x expired, e evicted, t stream, m key miss, d module, n new key, A = g$lshzxetd; empty = off" },
     Param { name: "hll-sparse-max-bytes", default: "3000", kind: Kind::Memory { min: 0, max: i64::MAX as u64 }, mutable: true, help: "PF* values: largest sparse HyperLogLog before it turns dense (as Redis)" },
     Param { name: "summarizer-rules", default: "", kind: Kind::Str, mutable: false, help: "summarizer rules file (TOML: feeds and summaries) loaded at start-up; a bad file stops the start with its line and reason; SUMMARY.RULES LOAD replaces it at run time" },
+    Param { name: "aclfile", default: "", kind: Kind::Str, mutable: false, help: "ACL users file (Redis's format: one `user <name> <rules...>` line each) loaded at start-up; ACL SAVE writes it, ACL LOAD reads it again; empty = users live in memory only" },
+    Param { name: "acllog-max-len", default: "128", kind: Kind::Int { min: 0, max: i64::MAX }, mutable: true, help: "ACL LOG keeps at most this many entries (denied commands, keys, channels and failed AUTHs)" },
 ];
 
 /// Largest explicit threshold an HLL.* sketch may have: java-hll's largest (2^18; postgresql-hll

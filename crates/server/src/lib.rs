@@ -33,6 +33,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod acl;
 pub mod aof;
 pub mod blocking;
 pub mod clients;

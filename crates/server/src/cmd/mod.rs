@@ -21,6 +21,7 @@ macro_rules! conn_fn {
     }};
 }
 
+pub mod acl;
 pub mod args;
 pub mod attribute;
 pub mod bitops;
@@ -96,6 +97,7 @@ pub const FAMILIES: &[&[Spec]] = &[
     memory::COMMANDS,
     timeseries::COMMANDS,
     ts_multi::COMMANDS,
+    acl::COMMANDS,
 ];
 
 /// Runs one keyed command on `dbs` (database 0, one shard, the default configuration): for

@@ -78,6 +78,8 @@ pub struct Conn {
     pub proto: Protocol,
     pub db: usize,
     pub authenticated: bool,
+    /// The ACL user (`acl.rs`): its `is_open` is the hot path's one check.
+    pub user: Arc<crate::acl::User>,
     pub multi: Option<Multi>,
     pub watch_flag: WatchFlag,
     pub watched: Vec<(usize, Bytes)>,
