@@ -36,6 +36,7 @@
 pub mod acl;
 pub mod aof;
 pub mod blocking;
+pub mod client_pause;
 pub mod clients;
 pub mod cmd;
 pub mod command;

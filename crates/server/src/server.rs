@@ -58,6 +58,8 @@ pub struct Server {
     pub monitors: crate::monitor::Monitors,
     /// ACL users and log (`acl.rs`).
     pub acl: crate::acl::Acl,
+    /// CLIENT PAUSE (`client_pause.rs`).
+    pub client_pause: crate::client_pause::ClientPause,
 }
 
 /// A pause of the whole server (DEBUG SLEEP, as Redis's, which blocks its only thread). The
@@ -199,6 +201,7 @@ pub fn run(config: Config) -> Result<(), String> {
         order: crate::order::Order::new(threads),
         monitors: crate::monitor::Monitors::default(),
         acl,
+        client_pause: crate::client_pause::ClientPause::default(),
     });
 
     abort_on_worker_panic();

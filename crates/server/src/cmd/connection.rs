@@ -43,6 +43,8 @@ const CLIENT: &[Spec] = &[
     Spec::conn("client|reply", 3, 0, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Reply, &call.args)), G, "Instructs the server whether to reply to commands."),
     Spec::conn("client|setinfo", 4, FAST, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::SetInfo, &call.args)), G, "Sets information specific to the client or connection."),
     Spec::conn("client|help", 2, 0, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Help, &call.args)), G, "Returns helpful text about the different subcommands."),
+    Spec::conn("client|pause", -3, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, call| crate::client_pause::pause_command(conn, &call.args)), G, "Suspends commands processing."),
+    Spec::conn("client|unpause", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, _| crate::client_pause::unpause_command(conn)), G, "Resumes processing commands from paused clients."),
 ];
 
 const COMMAND: &[Spec] = &[

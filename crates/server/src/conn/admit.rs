@@ -1,5 +1,6 @@
 //! The checks before a command runs, each with Redis's exact error text: lookup (unknown
-//! command), arity and subcommands, loading, authentication, MISCONF, and MULTI queueing;
+//! command), arity and subcommands, loading, authentication, ACL rules (`acl/`), MISCONF,
+//! and MULTI queueing;
 //! then routing (a batch for one shard, or a dispatch). Nothing here touches the socket.
 
 use super::*;
