@@ -50,6 +50,8 @@ pub struct ClientMeta {
     pub buffers_capacity: AtomicUsize,
     pub multi_mem: AtomicUsize,
     pub omem: AtomicUsize,
+    /// The ACL user the client is authenticated as (CLIENT LIST's `user`).
+    pub user: Mutex<Arc<str>>,
 }
 
 /// CLIENT UNBLOCK id TIMEOUT: the command returns as if it timed out.
@@ -111,7 +113,7 @@ impl ClientMeta {
         let multi_mem = self.multi_mem.load(Ordering::Relaxed);
         let omem = self.omem.load(Ordering::Relaxed);
         format!(
-            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={qbuf} qbuf-free={} argv-mem=0 multi-mem={multi_mem} rbs={} rbp=0 obl=0 oll=0 omem={omem} tot-mem={} events=r cmd={} user=default redir=-1 resp={}",
+            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={qbuf} qbuf-free={} argv-mem=0 multi-mem={multi_mem} rbs={} rbp=0 obl=0 oll=0 omem={omem} tot-mem={} events=r cmd={} user={} redir=-1 resp={}",
             self.id,
             self.addr,
             self.laddr,
@@ -129,6 +131,7 @@ impl ClientMeta {
             // The connection's own record and buffers, what it queued and what waits for it.
             std::mem::size_of::<ClientMeta>() + buffers + multi_mem + omem,
             self.last_cmd.lock(),
+            self.user.lock(),
             self.resp.load(Ordering::Relaxed),
         )
     }
@@ -175,6 +178,7 @@ impl Clients {
             buffers_capacity: AtomicUsize::new(0),
             multi_mem: AtomicUsize::new(0),
             omem: AtomicUsize::new(0),
+            user: Mutex::new(Arc::from("default")),
         });
         map.insert(id, meta.clone());
         Some(meta)

@@ -73,6 +73,13 @@ pub mod flags {
     /// May block (BLPOP...; Redis's `blocking`): runs alone, outside batches, and waits in
     /// `blocking.rs` when it finds nothing to serve. Set by [`super::Spec::blocking`].
     pub const BLOCKING: u32 = 1 << 16;
+    /// ACL channel arguments (Redis's channel key specs): `args[1]` is a channel a message
+    /// is published to (PUBLISH, SPUBLISH).
+    pub const CHANNEL_PUBLISH: u32 = 1 << 28;
+    /// Every argument after the name is a channel subscribed to (SUBSCRIBE, SSUBSCRIBE).
+    pub const CHANNEL_SUBSCRIBE: u32 = 1 << 29;
+    /// Every argument after the name is a channel pattern subscribed to (PSUBSCRIBE).
+    pub const CHANNEL_PATTERN: u32 = 1 << 30;
 }
 
 /// Finds a key that only parsing the options reveals ([`Spec::trailing_key`]): its index.

@@ -118,6 +118,8 @@ pub const PARAMS: &[Param] = &[
     Param { name: "latency-tracking", default: "yes", kind: Kind::Bool, mutable: true, help: "keep a latency histogram per command (INFO latencystats, LATENCY HISTOGRAM, the metrics endpoint)" },
     Param { name: "latency-tracking-info-percentiles", default: "50 99 99.9", kind: Kind::Percentiles, mutable: true, help: "the percentiles INFO latencystats reports, space separated, each 0 to 100" },
     Param { name: "metrics-port", default: "0", kind: Kind::Int { min: 0, max: 65535 }, mutable: false, help: "TCP port of the Prometheus metrics endpoint (HTTP GET /metrics), on the same addresses as `bind`; 0 = off" },
+    Param { name: "aclfile", default: "", kind: Kind::Str, mutable: false, help: "ACL users file (Redis's format: one `user <name> <rules...>` line each) loaded at start-up; ACL SAVE writes it, ACL LOAD reads it again; empty = users live in memory only" },
+    Param { name: "acllog-max-len", default: "128", kind: Kind::Int { min: 0, max: i64::MAX }, mutable: true, help: "ACL LOG keeps at most this many entries (denied commands, keys, channels and failed AUTHs)" },
 ];
 
 /// Largest explicit threshold an HLL.* sketch may have: java-hll's largest (2^18; postgresql-hll

@@ -35,8 +35,10 @@
 
 #![forbid(unsafe_code)]
 
+pub mod acl;
 pub mod aof;
 pub mod blocking;
+pub mod client_pause;
 pub mod clients;
 pub mod cmd;
 pub mod command;

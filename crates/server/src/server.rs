@@ -56,6 +56,10 @@ pub struct Server {
     pub order: crate::order::Order,
     /// The clients in MONITOR mode (see `monitor.rs`).
     pub monitors: crate::monitor::Monitors,
+    /// ACL users and log (`acl.rs`).
+    pub acl: crate::acl::Acl,
+    /// CLIENT PAUSE (`client_pause.rs`).
+    pub client_pause: crate::client_pause::ClientPause,
 }
 
 /// A pause of the whole server (DEBUG SLEEP, as Redis's, which blocks its only thread). The
@@ -150,6 +154,7 @@ const WORKER_THREAD_PREFIX: &str = "abacus-worker-";
 /// Runs the server until SIGINT or SIGTERM.
 pub fn run(config: Config) -> Result<(), String> {
     check_startup(&config)?;
+    let acl = crate::acl::Acl::at_startup(&config)?;
     crate::summarizer::load_at_startup(&config)?;
     let dir = config.get("dir");
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create data directory '{dir}': {e}"))?;
@@ -196,6 +201,8 @@ pub fn run(config: Config) -> Result<(), String> {
         pause: Pause::default(),
         order: crate::order::Order::new(threads),
         monitors: crate::monitor::Monitors::default(),
+        acl,
+        client_pause: crate::client_pause::ClientPause::default(),
     });
 
     abort_on_worker_panic();

@@ -43,6 +43,8 @@ const CLIENT: &[Spec] = &[
     Spec::conn("client|reply", 3, 0, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Reply, &call.args)), G, "Instructs the server whether to reply to commands."),
     Spec::conn("client|setinfo", 4, FAST, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::SetInfo, &call.args)), G, "Sets information specific to the client or connection."),
     Spec::conn("client|help", 2, 0, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Help, &call.args)), G, "Returns helpful text about the different subcommands."),
+    Spec::conn("client|pause", -3, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, call| crate::client_pause::pause_command(conn, &call.args)), G, "Suspends commands processing."),
+    Spec::conn("client|unpause", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, _| crate::client_pause::unpause_command(conn)), G, "Resumes processing commands from paused clients."),
 ];
 
 const COMMAND: &[Spec] = &[
@@ -67,15 +69,20 @@ pub fn ping(conn: &mut Conn, a: &[Arg]) -> Frame {
     }
 }
 
-fn check_password(conn: &Conn, user: Option<&[u8]>, pass: &[u8]) -> bool {
-    if let Some(u) = user {
-        if u != b"default" {
-            return false;
+/// Authenticates the connection as `user` with `pass` (ACL users, `acl.rs`); a failure
+/// is logged in ACL LOG as Redis logs it.
+fn authenticate(conn: &mut Conn, user: &[u8], pass: &[u8]) -> bool {
+    match conn.worker.server.acl.authenticate(user, pass) {
+        Some(u) => {
+            conn.set_user(u);
+            conn.authenticated = true;
+            true
         }
-    }
-    match conn.worker.server.config.requirepass() {
-        Some(p) => p.as_bytes() == pass,
-        None => user.is_some(),
+        None => {
+            let context = if conn.multi.is_some() { "multi" } else { "toplevel" };
+            conn.acl_log_as("auth", context, b"AUTH".to_vec(), user);
+            false
+        }
     }
 }
 
@@ -85,12 +92,11 @@ pub fn auth(conn: &mut Conn, a: &[Arg]) -> Frame {
     if a.len() > 3 {
         return err(ERR_SYNTAX);
     }
-    if a.len() == 2 && conn.worker.server.config.requirepass().is_none() {
+    if a.len() == 2 && conn.worker.server.acl.default_user().rules().nopass {
         return err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
     }
-    let (user, pass) = if a.len() == 3 { (Some(&a[1][..]), &a[2][..]) } else { (None, &a[1][..]) };
-    if check_password(conn, user, pass) {
-        conn.authenticated = true;
+    let (user, pass) = if a.len() == 3 { (&a[1][..], &a[2][..]) } else { (&b"default"[..], &a[1][..]) };
+    if authenticate(conn, user, pass) {
         Frame::ok()
     } else {
         err(WRONGPASS)
@@ -115,10 +121,9 @@ pub fn hello(conn: &mut Conn, a: &[Arg]) -> Frame {
     let mut name = None;
     while i < a.len() {
         if is(&a[i], "auth") && i + 2 < a.len() {
-            if !check_password(conn, Some(&a[i + 1]), &a[i + 2]) {
+            if !authenticate(conn, &a[i + 1], &a[i + 2]) {
                 return err(WRONGPASS);
             }
-            conn.authenticated = true;
             i += 3;
         } else if is(&a[i], "setname") && i + 1 < a.len() {
             if !valid_client_name(&a[i + 1]) {
@@ -130,7 +135,7 @@ pub fn hello(conn: &mut Conn, a: &[Arg]) -> Frame {
             return err_quoting("ERR Syntax error in HELLO option '", &a[i], "'");
         }
     }
-    if !conn.authenticated {
+    if !conn.authenticated && conn.worker.server.acl.auth_required() {
         return err("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
     }
     if let Some(n) = name {
@@ -188,7 +193,9 @@ pub async fn reset(conn: &mut Conn) -> Frame {
     *conn.meta.name.lock() = None;
     conn.reply_mode = ReplyMode::On;
     conn.meta.no_evict.store(false, Ordering::Relaxed);
-    conn.authenticated = conn.worker.server.config.requirepass().is_none();
+    let default = conn.worker.server.acl.default_user();
+    conn.set_user(default);
+    conn.authenticated = !conn.worker.server.acl.auth_required();
     Frame::simple("RESET")
 }
 
@@ -489,7 +496,7 @@ pub fn acl_categories(spec: &Spec) -> Vec<&'static str> {
     out.extend(spec.has(WRITE).then_some("write"));
     // The sorted-set group is "sorted-set" in COMMAND DOCS and "sortedset" as a category.
     let category = if group == "sorted-set" { "sortedset" } else { group };
-    for g in ["set", "sortedset", "list", "hash", "string", "bitmap", "hyperloglog", "stream"] {
+    for g in ["set", "sortedset", "list", "hash", "string", "bitmap", "hyperloglog", "geo", "stream"] {
         out.extend((category == g).then_some(g));
     }
     // Redis's @pubsub comes from the command's `pubsub` flag, which PUBSUB HELP lacks.

@@ -21,6 +21,7 @@ macro_rules! conn_fn {
     }};
 }
 
+pub mod acl;
 pub mod args;
 pub mod attribute;
 pub mod bitops;
@@ -100,6 +101,7 @@ pub const FAMILIES: &[&[Spec]] = &[
     timeseries::COMMANDS,
     ts_multi::COMMANDS,
     latency::COMMANDS,
+    acl::COMMANDS,
 ];
 
 /// Runs one keyed command on `dbs` (database 0, one shard, the default configuration): for

@@ -188,6 +188,10 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: ConfigSub, a: &[Ar
                     if let Some(aof) = crate::aof::global() {
                         aof.set_mode(crate::aof::Fsync::from_name(&cfg.get("appendfsync")));
                     }
+                    if pairs.iter().any(|(n, _)| n.eq_ignore_ascii_case("requirepass")) {
+                        // requirepass is the default ACL user's password (`acl.rs`).
+                        conn.worker.server.acl.set_requirepass(cfg.requirepass().as_deref());
+                    }
                     Frame::ok()
                 }
                 Err(e) => Frame::error(e),

@@ -50,7 +50,35 @@ pub async fn discard(conn: &mut Conn) -> Frame {
 }
 
 pub async fn exec(conn: &mut Conn) -> Frame {
-    let Some(multi) = conn.multi.take() else { return err("ERR EXEC without MULTI") };
+    let Some(mut multi) = conn.multi.take() else { return err("ERR EXEC without MULTI") };
+    // ACL rules are checked again at EXEC, as Redis does: a queued command the user's rules
+    // no longer allow does not run, and its place in the reply holds the error.
+    let mut denied: Vec<(usize, Frame)> = Vec::new();
+    if !conn.user.is_open() && !multi.failed {
+        let mut kept = Vec::with_capacity(multi.queued.len());
+        for (i, call) in std::mem::take(&mut multi.queued).into_iter().enumerate() {
+            match conn.user.check(call.spec, &call.args) {
+                Ok(()) => kept.push(call),
+                Err(d) => {
+                    conn.acl_log(d.reason(), "multi", d.object(call.spec, &call.args));
+                    denied.push((i, Frame::error(d.exec_error())));
+                }
+            }
+        }
+        multi.queued = kept;
+    }
+    match exec_queued(conn, multi).await {
+        Frame::Array(mut replies) if !denied.is_empty() => {
+            for (i, e) in denied {
+                replies.insert(i.min(replies.len()), e);
+            }
+            Frame::Array(replies)
+        }
+        other => other,
+    }
+}
+
+async fn exec_queued(conn: &mut Conn, multi: crate::conn::Multi) -> Frame {
     conn.meta.multi_len.store(usize::MAX, Ordering::Relaxed);
     conn.meta.multi_mem.store(0, Ordering::Relaxed);
     if multi.failed {

@@ -1,5 +1,6 @@
 //! The checks before a command runs, each with Redis's exact error text: lookup (unknown
-//! command), arity and subcommands, loading, authentication, MISCONF, and MULTI queueing;
+//! command), arity and subcommands, loading, authentication, ACL rules (`acl/`), MISCONF,
+//! and MULTI queueing;
 //! then routing (a batch for one shard, or a dispatch). Nothing here touches the socket.
 
 use super::*;
@@ -94,10 +95,20 @@ impl Conn {
             self.fail_multi();
             return Step::Reply(Frame::error("LOADING Abacus is loading the dataset in memory"));
         }
-        if !self.authenticated && !spec.has(flags::NO_AUTH) {
+        if !self.authenticated && !spec.has(flags::NO_AUTH) && self.worker.server.acl.auth_required() {
             stats::record_rejected(spec.name);
             self.fail_multi();
             return Step::Reply(Frame::error("NOAUTH Authentication required."));
+        }
+        if !self.user.is_open() {
+            // A restricted ACL user (the only cost for the others is the load above).
+            if let Err(denied) = self.user.check(spec, &args) {
+                stats::record_rejected(spec.name);
+                let context = if self.multi.is_some() { "multi" } else { "toplevel" };
+                self.acl_log(denied.reason(), context, denied.object(spec, &args));
+                self.fail_multi();
+                return Step::Reply(Frame::error(denied.error(spec)));
+            }
         }
         if spec.is_write() || spec.has(flags::DENY_ON_DISK_ERROR) {
             // Redis refuses writes, queued ones included, while persistence fails (MISCONF),
@@ -152,7 +163,7 @@ impl Conn {
     }
 
     /// Resolves container commands (CLIENT, CONFIG, ...) to their subcommand and checks arity.
-    pub(super) fn resolve(&self, root: &'static Spec, args: &[Arg]) -> Result<&'static Spec, Frame> {
+    pub fn resolve(&self, root: &'static Spec, args: &[Arg]) -> Result<&'static Spec, Frame> {
         if root.subcommands.is_empty() {
             return if root.arity_ok(args.len()) { Ok(root) } else { Err(error_arity(root.name)) };
         }
@@ -172,6 +183,24 @@ impl Conn {
         } else {
             Err(error_arity(sub.name))
         }
+    }
+
+    /// Adds an ACL LOG entry for this client (a refused command, key, channel or AUTH).
+    pub fn acl_log(&self, reason: &'static str, context: &'static str, object: Vec<u8>) {
+        self.acl_log_as(reason, context, object, self.user.name.as_bytes());
+    }
+
+    pub fn acl_log_as(&self, reason: &'static str, context: &'static str, object: Vec<u8>, username: &[u8]) {
+        let server = &self.worker.server;
+        let now = now_ms();
+        let max_len = server.config.get_u64("acllog-max-len") as usize;
+        server.acl.log(reason, context, object, username, self.meta.info_line(now), now, max_len);
+    }
+
+    /// Makes this connection authenticated as `user` (AUTH, HELLO AUTH, RESET).
+    pub fn set_user(&mut self, user: Arc<crate::acl::User>) {
+        *self.meta.user.lock() = Arc::from(user.name.as_str());
+        self.user = user;
     }
 
     pub(super) fn fail_multi(&mut self) {

@@ -78,6 +78,8 @@ pub struct Conn {
     pub proto: Protocol,
     pub db: usize,
     pub authenticated: bool,
+    /// The ACL user (`acl.rs`): its `is_open` is the hot path's one check.
+    pub user: Arc<crate::acl::User>,
     pub multi: Option<Multi>,
     pub watch_flag: WatchFlag,
     pub watched: Vec<(usize, Bytes)>,
@@ -306,6 +308,10 @@ impl Conn {
                 let more = calls.len() >= max;
                 // Another client's DEBUG SLEEP pauses every connection (`server::Pause`).
                 server.pause.wait().await;
+                // CLIENT PAUSE: one load when none is set (`client_pause.rs`).
+                if server.client_pause.is_set() {
+                    server.client_pause.wait(|| crate::client_pause::batch_writes(self, &calls)).await;
+                }
                 // Replies keep request order: the previous batch's are out before this one runs.
                 self.settle(&mut stream, &mut killed).await?;
                 // Messages published before this batch go out before its replies.
