@@ -37,9 +37,28 @@ use crate::shard::{now_ms, shard_of, Shard};
 const G: &str = "generic";
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::conn("sort", -2, WRITE | DENYOOM | ALL_SHARDS, (1, 1, 1), conn_fn!(|conn, access, call| sort(conn, access, &call.args, false).await), G, "Sorts the elements in a list, a set, or a sorted set, optionally storing the result."),
+    Spec::conn("sort", -2, WRITE | DENYOOM | ALL_SHARDS, (1, 1, 1), conn_fn!(|conn, access, call| sort(conn, access, &call.args, false).await), G, "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.").with_trailing_key(store_key),
     Spec::conn("sort_ro", -2, READONLY | ALL_SHARDS, (1, 1, 1), conn_fn!(|conn, access, call| sort(conn, access, &call.args, true).await), G, "Returns the sorted elements of a list, a set, or a sorted set."),
 ];
+
+/// STORE's key, found as Redis's `sortGetKeys` finds it (so ACL key rules, COMMAND GETKEYS
+/// and transactions see the destination): LIMIT skips two arguments, GET and BY one, and the
+/// last STORE followed by an argument wins.
+fn store_key(a: &[Arg]) -> Option<usize> {
+    let mut found = None;
+    let mut i = 2;
+    while i < a.len() {
+        if is(&a[i], "limit") {
+            i += 2;
+        } else if is(&a[i], "get") || is(&a[i], "by") {
+            i += 1;
+        } else if is(&a[i], "store") && i + 1 < a.len() {
+            found = Some(i + 1);
+        }
+        i += 1;
+    }
+    found
+}
 
 /// A parsed SORT call.
 struct Options {
