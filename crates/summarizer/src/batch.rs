@@ -13,6 +13,10 @@
 //! `bucket = "none"` the batch's latest event time plus the ttl). Commands are absolute and
 //! deterministic, so the log replays them to the same state.
 //!
+//! Streams: a summary with a `stream` rule also yields, per update in event order, a
+//! [`StreamAppend`] (the key its template names, the event time, the chosen fields' values);
+//! the server appends it with an ID taken from the event time (see `cmd/summary.rs`).
+//!
 //! Fan-out: a summary reading a field that a `[*]` path filled gets one update per value
 //! (per combination of values if it reads several such fields, at most
 //! [`MAX_COMBINATIONS`] per event).
@@ -57,12 +61,24 @@ struct HashUpdate {
     expire_ms: i64,
 }
 
+/// One entry a stream rule appends: to `key`, at the event's time, `fields` (the rule's field
+/// names, see [`crate::StreamRule`]) with these values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamAppend {
+    pub summary: usize,
+    pub key: String,
+    pub time_ms: i64,
+    pub values: Vec<String>,
+}
+
 /// The aggregated writes of a batch of lines of one feed.
 pub struct Batch {
     feed: usize,
     hashes: Map<HashUpdate>,
     hlls: Map<(Vec<i64>, i64)>,
     sets: Map<(Vec<String>, i64)>,
+    /// Stream entries, in event order.
+    pub streams: Vec<StreamAppend>,
     pub events: u64,
     pub rejects: Vec<Reject>,
     pub rejected: u64,
@@ -119,6 +135,7 @@ impl Batch {
             hashes: Map::default(),
             hlls: Map::default(),
             sets: Map::default(),
+            streams: Vec::new(),
             events: 0,
             rejects: Vec::new(),
             rejected: 0,
@@ -226,6 +243,17 @@ impl Batch {
             }
         }
         self.updates[si] += 1;
+        if let Some(st) = &s.stream {
+            let mut key = String::new();
+            for part in &st.key {
+                match part {
+                    crate::rules::TemplatePart::Text(t) => key.push_str(t),
+                    crate::rules::TemplatePart::Field(f) => key.push_str(value(*f)),
+                }
+            }
+            let values = st.fields.iter().map(|&f| value(f).to_string()).collect();
+            self.streams.push(StreamAppend { summary: si, key, time_ms, values });
+        }
         let bucket = s.bucket.start(time_ms);
         let expire_ms = match (s.ttl_ms, bucket) {
             (None, _) => 0,
@@ -284,7 +312,7 @@ impl Batch {
 
     /// Whether the batch writes nothing.
     pub fn is_empty(&self) -> bool {
-        self.hashes.is_empty() && self.hlls.is_empty() && self.sets.is_empty()
+        self.hashes.is_empty() && self.hlls.is_empty() && self.sets.is_empty() && self.streams.is_empty()
     }
 
     /// The batch's writes as commands (name first). Each command names one key, in

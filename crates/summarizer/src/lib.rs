@@ -26,12 +26,12 @@ mod keys;
 mod query;
 mod rules;
 
-pub use batch::{fmt_f64, Acc, Batch, Packed, Reject};
+pub use batch::{fmt_f64, Acc, Batch, Packed, Reject, StreamAppend};
 pub use event::{parse_line, parse_line_into, split_csv, Event, JsonPath, LineError};
 pub use filter::{Expr, FilterError};
 pub use keys::{escape, parse_key, summary_key, KeyParts};
 pub use query::{Cell, Group, GroupBy, Query, QueryError};
-pub use rules::{parse_duration_ms, Bucket, Feed, Format, Metric, MetricKind, Rules, RulesError, Summary, TimeSource, Unit};
+pub use rules::{parse_duration_ms, Bucket, Feed, Format, Metric, MetricKind, Rules, RulesError, StreamRule, Summary, TemplatePart, TimeSource, Unit};
 
 #[cfg(test)]
 mod tests;

@@ -261,7 +261,7 @@ async fn ingest(conn: &mut Conn, access: Access<'_>, a: &[Arg], with_source: boo
     }
     let n = conn.worker.shards();
     let db = conn.db;
-    let mut per_shard: BTreeMap<usize, Vec<Call>> = BTreeMap::new();
+    let mut per_shard: BTreeMap<usize, ShardWork> = BTreeMap::new();
     let mut specs: Vec<(&'static [u8], &'static Spec)> = Vec::with_capacity(4);
     for c in batch.packed_commands(&rules, MAX_GENERATED_ARGS) {
         let name = &c.buf[..c.ends[0]];
@@ -292,7 +292,20 @@ async fn ingest(conn: &mut Conn, access: Access<'_>, a: &[Arg], with_source: boo
                 })
                 .collect(),
         );
-        per_shard.entry(shard_of(&args[1], n)).or_default().push(Call { spec, args });
+        per_shard.entry(shard_of(&args[1], n)).or_default().calls.push(Call { spec, args });
+    }
+    for x in batch.streams.drain(..) {
+        let st = rules.summaries[x.summary].stream.as_ref().expect("a stream append comes from a stream rule");
+        let mut head = vec![Bytes::from_static(b"XADD"), Bytes::from(x.key.into_bytes())];
+        if let Some(max) = st.maxlen {
+            head.extend([Bytes::from_static(b"MAXLEN"), Bytes::from_static(b"~"), Bytes::from(max.to_string())]);
+        }
+        let mut tail = Vec::with_capacity(2 * st.fields.len());
+        for (name, v) in st.field_names.iter().zip(x.values) {
+            tail.push(Bytes::from(name.clone()));
+            tail.push(Bytes::from(v.into_bytes()));
+        }
+        per_shard.entry(shard_of(&head[1], n)).or_default().streams.push(StreamWork { head, time_ms: x.time_ms, tail });
     }
     if let Some((key, ..)) = &source {
         per_shard.entry(shard_of(key.as_bytes(), n)).or_default();
@@ -338,18 +351,34 @@ async fn ingest(conn: &mut Conn, access: Access<'_>, a: &[Arg], with_source: boo
             Bytes::from(line.to_string()),
         ]);
         let spec = crate::command::lookup(b"hset").expect("HSET exists");
-        per_shard.entry(shard).or_default().push(Call { spec, args });
+        per_shard.entry(shard).or_default().calls.push(Call { spec, args });
     }
     let cfg = conn.worker.server.config.cmd_config();
+    let xadd = crate::command::lookup(b"xadd").expect("XADD exists");
     let mut jobs = Vec::with_capacity(per_shard.len());
-    for (shard, calls) in per_shard {
+    for (shard, work) in per_shard {
         let job = conn
             .worker
             .spawn_job(Access::Locked(locks), shard, move |s| {
                 let now = now_ms();
                 let mut failed = (0u64, None);
-                for c in &calls {
+                for c in &work.calls {
                     if let Frame::Error(e) = crate::exec::run_lone(&mut s.dbs, db, c.spec, &c.args, now, cfg, n) {
+                        failed.0 += 1;
+                        failed.1.get_or_insert(e);
+                    }
+                }
+                for w in work.streams {
+                    let reply = match stream_entry_id(&mut s.dbs[db], &w.head[1], w.time_ms, now) {
+                        Ok(id) => {
+                            let mut args = w.head;
+                            args.push(Bytes::from(id.to_bytes()));
+                            args.extend(w.tail);
+                            crate::exec::run_lone(&mut s.dbs, db, xadd, &Args::from_vec(args), now, cfg, n)
+                        }
+                        Err(e) => e,
+                    };
+                    if let Frame::Error(e) = reply {
                         failed.0 += 1;
                         failed.1.get_or_insert(e);
                     }
@@ -376,6 +405,40 @@ async fn ingest(conn: &mut Conn, access: Access<'_>, a: &[Arg], with_source: boo
         return Frame::error(format!("ERR {count} summary writes failed, the first with: {}", String::from_utf8_lossy(&first)));
     }
     ingest_reply(&batch)
+}
+
+/// A shard's part of a batch: generated commands, then stream entries (in event order).
+#[derive(Default)]
+struct ShardWork {
+    calls: Vec<Call>,
+    streams: Vec<StreamWork>,
+}
+
+/// An XADD waiting for its ID: `head` is `XADD key [MAXLEN ~ n]`, `tail` the field-value pairs.
+struct StreamWork {
+    head: Vec<Bytes>,
+    time_ms: i64,
+    tail: Vec<Bytes>,
+}
+
+/// The ID of a summarizer stream entry: the event's time, taken as XADD `*` takes the clock
+/// (`<ms>-0` past the stream's last ID, else the last ID's sequence plus one), so events
+/// arriving out of time order still append, at the stream's latest time. The entry is then
+/// an XADD with an explicit ID: the log replays it exactly.
+fn stream_entry_id(db: &mut Db, key: &[u8], time_ms: i64, now: u64) -> Result<abacus_collections::StreamId, Frame> {
+    let last = match db.get(key, now) {
+        None => abacus_collections::StreamId::MIN,
+        Some(e) => match e.as_stream() {
+            Some(s) => s.last_id(),
+            None => return Err(err(ERR_WRONGTYPE)),
+        },
+    };
+    let t = time_ms.max(0) as u64;
+    if t > last.ms {
+        return Ok(abacus_collections::StreamId { ms: t, seq: 0 });
+    }
+    // An exhausted stream (last ID the maximum): XADD refuses it with Redis's message.
+    Ok(last.incr().unwrap_or(last))
 }
 
 /// [events applied, lines rejected].
