@@ -26,7 +26,7 @@ mod keys;
 mod query;
 mod rules;
 
-pub use batch::{fmt_f64, Acc, Batch, Packed, Reject, StreamAppend};
+pub use batch::{fmt_f64, write_f64, Acc, Batch, KeyChange, Members, Packed, Part, Reject, Slot, StreamAppend};
 pub use event::{parse_line, parse_line_into, split_csv, Event, JsonPath, LineError};
 pub use filter::{Expr, FilterError};
 pub use keys::{escape, parse_key, summary_key, KeyParts};
