@@ -1,17 +1,19 @@
 //! A batch of feed lines to the writes it makes, aggregated per key.
 //!
 //! Ten thousand click events on one campaign and day are one hash update (`count` +10000),
-//! not ten thousand: the batch folds every event into an accumulator per summary key before
-//! anything reaches a shard, which is what lets one writer per shard keep up with many
-//! parsers. The result is a list of ordinary commands ([`Batch::commands`]):
-//! `SUMMARY.UPDATE key field op value ...` for the hash (count and sum add, min and max keep
-//! the extreme, last sets), `HLL.ADDRAW key hash...` for `hll(...)` metrics (hashed as
-//! postgresql-hll's `hll_hash_bigint` when the value is a 64-bit integer, else as
-//! `hll_hash_text`/`hll_hash_bytea` of its bytes, seed 0), `SADD key member...` for
-//! `distinct(...)` metrics (integer members land in the Roaring bitmap), and
-//! `PEXPIREAT key ms` for a summary with a `ttl` (the end of the bucket plus the ttl, or for
-//! `bucket = "none"` the batch's latest event time plus the ttl). Commands are absolute and
-//! deterministic, so the log replays them to the same state.
+//! not ten thousand: the batch folds every event into one [`KeyChange`] per summary key (one
+//! map lookup per event and summary, the key built in a reused buffer and copied only when
+//! new), with a slot per metric: the hash's accumulators (count and sum add, min and max keep
+//! the extreme, last sets), the HLL hashes of `hll(...)` metrics (postgresql-hll's
+//! `hll_hash_bigint` when the value is a 64-bit integer, else `hll_hash_text`/`hll_hash_bytea`
+//! of its bytes, seed 0), the members of `distinct(...)` metrics (in one buffer). The server
+//! applies the changes on the shards directly (`cmd/summary.rs`); what each change means as
+//! ordinary commands ([`KeyChange::commands`]: `SUMMARY.UPDATE key field op value ...`,
+//! `HLL.ADDRAW key hash...` and `SADD key member...` on `key:metric`, `PEXPIREAT key ms` for a
+//! summary with a `ttl`: the end of the bucket plus the ttl, or for `bucket = "none"` the
+//! batch's latest event time plus the ttl) is what the log records and what the server runs
+//! where it cannot apply a change directly. Commands are absolute and deterministic, so the
+//! log replays them to the same state.
 //!
 //! Streams: a summary with a `stream` rule also yields, per update in event order, a
 //! [`StreamAppend`] (the key its template names, the event time, the chosen fields' values);

@@ -7,8 +7,8 @@
 //! time is) and summaries (which feed, a `where` filter, dimensions, a time bucket, metrics).
 //! A batch of lines ([`Batch::add_payload`]) becomes, per summary key, the aggregated change
 //! the batch makes to it: counters and sums added, minima and maxima, the last value, HLL
-//! hashes, distinct members. The server turns those into ordinary commands routed to the
-//! shard owning each key, so the log, snapshots and replicas see plain writes.
+//! hashes, distinct members. The server applies those on the shard owning each key and logs
+//! them as ordinary commands, so the log, snapshots and replicas see plain writes.
 //!
 //! What it is not: it opens no file and no socket, knows nothing of shards or the keyspace,
 //! and keeps no state between batches (the server counts rejects and rates).
