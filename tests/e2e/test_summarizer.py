@@ -504,6 +504,52 @@ def test_ingest_errors_and_watch(sr, node):
     assert res[0] == [1, 0] and rows(res[1])[0]["n"] == 3
 
 
+def test_direct_and_command_paths_agree(sr, node):
+    """A batch's changes are applied on the shards directly unless maxmemory or keyspace
+    notifications are on (or a key is in the way): then the generated commands run. Both
+    paths leave the same keys; in the way, a key of another type or a field that is not a
+    number fails alone, as the command would, and changes nothing of its own."""
+    events = gen_events(2000, 27)
+    payload = "\n".join(csv_line(e) for e in events) + "\n"
+    second = "\n".join(csv_line(e) for e in gen_events(500, 28)) + "\n"
+    assert sr.execute_command("SUMMARY.INGEST", "v1", payload) == [len(events), 0]
+    assert sr.execute_command("SUMMARY.INGEST", "v1", second) == [500, 0]
+    direct = dump(sr)
+    for name, value in (("notify-keyspace-events", "KEA"), ("maxmemory", "1gb")):
+        old = sr.config_get(name)[name]
+        sr.flushall()
+        sr.config_set(name, value)
+        try:
+            sub = node.client().pubsub()
+            if name == "notify-keyspace-events":
+                sub.psubscribe("__keyevent@0__:summary.update")
+                assert sub.get_message(timeout=5)["type"] == "psubscribe"
+            assert sr.execute_command("SUMMARY.INGEST", "v1", payload) == [len(events), 0]
+            assert sr.execute_command("SUMMARY.INGEST", "v1", second) == [500, 0]
+            if name == "notify-keyspace-events":
+                msg = sub.get_message(timeout=5)
+                assert msg is not None and msg["data"].startswith(b"s_"), msg
+            sub.close()
+        finally:
+            sr.config_set(name, old)
+        assert dump(sr) == direct, name
+    # Keys in the way: the command's own error, the rest of the batch applied.
+    sr.flushall()
+    assert sr.execute_command("SUMMARY.INGEST", "v1", payload) == [len(events), 0]
+    alone = dump(sr)
+    e = events[0]
+    hkey = "s_all:%s:%d" % (e["campaign"], e["ts"] // DAY * DAY)
+    skey = hkey + ":exact"
+    assert hkey.encode() in alone and skey.encode() in alone
+    sr.flushall()
+    sr.set(skey, "not a set")
+    sr.hset(hkey, "n", "x")
+    with pytest.raises(redis.ResponseError, match="2 summary writes failed, the first with: (WRONGTYPE|ERR hash value is not an integer)"):
+        sr.execute_command("SUMMARY.INGEST", "v1", payload)
+    assert sr.get(skey) == b"not a set" and sr.hgetall(hkey) == {b"n": b"x"}
+    sr.delete(skey, hkey)
+    assert dump(sr) == {k: v for k, v in alone.items() if k not in (hkey.encode(), skey.encode())}
+
 def test_rules_load_get_and_errors(sr, node, workdir):
     assert sr.execute_command("SUMMARY.RULES", "GET").decode() == RULES
     bad = os.path.join(workdir, "bad.toml")
