@@ -504,6 +504,52 @@ def test_ingest_errors_and_watch(sr, node):
     assert res[0] == [1, 0] and rows(res[1])[0]["n"] == 3
 
 
+def test_direct_and_command_paths_agree(sr, node):
+    """A batch's changes are applied on the shards directly unless maxmemory or keyspace
+    notifications are on (or a key is in the way): then the generated commands run. Both
+    paths leave the same keys; in the way, a key of another type or a field that is not a
+    number fails alone, as the command would, and changes nothing of its own."""
+    events = gen_events(2000, 27)
+    payload = "\n".join(csv_line(e) for e in events) + "\n"
+    second = "\n".join(csv_line(e) for e in gen_events(500, 28)) + "\n"
+    assert sr.execute_command("SUMMARY.INGEST", "v1", payload) == [len(events), 0]
+    assert sr.execute_command("SUMMARY.INGEST", "v1", second) == [500, 0]
+    direct = dump(sr)
+    for name, value in (("notify-keyspace-events", "KEA"), ("maxmemory", "1gb")):
+        old = sr.config_get(name)[name]
+        sr.flushall()
+        sr.config_set(name, value)
+        try:
+            sub = node.client().pubsub()
+            if name == "notify-keyspace-events":
+                sub.psubscribe("__keyevent@0__:summary.update")
+                assert sub.get_message(timeout=5)["type"] == "psubscribe"
+            assert sr.execute_command("SUMMARY.INGEST", "v1", payload) == [len(events), 0]
+            assert sr.execute_command("SUMMARY.INGEST", "v1", second) == [500, 0]
+            if name == "notify-keyspace-events":
+                msg = sub.get_message(timeout=5)
+                assert msg is not None and msg["data"].startswith(b"s_"), msg
+            sub.close()
+        finally:
+            sr.config_set(name, old)
+        assert dump(sr) == direct, name
+    # Keys in the way: the command's own error, the rest of the batch applied.
+    sr.flushall()
+    assert sr.execute_command("SUMMARY.INGEST", "v1", payload) == [len(events), 0]
+    alone = dump(sr)
+    e = events[0]
+    hkey = "s_all:%s:%d" % (e["campaign"], e["ts"] // DAY * DAY)
+    skey = hkey + ":exact"
+    assert hkey.encode() in alone and skey.encode() in alone
+    sr.flushall()
+    sr.set(skey, "not a set")
+    sr.hset(hkey, "n", "x")
+    with pytest.raises(redis.ResponseError, match="2 summary writes failed, the first with: (WRONGTYPE|ERR hash value is not an integer)"):
+        sr.execute_command("SUMMARY.INGEST", "v1", payload)
+    assert sr.get(skey) == b"not a set" and sr.hgetall(hkey) == {b"n": b"x"}
+    sr.delete(skey, hkey)
+    assert dump(sr) == {k: v for k, v in alone.items() if k not in (hkey.encode(), skey.encode())}
+
 def test_rules_load_get_and_errors(sr, node, workdir):
     assert sr.execute_command("SUMMARY.RULES", "GET").decode() == RULES
     bad = os.path.join(workdir, "bad.toml")
@@ -585,6 +631,112 @@ def test_exactly_once_across_kill_9(workdir):
     finally:
         n.stop()
         shutil.rmtree(data_dir, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- stream rules
+
+STREAM_RULES = """
+[feed.touch]
+format = "csv"
+columns = ["ts", "user", "channel", "event", "amount"]
+time = { field = "ts", unit = "s" }
+
+[[summary]]
+name = "paths"
+feed = "touch"
+where = "event != 'noise'"
+stream = { key = "user:{user}", fields = ["channel", "event", "amount"], maxlen = 100 }
+
+[[summary]]
+name = "per_channel"
+feed = "touch"
+dimensions = ["channel"]
+metrics = { n = "count" }
+"""
+
+
+def test_stream_rule_builds_streams_that_attribute_reads(workdir):
+    """A `stream = {...}` rule appends each event (past its `where`) to the stream its key
+    template names, with IDs from the event time; the entries survive kill -9, a batch sent
+    twice appends nothing, and ATTRIBUTE over the streams gives the hand-computed credits."""
+    rules = os.path.join(workdir, "stream-rules.toml")
+    with open(rules, "w") as f:
+        f.write(STREAM_RULES)
+    lines = [
+        # u1: search, social, email, then a purchase of 30.
+        "100,u1,search,click,0", "200,u1,social,view,0", "300,u1,email,click,0", "400,u1,direct,purchase,30",
+        # u2: social, a noise event (filtered out), then a purchase of 10.
+        "150,u2,social,view,0", "160,u2,tv,noise,0", "500,u2,direct,purchase,10",
+        # u3: out of time order: the second entry takes the stream's time, next sequence.
+        "1000,u3,display,view,0", "900,u3,display,view,0",
+    ] + ["%d,u5,display,view,0" % (2000 + i) for i in range(250)]
+    payload = "\n".join(lines) + "\n"
+    data_dir = tempfile.mkdtemp(prefix="abacus-sum-stream-")
+    n = Node(data_dir, "--summarizer-rules", rules).start()
+    try:
+        c = n.client()
+        half = "\n".join(lines[:5]) + "\n"
+        assert c.execute_command("SUMMARY.INGESTSOURCE", "touch", "f", 0, len(half), 1, half) == [5, 0]
+        with pytest.raises(redis.ResponseError, match="is at offset %d" % len(half)):
+            c.execute_command("SUMMARY.INGESTSOURCE", "touch", "f", 0, len(half), 1, half)
+        rest = payload[len(half):]
+        assert c.execute_command("SUMMARY.INGESTSOURCE", "touch", "f", len(half), len(payload), 6, rest) == [len(lines) - 5, 0]
+        assert c.info("summarizer")["summary_paths"] == {"updates": len(lines) - 1}
+        n.kill()
+        n.start()
+        c = n.client()
+        with pytest.raises(redis.ResponseError, match="is at offset %d" % len(payload)):
+            c.execute_command("SUMMARY.INGESTSOURCE", "touch", "f", len(half), len(payload), 6, rest)
+        assert c.xrange("user:u1") == [
+            (b"100000-0", {b"channel": b"search", b"event": b"click", b"amount": b"0"}),
+            (b"200000-0", {b"channel": b"social", b"event": b"view", b"amount": b"0"}),
+            (b"300000-0", {b"channel": b"email", b"event": b"click", b"amount": b"0"}),
+            (b"400000-0", {b"channel": b"direct", b"event": b"purchase", b"amount": b"30"}),
+        ]
+        assert [i for i, _ in c.xrange("user:u2")] == [b"150000-0", b"500000-0"]
+        assert [i for i, _ in c.xrange("user:u3")] == [b"1000000-0", b"1000000-1"]
+        # MAXLEN ~ 100 drops whole blocks only: at least 100 entries stay, the newest ones.
+        u5 = c.xrange("user:u5")
+        assert 100 <= len(u5) < 250 and u5[-1][0] == b"%d-0" % ((2000 + 249) * 1000)
+        assert c.type("per_channel:display") == b"hash" and c.hget("per_channel:display", "n") == b"252"
+
+        got = c.execute_command("ATTRIBUTE", "MATCH", "user:*", "CHANNEL", "channel", "CONVERSION", "event", "purchase",
+                                "VALUE", "amount", "MODELS", "first", "last", "linear", "position")
+        d = {got[i]: got[i + 1] for i in range(0, len(got), 2)}
+        assert (d[b"users"], d[b"conversions"], d[b"unattributed"]) == (4, 2, 0)
+        models = {got_m: {row[0]: (float(row[1]), float(row[2])) for row in rows}
+                  for got_m, rows in zip(d[b"models"][0::2], d[b"models"][1::2])}
+        want = {
+            b"first": {b"search": (1, 30), b"social": (1, 10), b"email": (0, 0), b"display": (0, 0)},
+            b"last": {b"search": (0, 0), b"social": (1, 10), b"email": (1, 30), b"display": (0, 0)},
+            b"linear": {b"search": (1 / 3, 10), b"social": (4 / 3, 20), b"email": (1 / 3, 10), b"display": (0, 0)},
+            b"position": {b"search": (0.4, 12), b"social": (1.2, 16), b"email": (0.4, 12), b"display": (0, 0)},
+        }
+        assert set(models) == set(want)
+        for m, credits in want.items():
+            assert set(models[m]) == set(credits), m
+            for ch, (conv, value) in credits.items():
+                assert models[m][ch] == pytest.approx((conv, value)), (m, ch)
+    finally:
+        n.stop()
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def test_stream_rule_errors(sr, workdir):
+    bad = os.path.join(workdir, "bad-stream.toml")
+    for text, msg in [
+        ('key = "user:{nope}", fields = ["channel"]', "'nope' is not a field"),
+        ('key = "user:{user", fields = ["channel"]', "'\\{' without '\\}'"),
+        ('key = "user:{user}", fields = []', "at least one field"),
+        ('key = "user:{user}", fields = ["channel"], maxlen = 0', "maxlen must be at least 1"),
+        ('key = "user:{user}", fields = ["channel"], size = 3', "unknown field"),
+    ]:
+        with open(bad, "w") as f:
+            f.write(STREAM_RULES.replace('key = "user:{user}", fields = ["channel", "event", "amount"], maxlen = 100', text))
+        line = STREAM_RULES[:STREAM_RULES.index("stream = {")].count("\n") + 1
+        with pytest.raises(redis.ResponseError, match="line %d: .*%s" % (line, msg)):
+            sr.execute_command("SUMMARY.RULES", "LOAD", bad)
+    assert sr.execute_command("SUMMARY.RULES", "GET").decode() == RULES
 
 
 # ---------------------------------------------------------------- PostgreSQL

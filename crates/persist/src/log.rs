@@ -175,6 +175,32 @@ pub fn push_command<A: AsRef<[u8]>>(payload: &mut Vec<u8>, last_ms: &mut Option<
     }
 }
 
+/// [`push_command`] with the `count` arguments from an iterator (no slice of them to build).
+pub fn push_command_iter<'a, I: Iterator<Item = &'a [u8]> + Clone>(payload: &mut Vec<u8>, last_ms: &mut Option<u64>, now_ms: u64, db: u16, count: usize, args: I) {
+    let same = *last_ms == Some(now_ms);
+    payload.reserve(args.clone().map(|a| a.len() + 5).sum::<usize>() + 20);
+    push_varint(payload, (db as u64) << 1 | !same as u64);
+    if !same {
+        push_varint(payload, now_ms);
+        *last_ms = Some(now_ms);
+    }
+    push_varint(payload, count as u64);
+    for (i, a) in args.enumerate() {
+        if i == 0 {
+            match name_index(a) {
+                Some(ix) => payload.extend_from_slice(&[0, ix]),
+                None => {
+                    push_varint(payload, a.len() as u64 + 1);
+                    payload.extend_from_slice(a);
+                }
+            }
+            continue;
+        }
+        push_varint(payload, a.len() as u64);
+        payload.extend_from_slice(a);
+    }
+}
+
 /// The header that frames `payload` (built by [`push_command`]) as a record.
 pub fn header(payload: &[u8]) -> [u8; HEADER_BYTES] {
     let mut h = [0u8; HEADER_BYTES];

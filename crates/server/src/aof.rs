@@ -453,6 +453,22 @@ pub fn log_command<A: AsRef<[u8]>>(now_ms: u64, db: usize, args: &[A]) {
     }
 }
 
+/// [`log_command`] with the arguments from an iterator (the summarizer's direct writes).
+pub fn log_command_iter<'a, I: Iterator<Item = &'a [u8]> + Clone>(now_ms: u64, db: usize, count: usize, args: I) {
+    if enabled() {
+        PENDING.with(|p| {
+            let mut p = p.borrow_mut();
+            if p.is_empty() {
+                p.extend_from_slice(&[0; fmt::HEADER_BYTES]);
+                LAST_MS.set(None);
+            }
+            let mut last = LAST_MS.get();
+            fmt::push_command_iter(&mut p, &mut last, now_ms, db as u16, count, args);
+            LAST_MS.set(last);
+        });
+    }
+}
+
 /// Writes this thread's pending log commands as one record; returns the log position after
 /// them (0 if nothing was pending or logging is off).
 pub fn flush_pending() -> u64 {

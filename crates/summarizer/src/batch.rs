@@ -1,17 +1,23 @@
 //! A batch of feed lines to the writes it makes, aggregated per key.
 //!
 //! Ten thousand click events on one campaign and day are one hash update (`count` +10000),
-//! not ten thousand: the batch folds every event into an accumulator per summary key before
-//! anything reaches a shard, which is what lets one writer per shard keep up with many
-//! parsers. The result is a list of ordinary commands ([`Batch::commands`]):
-//! `SUMMARY.UPDATE key field op value ...` for the hash (count and sum add, min and max keep
-//! the extreme, last sets), `HLL.ADDRAW key hash...` for `hll(...)` metrics (hashed as
-//! postgresql-hll's `hll_hash_bigint` when the value is a 64-bit integer, else as
-//! `hll_hash_text`/`hll_hash_bytea` of its bytes, seed 0), `SADD key member...` for
-//! `distinct(...)` metrics (integer members land in the Roaring bitmap), and
-//! `PEXPIREAT key ms` for a summary with a `ttl` (the end of the bucket plus the ttl, or for
-//! `bucket = "none"` the batch's latest event time plus the ttl). Commands are absolute and
-//! deterministic, so the log replays them to the same state.
+//! not ten thousand: the batch folds every event into one [`KeyChange`] per summary key (one
+//! map lookup per event and summary, the key built in a reused buffer and copied only when
+//! new), with a slot per metric: the hash's accumulators (count and sum add, min and max keep
+//! the extreme, last sets), the HLL hashes of `hll(...)` metrics (postgresql-hll's
+//! `hll_hash_bigint` when the value is a 64-bit integer, else `hll_hash_text`/`hll_hash_bytea`
+//! of its bytes, seed 0), the members of `distinct(...)` metrics (in one buffer). The server
+//! applies the changes on the shards directly (`cmd/summary.rs`); what each change means as
+//! ordinary commands ([`KeyChange::commands`]: `SUMMARY.UPDATE key field op value ...`,
+//! `HLL.ADDRAW key hash...` and `SADD key member...` on `key:metric`, `PEXPIREAT key ms` for a
+//! summary with a `ttl`: the end of the bucket plus the ttl, or for `bucket = "none"` the
+//! batch's latest event time plus the ttl) is what the log records and what the server runs
+//! where it cannot apply a change directly. Commands are absolute and deterministic, so the
+//! log replays them to the same state.
+//!
+//! Streams: a summary with a `stream` rule also yields, per update in event order, a
+//! [`StreamAppend`] (the key its template names, the event time, the chosen fields' values);
+//! the server appends it with an ID taken from the event time (see `cmd/summary.rs`).
 //!
 //! Fan-out: a summary reading a field that a `[*]` path filled gets one update per value
 //! (per combination of values if it reads several such fields, at most
@@ -50,19 +56,205 @@ pub struct Reject {
     pub line: String,
 }
 
-struct HashUpdate {
-    summary: usize,
-    /// One per hash metric of the summary, in its metric order (None: no value yet).
-    accs: Vec<Option<Acc>>,
-    expire_ms: i64,
+/// A summary key's accumulated change: one slot per metric of its summary (in metric order).
+/// The hash metrics' slots fold into the hash `key`; each `hll`/`distinct` slot is the key
+/// `key:metric`.
+pub struct KeyChange {
+    pub summary: usize,
+    pub slots: Vec<Slot>,
+    /// The absolute expiry (ms) a `ttl` sets, 0 for none.
+    pub expire_ms: i64,
+}
+
+/// One metric's accumulated change within a [`KeyChange`].
+pub enum Slot {
+    Hash(Option<Acc>),
+    /// Hashes to add, as postgresql-hll computes them.
+    Hll(Vec<i64>),
+    /// Members to add.
+    Set(Members),
+}
+
+/// Members of a distinct metric in one buffer (no allocation per member).
+#[derive(Default)]
+pub struct Members {
+    buf: Vec<u8>,
+    ends: Vec<u32>,
+}
+
+impl Members {
+    pub fn push(&mut self, m: &[u8]) {
+        self.buf.extend_from_slice(m);
+        self.ends.push(self.buf.len() as u32);
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> + Clone {
+        let starts = std::iter::once(0).chain(self.ends.iter().map(|&e| e as usize));
+        starts.zip(self.ends.iter().map(|&e| e as usize)).map(|(a, b)| &self.buf[a..b])
+    }
+}
+
+/// What part of a group one key is: the hash, or the key of metric `i` (`key:name`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Part {
+    Hash,
+    Metric(usize),
+}
+
+impl KeyChange {
+    fn new(s: &Summary, si: usize) -> KeyChange {
+        let slots = s
+            .metrics
+            .iter()
+            .map(|m| match m.kind {
+                MetricKind::Hll(_) => Slot::Hll(Vec::new()),
+                MetricKind::Distinct(_) => Slot::Set(Members::default()),
+                _ => Slot::Hash(None),
+            })
+            .collect();
+        KeyChange { summary: si, slots, expire_ms: 0 }
+    }
+
+    /// The keys this group writes: the hash if its summary has hash metrics, and every HLL or
+    /// distinct metric that received values.
+    pub fn parts(&self) -> impl Iterator<Item = Part> + '_ {
+        let hash = self.slots.iter().any(|s| matches!(s, Slot::Hash(_))).then_some(Part::Hash);
+        hash.into_iter().chain(self.slots.iter().enumerate().filter_map(|(i, s)| match s {
+            Slot::Hll(v) if !v.is_empty() => Some(Part::Metric(i)),
+            Slot::Set(m) if !m.is_empty() => Some(Part::Metric(i)),
+            _ => None,
+        }))
+    }
+
+    /// The key of `part`, written into `out` (cleared first).
+    pub fn part_key(rules: &Rules, key: &str, g: &KeyChange, part: Part, out: &mut String) {
+        out.clear();
+        out.push_str(key);
+        if let Part::Metric(i) = part {
+            out.push(':');
+            out.push_str(&rules.summaries[g.summary].metrics[i].name);
+        }
+    }
+
+    /// `part` as commands (name first, each naming `part_key` in argument 1), appended to
+    /// `out`: SUMMARY.UPDATE, HLL.ADDRAW or SADD (split so that none has more than
+    /// `max_args` arguments), then PEXPIREAT if the summary has a ttl.
+    pub fn commands(&self, rules: &Rules, part_key: &str, part: Part, max_args: usize, out: &mut Vec<Packed>) {
+        // Integers are printed with itoa: `write!` through `core::fmt` was 8% of an ingest.
+        let max_args = max_args.max(8);
+        let s = &rules.summaries[self.summary];
+        let key = part_key;
+        match part {
+            Part::Hash => {
+                let mut c = Packed::new(b"SUMMARY.UPDATE", key, 24 * self.slots.len());
+                for (m, slot) in s.metrics.iter().zip(&self.slots) {
+                    let Slot::Hash(Some(acc)) = slot else { continue };
+                    c.push(m.name.as_bytes());
+                    c.push(acc.op());
+                    acc.write_value(&mut c.buf);
+                    c.end();
+                }
+                if c.ends.len() > 2 {
+                    out.push(c);
+                }
+            }
+            Part::Metric(i) => match &self.slots[i] {
+                Slot::Hll(hashes) => {
+                    let mut digits = itoa::Buffer::new();
+                    for chunk in hashes.chunks(max_args - 2) {
+                        let mut c = Packed::new(b"HLL.ADDRAW", key, 20 * chunk.len());
+                        for h in chunk {
+                            c.buf.extend_from_slice(digits.format(*h).as_bytes());
+                            c.end();
+                        }
+                        out.push(c);
+                    }
+                }
+                Slot::Set(members) => {
+                    let all: Vec<&[u8]> = members.iter().collect();
+                    for chunk in all.chunks(max_args - 2) {
+                        let mut c = Packed::new(b"SADD", key, chunk.iter().map(|m| m.len()).sum());
+                        for m in chunk {
+                            c.push(m);
+                        }
+                        out.push(c);
+                    }
+                }
+                Slot::Hash(_) => {}
+            },
+        }
+        out.extend(self.expire_command(key));
+    }
+
+    /// `PEXPIREAT key ms` when the summary has a ttl.
+    pub fn expire_command(&self, key: &str) -> Option<Packed> {
+        (self.expire_ms > 0).then(|| {
+            let mut c = Packed::new(b"PEXPIREAT", key, 16);
+            c.buf.extend_from_slice(itoa::Buffer::new().format(self.expire_ms).as_bytes());
+            c.end();
+            c
+        })
+    }
+}
+
+impl Acc {
+    /// SUMMARY.UPDATE's operation for this change.
+    pub fn op(&self) -> &'static [u8] {
+        match self {
+            Acc::Count(_) => b"INCRBY",
+            Acc::Sum(_) => b"INCRBYFLOAT",
+            Acc::Min(_) => b"MIN",
+            Acc::Max(_) => b"MAX",
+            Acc::Last(_) => b"SET",
+        }
+    }
+
+    /// Appends the operation's argument to `buf`: the integer, the double as [`fmt_f64`]
+    /// writes it, or the text.
+    pub fn write_value(&self, buf: &mut Vec<u8>) {
+        match self {
+            Acc::Count(n) => buf.extend_from_slice(itoa::Buffer::new().format(*n).as_bytes()),
+            Acc::Sum(x) | Acc::Min(x) | Acc::Max(x) => write_f64(*x, buf),
+            Acc::Last(t) => buf.extend_from_slice(t.as_bytes()),
+        }
+    }
+}
+
+/// [`fmt_f64`] appended to `buf`, without a `String`.
+pub fn write_f64(x: f64, buf: &mut Vec<u8>) {
+    use std::io::Write;
+    let at = buf.len();
+    let _ = write!(buf, "{x}");
+    if &buf[at..] == b"-0" {
+        buf.truncate(at);
+        buf.push(b'0');
+    }
+}
+
+/// One entry a stream rule appends: to `key`, at the event's time, `fields` (the rule's field
+/// names, see [`crate::StreamRule`]) with these values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamAppend {
+    pub summary: usize,
+    pub key: String,
+    pub time_ms: i64,
+    pub values: Vec<String>,
 }
 
 /// The aggregated writes of a batch of lines of one feed.
 pub struct Batch {
     feed: usize,
-    hashes: Map<HashUpdate>,
-    hlls: Map<(Vec<i64>, i64)>,
-    sets: Map<(Vec<String>, i64)>,
+    groups: Map<KeyChange>,
+    /// Stream entries, in event order.
+    pub streams: Vec<StreamAppend>,
     pub events: u64,
     pub rejects: Vec<Reject>,
     pub rejected: u64,
@@ -74,7 +266,6 @@ pub struct Batch {
     /// The event each line is parsed into, reused (see `parse_line_into`).
     event: Event,
     key_buf: String,
-    metric_key_buf: String,
 }
 
 fn hll_hash(v: &str) -> i64 {
@@ -107,6 +298,10 @@ fn fold(acc: &mut Option<Acc>, kind: MetricKind, v: Option<&str>) {
         (MetricKind::Min(_), None, Some(v)) => *acc = Some(Acc::Min(num(v))),
         (MetricKind::Max(_), Some(Acc::Max(m)), Some(v)) => *m = m.max(num(v)),
         (MetricKind::Max(_), None, Some(v)) => *acc = Some(Acc::Max(num(v))),
+        (MetricKind::Last(_), Some(Acc::Last(t)), Some(v)) => {
+            t.clear();
+            t.push_str(v);
+        }
         (MetricKind::Last(_), _, Some(v)) => *acc = Some(Acc::Last(v.to_string())),
         _ => {}
     }
@@ -116,9 +311,8 @@ impl Batch {
     pub fn new(rules: &Rules, feed: usize) -> Batch {
         Batch {
             feed,
-            hashes: Map::default(),
-            hlls: Map::default(),
-            sets: Map::default(),
+            groups: Map::default(),
+            streams: Vec::new(),
             events: 0,
             rejects: Vec::new(),
             rejected: 0,
@@ -127,7 +321,6 @@ impl Batch {
             scratch: Vec::new(),
             event: Event::default(),
             key_buf: String::new(),
-            metric_key_buf: String::new(),
         }
     }
 
@@ -226,65 +419,51 @@ impl Batch {
             }
         }
         self.updates[si] += 1;
+        if let Some(st) = &s.stream {
+            let mut key = String::new();
+            for part in &st.key {
+                match part {
+                    crate::rules::TemplatePart::Text(t) => key.push_str(t),
+                    crate::rules::TemplatePart::Field(f) => key.push_str(value(*f)),
+                }
+            }
+            let values = st.fields.iter().map(|&f| value(f).to_string()).collect();
+            self.streams.push(StreamAppend { summary: si, key, time_ms, values });
+        }
         let bucket = s.bucket.start(time_ms);
         let expire_ms = match (s.ttl_ms, bucket) {
             (None, _) => 0,
             (Some(ttl), Some(b)) => (b + s.bucket.seconds()) * 1000 + ttl,
             (Some(ttl), None) => time_ms + ttl,
         };
-        // Keys are built in reused buffers and copied only when new to the batch.
+        // The key is built in a reused buffer and copied only when new to the batch: one
+        // map lookup per (event, summary), whatever the number of metrics.
         let mut key = std::mem::take(&mut self.key_buf);
-        let mut metric_key = std::mem::take(&mut self.metric_key_buf);
         summary_key_into(&mut key, s, s.dims.iter().map(|&d| value(d)), bucket);
-        let mut has_hash = false;
-        for m in &s.metrics {
-            if !m.kind.in_hash() {
-                metric_key.clear();
-                metric_key.push_str(&key);
-                metric_key.push(':');
-                metric_key.push_str(&m.name);
-            }
-            match m.kind {
-                MetricKind::Hll(f) => {
-                    // Looked up before inserting: a key already in the batch costs no allocation.
-                    let e = match self.hlls.get_mut(metric_key.as_str()) {
-                        Some(e) => e,
-                        None => self.hlls.entry(metric_key.clone()).or_insert_with(|| (Vec::new(), 0)),
-                    };
-                    e.0.push(hll_hash(value(f)));
-                    e.1 = e.1.max(expire_ms);
-                }
-                MetricKind::Distinct(f) => {
-                    let e = match self.sets.get_mut(metric_key.as_str()) {
-                        Some(e) => e,
-                        None => self.sets.entry(metric_key.clone()).or_insert_with(|| (Vec::new(), 0)),
-                    };
-                    e.0.push(value(f).to_string());
-                    e.1 = e.1.max(expire_ms);
-                }
-                _ => has_hash = true,
-            }
-        }
-        if has_hash {
-            let n = s.metrics.len();
-            let h = match self.hashes.get_mut(key.as_str()) {
-                Some(h) => h,
-                None => self.hashes.entry(key.clone()).or_insert_with(|| HashUpdate { summary: si, accs: vec![None; n], expire_ms: 0 }),
-            };
-            h.expire_ms = h.expire_ms.max(expire_ms);
-            for (mi, m) in s.metrics.iter().enumerate() {
-                if m.kind.in_hash() {
-                    fold(&mut h.accs[mi], m.kind, m.kind.field().map(value));
-                }
+        let g = match self.groups.get_mut(key.as_str()) {
+            Some(g) => g,
+            None => self.groups.entry(key.clone()).or_insert_with(|| KeyChange::new(s, si)),
+        };
+        g.expire_ms = g.expire_ms.max(expire_ms);
+        for (m, slot) in s.metrics.iter().zip(g.slots.iter_mut()) {
+            match (slot, m.kind) {
+                (Slot::Hll(v), MetricKind::Hll(f)) => v.push(hll_hash(value(f))),
+                (Slot::Set(members), MetricKind::Distinct(f)) => members.push(value(f).as_bytes()),
+                (Slot::Hash(acc), kind) => fold(acc, kind, kind.field().map(value)),
+                _ => {}
             }
         }
         self.key_buf = key;
-        self.metric_key_buf = metric_key;
     }
 
     /// Whether the batch writes nothing.
     pub fn is_empty(&self) -> bool {
-        self.hashes.is_empty() && self.hlls.is_empty() && self.sets.is_empty()
+        self.groups.is_empty() && self.streams.is_empty()
+    }
+
+    /// Takes the batch's groups: each summary key (the hash's name) and its change.
+    pub fn take_groups(&mut self) -> Vec<(String, KeyChange)> {
+        self.groups.drain().collect()
     }
 
     /// The batch's writes as commands (name first). Each command names one key, in
@@ -294,76 +473,15 @@ impl Batch {
         self.packed_commands(rules, max_args).iter().map(|c| c.args().map(<[u8]>::to_vec).collect()).collect()
     }
 
-    /// [`Batch::commands`], each command's arguments packed in one buffer (one allocation per
-    /// command instead of one per argument: a batch generates a command per key it touches).
+    /// [`Batch::commands`], each command's arguments packed in one buffer.
     pub fn packed_commands(&self, rules: &Rules, max_args: usize) -> Vec<Packed> {
-        // Integers are printed with itoa: `write!` through `core::fmt` was 8% of an ingest.
-        let max_args = max_args.max(8);
-        let mut out = Vec::with_capacity(self.hashes.len() + self.hlls.len() + self.sets.len());
-        let expire = |out: &mut Vec<Packed>, key: &str, ms: i64| {
-            if ms > 0 {
-                let mut c = Packed::new(b"PEXPIREAT", key, 16);
-                c.buf.extend_from_slice(itoa::Buffer::new().format(ms).as_bytes());
-                c.end();
-                out.push(c);
+        let mut out = Vec::with_capacity(self.groups.len());
+        let mut part_key = String::new();
+        for (key, g) in &self.groups {
+            for part in g.parts() {
+                KeyChange::part_key(rules, key, g, part, &mut part_key);
+                g.commands(rules, &part_key, part, max_args, &mut out);
             }
-        };
-        for (key, h) in &self.hashes {
-            let s = &rules.summaries[h.summary];
-            let mut c = Packed::new(b"SUMMARY.UPDATE", key, 24 * h.accs.len());
-            for (m, acc) in s.metrics.iter().zip(&h.accs) {
-                let Some(acc) = acc else { continue };
-                c.push(m.name.as_bytes());
-                match acc {
-                    Acc::Count(n) => {
-                        c.push(b"INCRBY");
-                        c.buf.extend_from_slice(itoa::Buffer::new().format(*n).as_bytes());
-                    }
-                    Acc::Sum(x) => {
-                        c.push(b"INCRBYFLOAT");
-                        c.buf.extend_from_slice(fmt_f64(*x).as_bytes());
-                    }
-                    Acc::Min(x) => {
-                        c.push(b"MIN");
-                        c.buf.extend_from_slice(fmt_f64(*x).as_bytes());
-                    }
-                    Acc::Max(x) => {
-                        c.push(b"MAX");
-                        c.buf.extend_from_slice(fmt_f64(*x).as_bytes());
-                    }
-                    Acc::Last(t) => {
-                        c.push(b"SET");
-                        c.buf.extend_from_slice(t.as_bytes());
-                    }
-                }
-                c.end();
-            }
-            if c.ends.len() > 2 {
-                out.push(c);
-            }
-            expire(&mut out, key, h.expire_ms);
-        }
-        for (key, (hashes, ms)) in &self.hlls {
-            let mut digits = itoa::Buffer::new();
-            for chunk in hashes.chunks(max_args - 2) {
-                let mut c = Packed::new(b"HLL.ADDRAW", key, 20 * chunk.len());
-                for h in chunk {
-                    c.buf.extend_from_slice(digits.format(*h).as_bytes());
-                    c.end();
-                }
-                out.push(c);
-            }
-            expire(&mut out, key, *ms);
-        }
-        for (key, (members, ms)) in &self.sets {
-            for chunk in members.chunks(max_args - 2) {
-                let mut c = Packed::new(b"SADD", key, chunk.iter().map(String::len).sum());
-                for m in chunk {
-                    c.push(m.as_bytes());
-                }
-                out.push(c);
-            }
-            expire(&mut out, key, *ms);
         }
         out
     }
@@ -404,11 +522,8 @@ impl Packed {
 /// A double as the shortest text that reads back as the same value (Rust's `Display`), which
 /// every float parser on the way back accepts.
 pub fn fmt_f64(x: f64) -> String {
-    let s = format!("{x}");
-    if s == "-0" {
-        "0".into()
-    } else {
-        s
-    }
+    let mut b = Vec::with_capacity(24);
+    write_f64(x, &mut b);
+    String::from_utf8(b).unwrap_or_default()
 }
 

@@ -7,8 +7,8 @@
 //! time is) and summaries (which feed, a `where` filter, dimensions, a time bucket, metrics).
 //! A batch of lines ([`Batch::add_payload`]) becomes, per summary key, the aggregated change
 //! the batch makes to it: counters and sums added, minima and maxima, the last value, HLL
-//! hashes, distinct members. The server turns those into ordinary commands routed to the
-//! shard owning each key, so the log, snapshots and replicas see plain writes.
+//! hashes, distinct members. The server applies those on the shard owning each key and logs
+//! them as ordinary commands, so the log, snapshots and replicas see plain writes.
 //!
 //! What it is not: it opens no file and no socket, knows nothing of shards or the keyspace,
 //! and keeps no state between batches (the server counts rejects and rates).
@@ -26,12 +26,12 @@ mod keys;
 mod query;
 mod rules;
 
-pub use batch::{fmt_f64, Acc, Batch, Packed, Reject};
+pub use batch::{fmt_f64, write_f64, Acc, Batch, KeyChange, Members, Packed, Part, Reject, Slot, StreamAppend};
 pub use event::{parse_line, parse_line_into, split_csv, Event, JsonPath, LineError};
 pub use filter::{Expr, FilterError};
 pub use keys::{escape, parse_key, summary_key, KeyParts};
 pub use query::{Cell, Group, GroupBy, Query, QueryError};
-pub use rules::{parse_duration_ms, Bucket, Feed, Format, Metric, MetricKind, Rules, RulesError, Summary, TimeSource, Unit};
+pub use rules::{parse_duration_ms, Bucket, Feed, Format, Metric, MetricKind, Rules, RulesError, StreamRule, Summary, TemplatePart, TimeSource, Unit};
 
 #[cfg(test)]
 mod tests;

@@ -183,7 +183,33 @@ pub struct Summary {
     pub ttl_ms: Option<i64>,
     /// Every field the summary reads (dimensions, filter, metrics), sorted, without repeats.
     pub uses: Vec<usize>,
+    /// `stream = { key = "user:{user}", fields = [...], maxlen = N }`: each update of the
+    /// summary (an event past its filter, per fan-out combination) is also appended to the
+    /// stream its key template names.
+    pub stream: Option<StreamRule>,
 }
+
+/// A part of a stream key template: literal text or a field's value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TemplatePart {
+    Text(String),
+    Field(usize),
+}
+
+/// A summary's stream rule (see [`Summary::stream`]).
+#[derive(Debug, Clone)]
+pub struct StreamRule {
+    /// The key: `{field}` is replaced by the field's value, as it is (no escaping).
+    pub key: Vec<TemplatePart>,
+    /// The fields each entry holds, by name, in this order (indexes into the feed's fields).
+    pub fields: Vec<usize>,
+    pub field_names: Vec<String>,
+    /// `XADD ... MAXLEN ~ maxlen`, if set.
+    pub maxlen: Option<u64>,
+}
+
+/// Longest stream key template.
+pub const MAX_STREAM_KEY_BYTES: usize = 512;
 
 impl Summary {
     pub fn metric(&self, name: &str) -> Option<usize> {
@@ -239,8 +265,17 @@ struct RawSummary {
     #[serde(default)]
     dimensions: Option<Spanned<Vec<String>>>,
     bucket: Option<Spanned<String>>,
-    metrics: Spanned<BTreeMap<Spanned<String>, Spanned<String>>>,
+    metrics: Option<Spanned<BTreeMap<Spanned<String>, Spanned<String>>>>,
     ttl: Option<Spanned<String>>,
+    stream: Option<Spanned<RawStream>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStream {
+    key: Spanned<String>,
+    fields: Spanned<Vec<String>>,
+    maxlen: Option<Spanned<i64>>,
 }
 
 /// Turns byte offsets into 1-based line numbers.
@@ -466,14 +501,20 @@ fn compile_summary(lines: &Lines, span: std::ops::Range<usize>, s: RawSummary, f
             None => return lines.err(t.span(), format!("summary '{name}': bad ttl '{}' (a number and s, m, h, d or w: \"90d\")", t.get_ref())),
         },
     };
+    let stream = match s.stream {
+        None => None,
+        Some(st) => Some(compile_stream(lines, &name, st, feed, &mut uses)?),
+    };
     let mut metrics = Vec::new();
-    if s.metrics.get_ref().is_empty() {
-        return lines.err(s.metrics.span(), format!("summary '{name}' has no metrics"));
-    }
-    if s.metrics.get_ref().len() > MAX_METRICS {
-        return lines.err(s.metrics.span(), format!("summary '{name}': more than {MAX_METRICS} metrics"));
-    }
-    for (m, def) in s.metrics.get_ref() {
+    let no_metrics = BTreeMap::new();
+    let raw_metrics = match &s.metrics {
+        Some(m) if m.get_ref().is_empty() && stream.is_none() => return lines.err(m.span(), format!("summary '{name}' has no metrics")),
+        Some(m) if m.get_ref().len() > MAX_METRICS => return lines.err(m.span(), format!("summary '{name}': more than {MAX_METRICS} metrics")),
+        Some(m) => m.get_ref(),
+        None if stream.is_some() => &no_metrics,
+        None => return lines.err(span, format!("summary '{name}' needs `metrics = {{ ... }}` or a `stream = {{ ... }}`")),
+    };
+    for (m, def) in raw_metrics {
         let mname = m.get_ref();
         if !valid_name(mname) {
             return lines.err(m.span(), format!("summary '{name}': metric name '{mname}' must be letters, digits, '_' or '-'"));
@@ -509,8 +550,63 @@ fn compile_summary(lines: &Lines, span: std::ops::Range<usize>, s: RawSummary, f
         }
         metrics.push(Metric { name: mname.clone(), kind });
     }
-    let _ = span;
     uses.sort_unstable();
     uses.dedup();
-    Ok(Summary { name, feed: fi, filter, dims, dim_names, bucket, metrics, ttl_ms, uses })
+    Ok(Summary { name, feed: fi, filter, dims, dim_names, bucket, metrics, ttl_ms, uses, stream })
+}
+
+/// Checks a summary's `stream = { key = "...{field}...", fields = [...], maxlen = N }`.
+fn compile_stream(lines: &Lines, name: &str, st: Spanned<RawStream>, feed: &Feed, uses: &mut Vec<usize>) -> Result<StreamRule, RulesError> {
+    let st = st.into_inner();
+    let template = st.key.get_ref();
+    let at = st.key.span();
+    if template.is_empty() || template.len() > MAX_STREAM_KEY_BYTES {
+        return lines.err(at, format!("summary '{name}': a stream key is 1 to {MAX_STREAM_KEY_BYTES} bytes"));
+    }
+    let mut key = Vec::new();
+    let mut rest = template.as_str();
+    while !rest.is_empty() {
+        match rest.find(['{', '}']) {
+            None => {
+                key.push(TemplatePart::Text(rest.to_string()));
+                break;
+            }
+            Some(i) if rest.as_bytes()[i] == b'}' => return lines.err(at, format!("summary '{name}': stream key '{template}': '}}' without '{{'")),
+            Some(i) => {
+                if i > 0 {
+                    key.push(TemplatePart::Text(rest[..i].to_string()));
+                }
+                let Some(close) = rest[i..].find('}') else {
+                    return lines.err(at, format!("summary '{name}': stream key '{template}': '{{' without '}}'"));
+                };
+                let field = &rest[i + 1..i + close];
+                let Some(f) = feed.field(field) else {
+                    return lines.err(at, format!("summary '{name}': stream key '{template}': '{field}' is not a field of feed '{}'", feed.name));
+                };
+                uses.push(f);
+                key.push(TemplatePart::Field(f));
+                rest = &rest[i + close + 1..];
+            }
+        }
+    }
+    if st.fields.get_ref().is_empty() {
+        return lines.err(st.fields.span(), format!("summary '{name}': a stream needs at least one field"));
+    }
+    let mut fields = Vec::new();
+    for f in st.fields.get_ref() {
+        let Some(i) = feed.field(f) else {
+            return lines.err(st.fields.span(), format!("summary '{name}': stream field '{f}' is not a field of feed '{}'", feed.name));
+        };
+        if fields.contains(&i) {
+            return lines.err(st.fields.span(), format!("summary '{name}': stream field '{f}' appears twice"));
+        }
+        uses.push(i);
+        fields.push(i);
+    }
+    let maxlen = match &st.maxlen {
+        None => None,
+        Some(m) if *m.get_ref() >= 1 => Some(*m.get_ref() as u64),
+        Some(m) => return lines.err(m.span(), format!("summary '{name}': stream maxlen must be at least 1")),
+    };
+    Ok(StreamRule { key, fields, field_names: st.fields.into_inner(), maxlen })
 }

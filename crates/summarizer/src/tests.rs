@@ -262,3 +262,33 @@ fn queries_merge_groups() {
         assert!(Query::parse(&r, bad).is_err());
     }
 }
+
+#[test]
+fn stream_rule_appends_each_update_in_event_order() {
+    let text = format!("{RULES}\n[[summary]]\nname = \"trail\"\nfeed = \"v2\"\nwhere = \"campaign != 'skip'\"\nstream = {{ key = \"u:{{user}}:{{campaign}}\", fields = [\"sku\", \"campaign\"], maxlen = 10 }}\n");
+    let r = Rules::parse(&text).expect("valid");
+    let si = r.summary("trail").unwrap();
+    let st = r.summaries[si].stream.as_ref().unwrap();
+    assert_eq!(st.maxlen, Some(10));
+    assert_eq!(st.field_names, vec!["sku".to_string(), "campaign".to_string()]);
+    let mut b = Batch::new(&r, r.feed("v2").unwrap());
+    let lines = "{\"time\": 2000, \"ad\": {\"campaign\": \"c\"}, \"user\": {\"id\": 5}, \"items\": [{\"sku\": \"a\"}, {\"sku\": \"b\"}]}\n\
+                 {\"time\": 1000, \"ad\": {\"campaign\": \"skip\"}, \"user\": {\"id\": 5}, \"items\": [{\"sku\": \"a\"}]}\n\
+                 {\"time\": 1000, \"ad\": {\"campaign\": \"d\"}, \"user\": {\"id\": 6}, \"items\": [{\"sku\": \"z\"}]}\n";
+    b.add_payload(&r, lines.as_bytes(), 1, 10);
+    let got: Vec<(String, i64, Vec<String>)> = b.streams.iter().map(|x| (x.key.clone(), x.time_ms, x.values.clone())).collect();
+    assert_eq!(
+        got,
+        vec![
+            ("u:5:c".to_string(), 2000, vec!["a".to_string(), "c".to_string()]),
+            ("u:5:c".to_string(), 2000, vec!["b".to_string(), "c".to_string()]),
+            ("u:6:d".to_string(), 1000, vec!["z".to_string(), "d".to_string()]),
+        ]
+    );
+    assert!(!b.is_empty());
+    // A stream-only summary needs no metrics; one with neither is refused.
+    let e = err_of(&text.replace("stream = { key = \"u:{user}:{campaign}\", fields = [\"sku\", \"campaign\"], maxlen = 10 }", ""));
+    assert!(e.message.contains("needs `metrics"), "{e}");
+    let e = err_of(&text.replace("{campaign}\"", "{campaign\""));
+    assert!(e.message.contains("without"), "{e}");
+}

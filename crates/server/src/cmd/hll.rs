@@ -73,7 +73,7 @@ fn params(log2m: i64, regwidth: i64, expthresh: i64, sparseon: bool, cfg: &HllCo
 }
 
 /// The parameters of sketches created without options (the hll-* configuration).
-fn default_params(cfg: &HllConfig) -> Result<Params, Frame> {
+pub(crate) fn default_params(cfg: &HllConfig) -> Result<Params, Frame> {
     params(cfg.log2m, cfg.regwidth, cfg.expthresh, cfg.sparseon, cfg)
 }
 

@@ -33,7 +33,7 @@ use std::sync::Arc;
 use abacus_collections::CompactHash;
 use abacus_keyspace::{Db, Value, ValueRef};
 use abacus_protocol::{Arg, Args, Bytes, Frame};
-use abacus_summarizer::{parse_key, Batch, Cell, Group, GroupBy, MetricKind, Query, Rules};
+use abacus_summarizer::{parse_key, Acc, Batch, Cell, Group, GroupBy, KeyChange, MetricKind, Packed, Part, Query, Rules, Slot};
 
 use super::args::*;
 use crate::command::flags::*;
@@ -48,8 +48,6 @@ const K1: (i32, i32, i32) = (1, 1, 1);
 const NONE: (i32, i32, i32) = (0, 0, 0);
 const G: &str = "summarizer";
 
-/// The commands a batch generates (`abacus_summarizer::Batch::packed_commands`).
-const GENERATED: [&str; 4] = ["SUMMARY.UPDATE", "HLL.ADDRAW", "SADD", "PEXPIREAT"];
 
 /// The prefix of a source's exactly-once record.
 pub const SOURCE_PREFIX: &str = "__summarizer:source:";
@@ -261,38 +259,29 @@ async fn ingest(conn: &mut Conn, access: Access<'_>, a: &[Arg], with_source: boo
     }
     let n = conn.worker.shards();
     let db = conn.db;
-    let mut per_shard: BTreeMap<usize, Vec<Call>> = BTreeMap::new();
-    let mut specs: Vec<(&'static [u8], &'static Spec)> = Vec::with_capacity(4);
-    for c in batch.packed_commands(&rules, MAX_GENERATED_ARGS) {
-        let name = &c.buf[..c.ends[0]];
-        let spec = match specs.iter().find(|(n, _)| *n == name) {
-            Some((_, spec)) => *spec,
-            None => match crate::command::lookup(name) {
-                Some(spec) => {
-                    specs.push((spec.name.as_bytes(), spec));
-                    // Names arrive upper-case: remember that spelling too.
-                    if let Some(upper) = GENERATED.iter().find(|g| g.as_bytes() == name) {
-                        specs.push((upper.as_bytes(), spec));
-                    }
-                    spec
-                }
-                None => return err("ERR internal error: the summarizer generated an unknown command"),
-            },
-        };
-        // One buffer per command; the arguments are slices of it.
-        let buf = Bytes::from(c.buf);
-        let mut start = 0;
-        let args = Args::from_vec(
-            c.ends
-                .iter()
-                .map(|&end| {
-                    let a = buf.slice(start..end);
-                    start = end;
-                    a
-                })
-                .collect(),
-        );
-        per_shard.entry(shard_of(&args[1], n)).or_default().push(Call { spec, args });
+    let mut per_shard: BTreeMap<usize, ShardWork> = BTreeMap::new();
+    // The folded changes go to the shards as they are (shared, read-only): each shard gets
+    // the list of (change, part) it owns, the key of a part computed here once for routing.
+    let groups = Arc::new(batch.take_groups());
+    let mut part_key = String::new();
+    for (gi, (key, g)) in groups.iter().enumerate() {
+        for part in g.parts() {
+            KeyChange::part_key(&rules, key, g, part, &mut part_key);
+            per_shard.entry(shard_of(part_key.as_bytes(), n)).or_default().parts.push((gi, part));
+        }
+    }
+    for x in batch.streams.drain(..) {
+        let st = rules.summaries[x.summary].stream.as_ref().expect("a stream append comes from a stream rule");
+        let mut head = vec![Bytes::from_static(b"XADD"), Bytes::from(x.key.into_bytes())];
+        if let Some(max) = st.maxlen {
+            head.extend([Bytes::from_static(b"MAXLEN"), Bytes::from_static(b"~"), Bytes::from(max.to_string())]);
+        }
+        let mut tail = Vec::with_capacity(2 * st.fields.len());
+        for (name, v) in st.field_names.iter().zip(x.values) {
+            tail.push(Bytes::from(name.clone()));
+            tail.push(Bytes::from(v.into_bytes()));
+        }
+        per_shard.entry(shard_of(&head[1], n)).or_default().streams.push(StreamWork { head, time_ms: x.time_ms, tail });
     }
     if let Some((key, ..)) = &source {
         per_shard.entry(shard_of(key.as_bytes(), n)).or_default();
@@ -338,18 +327,36 @@ async fn ingest(conn: &mut Conn, access: Access<'_>, a: &[Arg], with_source: boo
             Bytes::from(line.to_string()),
         ]);
         let spec = crate::command::lookup(b"hset").expect("HSET exists");
-        per_shard.entry(shard).or_default().push(Call { spec, args });
+        per_shard.entry(shard).or_default().calls.push(Call { spec, args });
     }
     let cfg = conn.worker.server.config.cmd_config();
+    let xadd = crate::command::lookup(b"xadd").expect("XADD exists");
     let mut jobs = Vec::with_capacity(per_shard.len());
-    for (shard, calls) in per_shard {
+    for (shard, work) in per_shard {
+        let (groups, rules) = (groups.clone(), rules.clone());
         let job = conn
             .worker
             .spawn_job(Access::Locked(locks), shard, move |s| {
                 let now = now_ms();
                 let mut failed = (0u64, None);
-                for c in &calls {
+                apply_parts(&mut s.dbs, db, &rules, &groups, &work.parts, now, cfg, n, &mut failed);
+                for c in &work.calls {
                     if let Frame::Error(e) = crate::exec::run_lone(&mut s.dbs, db, c.spec, &c.args, now, cfg, n) {
+                        failed.0 += 1;
+                        failed.1.get_or_insert(e);
+                    }
+                }
+                for w in work.streams {
+                    let reply = match stream_entry_id(&mut s.dbs[db], &w.head[1], w.time_ms, now) {
+                        Ok(id) => {
+                            let mut args = w.head;
+                            args.push(Bytes::from(id.to_bytes()));
+                            args.extend(w.tail);
+                            crate::exec::run_lone(&mut s.dbs, db, xadd, &Args::from_vec(args), now, cfg, n)
+                        }
+                        Err(e) => e,
+                    };
+                    if let Frame::Error(e) = reply {
                         failed.0 += 1;
                         failed.1.get_or_insert(e);
                     }
@@ -376,6 +383,320 @@ async fn ingest(conn: &mut Conn, access: Access<'_>, a: &[Arg], with_source: boo
         return Frame::error(format!("ERR {count} summary writes failed, the first with: {}", String::from_utf8_lossy(&first)));
     }
     ingest_reply(&batch)
+}
+
+// ---------------------------------------------------------------------------------------
+// Applying a batch's folded changes on a shard
+
+/// Buffers reused across the keys of one shard job.
+#[derive(Default)]
+struct Scratch {
+    /// The key of the part being applied.
+    key: String,
+    /// The log command's arguments, `buf[ends[i - 1]..ends[i]]`.
+    buf: Vec<u8>,
+    ends: Vec<usize>,
+    /// New hash values: (field, start, end in `vals`).
+    vals: Vec<u8>,
+    writes: Vec<(usize, usize, usize)>,
+    packed: Vec<Packed>,
+}
+
+impl Scratch {
+    fn start(&mut self, name: &[u8], key: &[u8]) {
+        self.buf.clear();
+        self.ends.clear();
+        self.push(name);
+        self.push(key);
+    }
+
+    fn push(&mut self, a: &[u8]) {
+        self.buf.extend_from_slice(a);
+        self.ends.push(self.buf.len());
+    }
+
+    fn args(&self) -> impl Iterator<Item = &[u8]> + Clone {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts.zip(self.ends.iter().copied()).map(|(a, b)| &self.buf[a..b])
+    }
+
+    /// Logs the command in `buf` (if the log is on) and counts the change for `save`.
+    fn log(&self, now: u64, db: usize) {
+        crate::aof::log_command_iter(now, db, self.ends.len(), self.args());
+        crate::snapshot::note_change();
+    }
+}
+
+/// Applies a shard's parts of a batch. The usual case (no `maxmemory`, no keyspace
+/// notifications, each key absent or of its type, no value that makes the command fail)
+/// is applied directly from the folded change: one lookup per key, no argument vector, no
+/// command dispatch, the log command encoded from the accumulators. That command is the one
+/// the generic path would run (SUMMARY.UPDATE, HLL.ADDRAW, SADD), so replay is unchanged,
+/// and WATCH is signalled as those commands signal it. Anything else runs the generated
+/// commands through the ordinary keyed path (`run_lone`), which then gives the same result
+/// or error as before; so does a ttl's PEXPIREAT.
+#[allow(clippy::too_many_arguments)]
+fn apply_parts(dbs: &mut [Db], db: usize, rules: &Rules, groups: &[(String, KeyChange)], parts: &[(usize, Part)], now: u64, cfg: crate::config::CmdConfig, shards: usize, failed: &mut (u64, Option<Bytes>)) {
+    let direct = cfg.maxmemory == 0 && cfg.notify == 0;
+    if direct {
+        // As `exec::run_handler`: lookups maintain the metadata the eviction policy needs.
+        let tracking = cfg.tracking();
+        if dbs.first().is_some_and(|d| d.tracking() != tracking) {
+            dbs.iter_mut().for_each(|d| d.set_tracking(tracking));
+        }
+    }
+    let mut sc = Scratch::default();
+    for &(gi, part) in parts {
+        let (key, g) = &groups[gi];
+        let mut pk = std::mem::take(&mut sc.key);
+        KeyChange::part_key(rules, key, g, part, &mut pk);
+        let applied = direct
+            && match part {
+                Part::Hash => apply_hash(&mut dbs[db], db, rules, g, pk.as_bytes(), now, &cfg, &mut sc),
+                Part::Metric(i) => match &g.slots[i] {
+                    Slot::Hll(hashes) => apply_hll(&mut dbs[db], db, hashes, pk.as_bytes(), now, &cfg, &mut sc),
+                    Slot::Set(members) => apply_set(&mut dbs[db], db, members, pk.as_bytes(), now, &cfg, &mut sc),
+                    Slot::Hash(_) => true,
+                },
+            };
+        let mut cmds = std::mem::take(&mut sc.packed);
+        cmds.clear();
+        if applied {
+            cmds.extend(g.expire_command(&pk));
+        } else {
+            g.commands(rules, &pk, part, MAX_GENERATED_ARGS, &mut cmds);
+        }
+        for c in cmds.drain(..) {
+            let reply = match crate::command::lookup(&c.buf[..c.ends[0]]) {
+                Some(spec) => {
+                    // One buffer per command; the arguments are slices of it.
+                    let buf = Bytes::from(c.buf);
+                    let mut start = 0;
+                    let args = Args::from_vec(
+                        c.ends
+                            .iter()
+                            .map(|&end| {
+                                let a = buf.slice(start..end);
+                                start = end;
+                                a
+                            })
+                            .collect(),
+                    );
+                    crate::exec::run_lone(dbs, db, spec, &args, now, cfg, shards)
+                }
+                None => err("ERR internal error: the summarizer generated an unknown command"),
+            };
+            if let Frame::Error(e) = reply {
+                failed.0 += 1;
+                failed.1.get_or_insert(e);
+            }
+        }
+        sc.packed = cmds;
+        sc.key = pk;
+    }
+}
+
+/// The new values of a summary hash's fields (into `sc.vals`/`sc.writes`) and the
+/// SUMMARY.UPDATE that states them (into `sc.buf`), from the current hash; false where
+/// SUMMARY.UPDATE would fail (a field that is not a number, an overflow, a NaN/Infinity).
+fn hash_writes(h: Option<&CompactHash>, s: &abacus_summarizer::Summary, g: &KeyChange, sc: &mut Scratch) -> bool {
+    sc.vals.clear();
+    sc.writes.clear();
+    for (mi, (m, slot)) in s.metrics.iter().zip(&g.slots).enumerate() {
+        let Slot::Hash(Some(acc)) = slot else { continue };
+        let name = m.name.as_bytes();
+        sc.push(name);
+        sc.push(acc.op());
+        let at = sc.buf.len();
+        acc.write_value(&mut sc.buf);
+        sc.ends.push(sc.buf.len());
+        let old = h.and_then(|h| h.get(name));
+        let start = sc.vals.len();
+        match acc {
+            Acc::Count(n) => {
+                let cur = match old {
+                    None => 0,
+                    Some(v) => match abacus_keyspace::value::parse_canonical_i64(v) {
+                        Some(c) => c,
+                        None => return false,
+                    },
+                };
+                let Some(sum) = cur.checked_add(*n) else { return false };
+                sc.vals.extend_from_slice(itoa::Buffer::new().format(sum).as_bytes());
+            }
+            Acc::Sum(_) => {
+                // The value as the command carries it, read back as SUMMARY.UPDATE reads it.
+                let Some(by) = parse_f64(&sc.buf[at..]) else { return false };
+                let cur = match old {
+                    None => 0.0,
+                    Some(v) => match parse_f64(v) {
+                        Some(c) => c,
+                        None => return false,
+                    },
+                };
+                let sum = cur + by;
+                if !sum.is_finite() {
+                    return false;
+                }
+                abacus_summarizer::write_f64(sum, &mut sc.vals);
+            }
+            Acc::Min(_) | Acc::Max(_) => {
+                let Some(x) = parse_f64(&sc.buf[at..]) else { return false };
+                if let Some(v) = old {
+                    let Some(c) = parse_f64(v) else { return false };
+                    if (matches!(acc, Acc::Min(_)) && c <= x) || (matches!(acc, Acc::Max(_)) && c >= x) {
+                        continue;
+                    }
+                }
+                sc.vals.extend_from_slice(&sc.buf[at..]);
+            }
+            Acc::Last(t) => sc.vals.extend_from_slice(t.as_bytes()),
+        }
+        if old != Some(&sc.vals[start..]) {
+            sc.writes.push((mi, start, sc.vals.len()));
+        }
+    }
+    true
+}
+
+/// SUMMARY.UPDATE applied directly (see [`apply_parts`]); false to run the command instead.
+#[allow(clippy::too_many_arguments)]
+fn apply_hash(d: &mut Db, db: usize, rules: &Rules, g: &KeyChange, key: &[u8], now: u64, cfg: &crate::config::CmdConfig, sc: &mut Scratch) -> bool {
+    let s = &rules.summaries[g.summary];
+    sc.start(b"SUMMARY.UPDATE", key);
+    let created = match d.get_mut(key, now) {
+        Some(e) => {
+            let Some(h) = e.as_hash_mut() else { return false };
+            if !hash_writes(Some(h), s, g, sc) {
+                return false;
+            }
+            if sc.writes.is_empty() {
+                return true;
+            }
+            for &(mi, a, b) in &sc.writes {
+                h.insert_with_limits(s.metrics[mi].name.as_bytes(), &sc.vals[a..b], &cfg.hash_limits);
+            }
+            false
+        }
+        None => {
+            if !hash_writes(None, s, g, sc) {
+                return false;
+            }
+            if sc.writes.is_empty() {
+                return true;
+            }
+            true
+        }
+    };
+    if created {
+        let mut h = CompactHash::new();
+        for &(mi, a, b) in &sc.writes {
+            h.insert_with_limits(s.metrics[mi].name.as_bytes(), &sc.vals[a..b], &cfg.hash_limits);
+        }
+        d.set(key, Value::Hash(Box::new(h)), 0, now);
+    }
+    d.signal_modified(key);
+    sc.log(now, db);
+    true
+}
+
+/// HLL.ADDRAW applied directly; false to run the command instead (a key holding a string,
+/// which the command decodes, or another type).
+#[allow(clippy::too_many_arguments)]
+fn apply_hll(d: &mut Db, db: usize, hashes: &[i64], key: &[u8], now: u64, cfg: &crate::config::CmdConfig, sc: &mut Scratch) -> bool {
+    let changed = match d.get_mut(key, now) {
+        Some(e) => match e.as_hll_mut() {
+            Some(h) => hashes.iter().fold(false, |changed, &x| h.add_raw(x) | changed),
+            None => return false,
+        },
+        None => {
+            let Ok(p) = super::hll::default_params(&cfg.hll) else { return false };
+            let mut h = abacus_hll::Hll::new(p);
+            for &x in hashes {
+                h.add_raw(x);
+            }
+            d.set(key, Value::Hll(Box::new(h)), 0, now);
+            true
+        }
+    };
+    // As HLL.ADDRAW (and PFADD): a sketch that did not change is not signalled.
+    if changed {
+        d.signal_modified(key);
+        let mut digits = itoa::Buffer::new();
+        for chunk in hashes.chunks(MAX_GENERATED_ARGS - 2) {
+            sc.start(b"HLL.ADDRAW", key);
+            for &x in chunk {
+                sc.push(digits.format(x).as_bytes());
+            }
+            sc.log(now, db);
+        }
+    }
+    true
+}
+
+/// SADD applied directly; false to run the command instead (a key of another type).
+#[allow(clippy::too_many_arguments)]
+fn apply_set(d: &mut Db, db: usize, members: &abacus_summarizer::Members, key: &[u8], now: u64, cfg: &crate::config::CmdConfig, sc: &mut Scratch) -> bool {
+    let all: Vec<&[u8]> = members.iter().collect();
+    let added = match d.get_mut(key, now) {
+        Some(e) => match e.as_set_mut() {
+            Some(set) => set.insert_many_with_limits(&all, &cfg.set_limits),
+            None => return false,
+        },
+        None => {
+            let mut set = abacus_collections::IdSet::new();
+            let added = set.insert_many_with_limits(&all, &cfg.set_limits);
+            d.set(key, Value::Set(Box::new(set)), 0, now);
+            added
+        }
+    };
+    if added > 0 {
+        d.signal_modified(key);
+        for chunk in all.chunks(MAX_GENERATED_ARGS - 2) {
+            sc.start(b"SADD", key);
+            for m in chunk {
+                sc.push(m);
+            }
+            sc.log(now, db);
+        }
+    }
+    true
+}
+
+/// A shard's part of a batch: the folded changes it owns (index into the batch's changes,
+/// which part), commands (the source's record), then stream entries (in event order).
+#[derive(Default)]
+struct ShardWork {
+    parts: Vec<(usize, Part)>,
+    calls: Vec<Call>,
+    streams: Vec<StreamWork>,
+}
+
+/// An XADD waiting for its ID: `head` is `XADD key [MAXLEN ~ n]`, `tail` the field-value pairs.
+struct StreamWork {
+    head: Vec<Bytes>,
+    time_ms: i64,
+    tail: Vec<Bytes>,
+}
+
+/// The ID of a summarizer stream entry: the event's time, taken as XADD `*` takes the clock
+/// (`<ms>-0` past the stream's last ID, else the last ID's sequence plus one), so events
+/// arriving out of time order still append, at the stream's latest time. The entry is then
+/// an XADD with an explicit ID: the log replays it exactly.
+fn stream_entry_id(db: &mut Db, key: &[u8], time_ms: i64, now: u64) -> Result<abacus_collections::StreamId, Frame> {
+    let last = match db.get(key, now) {
+        None => abacus_collections::StreamId::MIN,
+        Some(e) => match e.as_stream() {
+            Some(s) => s.last_id(),
+            None => return Err(err(ERR_WRONGTYPE)),
+        },
+    };
+    let t = time_ms.max(0) as u64;
+    if t > last.ms {
+        return Ok(abacus_collections::StreamId { ms: t, seq: 0 });
+    }
+    // An exhausted stream (last ID the maximum): XADD refuses it with Redis's message.
+    Ok(last.incr().unwrap_or(last))
 }
 
 /// [events applied, lines rejected].
