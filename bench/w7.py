@@ -9,6 +9,7 @@ price series and for a regular 1-second counter series.
 
 import os
 import random
+import socket
 import statistics
 import subprocess
 import sys
@@ -51,57 +52,113 @@ def generate():
                         yield i, f, s, d, round(walk[d] * (1 + 0.001 * SOURCES.index(s)), 4)
 
 
+def resp(*args):
+    """One command as RESP (what `redis-cli --pipe` sends as is)."""
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
 def load():
-    pipe = r.pipeline(transaction=False)
+    """Writes the commands as RESP and the rows as COPY text, then loads both at once:
+    Abacus through `redis-cli --pipe` (no client round trips), PostgreSQL through COPY."""
     n = 0
     madd = []
-    copy = open("/tmp/w7.copy", "w")
     created = set()
+    cmds = open("/tmp/w7.resp", "wb")
+    copy = open("/tmp/w7.copy", "w")
     for i, f, s, d, v in generate():
         key = "I%d:F%d:%s" % (i, f, s)
         if key not in created:
             created.add(key)
-            pipe.execute_command("TS.CREATE", key, "LABELS", "instrument", "I%d" % i, "field", "F%d" % f, "source", s)
-        madd += [key, T0 + d * DAY_MS, v]
+            cmds.write(resp("TS.CREATE", key, "LABELS", "instrument", "I%d" % i, "field", "F%d" % f, "source", s))
+        madd += [key, T0 + d * DAY_MS, repr(v)]
         copy.write("I%d\tF%d\t%s\t%d\t%r\n" % (i, f, s, d, v))
         n += 1
         if len(madd) >= 3000:
-            pipe.execute_command("TS.MADD", *madd)
+            cmds.write(resp("TS.MADD", *madd))
             madd = []
-            if len(pipe) >= 50:
-                pipe.execute()
     if madd:
-        pipe.execute_command("TS.MADD", *madd)
-    pipe.execute()
+        cmds.write(resp("TS.MADD", *madd))
+    cmds.close()
     copy.close()
     psql("DROP TABLE IF EXISTS px; CREATE TABLE px (instrument text, field text, source text, day int, value float8)")
     with open("/tmp/w7.copy") as fh:
-        subprocess.run(["psql", "-X", "-q", "-h", "127.0.0.1", "-p", str(pg_port), "-U", pg_user, "-d", "postgres",
-                        "-c", "COPY px FROM STDIN"], stdin=fh, check=True)
+        pg = subprocess.Popen(["psql", "-X", "-q", "-h", "127.0.0.1", "-p", str(pg_port), "-U", pg_user, "-d", "postgres",
+                               "-c", "COPY px FROM STDIN"], stdin=fh)
+        with open("/tmp/w7.resp", "rb") as rh:
+            out = subprocess.run(["redis-cli", "-p", str(ab_port), "--pipe"], stdin=rh, check=True, capture_output=True, text=True).stdout
+        if pg.wait() != 0:
+            raise SystemExit("COPY failed")
+    if "errors: 0," not in out:
+        raise SystemExit("loading Abacus failed: " + out)
     psql("CREATE INDEX px_idx ON px (instrument, field, day, source)")
     psql("VACUUM ANALYZE px")
     os.unlink("/tmp/w7.copy")
+    os.unlink("/tmp/w7.resp")
     return n, len(created)
 
 
-def ab_request(insts, days):
+def ab_args(insts, days):
     d0, d1 = days
-    args = ["TS.WATERFALL", T0 + d0 * DAY_MS, T0 + d1 * DAY_MS, "SOURCES", *SOURCES,
+    return ["TS.WATERFALL", T0 + d0 * DAY_MS, T0 + d1 * DAY_MS, "SOURCES", *SOURCES,
             "FILTER", "instrument=(%s)" % ",".join("I%d" % i for i in insts), "field=(%s)" % ",".join("F%d" % f for f in range(FIELDS))]
+
+
+def server_cpu_s():
+    """The Abacus server's CPU seconds so far (user + system, every thread), from /proc: on a
+    shared machine the wall time also counts the time its threads waited for a core."""
+    pid = os.environ.get("AB_PID")
+    if not pid:
+        return 0.0
+    with open("/proc/%s/stat" % pid) as fh:
+        f = fh.read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def ab_request(insts, days):
+    """Time to the reply's last byte: the command and a PING written at once on a raw socket,
+    read until the PONG (no client-side parsing in the figure: redis-py without hiredis
+    takes longer to parse a 200,000-point reply than the server takes to compute it)."""
+    sock = socket.create_connection(("127.0.0.1", ab_port))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    req = resp(*ab_args(insts, days)) + resp("PING")
     t = time.perf_counter()
-    reply = r.execute_command(*args)
-    return time.perf_counter() - t, reply
+    sock.sendall(req)
+    buf = bytearray()
+    while not buf.endswith(b"+PONG\r\n"):
+        chunk = sock.recv(1 << 22)
+        if not chunk:
+            raise SystemExit("connection closed")
+        buf += chunk
+    elapsed = time.perf_counter() - t
+    sock.close()
+    return elapsed, len(buf)
 
 
 def pg_request(insts, days):
+    """PostgreSQL's own client timing (psql's \\timing: the query's round trip, rows
+    included, without psql's start-up)."""
     d0, d1 = days
     ranks = " ".join("WHEN '%s' THEN %d" % (s, k) for k, s in enumerate(SOURCES))
     sql = ("SELECT DISTINCT ON (instrument, field, day) instrument, field, day, value FROM px "
            "WHERE instrument IN (%s) AND day BETWEEN %d AND %d "
            "ORDER BY instrument, field, day, CASE source %s END" % (",".join("'I%d'" % i for i in insts), d0, d1, ranks))
     t = time.perf_counter()
-    out = psql(sql, "-F", "\t")
-    return time.perf_counter() - t, out
+    out = psql_timed(sql)
+    wall = time.perf_counter() - t
+    lines = out.splitlines()
+    timing = [l for l in lines if l.startswith("Time: ")]
+    rows = [l for l in lines if not l.startswith("Time: ")]
+    ms = float(timing[-1].split()[1]) if timing else wall * 1000
+    return ms / 1000, "\n".join(rows)
+
+
+def psql_timed(sql):
+    return subprocess.run(["psql", "-X", "-q", "-At", "-F", "\t", "-h", "127.0.0.1", "-p", str(pg_port), "-U", pg_user, "-d", "postgres",
+                           "-c", "\\timing on", "-c", sql], check=True, capture_output=True, text=True).stdout
 
 
 def points_of(reply):
@@ -110,11 +167,17 @@ def points_of(reply):
 
 def run(name, insts, days):
     ab, pg = [], []
+    cpu = []
     for _ in range(ROUNDS):
-        ta, reply = ab_request(insts, days)
+        c = server_cpu_s()
+        ta, size = ab_request(insts, days)
+        cpu.append(server_cpu_s() - c)
         tp, out = pg_request(insts, days)
         ab.append(ta)
         pg.append(tp)
+    t = time.perf_counter()
+    reply = r.execute_command(*ab_args(insts, days))
+    parse = time.perf_counter() - t
     rows = [line.split("\t") for line in out.splitlines()]
     # Same answer: every PostgreSQL row is an Abacus point with the same value.
     got = {}
@@ -125,7 +188,7 @@ def run(name, insts, days):
     want = {(a, b, int(c)): float(v) for a, b, c, v in rows}
     assert got == want, "Abacus and PostgreSQL disagree"
     a, p = statistics.median(ab) * 1000, statistics.median(pg) * 1000
-    print("| %s | %d | %.1f | %.1f | %.1fx |" % (name, points_of(reply), a, p, p / a))
+    print("| %s | %d | %d | %.1f | %.0f | %.1f | %.1fx | %.0f |" % (name, points_of(reply), size, a, statistics.median(cpu) * 1000, p, p / a, parse * 1000))
 
 
 def main():
@@ -136,8 +199,8 @@ def main():
     print("price series: %d samples, %.3f bytes per sample encoded, %.3f with all series overhead"
           % (price["ts_samples"], price["ts_bytes_per_sample"], price["ts_memory_bytes_per_sample"]))
     days_one = DAYS // 2
-    print("| request | points | Abacus ms (median of %d) | PostgreSQL ms | PostgreSQL/Abacus |" % ROUNDS)
-    print("|---|---|---|---|---|")
+    print("| request | points | reply bytes | Abacus ms (median of %d) | Abacus server CPU ms | PostgreSQL ms | PostgreSQL/Abacus | redis-py call, ms |" % ROUNDS)
+    print("|---|---|---|---|---|---|---|---|")
     per_day = max(1, 200_000 // FIELDS)
     run("%d instruments x %d fields x 1 day" % (min(INSTRUMENTS, per_day), FIELDS), range(min(INSTRUMENTS, per_day)), (days_one, days_one))
     n10 = min(INSTRUMENTS, per_day // 10)

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # W7 waterfall: INSTRUMENTS x FIELDS x 5 sources of daily random-walk values over DAYS days
-# (each source covering a different 50-95% of the days), loaded into Abacus and into a
-# throwaway PostgreSQL (table (instrument, field, source, day, value), index on
-# (instrument, field, day, source)); then the same ~200,000-point waterfall request
-# (N instruments x FIELDS fields x 1 day, then N/10 instruments x 10 days) timed as one
-# TS.WATERFALL call against PostgreSQL's DISTINCT ON query, answers compared. Prints a
-# Markdown table and INFO timeseries (bytes per sample), including a regular 1-second
+# (each source covering a different 50-95% of the days), loaded into Abacus (the commands
+# written as RESP and sent through `redis-cli --pipe`) and into a throwaway PostgreSQL (COPY
+# into (instrument, field, source, day, value), index on (instrument, field, day, source));
+# then the same ~200,000-point waterfall request (N instruments x FIELDS fields x 1 day, then
+# N/10 instruments x 10 days) timed as one TS.WATERFALL call (to the reply's last byte on a raw
+# socket) against PostgreSQL's DISTINCT ON query (psql's \timing), answers compared. Prints
+# a Markdown table and INFO timeseries (bytes per sample), including a regular 1-second
 # counter series. (Redis has no waterfall; its module has no such command, so the
 # comparison point is PostgreSQL, as the issue asks.)
 #
 #   INSTRUMENTS=1000 DAYS=100 ROUNDS=5 bench/w7.sh
-#   INSTRUMENTS=10000 DAYS=730 bench/w7.sh      # the issue's full scale (hours, ~30 GiB)
+#   INSTRUMENTS=5000 DAYS=16 bench/w7.sh        # the issue's 200,000-point request, 1M series
+#   INSTRUMENTS=10000 DAYS=730 bench/w7.sh      # the issue's full scale (~1 billion samples:
+#                                               # more memory and disk than a 24 GiB machine)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -28,9 +31,10 @@ stop_pg() { as_pg pg_ctl -D "$PG_DIR" stop -m fast >/dev/null 2>&1 || true; }
 trap 'stop_pg; bench_cleanup' EXIT
 
 "$ABACUS_BIN" serve --port "$AB_PORT" --dir "$BENCH_TMP" --appendonly no --save '' ${ABACUS_ARGS:-} >"$BENCH_TMP/abacus.log" 2>&1 &
-BENCH_PIDS+=($!)
+AB_PID=$!
+BENCH_PIDS+=($AB_PID)
 wait_ping "$AB_PORT"
 
 echo "W7 on $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ), abacus $(git -C "$ROOT" rev-parse --short HEAD)"
 PY=${PYTHON:-python3}
-"$PY" "$ROOT/bench/w7.py" "$AB_PORT" "$PG_PORT" "$PG_USER"
+AB_PID=$AB_PID "$PY" "$ROOT/bench/w7.py" "$AB_PORT" "$PG_PORT" "$PG_USER"

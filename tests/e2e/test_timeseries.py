@@ -471,6 +471,36 @@ def test_waterfall_matches_a_python_reference(r):
     assert got == [[b"instrument=X", [[b"instrument", b"X"]], [[1, b"1"]]]]
 
 
+def test_waterfall_ties_across_shards_order_and_resp3(r):
+    # Two series of one group and one source on different shards: at a timestamp both have,
+    # the smaller key wins; a better source on a third series wins over both. Groups come
+    # out in the order of their names, whichever shard holds their members.
+    a, b = sorted([key_on(0, "tie"), key_on(1, "tie")])
+    c = key_on(1, "best")
+    for k, src in ((a, "vendorA"), (b, "vendorA"), (c, "exchange")):
+        X(r).execute_command("TS.CREATE", k, "LABELS", "instrument", "T", "source", src)
+    for t, va, vb in ((1, 10, 20), (2, 11, 21), (3, None, 22)):
+        if va is not None:
+            X(r).execute_command("TS.ADD", a, t, va)
+        X(r).execute_command("TS.ADD", b, t, vb)
+    X(r).execute_command("TS.ADD", c, 2, 99)
+    for inst in ("Z", "M", "B"):
+        X(r).execute_command("TS.CREATE", key_on(0, inst), "LABELS", "instrument", inst, "source", "vendorA")
+        X(r).execute_command("TS.ADD", key_on(0, inst), 1, 1)
+    args = ["TS.WATERFALL", "-", "+", "SOURCES", "exchange", "vendorA", "FILTER", "instrument=(T,Z,M,B)", "WITHSOURCE"]
+    got = X(r).execute_command(*args)
+    assert [g[0] for g in got] == [b"instrument=B", b"instrument=M", b"instrument=T", b"instrument=Z"]
+    assert got[2][2] == [[1, b"10", b"vendorA"], [2, b"99", b"exchange"], [3, b"22", b"vendorA"]]
+    kw = r.connection_pool.connection_kwargs
+    r3 = redis.Redis(host=kw["host"], port=kw["port"], protocol=3)
+    r3.response_callbacks = {}
+    got3 = r3.execute_command(*args)
+    assert list(got3) == [g[0] for g in got]
+    assert got3[b"instrument=T"] == [{b"instrument": b"T"}, [[1, 10.0, b"vendorA"], [2, 99.0, b"exchange"], [3, 22.0, b"vendorA"]]]
+    assert X(r).execute_command("TS.QUERYINDEX", "instrument=(T,B)") == sorted(k.encode() for k in (a, b, c, key_on(0, "B")))
+    r3.close()
+
+
 def test_waterfall_errors(r):
     X(r).execute_command("TS.CREATE", "w", "LABELS", "instrument", "IBM", "source", "a")
     assert err_of(r.execute_command, "TS.WATERFALL", 0, 10, "SOURCES", "FILTER", "instrument=IBM") == "TSDB: SOURCES needs at least one source"

@@ -245,67 +245,76 @@ pub struct ChunkIter<'a> {
 }
 
 impl ChunkIter<'_> {
-    fn get(&mut self, n: u32) -> Option<u64> {
-        if n == 0 {
-            return Some(0);
-        }
-        if self.at + u64::from(n) > self.c.bits {
-            return None;
-        }
+    /// The next 64 bits of the stream from the cursor (zeros past the last word), without
+    /// consuming them: a sample's control bits are read from one window, not bit by bit.
+    #[inline]
+    fn peek(&self) -> u64 {
         let w = (self.at / 64) as usize;
         let off = (self.at % 64) as u32;
-        let avail = 64 - off;
-        let first = self.c.words[w] << off;
-        let v = if n <= avail {
-            first >> (64 - n)
+        let words = &self.c.words;
+        let first = words.get(w).copied().unwrap_or(0) << off;
+        if off == 0 {
+            first
         } else {
-            let hi = first >> (64 - n);
-            hi | (self.c.words[w + 1] >> (64 - (n - avail)))
-        };
-        self.at += u64::from(n);
-        Some(v)
+            first | (words.get(w + 1).copied().unwrap_or(0) >> (64 - off))
+        }
     }
 
+    /// Consumes `n` bits (1 to 64) and returns them.
+    #[inline]
+    fn take(&mut self, n: u32) -> u64 {
+        let v = self.peek() >> (64 - n);
+        self.at += u64::from(n);
+        v
+    }
+
+    /// The next sample; `None` when none is left or the stream is malformed (too short for
+    /// its count, or a value window that cannot be). Reads never go past the words: a read
+    /// beyond `bits` sees zeros and is caught by the position check at the end.
     fn next_checked(&mut self) -> Option<(u64, f64)> {
         if self.left == 0 {
             return None;
         }
         if self.left == self.c.count {
-            self.t = self.get(64)?;
-            self.v = self.get(64)?;
+            self.t = self.take(64);
+            self.v = self.take(64);
         } else {
-            let mut ones = 0;
-            while ones < 5 && self.get(1)? == 1 {
-                ones += 1;
-            }
+            let ones = self.peek().leading_ones().min(5);
+            // The prefix: `ones` ones, then a zero unless there are five.
+            self.at += u64::from(ones) + u64::from(ones < 5);
             let z = match ones {
                 0 => 0,
-                1 => self.get(7)?,
-                2 => self.get(9)?,
-                3 => self.get(12)?,
-                4 => self.get(32)?,
-                _ => self.get(64)?,
+                1 => self.take(7),
+                2 => self.take(9),
+                3 => self.take(12),
+                4 => self.take(32),
+                _ => self.take(64),
             };
             let dod = ((z >> 1) as i64) ^ -((z & 1) as i64);
             self.delta = self.delta.wrapping_add(dod);
             self.t = self.t.wrapping_add(self.delta as u64);
-            if self.get(1)? == 1 {
-                if self.get(1)? == 0 {
+            let ctl = self.peek() >> 62;
+            if ctl < 2 {
+                self.at += 1;
+            } else {
+                self.at += 2;
+                if ctl == 2 {
                     if self.len == 0 {
                         return None;
                     }
-                    let trail = 64 - u32::from(self.lead) - u32::from(self.len);
-                    self.v ^= self.get(u32::from(self.len))? << trail;
                 } else {
-                    self.lead = self.get(6)? as u8;
-                    self.len = self.get(6)? as u8 + 1;
+                    self.lead = self.take(6) as u8;
+                    self.len = self.take(6) as u8 + 1;
                     if u32::from(self.lead) + u32::from(self.len) > 64 {
                         return None;
                     }
-                    let trail = 64 - u32::from(self.lead) - u32::from(self.len);
-                    self.v ^= self.get(u32::from(self.len))? << trail;
                 }
+                let trail = 64 - u32::from(self.lead) - u32::from(self.len);
+                self.v ^= self.take(u32::from(self.len)) << trail;
             }
+        }
+        if self.at > self.c.bits {
+            return None;
         }
         self.left -= 1;
         Some((self.t, f64::from_bits(self.v)))

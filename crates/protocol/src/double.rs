@@ -473,14 +473,29 @@ pub fn format_double_ts(d: f64, out: &mut Vec<u8>) {
         out.extend_from_slice(if d.is_sign_negative() { b"-0" } else { b"0" });
         return;
     }
-    let sci = format!("{d:e}");
+    // Formatted on the stack (a TS.MRANGE reply formats hundreds of thousands of values).
+    let mut sci_buf = [0u8; 48];
+    let sci_len = {
+        let mut w = &mut sci_buf[..];
+        let _ = write!(w, "{d:e}");
+        48 - w.len()
+    };
+    let sci = std::str::from_utf8(&sci_buf[..sci_len]).expect("ASCII");
     let (mant, exp) = sci.split_once('e').expect("LowerExp has an exponent");
     let exp: i32 = exp.parse().expect("an integer exponent");
     let (neg, mant) = match mant.strip_prefix('-') {
         Some(m) => (true, m),
         None => (false, mant),
     };
-    let digits: String = mant.chars().filter(|c| *c != '.').collect();
+    let mut digit_buf = [0u8; 48];
+    let mut nd = 0;
+    for &c in mant.as_bytes() {
+        if c != b'.' {
+            digit_buf[nd] = c;
+            nd += 1;
+        }
+    }
+    let digits = std::str::from_utf8(&digit_buf[..nd]).expect("ASCII");
     if neg {
         out.push(b'-');
     }

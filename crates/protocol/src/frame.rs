@@ -77,6 +77,11 @@ pub enum Frame {
     SampleValue(f64),
     /// RESP3 `%n` (a map); RESP2 an array of two-element arrays (RedisTimeSeries's labels).
     PairMap(Vec<(Frame, Frame)>),
+    /// A whole reply the command encoded itself, for the protocol the connection spoke when
+    /// it ran; copied to the output as is. Why: TS.MGET's and TS.WATERFALL's replies hold
+    /// hundreds of thousands of small elements, built on the shards' threads in parallel;
+    /// a frame tree would cost an allocation and a free per element on the connection's.
+    Encoded(Bytes),
 }
 
 /// Builds a [`Frame::Bulks`]: each pushed element is encoded at once as `$len\r\nbytes\r\n`
@@ -231,6 +236,7 @@ pub fn encode(frame: &Frame, proto: Protocol, out: &mut BytesMut) {
                 line(b'+', &s, out);
             }
         }
+        Frame::Encoded(body) => out.extend_from_slice(body),
         Frame::PairMap(pairs) => {
             len_line(if resp3 { b'%' } else { b'*' }, pairs.len(), out);
             for (k, v) in pairs {

@@ -7,18 +7,29 @@
 //! evaluates the range on its own series; the connection merges the shards' parts. One round
 //! trip for the client whatever the number of series.
 //!
+//! Why the replies are encoded on the shards: a FILTER may match hundreds of thousands of
+//! series, and a frame tree (a key, a labels map and a sample array per series) built on the
+//! shard, sorted and encoded on the connection's thread cost several microseconds per series,
+//! all on one thread. So each shard encodes its rows straight into one buffer (`Rows`), sorted
+//! by key, in parallel with the other shards; the connection merges the sorted runs by
+//! copying bytes into a `Frame::Encoded` reply. (TS.MRANGE's GROUPBY still goes through
+//! frames: its groups need every member's samples on the connection.)
+//!
 //! TS.WATERFALL from to SOURCES s1 s2 ... [SOURCELABEL label] FILTER ... [WITHSOURCE] [LATEST]:
 //! the matching series are grouped by all their labels but the source label (`source` by
 //! default); in each group every timestamp of [from, to] gets the value of the first source,
-//! in the given order, that has a sample there. Shards return each group's per-source samples
-//! (already in time order); the merge is a k-way walk over at most one list per source, so it
-//! costs a few comparisons per point. Replies have TS.MRANGE's shape: per group its key (the
-//! group's labels as `l=v` joined by `,` in label order), its labels, and its points
-//! (`[ts, value]`, or `[ts, value, source]` WITH SOURCE).
+//! in the given order, that has a sample there. Each shard groups its own members (in flat
+//! buffers, no allocation per series), merges each group's members by precedence (a k-way walk
+//! over lists already in time order: a few comparisons per point), and returns its groups
+//! sorted by identity; the connection walks the shards' sorted groups together, merges the
+//! parts of a group found on several shards by the same rule, and encodes the reply as it
+//! goes. Replies have TS.MRANGE's shape: per group its key (the group's labels as `l=v` joined
+//! by `,` in label order), its labels, and its points (`[ts, value]`, or `[ts, value, source]`
+//! WITH SOURCE), groups in the order of their names.
 
 use std::collections::HashMap;
 
-use abacus_collections::{Aggregator, Labels, Series};
+use abacus_collections::{Aggregator, Series};
 
 /// A series' samples of a range, oldest first.
 type Samples = Vec<(u64, f64)>;
@@ -26,7 +37,7 @@ use abacus_keyspace::Db;
 use abacus_protocol::{Arg, Bytes, Frame, Protocol};
 
 use super::args::*;
-use super::timeseries::{labels_frame, latest_extra};
+use super::timeseries::latest_extra;
 use super::ts_range::{self, find, samples_frame, RangeOpts};
 use crate::command::flags::*;
 use crate::command::Spec;
@@ -49,9 +60,9 @@ pub const COMMANDS: &[Spec] = &[
 #[derive(Clone, Debug)]
 enum Matcher {
     /// `l=v`, `l=(a,b)`: the label has one of the values.
-    In(Box<[u8]>, Vec<Box<[u8]>>),
+    In(Box<[u8]>, Values),
     /// `l!=v`, `l!=(a,b)`: the label is absent or has none of the values.
-    NotIn(Box<[u8]>, Vec<Box<[u8]>>),
+    NotIn(Box<[u8]>, Values),
     /// `l=`: the label is absent.
     Absent(Box<[u8]>),
     /// `l!=`: the label is present.
@@ -60,9 +71,19 @@ enum Matcher {
 
 type Filter = Vec<Matcher>;
 
-/// A matcher's values, sorted so that checking a candidate is a binary search (a waterfall
-/// FILTER lists thousands of instruments).
-fn parse_values(v: &[u8]) -> Vec<Box<[u8]>> {
+/// A matcher's values, sorted and deduplicated; a long list (a waterfall FILTER names
+/// thousands of instruments) also gets a hash set, so that checking a candidate is one
+/// lookup rather than a binary search of memcmp calls.
+#[derive(Clone, Debug)]
+struct Values {
+    sorted: Vec<Box<[u8]>>,
+    set: Option<std::collections::HashSet<Box<[u8]>, foldhash::fast::FixedState>>,
+}
+
+/// From this many values on, a matcher checks candidates through a hash set.
+const VALUES_SET_MIN: usize = 16;
+
+fn parse_values(v: &[u8]) -> Values {
     let mut vs: Vec<Box<[u8]>> = if v.len() >= 2 && v[0] == b'(' && v[v.len() - 1] == b')' {
         v[1..v.len() - 1].split(|&c| c == b',').map(Box::from).collect()
     } else {
@@ -70,11 +91,15 @@ fn parse_values(v: &[u8]) -> Vec<Box<[u8]>> {
     };
     vs.sort_unstable();
     vs.dedup();
-    vs
+    let set = (vs.len() >= VALUES_SET_MIN).then(|| vs.iter().cloned().collect());
+    Values { sorted: vs, set }
 }
 
-fn has(vs: &[Box<[u8]>], v: &[u8]) -> bool {
-    vs.binary_search_by(|x| (**x).cmp(v)).is_ok()
+fn has(vs: &Values, v: &[u8]) -> bool {
+    match &vs.set {
+        Some(set) => set.contains(v),
+        None => vs.sorted.binary_search_by(|x| (**x).cmp(v)).is_ok(),
+    }
 }
 
 fn parse_filter(args: &[Arg]) -> Result<Filter, Frame> {
@@ -115,7 +140,7 @@ fn each_match<R>(db: &mut Db, filter: &Filter, mut f: impl FnMut(&Db, &[u8], &Se
     let positive: Vec<(&[u8], Vec<&[u8]>)> = filter
         .iter()
         .filter_map(|m| match m {
-            Matcher::In(l, vs) => Some((&**l, vs.iter().map(|v| &**v).collect())),
+            Matcher::In(l, vs) => Some((&**l, vs.sorted.iter().map(|v| &**v).collect())),
             _ => None,
         })
         .collect();
@@ -170,19 +195,6 @@ fn is_keyword(a: &[u8]) -> bool {
     ["latest", "withlabels", "selected_labels", "filter", "count", "align", "aggregation", "filter_by_ts", "filter_by_value", "buckettimestamp", "empty", "groupby"].iter().any(|k| is(a, k))
 }
 
-fn pick_labels(s: &Series, w: &LabelsWanted) -> Frame {
-    match w {
-        LabelsWanted::None => Frame::PairMap(vec![]),
-        LabelsWanted::All => labels_frame(s),
-        LabelsWanted::Selected(names) => Frame::PairMap(
-            names
-                .iter()
-                .map(|n| (Frame::Bulk(Bytes::copy_from_slice(n)), s.label(n).map_or(Frame::Null, |v| Frame::Bulk(Bytes::copy_from_slice(v)))))
-                .collect(),
-        ),
-    }
-}
-
 fn filter_args(a: &[Arg], first: usize) -> Result<(usize, usize), Frame> {
     let Some(fi) = find(a, first, "filter") else { return Err(err("ERR TSDB: missing FILTER argument")) };
     let end = find(a, fi + 1, "groupby").unwrap_or(a.len());
@@ -215,6 +227,108 @@ fn multi_reply(proto: Protocol, rows: Vec<(Bytes, Frame, Option<Frame>, Frame)>)
     }
 }
 
+/// One shard's rows of a multi-series reply (TS.MGET, TS.MRANGE, TS.QUERYINDEX), encoded on
+/// the shard's thread: each row is its key followed by its encoded element; `rows` holds
+/// (row start, key end, row end) in `buf`, sorted by key, so that the connection only merges
+/// the shards' sorted runs and copies bytes.
+#[derive(Default)]
+struct Rows {
+    buf: Vec<u8>,
+    rows: Vec<(u32, u32, u32)>,
+}
+
+impl Rows {
+    fn key(&self, i: usize) -> &[u8] {
+        let (a, k, _) = self.rows[i];
+        &self.buf[a as usize..k as usize]
+    }
+
+    fn element(&self, i: usize) -> &[u8] {
+        let (_, k, e) = self.rows[i];
+        &self.buf[k as usize..e as usize]
+    }
+
+    /// Starts a row for `key`; the caller appends the element to `buf`, then calls `end`.
+    fn start(&mut self, key: &[u8]) -> (u32, u32) {
+        let a = len32(self.buf.len());
+        self.buf.extend_from_slice(key);
+        (a, len32(self.buf.len()))
+    }
+
+    fn end(&mut self, (a, k): (u32, u32)) {
+        self.rows.push((a, k, len32(self.buf.len())));
+    }
+
+    fn sort(&mut self) {
+        let buf = &self.buf;
+        self.rows.sort_unstable_by(|x, y| buf[x.0 as usize..x.1 as usize].cmp(&buf[y.0 as usize..y.1 as usize]));
+    }
+}
+
+/// The shards' rows merged in key order under one header (`prefix` and the row count).
+fn merge_rows(parts: &[Rows], prefix: u8) -> Bytes {
+    let n: usize = parts.iter().map(|p| p.rows.len()).sum();
+    let bytes: usize = parts.iter().map(|p| p.buf.len()).sum();
+    let mut out = Vec::with_capacity(bytes + 16);
+    put_len(&mut out, prefix, n);
+    let mut cur = vec![0usize; parts.len()];
+    loop {
+        let mut best: Option<(usize, &[u8])> = None;
+        for (p, part) in parts.iter().enumerate() {
+            if cur[p] < part.rows.len() {
+                let k = part.key(cur[p]);
+                if best.is_none_or(|(_, b)| k < b) {
+                    best = Some((p, k));
+                }
+            }
+        }
+        let Some((p, _)) = best else { break };
+        out.extend_from_slice(parts[p].element(cur[p]));
+        cur[p] += 1;
+    }
+    Bytes::from(out)
+}
+
+/// A series' labels as TS.MGET and TS.MRANGE reply them (WITHLABELS: all; SELECTED_LABELS: the
+/// named ones, null when absent; neither: none), encoded.
+fn put_labels(out: &mut Vec<u8>, s: &Series, w: &LabelsWanted, resp3: bool) {
+    let map = if resp3 { b'%' } else { b'*' };
+    let pair = |out: &mut Vec<u8>, l: &[u8], v: Option<&[u8]>| {
+        if !resp3 {
+            put_len(out, b'*', 2);
+        }
+        put_bulk(out, l);
+        match v {
+            Some(v) => put_bulk(out, v),
+            None => out.extend_from_slice(if resp3 { b"_\r\n" } else { b"$-1\r\n" }),
+        }
+    };
+    match w {
+        LabelsWanted::None => put_len(out, map, 0),
+        LabelsWanted::All => {
+            put_len(out, map, s.labels.len());
+            for (l, v) in &s.labels {
+                pair(out, l, Some(v));
+            }
+        }
+        LabelsWanted::Selected(names) => {
+            put_len(out, map, names.len());
+            for n in names {
+                pair(out, n, s.label(n));
+            }
+        }
+    }
+}
+
+/// Samples as [`samples_frame`] encodes them.
+fn put_samples(out: &mut Vec<u8>, samples: &[(u64, f64)], resp3: bool) {
+    put_len(out, b'*', samples.len());
+    for &(t, v) in samples {
+        put_len(out, b'*', 2);
+        put_sample(out, t, v, resp3);
+    }
+}
+
 async fn mget(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     let (fi, end) = match filter_args(a, 1) {
         Ok(x) => x,
@@ -230,21 +344,40 @@ async fn mget(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     };
     let latest = find(&a[..fi], 1, "latest").is_some();
     let db = conn.db;
+    let resp3 = conn.proto == Protocol::Resp3;
     let parts = conn
         .worker
         .run_all(access, move |sh| {
             let now = now_ms();
+            let mut rows = Rows::default();
             each_match(&mut sh.dbs[db], &filter, |db, key, s| {
                 let extra = if latest { latest_extra(db, key, s, now) } else { None };
-                let sample = extra.or(s.last()).map_or(Frame::Array(vec![]), |(t, v)| ts_range::sample_frame(t, v));
-                Some((Bytes::copy_from_slice(key), pick_labels(s, &wanted), None, sample))
-            })
+                let r = rows.start(key);
+                // [key, labels, sample] (RESP2), or key => [labels, sample] (RESP3).
+                if resp3 {
+                    put_bulk(&mut rows.buf, key);
+                    put_len(&mut rows.buf, b'*', 2);
+                } else {
+                    put_len(&mut rows.buf, b'*', 3);
+                    put_bulk(&mut rows.buf, key);
+                }
+                put_labels(&mut rows.buf, s, &wanted, resp3);
+                match extra.or(s.last()) {
+                    Some((t, v)) => {
+                        put_len(&mut rows.buf, b'*', 2);
+                        put_sample(&mut rows.buf, t, v, resp3);
+                    }
+                    None => put_len(&mut rows.buf, b'*', 0),
+                }
+                rows.end(r);
+                Some(())
+            });
+            rows.sort();
+            rows
         })
         .await;
     let Some(parts) = parts else { return shutting_down() };
-    let mut rows: Vec<_> = parts.into_iter().flatten().collect();
-    rows.sort_by(|x, y| x.0.cmp(&y.0));
-    multi_reply(conn.proto, rows)
+    Frame::Encoded(merge_rows(&parts, if resp3 { b'%' } else { b'*' }))
 }
 
 async fn queryindex(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
@@ -253,17 +386,22 @@ async fn queryindex(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         Err(e) => return e,
     };
     let db = conn.db;
-    let Some(parts) = conn.worker.run_all(access, move |sh| each_match(&mut sh.dbs[db], &filter, |_, key, _| Some(Bytes::copy_from_slice(key)))).await else {
-        return shutting_down();
-    };
-    let mut keys: Vec<Bytes> = parts.into_iter().flatten().collect();
-    keys.sort();
-    let keys = keys.into_iter().map(Frame::Bulk);
-    if conn.proto == Protocol::Resp3 {
-        Frame::Set(keys.collect())
-    } else {
-        Frame::Array(keys.collect())
-    }
+    let parts = conn
+        .worker
+        .run_all(access, move |sh| {
+            let mut rows = Rows::default();
+            each_match(&mut sh.dbs[db], &filter, |_, key, _| {
+                let r = rows.start(key);
+                put_bulk(&mut rows.buf, key);
+                rows.end(r);
+                Some(())
+            });
+            rows.sort();
+            rows
+        })
+        .await;
+    let Some(parts) = parts else { return shutting_down() };
+    Frame::Encoded(merge_rows(&parts, if conn.proto == Protocol::Resp3 { b'~' } else { b'*' }))
 }
 
 /// Reducers GROUPBY accepts.
@@ -298,37 +436,65 @@ async fn mrange(conn: &mut Conn, access: Access<'_>, a: &[Arg], rev: bool) -> Fr
         None
     };
     let db = conn.db;
+    let resp3 = conn.proto == Protocol::Resp3;
+    let aggs = Frame::Map(vec![(Frame::Bulk(Bytes::from_static(b"aggregators")), Frame::Array(opts.agg.iter().map(|s| Frame::Bulk(Bytes::from(s.agg.name()))).collect()))]);
+    let Some((label, reducer)) = group else {
+        // Each series' row encoded on its shard: [key, labels, samples] (RESP2), or key =>
+        // [labels, meta, samples] (RESP3).
+        let mut meta = abacus_protocol::BytesMut::new();
+        abacus_protocol::encode(&aggs, conn.proto, &mut meta);
+        let parts = conn
+            .worker
+            .run_all(access, move |sh| {
+                let now = now_ms();
+                let mut rows = Rows::default();
+                each_match(&mut sh.dbs[db], &filter, |db, key, s| {
+                    let extra = if opts.latest { latest_extra(db, key, s, now) } else { None };
+                    let samples = ts_range::evaluate(s, &opts, rev, extra);
+                    let r = rows.start(key);
+                    if resp3 {
+                        put_bulk(&mut rows.buf, key);
+                        put_len(&mut rows.buf, b'*', 3);
+                    } else {
+                        put_len(&mut rows.buf, b'*', 3);
+                        put_bulk(&mut rows.buf, key);
+                    }
+                    put_labels(&mut rows.buf, s, &wanted, resp3);
+                    if resp3 {
+                        rows.buf.extend_from_slice(&meta);
+                    }
+                    put_samples(&mut rows.buf, &samples, resp3);
+                    rows.end(r);
+                    Some(())
+                });
+                rows.sort();
+                rows
+            })
+            .await;
+        let Some(parts) = parts else { return shutting_down() };
+        return Frame::Encoded(merge_rows(&parts, if resp3 { b'%' } else { b'*' }));
+    };
     let o2 = opts.clone();
     let group_wanted = wanted.clone();
-    let group_label = group.as_ref().map(|g| g.0.clone());
+    let group_label = label.clone();
     let parts = conn
         .worker
         .run_all(access, move |sh| {
             let now = now_ms();
             each_match(&mut sh.dbs[db], &filter, |db, key, s| {
-                let gv = match &group_label {
-                    Some(l) => Some(Bytes::copy_from_slice(s.label(l)?)),
-                    None => None,
-                };
+                let gv = Bytes::copy_from_slice(s.label(&group_label)?);
                 let extra = if o2.latest { latest_extra(db, key, s, now) } else { None };
                 let samples = ts_range::evaluate(s, &o2, rev, extra);
-                Some((Bytes::copy_from_slice(key), pick_labels(s, &wanted), gv, samples))
+                Some((Bytes::copy_from_slice(key), gv, samples))
             })
         })
         .await;
     let Some(parts) = parts else { return shutting_down() };
     let mut rows: Vec<_> = parts.into_iter().flatten().collect();
     rows.sort_by(|x, y| x.0.cmp(&y.0));
-    let aggs = Frame::Map(vec![(Frame::Bulk(Bytes::from_static(b"aggregators")), Frame::Array(opts.agg.iter().map(|s| Frame::Bulk(Bytes::from(s.agg.name()))).collect()))]);
-    let Some((label, reducer)) = group else {
-        let out = rows.into_iter().map(|(k, labels, _, samples)| (k, labels, Some(aggs.clone()), samples_frame(&samples))).collect();
-        return multi_reply(conn.proto, out);
-    };
     let mut groups: std::collections::BTreeMap<Bytes, Vec<(Bytes, Samples)>> = Default::default();
-    for (k, _, gv, samples) in rows {
-        if let Some(v) = gv {
-            groups.entry(v).or_default().push((k, samples));
-        }
+    for (k, gv, samples) in rows {
+        groups.entry(gv).or_default().push((k, samples));
     }
     let out = groups
         .into_iter()
@@ -370,16 +536,198 @@ async fn mrange(conn: &mut Conn, access: Access<'_>, a: &[Arg], rev: bool) -> Fr
     multi_reply(conn.proto, out)
 }
 
-/// One source's samples for one group, from one shard.
-struct Part {
-    group: Labels,
-    rank: usize,
-    key: Bytes,
-    samples: Vec<(u64, f64)>,
-}
-
 /// Upper bound on SOURCES (the merge keeps one cursor per source).
 const WATERFALL_SOURCES_MAX: usize = 64;
+
+/// One group of one shard's waterfall part: its identity in [`WfPart::ids`] (`name`, a NUL,
+/// then each label and value length-prefixed, so two groups whose names read alike still
+/// differ), and its points in [`WfPart::points`], merged over the shard's own members.
+struct WfGroup {
+    id: (u32, u32),
+    name_len: u32,
+    points: (u32, u32),
+}
+
+/// A point of a shard's merged group: the source's rank and the member it came from (ties
+/// between two series of one group and one source go to the smaller key).
+#[derive(Clone, Copy)]
+struct WfPoint {
+    t: u64,
+    v: f64,
+    rank: u32,
+    member: u32,
+}
+
+/// One shard's part of a waterfall, in flat buffers (no allocation per series): its groups
+/// sorted by identity, so that the connection merges the shards' parts in one ordered walk.
+#[derive(Default)]
+struct WfPart {
+    /// Whether any matching series has the source label.
+    labelled: bool,
+    ids: Vec<u8>,
+    groups: Vec<WfGroup>,
+    points: Vec<WfPoint>,
+    keys: Vec<u8>,
+    /// Member -> its key's range in `keys`.
+    members: Vec<(u32, u32)>,
+}
+
+impl WfPart {
+    fn id(&self, g: usize) -> &[u8] {
+        let (a, b) = self.groups[g].id;
+        &self.ids[a as usize..b as usize]
+    }
+
+    fn key(&self, m: u32) -> &[u8] {
+        let (a, b) = self.members[m as usize];
+        &self.keys[a as usize..b as usize]
+    }
+}
+
+fn len32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// A waterfall's query, as each shard runs it.
+struct WfQuery {
+    filter: Filter,
+    label: Box<[u8]>,
+    sources: Vec<Box<[u8]>>,
+    from: u64,
+    to: u64,
+    latest: bool,
+}
+
+/// A shard's member: one matching series.
+struct WfMember {
+    group: u32,
+    rank: u32,
+    samples: (u32, u32),
+}
+
+/// The shard's side of TS.WATERFALL: finds the matching series, groups them (by their labels
+/// but the source label, sorted), and merges each group's members by precedence.
+fn waterfall_shard(db: &mut Db, q: &WfQuery) -> WfPart {
+    let now = now_ms();
+    let mut part = WfPart::default();
+    let mut members: Vec<WfMember> = Vec::new();
+    let mut samples: Vec<(u64, f64)> = Vec::new();
+    let mut group_of: HashMap<Box<[u8]>, u32, foldhash::fast::FixedState> = HashMap::default();
+    let mut name_lens: Vec<u32> = Vec::new();
+    let mut order: Vec<usize> = Vec::new();
+    let mut scratch: Vec<u8> = Vec::new();
+    let label = &*q.label;
+    each_match(db, &q.filter, |db, key, s| {
+        let src = s.label(label)?;
+        part.labelled = true;
+        let rank = q.sources.iter().position(|x| **x == *src)?;
+        // The group's identity: its labels but the source's, sorted.
+        order.clear();
+        order.extend((0..s.labels.len()).filter(|&i| *s.labels[i].0 != *label));
+        order.sort_unstable_by(|&a, &b| s.labels[a].cmp(&s.labels[b]));
+        scratch.clear();
+        for (n, &i) in order.iter().enumerate() {
+            if n > 0 {
+                scratch.push(b',');
+            }
+            scratch.extend_from_slice(&s.labels[i].0);
+            scratch.push(b'=');
+            scratch.extend_from_slice(&s.labels[i].1);
+        }
+        let name_len = len32(scratch.len());
+        scratch.push(0);
+        for &i in &order {
+            for x in [&s.labels[i].0, &s.labels[i].1] {
+                scratch.extend_from_slice(&len32(x.len()).to_le_bytes());
+                scratch.extend_from_slice(x);
+            }
+        }
+        let group = match group_of.get(&scratch[..]) {
+            Some(&g) => g,
+            None => {
+                let g = len32(name_lens.len());
+                group_of.insert(scratch.as_slice().into(), g);
+                name_lens.push(name_len);
+                g
+            }
+        };
+        let k0 = len32(part.keys.len());
+        part.keys.extend_from_slice(key);
+        part.members.push((k0, len32(part.keys.len())));
+        let s0 = len32(samples.len());
+        samples.extend(s.range(q.from, q.to));
+        if q.latest {
+            let extra = latest_extra(db, key, s, now);
+            if let Some(x) = extra.filter(|x| x.0 >= q.from && x.0 <= q.to && (samples.len() == s0 as usize || samples[samples.len() - 1].0 < x.0)) {
+                samples.push(x);
+            }
+        }
+        members.push(WfMember { group, rank: rank as u32, samples: (s0, len32(samples.len())) });
+        Some(())
+    });
+    // Members by group (a counting sort), then each group's by precedence.
+    let ngroups = name_lens.len();
+    let mut start = vec![0u32; ngroups + 1];
+    for m in &members {
+        start[m.group as usize + 1] += 1;
+    }
+    for g in 0..ngroups {
+        start[g + 1] += start[g];
+    }
+    let mut fill = start.clone();
+    let mut by_group = vec![0u32; members.len()];
+    for (i, m) in members.iter().enumerate() {
+        by_group[fill[m.group as usize] as usize] = i as u32;
+        fill[m.group as usize] += 1;
+    }
+    let mut ids: Vec<(Box<[u8]>, u32)> = group_of.into_iter().collect();
+    ids.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    part.groups.reserve(ngroups);
+    part.points.reserve(samples.len());
+    let mut at: Vec<u32> = Vec::new();
+    for (id, g) in ids {
+        let a = len32(part.ids.len());
+        part.ids.extend_from_slice(&id);
+        let ms = &mut by_group[start[g as usize] as usize..start[g as usize + 1] as usize];
+        if ms.len() > 1 {
+            ms.sort_unstable_by(|&x, &y| (members[x as usize].rank, part.key(x)).cmp(&(members[y as usize].rank, part.key(y))));
+        }
+        let p0 = len32(part.points.len());
+        let sl = |m: u32| {
+            let (a, b) = members[m as usize].samples;
+            &samples[a as usize..b as usize]
+        };
+        if let [m] = ms {
+            let rank = members[*m as usize].rank;
+            part.points.extend(sl(*m).iter().map(|&(t, v)| WfPoint { t, v, rank, member: *m }));
+        } else {
+            // The k-way merge: every timestamp any member has, from the first member (in
+            // precedence order) that has it.
+            at.clear();
+            at.resize(ms.len(), 0);
+            loop {
+                let mut best: Option<(u64, usize)> = None;
+                for (i, &m) in ms.iter().enumerate() {
+                    if let Some(&(t, _)) = sl(m).get(at[i] as usize) {
+                        if best.is_none_or(|(bt, _)| t < bt) {
+                            best = Some((t, i));
+                        }
+                    }
+                }
+                let Some((t, i)) = best else { break };
+                let m = ms[i];
+                part.points.push(WfPoint { t, v: sl(m)[at[i] as usize].1, rank: members[m as usize].rank, member: m });
+                for (j, &m) in ms.iter().enumerate() {
+                    if sl(m).get(at[j] as usize).is_some_and(|s| s.0 == t) {
+                        at[j] += 1;
+                    }
+                }
+            }
+        }
+        part.groups.push(WfGroup { id: (a, len32(part.ids.len())), name_len: name_lens[g as usize], points: (p0, len32(part.points.len())) });
+    }
+    part
+}
 
 async fn waterfall(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     let from = match ts_range::parse_ts_bound(&a[1], "fromTimestamp") {
@@ -426,93 +774,151 @@ async fn waterfall(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     let with_source = find(a, 3, "withsource").is_some();
     let latest = find(a, 3, "latest").is_some();
     let db = conn.db;
-    let label = source_label.clone();
-    let srcs = sources.clone();
-    let parts = conn
-        .worker
-        .run_all(access, move |sh| {
-            let now = now_ms();
-            let mut labelled = false;
-            let parts = each_match(&mut sh.dbs[db], &filter, |db, key, s| {
-                let src = s.label(&label)?;
-                labelled = true;
-                let rank = srcs.iter().position(|x| &**x == src)?;
-                let mut group: Labels = s.labels.iter().filter(|(l, _)| **l != *label).cloned().collect();
-                group.sort();
-                let extra = if latest { latest_extra(db, key, s, now) } else { None };
-                let mut samples: Vec<(u64, f64)> = s.range(from, to).collect();
-                if let Some(x) = extra.filter(|x| x.0 >= from && x.0 <= to && samples.last().is_none_or(|l| l.0 < x.0)) {
-                    samples.push(x);
-                }
-                Some(Part { group, rank, key: Bytes::copy_from_slice(key), samples })
-            });
-            (labelled, parts)
-        })
-        .await;
+    let q = WfQuery { filter, label: source_label.clone(), sources: sources.clone(), from, to, latest };
+    let parts = conn.worker.run_all(access, move |sh| waterfall_shard(&mut sh.dbs[db], &q)).await;
     let Some(parts) = parts else { return shutting_down() };
-    if !parts.iter().any(|p| p.0) && parts.iter().all(|p| p.1.is_empty()) {
+    if !parts.iter().any(|p| p.labelled) {
         return err(&format!("ERR TSDB: no series matching the filter has the source label '{}'", String::from_utf8_lossy(&source_label)));
     }
-    let mut groups: HashMap<Labels, Vec<Part>> = HashMap::new();
-    for p in parts.into_iter().flat_map(|p| p.1) {
-        groups.entry(p.group.clone()).or_default().push(p);
-    }
-    let mut out: Vec<(Bytes, Frame, Option<Frame>, Frame)> = Vec::with_capacity(groups.len());
-    for (group, mut members) in groups {
-        // Precedence: source rank, then key (two series of one group and source: the
-        // smaller key wins, deterministically).
-        members.sort_by(|x, y| (x.rank, &x.key).cmp(&(y.rank, &y.key)));
-        let points = merge(&members);
-        let mut name = Vec::new();
-        for (i, (l, v)) in group.iter().enumerate() {
-            if i > 0 {
-                name.push(b',');
-            }
-            name.extend_from_slice(l);
-            name.push(b'=');
-            name.extend_from_slice(v);
-        }
-        let labels = Frame::PairMap(group.iter().map(|(l, v)| (bulk_key(l), bulk_key(v))).collect());
-        let frames = points
-            .into_iter()
-            .map(|(t, v, m)| {
-                let mut row = vec![Frame::Integer(t as i64), Frame::SampleValue(v)];
-                if with_source {
-                    row.push(bulk_key(&sources[members[m].rank]));
-                }
-                Frame::Array(row)
-            })
-            .collect();
-        out.push((Bytes::from(name), labels, None, Frame::Array(frames)));
-    }
-    out.sort_by(|x, y| x.0.cmp(&y.0));
-    multi_reply(conn.proto, out)
+    Frame::Encoded(waterfall_reply(&parts, &sources, with_source, conn.proto))
 }
 
-/// The k-way waterfall merge of one group: every timestamp any member has, with the value of
-/// the first member (in precedence order) that has it, and that member's index.
-fn merge(members: &[Part]) -> Vec<(u64, f64, usize)> {
-    let mut at = vec![0usize; members.len()];
-    let total: usize = members.iter().map(|m| m.samples.len()).max().unwrap_or(0);
-    let mut out = Vec::with_capacity(total);
+/// Merges the shards' parts (each sorted by group identity) into the reply, encoded at once:
+/// TS.MRANGE's shape, a group per distinct identity, in identity order (that is, by name).
+fn waterfall_reply(parts: &[WfPart], sources: &[Box<[u8]>], with_source: bool, proto: Protocol) -> Bytes {
+    let resp3 = proto == Protocol::Resp3;
+    let npoints: usize = parts.iter().map(|p| p.points.len()).sum();
+    let mut body: Vec<u8> = Vec::with_capacity(npoints * 40 + parts.iter().map(|p| p.ids.len() * 2 + p.groups.len() * 32).sum::<usize>());
+    let mut ngroups = 0usize;
+    let mut cur = vec![0usize; parts.len()];
+    let mut same: Vec<usize> = Vec::with_capacity(parts.len());
+    let mut merged: Vec<(u64, f64, u32)> = Vec::new();
+    let mut at: Vec<u32> = Vec::new();
     loop {
-        let mut best: Option<(u64, usize)> = None;
-        for (i, m) in members.iter().enumerate() {
-            if let Some(&(t, _)) = m.samples.get(at[i]) {
-                if best.is_none_or(|(bt, _)| t < bt) {
-                    best = Some((t, i));
+        let mut min: Option<&[u8]> = None;
+        for (p, part) in parts.iter().enumerate() {
+            if cur[p] < part.groups.len() {
+                let id = part.id(cur[p]);
+                if min.is_none_or(|m| id < m) {
+                    min = Some(id);
                 }
             }
         }
-        let Some((t, i)) = best else { break };
-        out.push((t, members[i].samples[at[i]].1, i));
-        for (j, m) in members.iter().enumerate() {
-            if m.samples.get(at[j]).is_some_and(|s| s.0 == t) {
-                at[j] += 1;
+        let Some(id) = min else { break };
+        same.clear();
+        for (p, part) in parts.iter().enumerate() {
+            if cur[p] < part.groups.len() && part.id(cur[p]) == id {
+                same.push(p);
+            }
+        }
+        let first = &parts[same[0]].groups[cur[same[0]]];
+        let name = &id[..first.name_len as usize];
+        // The group's points over the shards that have it: the best (rank, key) per timestamp.
+        let pts = |p: usize| {
+            let g = &parts[p].groups[cur[p]];
+            &parts[p].points[g.points.0 as usize..g.points.1 as usize]
+        };
+        merged.clear();
+        if let [p] = same[..] {
+            merged.extend(pts(p).iter().map(|x| (x.t, x.v, x.rank)));
+        } else {
+            at.clear();
+            at.resize(same.len(), 0);
+            loop {
+                let mut best: Option<(usize, WfPoint)> = None;
+                for (i, &p) in same.iter().enumerate() {
+                    let Some(&x) = pts(p).get(at[i] as usize) else { continue };
+                    let better = match best {
+                        None => true,
+                        Some((bi, b)) => x.t < b.t || (x.t == b.t && (x.rank, parts[p].key(x.member)) < (b.rank, parts[same[bi]].key(b.member))),
+                    };
+                    if better {
+                        best = Some((i, x));
+                    }
+                }
+                let Some((_, b)) = best else { break };
+                merged.push((b.t, b.v, b.rank));
+                for (i, &p) in same.iter().enumerate() {
+                    if pts(p).get(at[i] as usize).is_some_and(|x| x.t == b.t) {
+                        at[i] += 1;
+                    }
+                }
+            }
+        }
+        for &p in &same {
+            cur[p] += 1;
+        }
+        ngroups += 1;
+        // [name, labels, points] (RESP2), or name => [labels, points] (RESP3).
+        if resp3 {
+            put_bulk(&mut body, name);
+            put_len(&mut body, b'*', 2);
+        } else {
+            put_len(&mut body, b'*', 3);
+            put_bulk(&mut body, name);
+        }
+        let labels = group_labels(&id[first.name_len as usize + 1..]);
+        put_len(&mut body, if resp3 { b'%' } else { b'*' }, labels.clone().count());
+        for (l, v) in labels {
+            if !resp3 {
+                put_len(&mut body, b'*', 2);
+            }
+            put_bulk(&mut body, l);
+            put_bulk(&mut body, v);
+        }
+        put_len(&mut body, b'*', merged.len());
+        for &(t, v, rank) in &merged {
+            put_len(&mut body, b'*', if with_source { 3 } else { 2 });
+            put_sample(&mut body, t, v, resp3);
+            if with_source {
+                put_bulk(&mut body, &sources[rank as usize]);
             }
         }
     }
-    out
+    let mut out = Vec::with_capacity(body.len() + 16);
+    put_len(&mut out, if resp3 { b'%' } else { b'*' }, ngroups);
+    out.extend_from_slice(&body);
+    Bytes::from(out)
+}
+
+/// The (label, value) pairs of a group identity's length-prefixed part.
+fn group_labels(mut b: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> + Clone {
+    let mut take = move || {
+        let n = u32::from_le_bytes(b.get(..4)?.try_into().ok()?) as usize;
+        let x = b.get(4..4 + n)?;
+        b = &b[4 + n..];
+        Some(x)
+    };
+    std::iter::from_fn(move || Some((take()?, take()?)))
+}
+
+/// `prefix n CRLF` (an aggregate's header).
+fn put_len(out: &mut Vec<u8>, prefix: u8, n: usize) {
+    out.push(prefix);
+    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+fn put_bulk(out: &mut Vec<u8>, b: &[u8]) {
+    put_len(out, b'$', b.len());
+    out.extend_from_slice(b);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// A sample's timestamp and value, as [`ts_range::sample_frame`] encodes them (without the
+/// `*2` header): `:ts` then the value (RESP3 a double, RESP2 a simple string).
+fn put_sample(out: &mut Vec<u8>, t: u64, v: f64, resp3: bool) {
+    out.push(b':');
+    out.extend_from_slice(itoa::Buffer::new().format(t as i64).as_bytes());
+    out.extend_from_slice(b"\r\n");
+    if resp3 {
+        out.push(b',');
+        abacus_protocol::format_double_g17(v, out);
+    } else {
+        out.push(b'+');
+        abacus_protocol::format_double_ts(v, out);
+    }
+    out.extend_from_slice(b"\r\n");
 }
 
 /// One shard's series totals for INFO timeseries: (series, samples, encoded sample bytes,
