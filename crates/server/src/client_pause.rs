@@ -124,3 +124,40 @@ pub fn unpause_command(conn: &mut Conn) -> Frame {
     conn.worker.server.client_pause.unpause();
     Frame::ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn unpause_wakes_a_held_batch() {
+        let p = std::sync::Arc::new(ClientPause::default());
+        assert!(!p.is_set());
+        p.wait(|| true).await; // not paused: returns at once
+        p.pause(now_ms() + 600_000, false);
+        assert!(p.is_set());
+        // WRITE mode: a batch without writes runs.
+        p.wait(|| false).await;
+        let held = {
+            let p = p.clone();
+            tokio::spawn(async move { p.wait(|| true).await })
+        };
+        tokio::task::yield_now().await;
+        assert!(!held.is_finished());
+        p.unpause();
+        held.await.unwrap();
+        assert!(!p.is_set());
+    }
+
+    #[tokio::test]
+    async fn a_pause_ends_at_its_deadline_and_keeps_the_stricter_mode() {
+        let p = ClientPause::default();
+        p.pause(now_ms() + 30, true);
+        p.pause(now_ms() + 1, false);
+        // Still ALL, until the later deadline: then it clears itself.
+        assert!(p.all.load(Ordering::Relaxed));
+        p.wait(|| false).await;
+        assert!(!p.is_set());
+        assert!(!p.all.load(Ordering::Relaxed));
+    }
+}

@@ -83,7 +83,9 @@ pub struct Rules {
     pub passwords: Vec<[u8; 32]>,
     /// `+@all` / `allcommands` was the last all-commands rule (Redis's "future commands").
     pub all_commands: bool,
-    pub allowed: HashSet<&'static str>,
+    /// Allowed commands' full names. foldhash (as the command table): a restricted user's
+    /// every command looks its name up here.
+    pub allowed: HashSet<&'static str, foldhash::fast::FixedState>,
     pub all_keys: bool,
     pub keys: Vec<KeyPattern>,
     pub all_channels: bool,
