@@ -110,6 +110,17 @@ pub const PARAMS: &[Param] = &[
     Param { name: "notify-keyspace-events", default: "", kind: Kind::KeyspaceEvents, mutable: true, help: "keyspace notifications published to __keyspace@<db>__:<key> (K) and __keyevent@<db>__:<event> (E), by class: g generic, $ string, l list, s set, h hash, z sorted set, x expired, e evicted, t stream, m key miss, d module, n new key, A = g$lshzxetd; empty = off" },
     Param { name: "hll-sparse-max-bytes", default: "3000", kind: Kind::Memory { min: 0, max: i64::MAX as u64 }, mutable: true, help: "PF* values: largest sparse HyperLogLog before it turns dense (as Redis)" },
     Param { name: "summarizer-rules", default: "", kind: Kind::Str, mutable: false, help: "summarizer rules file (TOML: feeds and summaries) loaded at start-up; a bad file stops the start with its line and reason; SUMMARY.RULES LOAD replaces it at run time" },
+    Param { name: "repl-backlog-size", default: "1048576", kind: Kind::Memory { min: 16 * 1024, max: i64::MAX as u64 }, mutable: true, help: "bytes of the replication stream kept for replicas to resume with a partial resync (PSYNC) after a dropped link" },
+    Param { name: "repl-timeout", default: "60", kind: Kind::Int { min: 1, max: i32::MAX as i64 }, mutable: true, help: "seconds a replica waits for its primary during the handshake and the transfer" },
+    Param { name: "replica-read-only", default: "yes", kind: Kind::Bool, mutable: true, help: "a replica refuses writes from its clients (READONLY)" },
+    Param { name: "replica-serve-stale-data", default: "yes", kind: Kind::Bool, mutable: true, help: "a replica whose link is down keeps serving its (stale) data; no = MASTERDOWN errors" },
+    Param { name: "masterauth", default: "", kind: Kind::Str, mutable: true, help: "password a replica authenticates to its primary with" },
+    Param { name: "masteruser", default: "", kind: Kind::Str, mutable: true, help: "user name a replica authenticates to its primary with (AUTH user password)" },
+    Param { name: "min-replicas-to-write", default: "0", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "a primary refuses writes (NOREPLICAS) unless this many replicas are online with a lag of at most min-replicas-max-lag seconds (0 = off)" },
+    Param { name: "min-replicas-max-lag", default: "10", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "see min-replicas-to-write" },
+    Param { name: "replica-priority", default: "100", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "shown to Sentinel (INFO slave_priority): lower is promoted first, 0 never" },
+    Param { name: "replica-announce-ip", default: "", kind: Kind::Str, mutable: true, help: "address a replica announces to its primary (REPLCONF ip-address)" },
+    Param { name: "replica-announce-port", default: "0", kind: Kind::Int { min: 0, max: 65535 }, mutable: true, help: "port a replica announces to its primary (0 = the port it listens on)" },
 ];
 
 /// Largest explicit threshold an HLL.* sketch may have: java-hll's largest (2^18; postgresql-hll

@@ -25,6 +25,8 @@
 //! - `pubsub.rs`   pub/sub: the subscriptions shared by all threads, delivery to subscribers
 //!   (the commands are in `cmd/pubsub.rs`)
 //! - `clients.rs`, `stats.rs`, `memory.rs`: client registry, counters, process figures
+//! - `replication/`: the replication stream, the primary's and the replica's side of a link
+//!   (the commands are in `cmd/replication.rs`)
 //!
 //! What it is not: the data structures and the keyspace (`abacus-collections`,
 //! `abacus-keyspace`), the on-disk formats (`abacus-persist`), the protocol codec
@@ -51,6 +53,7 @@ pub mod notify;
 pub mod order;
 pub mod pubsub;
 pub mod recovery;
+pub mod replication;
 pub mod server;
 pub mod snapshot;
 pub mod shard;

@@ -40,6 +40,7 @@ pub mod memory;
 pub mod persistence;
 pub mod pf;
 pub mod pubsub;
+pub mod replication;
 pub mod server;
 pub mod set_algebra;
 pub mod sets;
@@ -96,6 +97,7 @@ pub const FAMILIES: &[&[Spec]] = &[
     memory::COMMANDS,
     timeseries::COMMANDS,
     ts_multi::COMMANDS,
+    replication::COMMANDS,
 ];
 
 /// Runs one keyed command on `dbs` (database 0, one shard, the default configuration): for

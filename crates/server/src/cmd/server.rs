@@ -188,6 +188,7 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: ConfigSub, a: &[Ar
                     if let Some(aof) = crate::aof::global() {
                         aof.set_mode(crate::aof::Fsync::from_name(&cfg.get("appendfsync")));
                     }
+                    crate::replication::configure(cfg);
                     Frame::ok()
                 }
                 Err(e) => Frame::error(e),
@@ -488,7 +489,7 @@ pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         let pubsub = crate::pubsub::registry().counts();
         let _ = write!(
             out,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{total}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{expired}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\ntotal_error_replies:{}\r\nunexpected_error_replies:0\r\nclient_output_buffer_limit_disconnections:{}\r\nmigrated_connections:{}\r\ndirect_replies:{}\r\ndirect_replies_partial:{}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{total}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{expired}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\ntotal_error_replies:{}\r\nunexpected_error_replies:0\r\nclient_output_buffer_limit_disconnections:{}\r\nmigrated_connections:{}\r\ndirect_replies:{}\r\ndirect_replies_partial:{}\r\n{}\r\n",
             st.connections_received_total.load(Ordering::Relaxed),
             st.ops_per_sec.iter().map(|o| o.load(Ordering::Relaxed)).sum::<u64>(),
             st.net_input_bytes_total.load(Ordering::Relaxed),
@@ -505,10 +506,11 @@ pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
             st.migrated_connections.load(Ordering::Relaxed),
             st.direct_replies.load(Ordering::Relaxed),
             st.direct_replies_partial.load(Ordering::Relaxed),
+            crate::replication::info_stats(),
         );
     }
     if want("replication") {
-        let _ = write!(out, "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_repl_offset:0\r\n\r\n", server.run_id);
+        out.push_str(&crate::replication::info(&server.config));
     }
     if want("cpu") {
         let (user, sys) = memory::cpu_seconds();

@@ -1,0 +1,286 @@
+"""Replication: REPLICAOF, PSYNC (full and partial), WAIT, ROLE, INFO replication, read-only
+replicas and promotion, against real processes on loopback.
+
+Every comparison of a replica with its primary follows a `WAIT 1 <timeout>` that returned 1:
+the replica acknowledged every byte of the stream up to the writes before it, so the data
+must be equal at that moment (no sleeps decide a result). The digest compares every key of
+every database used: its TYPE, its DUMP payload and whether it has a TTL.
+
+These tests run against Redis too (`--target redis`): what they check is Redis's behaviour.
+"""
+
+import threading
+import time
+
+import pytest
+import redis
+
+from helpers import kv_fields, wait_until
+
+WAIT_MS = 10000
+LINK_TIMEOUT = 20.0
+
+
+def info(client, section="replication"):
+    """INFO's fields as strings (redis-py's parsed `slaveN` lines back to `a=1,b=2` form)."""
+    out = {}
+    for k, v in client.info(section).items():
+        if isinstance(v, dict):
+            v = ",".join("%s=%s" % kv for kv in v.items())
+        out[k] = str(v)
+    return out
+
+
+def link_up(replica):
+    return info(replica).get("master_link_status") == "up"
+
+
+def attach(replica, primary):
+    """Makes `replica` a replica of `primary` and waits for its link to be up."""
+    assert replica.client().execute_command("REPLICAOF", primary.host, primary.port) in (b"OK", True)
+    assert wait_until(lambda: link_up(replica.client()), timeout=LINK_TIMEOUT), replica.log()
+
+
+def wait_acked(primary_client, n=1):
+    got = primary_client.execute_command("WAIT", n, WAIT_MS)
+    assert got >= n, "WAIT %d %d returned %r" % (n, WAIT_MS, got)
+
+
+def digest(client, dbs=(0,)):
+    """Every key's type, value and whether it has a TTL. Values are read by type (a set's
+    members sorted, a hash's fields sorted): two servers may lay out the same value
+    differently (Redis's DUMP of a set shows its insertion order)."""
+    out = {}
+    for db in dbs:
+        c = redis.Redis(host=client.connection_pool.connection_kwargs["host"],
+                        port=client.connection_pool.connection_kwargs["port"], db=db)
+        keys = list(c.scan_iter(count=1000))
+        p = c.pipeline(transaction=False)
+        for k in keys:
+            p.type(k)
+            p.pttl(k)
+        meta = p.execute()
+        p = c.pipeline(transaction=False)
+        for i, k in enumerate(keys):
+            t = meta[2 * i]
+            if t == b"string":
+                p.get(k)
+            elif t == b"list":
+                p.lrange(k, 0, -1)
+            elif t == b"hash":
+                p.hgetall(k)
+            elif t == b"set":
+                p.smembers(k)
+            elif t == b"zset":
+                p.zrange(k, 0, -1, withscores=True)
+            elif t == b"stream":
+                p.xrange(k)
+            else:
+                p.dump(k)
+        values = p.execute()
+        for i, k in enumerate(keys):
+            v = values[i]
+            if isinstance(v, (set, dict)):
+                v = sorted(v.items()) if isinstance(v, dict) else sorted(v)
+            out[(db, k)] = (meta[2 * i], v, meta[2 * i + 1] > 0)
+        c.close()
+    return out
+
+
+def write_every_type(r, tag):
+    """Writes of every type, with expiries, across shards, in a transaction and in db 3."""
+    r.set("s:%s" % tag, "v" * 10)
+    r.set("ttl:%s" % tag, "x", ex=1000)
+    r.incrby("n:%s" % tag, 7)
+    r.append("s:%s" % tag, "-more")
+    r.mset({"m1:%s" % tag: "a", "m2:%s" % tag: "b", "m3:%s" % tag: "c"})
+    r.rpush("l:%s" % tag, *range(50))
+    r.lpop("l:%s" % tag)
+    r.hset("h:%s" % tag, mapping={"f%d" % i: i for i in range(20)})
+    r.hdel("h:%s" % tag, "f3")
+    r.sadd("si:%s" % tag, *range(100))
+    r.sadd("ss:%s" % tag, "a", "b", "c")
+    r.spop("ss:%s" % tag)
+    r.zadd("z:%s" % tag, {"m%d" % i: i * 1.5 for i in range(30)})
+    r.zincrby("z:%s" % tag, 2, "m1")
+    r.xadd("x:%s" % tag, {"a": "1"})
+    r.xadd("x:%s" % tag, {"b": "2"})
+    r.pfadd("p:%s" % tag, *("u%d" % i for i in range(100)))
+    r.expire("s:%s" % tag, 5000)
+    r.set("gone:%s" % tag, "1")
+    r.delete("gone:%s" % tag)
+    p = r.pipeline(transaction=True)
+    p.set("t1:%s" % tag, "1")
+    p.incr("t2:%s" % tag)
+    p.lpush("t3:%s" % tag, "z")
+    p.execute()
+    r.execute_command("SELECT", 3)
+    r.set("db3:%s" % tag, "three")
+    r.execute_command("SELECT", 0)
+
+
+@pytest.fixture
+def pair(server):
+    primary = server.start()
+    replica = server.start()
+    return primary, replica
+
+
+def test_replica_follows_writes_of_every_type(pair):
+    primary, replica = pair
+    p = primary.client()
+    write_every_type(p, "before")  # carried by the full sync
+    attach(replica, primary)
+    write_every_type(p, "after")  # carried by the stream
+    r3 = redis.Redis(host=primary.host, port=primary.port, db=3)
+    r3.flushdb()
+    r3.set("db3:last", "x")
+    wait_acked(p)
+    rc = replica.client()
+    want = digest(p, dbs=(0, 3))
+    assert len(want) > 30
+    assert digest(rc, dbs=(0, 3)) == want
+    assert rc.get("db3:before") is None  # FLUSHDB in db 3 replicated
+    assert rc.pttl("ttl:after") > 0
+
+
+def test_role_info_and_read_only(pair):
+    primary, replica = pair
+    attach(replica, primary)
+    p, rc = primary.client(), replica.client()
+    p.set("k", "v")
+    wait_acked(p)
+    role = p.execute_command("ROLE")
+    assert role[0] == b"master"
+    assert [x for x in role[2] if int(x[1]) == replica.port]
+    prole = rc.execute_command("ROLE")
+    assert prole[0] == b"slave" and prole[2] == primary.port and prole[3] == b"connected"
+    pi = info(p)
+    assert pi["role"] == "master" and pi["connected_slaves"] == "1"
+    s0 = kv_fields(pi["slave0"])
+    assert s0["port"] == str(replica.port) and s0["state"] == "online"
+    assert int(s0["offset"]) > 0 and int(s0["offset"]) <= int(pi["master_repl_offset"])
+    ri = info(rc)
+    assert ri["role"] == "slave" and ri["master_port"] == str(primary.port)
+    assert ri["master_link_status"] == "up"
+    assert ri["master_replid"] == pi["master_replid"]
+    for field in ("master_repl_offset", "second_repl_offset", "repl_backlog_active", "repl_backlog_size",
+                  "repl_backlog_first_byte_offset", "repl_backlog_histlen", "master_replid2",
+                  "slave_priority", "slave_read_only"):
+        assert field in ri, field
+    assert rc.get("k") == b"v"
+    with pytest.raises(redis.ResponseError, match="^You can't write against a read only replica"):
+        rc.set("k", "w")
+    with pytest.raises(redis.ResponseError, match="WAIT cannot be used with replica instances"):
+        rc.execute_command("WAIT", 1, 0)
+
+
+def test_wait_without_replicas(server):
+    p = server.start().client()
+    p.set("a", "1")
+    assert p.execute_command("WAIT", 0, 0) == 0
+    assert p.execute_command("WAIT", 1, 50) == 0
+    with pytest.raises(redis.ResponseError, match="timeout is negative"):
+        p.execute_command("WAIT", 1, -1)
+    with pytest.raises(redis.ResponseError, match="not an integer"):
+        p.execute_command("WAIT", "x", 0)
+
+
+@pytest.mark.parametrize("side", ["master", "replica"])
+def test_dropped_link_resumes_with_partial_resync(pair, side):
+    primary, replica = pair
+    attach(replica, primary)
+    p, rc = primary.client(), replica.client()
+    write_every_type(p, "one")
+    wait_acked(p)
+    before = info(p, "stats")
+    if side == "master":
+        # On the replica: kill its link to the primary.
+        assert rc.execute_command("CLIENT", "KILL", "TYPE", "master") == 1
+    else:
+        assert p.execute_command("CLIENT", "KILL", "TYPE", "replica") == 1
+    # Writes while the link may be down: they come from the backlog.
+    write_every_type(p, "two")
+    assert wait_until(lambda: int(info(p, "stats")["sync_partial_ok"]) > int(before["sync_partial_ok"]),
+                      timeout=LINK_TIMEOUT), replica.log()
+    assert wait_until(lambda: link_up(rc), timeout=LINK_TIMEOUT)
+    wait_acked(p)
+    after = info(p, "stats")
+    assert after["sync_full"] == before["sync_full"]
+    assert digest(rc, dbs=(0, 3)) == digest(p, dbs=(0, 3))
+
+
+def test_full_sync_under_concurrent_writes(pair):
+    primary, replica = pair
+    p = primary.client()
+    p.execute_command("DEBUG", "POPULATE", 20000, "pre", 20)
+    stop = threading.Event()
+    errors = []
+
+    def writer():
+        w = primary.client()
+        i = 0
+        try:
+            while not stop.is_set():
+                w.incr("counter:%d" % (i % 97))
+                w.set("w:%d" % (i % 5000), i)
+                if i % 10 == 0:
+                    w.rpush("list:%d" % (i % 13), i)
+                i += 1
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        attach(replica, primary)
+        # Keep writing a little after the sync too.
+        wait_until(lambda: False, timeout=0.3)
+    finally:
+        stop.set()
+        t.join()
+    assert not errors
+    wait_acked(p)
+    want = digest(p)
+    assert len(want) >= 20000
+    assert digest(replica.client()) == want
+
+
+def test_promotion_and_repointed_replica_continues(server):
+    primary = server.start()
+    a = server.start()
+    b = server.start()
+    attach(a, primary)
+    attach(b, primary)
+    p = primary.client()
+    write_every_type(p, "x")
+    wait_acked(p, 2)
+    old_id = info(p)["master_replid"]
+    primary.stop()
+    ac, bc = a.client(), b.client()
+    assert ac.execute_command("REPLICAOF", "NO", "ONE") in (b"OK", True)
+    ai = info(ac)
+    assert ai["role"] == "master"
+    assert ai["master_replid2"] == old_id and ai["master_replid"] != old_id
+    assert ac.execute_command("ROLE")[0] == b"master"
+    # Writable now, and its data is the old primary's.
+    ac.set("after-promotion", "1")
+    assert digest(bc, dbs=(0, 3)) == {k: v for k, v in digest(ac, dbs=(0, 3)).items() if k[1] != b"after-promotion"}
+    before = info(ac, "stats")
+    attach(b, a)
+    wait_acked(ac)
+    assert bc.get("after-promotion") == b"1"
+    st = info(ac, "stats")
+    assert int(st["sync_partial_ok"]) == int(before["sync_partial_ok"]) + 1
+    assert st["sync_full"] == before["sync_full"]
+    assert digest(bc, dbs=(0, 3)) == digest(ac, dbs=(0, 3))
+
+
+def test_replicaof_errors(server):
+    c = server.start().client()
+    with pytest.raises(redis.ResponseError):
+        c.execute_command("REPLICAOF", "127.0.0.1")
+    with pytest.raises(redis.ResponseError):
+        c.execute_command("REPLICAOF", "127.0.0.1", "notaport")
+    assert c.execute_command("REPLICAOF", "NO", "ONE") in (b"OK", True)
+    assert c.execute_command("ROLE")[0] == b"master"
