@@ -9,8 +9,8 @@ every database used: its TYPE, its DUMP payload and whether it has a TTL.
 These tests run against Redis too (`--target redis`): what they check is Redis's behaviour.
 """
 
+import socket
 import threading
-import time
 
 import pytest
 import redis
@@ -284,3 +284,99 @@ def test_replicaof_errors(server):
         c.execute_command("REPLICAOF", "127.0.0.1", "notaport")
     assert c.execute_command("REPLICAOF", "NO", "ONE") in (b"OK", True)
     assert c.execute_command("ROLE")[0] == b"master"
+
+
+@pytest.mark.abacus_only("Abacus's stream carries DEBUG POPULATE's keys; Redis does not propagate DEBUG")
+def test_debug_populate_is_replicated(pair):
+    primary, replica = pair
+    attach(replica, primary)
+    p = primary.client()
+    p.execute_command("DEBUG", "POPULATE", 500, "pop", 8)
+    wait_acked(p)
+    assert replica.client().dbsize() == 500
+    assert digest(replica.client()) == digest(p)
+
+
+class FakePrimary:
+    """A TCP server that answers a replica's handshake and then sends `payload` as its
+    full sync: bad input a replica must survive."""
+
+    def __init__(self, payload):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.port = self.sock.getsockname()[1]
+        self.payload = payload
+        self.served = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            conn.settimeout(10)
+            buf = b""
+            try:
+                while b"PSYNC" not in buf.upper() or not buf.endswith(b"\r\n"):
+                    chunk = conn.recv(4096)
+                    if not chunk:
+                        break
+                    buf += chunk
+                    # Each handshake command gets +OK (PING gets +PONG).
+                    if b"PSYNC" not in buf.upper():
+                        conn.sendall(b"+PONG\r\n" if b"PING" in chunk.upper() else b"+OK\r\n")
+                conn.sendall(self.payload)
+                self.served.set()
+                conn.shutdown(2)
+            except OSError:
+                pass
+            conn.close()
+
+    def close(self):
+        self.sock.close()
+
+
+@pytest.mark.abacus_only("Abacus's snapshot format; Redis drops its data set before loading")
+@pytest.mark.parametrize("payload", [
+    b"+FULLRESYNC " + b"a" * 40 + b" 0\r\n$1000\r\n" + b"\x00" * 100,  # cut short
+    b"+FULLRESYNC " + b"a" * 40 + b" 0\r\n$64\r\n" + b"ABACUSS1" + b"\xff" * 56,  # corrupt
+    b"+FULLRESYNC nonsense\r\n",
+    b"-ERR no\r\n",
+])
+def test_bad_primary_leaves_data_untouched(server, payload):
+    replica = server.start()
+    rc = replica.client()
+    rc.set("mine", "kept")
+    fake = FakePrimary(payload)
+    try:
+        rc.execute_command("REPLICAOF", "127.0.0.1", fake.port)
+        assert fake.served.wait(10)
+        # The attempt fails and is retried; the data set is never replaced by a bad one.
+        assert wait_until(lambda: "Replication link with" in replica.log(), timeout=10), replica.log()
+        assert rc.get("mine") == b"kept"
+        assert info(rc)["master_link_status"] == "down"
+        rc.execute_command("REPLICAOF", "NO", "ONE")
+        assert rc.get("mine") == b"kept"
+    finally:
+        fake.close()
+
+
+def test_replica_sending_garbage_is_dropped(server):
+    from helpers import RespClient
+    primary = server.start()
+    p = primary.client()
+    p.set("k", "v")
+    c = RespClient(primary.host, primary.port)
+    c.send(b"*3\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n")
+    line = c._readline()
+    while line == b"":
+        line = c._readline()
+    assert line.startswith(b"+FULLRESYNC ")
+    c.send(b"*\xff garbage\r\n")
+    # The primary closes that link and keeps serving.
+    assert wait_until(lambda: info(p)["connected_slaves"] == "0", timeout=10)
+    assert p.get("k") == b"v"
+    c.close()

@@ -222,7 +222,8 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: ConfigSub, a: &[Ar
 }
 
 pub async fn debug(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
-    let allowed = match conn.worker.server.config.get("enable-debug-command").as_str() {
+    // The primary's stream carries the DEBUG POPULATE its clients ran: a replica applies it.
+    let allowed = conn.is_master || match conn.worker.server.config.get("enable-debug-command").as_str() {
         "yes" => true,
         "local" => conn.peer_is_loopback,
         _ => false,
