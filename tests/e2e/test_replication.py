@@ -380,3 +380,120 @@ def test_replica_sending_garbage_is_dropped(server):
     assert wait_until(lambda: info(p)["connected_slaves"] == "0", timeout=10)
     assert p.get("k") == b"v"
     c.close()
+
+
+@pytest.mark.abacus_only("Abacus's config file format (name value lines) and parameters")
+def test_config_rewrite(server, tmp_path):
+    c = server.start().client()
+    with pytest.raises(redis.ResponseError, match="running without a config file"):
+        c.execute_command("CONFIG", "REWRITE")
+    conf = tmp_path / "abacus.conf"
+    conf.write_text("# mine\nreplica-priority 100\nhz 10\n")
+    s = server.start(["--config", str(conf)])
+    c = s.client()
+    c.config_set("replica-priority", "7")
+    c.config_set("min-replicas-max-lag", "3")
+    assert c.execute_command("CONFIG", "REWRITE") in (b"OK", True)
+    lines = conf.read_text().splitlines()
+    assert lines[0] == "# mine"
+    assert "replica-priority 7" in lines and "hz 10" in lines
+    assert "min-replicas-max-lag 3" in lines
+
+
+SENTINEL_ROUNDS = 3
+
+
+def start_sentinels(tmp_path, primary, n=3):
+    """Stock Redis Sentinels (Debian's redis-sentinel; `redis-server --sentinel` is the same
+    program) monitoring `primary` as "m", quorum 2."""
+    import os
+    import shutil
+    import subprocess
+    from conftest import free_port
+    binary = shutil.which("redis-sentinel")
+    argv0 = [binary] if binary else [shutil.which("redis-server") or "/usr/bin/redis-server"]
+    procs, ports = [], []
+    for i in range(n):
+        port = free_port()
+        conf = tmp_path / ("sentinel-%d.conf" % i)
+        conf.write_text(
+            "port %d\nbind 127.0.0.1\ndir %s\n"
+            "sentinel monitor m %s %d 2\n"
+            "sentinel down-after-milliseconds m 1000\n"
+            "sentinel failover-timeout m 6000\n"
+            "sentinel parallel-syncs m 2\n" % (port, tmp_path, primary.host, primary.port))
+        log = open(tmp_path / ("sentinel-%d.log" % i), "wb")
+        args = argv0 + [str(conf)] + ([] if binary else ["--sentinel"])
+        procs.append(subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+        ports.append(port)
+    return procs, ports
+
+
+@pytest.mark.abacus_only("Sentinel failover of Abacus servers (the oracle run has no Abacus)")
+def test_sentinel_failover_keeps_every_waited_write(server, tmp_path):
+    import os
+    import signal
+    import redis.sentinel
+    from redis.sentinel import Sentinel
+    nodes = [server.start() for _ in range(3)]
+    for n in nodes[1:]:
+        attach(n, nodes[0])
+    procs, ports = start_sentinels(tmp_path, nodes[0])
+    try:
+        sentinel = Sentinel([("127.0.0.1", p) for p in ports], socket_timeout=2)
+        s0 = redis.Redis(host="127.0.0.1", port=ports[0], socket_timeout=2)
+
+        def discovered():
+            try:
+                return len(s0.sentinel_slaves("m")) == 2 and len(s0.sentinel_sentinels("m")) == 2
+            except redis.ConnectionError:
+                return False
+
+        # The Sentinels found both replicas (INFO) and each other (the hello channel).
+        assert wait_until(discovered, timeout=30), open(tmp_path / "sentinel-0.log").read()
+        acked = {}
+        for rnd in range(SENTINEL_ROUNDS):
+            addr = sentinel.discover_master("m")
+            victim = next(n for n in nodes if n.port == addr[1])
+            stop = threading.Event()
+
+            def writer(rnd=rnd):
+                i = 0
+                while not stop.is_set():
+                    key = "r%d:%d" % (rnd, i)
+                    try:
+                        m = sentinel.master_for("m", socket_timeout=2)
+                        m.set(key, i)
+                        if m.execute_command("WAIT", 1, 2000) >= 1:
+                            acked[key] = str(i).encode()
+                    except (redis.ConnectionError, redis.TimeoutError, redis.ResponseError):
+                        pass
+                    i += 1
+
+            t = threading.Thread(target=writer)
+            t.start()
+            assert wait_until(lambda: sum(k.startswith("r%d:" % rnd) for k in list(acked)) >= 20, timeout=20)
+            os.killpg(victim.proc.pid, signal.SIGKILL)
+            victim.proc.wait()
+            def moved():
+                try:
+                    return sentinel.discover_master("m") != addr
+                except redis.sentinel.MasterNotFoundError:
+                    return False  # the old primary is down and none is promoted yet
+
+            assert wait_until(moved, timeout=30), open(tmp_path / "sentinel-0.log").read()
+            stop.set()
+            t.join()
+            new = sentinel.master_for("m", socket_timeout=5)
+            assert new.execute_command("ROLE")[0] == b"master"
+            missing = [k for k, v in acked.items() if new.get(k) != v]
+            assert not missing, "acknowledged writes lost: %r" % missing[:10]
+            # The old primary comes back (same port and data directory) and Sentinel makes it
+            # a replica of the new one.
+            victim.spawn()
+            victim.wait_ready()
+            assert wait_until(lambda: link_up(victim.client()), timeout=40), victim.log()
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()

@@ -1,4 +1,5 @@
-//! Replication commands: REPLICAOF/SLAVEOF, ROLE, REPLCONF, PSYNC, WAIT.
+//! Replication commands: REPLICAOF/SLAVEOF, ROLE, REPLCONF, PSYNC, WAIT, and CONFIG REWRITE
+//! (Sentinel sends it in the transaction that repoints a replica).
 //!
 //! Thin handlers over `replication/`: the state, the stream and the links live there. PSYNC
 //! only records the request; the connection's socket loop hands its socket to the primary's
@@ -138,6 +139,51 @@ async fn wait(conn: &mut Conn, a: &[Arg]) -> Frame {
                 }
                 repl.request_acks();
             }
+        }
+    }
+}
+
+/// CONFIG REWRITE: the config file's lines for runtime-settable parameters get their current
+/// values, parameters changed from their defaults and absent from the file are appended;
+/// comments and other lines stay. Written to a temporary file and renamed over the original.
+pub fn config_rewrite(conn: &mut Conn) -> Frame {
+    let cfg = &conn.worker.server.config;
+    let Some(path) = cfg.config_file() else {
+        return err("ERR The server is running without a config file");
+    };
+    let quote = |v: &str| if v.is_empty() || v.contains(char::is_whitespace) { format!("\"{v}\"") } else { v.to_string() };
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => return Frame::error(format!("ERR Rewriting config file: {e}")),
+    };
+    let mut seen = std::collections::HashSet::new();
+    let mut out = String::with_capacity(text.len() + 256);
+    for line in text.lines() {
+        let t = line.trim();
+        let name = t.split_whitespace().next().unwrap_or("");
+        match crate::config::param(name) {
+            Some(p) if !t.starts_with('#') && p.mutable && seen.insert(p.name) => {
+                out.push_str(&format!("{} {}\n", p.name, quote(&cfg.get(p.name))));
+            }
+            _ => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    for p in crate::config::PARAMS.iter().filter(|p| p.mutable && !seen.contains(p.name)) {
+        let v = cfg.get(p.name);
+        if v != p.default {
+            out.push_str(&format!("{} {}\n", p.name, quote(&v)));
+        }
+    }
+    let tmp = path.with_extension("rewrite.tmp");
+    let result = std::fs::write(&tmp, out.as_bytes()).and_then(|_| std::fs::rename(&tmp, path));
+    match result {
+        Ok(()) => Frame::ok(),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Frame::error(format!("ERR Rewriting config file: {e}"))
         }
     }
 }

@@ -41,6 +41,7 @@ const CONFIG: &[Spec] = &[
     Spec::conn("config|set", -4, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, access, call| config(conn, access, ConfigSub::Set, &call.args).await), G, "Sets configuration parameters in-flight."),
     Spec::conn("config|resetstat", 2, ADMIN | LOADING | STALE | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| config(conn, access, ConfigSub::ResetStat, &call.args).await), G, "Resets the server's statistics."),
     Spec::conn("config|help", 2, LOADING | STALE, NONE, conn_fn!(|conn, access, call| config(conn, access, ConfigSub::Help, &call.args).await), G, "Returns helpful text about the different subcommands."),
+    Spec::conn("config|rewrite", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, _| super::replication::config_rewrite(conn)), G, "Persists the effective configuration to file."),
 ];
 
 const FUNCTION: &[Spec] = &[
