@@ -492,7 +492,13 @@ def test_sentinel_failover_keeps_every_waited_write(server, tmp_path):
             # a replica of the new one.
             victim.spawn()
             victim.wait_ready()
-            assert wait_until(lambda: link_up(victim.client()), timeout=40), victim.log()
+            def rejoined():
+                try:
+                    return link_up(victim.client())
+                except redis.ConnectionError:
+                    return False  # Sentinel's CLIENT KILL TYPE normal while it repoints it
+
+            assert wait_until(rejoined, timeout=40), victim.log()
     finally:
         for p in procs:
             p.kill()

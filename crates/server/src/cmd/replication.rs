@@ -56,7 +56,7 @@ async fn replicaof(conn: &mut Conn, a: &[Arg]) -> Frame {
 }
 
 fn replconf(conn: &mut Conn, a: &[Arg]) -> Frame {
-    if a.len() % 2 == 0 {
+    if a.len().is_multiple_of(2) {
         return err(ERR_SYNTAX);
     }
     for pair in a[1..].chunks(2) {

@@ -163,6 +163,9 @@ pub struct Repl {
 
 static REPL: OnceLock<Repl> = OnceLock::new();
 
+/// The smallest backlog (Redis's `CONFIG_REPL_BACKLOG_MIN_SIZE`).
+const MIN_BACKLOG_BYTES: usize = 16 * 1024;
+
 pub fn new_replid() -> String {
     format!("{:040x}", rand::random::<u128>() ^ ((rand::random::<u64>() as u128) << 32))[..40].to_string()
 }
@@ -208,7 +211,12 @@ pub fn is_replica() -> bool {
 /// Applies `repl-backlog-size` (and the replica queue limit) from the configuration.
 pub fn configure(config: &crate::config::Config) {
     let r = state();
-    let cap = config.get("repl-backlog-size").parse::<u64>().unwrap_or(1 << 20).max(16 * 1024) as usize;
+    let mut cap = config.get("repl-backlog-size").parse::<u64>().unwrap_or(1 << 20) as usize;
+    if cap < MIN_BACKLOG_BYTES {
+        // As Redis: a smaller value is raised to the minimum, and CONFIG GET shows it.
+        cap = MIN_BACKLOG_BYTES;
+        let _ = config.set_many(&[("repl-backlog-size".to_string(), cap.to_string())]);
+    }
     let mut g = r.inner.lock();
     g.backlog_cap = cap;
     while g.backlog.len() > cap {
