@@ -469,6 +469,12 @@ pub fn log_command_iter<'a, I: Iterator<Item = &'a [u8]> + Clone>(now_ms: u64, d
     }
 }
 
+/// Turns the effects stream on without a log file: replication feeds on it (see
+/// `replication/mod.rs`). Nothing is written to disk unless `appendonly` started the log.
+pub fn enable_for_replication() {
+    ENABLED.store(true, Ordering::Release);
+}
+
 /// Writes this thread's pending log commands as one record; returns the log position after
 /// them (0 if nothing was pending or logging is off).
 pub fn flush_pending() -> u64 {
@@ -481,6 +487,7 @@ pub fn flush_pending() -> u64 {
             return 0;
         }
         let at = global().map_or(0, |a| a.append_framed(&mut p));
+        crate::replication::feed_record(&p[fmt::HEADER_BYTES.min(p.len())..], false);
         p.clear();
         DEFERRED.set(0);
         // A big batch must not leave its buffer behind: it would count against maxmemory
@@ -533,6 +540,7 @@ pub fn take_pending() -> Vec<u8> {
         if let Some(a) = global() {
             a.append_framed(&mut v);
         }
+        crate::replication::feed_record(&v[fmt::HEADER_BYTES..], false);
         return tail;
     }
     // Without the reserved header: the coordinator frames the whole operation.

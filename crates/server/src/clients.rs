@@ -52,7 +52,15 @@ pub struct ClientMeta {
     pub omem: AtomicUsize,
     /// The ACL user the client is authenticated as (CLIENT LIST's `user`).
     pub user: Mutex<Arc<str>>,
+    /// The client's replication role: 0, [`REPL_MASTER`] (a replica's link to its primary)
+    /// or [`REPL_REPLICA`] (a replica attached to this primary).
+    pub repl_kind: std::sync::atomic::AtomicU8,
 }
+
+/// `repl_kind` of the primary's link on a replica (CLIENT flag M, type master).
+pub const REPL_MASTER: u8 = 1;
+/// `repl_kind` of a replica's link on its primary (CLIENT flag S, type replica/slave).
+pub const REPL_REPLICA: u8 = 2;
 
 /// CLIENT UNBLOCK id TIMEOUT: the command returns as if it timed out.
 pub const UNBLOCK_TIMEOUT: u8 = 1;
@@ -88,6 +96,11 @@ impl ClientMeta {
         let name = self.name.lock().clone().unwrap_or_default();
         // Redis's letters, in its order; N when none applies.
         let mut flags = String::new();
+        match self.repl_kind.load(Ordering::Relaxed) {
+            REPL_MASTER => flags.push('M'),
+            REPL_REPLICA => flags.push('S'),
+            _ => {}
+        }
         if self.is_pubsub() {
             flags.push('P');
         }
@@ -179,6 +192,7 @@ impl Clients {
             multi_mem: AtomicUsize::new(0),
             omem: AtomicUsize::new(0),
             user: Mutex::new(Arc::from("default")),
+            repl_kind: std::sync::atomic::AtomicU8::new(0),
         });
         map.insert(id, meta.clone());
         Some(meta)

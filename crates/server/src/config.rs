@@ -120,6 +120,17 @@ pub const PARAMS: &[Param] = &[
     Param { name: "metrics-port", default: "0", kind: Kind::Int { min: 0, max: 65535 }, mutable: false, help: "TCP port of the Prometheus metrics endpoint (HTTP GET /metrics), on the same addresses as `bind`; 0 = off" },
     Param { name: "aclfile", default: "", kind: Kind::Str, mutable: false, help: "ACL users file (Redis's format: one `user <name> <rules...>` line each) loaded at start-up; ACL SAVE writes it, ACL LOAD reads it again; empty = users live in memory only" },
     Param { name: "acllog-max-len", default: "128", kind: Kind::Int { min: 0, max: i64::MAX }, mutable: true, help: "ACL LOG keeps at most this many entries (denied commands, keys, channels and failed AUTHs)" },
+    Param { name: "repl-backlog-size", default: "1048576", kind: Kind::Memory { min: 1, max: i64::MAX as u64 }, mutable: true, help: "bytes of the replication stream kept for replicas to resume with a partial resync (PSYNC) after a dropped link" },
+    Param { name: "repl-timeout", default: "60", kind: Kind::Int { min: 1, max: i32::MAX as i64 }, mutable: true, help: "seconds a replica waits for its primary during the handshake and the transfer" },
+    Param { name: "replica-read-only", default: "yes", kind: Kind::Bool, mutable: true, help: "a replica refuses writes from its clients (READONLY)" },
+    Param { name: "replica-serve-stale-data", default: "yes", kind: Kind::Bool, mutable: true, help: "a replica whose link is down keeps serving its (stale) data; no = MASTERDOWN errors" },
+    Param { name: "masterauth", default: "", kind: Kind::Str, mutable: true, help: "password a replica authenticates to its primary with" },
+    Param { name: "masteruser", default: "", kind: Kind::Str, mutable: true, help: "user name a replica authenticates to its primary with (AUTH user password)" },
+    Param { name: "min-replicas-to-write", default: "0", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "a primary refuses writes (NOREPLICAS) unless this many replicas are online with a lag of at most min-replicas-max-lag seconds (0 = off)" },
+    Param { name: "min-replicas-max-lag", default: "10", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "see min-replicas-to-write" },
+    Param { name: "replica-priority", default: "100", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "shown to Sentinel (INFO slave_priority): lower is promoted first, 0 never" },
+    Param { name: "replica-announce-ip", default: "", kind: Kind::Str, mutable: true, help: "address a replica announces to its primary (REPLCONF ip-address)" },
+    Param { name: "replica-announce-port", default: "0", kind: Kind::Int { min: 0, max: 65535 }, mutable: true, help: "port a replica announces to its primary (0 = the port it listens on)" },
 ];
 
 /// Largest explicit threshold an HLL.* sketch may have: java-hll's largest (2^18; postgresql-hll

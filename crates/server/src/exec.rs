@@ -83,6 +83,7 @@ impl Drop for Locks {
             if let Some(aof) = crate::aof::global() {
                 aof.append(log);
             }
+            crate::replication::feed_record(log, true);
         }
     }
 }

@@ -27,6 +27,8 @@
 //! - `clients.rs`, `stats.rs`, `memory.rs`: client registry, counters, process figures
 //! - `slowlog.rs`, `latency.rs`: SLOWLOG, per-command latency histograms and the latency
 //!   monitor (the commands are in `cmd/latency.rs`); `metrics.rs`: the Prometheus endpoint
+//! - `replication/`: the replication stream, the primary's and the replica's side of a link
+//!   (the commands are in `cmd/replication.rs`)
 //!
 //! What it is not: the data structures and the keyspace (`abacus-collections`,
 //! `abacus-keyspace`), the on-disk formats (`abacus-persist`), the protocol codec
@@ -55,6 +57,7 @@ pub mod notify;
 pub mod order;
 pub mod pubsub;
 pub mod recovery;
+pub mod replication;
 pub mod server;
 pub mod snapshot;
 pub mod shard;

@@ -378,6 +378,7 @@ fn load_data(server: &Arc<Server>, dir_path: &std::path::Path, threads: usize, d
         crate::aof::start(dir_path, &segment, crate::aof::Fsync::from_name(&config.get("appendfsync")))?;
     }
     crate::snapshot::init(dir_path.to_path_buf(), manifest);
+    crate::replication::configure(config);
     crate::stats::LOADING.finish();
     Ok(())
 }

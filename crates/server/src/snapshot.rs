@@ -326,6 +326,8 @@ async fn begin_with(
         .await
         .ok_or("server is shutting down")?;
     drop(tx);
+    // Replicas waiting for a full sync start their stream at this point in time.
+    crate::replication::snapshot_point(name);
     snaps.changes_at_start.store(snaps.changes.load(Ordering::Relaxed), Ordering::Relaxed);
     // Snapshots never fork and never stop the server: SAVE only waits for one to finish.
     tracing::info!("Snapshot {name} started for {}: the server keeps serving while it is written", reason(snaps));

@@ -342,17 +342,23 @@ fn client_list(conn: &Conn, a: &[Arg]) -> Frame {
     verbatim(out)
 }
 
-/// Redis's client types (CLIENT LIST/KILL TYPE). No client here is a master or a replica.
+/// Redis's client types (CLIENT LIST/KILL TYPE).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum ClientType {
     Normal,
     PubSub,
-    Replication,
+    Master,
+    Replica,
 }
 
 impl ClientType {
     /// A client with a subscription is of type pubsub (Redis's CLIENT_PUBSUB), any other normal.
     fn of(c: &crate::clients::ClientMeta) -> ClientType {
+        match c.repl_kind.load(std::sync::atomic::Ordering::Relaxed) {
+            crate::clients::REPL_MASTER => return ClientType::Master,
+            crate::clients::REPL_REPLICA => return ClientType::Replica,
+            _ => {}
+        }
         if c.is_pubsub() {
             ClientType::PubSub
         } else {
@@ -367,8 +373,10 @@ fn client_type(t: &[u8]) -> Result<ClientType, Frame> {
         Ok(ClientType::Normal)
     } else if is(t, "pubsub") {
         Ok(ClientType::PubSub)
-    } else if ["master", "replica", "slave"].iter().any(|n| is(t, n)) {
-        Ok(ClientType::Replication)
+    } else if is(t, "master") {
+        Ok(ClientType::Master)
+    } else if ["replica", "slave"].iter().any(|n| is(t, n)) {
+        Ok(ClientType::Replica)
     } else {
         Err(err_quoting("ERR Unknown client type '", t, "'"))
     }

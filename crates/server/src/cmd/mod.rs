@@ -42,6 +42,7 @@ pub mod migrate;
 pub mod persistence;
 pub mod pf;
 pub mod pubsub;
+pub mod replication;
 pub mod server;
 pub mod set_algebra;
 pub mod sets;
@@ -102,6 +103,7 @@ pub const FAMILIES: &[&[Spec]] = &[
     ts_multi::COMMANDS,
     latency::COMMANDS,
     acl::COMMANDS,
+    replication::COMMANDS,
 ];
 
 /// Runs one keyed command on `dbs` (database 0, one shard, the default configuration): for

@@ -41,6 +41,7 @@ const CONFIG: &[Spec] = &[
     Spec::conn("config|set", -4, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, access, call| config(conn, access, ConfigSub::Set, &call.args).await), G, "Sets configuration parameters in-flight."),
     Spec::conn("config|resetstat", 2, ADMIN | LOADING | STALE | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| config(conn, access, ConfigSub::ResetStat, &call.args).await), G, "Resets the server's statistics."),
     Spec::conn("config|help", 2, LOADING | STALE, NONE, conn_fn!(|conn, access, call| config(conn, access, ConfigSub::Help, &call.args).await), G, "Returns helpful text about the different subcommands."),
+    Spec::conn("config|rewrite", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, _| super::replication::config_rewrite(conn)), G, "Persists the effective configuration to file."),
 ];
 
 const FUNCTION: &[Spec] = &[
@@ -192,6 +193,7 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: ConfigSub, a: &[Ar
                         // requirepass is the default ACL user's password (`acl.rs`).
                         conn.worker.server.acl.set_requirepass(cfg.requirepass().as_deref());
                     }
+                    crate::replication::configure(cfg);
                     Frame::ok()
                 }
                 Err(e) => Frame::error(e),
@@ -225,7 +227,8 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: ConfigSub, a: &[Ar
 }
 
 pub async fn debug(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
-    let allowed = match conn.worker.server.config.get("enable-debug-command").as_str() {
+    // The primary's stream carries the DEBUG POPULATE its clients ran: a replica applies it.
+    let allowed = conn.is_master || match conn.worker.server.config.get("enable-debug-command").as_str() {
         "yes" => true,
         "local" => conn.peer_is_loopback,
         _ => false,
@@ -503,7 +506,7 @@ pub async fn info_text(worker: &crate::exec::Worker, access: Access<'_>, mut sec
         let pubsub = crate::pubsub::registry().counts();
         let _ = write!(
             out,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{total}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{expired}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\ntotal_error_replies:{}\r\nunexpected_error_replies:0\r\nclient_output_buffer_limit_disconnections:{}\r\nmigrated_connections:{}\r\ndirect_replies:{}\r\ndirect_replies_partial:{}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{total}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{expired}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\ntotal_error_replies:{}\r\nunexpected_error_replies:0\r\nclient_output_buffer_limit_disconnections:{}\r\nmigrated_connections:{}\r\ndirect_replies:{}\r\ndirect_replies_partial:{}\r\n{}\r\n",
             st.connections_received_total.load(Ordering::Relaxed),
             st.ops_per_sec.iter().map(|o| o.load(Ordering::Relaxed)).sum::<u64>(),
             st.net_input_bytes_total.load(Ordering::Relaxed),
@@ -520,10 +523,11 @@ pub async fn info_text(worker: &crate::exec::Worker, access: Access<'_>, mut sec
             st.migrated_connections.load(Ordering::Relaxed),
             st.direct_replies.load(Ordering::Relaxed),
             st.direct_replies_partial.load(Ordering::Relaxed),
+            crate::replication::info_stats(),
         );
     }
     if want("replication") {
-        let _ = write!(out, "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_repl_offset:0\r\n\r\n", server.run_id);
+        out.push_str(&crate::replication::info(&server.config));
     }
     if want("cpu") {
         let (user, sys) = memory::cpu_seconds();

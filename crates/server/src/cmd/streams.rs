@@ -405,6 +405,13 @@ fn xadd(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         let mut cmd = vec![Bytes::from_static(b"XADD"), Bytes::copy_from_slice(key), Bytes::from_static(b"MAXLEN"), Bytes::from_static(b"="), Bytes::from(int_bytes(len as i64)), Bytes::from(id.to_bytes())];
         cmd.extend(a[field_pos..].iter().map(|x| Bytes::copy_from_slice(x)));
         ctx.propagate_as(cmd);
+    } else if a[field_pos - 1].contains(&b'*') {
+        // An ID the server chose (`*`, `ms-*`) depends on the clock: the log and the
+        // replication stream get the ID that was added, as Redis propagates it.
+        let mut cmd: Vec<Bytes> = a[..field_pos - 1].iter().map(|x| Bytes::copy_from_slice(x)).collect();
+        cmd.push(Bytes::from(id.to_bytes()));
+        cmd.extend(a[field_pos..].iter().map(|x| Bytes::copy_from_slice(x)));
+        ctx.propagate_as(cmd);
     }
     id_frame(id)
 }

@@ -120,6 +120,11 @@ impl Conn {
                 return Step::Reply(Frame::error(refused));
             }
         }
+        if let Some(refused) = crate::replication::refuse(&self.worker.server.config, spec.is_write(), spec.has(flags::STALE), self.is_master) {
+            stats::record_rejected(spec.name);
+            self.fail_multi();
+            return Step::Reply(refused);
+        }
         if self.proto == Protocol::Resp2 && self.pubsub.is_some() && !ALLOWED_SUBSCRIBED.contains(&spec.name) {
             // RESP2 subscribed mode: the connection carries messages; only these may run.
             stats::record_rejected(spec.name);

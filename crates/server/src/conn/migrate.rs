@@ -130,6 +130,9 @@ impl Conn {
             monitor: None,
             pubsub: None,
             pubsub_unreleased: 0,
+            is_master: false,
+            psync: None,
+            repl_listening_port: 0,
         }
     }
 

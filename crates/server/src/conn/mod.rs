@@ -125,6 +125,14 @@ pub struct Conn {
     /// Bytes of published messages moved into `out` and not yet written: given back to the
     /// subscriber's output accounting once written.
     pubsub_unreleased: usize,
+    /// The primary's link on a replica (`replication/replica.rs`): may write on a read-only
+    /// replica; its replies are discarded.
+    pub is_master: bool,
+    /// PSYNC was received: once the replies before it are out, the socket becomes a replica
+    /// link (`replication/primary.rs`).
+    pub psync: Option<crate::replication::primary::PsyncRequest>,
+    /// REPLCONF listening-port: the port a replica announces before its PSYNC.
+    pub repl_listening_port: u16,
 }
 
 fn killed_error() -> std::io::Error {
@@ -161,6 +169,26 @@ pub async fn serve(worker: Rc<Worker>, stream: TcpStream, addr: SocketAddr) {
 }
 
 impl Conn {
+    /// The connection a replica applies its primary's stream through (see
+    /// `replication/replica.rs`): registered as a client of type master, authenticated, in
+    /// database `db`. None when `maxclients` are connected.
+    pub fn for_master(worker: Rc<Worker>, peer: SocketAddr, laddr: SocketAddr, db: usize) -> Option<Conn> {
+        let server = worker.server.clone();
+        let meta = server.clients.register(peer, laddr, usize::MAX, now_ms())?;
+        meta.repl_kind.store(crate::clients::REPL_MASTER, Ordering::Release);
+        meta.db.store(db, Ordering::Relaxed);
+        let mut conn = Conn::new(worker, Carried::fresh(&server, meta, peer));
+        conn.authenticated = true;
+        conn.db = db;
+        conn.is_master = true;
+        Some(conn)
+    }
+
+    /// Drops the replies gathered so far (the master's link never sends any).
+    pub fn discard_output(&mut self) {
+        self.out.clear();
+    }
+
     /// Serves the connection until it closes (then, dropping its registration, forgets the
     /// client) or moves to another thread (then the client lives on there).
     async fn serve_until_closed(mut self, stream: TcpStream, addr: SocketAddr, parser: RequestParser, rbuf: BytesMut) {
@@ -355,6 +383,11 @@ impl Conn {
                         // buffer for the connection's life.
                         self.out = BytesMut::with_capacity(READ_CHUNK_BYTES);
                     }
+                }
+                if let Some(req) = self.psync.take() {
+                    self.settle(&mut stream, &mut killed).await?;
+                    crate::replication::primary::serve(self, stream, std::mem::take(&mut rbuf), req).await;
+                    return Ok(None);
                 }
                 if self.close_after_reply || self.meta.killed.load(Ordering::Acquire) {
                     self.settle(&mut stream, &mut killed).await?;

@@ -1,0 +1,189 @@
+//! Replication commands: REPLICAOF/SLAVEOF, ROLE, REPLCONF, PSYNC, WAIT, and CONFIG REWRITE
+//! (Sentinel sends it in the transaction that repoints a replica).
+//!
+//! Thin handlers over `replication/`: the state, the stream and the links live there. PSYNC
+//! only records the request; the connection's socket loop hands its socket to the primary's
+//! side of the link once the replies before it are out (a handler has no socket).
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use abacus_protocol::{Arg, Frame};
+
+use super::args::*;
+use crate::command::flags::*;
+use crate::command::Spec;
+use crate::conn::Conn;
+use crate::replication::{self, primary::PsyncRequest, MasterAddr};
+
+const G: &str = "server";
+const NONE: (i32, i32, i32) = (0, 0, 0);
+
+pub const COMMANDS: &[Spec] = &[
+    Spec::conn("replicaof", 3, ADMIN | STALE, NONE, conn_fn!(|conn, _, call| replicaof(conn, &call.args).await), G, "Configures a server as replica of another, or promotes it to a master."),
+    Spec::conn("slaveof", 3, ADMIN | STALE, NONE, conn_fn!(|conn, _, call| replicaof(conn, &call.args).await), G, "Sets a Redis server as a replica of another, or promotes it to being a master."),
+    Spec::conn("role", 1, LOADING | STALE | FAST, NONE, conn_fn!(|_, _, _| replication::role()), G, "Returns the replication role."),
+    Spec::conn("replconf", -1, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, call| replconf(conn, &call.args)), G, "An internal command for configuring the replication stream."),
+    Spec::conn("psync", -3, ADMIN | NO_MULTI, NONE, conn_fn!(|conn, _, call| psync(conn, &call.args)), G, "An internal command used in replication."),
+    Spec::conn("wait", 3, 0, NONE, conn_fn!(|conn, _, call| wait(conn, &call.args).await), "generic", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed."),
+];
+
+async fn replicaof(conn: &mut Conn, a: &[Arg]) -> Frame {
+    let repl = replication::state();
+    if a[1].eq_ignore_ascii_case(b"no") && a[2].eq_ignore_ascii_case(b"one") {
+        // Stop the link between two applied chunks, then take over the history.
+        let _applying = repl.apply_lock.lock().await;
+        if replication::become_primary() {
+            tracing::info!("MASTER MODE enabled (user request from id={} addr={})", conn.meta.id, conn.meta.addr);
+        }
+        return Frame::ok();
+    }
+    let port = match parse_i64(&a[2]) {
+        Ok(p) if (0..=65535).contains(&p) => p as u16,
+        Ok(_) => return err("ERR Invalid master port"),
+        Err(e) => return e,
+    };
+    let host = String::from_utf8_lossy(&a[1]).into_owned();
+    let _applying = repl.apply_lock.lock().await;
+    match replication::become_replica(MasterAddr { host: host.clone(), port }) {
+        None => Frame::simple("OK Already connected to specified master"),
+        Some(gen) => {
+            tracing::info!("REPLICAOF {host}:{port} enabled (user request from id={} addr={})", conn.meta.id, conn.meta.addr);
+            replication::replica::spawn(conn.worker.clone(), gen);
+            Frame::ok()
+        }
+    }
+}
+
+fn replconf(conn: &mut Conn, a: &[Arg]) -> Frame {
+    if a.len().is_multiple_of(2) {
+        return err(ERR_SYNTAX);
+    }
+    for pair in a[1..].chunks(2) {
+        let (opt, val) = (&pair[0], &pair[1]);
+        if opt.eq_ignore_ascii_case(b"listening-port") {
+            match parse_i64(val) {
+                Ok(p) if (0..=65535).contains(&p) => conn.repl_listening_port = p as u16,
+                Ok(_) => return err("ERR value is out of range"),
+                Err(e) => return e,
+            }
+        } else if opt.eq_ignore_ascii_case(b"ack") || opt.eq_ignore_ascii_case(b"getack") {
+            // Only meaningful on a replica link (handled there); never answered here.
+            return Frame::Seq(Vec::new());
+        } else if opt.eq_ignore_ascii_case(b"ip-address") || opt.eq_ignore_ascii_case(b"capa") || opt.eq_ignore_ascii_case(b"rdb-only") || opt.eq_ignore_ascii_case(b"rdb-filter-only") {
+        } else {
+            return Frame::error(format!("ERR Unrecognized REPLCONF option: {}", String::from_utf8_lossy(opt)));
+        }
+    }
+    Frame::ok()
+}
+
+fn psync(conn: &mut Conn, a: &[Arg]) -> Frame {
+    if replication::is_replica() {
+        return if replication::state().link() != replication::LinkState::Connected {
+            err("NOMASTERLINK Can't SYNC while not connected with my master")
+        } else {
+            err("ERR Abacus does not support chained replication: attach the replica to the primary")
+        };
+    }
+    let offset = match parse_i64(&a[2]) {
+        Ok(o) => o,
+        Err(e) => return e,
+    };
+    conn.psync = Some(PsyncRequest { replid: String::from_utf8_lossy(&a[1]).into_owned(), offset, listening_port: conn.repl_listening_port });
+    // The socket loop writes the answer (+FULLRESYNC or +CONTINUE) once it hands it over.
+    Frame::Seq(Vec::new())
+}
+
+async fn wait(conn: &mut Conn, a: &[Arg]) -> Frame {
+    if replication::is_replica() {
+        return err("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.");
+    }
+    let n = match parse_i64(&a[1]) {
+        Ok(n) => n,
+        Err(e) => return e,
+    };
+    let timeout = match parse_i64(&a[2]) {
+        Ok(t) if t < 0 => return err("ERR timeout is negative"),
+        Ok(t) => t as u64,
+        Err(e) => return e,
+    };
+    // This connection's writes are in the stream once their log commands are flushed.
+    crate::aof::flush_deferred();
+    let repl = replication::state();
+    let target = repl.offset();
+    let acked = repl.acked(target);
+    if acked as i64 >= n || conn.multi.is_some() {
+        return Frame::Integer(acked as i64);
+    }
+    repl.request_acks();
+    let deadline = (timeout > 0).then(|| tokio::time::Instant::now() + Duration::from_millis(timeout));
+    let killed = conn.meta.clone();
+    loop {
+        let notified = repl.acks.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let acked = repl.acked(target);
+        if acked as i64 >= n || killed.killed.load(Ordering::Acquire) {
+            return Frame::Integer(acked as i64);
+        }
+        // Woken by every ACK; re-asked every second in case a GETACK went to a replica that
+        // was still syncing.
+        let step = tokio::time::Instant::now() + Duration::from_secs(1);
+        let until = deadline.map_or(step, |d| d.min(step));
+        tokio::select! {
+            _ = notified => {}
+            _ = tokio::time::sleep_until(until) => {
+                if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+                    return Frame::Integer(repl.acked(target) as i64);
+                }
+                repl.request_acks();
+            }
+        }
+    }
+}
+
+/// CONFIG REWRITE: the config file's lines for runtime-settable parameters get their current
+/// values, parameters changed from their defaults and absent from the file are appended;
+/// comments and other lines stay. Written to a temporary file and renamed over the original.
+pub fn config_rewrite(conn: &mut Conn) -> Frame {
+    let cfg = &conn.worker.server.config;
+    let Some(path) = cfg.config_file() else {
+        return err("ERR The server is running without a config file");
+    };
+    let quote = |v: &str| if v.is_empty() || v.contains(char::is_whitespace) { format!("\"{v}\"") } else { v.to_string() };
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => return Frame::error(format!("ERR Rewriting config file: {e}")),
+    };
+    let mut seen = std::collections::HashSet::new();
+    let mut out = String::with_capacity(text.len() + 256);
+    for line in text.lines() {
+        let t = line.trim();
+        let name = t.split_whitespace().next().unwrap_or("");
+        match crate::config::param(name) {
+            Some(p) if !t.starts_with('#') && p.mutable && seen.insert(p.name) => {
+                out.push_str(&format!("{} {}\n", p.name, quote(&cfg.get(p.name))));
+            }
+            _ => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    for p in crate::config::PARAMS.iter().filter(|p| p.mutable && !seen.contains(p.name)) {
+        let v = cfg.get(p.name);
+        if v != p.default {
+            out.push_str(&format!("{} {}\n", p.name, quote(&v)));
+        }
+    }
+    let tmp = path.with_extension("rewrite.tmp");
+    let result = std::fs::write(&tmp, out.as_bytes()).and_then(|_| std::fs::rename(&tmp, path));
+    match result {
+        Ok(()) => Frame::ok(),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Frame::error(format!("ERR Rewriting config file: {e}"))
+        }
+    }
+}

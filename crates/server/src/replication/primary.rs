@@ -1,0 +1,191 @@
+//! The primary's side of one replica's link: the connection that sent PSYNC.
+//!
+//! PSYNC's handler only records the request; once the connection's earlier replies are out,
+//! its socket loop hands the socket here ([`serve`]), and it stays a replica link until it
+//! closes: `+CONTINUE` and the missed bytes from the backlog, or `+FULLRESYNC`, the snapshot
+//! as a bulk and the replica's queue after it. From then on this task writes the replica's
+//! queue to the socket and reads its `REPLCONF ACK`s. CLIENT KILL TYPE replica (or slave)
+//! ends it like any client's kill; a replica whose queue passes its limit is closed (it will
+//! ask again, and resume from the backlog if it can).
+
+use std::io::Read;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use abacus_protocol::{BytesMut, Limits, RequestParser};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::{state, try_partial, wait_for_snapshot, Psync, ReplicaInfo, Waiter, ONLINE, SEND_BULK};
+use crate::conn::Conn;
+use crate::exec::Access;
+use crate::shard::now_ms;
+
+/// What a PSYNC asked for, kept on the connection until its socket is handed over.
+pub struct PsyncRequest {
+    pub replid: String,
+    pub offset: i64,
+    pub listening_port: u16,
+}
+
+/// Bytes of the snapshot file sent per write.
+const FILE_CHUNK_BYTES: usize = 256 * 1024;
+
+/// Serves a replica on `stream` until the link ends. `rbuf` holds what it sent after PSYNC.
+pub async fn serve(conn: &mut Conn, mut stream: TcpStream, mut rbuf: BytesMut, req: PsyncRequest) {
+    let repl = state();
+    let meta = conn.meta.clone();
+    meta.repl_kind.store(crate::clients::REPL_REPLICA, Ordering::Release);
+    let info = Arc::new(ReplicaInfo {
+        client_id: meta.id,
+        ip: meta.addr.ip().to_string(),
+        port: std::sync::atomic::AtomicU64::new(req.listening_port as u64),
+        state: std::sync::atomic::AtomicU8::new(super::WAIT_BGSAVE),
+        ack_offset: std::sync::atomic::AtomicU64::new(0),
+        ack_ms: std::sync::atomic::AtomicU64::new(now_ms()),
+        queued: std::sync::atomic::AtomicU64::new(0),
+        overflowed: std::sync::atomic::AtomicBool::new(false),
+    });
+    repl.start_feeding();
+    let result = async {
+        let mut rx = match try_partial(&info, &req.replid, req.offset) {
+            Psync::Continue { replid, missed, rx } => {
+                tracing::info!("Partial resynchronization request from {} accepted: sending {} bytes of backlog", meta.addr, missed.len());
+                stream.write_all(format!("+CONTINUE {replid}\r\n").as_bytes()).await?;
+                stream.write_all(&missed).await?;
+                rx
+            }
+            Psync::Full => {
+                tracing::info!("Full resync requested by replica {}", meta.addr);
+                full_sync(conn, &mut stream, &info).await?
+            }
+        };
+        stream_to(&mut stream, &mut rbuf, &mut rx, &info, &meta).await
+    }
+    .await;
+    repl.detach(&info);
+    meta.repl_kind.store(0, Ordering::Release);
+    if let Err(e) = result {
+        tracing::info!("Connection with replica {} lost: {e}", meta.addr);
+    }
+}
+
+/// A full sync: waits for a snapshot's point in time, sends `+FULLRESYNC`, the file, and
+/// returns the queue that has gathered the stream since that point.
+async fn full_sync(conn: &mut Conn, stream: &mut TcpStream, info: &Arc<ReplicaInfo>) -> std::io::Result<tokio::sync::mpsc::UnboundedReceiver<abacus_protocol::Bytes>> {
+    let repl = state();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let (at_tx, at_rx) = tokio::sync::oneshot::channel();
+    wait_for_snapshot(Waiter { info: info.clone(), tx, at: at_tx });
+    repl.sync_full.fetch_add(1, Ordering::Relaxed);
+    // A snapshot of our own; or, if one is running, the next one (which we start when it is
+    // done: the running one's point in time came before we asked).
+    let before = loop {
+        match crate::snapshot::start(&conn.worker, Access::Free, "a replica's full sync").await {
+            Ok(before) => break before,
+            Err(_) => {
+                if conn.meta.killed.load(Ordering::Acquire) {
+                    return Err(std::io::Error::other("killed"));
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    };
+    let (offset, name) = at_rx.await.map_err(|_| std::io::Error::other("the snapshot did not include this replica"))?;
+    let replid = repl.replid();
+    stream.write_all(format!("+FULLRESYNC {replid} {offset}\r\n").as_bytes()).await?;
+    // Keep the link alive while the snapshot is written (Redis sends newlines likewise).
+    let done = crate::snapshot::wait(before);
+    tokio::pin!(done);
+    let result = loop {
+        tokio::select! {
+            r = &mut done => break r,
+            _ = tokio::time::sleep(Duration::from_secs(1)) => stream.write_all(b"\n").await?,
+        }
+    };
+    result.map_err(std::io::Error::other)?;
+    let dir = crate::snapshot::global().map(|s| s.dir.clone()).ok_or_else(|| std::io::Error::other("no snapshots"))?;
+    let mut file = std::fs::File::open(dir.join(&name))?;
+    let len = file.metadata()?.len();
+    info.state.store(SEND_BULK, Ordering::Release);
+    tracing::info!("Synchronization with replica {}: sending snapshot {name} ({len} bytes) at offset {offset}", conn.meta.addr);
+    stream.write_all(format!("${len}\r\n").as_bytes()).await?;
+    let mut buf = vec![0u8; FILE_CHUNK_BYTES];
+    let mut left = len;
+    while left > 0 {
+        let n = file.read(&mut buf[..FILE_CHUNK_BYTES.min(left as usize)])?;
+        if n == 0 {
+            return Err(std::io::Error::other("the snapshot file ended early"));
+        }
+        stream.write_all(&buf[..n]).await?;
+        left -= n as u64;
+    }
+    info.ack_offset.store(offset, Ordering::Release);
+    info.ack_ms.store(now_ms(), Ordering::Relaxed);
+    info.state.store(ONLINE, Ordering::Release);
+    tracing::info!("Synchronization with replica {} succeeded", conn.meta.addr);
+    Ok(rx)
+}
+
+/// Writes the stream to the replica and reads its ACKs, until the link ends.
+async fn stream_to(
+    stream: &mut TcpStream,
+    rbuf: &mut BytesMut,
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<abacus_protocol::Bytes>,
+    info: &Arc<ReplicaInfo>,
+    meta: &Arc<crate::clients::ClientMeta>,
+) -> std::io::Result<()> {
+    let repl = state();
+    let mut parser = RequestParser::new(Limits::default());
+    let killed = meta.kill.notified();
+    tokio::pin!(killed);
+    let (mut rd, mut wr) = stream.split();
+    let mut out: Vec<u8> = Vec::new();
+    loop {
+        if meta.killed.load(Ordering::Acquire) {
+            return Err(std::io::Error::other("killed by CLIENT KILL"));
+        }
+        // ACKs that arrived with the PSYNC or since.
+        while let Some(args) = parser.parse(rbuf).map_err(|e| std::io::Error::other(e.to_string()))? {
+            if args.len() >= 3 && args[0].eq_ignore_ascii_case(b"replconf") && args[1].eq_ignore_ascii_case(b"ack") {
+                if let Some(off) = std::str::from_utf8(&args[2]).ok().and_then(|s| s.parse::<u64>().ok()) {
+                    info.ack_offset.fetch_max(off, Ordering::AcqRel);
+                    info.ack_ms.store(now_ms(), Ordering::Relaxed);
+                    meta.last_interaction_ms.store(now_ms(), Ordering::Relaxed);
+                    repl.acks.notify_waiters();
+                }
+            }
+        }
+        if info.overflowed.load(Ordering::Acquire) {
+            return Err(std::io::Error::other("its queue passed client-output-buffer-limit replica"));
+        }
+        tokio::select! {
+            chunk = rx.recv() => {
+                let Some(chunk) = chunk else {
+                    return Err(std::io::Error::other("detached"));
+                };
+                out.clear();
+                out.extend_from_slice(&chunk);
+                let mut taken = chunk.len() as u64;
+                while out.len() < FILE_CHUNK_BYTES {
+                    match rx.try_recv() {
+                        Ok(more) => {
+                            out.extend_from_slice(&more);
+                            taken += more.len() as u64;
+                        }
+                        Err(_) => break,
+                    }
+                }
+                wr.write_all(&out).await?;
+                info.queued.fetch_sub(taken, Ordering::AcqRel);
+            }
+            n = rd.read_buf(rbuf) => {
+                if n? == 0 {
+                    return Err(std::io::Error::other("closed by the replica"));
+                }
+            }
+            _ = &mut killed => return Err(std::io::Error::other("killed by CLIENT KILL")),
+        }
+    }
+}

@@ -1,0 +1,505 @@
+"""Replication: REPLICAOF, PSYNC (full and partial), WAIT, ROLE, INFO replication, read-only
+replicas and promotion, against real processes on loopback.
+
+Every comparison of a replica with its primary follows a `WAIT 1 <timeout>` that returned 1:
+the replica acknowledged every byte of the stream up to the writes before it, so the data
+must be equal at that moment (no sleeps decide a result). The digest compares every key of
+every database used: its TYPE, its DUMP payload and whether it has a TTL.
+
+These tests run against Redis too (`--target redis`): what they check is Redis's behaviour.
+"""
+
+import socket
+import threading
+
+import pytest
+import redis
+
+from helpers import kv_fields, wait_until
+
+WAIT_MS = 10000
+LINK_TIMEOUT = 20.0
+
+
+def info(client, section="replication"):
+    """INFO's fields as strings (redis-py's parsed `slaveN` lines back to `a=1,b=2` form)."""
+    out = {}
+    for k, v in client.info(section).items():
+        if isinstance(v, dict):
+            v = ",".join("%s=%s" % kv for kv in v.items())
+        out[k] = str(v)
+    return out
+
+
+def link_up(replica):
+    return info(replica).get("master_link_status") == "up"
+
+
+def attach(replica, primary):
+    """Makes `replica` a replica of `primary` and waits for its link to be up."""
+    assert replica.client().execute_command("REPLICAOF", primary.host, primary.port) in (b"OK", True)
+    assert wait_until(lambda: link_up(replica.client()), timeout=LINK_TIMEOUT), replica.log()
+
+
+def wait_acked(primary_client, n=1):
+    got = primary_client.execute_command("WAIT", n, WAIT_MS)
+    assert got >= n, "WAIT %d %d returned %r" % (n, WAIT_MS, got)
+
+
+def digest(client, dbs=(0,)):
+    """Every key's type, value and whether it has a TTL. Values are read by type (a set's
+    members sorted, a hash's fields sorted): two servers may lay out the same value
+    differently (Redis's DUMP of a set shows its insertion order)."""
+    out = {}
+    for db in dbs:
+        c = redis.Redis(host=client.connection_pool.connection_kwargs["host"],
+                        port=client.connection_pool.connection_kwargs["port"], db=db)
+        keys = list(c.scan_iter(count=1000))
+        p = c.pipeline(transaction=False)
+        for k in keys:
+            p.type(k)
+            p.pttl(k)
+        meta = p.execute()
+        p = c.pipeline(transaction=False)
+        for i, k in enumerate(keys):
+            t = meta[2 * i]
+            if t == b"string":
+                p.get(k)
+            elif t == b"list":
+                p.lrange(k, 0, -1)
+            elif t == b"hash":
+                p.hgetall(k)
+            elif t == b"set":
+                p.smembers(k)
+            elif t == b"zset":
+                p.zrange(k, 0, -1, withscores=True)
+            elif t == b"stream":
+                p.xrange(k)
+            else:
+                p.dump(k)
+        values = p.execute()
+        for i, k in enumerate(keys):
+            v = values[i]
+            if isinstance(v, (set, dict)):
+                v = sorted(v.items()) if isinstance(v, dict) else sorted(v)
+            out[(db, k)] = (meta[2 * i], v, meta[2 * i + 1] > 0)
+        c.close()
+    return out
+
+
+def write_every_type(r, tag):
+    """Writes of every type, with expiries, across shards, in a transaction and in db 3."""
+    r.set("s:%s" % tag, "v" * 10)
+    r.set("ttl:%s" % tag, "x", ex=1000)
+    r.incrby("n:%s" % tag, 7)
+    r.append("s:%s" % tag, "-more")
+    r.mset({"m1:%s" % tag: "a", "m2:%s" % tag: "b", "m3:%s" % tag: "c"})
+    r.rpush("l:%s" % tag, *range(50))
+    r.lpop("l:%s" % tag)
+    r.hset("h:%s" % tag, mapping={"f%d" % i: i for i in range(20)})
+    r.hdel("h:%s" % tag, "f3")
+    r.sadd("si:%s" % tag, *range(100))
+    r.sadd("ss:%s" % tag, "a", "b", "c")
+    r.spop("ss:%s" % tag)
+    r.zadd("z:%s" % tag, {"m%d" % i: i * 1.5 for i in range(30)})
+    r.zincrby("z:%s" % tag, 2, "m1")
+    r.xadd("x:%s" % tag, {"a": "1"})
+    r.xadd("x:%s" % tag, {"b": "2"})
+    r.pfadd("p:%s" % tag, *("u%d" % i for i in range(100)))
+    r.expire("s:%s" % tag, 5000)
+    r.set("gone:%s" % tag, "1")
+    r.delete("gone:%s" % tag)
+    p = r.pipeline(transaction=True)
+    p.set("t1:%s" % tag, "1")
+    p.incr("t2:%s" % tag)
+    p.lpush("t3:%s" % tag, "z")
+    p.execute()
+    r.execute_command("SELECT", 3)
+    r.set("db3:%s" % tag, "three")
+    r.execute_command("SELECT", 0)
+
+
+@pytest.fixture
+def pair(server):
+    primary = server.start()
+    replica = server.start()
+    return primary, replica
+
+
+def test_replica_follows_writes_of_every_type(pair):
+    primary, replica = pair
+    p = primary.client()
+    write_every_type(p, "before")  # carried by the full sync
+    attach(replica, primary)
+    write_every_type(p, "after")  # carried by the stream
+    r3 = redis.Redis(host=primary.host, port=primary.port, db=3)
+    r3.flushdb()
+    r3.set("db3:last", "x")
+    wait_acked(p)
+    rc = replica.client()
+    want = digest(p, dbs=(0, 3))
+    assert len(want) > 30
+    assert digest(rc, dbs=(0, 3)) == want
+    assert rc.get("db3:before") is None  # FLUSHDB in db 3 replicated
+    assert rc.pttl("ttl:after") > 0
+
+
+def test_role_info_and_read_only(pair):
+    primary, replica = pair
+    attach(replica, primary)
+    p, rc = primary.client(), replica.client()
+    p.set("k", "v")
+    wait_acked(p)
+    role = p.execute_command("ROLE")
+    assert role[0] == b"master"
+    assert [x for x in role[2] if int(x[1]) == replica.port]
+    prole = rc.execute_command("ROLE")
+    assert prole[0] == b"slave" and prole[2] == primary.port and prole[3] == b"connected"
+    pi = info(p)
+    assert pi["role"] == "master" and pi["connected_slaves"] == "1"
+    s0 = kv_fields(pi["slave0"])
+    assert s0["port"] == str(replica.port) and s0["state"] == "online"
+    assert int(s0["offset"]) > 0 and int(s0["offset"]) <= int(pi["master_repl_offset"])
+    ri = info(rc)
+    assert ri["role"] == "slave" and ri["master_port"] == str(primary.port)
+    assert ri["master_link_status"] == "up"
+    assert ri["master_replid"] == pi["master_replid"]
+    for field in ("master_repl_offset", "second_repl_offset", "repl_backlog_active", "repl_backlog_size",
+                  "repl_backlog_first_byte_offset", "repl_backlog_histlen", "master_replid2",
+                  "slave_priority", "slave_read_only"):
+        assert field in ri, field
+    assert rc.get("k") == b"v"
+    with pytest.raises(redis.ResponseError, match="^You can't write against a read only replica"):
+        rc.set("k", "w")
+    with pytest.raises(redis.ResponseError, match="WAIT cannot be used with replica instances"):
+        rc.execute_command("WAIT", 1, 0)
+
+
+def test_wait_without_replicas(server):
+    p = server.start().client()
+    p.set("a", "1")
+    assert p.execute_command("WAIT", 0, 0) == 0
+    assert p.execute_command("WAIT", 1, 50) == 0
+    with pytest.raises(redis.ResponseError, match="timeout is negative"):
+        p.execute_command("WAIT", 1, -1)
+    with pytest.raises(redis.ResponseError, match="not an integer"):
+        p.execute_command("WAIT", "x", 0)
+
+
+@pytest.mark.parametrize("side", ["master", "replica"])
+def test_dropped_link_resumes_with_partial_resync(pair, side):
+    primary, replica = pair
+    attach(replica, primary)
+    p, rc = primary.client(), replica.client()
+    write_every_type(p, "one")
+    wait_acked(p)
+    before = info(p, "stats")
+    if side == "master":
+        # On the replica: kill its link to the primary.
+        assert rc.execute_command("CLIENT", "KILL", "TYPE", "master") == 1
+    else:
+        assert p.execute_command("CLIENT", "KILL", "TYPE", "replica") == 1
+    # Writes while the link may be down: they come from the backlog.
+    write_every_type(p, "two")
+    assert wait_until(lambda: int(info(p, "stats")["sync_partial_ok"]) > int(before["sync_partial_ok"]),
+                      timeout=LINK_TIMEOUT), replica.log()
+    assert wait_until(lambda: link_up(rc), timeout=LINK_TIMEOUT)
+    wait_acked(p)
+    after = info(p, "stats")
+    assert after["sync_full"] == before["sync_full"]
+    assert digest(rc, dbs=(0, 3)) == digest(p, dbs=(0, 3))
+
+
+def test_full_sync_under_concurrent_writes(pair):
+    primary, replica = pair
+    p = primary.client()
+    p.execute_command("DEBUG", "POPULATE", 20000, "pre", 20)
+    stop = threading.Event()
+    errors = []
+
+    def writer():
+        w = primary.client()
+        i = 0
+        try:
+            while not stop.is_set():
+                w.incr("counter:%d" % (i % 97))
+                w.set("w:%d" % (i % 5000), i)
+                if i % 10 == 0:
+                    w.rpush("list:%d" % (i % 13), i)
+                i += 1
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        attach(replica, primary)
+        # Keep writing a little after the sync too.
+        wait_until(lambda: False, timeout=0.3)
+    finally:
+        stop.set()
+        t.join()
+    assert not errors
+    wait_acked(p)
+    want = digest(p)
+    assert len(want) >= 20000
+    assert digest(replica.client()) == want
+
+
+def test_promotion_and_repointed_replica_continues(server):
+    primary = server.start()
+    a = server.start()
+    b = server.start()
+    attach(a, primary)
+    attach(b, primary)
+    p = primary.client()
+    write_every_type(p, "x")
+    wait_acked(p, 2)
+    old_id = info(p)["master_replid"]
+    primary.stop()
+    ac, bc = a.client(), b.client()
+    assert ac.execute_command("REPLICAOF", "NO", "ONE") in (b"OK", True)
+    ai = info(ac)
+    assert ai["role"] == "master"
+    assert ai["master_replid2"] == old_id and ai["master_replid"] != old_id
+    assert ac.execute_command("ROLE")[0] == b"master"
+    # Writable now, and its data is the old primary's.
+    ac.set("after-promotion", "1")
+    assert digest(bc, dbs=(0, 3)) == {k: v for k, v in digest(ac, dbs=(0, 3)).items() if k[1] != b"after-promotion"}
+    before = info(ac, "stats")
+    attach(b, a)
+    wait_acked(ac)
+    assert bc.get("after-promotion") == b"1"
+    st = info(ac, "stats")
+    assert int(st["sync_partial_ok"]) == int(before["sync_partial_ok"]) + 1
+    assert st["sync_full"] == before["sync_full"]
+    assert digest(bc, dbs=(0, 3)) == digest(ac, dbs=(0, 3))
+
+
+def test_replicaof_errors(server):
+    c = server.start().client()
+    with pytest.raises(redis.ResponseError):
+        c.execute_command("REPLICAOF", "127.0.0.1")
+    with pytest.raises(redis.ResponseError):
+        c.execute_command("REPLICAOF", "127.0.0.1", "notaport")
+    assert c.execute_command("REPLICAOF", "NO", "ONE") in (b"OK", True)
+    assert c.execute_command("ROLE")[0] == b"master"
+
+
+@pytest.mark.abacus_only("Abacus's stream carries DEBUG POPULATE's keys; Redis does not propagate DEBUG")
+def test_debug_populate_is_replicated(pair):
+    primary, replica = pair
+    attach(replica, primary)
+    p = primary.client()
+    p.execute_command("DEBUG", "POPULATE", 500, "pop", 8)
+    wait_acked(p)
+    assert replica.client().dbsize() == 500
+    assert digest(replica.client()) == digest(p)
+
+
+class FakePrimary:
+    """A TCP server that answers a replica's handshake and then sends `payload` as its
+    full sync: bad input a replica must survive."""
+
+    def __init__(self, payload):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.port = self.sock.getsockname()[1]
+        self.payload = payload
+        self.served = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            conn.settimeout(10)
+            buf = b""
+            try:
+                while b"PSYNC" not in buf.upper() or not buf.endswith(b"\r\n"):
+                    chunk = conn.recv(4096)
+                    if not chunk:
+                        break
+                    buf += chunk
+                    # Each handshake command gets +OK (PING gets +PONG).
+                    if b"PSYNC" not in buf.upper():
+                        conn.sendall(b"+PONG\r\n" if b"PING" in chunk.upper() else b"+OK\r\n")
+                conn.sendall(self.payload)
+                self.served.set()
+                conn.shutdown(2)
+            except OSError:
+                pass
+            conn.close()
+
+    def close(self):
+        self.sock.close()
+
+
+@pytest.mark.abacus_only("Abacus's snapshot format; Redis drops its data set before loading")
+@pytest.mark.parametrize("payload", [
+    b"+FULLRESYNC " + b"a" * 40 + b" 0\r\n$1000\r\n" + b"\x00" * 100,  # cut short
+    b"+FULLRESYNC " + b"a" * 40 + b" 0\r\n$64\r\n" + b"ABACUSS1" + b"\xff" * 56,  # corrupt
+    b"+FULLRESYNC nonsense\r\n",
+    b"-ERR no\r\n",
+])
+def test_bad_primary_leaves_data_untouched(server, payload):
+    replica = server.start()
+    rc = replica.client()
+    rc.set("mine", "kept")
+    fake = FakePrimary(payload)
+    try:
+        rc.execute_command("REPLICAOF", "127.0.0.1", fake.port)
+        assert fake.served.wait(10)
+        # The attempt fails and is retried; the data set is never replaced by a bad one.
+        assert wait_until(lambda: "Replication link with" in replica.log(), timeout=10), replica.log()
+        assert rc.get("mine") == b"kept"
+        assert info(rc)["master_link_status"] == "down"
+        rc.execute_command("REPLICAOF", "NO", "ONE")
+        assert rc.get("mine") == b"kept"
+    finally:
+        fake.close()
+
+
+def test_replica_sending_garbage_is_dropped(server):
+    from helpers import RespClient
+    primary = server.start()
+    p = primary.client()
+    p.set("k", "v")
+    c = RespClient(primary.host, primary.port)
+    c.send(b"*3\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n")
+    line = c._readline()
+    while line == b"":
+        line = c._readline()
+    assert line.startswith(b"+FULLRESYNC ")
+    c.send(b"*\xff garbage\r\n")
+    # The primary closes that link and keeps serving.
+    assert wait_until(lambda: info(p)["connected_slaves"] == "0", timeout=10)
+    assert p.get("k") == b"v"
+    c.close()
+
+
+@pytest.mark.abacus_only("Abacus's config file format (name value lines) and parameters")
+def test_config_rewrite(server, tmp_path):
+    c = server.start().client()
+    with pytest.raises(redis.ResponseError, match="running without a config file"):
+        c.execute_command("CONFIG", "REWRITE")
+    conf = tmp_path / "abacus.conf"
+    conf.write_text("# mine\nreplica-priority 100\nhz 10\n")
+    s = server.start(["--config", str(conf)])
+    c = s.client()
+    c.config_set("replica-priority", "7")
+    c.config_set("min-replicas-max-lag", "3")
+    assert c.execute_command("CONFIG", "REWRITE") in (b"OK", True)
+    lines = conf.read_text().splitlines()
+    assert lines[0] == "# mine"
+    assert "replica-priority 7" in lines and "hz 10" in lines
+    assert "min-replicas-max-lag 3" in lines
+
+
+SENTINEL_ROUNDS = 3
+
+
+def start_sentinels(tmp_path, primary, n=3):
+    """Stock Redis Sentinels (Debian's redis-sentinel; `redis-server --sentinel` is the same
+    program) monitoring `primary` as "m", quorum 2."""
+    import os
+    import shutil
+    import subprocess
+    from conftest import free_port
+    binary = shutil.which("redis-sentinel")
+    argv0 = [binary] if binary else [shutil.which("redis-server") or "/usr/bin/redis-server"]
+    procs, ports = [], []
+    for i in range(n):
+        port = free_port()
+        conf = tmp_path / ("sentinel-%d.conf" % i)
+        conf.write_text(
+            "port %d\nbind 127.0.0.1\ndir %s\n"
+            "sentinel monitor m %s %d 2\n"
+            "sentinel down-after-milliseconds m 1000\n"
+            "sentinel failover-timeout m 6000\n"
+            "sentinel parallel-syncs m 2\n" % (port, tmp_path, primary.host, primary.port))
+        log = open(tmp_path / ("sentinel-%d.log" % i), "wb")
+        args = argv0 + [str(conf)] + ([] if binary else ["--sentinel"])
+        procs.append(subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+        ports.append(port)
+    return procs, ports
+
+
+@pytest.mark.abacus_only("Sentinel failover of Abacus servers (the oracle run has no Abacus)")
+def test_sentinel_failover_keeps_every_waited_write(server, tmp_path):
+    import os
+    import signal
+    import redis.sentinel
+    from redis.sentinel import Sentinel
+    nodes = [server.start() for _ in range(3)]
+    for n in nodes[1:]:
+        attach(n, nodes[0])
+    procs, ports = start_sentinels(tmp_path, nodes[0])
+    try:
+        sentinel = Sentinel([("127.0.0.1", p) for p in ports], socket_timeout=2)
+        s0 = redis.Redis(host="127.0.0.1", port=ports[0], socket_timeout=2)
+
+        def discovered():
+            try:
+                return len(s0.sentinel_slaves("m")) == 2 and len(s0.sentinel_sentinels("m")) == 2
+            except redis.ConnectionError:
+                return False
+
+        # The Sentinels found both replicas (INFO) and each other (the hello channel).
+        assert wait_until(discovered, timeout=30), open(tmp_path / "sentinel-0.log").read()
+        acked = {}
+        for rnd in range(SENTINEL_ROUNDS):
+            addr = sentinel.discover_master("m")
+            victim = next(n for n in nodes if n.port == addr[1])
+            stop = threading.Event()
+
+            def writer(rnd=rnd):
+                i = 0
+                while not stop.is_set():
+                    key = "r%d:%d" % (rnd, i)
+                    try:
+                        m = sentinel.master_for("m", socket_timeout=2)
+                        m.set(key, i)
+                        if m.execute_command("WAIT", 1, 2000) >= 1:
+                            acked[key] = str(i).encode()
+                    except (redis.ConnectionError, redis.TimeoutError, redis.ResponseError):
+                        pass
+                    i += 1
+
+            t = threading.Thread(target=writer)
+            t.start()
+            assert wait_until(lambda: sum(k.startswith("r%d:" % rnd) for k in list(acked)) >= 20, timeout=20)
+            os.killpg(victim.proc.pid, signal.SIGKILL)
+            victim.proc.wait()
+            def moved():
+                try:
+                    return sentinel.discover_master("m") != addr
+                except redis.sentinel.MasterNotFoundError:
+                    return False  # the old primary is down and none is promoted yet
+
+            assert wait_until(moved, timeout=30), open(tmp_path / "sentinel-0.log").read()
+            stop.set()
+            t.join()
+            new = sentinel.master_for("m", socket_timeout=5)
+            assert new.execute_command("ROLE")[0] == b"master"
+            missing = [k for k, v in acked.items() if new.get(k) != v]
+            assert not missing, "acknowledged writes lost: %r" % missing[:10]
+            # The old primary comes back (same port and data directory) and Sentinel makes it
+            # a replica of the new one.
+            victim.spawn()
+            victim.wait_ready()
+            def rejoined():
+                try:
+                    return link_up(victim.client())
+                except redis.ConnectionError:
+                    return False  # Sentinel's CLIENT KILL TYPE normal while it repoints it
+
+            assert wait_until(rejoined, timeout=40), victim.log()
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
