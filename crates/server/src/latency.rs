@@ -177,15 +177,28 @@ pub fn monitor_threshold_ms() -> u64 {
     MONITOR_THRESHOLD_MS.load(Ordering::Relaxed)
 }
 
-/// Parses `latency-tracking-info-percentiles`: numbers 0..=100 separated by spaces (as
-/// Redis 7.0, which refuses anything else with this text).
+/// Parses `latency-tracking-info-percentiles` as Redis 7.0: the value split at every single
+/// space ("" = none), each part a number (strtold's: hexadecimal integers too) from 0 to 100,
+/// with Redis's two error texts.
 pub fn parse_percentiles(value: &str) -> Result<Vec<f64>, String> {
+    if value.is_empty() {
+        return Ok(Vec::new());
+    }
     let mut out = Vec::new();
-    for w in value.split(' ').filter(|w| !w.is_empty()) {
-        match w.parse::<f64>() {
-            Ok(p) if (0.0..=100.0).contains(&p) => out.push(p),
-            _ => return Err("latency-tracking-info-percentiles: argument(s) must be percentiles between 0.0 and 100.0 inclusive".into()),
+    for w in value.split(' ') {
+        let hex = w.strip_prefix("0x").or_else(|| w.strip_prefix("0X"));
+        let parsed = match hex {
+            Some(digits) if !digits.is_empty() => u64::from_str_radix(digits, 16).ok().map(|v| v as f64),
+            _ => w.parse::<f64>().ok(),
+        };
+        let p = match parsed {
+            Some(p) if !p.is_nan() => p,
+            _ => return Err("Invalid latency-tracking-info-percentiles parameters".into()),
+        };
+        if !(0.0..=100.0).contains(&p) {
+            return Err("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]".into());
         }
+        out.push(p);
     }
     Ok(out)
 }
@@ -447,6 +460,9 @@ mod tests {
         assert_eq!(canonical_percentiles("").unwrap(), "");
         assert!(canonical_percentiles("101").is_err());
         assert!(canonical_percentiles("x").is_err());
+        assert!(canonical_percentiles("1 ").is_err());
+        assert!(canonical_percentiles("nan").is_err());
+        assert_eq!(canonical_percentiles("0x10 1e1 +1").unwrap(), "16 10 1");
     }
 
     #[test]
