@@ -251,6 +251,16 @@ class Server:
         return self.target == "redis"
 
 
+@pytest.fixture(scope="module")
+def real_redis():
+    """A real redis-server (Debian's) beside the server under test: the reference end of
+    byte-level comparisons and DUMP/MIGRATE round trips."""
+    p = ServerProcess("redis")
+    p.start()
+    yield p
+    p.stop()
+
+
 @pytest.fixture(scope="session")
 def target(request):
     return _target(request.config)

@@ -12,17 +12,7 @@ import random
 import pytest
 import redis
 
-from conftest import ServerProcess
 from helpers import Err
-
-
-@pytest.fixture(scope="module")
-def real_redis():
-    """A real redis-server (Debian's), the reference end of every round trip."""
-    p = ServerProcess("redis")
-    p.start()
-    yield p
-    p.stop()
 
 
 @pytest.fixture

@@ -7,16 +7,8 @@ target are then both redis-server, so the replies and errors are Redis 7.0's.
 import pytest
 import redis
 
-from conftest import ServerProcess, free_port
+from conftest import free_port
 from helpers import Err
-
-
-@pytest.fixture(scope="module")
-def real_redis():
-    p = ServerProcess("redis")
-    p.start()
-    yield p
-    p.stop()
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ import random
 
 import pytest
 
-from conftest import ServerProcess
 from helpers import Err
 
 NOT_HLL = Err("WRONGTYPE Key is not a valid HyperLogLog string value.")
@@ -18,15 +17,6 @@ INVALIDOBJ = Err("INVALIDOBJ Corrupted HLL object detected")
 
 def wrong_args(cmd):
     return Err("ERR wrong number of arguments for '%s' command" % cmd)
-
-
-@pytest.fixture(scope="module")
-def real_redis():
-    """A real redis-server (Debian's), the reference for byte-level comparisons."""
-    p = ServerProcess("redis")
-    p.start()
-    yield p
-    p.stop()
 
 
 @pytest.fixture

@@ -150,29 +150,7 @@ fn push_varint(out: &mut Vec<u8>, mut v: u64) {
 /// wherever a reader could start. An APPEND of 16 bytes onto a 16-byte key costs 38 bytes
 /// here (64 in [`Format::Fixed`]): the log's bytes are most of what it costs per write.
 pub fn push_command<A: AsRef<[u8]>>(payload: &mut Vec<u8>, last_ms: &mut Option<u64>, now_ms: u64, db: u16, args: &[A]) {
-    let same = *last_ms == Some(now_ms);
-    payload.reserve(args.iter().map(|a| a.as_ref().len() + 5).sum::<usize>() + 20);
-    push_varint(payload, (db as u64) << 1 | !same as u64);
-    if !same {
-        push_varint(payload, now_ms);
-        *last_ms = Some(now_ms);
-    }
-    push_varint(payload, args.len() as u64);
-    for (i, a) in args.iter().enumerate() {
-        let a = a.as_ref();
-        if i == 0 {
-            match name_index(a) {
-                Some(ix) => payload.extend_from_slice(&[0, ix]),
-                None => {
-                    push_varint(payload, a.len() as u64 + 1);
-                    payload.extend_from_slice(a);
-                }
-            }
-            continue;
-        }
-        push_varint(payload, a.len() as u64);
-        payload.extend_from_slice(a);
-    }
+    push_command_iter(payload, last_ms, now_ms, db, args.len(), args.iter().map(|a| a.as_ref()));
 }
 
 /// [`push_command`] with the `count` arguments from an iterator (no slice of them to build).

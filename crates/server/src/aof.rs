@@ -437,20 +437,7 @@ fn os_error_text(e: &std::io::Error) -> String {
 
 /// Appends one command to this thread's pending log commands.
 pub fn log_command<A: AsRef<[u8]>>(now_ms: u64, db: usize, args: &[A]) {
-    if enabled() {
-        PENDING.with(|p| {
-            let mut p = p.borrow_mut();
-            if p.is_empty() {
-                // Room for the record header, filled in at the flush: the record then goes
-                // to the file from this buffer as it is, without another copy.
-                p.extend_from_slice(&[0; fmt::HEADER_BYTES]);
-                LAST_MS.set(None);
-            }
-            let mut last = LAST_MS.get();
-            fmt::push_command(&mut p, &mut last, now_ms, db as u16, args);
-            LAST_MS.set(last);
-        });
-    }
+    log_command_iter(now_ms, db, args.len(), args.iter().map(|a| a.as_ref()));
 }
 
 /// [`log_command`] with the arguments from an iterator (the summarizer's direct writes).
@@ -459,6 +446,8 @@ pub fn log_command_iter<'a, I: Iterator<Item = &'a [u8]> + Clone>(now_ms: u64, d
         PENDING.with(|p| {
             let mut p = p.borrow_mut();
             if p.is_empty() {
+                // Room for the record header, filled in at the flush: the record then goes
+                // to the file from this buffer as it is, without another copy.
                 p.extend_from_slice(&[0; fmt::HEADER_BYTES]);
                 LAST_MS.set(None);
             }
