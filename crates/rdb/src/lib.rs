@@ -7,7 +7,10 @@
 //! RESIZEDB, EOF) and the key strings around [`Reader::read_object`]; this crate exposes the
 //! primitives it needs ([`Reader`], [`write_length`], [`write_string`]).
 //!
-//! What it is not: a server or a file reader. It does no I/O and knows nothing of Abacus's
+//! The whole-file framing (header, opcodes, EOF checksum) is [`file`], over the same
+//! [`Reader::read_object`]: one value decoder for DUMP payloads and RDB files.
+//!
+//! What it is not: a server. It does no I/O and knows nothing of Abacus's
 //! keyspace: values cross this boundary as [`RdbValue`], plain owned vectors. Building them
 //! costs a copy of the value, which DUMP pays anyway (it builds the whole payload in memory,
 //! as Redis does); a reader of multi-gigabyte files may later want a streaming visitor.
@@ -41,6 +44,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod file;
 pub mod listpack;
 pub mod lzf;
 pub mod stream;
