@@ -184,6 +184,11 @@ impl Conn {
         Some(conn)
     }
 
+    /// The replies gathered so far (the master's link reads them for errors).
+    pub fn output(&self) -> &[u8] {
+        &self.out
+    }
+
     /// Drops the replies gathered so far (the master's link never sends any).
     pub fn discard_output(&mut self) {
         self.out.clear();

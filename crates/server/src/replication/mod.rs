@@ -41,11 +41,19 @@
 //! the node's own writes start feeding the backlog, which holds the old primary's bytes
 //! before them: a sibling replica repointed here continues with a partial resync.
 //!
-//! Not built: chained replication (a replica refuses PSYNC), diskless loading, per-shard
-//! parallel streams. See docs/ARCHITECTURE.md, "Replication".
+//! A real Redis (7.0) may be the primary (migration, `from_redis.rs`): its full sync is an
+//! RDB file, which is decoded whole and checked before it replaces the data set; its stream
+//! is applied like Abacus's, and a command that fails here is logged and counted in INFO
+//! (`replica_apply_errors`), as a key of a type Abacus lacks is (`replica_sync_keys_skipped`).
+//!
+//! Not built: chained replication (a replica refuses PSYNC), diskless loading (a full sync
+//! always goes through a temporary file, also when Redis sends it diskless), per-shard
+//! parallel streams, Redis Functions libraries and module types of a Redis primary (skipped,
+//! reported). See docs/ARCHITECTURE.md, "Replication".
 
 pub mod primary;
 pub mod replica;
+pub mod from_redis;
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
@@ -159,6 +167,10 @@ pub struct Repl {
     /// Held by the replica's link while it applies a chunk, and by REPLICAOF while it
     /// changes the role: the link stops only between two applied chunks.
     pub apply_lock: tokio::sync::Mutex<()>,
+    /// Commands of the primary's stream that failed here (`from_redis::count_errors`).
+    pub apply_errors: AtomicU64,
+    /// Keys of a primary's full sync that were not loaded (types Abacus lacks).
+    pub sync_keys_skipped: AtomicU64,
 }
 
 static REPL: OnceLock<Repl> = OnceLock::new();
@@ -200,6 +212,8 @@ pub fn state() -> &'static Repl {
         relink: tokio::sync::Notify::new(),
         queue_limit: AtomicU64::new(256 << 20),
         apply_lock: tokio::sync::Mutex::new(()),
+        apply_errors: AtomicU64::new(0),
+        sync_keys_skipped: AtomicU64::new(0),
     })
 }
 
@@ -601,6 +615,12 @@ pub fn info(config: &crate::config::Config) -> String {
             "slave_priority:{}\r\nslave_read_only:{}\r\nreplica_announced:1\r\n",
             config.get("replica-priority"),
             config.get_bool("replica-read-only") as u8
+        );
+        let _ = write!(
+            out,
+            "replica_apply_errors:{}\r\nreplica_sync_keys_skipped:{}\r\n",
+            r.apply_errors.load(Ordering::Relaxed),
+            r.sync_keys_skipped.load(Ordering::Relaxed)
         );
     } else {
         out.push_str("role:master\r\n");

@@ -9,6 +9,9 @@
 //! attempt with a log line and the task tries again a second later, with PSYNC, so a dropped
 //! link resumes from the primary's backlog.
 //!
+//! A real Redis primary (migration) sends an RDB file instead of a snapshot, possibly framed
+//! for a diskless transfer (`$EOF:<mark>`); `from_redis.rs` loads it with the same care.
+//!
 //! The stream is applied by an ordinary connection (`Conn::for_master`): commands take
 //! effect in stream order, its replies are discarded. A transaction in the stream is held
 //! back until its EXEC has arrived, so the offset only ever counts whole, applied
@@ -138,7 +141,8 @@ async fn link_once(worker: &Rc<Worker>, gen: u64, master: &MasterAddr) -> Result
         set_link(gen, LinkState::Sync);
         tracing::info!("Full resync from primary {}:{}: {id}:{off}", master.host, master.port);
         let path = receive_snapshot(&mut s, &mut rbuf, timeout, gen).await?;
-        let result = load(worker, &path, gen, id, off).await;
+        // A real Redis primary sends an RDB file (migration, `from_redis.rs`).
+        let result = if super::from_redis::is_rdb(&path) { super::from_redis::load(worker, &path, gen, id, off).await } else { load(worker, &path, gen, id, off).await };
         let _ = std::fs::remove_file(&path);
         let keys = result?;
         tracing::info!("MASTER <-> REPLICA sync: finished with success ({keys} keys loaded)");
@@ -160,10 +164,24 @@ async fn link_once(worker: &Rc<Worker>, gen: u64, master: &MasterAddr) -> Result
     apply_stream(worker, gen, s, rbuf, db).await
 }
 
-/// Receives the snapshot bulk (`$<len>\r\n<bytes>`) into a temporary file.
+/// Length of the end mark of Redis's diskless transfer (`$EOF:<mark>`).
+const EOF_MARK_BYTES: usize = 40;
+
+/// Receives the snapshot bulk into a temporary file: `$<len>\r\n<bytes>`, or, from a Redis
+/// primary's diskless sync (we announce `capa eof`), `$EOF:<40-byte mark>\r\n<bytes><mark>`
+/// (Redis sends nothing after the mark until our first ACK).
 async fn receive_snapshot(s: &mut TcpStream, rbuf: &mut BytesMut, timeout: Duration, gen: u64) -> Result<PathBuf, String> {
     let line = read_line(s, rbuf, timeout).await?;
-    let len: u64 = line.strip_prefix('$').and_then(|l| l.parse().ok()).ok_or_else(|| format!("bad snapshot header from the primary: {}", &line[..line.len().min(64)]))?;
+    let bad_header = || format!("bad snapshot header from the primary: {}", &line[..line.len().min(64)]);
+    let mark: Option<Vec<u8>> = match line.strip_prefix("$EOF:") {
+        Some(m) if m.len() == EOF_MARK_BYTES => Some(m.as_bytes().to_vec()),
+        Some(_) => return Err(bad_header()),
+        None => None,
+    };
+    let len: u64 = match &mark {
+        Some(_) => u64::MAX,
+        None => line.strip_prefix('$').and_then(|l| l.parse().ok()).ok_or_else(bad_header)?,
+    };
     let dir = crate::snapshot::global().map(|g| g.dir.clone()).ok_or("snapshots are not initialised")?;
     let path = dir.join(format!("replica-sync-{gen}.tmp"));
     let mut f = std::fs::File::create(&path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
@@ -171,17 +189,31 @@ async fn receive_snapshot(s: &mut TcpStream, rbuf: &mut BytesMut, timeout: Durat
     let result = async {
         use std::io::Write;
         loop {
-            let take = (rbuf.len() as u64).min(left) as usize;
-            if take > 0 {
-                f.write_all(&rbuf.split_to(take)).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-                left -= take as u64;
-            }
-            if left == 0 {
-                break;
+            if let Some(mark) = &mark {
+                // Everything but the last mark-length bytes is payload; the transfer ends
+                // when those are the mark.
+                if rbuf.len() > EOF_MARK_BYTES {
+                    let take = rbuf.len() - EOF_MARK_BYTES;
+                    f.write_all(&rbuf.split_to(take)).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                }
+                if rbuf[..] == mark[..] {
+                    rbuf.clear();
+                    break;
+                }
+            } else {
+                let take = (rbuf.len() as u64).min(left) as usize;
+                if take > 0 {
+                    f.write_all(&rbuf.split_to(take)).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                    left -= take as u64;
+                }
+                if left == 0 {
+                    break;
+                }
             }
             match tokio::time::timeout(timeout, s.read_buf(rbuf)).await {
                 Err(_) => return Err("timeout receiving the snapshot".to_string()),
                 Ok(Err(e)) => return Err(format!("read error receiving the snapshot: {e}")),
+                Ok(Ok(0)) if mark.is_some() => return Err("the primary closed the connection before the end of the snapshot".to_string()),
                 Ok(Ok(0)) => return Err(format!("the primary closed the connection with {left} bytes of the snapshot missing")),
                 Ok(Ok(_)) => super::touch_io(),
             }
@@ -353,7 +385,13 @@ async fn apply(gen: u64, conn: &mut Conn, calls: &mut Vec<Args>, bytes: &mut Vec
         bytes.clear();
         return;
     }
+    // The commands' names, to report one that fails here (the primary executed it).
+    let names: Vec<Vec<u8>> = calls.iter().map(|c| c[0].to_vec()).collect();
     conn.process(calls, s, false).await;
+    let errors = super::from_redis::count_errors(&names, conn.output());
+    if errors > 0 {
+        state().apply_errors.fetch_add(errors, Ordering::Relaxed);
+    }
     conn.discard_output();
     crate::aof::flush_deferred();
     repl_feed(gen, conn, bytes);
