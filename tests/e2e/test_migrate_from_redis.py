@@ -73,7 +73,7 @@ def fill(r):
 def work(r, rnd, i):
     """One random write of any type, as a client of Redis would make it."""
     k = "w:%d" % rnd.randrange(200)
-    op = rnd.randrange(22)
+    op = rnd.randrange(32)
     if op == 0:
         r.set(k, rnd.randrange(10**6), ex=rnd.randrange(100, 10000))
     elif op == 1:
@@ -123,8 +123,36 @@ def work(r, rnd, i):
         r.append("wa:%d" % (i % 10), "xy")
     elif op == 20:
         r.blpop(["wl:%d" % (i % 20)], timeout=0.01)
-    else:
+    elif op == 21:
         r.xautoclaim("stream", "g1", "dave", 0, count=2)
+    elif op == 22:
+        r.zpopmin("wz:%d" % (i % 20))
+    elif op == 23:
+        r.lmove("wl:%d" % (i % 20), "wl:%d" % rnd.randrange(20), "LEFT", "RIGHT")
+    elif op == 24:
+        if r.exists(k):
+            r.rename(k, "w:%d" % rnd.randrange(200))
+    elif op == 25:
+        r.copy("wh:%d" % (i % 20), "wcopy:%d" % (i % 5), replace=True)
+    elif op == 26:
+        # MOVE between the two compared databases (DBS).
+        here = r.connection_pool.connection_kwargs.get("db", 0)
+        r.move("w:%d" % rnd.randrange(200), DBS[1] if here == DBS[0] else DBS[0])
+    elif op == 27:
+        r.xtrim("wx", maxlen=rnd.randrange(100, 400), approximate=False)
+    elif op == 28:
+        r.setrange("wr:%d" % (i % 10), rnd.randrange(20), "abc")
+    elif op == 29:
+        r.pfadd("wp:%d" % (i % 5), *("e%d" % rnd.randrange(1000) for _ in range(5)))
+        r.pfmerge("wpall", "wp:%d" % (i % 5))
+    elif op == 30:
+        payload = r.dump("wh:%d" % (i % 20))
+        if payload:
+            r.restore("wrestored:%d" % (i % 5), rnd.randrange(0, 50000), payload, replace=True)
+    elif i % 100 == 0:
+        r.swapdb(0, 5)
+    else:
+        r.hsetnx("wh:%d" % (i % 20), "once", i)
 
 
 def value(c, k, t):
@@ -208,12 +236,13 @@ def sync_under_writes(red, rc, ab, ac, seed):
     t = threading.Thread(target=writer, daemon=True)
     t.start()
     try:
-        assert wait_until(lambda: done[0] > 200, timeout=SYNC_TIMEOUT)
+        assert wait_until(lambda: done[0] > 200 or errors, timeout=SYNC_TIMEOUT)
+        assert not errors, errors
         assert ac.execute_command("REPLICAOF", red.host, red.port) in (b"OK", True)
         assert wait_until(lambda: info(ac)["master_link_status"] == "up", timeout=SYNC_TIMEOUT), ab.log()
         # The writer goes on while the stream is applied.
         at = done[0]
-        assert wait_until(lambda: done[0] > at + 1000, timeout=SYNC_TIMEOUT)
+        assert wait_until(lambda: done[0] > at + 1000 or errors, timeout=SYNC_TIMEOUT)
     finally:
         stop.set()
         t.join()
@@ -262,6 +291,13 @@ def test_migration_under_writes_equals_redis(server, redis_primary, diskless):
         # A command Abacus cannot apply (FUNCTION LOAD) is logged and counted, not dropped
         # silently; the stream goes on.
         rc.execute_command("FUNCTION", "LOAD", LIBRARY)
+        # Whole-database commands: SWAPDB of the compared databases, FLUSHDB of another.
+        rc.swapdb(DBS[0], DBS[1])
+        r9 = redis.Redis(host=red.host, port=red.port, db=9)
+        r9.set("doomed", "1")
+        r9.flushdb()
+        r9.set("survivor", "1")
+        r9.close()
         rc.set("after:function", "1")
         assert rc.execute_command("WAIT", 1, 10000) == 1
         assert wait_until(lambda: caught_up(rc, ac), timeout=SYNC_TIMEOUT), ab.log()[-3000:]
@@ -270,6 +306,9 @@ def test_migration_under_writes_equals_redis(server, redis_primary, diskless):
         assert info(ac)["replica_apply_errors"] == "1"
         assert "'FUNCTION' could not be applied" in ab.log()
         assert ac.get("after:function") == b"1"
+        a9 = redis.Redis(host=ab.host, port=ab.port, db=9)
+        assert a9.keys() == [b"survivor"]
+        a9.close()
 
         # Promoted, Abacus keeps the data and takes writes (the migration's last step); a
         # new REPLICAOF then needs a full sync (its replication ID is its own now).

@@ -181,3 +181,33 @@ pub fn count_errors(names: &[Vec<u8>], out: &[u8]) -> u64 {
     }
     errors
 }
+
+#[cfg(test)]
+mod tests {
+    use super::count_errors;
+
+    fn names(n: &[&str]) -> Vec<Vec<u8>> {
+        n.iter().map(|s| s.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn error_replies_are_counted_by_command() {
+        // SET ok, FUNCTION fails, PING ok.
+        let out = b"+OK\r\n-ERR unknown command 'FUNCTION'\r\n+PONG\r\n";
+        assert_eq!(count_errors(&names(&["SET", "FUNCTION", "PING"]), out), 1);
+        assert_eq!(count_errors(&names(&["SET", "PING"]), b"+OK\r\n+PONG\r\n"), 0);
+    }
+
+    #[test]
+    fn errors_inside_a_transaction_come_from_exec() {
+        // MULTI, two queued commands, EXEC whose second reply is an error.
+        let out = b"+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n:1\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
+        assert_eq!(count_errors(&names(&["MULTI", "INCR", "LPUSH", "EXEC"]), out), 1);
+        // A command refused while queued, then EXECABORT: both reported.
+        let out = b"+OK\r\n-ERR unknown command 'NOPE'\r\n-EXECABORT Transaction discarded because of previous errors.\r\n";
+        assert_eq!(count_errors(&names(&["MULTI", "NOPE", "EXEC"]), out), 2);
+        // Commands after the transaction are read again one reply each.
+        let out = b"+OK\r\n+QUEUED\r\n*1\r\n:1\r\n-ERR x\r\n";
+        assert_eq!(count_errors(&names(&["MULTI", "INCR", "EXEC", "SET"]), out), 1);
+    }
+}
