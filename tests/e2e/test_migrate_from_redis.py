@@ -357,12 +357,16 @@ def rdb_file(version, body=b""):
     (rdb_file(10, b"\x06\x03old" + b"\x81" + b"\x00" * 8 + b"opaque"), "'old'"),
     # A damaged file (its checksum does not match).
     (b"REDIS0010\xfe\x00\x00\x01k\x01v\xff" + b"\x01" * 8, "checksum"),
+    # A diskless transfer the primary closes before its end mark.
+    (b"$EOF:" + b"m" * 40 + b"\r\n" + rdb_file(10, b"\x00\x01k\x01v"), "before the end of the snapshot"),
 ])
 def test_unreadable_rdb_is_a_clear_error_and_keeps_data(server, payload, why):
     replica = server.start()
     rc = replica.client()
     rc.set("mine", "kept")
-    framed = b"+FULLRESYNC " + b"b" * 40 + b" 0\r\n$%d\r\n" % len(payload) + payload
+    if not payload.startswith(b"$EOF:"):
+        payload = b"$%d\r\n" % len(payload) + payload
+    framed = b"+FULLRESYNC " + b"b" * 40 + b" 0\r\n" + payload
     fake = FakePrimary(framed)
     try:
         rc.execute_command("REPLICAOF", "127.0.0.1", fake.port)
