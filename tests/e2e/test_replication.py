@@ -276,6 +276,137 @@ def test_promotion_and_repointed_replica_continues(server):
     assert digest(bc, dbs=(0, 3)) == digest(ac, dbs=(0, 3))
 
 
+RESTART_ONLY = "a restarted node keeps its replication ID and offset in its log; the oracle's " \
+    "Redis runs without persistence (appendonly no, no save), so it forgets them"
+
+
+def kill9(node):
+    import os
+    import signal
+    os.killpg(node.proc.pid, signal.SIGKILL)
+    node.proc.wait()
+
+
+def restart(node):
+    """Starts `node` again on its port and data directory, and waits until it is ready."""
+    node.spawn()
+    node.wait_ready()
+
+
+def snapshot_saved(node):
+    """Waits until `node` has no snapshot running and has saved one: a replica's full sync
+    loads the data set without log commands, so it is on disk once the snapshot taken
+    right after the load is (a restart before that full-syncs again)."""
+    def saved():
+        p = info(node.client(), "persistence")
+        return p["rdb_bgsave_in_progress"] == "0" and int(p["rdb_saves"]) >= 1
+    assert wait_until(saved, timeout=LINK_TIMEOUT), node.log()
+
+
+def stats(client):
+    st = info(client, "stats")
+    return int(st["sync_full"]), int(st["sync_partial_ok"])
+
+
+@pytest.mark.abacus_only(RESTART_ONLY)
+@pytest.mark.parametrize("how", ["shutdown", "kill"])
+def test_restarted_replica_resumes_with_partial_resync(pair, how):
+    primary, replica = pair
+    p = primary.client()
+    r3 = redis.Redis(host=primary.host, port=primary.port, db=3)
+    write_every_type(p, "before")
+    attach(replica, primary)
+    write_every_type(p, "streamed")
+    r3.set("last-db", "3")  # the stream is in database 3 when the replica stops
+    wait_acked(p)
+    snapshot_saved(replica)
+    before = stats(p)
+    if how == "shutdown":
+        try:
+            replica.client().execute_command("SHUTDOWN")
+        except redis.ConnectionError:
+            pass
+        assert replica.wait_exit(10) == 0, replica.log()
+    else:
+        kill9(replica)
+    # Writes the replica misses, still in database 3 (the stream selects no database again).
+    r3.incrby("last-db-counter", 5)
+    r3.rpush("last-db-list", "a", "b")
+    write_every_type(p, "missed")
+    restart(replica)
+    attach(replica, primary)
+    wait_acked(p)
+    full, partial = stats(p)
+    assert (full, partial) == (before[0], before[1] + 1), replica.log()
+    assert digest(replica.client(), dbs=(0, 3)) == digest(p, dbs=(0, 3))
+
+
+@pytest.mark.abacus_only(RESTART_ONLY)
+def test_restarted_primary_keeps_its_replicas_partial(pair):
+    primary, replica = pair
+    attach(replica, primary)
+    p = primary.client()
+    write_every_type(p, "one")
+    wait_acked(p)
+    replid = info(p)["master_replid"]
+    kill9(primary)
+    restart(primary)
+    p = primary.client()
+    assert info(p)["master_replid"] == replid
+    # The replica's link comes back by itself, from the restored offset.
+    assert wait_until(lambda: stats(p)[1] >= 1, timeout=LINK_TIMEOUT), replica.log()
+    write_every_type(p, "two")
+    wait_acked(p)
+    assert stats(p) == (0, 1)
+    assert digest(replica.client(), dbs=(0, 3)) == digest(p, dbs=(0, 3))
+
+
+@pytest.mark.abacus_only(RESTART_ONLY)
+def test_old_primary_rejoins_the_promoted_replica_partially(pair):
+    old, new = pair
+    attach(new, old)
+    po = old.client()
+    write_every_type(po, "one")
+    redis.Redis(host=old.host, port=old.port, db=3).incr("db3-counter")
+    wait_acked(po)
+    kill9(old)  # everything it wrote had reached the replica
+    pn = new.client()
+    assert pn.execute_command("REPLICAOF", "NO", "ONE") in (b"OK", True)
+    write_every_type(pn, "after")
+    before = stats(pn)
+    restart(old)
+    attach(old, new)
+    wait_acked(pn)
+    assert stats(pn) == (before[0], before[1] + 1), old.log()
+    assert digest(old.client(), dbs=(0, 3)) == digest(pn, dbs=(0, 3))
+
+
+@pytest.mark.abacus_only(RESTART_ONLY)
+def test_old_primary_with_writes_the_replica_lacks_gets_a_full_sync(pair):
+    old, new = pair
+    attach(new, old)
+    po = old.client()
+    write_every_type(po, "one")
+    wait_acked(po)
+    pn = new.client()
+    assert pn.execute_command("REPLICAOF", "NO", "ONE") in (b"OK", True)
+    # History the promoted replica never saw: the old primary's offset passes the new
+    # primary's second_repl_offset, so continuing would keep these writes.
+    po.set("only-on-the-old-primary", "1")
+    po.incr("n:one")
+    kill9(old)
+    write_every_type(pn, "after")
+    before = stats(pn)
+    restart(old)
+    assert old.client().get("only-on-the-old-primary") == b"1"  # recovered from its log
+    attach(old, new)
+    wait_acked(pn)
+    assert stats(pn) == (before[0] + 1, before[1]), old.log()
+    oc = old.client()
+    assert oc.get("only-on-the-old-primary") is None
+    assert digest(oc, dbs=(0, 3)) == digest(pn, dbs=(0, 3))
+
+
 def test_replicaof_errors(server):
     c = server.start().client()
     with pytest.raises(redis.ResponseError):

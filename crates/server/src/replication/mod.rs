@@ -3,8 +3,8 @@
 //! The stream. Every write already states its effect and reaches the log writer (`aof.rs`)
 //! as a record, at flush points that keep every shard's execution order, and a multi-shard
 //! operation as ONE record written while it still holds its shards. The replication stream is
-//! exactly that sequence of records, taken at the same call sites right after the log's
-//! append ([`feed_record`]): one global order and one global offset, as Redis's. Each record
+//! exactly that sequence of records, taken where the log appends them ([`write_record`]):
+//! one global order and one global offset, as Redis's. Each record
 //! is re-encoded as RESP commands (a `SELECT` when the database changes, as Redis sends), and
 //! a record of several commands written by a coordinator (a transaction, MSET over shards,
 //! FLUSHALL...) is wrapped in `MULTI`/`EXEC`, so the replica applies it atomically too. The
@@ -41,8 +41,46 @@
 //! the node's own writes start feeding the backlog, which holds the old primary's bytes
 //! before them: a sibling replica repointed here continues with a partial resync.
 //!
+//! Restarts. A restarted node keeps its replication ID and offset (Redis keeps them in its
+//! RDB's `repl-id`/`repl-offset` aux fields), so a restarted replica, or an old primary
+//! repointed at the replica that replaced it, continues with a partial resync. A partial
+//! resync from a wrong offset would corrupt data silently (a command applied twice or
+//! skipped), so the offset comes from the log itself, never from a file written beside it:
+//! the log holds position marks, log commands named [`POSITION_MARK`] with (replid, offset,
+//! the stream's database), that recovery reads and never runs, and a node claims the
+//! position of the last mark only if NO other command follows it in the log. Then the data
+//! recovered is exactly the stream's first `offset` bytes; otherwise it claims nothing and
+//! its next sync is a full one. Where the marks are written:
+//! - a primary feeding a stream ends every log record with the offset after that record's
+//!   stream bytes. [`write_record`] appends the record to the log and its RESP form to the
+//!   backlog under the replication lock, so the log's order is the stream's (a `SELECT` in
+//!   the stream depends on the record before it). One mark per record (per batch, not per
+//!   command: some 60 bytes, in the same `write(2)`). `REPLCONF GETACK` (WAIT puts it in
+//!   the stream) changes no data, but replicas count it: a mark of its own follows it, so
+//!   a primary restarted after a WAIT is at the offset its replicas acknowledged and they
+//!   continue (one small append per WAIT that asks replicas, beside a network round trip);
+//! - a replica, after applying a chunk (holding the apply lock), writes the mark of the
+//!   offset after it with the chunk's last log commands. The chunk's effects on other
+//!   shards are already in the log (a record is written before its command replies, and
+//!   the chunk's replies are in), so a mark never precedes data it counts. A crash in the
+//!   middle of a chunk leaves commands after the last mark: full sync;
+//! - a new log segment (a snapshot's point in time, every shard held) starts with the
+//!   node's position, when it is exact then (a replica with no chunk being applied), since
+//!   the older segments and their marks go once the snapshot is durable.
+//!
+//! Whatever `appendfsync` lets a crash of the machine cut off, it cuts off the log's tail:
+//! the recovered data is a prefix of the log, and the mark rule holds for any prefix. A
+//! restored node starts with an empty backlog at its offset and feeds its writes into the
+//! stream from then on (as Redis creates its backlog on a restart with replication info),
+//! so a replica at exactly that offset continues too. PSYNC then follows Redis's rule: the
+//! new primary continues a request of its previous ID up to `second_repl_offset`, i.e. when
+//! the old primary had nothing the new one lacks; otherwise the old primary's extra history
+//! is dropped by a full sync. A node with `appendonly no` (snapshots only) has no marks:
+//! after a restart it full-syncs.
+//!
 //! Not built: chained replication (a replica refuses PSYNC), diskless loading, per-shard
-//! parallel streams. See docs/ARCHITECTURE.md, "Replication".
+//! parallel streams, the position in a snapshot file of its own (`appendonly no`). See
+//! docs/ARCHITECTURE.md, "Replication".
 
 pub mod primary;
 pub mod replica;
@@ -302,6 +340,13 @@ impl Repl {
             return;
         }
         self.append_locked(&mut g, b"*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n");
+        // The log's position follows (see "Restarts"): a primary restarted right after a
+        // WAIT is at the offset its replicas acknowledged, and they continue.
+        if let Some(aof) = crate::aof::global() {
+            let mut buf = Vec::new();
+            push_position(&mut buf, &Position { replid: g.replid.clone(), offset: g.offset, db: g.last_db });
+            aof.append(&buf);
+        }
     }
 
     /// Replicas that acknowledged offset `at` or beyond.
@@ -327,26 +372,54 @@ impl Repl {
     }
 }
 
-/// Feeds one log record (a payload of [`fmt::push_command`] commands) into the stream.
-/// `atomic`: a coordinator's record (one multi-shard operation), applied as a transaction.
-/// Called at the log's flush points, in the log's order (see the module comment).
-pub fn feed_record(payload: &[u8], atomic: bool) {
-    let Some(r) = REPL.get() else { return };
-    if !r.feeding.load(Ordering::Acquire) || payload.is_empty() {
-        return;
-    }
-    let commands = match fmt::commands(payload, fmt::Format::Varint) {
-        Ok(c) => c,
-        Err(e) => {
-            // Cannot happen: the payload was just built by `push_command`.
-            tracing::error!("replication: a log record cannot be read back ({e}); replicas will resynchronise");
-            r.inner.lock().replicas.clear();
-            return;
-        }
+/// Writes one log record and feeds it into the stream: the one place records leave a
+/// thread (`aof::flush_pending`, `aof::take_pending`, a coordinator's `Locks`). `buf` holds
+/// log commands ([`fmt::push_command`]), after [`fmt::HEADER_BYTES`] reserved bytes when
+/// `framed`. `atomic`: a coordinator's record (one multi-shard operation), applied by
+/// replicas as a transaction. Returns the log position after the record (0 without a log).
+///
+/// While the node feeds a stream and has a log, the record ends with a position mark (the
+/// replication ID, the offset after this record's stream bytes, the stream's database), and
+/// the log append and the stream append happen under the replication lock together, so the
+/// log's order is the stream's order and the last record of the log states the offset of
+/// exactly the data before it (see "Restarts" in the module comment).
+pub fn write_record(buf: &mut Vec<u8>, framed: bool, atomic: bool) -> u64 {
+    let start = if framed { fmt::HEADER_BYTES.min(buf.len()) } else { 0 };
+    let aof = crate::aof::global();
+    let append = |buf: &mut Vec<u8>| match aof {
+        Some(a) if framed => a.append_framed(buf),
+        Some(a) => a.append(buf),
+        None => 0,
     };
+    let feeding = REPL.get().filter(|r| r.feeding.load(Ordering::Acquire));
+    let Some(r) = feeding else { return append(buf) };
+    if buf.len() <= start {
+        return append(buf);
+    }
+    let mut g = r.inner.lock();
+    let Some(out) = encode_record(&mut g, &buf[start..], atomic) else {
+        // Cannot happen: the payload was just built by `push_command`.
+        tracing::error!("replication: a log record cannot be read back; replicas will resynchronise");
+        g.replicas.clear();
+        return append(buf);
+    };
+    let at = if aof.is_some() {
+        let end = g.offset + out.len() as u64;
+        push_position(buf, &Position { replid: g.replid.clone(), offset: end, db: g.last_db });
+        append(buf)
+    } else {
+        0
+    };
+    r.append_locked(&mut g, &out);
+    at
+}
+
+/// Re-encodes one log record as the stream's RESP commands (a `SELECT` when the database
+/// changes; a coordinator's record of several commands inside `MULTI`/`EXEC`).
+fn encode_record(g: &mut Inner, payload: &[u8], atomic: bool) -> Option<Vec<u8>> {
+    let commands = fmt::commands(payload, fmt::Format::Varint).ok()?;
     let wrap = atomic && commands.len() > 1;
     let mut out = Vec::with_capacity(payload.len() + 32 * commands.len());
-    let mut g = r.inner.lock();
     if wrap {
         push_resp(&mut out, &[b"MULTI"]);
     }
@@ -360,7 +433,146 @@ pub fn feed_record(payload: &[u8], atomic: bool) {
     if wrap {
         push_resp(&mut out, &[b"EXEC"]);
     }
-    r.append_locked(&mut g, &out);
+    Some(out)
+}
+
+/// The name of the log command that marks a replication position. Never a client command
+/// (a client cannot put it in the log), never fed to replicas; recovery reads it.
+pub const POSITION_MARK: &[u8] = b"abacus-repl-position";
+
+/// A point of the replication stream: the data set is exactly the stream's first `offset`
+/// bytes of history `replid`; `db` is the stream's database there (None: the next command
+/// of the stream selects one).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Position {
+    pub replid: String,
+    pub offset: u64,
+    pub db: Option<u16>,
+}
+
+/// Appends a position mark to a buffer of log commands.
+pub fn push_position(buf: &mut Vec<u8>, p: &Position) {
+    let db = p.db.map_or("-1".to_string(), |d| d.to_string());
+    fmt::push_command(buf, &mut None, now_ms(), 0, &[POSITION_MARK, p.replid.as_bytes(), p.offset.to_string().as_bytes(), db.as_bytes()]);
+}
+
+/// What a position mark in the log says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mark {
+    /// The data before it is the stream up to this position.
+    At(Position),
+    /// The head of a segment started by snapshot `.1`: the position holds from there.
+    Segment(Position, String),
+    /// The data set was replaced here without log commands (a full sync's load): the log
+    /// from here on continues only the snapshot taken right after it (a `Segment` mark
+    /// naming the snapshot recovery loaded). A damaged mark reads as one too.
+    Barrier,
+}
+
+/// Reads a position mark's arguments (the mark's name first).
+pub fn parse_mark(args: &[&[u8]]) -> Mark {
+    let (position, snapshot) = match args {
+        [_, replid, offset, db] => (parse_position(replid, offset, db), None),
+        [_, replid, offset, db, snap] => (parse_position(replid, offset, db), Some(String::from_utf8_lossy(snap).into_owned())),
+        _ => (None, None),
+    };
+    match (position, snapshot) {
+        (Some(p), None) => Mark::At(p),
+        (Some(p), Some(s)) => Mark::Segment(p, s),
+        (None, _) => Mark::Barrier,
+    }
+}
+
+fn parse_position(replid: &[u8], offset: &[u8], db: &[u8]) -> Option<Position> {
+    if replid.len() != 40 || !replid.iter().all(u8::is_ascii_hexdigit) {
+        return None;
+    }
+    let offset = std::str::from_utf8(offset).ok()?.parse::<u64>().ok()?;
+    let db = match std::str::from_utf8(db).ok()?.parse::<i64>().ok()? {
+        -1 => None,
+        d => Some(u16::try_from(d).ok()?),
+    };
+    Some(Position { replid: String::from_utf8_lossy(replid).into_owned(), offset, db })
+}
+
+/// This node's position, if it is exact now: a primary feeding a stream (every shard held by
+/// the caller, so no record is on its way), or a replica between two applied chunks.
+fn exact_position() -> Option<Position> {
+    let r = REPL.get()?;
+    if r.replica.load(Ordering::Acquire) {
+        // A chunk being applied may have run on some shards and not yet on others: no exact
+        // position now (the chunk's own mark follows it in the log).
+        let _idle = r.apply_lock.try_lock().ok()?;
+        let g = r.inner.lock();
+        if g.offset == 0 {
+            return None;
+        }
+        return Some(Position { replid: g.replid.clone(), offset: g.offset, db: Some(g.master_db as u16) });
+    }
+    if !r.feeding.load(Ordering::Acquire) {
+        return None;
+    }
+    let g = r.inner.lock();
+    Some(Position { replid: g.replid.clone(), offset: g.offset, db: g.last_db })
+}
+
+/// Writes this node's position as a record of its own at the head of a new log segment
+/// (`snapshot.rs`, right after the switch to it, every shard held, for `snapshot`): the
+/// segment, replayed after that snapshot, starts from a known point even when older
+/// segments are gone.
+pub fn log_position_at_rotation(snapshot: &str) {
+    let Some(aof) = crate::aof::global() else { return };
+    if let Some(p) = exact_position() {
+        let mut buf = Vec::new();
+        let db = p.db.map_or("-1".to_string(), |d| d.to_string());
+        fmt::push_command(&mut buf, &mut None, now_ms(), 0, &[POSITION_MARK, p.replid.as_bytes(), p.offset.to_string().as_bytes(), db.as_bytes(), snapshot.as_bytes()]);
+        aof.append(&buf);
+    }
+}
+
+/// A full sync replaced the data set without log commands (`replica.rs`, every shard held,
+/// before the snapshot that records the new data set): see [`Mark::Barrier`].
+pub(crate) fn log_barrier() {
+    if let Some(aof) = crate::aof::global() {
+        let mut buf = Vec::new();
+        fmt::push_command(&mut buf, &mut None, now_ms(), 0, &[POSITION_MARK]);
+        aof.append(&buf);
+    }
+}
+
+/// A replica after applying a chunk (`replica.rs`, holding the apply lock, before the
+/// chunk's bytes count): the position after them goes to this thread's pending log commands,
+/// written with the chunk's last commands. Every other effect of the chunk is already in the
+/// log: a command's record is written before its reply, and the chunk's replies are in.
+pub(crate) fn log_applied_position(applied: usize, db: usize) {
+    if !crate::aof::enabled() || crate::aof::global().is_none() {
+        return;
+    }
+    let (replid, offset) = {
+        let g = state().inner.lock();
+        (g.replid.clone(), g.offset + applied as u64)
+    };
+    let db = db.to_string();
+    crate::aof::log_command(now_ms(), 0, &[POSITION_MARK, replid.as_bytes(), offset.to_string().as_bytes(), db.as_bytes()]);
+}
+
+/// After recovery: the position the log ends at (see "Restarts"). The node takes that
+/// replication ID and offset, with an empty backlog that starts there, and feeds its writes
+/// into the stream from now on (as Redis, which keeps a backlog once it had replicas), so
+/// its offset keeps meaning its data set.
+pub fn restore(p: &Position) {
+    let r = state();
+    {
+        let mut g = r.inner.lock();
+        g.replid = p.replid.clone();
+        g.offset = p.offset;
+        g.backlog.clear();
+        g.last_db = p.db;
+        g.master_db = p.db.unwrap_or(0) as usize;
+        r.offset.store(p.offset, Ordering::Release);
+    }
+    tracing::info!("Recovered replication ID and offset from the log: {}:{}", p.replid, p.offset);
+    r.start_feeding();
 }
 
 /// Feeds stream bytes a replica applied (they stay in its backlog, for after a promotion).
@@ -464,8 +676,8 @@ pub fn become_replica(addr: MasterAddr) -> Option<u64> {
     g.waiting.clear();
     if was_primary {
         // Our own history, seen as a replica's, continues from our offset: a PSYNC to a
-        // primary that was our replica can continue.
-        g.master_db = 0;
+        // primary that was our replica can continue, in the database our stream was in.
+        g.master_db = g.last_db.unwrap_or(0) as usize;
     }
     r.replica.store(true, Ordering::Release);
     r.feeding.store(false, Ordering::Release);

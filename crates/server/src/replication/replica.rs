@@ -246,8 +246,11 @@ async fn load(worker: &Rc<Worker>, path: &std::path::Path, gen: u64, replid: &st
     if !super::reset_to(gen, replid, offset) {
         return Err("REPLICAOF changed during the sync".into());
     }
-    // The log and snapshots on disk describe the old data set: a snapshot at this point
+    // The log and snapshots on disk describe the old data set: the log says so (a restart
+    // before the snapshot below is durable must not claim a replication position), and a
+    // snapshot at this point
     // (taken while every shard is still held) makes the data directory the loaded one.
+    super::log_barrier();
     if crate::aof::global().is_some() || crate::snapshot::global().is_some() {
         if let Err(e) = crate::snapshot::start(worker, Access::Locked(&locks), "a full sync from the primary").await {
             tracing::warn!("snapshot after the full sync did not start ({e}): the data directory holds the previous data set until the next one");
@@ -355,7 +358,9 @@ async fn apply(gen: u64, conn: &mut Conn, calls: &mut Vec<Args>, bytes: &mut Vec
     }
     conn.process(calls, s, false).await;
     conn.discard_output();
-    crate::aof::flush_deferred();
+    // The chunk's position goes to the log after its effects (see "Restarts" in mod.rs).
+    super::log_applied_position(bytes.len(), conn.db);
+    crate::aof::flush_pending();
     repl_feed(gen, conn, bytes);
     bytes.clear();
 }
