@@ -396,3 +396,55 @@ fn replay_command(shards: &mut [Shard], c: &fmt::Command<'_>, databases: usize, 
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replication::POSITION_MARK;
+
+    const ID: &[u8] = b"0123456789abcdef0123456789abcdef01234567";
+
+    /// Runs `log` (marks as their arguments, "data" for any other command) through the
+    /// position rules after loading `snapshot`; returns the claimed offset.
+    fn claim(snapshot: Option<&str>, log: &[&[&[u8]]]) -> Option<u64> {
+        let mut p = Positions { snapshot: snapshot.map(str::to_string), at: None, broken: false };
+        for args in log {
+            if args[0] == POSITION_MARK {
+                p.mark(args);
+            } else {
+                p.at = None;
+            }
+        }
+        p.at.map(|p| p.offset)
+    }
+
+    #[test]
+    fn the_last_mark_counts_only_with_nothing_after_it() {
+        let data: &[&[u8]] = &[b"SET", b"k", b"v"];
+        let at = |o: &'static [u8]| -> Vec<&'static [u8]> { vec![POSITION_MARK, ID, o, b"0"] };
+        let (m10, m20) = (at(b"10"), at(b"20"));
+        assert_eq!(claim(None, &[data, &m10]), Some(10));
+        assert_eq!(claim(None, &[data, &m10, data, &m20]), Some(20));
+        assert_eq!(claim(None, &[data, &m10, data]), None);
+        assert_eq!(claim(None, &[data]), None);
+        assert_eq!(claim(None, &[]), None);
+    }
+
+    #[test]
+    fn a_barrier_holds_until_the_loaded_snapshots_segment() {
+        let data: &[&[u8]] = &[b"SET", b"k", b"v"];
+        let m10: &[&[u8]] = &[POSITION_MARK, ID, b"10", b"0"];
+        let barrier: &[&[u8]] = &[POSITION_MARK];
+        let head: &[&[u8]] = &[POSITION_MARK, ID, b"30", b"0", b"snap-000005.abs"];
+        let m40: &[&[u8]] = &[POSITION_MARK, ID, b"40", b"0"];
+        // A restart before the full sync's snapshot was durable: the old snapshot loaded.
+        assert_eq!(claim(Some("snap-000002.abs"), &[m10, barrier, head, data, m40]), None);
+        assert_eq!(claim(None, &[m10, barrier, head]), None);
+        // After it: the manifest names that snapshot and its segment.
+        assert_eq!(claim(Some("snap-000005.abs"), &[head]), Some(30));
+        assert_eq!(claim(Some("snap-000005.abs"), &[head, data, m40]), Some(40));
+        // A segment head of an ordinary snapshot continues an unbroken log.
+        let other: &[&[u8]] = &[POSITION_MARK, ID, b"30", b"0", b"snap-000007.abs"];
+        assert_eq!(claim(Some("snap-000002.abs"), &[data, m10, other]), Some(30));
+    }
+}

@@ -894,3 +894,53 @@ pub fn role() -> abacus_protocol::Frame {
         ]),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_back(buf: &[u8]) -> Vec<Vec<Vec<u8>>> {
+        fmt::commands(buf, fmt::Format::Varint).unwrap().into_iter().map(|c| c.args.iter().map(|a| a.to_vec()).collect()).collect()
+    }
+
+    fn mark_of(buf: &[u8]) -> Mark {
+        let cmds = read_back(buf);
+        assert_eq!(cmds.len(), 1);
+        let args: Vec<&[u8]> = cmds[0].iter().map(|a| a.as_slice()).collect();
+        assert!(args[0].eq_ignore_ascii_case(POSITION_MARK));
+        parse_mark(&args)
+    }
+
+    #[test]
+    fn position_marks_read_back() {
+        let id = "0123456789abcdef0123456789abcdef01234567".to_string();
+        for db in [None, Some(0), Some(3), Some(u16::MAX)] {
+            let p = Position { replid: id.clone(), offset: 123_456_789_012, db };
+            let mut buf = Vec::new();
+            push_position(&mut buf, &p);
+            assert_eq!(mark_of(&buf), Mark::At(p));
+        }
+        let mut buf = Vec::new();
+        fmt::push_command(&mut buf, &mut None, 1, 0, &[POSITION_MARK, id.as_bytes(), b"7", b"2", b"snap-000009.abs"]);
+        assert_eq!(mark_of(&buf), Mark::Segment(Position { replid: id.clone(), offset: 7, db: Some(2) }, "snap-000009.abs".into()));
+    }
+
+    #[test]
+    fn damaged_marks_are_barriers() {
+        let id = "0123456789abcdef0123456789abcdef01234567";
+        let bad: &[&[&[u8]]] = &[
+            &[POSITION_MARK],
+            &[POSITION_MARK, id.as_bytes(), b"7"],
+            &[POSITION_MARK, b"short", b"7", b"0"],
+            &[POSITION_MARK, b"0123456789abcdef0123456789abcdef0123456z", b"7", b"0"],
+            &[POSITION_MARK, id.as_bytes(), b"-7", b"0"],
+            &[POSITION_MARK, id.as_bytes(), b"18446744073709551616", b"0"],
+            &[POSITION_MARK, id.as_bytes(), b"7", b"65536"],
+            &[POSITION_MARK, id.as_bytes(), b"7", b"-2"],
+            &[POSITION_MARK, id.as_bytes(), b"7", b"x"],
+        ];
+        for args in bad {
+            assert_eq!(parse_mark(args), Mark::Barrier, "{args:?}");
+        }
+    }
+}
