@@ -408,6 +408,39 @@ def test_old_primary_with_writes_the_replica_lacks_gets_a_full_sync(pair):
     assert digest(oc, dbs=(0, 3)) == digest(pn, dbs=(0, 3))
 
 
+def caught_up(replica, primary_client):
+    """Whether `replica` applied every byte of the primary's stream so far."""
+    return int(info(replica.client())["slave_repl_offset"]) >= int(info(primary_client)["master_repl_offset"])
+
+
+def test_chained_replica_follows_through_a_replica(server):
+    primary, middle, sub = server.start(), server.start(), server.start()
+    p = primary.client()
+    write_every_type(p, "one")
+    attach(middle, primary)
+    r3 = redis.Redis(host=primary.host, port=primary.port, db=3)
+    r3.set("db3-last", "1")  # the stream is in database 3 when the sub-replica syncs
+    wait_acked(p)
+    # The sub-replica's full sync is served by the replica, from its own snapshot.
+    attach(sub, middle)
+    assert info(sub.client())["master_replid"] == info(p)["master_replid"]
+    r3.incr("db3-counter")  # still database 3: the stream selects none again
+    write_every_type(p, "two")
+    wait_acked(p)
+    assert wait_until(lambda: caught_up(sub, p), timeout=LINK_TIMEOUT), sub.log()
+    assert digest(sub.client(), dbs=(0, 3)) == digest(p, dbs=(0, 3))
+    # A dropped link between the two replicas resumes from the middle one's backlog.
+    m = middle.client()
+    before = stats(m)
+    assert sub.client().execute_command("CLIENT", "KILL", "TYPE", "master") == 1
+    write_every_type(p, "three")
+    assert wait_until(lambda: stats(m)[1] > before[1], timeout=LINK_TIMEOUT), sub.log()
+    wait_acked(p)
+    assert wait_until(lambda: caught_up(sub, p), timeout=LINK_TIMEOUT), sub.log()
+    assert stats(m)[0] == before[0]
+    assert digest(sub.client(), dbs=(0, 3)) == digest(p, dbs=(0, 3))
+
+
 def test_replicaof_errors(server):
     c = server.start().client()
     with pytest.raises(redis.ResponseError):

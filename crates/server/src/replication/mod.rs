@@ -78,9 +78,22 @@
 //! is dropped by a full sync. A node with `appendonly no` (snapshots only) has no marks:
 //! after a restart it full-syncs.
 //!
-//! Not built: chained replication (a replica refuses PSYNC), diskless loading, per-shard
-//! parallel streams, the position in a snapshot file of its own (`appendonly no`). See
-//! docs/ARCHITECTURE.md, "Replication".
+//! Chained. A replica serves PSYNC too (while its own link is up, else Redis's
+//! NOMASTERLINK): it shares its primary's replication ID and forwards the stream byte for
+//! byte, since what it applied goes to its backlog and to its sub-replicas' queues
+//! ([`feed_applied`]); its own writes (the applied commands' log records) never feed the
+//! stream. A partial resync works as on a primary. A full sync needs a snapshot whose
+//! point in time is a point of the primary's stream: the sub-replica's full sync holds the
+//! apply lock while it starts the snapshot (`sync_point`), and a snapshot started otherwise
+//! on a replica (its schedule) leaves waiting sub-replicas for the next one. The stream
+//! after that point is the primary's, which selects no database again: the database it is
+//! in goes as a third word of `+FULLRESYNC replid offset db` (Redis's RDB carries it as
+//! the `repl-stream-db` aux field; a Redis replica reads the first two words and would not
+//! read our snapshot anyway). A replica that full-syncs or whose primary changes its ID
+//! disconnects its sub-replicas, which then sync again.
+//!
+//! Not built: diskless loading, per-shard parallel streams, the position in a snapshot file
+//! of its own (`appendonly no`). See docs/ARCHITECTURE.md, "Replication".
 
 pub mod primary;
 pub mod replica;
@@ -124,8 +137,9 @@ struct Attached {
 pub struct Waiter {
     pub info: Arc<ReplicaInfo>,
     pub tx: mpsc::UnboundedSender<Bytes>,
-    /// Gets the offset and the snapshot's file name.
-    pub at: tokio::sync::oneshot::Sender<(u64, String)>,
+    /// Gets the offset, the snapshot's file name and, on a replica, the database the
+    /// stream is in at that offset (a primary's stream selects one first).
+    pub at: tokio::sync::oneshot::Sender<(u64, String, Option<usize>)>,
 }
 
 /// Where this node replicates from.
@@ -176,6 +190,8 @@ struct Inner {
     last_io_ms: u64,
     /// The database the master's stream is in (kept across a partial resync).
     master_db: usize,
+    /// The database the stream is in at a full sync's point (see [`set_stream_db`]).
+    sync_db: usize,
 }
 
 pub struct Repl {
@@ -197,6 +213,9 @@ pub struct Repl {
     /// Held by the replica's link while it applies a chunk, and by REPLICAOF while it
     /// changes the role: the link stops only between two applied chunks.
     pub apply_lock: tokio::sync::Mutex<()>,
+    /// Set by a sub-replica's full sync on a replica while it holds `apply_lock`: a
+    /// snapshot's point in time is then between two applied chunks (see "Chained").
+    pub sync_point: AtomicBool,
 }
 
 static REPL: OnceLock<Repl> = OnceLock::new();
@@ -227,6 +246,7 @@ pub fn state() -> &'static Repl {
             link_down_since_ms: 0,
             last_io_ms: 0,
             master_db: 0,
+            sync_db: 0,
         }),
         feeding: AtomicBool::new(false),
         replica: AtomicBool::new(false),
@@ -238,6 +258,7 @@ pub fn state() -> &'static Repl {
         relink: tokio::sync::Notify::new(),
         queue_limit: AtomicU64::new(256 << 20),
         apply_lock: tokio::sync::Mutex::new(()),
+        sync_point: AtomicBool::new(false),
     })
 }
 
@@ -502,7 +523,12 @@ fn exact_position() -> Option<Position> {
     if r.replica.load(Ordering::Acquire) {
         // A chunk being applied may have run on some shards and not yet on others: no exact
         // position now (the chunk's own mark follows it in the log).
-        let _idle = r.apply_lock.try_lock().ok()?;
+        // (A sub-replica's full sync holding the lock with `sync_point` set is between two.)
+        let _idle = match r.apply_lock.try_lock() {
+            Ok(idle) => Some(idle),
+            Err(_) if r.sync_point.load(Ordering::Acquire) => None,
+            Err(_) => return None,
+        };
         let g = r.inner.lock();
         if g.offset == 0 {
             return None;
@@ -609,11 +635,21 @@ pub fn snapshot_point(name: &str) {
     if g.waiting.is_empty() {
         return;
     }
-    // The stream after this point starts with a SELECT: a replica starts from a snapshot.
-    g.last_db = None;
+    let db = if r.replica.load(Ordering::Acquire) {
+        // A replica's snapshot is a point of its primary's stream only between two applied
+        // chunks: the sub-replica's full sync takes its own snapshot so (see "Chained").
+        if !r.sync_point.load(Ordering::Acquire) {
+            return;
+        }
+        Some(g.master_db)
+    } else {
+        // The stream after this point starts with a SELECT: a replica starts from a snapshot.
+        g.last_db = None;
+        None
+    };
     let offset = g.offset;
     for w in std::mem::take(&mut g.waiting) {
-        if w.at.send((offset, name.to_string())).is_ok() {
+        if w.at.send((offset, name.to_string(), db)).is_ok() {
             w.info.state.store(WAIT_BGSAVE, Ordering::Release);
             g.replicas.push(Attached { info: w.info, tx: w.tx });
         }
@@ -748,9 +784,21 @@ pub(crate) fn reset_to(gen: u64, replid: &str, offset: u64) -> bool {
     g.second_offset = -1;
     g.offset = offset;
     g.backlog.clear();
-    g.master_db = 0;
+    g.master_db = std::mem::take(&mut g.sync_db);
+    // Sub-replicas followed the history that was just replaced: they sync again.
+    g.replicas.clear();
+    g.waiting.clear();
     r.offset.store(offset, Ordering::Release);
     true
+}
+
+/// Before a full sync's load: the database the primary's stream is in at the snapshot's
+/// point (`+FULLRESYNC`'s third word), taken by [`reset_to`].
+pub(crate) fn set_stream_db(gen: u64, db: usize) {
+    let mut g = state().inner.lock();
+    if g.generation == gen {
+        g.sync_db = db;
+    }
 }
 
 /// After `+CONTINUE <newid>`: the primary changed its ID (it was promoted).
@@ -759,6 +807,8 @@ pub(crate) fn switch_id(replid: &str) {
     if g.replid != replid {
         g.replid2 = std::mem::replace(&mut g.replid, replid.to_string());
         g.second_offset = g.offset as i64 + 1;
+        // As Redis: sub-replicas reconnect, and learn the new ID from their +CONTINUE.
+        g.replicas.clear();
     }
 }
 

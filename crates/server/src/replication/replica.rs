@@ -138,11 +138,14 @@ async fn link_once(worker: &Rc<Worker>, gen: u64, master: &MasterAddr) -> Result
         set_link(gen, LinkState::Sync);
         tracing::info!("Full resync from primary {}:{}: {id}:{off}", master.host, master.port);
         let path = receive_snapshot(&mut s, &mut rbuf, timeout, gen).await?;
+        // A third word: the database the stream is in (a replica serving us: see "Chained").
+        let stream_db = parts.next().and_then(|d| d.parse::<usize>().ok()).unwrap_or(0);
+        super::set_stream_db(gen, stream_db);
         let result = load(worker, &path, gen, id, off).await;
         let _ = std::fs::remove_file(&path);
         let keys = result?;
         tracing::info!("MASTER <-> REPLICA sync: finished with success ({keys} keys loaded)");
-        db = 0;
+        db = stream_db;
     } else if let Some(rest) = reply.strip_prefix("+CONTINUE") {
         let id = rest.trim();
         if id.len() == 40 {
