@@ -9,6 +9,9 @@
 #    primary's INFO replication (master_repl_offset minus the replica's acknowledged
 #    offset, bytes): p50, p99 and max. (Replicas acknowledge once a second, as Redis's do,
 #    so the sampled lag includes up to a second of unacknowledged stream: the same for both.)
+#    The lag in ms is measured directly (bench/repl_lag.py): every 10 ms a probe SET on the
+#    primary, then GETs on the replica every 0.2 ms until it shows the value; the time from
+#    the SET's reply to the first GET that sees it: p50, p99 and max.
 # 2. Full sync of KEYS keys (DEBUG POPULATE): a fresh, empty replica is attached and the
 #    clock runs until INFO replication on the replica says the link is up and no sync is in
 #    progress. The primary's memory is sampled every 20 ms as the proportional set size
@@ -77,12 +80,14 @@ for round in $(seq 1 "$ROUNDS"); do
     p=$RPORT; rep=$RREP; [ "$target" = abacus ] && { p=$APORT; rep=$AREP; }
     for mode in alone replica; do
       if [ "$mode" = replica ]; then attach "$rep" "$p"; else detach "$rep" "$p"; fi
-      sampler=
+      sampler=; prober=
       if [ "$mode" = replica ]; then
         lag_sampler "$p" "$BENCH_TMP/lag-$target" & sampler=$!
+        python3 "$ROOT/bench/repl_lag.py" "$p" "$rep" "$BENCH_TMP/lagms-$target" & prober=$!
       fi
       r=$(redis-benchmark -p "$p" -t set -r 1000000 -n "$N" -c 50 -P 16 -q --csv | awk -F, 'NR==2 {gsub(/"/,"",$2); print $2}')
       [ -n "$sampler" ] && { kill "$sampler"; wait "$sampler" 2>/dev/null || true; }
+      [ -n "$prober" ] && { kill "$prober"; wait "$prober" 2>/dev/null || true; }
       rps[$target,$mode]+="$r "
     done
   done
@@ -93,13 +98,16 @@ percentile() { sort -n "$1" | awk -v q="$2" '{a[NR]=$1} END {i = int(q * NR); if
 
 if [ "$ROUNDS" -gt 0 ]; then
 printf '\nReplication on %s cores, %s GiB, %s; N=%s, rounds=%s\n' "$(nproc)" "$(free -g | awk '/Mem:/ {print $2}')" "$(date -u +%F)" "$N" "$ROUNDS"
-printf '%-8s %14s %16s %12s %10s %10s %10s\n' server alone_ops/s replica_ops/s with/alone lag_p50_B lag_p99_B lag_max_B
+printf '%-8s %14s %16s %12s %10s %10s %10s %10s %10s %10s\n' server alone_ops/s replica_ops/s with/alone \
+  lag_p50_B lag_p99_B lag_max_B lag_p50_ms lag_p99_ms lag_max_ms
 for target in redis abacus; do
   a=$(median ${rps[$target,alone]}); w=$(median ${rps[$target,replica]})
-  f=$BENCH_TMP/lag-$target
-  printf '%-8s %14.0f %16.0f %12.2f %10s %10s %10s\n' "$target" "$a" "$w" "$(echo "$w / $a" | bc -l)" \
-    "$(percentile "$f" 0.5)" "$(percentile "$f" 0.99)" "$(sort -n "$f" | tail -1)"
+  f=$BENCH_TMP/lag-$target; g=$BENCH_TMP/lagms-$target
+  printf '%-8s %14.0f %16.0f %12.2f %10s %10s %10s %10s %10s %10s\n' "$target" "$a" "$w" "$(echo "$w / $a" | bc -l)" \
+    "$(percentile "$f" 0.5)" "$(percentile "$f" 0.99)" "$(sort -n "$f" | tail -1)" \
+    "$(percentile "$g" 0.5)" "$(percentile "$g" 0.99)" "$(sort -n "$g" | tail -1)"
 done
+printf 'lag probes (ms samples): redis %s, abacus %s\n' "$(wc -l < "$BENCH_TMP/lagms-redis")" "$(wc -l < "$BENCH_TMP/lagms-abacus")"
 printf 'abacus with a replica / redis with a replica: %.2f (target >= 1.5); abacus with/alone target >= 0.9\n' \
   "$(echo "$(median ${rps[abacus,replica]}) / $(median ${rps[redis,replica]})" | bc -l)"
 fi

@@ -16,7 +16,7 @@ import redis
 
 from conftest import ServerProcess
 from helpers import wait_until
-from test_replication import FakePrimary as _FakePrimary, info
+from test_replication import FakePrimary, info
 
 pytestmark = pytest.mark.abacus_only("Abacus replicating from a real Redis primary")
 
@@ -316,34 +316,6 @@ def test_migration_under_writes_equals_redis(server, redis_primary, diskless):
         assert info(ac)["role"] == "master"
         ac.set("after", "1")
         assert ac.get("str:int") == b"12345"
-
-
-class FakePrimary(_FakePrimary):
-    """test_replication's fake primary, answering PSYNC itself (not `REPLCONF capa psync2`,
-    whose argument also contains the word) with `payload`."""
-
-    def run(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            conn.settimeout(10)
-            buf = b""
-            try:
-                while b"\r\nPSYNC\r\n" not in buf.upper() or not buf.endswith(b"\r\n"):
-                    chunk = conn.recv(4096)
-                    if not chunk:
-                        break
-                    buf += chunk
-                    if b"\r\nPSYNC\r\n" not in buf.upper():
-                        conn.sendall(b"+PONG\r\n" if b"PING" in chunk.upper() else b"+OK\r\n")
-                conn.sendall(self.payload)
-                self.served.set()
-                conn.shutdown(2)
-            except OSError:
-                pass
-            conn.close()
 
 
 def rdb_file(version, body=b""):

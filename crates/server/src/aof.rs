@@ -475,8 +475,7 @@ pub fn flush_pending() -> u64 {
         if p.is_empty() {
             return 0;
         }
-        let at = global().map_or(0, |a| a.append_framed(&mut p));
-        crate::replication::feed_record(&p[fmt::HEADER_BYTES.min(p.len())..], false);
+        let at = crate::replication::write_record(&mut p, true, false);
         p.clear();
         DEFERRED.set(0);
         // A big batch must not leave its buffer behind: it would count against maxmemory
@@ -526,10 +525,7 @@ pub fn take_pending() -> Vec<u8> {
         // Commands of other connections ran before the operation's: they are written first,
         // as their own record, and the operation takes only what came after them.
         let tail = v.split_off(deferred);
-        if let Some(a) = global() {
-            a.append_framed(&mut v);
-        }
-        crate::replication::feed_record(&v[fmt::HEADER_BYTES..], false);
+        crate::replication::write_record(&mut v, true, false);
         return tail;
     }
     // Without the reserved header: the coordinator frames the whole operation.

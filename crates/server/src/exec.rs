@@ -80,10 +80,7 @@ impl Drop for Locks {
     fn drop(&mut self) {
         let log = self.log.get_mut();
         if !log.is_empty() {
-            if let Some(aof) = crate::aof::global() {
-                aof.append(log);
-            }
-            crate::replication::feed_record(log, true);
+            crate::replication::write_record(log, false, true);
         }
     }
 }

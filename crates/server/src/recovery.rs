@@ -44,13 +44,16 @@ pub struct Recovered {
     pub manifest: Manifest,
     pub keys_loaded: u64,
     pub commands_replayed: u64,
+    /// The replication position the log ends at, if its last record is a position mark
+    /// (see "Restarts" in `replication/mod.rs`); None when anything follows the last mark.
+    pub position: Option<crate::replication::Position>,
 }
 
 /// Loads the data directory's snapshot and log into `threads` fresh shards.
 pub fn recover(config: &Config, dir: &Path, threads: usize, databases: usize) -> Result<Recovered, String> {
     let mut shards: Vec<Shard> = (0..threads).map(|i| Shard::new(i, databases)).collect();
     let Some(manifest) = Manifest::read(dir)? else {
-        return Ok(Recovered { shards, manifest: Manifest::default(), keys_loaded: 0, commands_replayed: 0 });
+        return Ok(Recovered { shards, manifest: Manifest::default(), keys_loaded: 0, commands_replayed: 0, position: None });
     };
     let started = Instant::now();
     let log_bytes: u64 = manifest.logs.iter().map(|l| std::fs::metadata(dir.join(l)).map_or(0, |m| m.len())).sum();
@@ -74,20 +77,22 @@ pub fn recover(config: &Config, dir: &Path, threads: usize, databases: usize) ->
         LOADING.loaded.store(snap_bytes, Ordering::Relaxed);
         let mut commands_replayed = 0;
         let cfg = config.cmd_config();
+        let mut position = Positions { snapshot: manifest.snapshot.clone(), at: None, broken: false };
         for (i, name) in manifest.logs.iter().enumerate() {
             let last = i + 1 == manifest.logs.len();
-            commands_replayed += replay_log(config, &dir.join(name), last, &mut shards, databases, cfg, snap_bytes)?;
+            commands_replayed += replay_log(config, &dir.join(name), last, &mut shards, databases, cfg, snap_bytes, &mut position)?;
         }
-        Ok::<_, String>((keys_loaded, commands_replayed))
+        let position = position.at;
+        Ok::<_, String>((keys_loaded, commands_replayed, position))
     })();
-    let (keys_loaded, commands_replayed) = result?;
+    let (keys_loaded, commands_replayed, position) = result?;
     if keys_loaded > 0 || commands_replayed > 0 {
         tracing::info!(
             "DB loaded from disk: {keys_loaded} keys from the snapshot, {commands_replayed} commands from the log, {:.3} seconds",
             started.elapsed().as_secs_f64()
         );
     }
-    Ok(Recovered { shards, manifest, keys_loaded, commands_replayed })
+    Ok(Recovered { shards, manifest, keys_loaded, commands_replayed, position })
 }
 
 /// Loads a snapshot into the shards; returns the number of keys.
@@ -181,8 +186,51 @@ fn load_snapshot(path: &Path, shards: &mut [Shard], databases: usize) -> Result<
     Ok(total)
 }
 
-/// Replays one log segment; returns the number of commands.
-fn replay_log(config: &Config, path: &Path, last: bool, shards: &mut [Shard], databases: usize, cfg: CmdConfig, base: u64) -> Result<u64, String> {
+/// The replication position the replayed log has reached (see "Restarts" in
+/// `replication/mod.rs`).
+struct Positions {
+    /// The snapshot recovery loaded.
+    snapshot: Option<String>,
+    at: Option<crate::replication::Position>,
+    /// After a barrier (a full sync's load) not followed by the head of the segment of the
+    /// snapshot loaded: the data is not the log's history, no mark after it counts.
+    broken: bool,
+}
+
+impl Positions {
+    fn mark(&mut self, args: &[&[u8]]) {
+        use crate::replication::Mark;
+        match crate::replication::parse_mark(args) {
+            Mark::Barrier => {
+                self.broken = true;
+                self.at = None;
+            }
+            Mark::Segment(p, snap) if self.snapshot.as_deref() == Some(snap.as_str()) => {
+                self.broken = false;
+                self.at = Some(p);
+            }
+            Mark::Segment(p, _) | Mark::At(p) => {
+                if !self.broken {
+                    self.at = Some(p);
+                }
+            }
+        }
+    }
+}
+
+/// Replays one log segment; returns the number of commands. `position` follows the log: a
+/// position mark sets it, any other command clears it (the data moved past the mark).
+#[allow(clippy::too_many_arguments)]
+fn replay_log(
+    config: &Config,
+    path: &Path,
+    last: bool,
+    shards: &mut [Shard],
+    databases: usize,
+    cfg: CmdConfig,
+    base: u64,
+    position: &mut Positions,
+) -> Result<u64, String> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         // A segment created by a rotation that crashed before its first write.
@@ -227,6 +275,11 @@ fn replay_log(config: &Config, path: &Path, last: bool, shards: &mut [Shard], da
     for r in &scan.records {
         let mut in_record = 0;
         for c in fmt::commands(&bytes[r.range.clone()], r.format)? {
+            if c.args.first().is_some_and(|n| n.eq_ignore_ascii_case(crate::replication::POSITION_MARK)) {
+                position.mark(&c.args);
+                continue;
+            }
+            position.at = None;
             replay_command(shards, &c, databases, cfg).map_err(|e| format!("log {} offset {}: {e}", path.display(), r.range.start))?;
             in_record += 1;
         }
@@ -342,4 +395,56 @@ fn replay_command(shards: &mut [Shard], c: &fmt::Command<'_>, databases: usize, 
         },
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replication::POSITION_MARK;
+
+    const ID: &[u8] = b"0123456789abcdef0123456789abcdef01234567";
+
+    /// Runs `log` (marks as their arguments, "data" for any other command) through the
+    /// position rules after loading `snapshot`; returns the claimed offset.
+    fn claim(snapshot: Option<&str>, log: &[&[&[u8]]]) -> Option<u64> {
+        let mut p = Positions { snapshot: snapshot.map(str::to_string), at: None, broken: false };
+        for args in log {
+            if args[0] == POSITION_MARK {
+                p.mark(args);
+            } else {
+                p.at = None;
+            }
+        }
+        p.at.map(|p| p.offset)
+    }
+
+    #[test]
+    fn the_last_mark_counts_only_with_nothing_after_it() {
+        let data: &[&[u8]] = &[b"SET", b"k", b"v"];
+        let at = |o: &'static [u8]| -> Vec<&'static [u8]> { vec![POSITION_MARK, ID, o, b"0"] };
+        let (m10, m20) = (at(b"10"), at(b"20"));
+        assert_eq!(claim(None, &[data, &m10]), Some(10));
+        assert_eq!(claim(None, &[data, &m10, data, &m20]), Some(20));
+        assert_eq!(claim(None, &[data, &m10, data]), None);
+        assert_eq!(claim(None, &[data]), None);
+        assert_eq!(claim(None, &[]), None);
+    }
+
+    #[test]
+    fn a_barrier_holds_until_the_loaded_snapshots_segment() {
+        let data: &[&[u8]] = &[b"SET", b"k", b"v"];
+        let m10: &[&[u8]] = &[POSITION_MARK, ID, b"10", b"0"];
+        let barrier: &[&[u8]] = &[POSITION_MARK];
+        let head: &[&[u8]] = &[POSITION_MARK, ID, b"30", b"0", b"snap-000005.abs"];
+        let m40: &[&[u8]] = &[POSITION_MARK, ID, b"40", b"0"];
+        // A restart before the full sync's snapshot was durable: the old snapshot loaded.
+        assert_eq!(claim(Some("snap-000002.abs"), &[m10, barrier, head, data, m40]), None);
+        assert_eq!(claim(None, &[m10, barrier, head]), None);
+        // After it: the manifest names that snapshot and its segment.
+        assert_eq!(claim(Some("snap-000005.abs"), &[head]), Some(30));
+        assert_eq!(claim(Some("snap-000005.abs"), &[head, data, m40]), Some(40));
+        // A segment head of an ordinary snapshot continues an unbroken log.
+        let other: &[&[u8]] = &[POSITION_MARK, ID, b"30", b"0", b"snap-000007.abs"];
+        assert_eq!(claim(Some("snap-000002.abs"), &[data, m10, other]), Some(30));
+    }
 }

@@ -379,6 +379,9 @@ fn load_data(server: &Arc<Server>, dir_path: &std::path::Path, threads: usize, d
     }
     crate::snapshot::init(dir_path.to_path_buf(), manifest);
     crate::replication::configure(config);
+    if let Some(p) = &recovered.position {
+        crate::replication::restore(p);
+    }
     crate::stats::LOADING.finish();
     Ok(())
 }

@@ -303,6 +303,8 @@ async fn begin_with(
         }
         *m = next;
         aof.rotate(new);
+        // The new segment starts at a known replication position (when there is one).
+        crate::replication::log_position_at_rotation(name);
         logs_after.push(seg);
     }
     let tx_for_shards = tx.clone();

@@ -80,11 +80,10 @@ fn replconf(conn: &mut Conn, a: &[Arg]) -> Frame {
 
 fn psync(conn: &mut Conn, a: &[Arg]) -> Frame {
     if replication::is_replica() {
-        return if replication::state().link() != replication::LinkState::Connected {
-            err("NOMASTERLINK Can't SYNC while not connected with my master")
-        } else {
-            err("ERR Abacus does not support chained replication: attach the replica to the primary")
-        };
+        // Chained replication: served while the link to our own primary is up.
+        if replication::state().link() != replication::LinkState::Connected {
+            return err("NOMASTERLINK Can't SYNC while not connected with my master");
+        }
     }
     let offset = match parse_i64(&a[2]) {
         Ok(o) => o,

@@ -121,6 +121,9 @@ pub async fn load(worker: &Rc<Worker>, path: &std::path::Path, gen: u64, replid:
     if !super::reset_to(gen, replid, offset) {
         return Err("REPLICAOF changed during the sync".into());
     }
+    // As the Abacus load (`replica.rs`): the data set was replaced without log commands, so
+    // a restart before the snapshot below is durable claims no replication position.
+    super::log_barrier();
     if crate::aof::global().is_some() || crate::snapshot::global().is_some() {
         if let Err(e) = crate::snapshot::start(worker, Access::Locked(&locks), "a full sync from a Redis primary").await {
             tracing::warn!("snapshot after the full sync did not start ({e}): the data directory holds the previous data set until the next one");

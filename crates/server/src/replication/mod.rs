@@ -3,8 +3,8 @@
 //! The stream. Every write already states its effect and reaches the log writer (`aof.rs`)
 //! as a record, at flush points that keep every shard's execution order, and a multi-shard
 //! operation as ONE record written while it still holds its shards. The replication stream is
-//! exactly that sequence of records, taken at the same call sites right after the log's
-//! append ([`feed_record`]): one global order and one global offset, as Redis's. Each record
+//! exactly that sequence of records, taken where the log appends them ([`write_record`]):
+//! one global order and one global offset, as Redis's. Each record
 //! is re-encoded as RESP commands (a `SELECT` when the database changes, as Redis sends), and
 //! a record of several commands written by a coordinator (a transaction, MSET over shards,
 //! FLUSHALL...) is wrapped in `MULTI`/`EXEC`, so the replica applies it atomically too. The
@@ -46,10 +46,61 @@
 //! is applied like Abacus's, and a command that fails here is logged and counted in INFO
 //! (`replica_apply_errors`), as a key of a type Abacus lacks is (`replica_sync_keys_skipped`).
 //!
-//! Not built: chained replication (a replica refuses PSYNC), diskless loading (a full sync
-//! always goes through a temporary file, also when Redis sends it diskless), per-shard
-//! parallel streams, Redis Functions libraries and module types of a Redis primary (skipped,
-//! reported). See docs/ARCHITECTURE.md, "Replication".
+//! Restarts. A restarted node keeps its replication ID and offset (Redis keeps them in its
+//! RDB's `repl-id`/`repl-offset` aux fields), so a restarted replica, or an old primary
+//! repointed at the replica that replaced it, continues with a partial resync. A partial
+//! resync from a wrong offset would corrupt data silently (a command applied twice or
+//! skipped), so the offset comes from the log itself, never from a file written beside it:
+//! the log holds position marks, log commands named [`POSITION_MARK`] with (replid, offset,
+//! the stream's database), that recovery reads and never runs, and a node claims the
+//! position of the last mark only if NO other command follows it in the log. Then the data
+//! recovered is exactly the stream's first `offset` bytes; otherwise it claims nothing and
+//! its next sync is a full one. Where the marks are written:
+//! - a primary feeding a stream ends every log record with the offset after that record's
+//!   stream bytes. [`write_record`] appends the record to the log and its RESP form to the
+//!   backlog under the replication lock, so the log's order is the stream's (a `SELECT` in
+//!   the stream depends on the record before it). One mark per record (per batch, not per
+//!   command: some 60 bytes, in the same `write(2)`). `REPLCONF GETACK` (WAIT puts it in
+//!   the stream) changes no data, but replicas count it: a mark of its own follows it, so
+//!   a primary restarted after a WAIT is at the offset its replicas acknowledged and they
+//!   continue (one small append per WAIT that asks replicas, beside a network round trip);
+//! - a replica, after applying a chunk (holding the apply lock), writes the mark of the
+//!   offset after it with the chunk's last log commands. The chunk's effects on other
+//!   shards are already in the log (a record is written before its command replies, and
+//!   the chunk's replies are in), so a mark never precedes data it counts. A crash in the
+//!   middle of a chunk leaves commands after the last mark: full sync;
+//! - a new log segment (a snapshot's point in time, every shard held) starts with the
+//!   node's position, when it is exact then (a replica with no chunk being applied), since
+//!   the older segments and their marks go once the snapshot is durable.
+//!
+//! Whatever `appendfsync` lets a crash of the machine cut off, it cuts off the log's tail:
+//! the recovered data is a prefix of the log, and the mark rule holds for any prefix. A
+//! restored node starts with an empty backlog at its offset and feeds its writes into the
+//! stream from then on (as Redis creates its backlog on a restart with replication info),
+//! so a replica at exactly that offset continues too. PSYNC then follows Redis's rule: the
+//! new primary continues a request of its previous ID up to `second_repl_offset`, i.e. when
+//! the old primary had nothing the new one lacks; otherwise the old primary's extra history
+//! is dropped by a full sync. A node with `appendonly no` (snapshots only) has no marks:
+//! after a restart it full-syncs.
+//!
+//! Chained. A replica serves PSYNC too (while its own link is up, else Redis's
+//! NOMASTERLINK): it shares its primary's replication ID and forwards the stream byte for
+//! byte, since what it applied goes to its backlog and to its sub-replicas' queues
+//! ([`feed_applied`]); its own writes (the applied commands' log records) never feed the
+//! stream. A partial resync works as on a primary. A full sync needs a snapshot whose
+//! point in time is a point of the primary's stream: the sub-replica's full sync holds the
+//! apply lock while it starts the snapshot (`sync_point`), and a snapshot started otherwise
+//! on a replica (its schedule) leaves waiting sub-replicas for the next one. The stream
+//! after that point is the primary's, which selects no database again: the database it is
+//! in goes as a third word of `+FULLRESYNC replid offset db` (Redis's RDB carries it as
+//! the `repl-stream-db` aux field; a Redis replica reads the first two words and would not
+//! read our snapshot anyway). A replica that full-syncs or whose primary changes its ID
+//! disconnects its sub-replicas, which then sync again.
+//!
+//! Not built: diskless loading (a full sync always goes through a temporary file, also
+//! when Redis sends it diskless), per-shard parallel streams, the position in a snapshot
+//! file of its own (`appendonly no`), Redis Functions libraries and module types of a Redis
+//! primary (skipped, reported). See docs/ARCHITECTURE.md, "Replication".
 
 pub mod primary;
 pub mod replica;
@@ -94,8 +145,9 @@ struct Attached {
 pub struct Waiter {
     pub info: Arc<ReplicaInfo>,
     pub tx: mpsc::UnboundedSender<Bytes>,
-    /// Gets the offset and the snapshot's file name.
-    pub at: tokio::sync::oneshot::Sender<(u64, String)>,
+    /// Gets the offset, the snapshot's file name and, on a replica, the database the
+    /// stream is in at that offset (a primary's stream selects one first).
+    pub at: tokio::sync::oneshot::Sender<(u64, String, Option<usize>)>,
 }
 
 /// Where this node replicates from.
@@ -146,6 +198,8 @@ struct Inner {
     last_io_ms: u64,
     /// The database the master's stream is in (kept across a partial resync).
     master_db: usize,
+    /// The database the stream is in at a full sync's point (see [`set_stream_db`]).
+    sync_db: usize,
 }
 
 pub struct Repl {
@@ -171,6 +225,9 @@ pub struct Repl {
     pub apply_errors: AtomicU64,
     /// Keys of a primary's full sync that were not loaded (types Abacus lacks).
     pub sync_keys_skipped: AtomicU64,
+    /// Set by a sub-replica's full sync on a replica while it holds `apply_lock`: a
+    /// snapshot's point in time is then between two applied chunks (see "Chained").
+    pub sync_point: AtomicBool,
 }
 
 static REPL: OnceLock<Repl> = OnceLock::new();
@@ -201,6 +258,7 @@ pub fn state() -> &'static Repl {
             link_down_since_ms: 0,
             last_io_ms: 0,
             master_db: 0,
+            sync_db: 0,
         }),
         feeding: AtomicBool::new(false),
         replica: AtomicBool::new(false),
@@ -214,6 +272,7 @@ pub fn state() -> &'static Repl {
         apply_lock: tokio::sync::Mutex::new(()),
         apply_errors: AtomicU64::new(0),
         sync_keys_skipped: AtomicU64::new(0),
+        sync_point: AtomicBool::new(false),
     })
 }
 
@@ -316,6 +375,13 @@ impl Repl {
             return;
         }
         self.append_locked(&mut g, b"*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n");
+        // The log's position follows (see "Restarts"): a primary restarted right after a
+        // WAIT is at the offset its replicas acknowledged, and they continue.
+        if let Some(aof) = crate::aof::global() {
+            let mut buf = Vec::new();
+            push_position(&mut buf, &Position { replid: g.replid.clone(), offset: g.offset, db: g.last_db });
+            aof.append(&buf);
+        }
     }
 
     /// Replicas that acknowledged offset `at` or beyond.
@@ -341,26 +407,54 @@ impl Repl {
     }
 }
 
-/// Feeds one log record (a payload of [`fmt::push_command`] commands) into the stream.
-/// `atomic`: a coordinator's record (one multi-shard operation), applied as a transaction.
-/// Called at the log's flush points, in the log's order (see the module comment).
-pub fn feed_record(payload: &[u8], atomic: bool) {
-    let Some(r) = REPL.get() else { return };
-    if !r.feeding.load(Ordering::Acquire) || payload.is_empty() {
-        return;
-    }
-    let commands = match fmt::commands(payload, fmt::Format::Varint) {
-        Ok(c) => c,
-        Err(e) => {
-            // Cannot happen: the payload was just built by `push_command`.
-            tracing::error!("replication: a log record cannot be read back ({e}); replicas will resynchronise");
-            r.inner.lock().replicas.clear();
-            return;
-        }
+/// Writes one log record and feeds it into the stream: the one place records leave a
+/// thread (`aof::flush_pending`, `aof::take_pending`, a coordinator's `Locks`). `buf` holds
+/// log commands ([`fmt::push_command`]), after [`fmt::HEADER_BYTES`] reserved bytes when
+/// `framed`. `atomic`: a coordinator's record (one multi-shard operation), applied by
+/// replicas as a transaction. Returns the log position after the record (0 without a log).
+///
+/// While the node feeds a stream and has a log, the record ends with a position mark (the
+/// replication ID, the offset after this record's stream bytes, the stream's database), and
+/// the log append and the stream append happen under the replication lock together, so the
+/// log's order is the stream's order and the last record of the log states the offset of
+/// exactly the data before it (see "Restarts" in the module comment).
+pub fn write_record(buf: &mut Vec<u8>, framed: bool, atomic: bool) -> u64 {
+    let start = if framed { fmt::HEADER_BYTES.min(buf.len()) } else { 0 };
+    let aof = crate::aof::global();
+    let append = |buf: &mut Vec<u8>| match aof {
+        Some(a) if framed => a.append_framed(buf),
+        Some(a) => a.append(buf),
+        None => 0,
     };
+    let feeding = REPL.get().filter(|r| r.feeding.load(Ordering::Acquire));
+    let Some(r) = feeding else { return append(buf) };
+    if buf.len() <= start {
+        return append(buf);
+    }
+    let mut g = r.inner.lock();
+    let Some(out) = encode_record(&mut g, &buf[start..], atomic) else {
+        // Cannot happen: the payload was just built by `push_command`.
+        tracing::error!("replication: a log record cannot be read back; replicas will resynchronise");
+        g.replicas.clear();
+        return append(buf);
+    };
+    let at = if aof.is_some() {
+        let end = g.offset + out.len() as u64;
+        push_position(buf, &Position { replid: g.replid.clone(), offset: end, db: g.last_db });
+        append(buf)
+    } else {
+        0
+    };
+    r.append_locked(&mut g, &out);
+    at
+}
+
+/// Re-encodes one log record as the stream's RESP commands (a `SELECT` when the database
+/// changes; a coordinator's record of several commands inside `MULTI`/`EXEC`).
+fn encode_record(g: &mut Inner, payload: &[u8], atomic: bool) -> Option<Vec<u8>> {
+    let commands = fmt::commands(payload, fmt::Format::Varint).ok()?;
     let wrap = atomic && commands.len() > 1;
     let mut out = Vec::with_capacity(payload.len() + 32 * commands.len());
-    let mut g = r.inner.lock();
     if wrap {
         push_resp(&mut out, &[b"MULTI"]);
     }
@@ -374,7 +468,151 @@ pub fn feed_record(payload: &[u8], atomic: bool) {
     if wrap {
         push_resp(&mut out, &[b"EXEC"]);
     }
-    r.append_locked(&mut g, &out);
+    Some(out)
+}
+
+/// The name of the log command that marks a replication position. Never a client command
+/// (a client cannot put it in the log), never fed to replicas; recovery reads it.
+pub const POSITION_MARK: &[u8] = b"abacus-repl-position";
+
+/// A point of the replication stream: the data set is exactly the stream's first `offset`
+/// bytes of history `replid`; `db` is the stream's database there (None: the next command
+/// of the stream selects one).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Position {
+    pub replid: String,
+    pub offset: u64,
+    pub db: Option<u16>,
+}
+
+/// Appends a position mark to a buffer of log commands.
+pub fn push_position(buf: &mut Vec<u8>, p: &Position) {
+    let db = p.db.map_or("-1".to_string(), |d| d.to_string());
+    fmt::push_command(buf, &mut None, now_ms(), 0, &[POSITION_MARK, p.replid.as_bytes(), p.offset.to_string().as_bytes(), db.as_bytes()]);
+}
+
+/// What a position mark in the log says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mark {
+    /// The data before it is the stream up to this position.
+    At(Position),
+    /// The head of a segment started by snapshot `.1`: the position holds from there.
+    Segment(Position, String),
+    /// The data set was replaced here without log commands (a full sync's load): the log
+    /// from here on continues only the snapshot taken right after it (a `Segment` mark
+    /// naming the snapshot recovery loaded). A damaged mark reads as one too.
+    Barrier,
+}
+
+/// Reads a position mark's arguments (the mark's name first).
+pub fn parse_mark(args: &[&[u8]]) -> Mark {
+    let (position, snapshot) = match args {
+        [_, replid, offset, db] => (parse_position(replid, offset, db), None),
+        [_, replid, offset, db, snap] => (parse_position(replid, offset, db), Some(String::from_utf8_lossy(snap).into_owned())),
+        _ => (None, None),
+    };
+    match (position, snapshot) {
+        (Some(p), None) => Mark::At(p),
+        (Some(p), Some(s)) => Mark::Segment(p, s),
+        (None, _) => Mark::Barrier,
+    }
+}
+
+fn parse_position(replid: &[u8], offset: &[u8], db: &[u8]) -> Option<Position> {
+    if replid.len() != 40 || !replid.iter().all(u8::is_ascii_hexdigit) {
+        return None;
+    }
+    let offset = std::str::from_utf8(offset).ok()?.parse::<u64>().ok()?;
+    let db = match std::str::from_utf8(db).ok()?.parse::<i64>().ok()? {
+        -1 => None,
+        d => Some(u16::try_from(d).ok()?),
+    };
+    Some(Position { replid: String::from_utf8_lossy(replid).into_owned(), offset, db })
+}
+
+/// This node's position, if it is exact now: a primary feeding a stream (every shard held by
+/// the caller, so no record is on its way), or a replica between two applied chunks.
+fn exact_position() -> Option<Position> {
+    let r = REPL.get()?;
+    if r.replica.load(Ordering::Acquire) {
+        // A chunk being applied may have run on some shards and not yet on others: no exact
+        // position now (the chunk's own mark follows it in the log).
+        // (A sub-replica's full sync holding the lock with `sync_point` set is between two.)
+        let _idle = match r.apply_lock.try_lock() {
+            Ok(idle) => Some(idle),
+            Err(_) if r.sync_point.load(Ordering::Acquire) => None,
+            Err(_) => return None,
+        };
+        let g = r.inner.lock();
+        if g.offset == 0 {
+            return None;
+        }
+        return Some(Position { replid: g.replid.clone(), offset: g.offset, db: Some(g.master_db as u16) });
+    }
+    if !r.feeding.load(Ordering::Acquire) {
+        return None;
+    }
+    let g = r.inner.lock();
+    Some(Position { replid: g.replid.clone(), offset: g.offset, db: g.last_db })
+}
+
+/// Writes this node's position as a record of its own at the head of a new log segment
+/// (`snapshot.rs`, right after the switch to it, every shard held, for `snapshot`): the
+/// segment, replayed after that snapshot, starts from a known point even when older
+/// segments are gone.
+pub fn log_position_at_rotation(snapshot: &str) {
+    let Some(aof) = crate::aof::global() else { return };
+    if let Some(p) = exact_position() {
+        let mut buf = Vec::new();
+        let db = p.db.map_or("-1".to_string(), |d| d.to_string());
+        fmt::push_command(&mut buf, &mut None, now_ms(), 0, &[POSITION_MARK, p.replid.as_bytes(), p.offset.to_string().as_bytes(), db.as_bytes(), snapshot.as_bytes()]);
+        aof.append(&buf);
+    }
+}
+
+/// A full sync replaced the data set without log commands (`replica.rs`, every shard held,
+/// before the snapshot that records the new data set): see [`Mark::Barrier`].
+pub(crate) fn log_barrier() {
+    if let Some(aof) = crate::aof::global() {
+        let mut buf = Vec::new();
+        fmt::push_command(&mut buf, &mut None, now_ms(), 0, &[POSITION_MARK]);
+        aof.append(&buf);
+    }
+}
+
+/// A replica after applying a chunk (`replica.rs`, holding the apply lock, before the
+/// chunk's bytes count): the position after them goes to this thread's pending log commands,
+/// written with the chunk's last commands. Every other effect of the chunk is already in the
+/// log: a command's record is written before its reply, and the chunk's replies are in.
+pub(crate) fn log_applied_position(applied: usize, db: usize) {
+    if !crate::aof::enabled() || crate::aof::global().is_none() {
+        return;
+    }
+    let (replid, offset) = {
+        let g = state().inner.lock();
+        (g.replid.clone(), g.offset + applied as u64)
+    };
+    let db = db.to_string();
+    crate::aof::log_command(now_ms(), 0, &[POSITION_MARK, replid.as_bytes(), offset.to_string().as_bytes(), db.as_bytes()]);
+}
+
+/// After recovery: the position the log ends at (see "Restarts"). The node takes that
+/// replication ID and offset, with an empty backlog that starts there, and feeds its writes
+/// into the stream from now on (as Redis, which keeps a backlog once it had replicas), so
+/// its offset keeps meaning its data set.
+pub fn restore(p: &Position) {
+    let r = state();
+    {
+        let mut g = r.inner.lock();
+        g.replid = p.replid.clone();
+        g.offset = p.offset;
+        g.backlog.clear();
+        g.last_db = p.db;
+        g.master_db = p.db.unwrap_or(0) as usize;
+        r.offset.store(p.offset, Ordering::Release);
+    }
+    tracing::info!("Recovered replication ID and offset from the log: {}:{}", p.replid, p.offset);
+    r.start_feeding();
 }
 
 /// Feeds stream bytes a replica applied (they stay in its backlog, for after a promotion).
@@ -411,11 +649,21 @@ pub fn snapshot_point(name: &str) {
     if g.waiting.is_empty() {
         return;
     }
-    // The stream after this point starts with a SELECT: a replica starts from a snapshot.
-    g.last_db = None;
+    let db = if r.replica.load(Ordering::Acquire) {
+        // A replica's snapshot is a point of its primary's stream only between two applied
+        // chunks: the sub-replica's full sync takes its own snapshot so (see "Chained").
+        if !r.sync_point.load(Ordering::Acquire) {
+            return;
+        }
+        Some(g.master_db)
+    } else {
+        // The stream after this point starts with a SELECT: a replica starts from a snapshot.
+        g.last_db = None;
+        None
+    };
     let offset = g.offset;
     for w in std::mem::take(&mut g.waiting) {
-        if w.at.send((offset, name.to_string())).is_ok() {
+        if w.at.send((offset, name.to_string(), db)).is_ok() {
             w.info.state.store(WAIT_BGSAVE, Ordering::Release);
             g.replicas.push(Attached { info: w.info, tx: w.tx });
         }
@@ -478,8 +726,8 @@ pub fn become_replica(addr: MasterAddr) -> Option<u64> {
     g.waiting.clear();
     if was_primary {
         // Our own history, seen as a replica's, continues from our offset: a PSYNC to a
-        // primary that was our replica can continue.
-        g.master_db = 0;
+        // primary that was our replica can continue, in the database our stream was in.
+        g.master_db = g.last_db.unwrap_or(0) as usize;
     }
     r.replica.store(true, Ordering::Release);
     r.feeding.store(false, Ordering::Release);
@@ -550,9 +798,21 @@ pub(crate) fn reset_to(gen: u64, replid: &str, offset: u64) -> bool {
     g.second_offset = -1;
     g.offset = offset;
     g.backlog.clear();
-    g.master_db = 0;
+    g.master_db = std::mem::take(&mut g.sync_db);
+    // Sub-replicas followed the history that was just replaced: they sync again.
+    g.replicas.clear();
+    g.waiting.clear();
     r.offset.store(offset, Ordering::Release);
     true
+}
+
+/// Before a full sync's load: the database the primary's stream is in at the snapshot's
+/// point (`+FULLRESYNC`'s third word), taken by [`reset_to`].
+pub(crate) fn set_stream_db(gen: u64, db: usize) {
+    let mut g = state().inner.lock();
+    if g.generation == gen {
+        g.sync_db = db;
+    }
 }
 
 /// After `+CONTINUE <newid>`: the primary changed its ID (it was promoted).
@@ -561,6 +821,8 @@ pub(crate) fn switch_id(replid: &str) {
     if g.replid != replid {
         g.replid2 = std::mem::replace(&mut g.replid, replid.to_string());
         g.second_offset = g.offset as i64 + 1;
+        // As Redis: sub-replicas reconnect, and learn the new ID from their +CONTINUE.
+        g.replicas.clear();
     }
 }
 
@@ -700,5 +962,55 @@ pub fn role() -> abacus_protocol::Frame {
                     .collect(),
             ),
         ]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_back(buf: &[u8]) -> Vec<Vec<Vec<u8>>> {
+        fmt::commands(buf, fmt::Format::Varint).unwrap().into_iter().map(|c| c.args.iter().map(|a| a.to_vec()).collect()).collect()
+    }
+
+    fn mark_of(buf: &[u8]) -> Mark {
+        let cmds = read_back(buf);
+        assert_eq!(cmds.len(), 1);
+        let args: Vec<&[u8]> = cmds[0].iter().map(|a| a.as_slice()).collect();
+        assert!(args[0].eq_ignore_ascii_case(POSITION_MARK));
+        parse_mark(&args)
+    }
+
+    #[test]
+    fn position_marks_read_back() {
+        let id = "0123456789abcdef0123456789abcdef01234567".to_string();
+        for db in [None, Some(0), Some(3), Some(u16::MAX)] {
+            let p = Position { replid: id.clone(), offset: 123_456_789_012, db };
+            let mut buf = Vec::new();
+            push_position(&mut buf, &p);
+            assert_eq!(mark_of(&buf), Mark::At(p));
+        }
+        let mut buf = Vec::new();
+        fmt::push_command(&mut buf, &mut None, 1, 0, &[POSITION_MARK, id.as_bytes(), b"7", b"2", b"snap-000009.abs"]);
+        assert_eq!(mark_of(&buf), Mark::Segment(Position { replid: id.clone(), offset: 7, db: Some(2) }, "snap-000009.abs".into()));
+    }
+
+    #[test]
+    fn damaged_marks_are_barriers() {
+        let id = "0123456789abcdef0123456789abcdef01234567";
+        let bad: &[&[&[u8]]] = &[
+            &[POSITION_MARK],
+            &[POSITION_MARK, id.as_bytes(), b"7"],
+            &[POSITION_MARK, b"short", b"7", b"0"],
+            &[POSITION_MARK, b"0123456789abcdef0123456789abcdef0123456z", b"7", b"0"],
+            &[POSITION_MARK, id.as_bytes(), b"-7", b"0"],
+            &[POSITION_MARK, id.as_bytes(), b"18446744073709551616", b"0"],
+            &[POSITION_MARK, id.as_bytes(), b"7", b"65536"],
+            &[POSITION_MARK, id.as_bytes(), b"7", b"-2"],
+            &[POSITION_MARK, id.as_bytes(), b"7", b"x"],
+        ];
+        for args in bad {
+            assert_eq!(parse_mark(args), Mark::Barrier, "{args:?}");
+        }
     }
 }

@@ -47,7 +47,10 @@ pub async fn serve(conn: &mut Conn, mut stream: TcpStream, mut rbuf: BytesMut, r
         queued: std::sync::atomic::AtomicU64::new(0),
         overflowed: std::sync::atomic::AtomicBool::new(false),
     });
-    repl.start_feeding();
+    if !super::is_replica() {
+        // A replica forwards its primary's stream; its own log records never feed one.
+        repl.start_feeding();
+    }
     let result = async {
         let mut rx = match try_partial(&info, &req.replid, req.offset) {
             Psync::Continue { replid, missed, rx } => {
@@ -77,24 +80,36 @@ async fn full_sync(conn: &mut Conn, stream: &mut TcpStream, info: &Arc<ReplicaIn
     let repl = state();
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let (at_tx, at_rx) = tokio::sync::oneshot::channel();
+    // On a replica (chained replication), the snapshot's point in time must fall between two
+    // applied chunks: the stream is held while the snapshot starts.
+    let paused = if super::is_replica() { Some(repl.apply_lock.lock().await) } else { None };
+    if paused.is_some() {
+        repl.sync_point.store(true, Ordering::Release);
+    }
     wait_for_snapshot(Waiter { info: info.clone(), tx, at: at_tx });
     repl.sync_full.fetch_add(1, Ordering::Relaxed);
     // A snapshot of our own; or, if one is running, the next one (which we start when it is
     // done: the running one's point in time came before we asked).
-    let before = loop {
+    let started = loop {
         match crate::snapshot::start(&conn.worker, Access::Free, "a replica's full sync").await {
-            Ok(before) => break before,
+            Ok(before) => break Ok(before),
             Err(_) => {
                 if conn.meta.killed.load(Ordering::Acquire) {
-                    return Err(std::io::Error::other("killed"));
+                    break Err(std::io::Error::other("killed"));
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         }
     };
-    let (offset, name) = at_rx.await.map_err(|_| std::io::Error::other("the snapshot did not include this replica"))?;
+    if paused.is_some() {
+        repl.sync_point.store(false, Ordering::Release);
+    }
+    drop(paused);
+    let before = started?;
+    let (offset, name, db) = at_rx.await.map_err(|_| std::io::Error::other("the snapshot did not include this replica"))?;
     let replid = repl.replid();
-    stream.write_all(format!("+FULLRESYNC {replid} {offset}\r\n").as_bytes()).await?;
+    let db = db.map(|d| format!(" {d}")).unwrap_or_default();
+    stream.write_all(format!("+FULLRESYNC {replid} {offset}{db}\r\n").as_bytes()).await?;
     // Keep the link alive while the snapshot is written (Redis sends newlines likewise).
     let done = crate::snapshot::wait(before);
     tokio::pin!(done);

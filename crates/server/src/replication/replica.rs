@@ -141,12 +141,15 @@ async fn link_once(worker: &Rc<Worker>, gen: u64, master: &MasterAddr) -> Result
         set_link(gen, LinkState::Sync);
         tracing::info!("Full resync from primary {}:{}: {id}:{off}", master.host, master.port);
         let path = receive_snapshot(&mut s, &mut rbuf, timeout, gen).await?;
+        // A third word: the database the stream is in (a replica serving us: see "Chained").
+        let stream_db = parts.next().and_then(|d| d.parse::<usize>().ok()).unwrap_or(0);
+        super::set_stream_db(gen, stream_db);
         // A real Redis primary sends an RDB file (migration, `from_redis.rs`).
         let result = if super::from_redis::is_rdb(&path) { super::from_redis::load(worker, &path, gen, id, off).await } else { load(worker, &path, gen, id, off).await };
         let _ = std::fs::remove_file(&path);
         let keys = result?;
         tracing::info!("MASTER <-> REPLICA sync: finished with success ({keys} keys loaded)");
-        db = 0;
+        db = stream_db;
     } else if let Some(rest) = reply.strip_prefix("+CONTINUE") {
         let id = rest.trim();
         if id.len() == 40 {
@@ -278,8 +281,11 @@ async fn load(worker: &Rc<Worker>, path: &std::path::Path, gen: u64, replid: &st
     if !super::reset_to(gen, replid, offset) {
         return Err("REPLICAOF changed during the sync".into());
     }
-    // The log and snapshots on disk describe the old data set: a snapshot at this point
+    // The log and snapshots on disk describe the old data set: the log says so (a restart
+    // before the snapshot below is durable must not claim a replication position), and a
+    // snapshot at this point
     // (taken while every shard is still held) makes the data directory the loaded one.
+    super::log_barrier();
     if crate::aof::global().is_some() || crate::snapshot::global().is_some() {
         if let Err(e) = crate::snapshot::start(worker, Access::Locked(&locks), "a full sync from the primary").await {
             tracing::warn!("snapshot after the full sync did not start ({e}): the data directory holds the previous data set until the next one");
@@ -393,7 +399,9 @@ async fn apply(gen: u64, conn: &mut Conn, calls: &mut Vec<Args>, bytes: &mut Vec
         state().apply_errors.fetch_add(errors, Ordering::Relaxed);
     }
     conn.discard_output();
-    crate::aof::flush_deferred();
+    // The chunk's position goes to the log after its effects (see "Restarts" in mod.rs).
+    super::log_applied_position(bytes.len(), conn.db);
+    crate::aof::flush_pending();
     repl_feed(gen, conn, bytes);
     bytes.clear();
 }
