@@ -351,7 +351,10 @@ mod tests {
     fn file_round_trip() {
         let acl = Acl::new();
         acl.set_user("alice", &[b"on", b">pw", b"~k*", b"&c", b"+get"]).unwrap();
+        // A selector is written in parentheses, split over words, and read back whole.
+        acl.set_user("bob", &[b"on", b"nopass", b"(%R~r* +@hash)", b"(~x &y +set)"]).unwrap();
         let text = acl.list().join("\n");
+        assert!(text.contains("user bob on nopass resetchannels -@all (%R~r* resetchannels -@all +@hash) (~x resetchannels &y -@all +set)"), "{text}");
         let parsed = parse_file("f", &text).unwrap();
         let acl2 = Acl::new();
         acl2.replace_all(parsed);
@@ -360,6 +363,8 @@ mod tests {
         assert!(acl2.authenticate(b"alice", b"px").is_none());
         let e = parse_file("f", "user a on\nbogus\nuser b +nosuch\n").unwrap_err();
         assert!(e.contains("f:2:") && e.contains("f:3: Unknown command"), "{e}");
+        let e = parse_file("f", "user a on (~x +get\n").unwrap_err();
+        assert_eq!(e, "f:1: Unmatched parenthesis in acl selector starting at '(~x'.");
     }
 
     #[test]
