@@ -344,3 +344,53 @@ def test_requirepass_is_the_default_users_password(server):
             fresh.close()
     finally:
         cl.close()
+
+
+def test_selectors(adm, login):
+    # A selector is a further set of permissions: a command runs if the root or any
+    # selector allows it with all its keys.
+    assert adm("ACL", "SETUSER", "sel", "on", ">pw", "~b*", "+set", "(~a* +get)") == "OK"
+    # A selector split over several arguments is merged, as Redis merges it.
+    assert adm("ACL", "SETUSER", "sel", "(%R~c*", "&ch", "+@hash)") == "OK"
+    assert adm("ACL", "LIST")[-1] == (
+        "user sel on #%s ~b* resetchannels -@all +set (~a* resetchannels -@all +get) "
+        "(%%R~c* resetchannels &ch -@all +@hash)" % sha("pw")).encode()
+    u = getuser(adm, "sel")
+    assert u[b"selectors"] == [
+        [b"commands", b"-@all +get", b"keys", b"~a*", b"channels", b""],
+        [b"commands", b"-@all +@hash", b"keys", b"%R~c*", b"channels", b"&ch"],
+    ]
+    s = login("sel", "pw")
+    assert s("SET", "b1", "x") == "OK"
+    assert s("GET", "a1") is None
+    assert s("HGET", "c1", "f") is None
+    # No selector allows these: the most relevant refusal (a key over a command) is reported.
+    assert s("GET", "b1") == NOPERM_KEYS
+    assert s("HSET", "c1", "f", "v") == NOPERM_KEYS
+    assert s("LPUSH", "a1", "x") == noperm_cmd("lpush")
+    assert adm("ACL", "DRYRUN", "sel", "GET", "b1") == b"This user has no permissions to access the 'b1' key"
+    assert adm("ACL", "DRYRUN", "sel", "SET", "a1", "x") == b"This user has no permissions to access the 'a1' key"
+    assert adm("ACL", "DRYRUN", "sel", "HGET", "c1", "f") == "OK"
+    # Errors: an unclosed selector, user rules inside one.
+    assert adm("ACL", "SETUSER", "sel", "(~a*") == Err("ERR Unmatched parenthesis in acl selector starting at '(~a*'.")
+    assert adm("ACL", "SETUSER", "sel", "(on)") == Err("ERR Error in ACL SETUSER modifier '(on)': Syntax error")
+    assert adm("ACL", "SETUSER", "sel", "(>pw)") == Err("ERR Error in ACL SETUSER modifier '(>pw)': Syntax error")
+    assert adm("ACL", "SETUSER", "sel", "clearselectors") == "OK"
+    assert getuser(adm, "sel")[b"selectors"] == []
+    assert s("GET", "a1") == noperm_cmd("get")
+
+
+def test_key_permissions_follow_key_specs(adm, login):
+    # LMOVE's source is read and written, its destination only written; SET's key only
+    # written, or with GET read and written; EXISTS reads no value: either will do.
+    assert adm("ACL", "SETUSER", "ks", "on", ">pw", "+@all", "%R~r*", "%W~w*", "~rw*") == "OK"
+    s = login("ks", "pw")
+    assert s("LMOVE", "rw1", "w1", "LEFT", "RIGHT") is None
+    assert s("LMOVE", "w1", "w2", "LEFT", "RIGHT") == NOPERM_KEYS
+    assert s("LMOVE", "rw1", "r1", "LEFT", "RIGHT") == NOPERM_KEYS
+    assert s("SET", "w1", "x") == "OK"
+    assert s("SET", "w1", "x", "GET") == NOPERM_KEYS
+    assert s("SET", "rw1", "x", "GET") is None
+    assert s("EXISTS", "r1", "w9") == 0
+    assert s("COPY", "r1", "w9") == 0
+    assert s("COPY", "w1", "r1") == NOPERM_KEYS

@@ -1,8 +1,7 @@
 """COMMAND GETKEYS / GETKEYSANDFLAGS: the keys of a full command, from the command table.
 
-Every case passes against Redis 7.0 too (--target redis), except the write-flag case marked
-abacus_only (Redis's per-key specs refine write flags: SET's key is RW access update
-variable_flags, DEL's RM delete).
+Every case passes against Redis 7.0 too (--target redis): the per-key flags are Redis's key
+specs' (SET's key is OW update, or RW access update with GET; DEL's RM delete).
 """
 
 import pytest
@@ -58,6 +57,13 @@ def test_getkeysandflags_read(c):
         [[b"a", ["RO", "access"]], [b"b", ["RO", "access"]]]
 
 
-@pytest.mark.abacus_only("write flags are derived from the command's flags, not per-key specs")
 def test_getkeysandflags_write(c):
-    assert c("COMMAND", "GETKEYSANDFLAGS", "SET", "k", "v") == [[b"k", ["RW", "update"]]]
+    # Per-key specs; SET's and BITFIELD's flags depend on their options (variable_flags).
+    assert c("COMMAND", "GETKEYSANDFLAGS", "SET", "k", "v") == [[b"k", ["OW", "update"]]]
+    assert c("COMMAND", "GETKEYSANDFLAGS", "SET", "k", "v", "GET") == [[b"k", ["RW", "access", "update"]]]
+    assert c("COMMAND", "GETKEYSANDFLAGS", "BITFIELD", "k", "GET", "u8", "0") == [[b"k", ["RO", "access"]]]
+    assert c("COMMAND", "GETKEYSANDFLAGS", "BITFIELD", "k", "SET", "u8", "0", "1") == \
+        [[b"k", ["RW", "access", "update"]]]
+    assert c("COMMAND", "GETKEYSANDFLAGS", "DEL", "a", "b") == [[b"a", ["RM", "delete"]], [b"b", ["RM", "delete"]]]
+    assert c("COMMAND", "GETKEYSANDFLAGS", "LMOVE", "s", "d", "LEFT", "LEFT") == \
+        [[b"s", ["RW", "access", "delete"]], [b"d", ["RW", "insert"]]]

@@ -66,6 +66,8 @@ pub mod summarizer;
 pub mod latency;
 pub mod slowlog;
 pub mod metrics;
+pub mod keyspec;
+pub mod command_docs;
 
 pub use config::Config;
 pub use server::run;

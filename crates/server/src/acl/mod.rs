@@ -13,9 +13,10 @@
 //!   command table is the one place that knows commands, their subcommands and (through
 //!   `acl_categories`) their categories; key positions come from `Spec::key_indexes`,
 //!   channel positions from the table's `CHANNEL_*` flags.
-//! - Keys: a read-only command's keys need read permission (`%R~` or `~`), a write
-//!   command's keys write permission (`%W~` or `~`). Redis refines this per key spec (SET
-//!   and INCR, which also read, need both); Abacus's table has no per-key access flags yet.
+//! - Keys: each key needs what its key spec's flags say (`keyspec.rs`, Redis's rule): read
+//!   permission (`%R~` or `~`) if the command accesses its value, write permission (`%W~`
+//!   or `~`) if it inserts, updates or deletes; SET's key needs both, LMOVE's destination
+//!   only write, EXISTS's either.
 //! - Passwords are kept only as SHA-256 digests, as Redis keeps them (`#<hex>` in ACL LIST
 //!   and the ACL file).
 //! - `requirepass` is the default user's password: setting it (at start-up or with CONFIG
@@ -23,8 +24,11 @@
 //! - The log is bounded by `acllog-max-len`; entries that repeat (same reason, context,
 //!   object and user within 60 s) are counted in one entry, as Redis groups them.
 //!
-//! Not implemented: selectors (parenthesised rule groups) and first-argument rules
-//! (`+select|0`); both are refused with an error rather than ignored.
+//! - Selectors (Redis 7.0's `(` ... `)` rules) are more permission sets in `Rules`; a
+//!   command runs if the root or any selector allows it with all its keys and channels.
+//!
+//! Not implemented: first-argument rules (`+select|0`); refused with an error rather than
+//! ignored.
 //!
 //! Files: this one holds the users, the log and the ACL file; `rules.rs` one user's rules
 //! (parsing, describing, checking); `sha256.rs` the password digest.
@@ -41,7 +45,7 @@ use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 
 use crate::command::Spec;
 
-pub use rules::{category, check, hex, universe, Denied, KeyPattern, RuleError, Rules, CATEGORIES};
+pub use rules::{category, check, hex, merge_selector_args, universe, Denied, KeyPattern, RuleError, Rules, CATEGORIES};
 
 /// Log entries of the same kind within this window are one entry with a count (Redis's
 /// ACL_LOG_GROUPING_MAX_TIME_DELTA).
@@ -301,8 +305,16 @@ pub fn parse_file(path: &str, text: &str) -> Result<Vec<(String, Rules)>, String
         }
         let mut rules = Rules::new_user();
         let mut bad = false;
-        for w in &words[2..] {
-            if let Err(e) = rules.apply(w.as_bytes()) {
+        let ops: Vec<&[u8]> = words[2..].iter().map(|w| w.as_bytes()).collect();
+        let merged = match rules::merge_selector_args(&ops) {
+            Ok(m) => m,
+            Err(i) => {
+                errors.push_str(&format!("{path}:{lineno}: Unmatched parenthesis in acl selector starting at '{}'. ", words[2 + i]));
+                continue;
+            }
+        };
+        for w in &merged {
+            if let Err(e) = rules.apply(w) {
                 errors.push_str(&format!("{path}:{lineno}: {}. ", e.text()));
                 bad = true;
                 break;
@@ -339,7 +351,10 @@ mod tests {
     fn file_round_trip() {
         let acl = Acl::new();
         acl.set_user("alice", &[b"on", b">pw", b"~k*", b"&c", b"+get"]).unwrap();
+        // A selector is written in parentheses, split over words, and read back whole.
+        acl.set_user("bob", &[b"on", b"nopass", b"(%R~r* +@hash)", b"(~x &y +set)"]).unwrap();
         let text = acl.list().join("\n");
+        assert!(text.contains("user bob on nopass resetchannels -@all (%R~r* resetchannels -@all +@hash) (~x resetchannels &y -@all +set)"), "{text}");
         let parsed = parse_file("f", &text).unwrap();
         let acl2 = Acl::new();
         acl2.replace_all(parsed);
@@ -348,6 +363,8 @@ mod tests {
         assert!(acl2.authenticate(b"alice", b"px").is_none());
         let e = parse_file("f", "user a on\nbogus\nuser b +nosuch\n").unwrap_err();
         assert!(e.contains("f:2:") && e.contains("f:3: Unknown command"), "{e}");
+        let e = parse_file("f", "user a on (~x +get\n").unwrap_err();
+        assert_eq!(e, "f:1: Unmatched parenthesis in acl selector starting at '(~x'.");
     }
 
     #[test]

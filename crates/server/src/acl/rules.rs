@@ -90,6 +90,10 @@ pub struct Rules {
     pub keys: Vec<KeyPattern>,
     pub all_channels: bool,
     pub channels: Vec<Vec<u8>>,
+    /// Redis 7.0's selectors (`(` ... `)` rules): more sets of command, key and channel
+    /// permissions, each as the root's fields of a `Rules` (their own flags, passwords and
+    /// selectors unused). A command runs if the root or any selector allows it whole.
+    pub selectors: Vec<Rules>,
 }
 
 /// Why a rule was refused: Redis's texts for ACL SETUSER errors.
@@ -113,7 +117,7 @@ impl RuleError {
             RuleError::ChannelAfterAll => "Adding a pattern after the * pattern (or the 'allchannels' flag) is not valid and does not have any effect. Try 'resetchannels' to start with an empty list of channels",
             RuleError::NoSuchPassword => "The password you are trying to remove from the user does not exist",
             RuleError::BadHash => "The password hash must be exactly 64 characters and contain only lowercase hexadecimal characters",
-            RuleError::Unsupported => "Selectors and first-argument rules are not supported by Abacus",
+            RuleError::Unsupported => "First-argument rules are not supported by Abacus",
         }
     }
 }
@@ -212,11 +216,11 @@ impl Rules {
             b"allcommands" | b"+@all" => self.set_all_commands(true),
             b"nocommands" | b"-@all" => self.set_all_commands(false),
             b"reset" => {
-                for r in ["resetpass", "resetkeys", "resetchannels", "off", "sanitize-payload", "-@all"] {
+                for r in ["resetpass", "resetkeys", "resetchannels", "off", "sanitize-payload", "clearselectors", "-@all"] {
                     self.apply(r.as_bytes())?;
                 }
             }
-            b"clearselectors" => {}
+            b"clearselectors" => self.selectors.clear(),
             _ => return self.apply_pattern(op),
         }
         Ok(())
@@ -311,10 +315,30 @@ impl Rules {
                 };
                 self.set_command(spec, allow);
             }
-            b'(' => return Err(RuleError::Unsupported),
+            b'(' if rest.last() == Some(&b')') => {
+                // A selector: its rules apply to a fresh one (no commands, keys or
+                // channels), and only selector rules are valid inside it.
+                let mut selector = Rules::new_user();
+                for word in rest[..rest.len() - 1].split(|c| c.is_ascii_whitespace()).filter(|w| !w.is_empty()) {
+                    selector.apply_selector_rule(word)?;
+                }
+                self.selectors.push(selector);
+            }
             _ => return Err(RuleError::Syntax),
         }
         Ok(())
+    }
+
+    /// Applies a rule inside a selector: permissions only (Redis's ACLSetSelector); a user
+    /// rule (`on`, a password, `reset`, another selector) is a syntax error there.
+    fn apply_selector_rule(&mut self, op: &[u8]) -> Result<(), RuleError> {
+        let lower = op.to_ascii_lowercase();
+        let user_rule = matches!(&lower[..], b"on" | b"off" | b"nopass" | b"resetpass" | b"sanitize-payload" | b"skip-sanitize-payload" | b"reset" | b"clearselectors")
+            || matches!(op.first(), Some(b'>' | b'#' | b'<' | b'!' | b'('));
+        if user_rule {
+            return Err(RuleError::Syntax);
+        }
+        self.apply(op)
     }
 
     /// Whether the user may run everything on everything: no check needed.
@@ -397,6 +421,15 @@ impl Rules {
     pub fn describe(&self) -> String {
         let mut parts: Vec<String> = self.flag_names().into_iter().map(String::from).collect();
         parts.extend(self.passwords.iter().map(|p| format!("#{}", hex(p))));
+        parts.push(self.describe_permissions());
+        // Each selector in parentheses, as Redis's ACLDescribeUser.
+        parts.extend(self.selectors.iter().map(|sel| format!("({})", sel.describe_permissions())));
+        parts.join(" ")
+    }
+
+    /// Keys, channels and commands, as one selector's rules.
+    pub fn describe_permissions(&self) -> String {
+        let mut parts: Vec<String> = Vec::new();
         let keys = self.describe_keys();
         if !keys.is_empty() {
             parts.push(keys);
@@ -455,6 +488,15 @@ impl Denied {
         }
     }
 
+    /// Redis's ordering of refusals across selectors: (kind, argument index).
+    fn relevance(self) -> (u8, usize) {
+        match self {
+            Denied::Command => (1, 0),
+            Denied::Key(i) => (2, i),
+            Denied::Channel(i) => (4, i),
+        }
+    }
+
     /// ACL LOG's `object`: the command's name, or the key or channel.
     pub fn object(self, spec: &Spec, args: &[Arg]) -> Vec<u8> {
         match self {
@@ -464,18 +506,67 @@ impl Denied {
     }
 }
 
-/// Whether `rules` allow `spec` with `args`: the command, then its keys, then its channels
-/// (Redis's order).
+/// Whether `rules` allow `spec` with `args`: the root permissions or any selector must allow
+/// the command with all its keys and channels. When none does, the refusal reported is the
+/// most relevant one, as Redis's ACLCheckAllUserCommandPerm picks it: a channel over a key
+/// over a command, and among equals the one at the later argument.
 pub fn check(rules: &Rules, spec: &Spec, args: &[Arg]) -> Result<(), Denied> {
+    let mut worst = match check_selector(rules, spec, args) {
+        Ok(()) => return Ok(()),
+        Err(e) => e,
+    };
+    for selector in &rules.selectors {
+        match check_selector(selector, spec, args) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.relevance() > worst.relevance() => worst = e,
+            Err(_) => {}
+        }
+    }
+    Err(worst)
+}
+
+/// Merges ACL SETUSER's (or an ACL file line's) arguments so that a selector split over
+/// several, `(~key*` `+get)`, is one rule, `(~key* +get)`, as Redis's
+/// ACLMergeSelectorArguments does. Err: the index of a selector never closed.
+pub fn merge_selector_args(ops: &[&[u8]]) -> Result<Vec<Vec<u8>>, usize> {
+    let mut out = Vec::with_capacity(ops.len());
+    let mut open: Option<(usize, Vec<u8>)> = None;
+    for (i, op) in ops.iter().enumerate() {
+        if let Some((_, sel)) = open.as_mut() {
+            sel.push(b' ');
+            sel.extend_from_slice(op);
+            if op.last() == Some(&b')') {
+                out.push(open.take().expect("open").1);
+            }
+        } else if op.first() == Some(&b'(') && op.last() != Some(&b')') {
+            open = Some((i, op.to_vec()));
+        } else {
+            out.push(op.to_vec());
+        }
+    }
+    match open {
+        Some((i, _)) => Err(i),
+        None => Ok(out),
+    }
+}
+
+/// One selector's check: the command, then its keys, then its channels (Redis's order).
+fn check_selector(rules: &Rules, spec: &Spec, args: &[Arg]) -> Result<(), Denied> {
     if !spec.has(flags::NO_AUTH) && !rules.allowed.contains(spec.name) {
         return Err(Denied::Command);
     }
     let channels = spec.has(flags::CHANNEL_PUBLISH | flags::CHANNEL_SUBSCRIBE | flags::CHANNEL_PATTERN);
     if !rules.all_keys && !channels {
-        let write = spec.is_write();
-        for i in spec.key_indexes(args) {
+        // Each key needs what its key spec says it does (Redis's ACLSelectorCheckKey):
+        // read permission if it is accessed, write permission if it is inserted into,
+        // updated or deleted, either (any matching pattern) if neither (EXISTS, TYPE).
+        for (i, f) in crate::keyspec::keys(spec, args) {
             let Some(key) = args.get(i) else { continue };
-            let ok = rules.keys.iter().any(|k| (if write { k.write } else { k.read }) && abacus_keyspace::glob_match(&k.pattern, key, false));
+            if f & crate::keyspec::kf::NOT_KEY != 0 {
+                continue;
+            }
+            let (read, write) = crate::keyspec::acl_needs(f);
+            let ok = rules.keys.iter().any(|k| (!read || k.read) && (!write || k.write) && abacus_keyspace::glob_match(&k.pattern, key, false));
             if !ok {
                 return Err(Denied::Key(i));
             }
@@ -507,8 +598,9 @@ mod tests {
 
     fn rules(ops: &str) -> Rules {
         let mut r = Rules::new_user();
-        for op in ops.split(' ').filter(|o| !o.is_empty()) {
-            r.apply(op.as_bytes()).unwrap_or_else(|e| panic!("{op}: {e:?}"));
+        let words: Vec<&[u8]> = ops.split(' ').filter(|o| !o.is_empty()).map(str::as_bytes).collect();
+        for op in merge_selector_args(&words).unwrap() {
+            r.apply(&op).unwrap_or_else(|e| panic!("{}: {e:?}", String::from_utf8_lossy(&op)));
         }
         r
     }
@@ -537,6 +629,34 @@ mod tests {
     }
 
     #[test]
+    fn selectors() {
+        // Redis 7.0's replies for the same rules (checked against redis-server 7.0.15).
+        let mut r = rules("on nopass ~b* +set");
+        for op in ["(~a* +get)", "(%R~c* &ch +@hash)"] {
+            r.apply(op.as_bytes()).unwrap();
+        }
+        assert_eq!(r.describe(), "on nopass ~b* resetchannels -@all +set (~a* resetchannels -@all +get) (%R~c* resetchannels &ch -@all +@hash)");
+        assert_eq!(allowed(&r, "set b1 x"), Ok(()));
+        assert_eq!(allowed(&r, "get a1"), Ok(()));
+        // No selector allows it: the most relevant refusal (a key over a command).
+        assert_eq!(allowed(&r, "get b1"), Err(Denied::Key(1)));
+        assert_eq!(allowed(&r, "set a1 x"), Err(Denied::Key(1)));
+        assert_eq!(allowed(&r, "hget c1 f"), Ok(()));
+        assert_eq!(allowed(&r, "hset c1 f v"), Err(Denied::Key(1)));
+        assert_eq!(allowed(&r, "lpush a1 x"), Err(Denied::Command));
+        // The description rebuilds the same rules.
+        let again = rules(&r.describe());
+        assert_eq!(again.describe(), r.describe());
+        for bad in ["(on)", "(>pw)", "(~a (~b))", "(nosuchrule)"] {
+            assert_eq!(r.clone().apply(bad.as_bytes()), Err(RuleError::Syntax), "{bad}");
+        }
+        r.apply(b"clearselectors").unwrap();
+        assert_eq!(r.describe(), "on nopass ~b* resetchannels -@all +set");
+        assert_eq!(merge_selector_args(&[b"(~a*", b"+get)", b"on"]), Ok(vec![b"(~a* +get)".to_vec(), b"on".to_vec()]));
+        assert_eq!(merge_selector_args(&[b"on", b"(~a*", b"x"]), Err(1));
+    }
+
+    #[test]
     fn keys_read_and_write() {
         let r = rules("+@all %R~r* %W~w* ~rw*");
         assert_eq!(allowed(&r, "get r1"), Ok(()));
@@ -545,6 +665,18 @@ mod tests {
         assert_eq!(allowed(&r, "lpush r1 x"), Err(Denied::Key(1)));
         assert_eq!(allowed(&r, "mget rw1 w1"), Err(Denied::Key(2)));
         assert_eq!(allowed(&r, "del rw1 r2"), Err(Denied::Key(2)));
+        // Per key spec: SET's key is overwritten (write), or with GET also read (both);
+        // LMOVE's source accessed and deleted (both), its destination only inserted into;
+        // EXISTS reads no value (either).
+        assert_eq!(allowed(&r, "set w1 x"), Ok(()));
+        assert_eq!(allowed(&r, "set w1 x get"), Err(Denied::Key(1)));
+        assert_eq!(allowed(&r, "set rw1 x get"), Ok(()));
+        assert_eq!(allowed(&r, "lmove w1 w2 left right"), Err(Denied::Key(1)));
+        assert_eq!(allowed(&r, "lmove rw1 w2 left right"), Ok(()));
+        assert_eq!(allowed(&r, "lmove rw1 r2 left right"), Err(Denied::Key(2)));
+        assert_eq!(allowed(&r, "exists w1 r1"), Ok(()));
+        assert_eq!(allowed(&r, "sort rw1 store r1"), Err(Denied::Key(3)));
+        assert_eq!(allowed(&r, "sort r1 store w1"), Ok(()));
         assert_eq!(r.describe_keys(), "%R~r* %W~w* ~rw*");
         // The same pattern again merges its permissions.
         let r = rules("%R~a %W~a");
@@ -578,7 +710,7 @@ mod tests {
         assert_eq!(r.apply(b"~foo"), Err(RuleError::KeyAfterAll));
         r.apply(b"allchannels").unwrap();
         assert_eq!(r.apply(b"&foo"), Err(RuleError::ChannelAfterAll));
-        assert_eq!(r.apply(b"(+get ~x)"), Err(RuleError::Unsupported));
+        assert_eq!(r.apply(b"(+get ~x"), Err(RuleError::Syntax));
     }
 
     #[test]

@@ -134,7 +134,15 @@ fn getuser(conn: &mut Conn, a: &[Arg]) -> Frame {
         (bulk("commands"), bulk(r.describe_commands())),
         (bulk("keys"), bulk(r.describe_keys())),
         (bulk("channels"), bulk(r.describe_channels())),
-        (bulk("selectors"), Frame::Array(vec![])),
+        (
+            bulk("selectors"),
+            Frame::Array(
+                r.selectors
+                    .iter()
+                    .map(|sel| Frame::Map(vec![(bulk("commands"), bulk(sel.describe_commands())), (bulk("keys"), bulk(sel.describe_keys())), (bulk("channels"), bulk(sel.describe_channels()))]))
+                    .collect(),
+            ),
+        ),
     ])
 }
 
@@ -152,7 +160,12 @@ fn setuser(conn: &mut Conn, a: &[Arg]) -> Frame {
         return err("ERR Usernames can't contain spaces or null characters");
     }
     let Ok(name) = std::str::from_utf8(name) else { return err("ERR Usernames can't contain spaces or null characters") };
-    let ops: Vec<&[u8]> = a[3..].iter().map(|o| &o[..]).collect();
+    let raw: Vec<&[u8]> = a[3..].iter().map(|o| &o[..]).collect();
+    let merged = match acl::merge_selector_args(&raw) {
+        Ok(m) => m,
+        Err(i) => return Frame::Error(Bytes::from([&b"ERR Unmatched parenthesis in acl selector starting at '"[..], raw[i], b"'."].concat())),
+    };
+    let ops: Vec<&[u8]> = merged.iter().map(|o| &o[..]).collect();
     match conn.worker.server.acl.set_user(name, &ops) {
         Ok(()) => Frame::ok(),
         Err((i, e)) => Frame::Error(Bytes::from([&b"ERR Error in ACL SETUSER modifier '"[..], ops[i], b"': ", e.text().as_bytes()].concat())),

@@ -466,7 +466,7 @@ fn flag_names(spec: &Spec) -> Vec<Frame> {
         (NO_MULTI, "no_multi"),
     ];
     let mut flags: Vec<Frame> = names.iter().filter(|(f, _)| spec.has(*f)).map(|(_, n)| Frame::Simple(Bytes::from_static(n.as_bytes()))).collect();
-    if spec.numkeys_index > 0 || spec.trailing_key.is_some() || spec.key_range.is_some() {
+    if crate::keyspec::movable(spec) {
         flags.push(Frame::simple("movablekeys"));
     }
     flags
@@ -484,6 +484,10 @@ pub fn acl_categories(spec: &Spec) -> Vec<&'static str> {
     let group = match spec.group {
         _ if spec.name == "command" || spec.name.starts_with("command|") => "connection",
         _ if matches!(spec.name, "dbsize" | "flushall" | "flushdb" | "swapdb") => "keyspace",
+        // Redis 7.0's explicit categories: WAIT is @connection, SORT touches the three
+        // collection types (no @keyspace).
+        _ if spec.name == "wait" => "connection",
+        _ if matches!(spec.name, "sort" | "sort_ro") => "sort",
         "generic" => "keyspace",
         "transactions" => "transaction",
         "sorted-set" => "sortedset",
@@ -493,8 +497,8 @@ pub fn acl_categories(spec: &Spec) -> Vec<&'static str> {
     if container {
         return vec!["slow"];
     }
-    let admin = spec.has(ADMIN) || spec.name == "lastsave";
-    let dangerous = admin || matches!(spec.name, "keys" | "flushall" | "flushdb" | "swapdb" | "sort" | "info");
+    let admin = spec.has(ADMIN) || matches!(spec.name, "lastsave" | "role");
+    let dangerous = admin || matches!(spec.name, "keys" | "flushall" | "flushdb" | "swapdb" | "sort" | "sort_ro" | "info" | "migrate" | "restore");
     // Redis's order: keyspace, read, write, set, sortedset, list, hash, string, bitmap,
     // hyperloglog, ..., admin, fast, slow, blocking, dangerous, connection, transaction,
     // scripting.
@@ -505,7 +509,7 @@ pub fn acl_categories(spec: &Spec) -> Vec<&'static str> {
     // The sorted-set group is "sorted-set" in COMMAND DOCS and "sortedset" as a category.
     let category = if group == "sorted-set" { "sortedset" } else { group };
     for g in ["set", "sortedset", "list", "hash", "string", "bitmap", "hyperloglog", "geo", "stream"] {
-        out.extend((category == g).then_some(g));
+        out.extend((category == g || (category == "sort" && matches!(g, "set" | "sortedset" | "list"))).then_some(g));
     }
     // Redis's @pubsub comes from the command's `pubsub` flag, which PUBSUB HELP lacks.
     out.extend((group == "pubsub" && !spec.name.ends_with("|help")).then_some("pubsub"));
@@ -530,8 +534,8 @@ fn command_info(spec: &Spec) -> Frame {
         Frame::Set(acl_categories(spec).into_iter().map(|c| Frame::Simple(Bytes::from(format!("@{c}")))).collect()),
         // tips and key specs: sets in RESP3, as Redis 7.0 replies them; subcommands an
         // empty set when there are none, else an array (Redis's addReplyCommandSubCommands)
-        Frame::Set(vec![]),
-        Frame::Set(vec![]),
+        Frame::Set(crate::command_docs::tips(spec).map(|t| Frame::bulk(t.as_bytes().to_vec())).collect()),
+        Frame::Set(crate::keyspec::of(spec).iter().map(key_spec_frame).collect()),
         if spec.subcommands.is_empty() {
             Frame::Set(vec![])
         } else {
@@ -540,9 +544,44 @@ fn command_info(spec: &Spec) -> Frame {
     ])
 }
 
+/// One key spec as Redis 7.0's addReplyCommandKeySpecs replies it: a map of flags,
+/// begin_search and find_keys.
+fn key_spec_frame(k: &crate::keyspec::KeySpec) -> Frame {
+    use crate::keyspec::{Begin, Find};
+    let s = |v: &str| Frame::bulk(v.as_bytes().to_vec());
+    let i = |v: i32| Frame::Integer(v as i64);
+    let typed = |t: &str, spec: Vec<(Frame, Frame)>| Frame::Map(vec![(s("type"), s(t)), (s("spec"), Frame::Map(spec))]);
+    let begin = match k.begin {
+        Begin::Index(n) => typed("index", vec![(s("index"), i(n))]),
+        Begin::Keyword(kw, from) => typed("keyword", vec![(s("keyword"), s(kw)), (s("startfrom"), i(from))]),
+        Begin::Unknown => typed("unknown", vec![]),
+    };
+    let find = match k.find {
+        Find::Range { lastkey, step, limit } => typed("range", vec![(s("lastkey"), i(lastkey)), (s("keystep"), i(step)), (s("limit"), i(limit))]),
+        Find::Keynum { keynumidx, firstkey, step } => typed("keynum", vec![(s("keynumidx"), i(keynumidx)), (s("firstkey"), i(firstkey)), (s("keystep"), i(step))]),
+        Find::Unknown => typed("unknown", vec![]),
+    };
+    Frame::Map(vec![
+        (s("flags"), Frame::Set(k.flag_names().map(|f| Frame::Simple(Bytes::from_static(f.as_bytes()))).collect())),
+        (s("begin_search"), begin),
+        (s("find_keys"), find),
+    ])
+}
+
 fn command_docs(spec: &Spec) -> Frame {
     let s = |v: &str| Frame::bulk(v.as_bytes().to_vec());
-    let mut fields = vec![(s("summary"), s(spec.summary)), (s("since"), s("1.0.0")), (s("group"), s(spec.group))];
+    let d = crate::command_docs::docs(spec);
+    let mut fields = vec![(s("summary"), s(spec.summary)), (s("since"), s(d.since)), (s("group"), s(spec.group))];
+    if !d.complexity.is_empty() {
+        fields.push((s("complexity"), s(d.complexity)));
+    }
+    if !d.doc_flags.is_empty() {
+        fields.push((s("doc_flags"), Frame::Set(d.doc_flags.split_whitespace().map(|f| Frame::Simple(Bytes::from_static(f.as_bytes()))).collect())));
+    }
+    if !d.deprecated_since.is_empty() {
+        fields.push((s("deprecated_since"), s(d.deprecated_since)));
+        fields.push((s("replaced_by"), s(d.replaced_by)));
+    }
     if !spec.subcommands.is_empty() {
         fields.push((s("subcommands"), Frame::Map(spec.subcommands.iter().map(|c| (s(c.name), command_docs(c))).collect())));
     }

@@ -7,9 +7,9 @@
 //! an unknown command or subcommand, a command without key arguments, a wrong argument
 //! count, and arguments that name no key (a bad `numkeys`).
 //!
-//! GETKEYSANDFLAGS's per-key flags come from the command's flags until the table carries
-//! Redis's per-key key specs: a read-only command's keys are `RO access`, a write's
-//! `RW update` (Redis refines some, e.g. DEL's key is `RM delete`).
+//! GETKEYSANDFLAGS's per-key flags are those of the key spec naming each key
+//! (`keyspec.rs`): Redis 7.0's for the shared commands (DEL's key is `RM delete`, LMOVE's
+//! source `RW access delete` and destination `RW insert`).
 
 use abacus_protocol::{Arg, Bytes, Frame};
 
@@ -25,19 +25,11 @@ fn resolve(full: &[Arg]) -> Option<&'static Spec> {
     base.subcommand(&full[1])
 }
 
-fn key_flags(spec: &Spec) -> &'static [&'static str] {
-    if spec.is_write() {
-        &["RW", "update"]
-    } else {
-        &["RO", "access"]
-    }
-}
-
 /// COMMAND GETKEYS / GETKEYSANDFLAGS `a[2..]`.
 pub fn getkeys(a: &[Arg], with_flags: bool) -> Frame {
     let full = &a[2..];
     let Some(spec) = resolve(full) else { return err("ERR Invalid command specified") };
-    let has_keys = spec.first_key > 0 || spec.numkeys_index > 0 || spec.trailing_key.is_some();
+    let has_keys = !crate::keyspec::of(spec).is_empty();
     if !has_keys {
         return err("ERR The command has no key arguments");
     }
@@ -49,15 +41,18 @@ pub fn getkeys(a: &[Arg], with_flags: bool) -> Frame {
         return err("ERR Invalid arguments specified for command");
     }
     let name = |i: usize| Frame::Bulk(Bytes::copy_from_slice(&full[i]));
+    if !with_flags {
+        return Frame::Array(keys.into_iter().map(name).collect());
+    }
+    // The flags of the key spec that names each key (`keyspec::keys`, whose positions the
+    // unit tests check against `key_indexes`).
     Frame::Array(
-        keys.into_iter()
-            .map(|i| {
-                if with_flags {
-                    let flags = key_flags(spec).iter().map(|f| Frame::Simple(Bytes::from_static(f.as_bytes()))).collect();
-                    Frame::Array(vec![name(i), Frame::Array(flags)])
-                } else {
-                    name(i)
-                }
+        crate::keyspec::keys(spec, full)
+            .into_iter()
+            .filter(|&(i, _)| i < full.len())
+            .map(|(i, f)| {
+                let flags = crate::keyspec::flag_names(f).map(|n| Frame::Simple(Bytes::from_static(n.as_bytes()))).collect();
+                Frame::Array(vec![name(i), Frame::Array(flags)])
             })
             .collect(),
     )
