@@ -66,6 +66,7 @@ pub mod summarizer;
 pub mod latency;
 pub mod slowlog;
 pub mod metrics;
+pub mod tracking;
 
 pub use config::Config;
 pub use server::run;
