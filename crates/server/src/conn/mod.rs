@@ -267,13 +267,12 @@ impl Conn {
             };
             // Invalidations (`tracking.rs`): waited for while this client tracks, is
             // subscribed (a redirect's receiver) or has some waiting; one relaxed load else.
-            let inbox = self.meta.clone();
-            let invalidations = self.tracking.is_some() || self.pubsub.is_some() || (crate::tracking::active() && inbox.inbox.has_pending());
+            let waits = self.tracking.is_some() || self.pubsub.is_some() || (crate::tracking::active() && self.meta.inbox.has_pending());
+            let inbox = waits.then(|| self.meta.clone());
             let invalidated = async {
-                if invalidations {
-                    inbox.inbox.ready().await
-                } else {
-                    std::future::pending().await
+                match &inbox {
+                    Some(m) => m.inbox.ready().await,
+                    None => std::future::pending().await,
                 }
             };
             let n = tokio::select! {
