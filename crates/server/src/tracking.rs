@@ -454,6 +454,44 @@ mod tests {
     }
 
     #[test]
+    fn invalidations_follow_the_table_bcast_and_noloop() {
+        // Keys no other test uses: the table is the process's, and other tests' databases
+        // report their modifications to it while this test has clients tracking.
+        let (k, p1) = (&b"tracking-test:k"[..], &b"tracking-test-p:1"[..]);
+        let clients = crate::clients::Clients::default();
+        let reg = || clients.register("127.0.0.1:1".parse().unwrap(), "127.0.0.1:2".parse().unwrap(), 10, 0).unwrap();
+        let (a, b) = (reg(), reg());
+        a.resp.store(3, Ordering::Relaxed);
+        b.resp.store(3, Ordering::Relaxed);
+        enable(&a, Mode { noloop: true, ..Mode::default() }, None);
+        let mode = enable(&b, Mode { bcast: true, prefixes: vec![Bytes::from_static(b"tracking-test-p:")], ..Mode::default() }, None);
+        assert_eq!(mode.prefixes, vec![Bytes::from_static(b"tracking-test-p:")]);
+        remember(a.id, [k, p1].into_iter());
+        let drained = |m: &ClientMeta| {
+            let mut out = BytesMut::new();
+            m.inbox.drain_into(&mut out, true);
+            out
+        };
+        // Another client's writes: `a` hears of k once (it left the table); `b`, a BCAST
+        // client, is not in the key table.
+        set_writer(b.id);
+        on_modified(k);
+        on_modified(k);
+        assert_eq!(&drained(&a)[..], &b">2\r\n$10\r\ninvalidate\r\n*1\r\n$15\r\ntracking-test:k\r\n"[..]);
+        assert!(drained(&b).is_empty());
+        // `a`'s own write: NOLOOP skips it for `a`; `b` gets every key under its prefix.
+        set_writer(a.id);
+        on_modified(p1);
+        assert!(drained(&a).is_empty());
+        assert_eq!(&drained(&b)[..], &b">2\r\n$10\r\ninvalidate\r\n*1\r\n$17\r\ntracking-test-p:1\r\n"[..]);
+        set_writer(0);
+        assert_eq!(info(a.id).map(|(m, broken)| (m.noloop, broken)), Some((true, false)));
+        disable(a.id);
+        disable(b.id);
+        assert!(info(a.id).is_none());
+    }
+
+    #[test]
     fn inbox_turns_arrays_into_pushes_for_resp3() {
         let meta = crate::clients::Clients::default().register("127.0.0.1:1".parse().unwrap(), "127.0.0.1:2".parse().unwrap(), 10, 0).unwrap();
         meta.inbox.push(&meta, Bytes::from_static(b"*2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n"));
