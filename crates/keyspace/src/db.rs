@@ -24,6 +24,10 @@
 //!   ([`Db::take_ready`]), and the server serves the waiters after the command (Redis's
 //!   `signalKeyAsReady`). Who waits, and for what, is the server's business: this crate only
 //!   knows which keys are worth reporting. Also one `is_empty` when nobody is blocked.
+//! - Modification observer: the server may install one function ([`set_modified_observer`])
+//!   that hears of every modified key (client-side caching's invalidations); it is called
+//!   only while switched on ([`observe_modifications`]): one relaxed load per modified key
+//!   otherwise.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -42,6 +46,28 @@ use abacus_hll::Hll;
 
 /// Raised when a watched key is modified; owned jointly by the client and the databases.
 pub type WatchFlag = Arc<AtomicBool>;
+
+/// The function told of every modified key while [`OBSERVING`] is on (see the file comment).
+static MODIFIED_OBSERVER: std::sync::OnceLock<fn(&[u8])> = std::sync::OnceLock::new();
+static OBSERVING: AtomicBool = AtomicBool::new(false);
+
+/// Installs the modification observer (the first call wins: there is one per process).
+pub fn set_modified_observer(f: fn(&[u8])) {
+    let _ = MODIFIED_OBSERVER.set(f);
+}
+
+/// Switches the modification observer on or off.
+pub fn observe_modifications(on: bool) {
+    OBSERVING.store(on, Ordering::Relaxed);
+}
+
+#[cold]
+#[inline(never)]
+fn tell_observer(key: &[u8]) {
+    if let Some(f) = MODIFIED_OBSERVER.get() {
+        f(key);
+    }
+}
 
 /// A key's value with its metadata. `Default` (an empty string, no allocation) is what a free
 /// table slot holds.
@@ -1088,6 +1114,9 @@ impl Db {
     /// Reports that `key` was modified: raises its watchers' flags, and queues it as ready
     /// if clients are blocked on it.
     pub fn signal_modified(&mut self, key: &[u8]) {
+        if OBSERVING.load(Ordering::Relaxed) {
+            tell_observer(key);
+        }
         if !self.blocking.is_empty() && self.blocking.contains_key(key) {
             self.mark_ready(key);
         }

@@ -55,6 +55,10 @@ pub struct ClientMeta {
     /// The client's replication role: 0, [`REPL_MASTER`] (a replica's link to its primary)
     /// or [`REPL_REPLICA`] (a replica attached to this primary).
     pub repl_kind: std::sync::atomic::AtomicU8,
+    /// CLIENT TRACKING: the redirect client's id (0 = none) while tracking, -1 when not
+    /// (CLIENT LIST's `redir` and `t` flag), and the invalidations waiting (`tracking.rs`).
+    pub tracking_redir: std::sync::atomic::AtomicI64,
+    pub inbox: crate::tracking::Inbox,
 }
 
 /// `repl_kind` of the primary's link on a replica (CLIENT flag M, type master).
@@ -114,6 +118,10 @@ impl ClientMeta {
         if self.blocked.load(Ordering::Relaxed) {
             flags.push('b');
         }
+        let redir = self.tracking_redir.load(Ordering::Relaxed);
+        if redir >= 0 {
+            flags.push('t');
+        }
         if self.no_evict.load(Ordering::Relaxed) {
             flags.push('e');
         }
@@ -126,7 +134,7 @@ impl ClientMeta {
         let multi_mem = self.multi_mem.load(Ordering::Relaxed);
         let omem = self.omem.load(Ordering::Relaxed);
         format!(
-            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={qbuf} qbuf-free={} argv-mem=0 multi-mem={multi_mem} rbs={} rbp=0 obl=0 oll=0 omem={omem} tot-mem={} events=r cmd={} user={} redir=-1 resp={}",
+            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={qbuf} qbuf-free={} argv-mem=0 multi-mem={multi_mem} rbs={} rbp=0 obl=0 oll=0 omem={omem} tot-mem={} events=r cmd={} user={} redir={redir} resp={}",
             self.id,
             self.addr,
             self.laddr,
@@ -193,6 +201,8 @@ impl Clients {
             omem: AtomicUsize::new(0),
             user: Mutex::new(Arc::from("default")),
             repl_kind: std::sync::atomic::AtomicU8::new(0),
+            tracking_redir: std::sync::atomic::AtomicI64::new(-1),
+            inbox: crate::tracking::Inbox::default(),
         });
         map.insert(id, meta.clone());
         Some(meta)

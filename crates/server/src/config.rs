@@ -131,6 +131,7 @@ pub const PARAMS: &[Param] = &[
     Param { name: "replica-priority", default: "100", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "shown to Sentinel (INFO slave_priority): lower is promoted first, 0 never" },
     Param { name: "replica-announce-ip", default: "", kind: Kind::Str, mutable: true, help: "address a replica announces to its primary (REPLCONF ip-address)" },
     Param { name: "replica-announce-port", default: "0", kind: Kind::Int { min: 0, max: 65535 }, mutable: true, help: "port a replica announces to its primary (0 = the port it listens on)" },
+    Param { name: "tracking-table-max-keys", default: "1000000", kind: Kind::Int { min: 0, max: i64::MAX }, mutable: true, help: "CLIENT TRACKING: the most keys the tracking table remembers; past it, keys are invalidated to their clients until it fits (0 = no bound)" },
 ];
 
 /// Largest explicit threshold an HLL.* sketch may have: java-hll's largest (2^18; postgresql-hll
@@ -461,6 +462,7 @@ pub const SLOWLOG_LOG_SLOWER_THAN: usize = param_index("slowlog-log-slower-than"
 pub const SLOWLOG_MAX_LEN: usize = param_index("slowlog-max-len");
 pub const LATENCY_MONITOR_THRESHOLD: usize = param_index("latency-monitor-threshold");
 pub const LATENCY_TRACKING: usize = param_index("latency-tracking");
+pub const TRACKING_TABLE_MAX_KEYS: usize = param_index("tracking-table-max-keys");
 
 /// A canonical value's numeric form, by the parameter's kind: integers and memory sizes as
 /// their value (signed ones as two's complement), booleans as 0/1, enumerations as the
@@ -702,6 +704,9 @@ impl Config {
     }
     pub fn maxclients(&self) -> u64 {
         self.num(MAXCLIENTS)
+    }
+    pub fn tracking_table_max_keys(&self) -> u64 {
+        self.num(TRACKING_TABLE_MAX_KEYS)
     }
     pub fn timeout_s(&self) -> u64 {
         self.num(TIMEOUT)

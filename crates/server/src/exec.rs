@@ -110,6 +110,9 @@ pub struct Worker {
 pub struct Call {
     pub spec: &'static Spec,
     pub args: Args,
+    /// The client that sent it (its `ClientMeta::id`): CLIENT TRACKING's NOLOOP skips the
+    /// invalidations of a client's own writes (`tracking::set_writer`).
+    pub client: u64,
 }
 
 /// One connection's single-shard calls for one shard, with their indexes in its batch.
@@ -306,7 +309,12 @@ fn signal_modified(dbs: &mut [Db], db: usize, spec: &Spec, args: &[Arg], modifie
 /// Runs one keyed call on the shard that owns its keys, as a lone command: the `maxmemory`
 /// gate, then the command (EXEC of a one-shard transaction).
 pub(crate) fn run_on_shard(s: &mut Shard, db: usize, call: &Call, now: u64, cfg: CmdConfig, shards: usize) -> Frame {
-    run_lone(&mut s.dbs, db, call.spec, &call.args, now, cfg, shards)
+    let writer = crate::tracking::active().then(|| crate::tracking::set_writer(call.client));
+    let reply = run_lone(&mut s.dbs, db, call.spec, &call.args, now, cfg, shards);
+    if let Some(w) = writer {
+        crate::tracking::set_writer(w);
+    }
+    reply
 }
 
 /// [`run_on_shard`] over a shard's databases (a blocked client served by `blocking.rs`).
@@ -649,7 +657,7 @@ impl Worker {
         shards.dedup();
         if shards.len() <= 1 {
             let shard = shards.first().copied().unwrap_or(self.shard_id);
-            let Call { spec, args } = call;
+            let Call { spec, args, client } = call;
             let shards_total = n;
             // Inside a transaction the log commands go back to the coordinator, which writes
             // the whole transaction as one record; otherwise they are written right here, on
@@ -658,10 +666,17 @@ impl Worker {
             let done = self
                 .run(access, shard, move |s| {
                     let now = now_ms();
+                    let tracked = crate::tracking::active();
+                    if tracked {
+                        crate::tracking::set_writer(client);
+                    }
                     let reply = match admit(&mut s.dbs, spec, &args, now, &cfg, shards_total) {
                         Some(refused) => refused,
                         None => exec_keyed(&mut s.dbs, db, spec, &args, now, cfg),
                     };
+                    if tracked {
+                        crate::tracking::set_writer(0);
+                    }
                     let log = if in_tx { crate::aof::take_pending() } else { crate::aof::flush_pending(); Vec::new() };
                     (reply, log)
                 })
@@ -747,8 +762,10 @@ impl Worker {
                     (d, k, e, modified.contains(position) || expired, reclaimed)
                 })
                 .collect();
+            let client = call.client;
             let done = self
                 .run(access, shard, move |s| {
+                    let writer = crate::tracking::set_writer(client);
                     for (d, k, e, signal, reclaimed) in back {
                         if let Some(e) = e {
                             s.dbs[d].insert_entry(&k, e);
@@ -760,6 +777,7 @@ impl Worker {
                             s.dbs[d].signal_modified(&k);
                         }
                     }
+                    crate::tracking::set_writer(writer);
                 })
                 .await;
             if done.is_none() {
@@ -824,6 +842,9 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
     // clock read per command more); otherwise the group's time is shared among its calls.
     let timing_each = crate::slowlog::timing_each();
     let mut last = started;
+    // CLIENT TRACKING's NOLOOP needs the writer (one connection's group): set only while
+    // some client tracks.
+    let writer = crate::tracking::active().then(|| crate::tracking::set_writer(group.first().map_or(0, |(_, c)| c.client)));
     let out: Vec<(usize, Frame, &'static str)> = group
         .into_iter()
         .map(|(i, c)| {
@@ -842,6 +863,9 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
             (i, reply, c.spec.name)
         })
         .collect();
+    if let Some(w) = writer {
+        crate::tracking::set_writer(w);
+    }
     let each = if timing_each { last - started } else { started.elapsed() } / n;
     // Not `into_iter().map().collect()`: collecting in place into smaller tuples makes the
     // allocator shrink the buffer, a realloc per group (a fifth of a -P 1 GET's instructions).

@@ -68,6 +68,7 @@ pub mod slowlog;
 pub mod metrics;
 pub mod keyspec;
 pub mod command_docs;
+pub mod tracking;
 
 pub use config::Config;
 pub use server::run;

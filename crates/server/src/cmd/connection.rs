@@ -45,6 +45,10 @@ const CLIENT: &[Spec] = &[
     Spec::conn("client|help", 2, 0, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Help, &call.args)), G, "Returns helpful text about the different subcommands."),
     Spec::conn("client|pause", -3, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, call| crate::client_pause::pause_command(conn, &call.args)), G, "Suspends commands processing."),
     Spec::conn("client|unpause", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, _| crate::client_pause::unpause_command(conn)), G, "Resumes processing commands from paused clients."),
+    Spec::conn("client|tracking", -3, LOADING | STALE, NONE, conn_fn!(|conn, _, call| super::tracking::client_tracking(conn, &call.args)), G, "Controls server-assisted client-side caching for the connection."),
+    Spec::conn("client|trackinginfo", 2, LOADING | STALE, NONE, conn_fn!(|conn, _, _| super::tracking::client_trackinginfo(conn)), G, "Returns information about server-assisted client-side caching for the connection."),
+    Spec::conn("client|getredir", 2, LOADING | STALE, NONE, conn_fn!(|conn, _, _| super::tracking::client_getredir(conn)), G, "Returns the client ID to which the connection's tracking notifications are redirected."),
+    Spec::conn("client|caching", 3, LOADING | STALE, NONE, conn_fn!(|conn, _, call| super::tracking::client_caching(conn, &call.args)), G, "Instructs the server whether to track the keys in the next request."),
 ];
 
 const COMMAND: &[Spec] = &[
@@ -193,6 +197,9 @@ pub async fn reset(conn: &mut Conn) -> Frame {
     *conn.meta.name.lock() = None;
     conn.reply_mode = ReplyMode::On;
     conn.meta.no_evict.store(false, Ordering::Relaxed);
+    if conn.tracking.take().is_some() {
+        crate::tracking::disable(conn.meta.id);
+    }
     let default = conn.worker.server.acl.default_user();
     conn.set_user(default);
     conn.authenticated = !conn.worker.server.acl.auth_required();
@@ -296,7 +303,7 @@ pub fn client(conn: &mut Conn, sub: ClientSub, a: &[Arg]) -> Frame {
             }
         }
         ClientSub::Help => Frame::Array(
-            ["CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "ID", "SETNAME <name>", "GETNAME", "LIST [TYPE <type>] [ID <id> ...]", "INFO", "KILL <ip:port> | <filter> <value> ...", "UNBLOCK <clientid> [TIMEOUT|ERROR]", "NO-EVICT (ON|OFF)", "REPLY (ON|OFF|SKIP)", "HELP"]
+            ["CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "ID", "SETNAME <name>", "GETNAME", "LIST [TYPE <type>] [ID <id> ...]", "INFO", "KILL <ip:port> | <filter> <value> ...", "UNBLOCK <clientid> [TIMEOUT|ERROR]", "NO-EVICT (ON|OFF)", "REPLY (ON|OFF|SKIP)", "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]] [OPTIN] [OPTOUT] [NOLOOP]", "TRACKINGINFO", "GETREDIR", "CACHING (YES|NO)", "HELP"]
                 .iter()
                 .map(|l| Frame::Simple(Bytes::from_static(l.as_bytes())))
                 .collect(),

@@ -57,6 +57,7 @@ pub mod ts_range;
 pub mod zset_algebra;
 pub mod zsets;
 pub mod latency;
+pub mod tracking;
 
 #[cfg(test)]
 use abacus_protocol::Frame;

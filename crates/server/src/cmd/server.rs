@@ -111,6 +111,7 @@ pub async fn flush(conn: &mut Conn, access: Access<'_>, call: &crate::exec::Call
         .await;
     drop(own);
     let Some(olds) = olds else { return shutting_down() };
+    crate::tracking::on_flush();
     if asynchronous {
         // Freeing millions of entries takes time; the client need not wait for it.
         memory::free_later(olds);
@@ -472,10 +473,11 @@ pub async fn info_text(worker: &crate::exec::Worker, access: Access<'_>, mut sec
     if want("clients") {
         let _ = write!(
             out,
-            "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nblocked_clients:{}\r\ntracking_clients:0\r\nclients_in_timeout_table:{}\r\n\r\n",
+            "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nblocked_clients:{}\r\ntracking_clients:{}\r\nclients_in_timeout_table:{}\r\n\r\n",
             server.clients.len(),
             server.config.maxclients(),
             server.stats.blocked_clients.load(std::sync::atomic::Ordering::Relaxed),
+            crate::tracking::counts().0,
             server.stats.blocked_clients.load(std::sync::atomic::Ordering::Relaxed),
         );
     }
@@ -504,9 +506,10 @@ pub async fn info_text(worker: &crate::exec::Worker, access: Access<'_>, mut sec
         let total: u64 = cmds.values().map(|c| c.calls).sum();
         let expired: u64 = shards.iter().map(|s| s.expired).sum();
         let pubsub = crate::pubsub::registry().counts();
+        let tracking = crate::tracking::counts();
         let _ = write!(
             out,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{total}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{expired}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\ntotal_error_replies:{}\r\nunexpected_error_replies:0\r\nclient_output_buffer_limit_disconnections:{}\r\nmigrated_connections:{}\r\ndirect_replies:{}\r\ndirect_replies_partial:{}\r\n{}\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{total}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{expired}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\ntotal_error_replies:{}\r\nunexpected_error_replies:0\r\nclient_output_buffer_limit_disconnections:{}\r\nmigrated_connections:{}\r\ndirect_replies:{}\r\ndirect_replies_partial:{}\r\n{}\r\n",
             st.connections_received_total.load(Ordering::Relaxed),
             st.ops_per_sec.iter().map(|o| o.load(Ordering::Relaxed)).sum::<u64>(),
             st.net_input_bytes_total.load(Ordering::Relaxed),
@@ -518,6 +521,9 @@ pub async fn info_text(worker: &crate::exec::Worker, access: Access<'_>, mut sec
             pubsub.0,
             pubsub.1,
             pubsub.2,
+            tracking.1,
+            tracking.2,
+            tracking.3,
             stats::ERRORS.total(),
             crate::pubsub::OBUF_LIMIT_DISCONNECTIONS.load(Ordering::Relaxed),
             st.migrated_connections.load(Ordering::Relaxed),

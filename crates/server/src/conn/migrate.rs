@@ -133,6 +133,7 @@ impl Conn {
             is_master: false,
             psync: None,
             repl_listening_port: 0,
+            tracking: None,
         }
     }
 
@@ -152,6 +153,7 @@ impl Conn {
         let move_it = after > 0
             && self.monitor.is_none()
             && self.pubsub.is_none()
+            && self.tracking.is_none()
             && self.streak >= after
             && self.streak_shard != self.worker.shard_id
             && self.streak_shard < self.worker.shards()

@@ -133,6 +133,9 @@ pub struct Conn {
     pub psync: Option<crate::replication::primary::PsyncRequest>,
     /// REPLCONF listening-port: the port a replica announces before its PSYNC.
     pub repl_listening_port: u16,
+    /// CLIENT TRACKING's state while it is on (see `tracking.rs`). A tracking connection
+    /// stays on its thread.
+    pub tracking: Option<Box<crate::tracking::ConnTracking>>,
 }
 
 fn killed_error() -> std::io::Error {
@@ -209,6 +212,9 @@ impl Conn {
             self.worker.server.monitors.remove(self.meta.id);
         }
         self.leave_pubsub();
+        if self.tracking.take().is_some() {
+            crate::tracking::disable(self.meta.id);
+        }
         self.unwatch_all().await;
     }
 
@@ -264,9 +270,29 @@ impl Conn {
                     None => std::future::pending().await,
                 }
             };
+            // Invalidations (`tracking.rs`): waited for while this client tracks, is
+            // subscribed (a redirect's receiver) or has some waiting; one relaxed load else.
+            let waits = self.tracking.is_some() || self.pubsub.is_some() || (crate::tracking::active() && self.meta.inbox.has_pending());
+            let inbox = waits.then(|| self.meta.clone());
+            let invalidated = async {
+                match &inbox {
+                    Some(m) => m.inbox.ready().await,
+                    None => std::future::pending().await,
+                }
+            };
             let n = tokio::select! {
                 r = read => r?,
                 _ = &mut killed => return Ok(None),
+                _ = invalidated => {
+                    self.settle(&mut stream, &mut killed).await?;
+                    self.take_invalidations();
+                    if !self.out.is_empty() {
+                        write_unless_killed(&mut stream, &self.out, &mut killed).await?;
+                        ServerStats::add(&server.stats.net_output_bytes_total, self.out.len() as u64);
+                        self.out.clear();
+                    }
+                    continue;
+                }
                 _ = published => {
                     // What has queued goes out in writes of up to a read chunk's size... times
                     // four: few system calls, and a bounded buffer.
@@ -350,6 +376,11 @@ impl Conn {
                 // Messages published before this batch go out before its replies.
                 if self.pubsub.is_some() {
                     self.take_messages(usize::MAX);
+                }
+                // So do invalidations; and the tracking table is kept within its bound.
+                if crate::tracking::active() {
+                    crate::tracking::limit(server.config.tracking_table_max_keys() as usize);
+                    self.take_invalidations();
                 }
                 let direct = fatal.is_none() && server.config.direct_replies();
                 self.process(&mut calls, &stream, direct).await;
@@ -450,7 +481,14 @@ impl Conn {
                 // QUIT or CLIENT KILL of ourselves: nothing after it runs.
                 break;
             }
+            // CLIENT CACHING's flag lasts for the next command (any CLIENT one keeps it).
+            let keeps_caching = self.tracking.is_some() && args[0].eq_ignore_ascii_case(b"client");
             let step = self.prepare(args);
+            if self.tracking.is_some() {
+                if let Step::Batch(_, call) | Step::Dispatch(call) = &step {
+                    crate::tracking::note_command(self, call);
+                }
+            }
             match step {
                 Step::Batch(shard, call) => {
                     if self.worker.server.monitors.active() && !call.spec.has(flags::ADMIN) {
@@ -514,6 +552,11 @@ impl Conn {
                     }
                     self.note_written();
                     self.emit(reply);
+                }
+            }
+            if let Some(t) = self.tracking.as_deref_mut() {
+                if !keeps_caching && self.multi.is_none() {
+                    t.caching = false;
                 }
             }
         }
@@ -706,6 +749,13 @@ impl Conn {
         let n = p.drain_into(&mut self.out, self.proto == Protocol::Resp3, max);
         self.pubsub_unreleased += n;
         n
+    }
+
+    /// Moves the invalidation messages waiting for this client into the output.
+    pub fn take_invalidations(&mut self) {
+        if self.meta.inbox.has_pending() {
+            self.meta.inbox.drain_into(&mut self.out, self.proto == Protocol::Resp3);
+        }
     }
 
     /// The output holding taken messages was written: they no longer count against the
