@@ -61,6 +61,19 @@ pub fn observe_modifications(on: bool) {
     OBSERVING.store(on, Ordering::Relaxed);
 }
 
+thread_local! {
+    /// CLIENT NO-TOUCH: while set, lookups on this thread leave keys' access times (LRU/LFU)
+    /// alone. The server sets it only around the commands of a client that asked for it, so
+    /// other clients pay one thread-local read per lookup that touches.
+    static NO_TOUCH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Sets whether lookups on this thread skip the access-time update (CLIENT NO-TOUCH);
+/// returns the previous setting.
+pub fn set_no_touch(on: bool) -> bool {
+    NO_TOUCH.with(|n| n.replace(on))
+}
+
 #[cold]
 #[inline(never)]
 fn tell_observer(key: &[u8]) {
@@ -685,7 +698,7 @@ impl Db {
             self.before_change(key);
         }
         let e = self.map.at_mut(found);
-        if touch != Touch::None {
+        if touch != Touch::None && !NO_TOUCH.with(|n| n.get()) {
             let t = self.tracking;
             if t.policy.is_lfu() {
                 // Redis's updateLFU: decay for the idle minutes, then count this access.

@@ -393,3 +393,21 @@ mod model {
         }
     }
 }
+
+#[test]
+fn no_touch_lookups_leave_access_time_and_counter_alone() {
+    // CLIENT NO-TOUCH: with the thread's flag set, reads and writes count hits but update
+    // neither the LRU time nor the LFU counter; clearing it restores both.
+    let mut db = db_with(EvictionPolicy::AllKeysLfu);
+    db.set(b"k", v(1), 0, T0_MS);
+    assert!(!crate::set_no_touch(true));
+    for _ in 0..10 {
+        db.get(b"k", T0_MS + 60_000);
+    }
+    db.get_mut(b"k", T0_MS + 60_000);
+    let e = db.peek(b"k", T0_MS + 60_000).unwrap();
+    assert_eq!((e.lfu_counter, e.accessed_s as u64), (LFU_INIT_VAL, T0_MS / 1000));
+    assert!(crate::set_no_touch(false));
+    db.get(b"k", T0_MS + 60_000);
+    assert_eq!(db.peek(b"k", T0_MS + 60_000).unwrap().accessed_s as u64, (T0_MS + 60_000) / 1000);
+}

@@ -32,6 +32,8 @@ pub struct ClientMeta {
     pub psub: AtomicUsize,
     pub ssub: AtomicUsize,
     pub no_evict: AtomicBool,
+    /// CLIENT NO-TOUCH (flag T): the client's commands leave keys' access times alone.
+    pub no_touch: AtomicBool,
     pub killed: AtomicBool,
     pub kill: Notify,
     /// Waiting in a blocking command (BLPOP...): CLIENT LIST's `b` flag, CLIENT UNBLOCK.
@@ -88,6 +90,12 @@ impl ClientMeta {
         true
     }
 
+    /// CLIENT NO-TOUCH is on.
+    #[inline]
+    pub fn no_touch(&self) -> bool {
+        self.no_touch.load(Ordering::Relaxed)
+    }
+
     /// Whether the client has a subscription (Redis's CLIENT_PUBSUB flag, type `pubsub`).
     pub fn is_pubsub(&self) -> bool {
         self.sub.load(Ordering::Relaxed) + self.psub.load(Ordering::Relaxed) + self.ssub.load(Ordering::Relaxed) > 0
@@ -124,6 +132,9 @@ impl ClientMeta {
         }
         if self.no_evict.load(Ordering::Relaxed) {
             flags.push('e');
+        }
+        if self.no_touch() {
+            flags.push('T');
         }
         if flags.is_empty() {
             flags.push('N');
@@ -189,6 +200,7 @@ impl Clients {
             psub: AtomicUsize::new(0),
             ssub: AtomicUsize::new(0),
             no_evict: AtomicBool::new(false),
+            no_touch: AtomicBool::new(false),
             killed: AtomicBool::new(false),
             kill: Notify::new(),
             blocked: AtomicBool::new(false),

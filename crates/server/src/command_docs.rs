@@ -73,6 +73,7 @@ const DOCS: &[Row] = &[
     ("client|kill", "2.4.0", "O(N) where N is the number of client connections", "", "", ""),
     ("client|list", "2.4.0", "O(N) where N is the number of client connections", "", "", ""),
     ("client|no-evict", "7.0.0", "O(1)", "", "", ""),
+    ("client|no-touch", "7.2.0", "O(1)", "", "", ""),
     ("client|pause", "2.9.50", "O(1)", "", "", ""),
     ("client|reply", "3.2.0", "O(1)", "", "", ""),
     ("client|setname", "2.6.9", "O(1)", "", "", ""),

@@ -113,6 +113,29 @@ pub struct Call {
     /// The client that sent it (its `ClientMeta::id`): CLIENT TRACKING's NOLOOP skips the
     /// invalidations of a client's own writes (`tracking::set_writer`).
     pub client: u64,
+    /// The client had CLIENT NO-TOUCH on when it sent the command: its lookups leave the
+    /// keys' access times alone (`no_touch`).
+    pub no_touch: bool,
+}
+
+/// CLIENT NO-TOUCH: whether a call of a client that asked for it skips the keys' access-time
+/// updates. TOUCH still touches (Redis 7.2's lookupKey).
+#[inline]
+fn untouching(spec: &Spec, no_touch: bool) -> bool {
+    no_touch && spec.name != "touch"
+}
+
+/// Runs `f` with the keyspace's access-time updates off on this thread (CLIENT NO-TOUCH)
+/// when `on`; calls without it pay one branch.
+#[inline]
+fn with_no_touch<T>(on: bool, f: impl FnOnce() -> T) -> T {
+    if !on {
+        return f();
+    }
+    let before = abacus_keyspace::set_no_touch(true);
+    let out = f();
+    abacus_keyspace::set_no_touch(before);
+    out
 }
 
 /// One connection's single-shard calls for one shard, with their indexes in its batch.
@@ -310,7 +333,7 @@ fn signal_modified(dbs: &mut [Db], db: usize, spec: &Spec, args: &[Arg], modifie
 /// gate, then the command (EXEC of a one-shard transaction).
 pub(crate) fn run_on_shard(s: &mut Shard, db: usize, call: &Call, now: u64, cfg: CmdConfig, shards: usize) -> Frame {
     let writer = crate::tracking::active().then(|| crate::tracking::set_writer(call.client));
-    let reply = run_lone(&mut s.dbs, db, call.spec, &call.args, now, cfg, shards);
+    let reply = with_no_touch(untouching(call.spec, call.no_touch), || run_lone(&mut s.dbs, db, call.spec, &call.args, now, cfg, shards));
     if let Some(w) = writer {
         crate::tracking::set_writer(w);
     }
@@ -657,7 +680,8 @@ impl Worker {
         shards.dedup();
         if shards.len() <= 1 {
             let shard = shards.first().copied().unwrap_or(self.shard_id);
-            let Call { spec, args, client } = call;
+            let Call { spec, args, client, no_touch } = call;
+            let no_touch = untouching(spec, no_touch);
             let shards_total = n;
             // Inside a transaction the log commands go back to the coordinator, which writes
             // the whole transaction as one record; otherwise they are written right here, on
@@ -670,10 +694,10 @@ impl Worker {
                     if tracked {
                         crate::tracking::set_writer(client);
                     }
-                    let reply = match admit(&mut s.dbs, spec, &args, now, &cfg, shards_total) {
+                    let reply = with_no_touch(no_touch, || match admit(&mut s.dbs, spec, &args, now, &cfg, shards_total) {
                         Some(refused) => refused,
                         None => exec_keyed(&mut s.dbs, db, spec, &args, now, cfg),
-                    };
+                    });
                     if tracked {
                         crate::tracking::set_writer(0);
                     }
@@ -748,7 +772,9 @@ impl Worker {
             }
         }
         let cfg = self.server.config.cmd_config();
-        let (reply, modified) = crate::blocking::serving(serving, || exec_checked_out(&mut scratch, db, call.spec, &call.args, now, cfg));
+        let (reply, modified) = with_no_touch(untouching(call.spec, call.no_touch), || {
+            crate::blocking::serving(serving, || exec_checked_out(&mut scratch, db, call.spec, &call.args, now, cfg))
+        });
         if let Access::Locked(l) = access {
             l.add_log(crate::aof::take_pending());
         }
@@ -848,10 +874,10 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
     let out: Vec<(usize, Frame, &'static str)> = group
         .into_iter()
         .map(|(i, c)| {
-            let reply = match admit(&mut s.dbs, c.spec, &c.args, now, &cfg, shards) {
+            let reply = with_no_touch(untouching(c.spec, c.no_touch), || match admit(&mut s.dbs, c.spec, &c.args, now, &cfg, shards) {
                 Some(refused) => refused,
                 None => exec_keyed_untimed(&mut s.dbs, db, c.spec, &c.args, now, cfg),
-            };
+            });
             // Clients blocked on keys this command made ready are served before the next
             // command runs (`LPUSH k v; LPOP k` in one pipeline: the blocked client gets v).
             crate::blocking::serve_ready(s, cfg, shards);

@@ -49,6 +49,7 @@ const CLIENT: &[Spec] = &[
     Spec::conn("client|trackinginfo", 2, LOADING | STALE, NONE, conn_fn!(|conn, _, _| super::tracking::client_trackinginfo(conn)), G, "Returns information about server-assisted client-side caching for the connection."),
     Spec::conn("client|getredir", 2, LOADING | STALE, NONE, conn_fn!(|conn, _, _| super::tracking::client_getredir(conn)), G, "Returns the client ID to which the connection's tracking notifications are redirected."),
     Spec::conn("client|caching", 3, LOADING | STALE, NONE, conn_fn!(|conn, _, call| super::tracking::client_caching(conn, &call.args)), G, "Instructs the server whether to track the keys in the next request."),
+    Spec::conn("client|no-touch", 3, LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::NoTouch, &call.args)), G, "Controls whether commands sent by the client affect the LRU/LFU of accessed keys."),
 ];
 
 const COMMAND: &[Spec] = &[
@@ -197,6 +198,7 @@ pub async fn reset(conn: &mut Conn) -> Frame {
     *conn.meta.name.lock() = None;
     conn.reply_mode = ReplyMode::On;
     conn.meta.no_evict.store(false, Ordering::Relaxed);
+    conn.meta.no_touch.store(false, Ordering::Relaxed);
     if conn.tracking.take().is_some() {
         crate::tracking::disable(conn.meta.id);
     }
@@ -232,6 +234,7 @@ pub enum ClientSub {
     Reply,
     SetInfo,
     Help,
+    NoTouch,
 }
 
 pub fn client(conn: &mut Conn, sub: ClientSub, a: &[Arg]) -> Frame {
@@ -273,6 +276,18 @@ pub fn client(conn: &mut Conn, sub: ClientSub, a: &[Arg]) -> Frame {
             }
             Frame::ok()
         }
+        // Redis 7.2: while on, the client's commands (but TOUCH) leave the access times of
+        // the keys they look up alone (`exec::untouching`).
+        ClientSub::NoTouch => {
+            if is(&a[2], "on") {
+                conn.meta.no_touch.store(true, Ordering::Relaxed);
+            } else if is(&a[2], "off") {
+                conn.meta.no_touch.store(false, Ordering::Relaxed);
+            } else {
+                return err(ERR_SYNTAX);
+            }
+            Frame::ok()
+        }
         ClientSub::Reply => {
             if is(&a[2], "on") {
                 conn.reply_mode = ReplyMode::On;
@@ -303,7 +318,7 @@ pub fn client(conn: &mut Conn, sub: ClientSub, a: &[Arg]) -> Frame {
             }
         }
         ClientSub::Help => Frame::Array(
-            ["CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "ID", "SETNAME <name>", "GETNAME", "LIST [TYPE <type>] [ID <id> ...]", "INFO", "KILL <ip:port> | <filter> <value> ...", "UNBLOCK <clientid> [TIMEOUT|ERROR]", "NO-EVICT (ON|OFF)", "REPLY (ON|OFF|SKIP)", "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]] [OPTIN] [OPTOUT] [NOLOOP]", "TRACKINGINFO", "GETREDIR", "CACHING (YES|NO)", "HELP"]
+            ["CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "ID", "SETNAME <name>", "GETNAME", "LIST [TYPE <type>] [ID <id> ...]", "INFO", "KILL <ip:port> | <filter> <value> ...", "UNBLOCK <clientid> [TIMEOUT|ERROR]", "NO-EVICT (ON|OFF)", "NO-TOUCH (ON|OFF)", "REPLY (ON|OFF|SKIP)", "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]] [OPTIN] [OPTOUT] [NOLOOP]", "TRACKINGINFO", "GETREDIR", "CACHING (YES|NO)", "HELP"]
                 .iter()
                 .map(|l| Frame::Simple(Bytes::from_static(l.as_bytes())))
                 .collect(),

@@ -327,7 +327,7 @@ async fn ingest(conn: &mut Conn, access: Access<'_>, a: &[Arg], with_source: boo
             Bytes::from(line.to_string()),
         ]);
         let spec = crate::command::lookup(b"hset").expect("HSET exists");
-        per_shard.entry(shard).or_default().calls.push(Call { spec, args, client: 0 });
+        per_shard.entry(shard).or_default().calls.push(Call { spec, args, client: 0, no_touch: false });
     }
     let cfg = conn.worker.server.config.cmd_config();
     let xadd = crate::command::lookup(b"xadd").expect("XADD exists");

@@ -149,7 +149,7 @@ impl Conn {
                 // CLIENT LIST multi-mem: the queued arguments' bytes.
                 let bytes: usize = args.iter().map(|a| a.len()).sum();
                 self.meta.multi_mem.fetch_add(bytes, Ordering::Relaxed);
-                multi.queued.push(Call { spec, args, client: self.meta.id });
+                multi.queued.push(Call { spec, args, client: self.meta.id, no_touch: self.meta.no_touch() });
                 self.meta.multi_len.store(multi.queued.len(), Ordering::Relaxed);
                 return Step::Reply(Frame::simple("QUEUED"));
             }
@@ -157,7 +157,7 @@ impl Conn {
         if spec.is_write() || spec.has(flags::RUNS_QUEUED) {
             self.wrote = true;
         }
-        let call = Call { spec, args, client: self.meta.id };
+        let call = Call { spec, args, client: self.meta.id, no_touch: self.meta.no_touch() };
         // A blocking command runs alone (`block.rs`), after the batch before it.
         if let (Handler::Keyed(_), false) = (spec.handler, spec.blocks(&call.args)) {
             if let Some(shard) = self.worker.single_shard(&call) {

@@ -139,7 +139,7 @@ impl Conn {
                 if !blocking::is_null(&reply) {
                     return Attempt::Done(reply);
                 }
-                let waiter = Waiter { db, call: Call { spec, args, client: 0 }, keys, tx, serve_here: true };
+                let waiter = Waiter { db, call: Call { spec, args, client: 0, no_touch: false }, keys, tx, serve_here: true };
                 s.blocked.register(&mut s.dbs, id, waiter);
                 Attempt::Blocked(reply)
             })
@@ -166,14 +166,14 @@ impl Conn {
                 }
             }
         }
-        let call = Call { spec, args: Args::from_vec(argv.to_vec()), client: self.meta.id };
+        let call = Call { spec, args: Args::from_vec(argv.to_vec()), client: self.meta.id, no_touch: self.meta.no_touch() };
         let reply = self.worker.run_keyed_serving(Access::Locked(&locks), db, call, ready).await;
         if !blocking::is_null(&reply) {
             return Some(Attempt::Done(reply));
         }
         for &shard in shards {
             let here: Vec<Bytes> = keys.iter().filter(|(_, k)| shard_of(k, n) == shard).map(|(_, k)| k.clone()).collect();
-            let waiter = Waiter { db, call: Call { spec, args: Args::from_vec(argv.to_vec()), client: 0 }, keys: here, tx: tx.clone(), serve_here: false };
+            let waiter = Waiter { db, call: Call { spec, args: Args::from_vec(argv.to_vec()), client: 0, no_touch: false }, keys: here, tx: tx.clone(), serve_here: false };
             self.worker.run(Access::Locked(&locks), shard, move |s: &mut Shard| s.blocked.register(&mut s.dbs, id, waiter)).await?;
         }
         Some(Attempt::Blocked(reply))
