@@ -48,6 +48,44 @@ def test_a_slow_command_is_logged_with_its_client(server):
     c.close()
 
 
+def client_addr(c):
+    line = c.execute("CLIENT", "INFO").decode()
+    return dict(f.split("=", 1) for f in line.split())["addr"].encode()
+
+
+def test_keyed_commands_are_logged_with_their_client(server):
+    # Keyed commands run on their keys' shards (every shard, with keys enough), alone,
+    # pipelined, in a transaction and across shards: each entry names the client that sent
+    # it, as Redis's do.
+    p, a = start(server, "--slowlog-log-slower-than", "0", "--slowlog-max-len", "1024")
+    b = p.raw()
+    assert a.execute("CLIENT", "SETNAME", "alice") == "OK"
+    assert b.execute("CLIENT", "SETNAME", "bob") == "OK"
+    who = {b"alice": client_addr(a), b"bob": client_addr(b)}
+    assert who[b"alice"] != who[b"bob"]
+    keys = ["sk:%d" % i for i in range(16)]
+    assert a.execute("SLOWLOG", "RESET") == "OK"
+    for k in keys:
+        assert a.execute("SET", k, "a") == "OK"
+        assert b.execute("GET", k) == b"a"
+    assert b.pipeline([("INCR", k + ":n") for k in keys]) == [1] * len(keys)
+    assert a.execute("MGET", *keys) == [b"a"] * len(keys)
+    assert b.execute("MULTI") == "OK"
+    assert b.execute("GET", keys[0]) == "QUEUED"
+    assert b.execute("EXEC") == [b"a"]
+    log = entries(a, "-1")
+    by_cmd = {}
+    for e in log:
+        by_cmd.setdefault(e[3][0], []).append(e)
+    assert len(by_cmd[b"SET"]) == len(keys) and len(by_cmd[b"GET"]) == len(keys) + 1
+    assert len(by_cmd[b"INCR"]) == len(keys) and len(by_cmd[b"MGET"]) == 1
+    for cmd, name in [(b"SET", b"alice"), (b"MGET", b"alice"), (b"GET", b"bob"), (b"INCR", b"bob")]:
+        for e in by_cmd[cmd]:
+            assert (e[4], e[5]) == (who[name], name), e
+    a.close()
+    b.close()
+
+
 def test_a_negative_threshold_turns_the_log_off(server):
     p, c = start(server, "--slowlog-log-slower-than", "-1")
     c.execute("DEBUG", "SLEEP", "0.05")

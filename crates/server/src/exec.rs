@@ -333,7 +333,9 @@ fn signal_modified(dbs: &mut [Db], db: usize, spec: &Spec, args: &[Arg], modifie
 /// gate, then the command (EXEC of a one-shard transaction).
 pub(crate) fn run_on_shard(s: &mut Shard, db: usize, call: &Call, now: u64, cfg: CmdConfig, shards: usize) -> Frame {
     let writer = crate::tracking::active().then(|| crate::tracking::set_writer(call.client));
+    let client = crate::slowlog::set_client(call.client);
     let reply = with_no_touch(untouching(call.spec, call.no_touch), || run_lone(&mut s.dbs, db, call.spec, &call.args, now, cfg, shards));
+    crate::slowlog::set_client(client);
     if let Some(w) = writer {
         crate::tracking::set_writer(w);
     }
@@ -694,10 +696,12 @@ impl Worker {
                     if tracked {
                         crate::tracking::set_writer(client);
                     }
+                    let named = crate::slowlog::set_client(client);
                     let reply = with_no_touch(no_touch, || match admit(&mut s.dbs, spec, &args, now, &cfg, shards_total) {
                         Some(refused) => refused,
                         None => exec_keyed(&mut s.dbs, db, spec, &args, now, cfg),
                     });
+                    crate::slowlog::set_client(named);
                     if tracked {
                         crate::tracking::set_writer(0);
                     }
@@ -772,9 +776,11 @@ impl Worker {
             }
         }
         let cfg = self.server.config.cmd_config();
+        let named = crate::slowlog::set_client(call.client);
         let (reply, modified) = with_no_touch(untouching(call.spec, call.no_touch), || {
             crate::blocking::serving(serving, || exec_checked_out(&mut scratch, db, call.spec, &call.args, now, cfg))
         });
+        crate::slowlog::set_client(named);
         if let Access::Locked(l) = access {
             l.add_log(crate::aof::take_pending());
         }
@@ -883,7 +889,7 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
             crate::blocking::serve_ready(s, cfg, shards);
             if timing_each {
                 let t = Instant::now();
-                crate::slowlog::observe(c.spec, t - last, &c.args, None);
+                crate::slowlog::observe_for(c.spec, t - last, &c.args, None, c.client);
                 last = t;
             }
             (i, reply, c.spec.name)

@@ -187,7 +187,7 @@ pub fn run(config: Config) -> Result<(), String> {
         conn_queues.push(ctx);
         receivers.push((rx, crx));
     }
-    let server = Arc::new(Server {
+    let server: Arc<Server> = Arc::new(Server {
         config,
         senders,
         conn_queues,
@@ -204,6 +204,7 @@ pub fn run(config: Config) -> Result<(), String> {
         acl,
         client_pause: crate::client_pause::ClientPause::default(),
     });
+    crate::slowlog::set_server(&server);
 
     abort_on_worker_panic();
     for (id, (rx, mut crx)) in receivers.into_iter().enumerate() {

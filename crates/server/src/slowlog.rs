@@ -10,9 +10,10 @@
 //! "... (N more arguments)") and [`STRING_MAX`] bytes of each ("... (N more bytes)").
 //!
 //! Client address and name: a connection-level command knows its client. A keyed command
-//! runs on its shard's thread, which serves several connections' batches at once and does
-//! not know whose command it ran; its entry carries the address and name only when the
-//! connection ran it itself (its own shard, not pipelined through another thread).
+//! runs on its shard's thread, which serves several connections' batches at once; its `Call`
+//! carries the client's id (set in a thread-local, [`set_client`], where no `Call` reaches
+//! the timing), and only when the command is slow is the id looked up in the server's
+//! client registry ([`set_server`]) for the address and name, as Redis records them.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -58,16 +59,57 @@ pub fn is_slow(us: u64) -> bool {
     t >= 0 && us >= t as u64
 }
 
-/// Logs a command that took `took`, if it is slow; `client` when known.
+/// The server whose client registry names the clients of keyed commands' entries.
+static SERVER: Mutex<Option<std::sync::Weak<crate::server::Server>>> = parking_lot::const_mutex(None);
+
+/// Installs the server whose clients the entries name (one per process, as the log).
+pub fn set_server(server: &std::sync::Arc<crate::server::Server>) {
+    *SERVER.lock() = Some(std::sync::Arc::downgrade(server));
+}
+
+thread_local! {
+    /// The client whose keyed command this thread runs (0 = unknown), for the entries of
+    /// commands timed where only the arguments reach (`exec::exec_keyed`).
+    static CLIENT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Sets the client whose keyed commands this thread runs next; returns the previous one.
+#[inline]
+pub fn set_client(id: u64) -> u64 {
+    CLIENT.with(|c| c.replace(id))
+}
+
+/// Logs a command that took `took`, if it is slow; `client` when known, else the client of
+/// [`set_client`].
 #[inline]
 pub fn check(took: std::time::Duration, args: &[Arg], client: Option<&crate::clients::ClientMeta>) {
+    check_for(took, args, client, CLIENT.with(|c| c.get()));
+}
+
+/// [`check`] for a command of the client with id `client_id` (0 = unknown) when `client`
+/// is not at hand.
+#[inline]
+pub fn check_for(took: std::time::Duration, args: &[Arg], client: Option<&crate::clients::ClientMeta>, client_id: u64) {
     let us = took.as_secs().saturating_mul(1_000_000).saturating_add(u64::from(took.subsec_micros()));
     if is_slow(us) {
         let (addr, name) = match client {
-            Some(c) => (c.addr.to_string(), c.name.lock().clone().unwrap_or_default()),
-            None => (String::new(), String::new()),
+            Some(c) => describe(c),
+            None => lookup(client_id),
         };
         push(us, args, addr, name);
+    }
+}
+
+fn describe(c: &crate::clients::ClientMeta) -> (String, String) {
+    (c.addr.to_string(), c.name.lock().clone().unwrap_or_default())
+}
+
+#[cold]
+fn lookup(client_id: u64) -> (String, String) {
+    let server = if client_id == 0 { None } else { SERVER.lock().as_ref().and_then(std::sync::Weak::upgrade) };
+    match server.and_then(|s| s.clients.get(client_id)) {
+        Some(c) => describe(&c),
+        None => (String::new(), String::new()),
     }
 }
 
@@ -81,7 +123,13 @@ pub fn timing_each() -> bool {
 /// `fast-command` events (Redis's `call()`).
 #[inline]
 pub fn observe(spec: &crate::command::Spec, took: std::time::Duration, args: &[Arg], client: Option<&crate::clients::ClientMeta>) {
-    check(took, args, client);
+    observe_for(spec, took, args, client, CLIENT.with(|c| c.get()));
+}
+
+/// [`observe`] for a command of the client with id `client_id` (a shard's group).
+#[inline]
+pub fn observe_for(spec: &crate::command::Spec, took: std::time::Duration, args: &[Arg], client: Option<&crate::clients::ClientMeta>, client_id: u64) {
+    check_for(took, args, client, client_id);
     if crate::latency::monitor_threshold_ms() > 0 {
         let event = if spec.has(crate::command::flags::FAST) { "fast-command" } else { "command" };
         crate::latency::sample_duration(event, took);
