@@ -394,3 +394,49 @@ def test_key_permissions_follow_key_specs(adm, login):
     assert s("EXISTS", "r1", "w9") == 0
     assert s("COPY", "r1", "w9") == 0
     assert s("COPY", "w1", "r1") == NOPERM_KEYS
+
+
+def test_first_argument_rules(adm, login):
+    # Redis 7.0's (deprecated) `+cmd|firstarg` on a command without subcommands: the
+    # command runs only with that first argument (any case), and the rule is listed back.
+    def modifier(op, why):
+        return Err("ERR Error in ACL SETUSER modifier '%s': %s" % (op, why))
+
+    assert adm("ACL", "SETUSER", "fa", "on", "nopass", "~*", "+@string", "+select|0", "+select|Ab", "+select|ab") == "OK"
+    assert getuser(adm, "fa")[b"commands"] == b"-@all +@string +select|0 +select|Ab"
+    assert b"user fa on nopass ~* resetchannels -@all +@string +select|0 +select|Ab" in adm("ACL", "LIST")
+    u = login("fa", "")
+    assert u("SELECT", "0") == "OK"
+    assert u("SELECT", "1") == noperm_cmd("select")
+    assert u("SELECT", "aB") == Err("ERR value is not an integer or out of range")
+    assert u("GET", "k") is None
+    assert adm("ACL", "DRYRUN", "fa", "SELECT", "0") == "OK"
+    assert adm("ACL", "DRYRUN", "fa", "SELECT", "2") == b"This user has no permissions to run the 'select' command"
+    # Allowing or denying the command (or all commands) drops its first-argument rules.
+    adm("ACL", "SETUSER", "fa", "+select")
+    assert getuser(adm, "fa")[b"commands"] == b"-@all +@string +select"
+    adm("ACL", "SETUSER", "fa", "-select")
+    assert getuser(adm, "fa")[b"commands"] == b"-@all +@string"
+    assert u("SELECT", "0") == noperm_cmd("select")
+    adm("ACL", "SETUSER", "fa", "+select|0", "+@all", "-@all")
+    assert getuser(adm, "fa")[b"commands"] == b"-@all"
+    # After an all-commands rule, and with a category: listed after the categories.
+    adm("ACL", "SETUSER", "fb", "+@all", "-select", "+select|0", "+select|0")
+    assert getuser(adm, "fb")[b"commands"] == b"+@all -select +select|0"
+    adm("ACL", "SETUSER", "fc", "+select|0", "+@keyspace")
+    assert getuser(adm, "fc")[b"commands"] == b"-@all +@keyspace +select|0"
+    # In a selector too.
+    adm("ACL", "SETUSER", "fd", "on", "nopass", "+select|0", "(+select|1 ~*)")
+    assert b"user fd on nopass resetchannels -@all +select|0 (~* resetchannels -@all +select|1)" in adm("ACL", "LIST")
+    d = login("fd", "")
+    assert d("SELECT", "1") == "OK"
+    assert d("SELECT", "0") == "OK"
+    assert d("SELECT", "2") == noperm_cmd("select")
+    # Errors, as Redis's: an empty first argument, a denial (only subcommands), a first
+    # argument of a subcommand, unknown commands.
+    assert adm("ACL", "SETUSER", "fe", "+select|") == modifier("+select|", "Syntax error")
+    assert adm("ACL", "SETUSER", "fe", "-select|0") == modifier("-select|0", "Unknown command or category name in ACL")
+    assert adm("ACL", "SETUSER", "fe", "+select|0|1") == modifier("+select|0|1", "Unknown command or category name in ACL")
+    assert adm("ACL", "SETUSER", "fe", "+nosuch|0") == modifier("+nosuch|0", "Unknown command or category name in ACL")
+    assert adm("ACL", "SETUSER", "fe", "+config|set|x") == modifier("+config|set|x", "Allowing first-arg of a subcommand is not supported")
+    assert b"fe" not in adm("ACL", "USERS")

@@ -27,8 +27,9 @@
 //! - Selectors (Redis 7.0's `(` ... `)` rules) are more permission sets in `Rules`; a
 //!   command runs if the root or any selector allows it with all its keys and channels.
 //!
-//! Not implemented: first-argument rules (`+select|0`); refused with an error rather than
-//! ignored.
+//! - First-argument rules (`+select|0`, deprecated in Redis 7.0 but supported): a command
+//!   without subcommands, not allowed whole, runs when its first argument is one of the
+//!   user's (`Rules::first_args`).
 //!
 //! Files: this one holds the users, the log and the ACL file; `rules.rs` one user's rules
 //! (parsing, describing, checking); `sha256.rs` the password digest.

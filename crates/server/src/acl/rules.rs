@@ -86,6 +86,10 @@ pub struct Rules {
     /// Allowed commands' full names. foldhash (as the command table): a restricted user's
     /// every command looks its name up here.
     pub allowed: HashSet<&'static str, foldhash::fast::FixedState>,
+    /// Redis 7.0's (deprecated) first-argument rules, `+select|0`: a command without
+    /// subcommands that is not allowed runs when its first argument is one of these
+    /// (compared ignoring case, kept as written). By command name.
+    pub first_args: HashMap<&'static str, Vec<Vec<u8>>>,
     pub all_keys: bool,
     pub keys: Vec<KeyPattern>,
     pub all_channels: bool,
@@ -105,7 +109,7 @@ pub enum RuleError {
     ChannelAfterAll,
     NoSuchPassword,
     BadHash,
-    Unsupported,
+    FirstArgOfSubcommand,
 }
 
 impl RuleError {
@@ -117,7 +121,7 @@ impl RuleError {
             RuleError::ChannelAfterAll => "Adding a pattern after the * pattern (or the 'allchannels' flag) is not valid and does not have any effect. Try 'resetchannels' to start with an empty list of channels",
             RuleError::NoSuchPassword => "The password you are trying to remove from the user does not exist",
             RuleError::BadHash => "The password hash must be exactly 64 characters and contain only lowercase hexadecimal characters",
-            RuleError::Unsupported => "First-argument rules are not supported by Abacus",
+            RuleError::FirstArgOfSubcommand => "Allowing first-arg of a subcommand is not supported",
         }
     }
 }
@@ -157,13 +161,18 @@ impl Rules {
     fn set_all_commands(&mut self, allow: bool) {
         self.all_commands = allow;
         self.allowed.clear();
+        self.first_args.clear();
         if allow {
             self.allowed.extend(universe().iter().map(|s| s.name));
         }
     }
 
-    /// Allows or denies one command; a container's subcommands go with it.
+    /// Allows or denies one command; a container's subcommands go with it. Either way the
+    /// command's first-argument rules go (Redis's ACLChangeSelectorPerm).
     fn set_command(&mut self, spec: &'static Spec, allow: bool) {
+        if !self.first_args.is_empty() {
+            self.first_args.remove(spec.name);
+        }
         for s in std::iter::once(spec).chain(spec.subcommands.iter()) {
             if allow {
                 self.allowed.insert(s.name);
@@ -299,21 +308,32 @@ impl Rules {
                     let cat = std::str::from_utf8(cat).map_err(|_| RuleError::Unknown)?.to_ascii_lowercase();
                     return self.set_category(&cat, allow);
                 }
-                let spec = match lookup_full(rest) {
-                    Some(s) => s,
-                    None => {
-                        // `+cmd|arg` on a command without subcommands: Redis's first-arg
-                        // rule, which Abacus does not keep.
-                        let bar = rest.iter().position(|&b| b == b'|');
-                        if let Some(bar) = bar {
-                            if command::lookup(&rest[..bar]).is_some_and(|p| p.subcommands.is_empty()) {
-                                return Err(RuleError::Unsupported);
-                            }
-                        }
-                        return Err(RuleError::Unknown);
-                    }
+                // `+cmd|arg` on a command without subcommands is Redis 7.0's first-argument
+                // rule (ACLSetSelector splits at the last `|`); `-cmd|arg` only names a
+                // subcommand.
+                let last_bar = rest.iter().rposition(|&b| b == b'|');
+                let Some(bar) = last_bar.filter(|_| allow) else {
+                    let spec = lookup_full(rest).ok_or(RuleError::Unknown)?;
+                    self.set_command(spec, allow);
+                    return Ok(());
                 };
-                self.set_command(spec, allow);
+                let (name, arg) = (&rest[..bar], &rest[bar + 1..]);
+                let cmd = lookup_full(name).ok_or(RuleError::Unknown)?;
+                if name.contains(&b'|') {
+                    return Err(RuleError::FirstArgOfSubcommand);
+                }
+                if arg.is_empty() {
+                    return Err(RuleError::Syntax);
+                }
+                if !cmd.subcommands.is_empty() {
+                    let spec = lookup_full(rest).ok_or(RuleError::Unknown)?;
+                    self.set_command(spec, allow);
+                    return Ok(());
+                }
+                let list = self.first_args.entry(cmd.name).or_default();
+                if !list.iter().any(|a| a.eq_ignore_ascii_case(arg)) {
+                    list.push(arg.to_vec());
+                }
             }
             b'(' if rest.last() == Some(&b')') => {
                 // A selector: its rules apply to a fresh one (no commands, keys or
@@ -368,6 +388,13 @@ impl Rules {
             if mine != fake.allowed.contains(spec.name) {
                 out.push(format!("{}{}", if mine { '+' } else { '-' }, spec.name));
                 fake.set_command(spec, mine);
+            }
+            // First-argument rules of a command not allowed whole, after it (Redis's
+            // ACLDescribeSelectorCommandRulesSingleCommands).
+            if !mine {
+                for arg in self.first_args.get(spec.name).into_iter().flatten() {
+                    out.push(format!("+{}|{}", spec.name, String::from_utf8_lossy(arg)));
+                }
             }
         }
         debug_assert_eq!(fake.allowed, self.allowed, "the description must rebuild the rules");
@@ -550,9 +577,20 @@ pub fn merge_selector_args(ops: &[&[u8]]) -> Result<Vec<Vec<u8>>, usize> {
     }
 }
 
+/// Whether a first-argument rule (`+select|0`) allows a command not allowed whole.
+fn first_arg_allowed(rules: &Rules, spec: &Spec, args: &[Arg]) -> bool {
+    if rules.first_args.is_empty() {
+        return false;
+    }
+    match (rules.first_args.get(spec.name), args.get(1)) {
+        (Some(list), Some(first)) => list.iter().any(|a| a.eq_ignore_ascii_case(first)),
+        _ => false,
+    }
+}
+
 /// One selector's check: the command, then its keys, then its channels (Redis's order).
 fn check_selector(rules: &Rules, spec: &Spec, args: &[Arg]) -> Result<(), Denied> {
-    if !spec.has(flags::NO_AUTH) && !rules.allowed.contains(spec.name) {
+    if !spec.has(flags::NO_AUTH) && !rules.allowed.contains(spec.name) && !first_arg_allowed(rules, spec, args) {
         return Err(Denied::Command);
     }
     let channels = spec.has(flags::CHANNEL_PUBLISH | flags::CHANNEL_SUBSCRIBE | flags::CHANNEL_PATTERN);
@@ -626,6 +664,27 @@ mod tests {
         assert_eq!(allowed(&r, "client kill 1.2.3.4:5"), Err(Denied::Command));
         // AUTH and HELLO are never refused.
         assert_eq!(allowed(&Rules::new_user(), "auth a b"), Ok(()));
+    }
+
+    #[test]
+    fn first_argument_rules() {
+        let r = rules("+select|0 +select|Ab +select|ab ~*");
+        assert_eq!(allowed(&r, "select 0"), Ok(()));
+        assert_eq!(allowed(&r, "select aB"), Ok(()));
+        assert_eq!(allowed(&r, "select 1"), Err(Denied::Command));
+        assert_eq!(r.describe_commands(), "-@all +select|0 +select|Ab");
+        // The description rebuilds the same rules.
+        assert_eq!(rules(&r.describe_commands()).first_args, r.first_args);
+        // Allowing, denying or a category holding the command drops them.
+        assert_eq!(rules("+select|0 +select").describe_commands(), "-@all +select");
+        assert_eq!(rules("+select|0 -select").describe_commands(), "-@all");
+        assert_eq!(rules("+select|0 +@all -@all").describe_commands(), "-@all");
+        let mut r = Rules::new_user();
+        assert_eq!(r.apply(b"+select|"), Err(RuleError::Syntax));
+        assert_eq!(r.apply(b"-select|0"), Err(RuleError::Unknown));
+        assert_eq!(r.apply(b"+config|set|x"), Err(RuleError::FirstArgOfSubcommand));
+        assert_eq!(r.apply(b"+client|list"), Ok(()));
+        assert!(r.first_args.is_empty());
     }
 
     #[test]
