@@ -7,7 +7,10 @@
 #    Abacus) and Abacus with a replica against Redis with a replica (target >= 1.5).
 #    During the runs with a replica, the replica's lag is sampled every 10 ms from the
 #    primary's INFO replication (master_repl_offset minus the replica's acknowledged
-#    offset, bytes): p50, p99 and max. (Replicas acknowledge once a second, as Redis's do,
+#    offset, bytes): p50, p99 and max. The primary's own CPU per request (/proc, user +
+#    system) alone and with the replica: where the replica and redis-benchmark share the
+#    primary's cores (the 2-core VM), alone/with of that is the with/alone throughput a
+#    primary with cores of its own would reach. (Replicas acknowledge once a second, as Redis's do,
 #    so the sampled lag includes up to a second of unacknowledged stream: the same for both.)
 #    The lag in ms is measured directly (bench/repl_lag.py): every 10 ms a probe SET on the
 #    primary, then GETs on the replica every 0.2 ms until it shows the value; the time from
@@ -74,7 +77,11 @@ lag_sampler() {
   done
 }
 
-declare -A rps lagfile
+# cpu_ticks PID: the process's user + system CPU time so far, in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+TICKS=$(getconf CLK_TCK)
+
+declare -A rps lagfile cpu
 for round in $(seq 1 "$ROUNDS"); do
   for target in redis abacus; do
     p=$RPORT; rep=$RREP; [ "$target" = abacus ] && { p=$APORT; rep=$AREP; }
@@ -85,7 +92,12 @@ for round in $(seq 1 "$ROUNDS"); do
         lag_sampler "$p" "$BENCH_TMP/lag-$target" & sampler=$!
         python3 "$ROOT/bench/repl_lag.py" "$p" "$rep" "$BENCH_TMP/lagms-$target" & prober=$!
       fi
+      pid=$RPID; [ "$target" = abacus ] && pid=$APID
+      c0=$(cpu_ticks "$pid")
       r=$(redis-benchmark -p "$p" -t set -r 1000000 -n "$N" -c 50 -P 16 -q --csv | awk -F, 'NR==2 {gsub(/"/,"",$2); print $2}')
+      c1=$(cpu_ticks "$pid")
+      # The primary's CPU per request (us), user + system, from /proc (clock ticks).
+      cpu[$target,$mode]+="$(echo "($c1 - $c0) * 1000000 / $TICKS / $N" | bc -l) "
       [ -n "$sampler" ] && { kill "$sampler"; wait "$sampler" 2>/dev/null || true; }
       [ -n "$prober" ] && { kill "$prober"; wait "$prober" 2>/dev/null || true; }
       rps[$target,$mode]+="$r "
@@ -106,6 +118,15 @@ for target in redis abacus; do
   printf '%-8s %14.0f %16.0f %12.2f %10s %10s %10s %10s %10s %10s\n' "$target" "$a" "$w" "$(echo "$w / $a" | bc -l)" \
     "$(percentile "$f" 0.5)" "$(percentile "$f" 0.99)" "$(sort -n "$f" | tail -1)" \
     "$(percentile "$g" 0.5)" "$(percentile "$g" 0.99)" "$(sort -n "$g" | tail -1)"
+done
+# On a machine where the replica and the load generator share the primary's cores, the
+# throughput with a replica also loses the CPU they take; the primary's own CPU per request
+# is what a primary with cores of its own pays: alone/with is the with/alone throughput it
+# would then reach (the INFO sampler and the probe add a little to the with-replica figure).
+printf '%-8s %18s %18s %22s\n' server cpu_us/req_alone cpu_us/req_replica alone/with_cpu
+for target in redis abacus; do
+  a=$(median ${cpu[$target,alone]}); w=$(median ${cpu[$target,replica]})
+  printf '%-8s %18.3f %18.3f %22.2f\n' "$target" "$a" "$w" "$(echo "$a / $w" | bc -l)"
 done
 printf 'lag probes (ms samples): redis %s, abacus %s\n' "$(wc -l < "$BENCH_TMP/lagms-redis")" "$(wc -l < "$BENCH_TMP/lagms-abacus")"
 printf 'abacus with a replica / redis with a replica: %.2f (target >= 1.5); abacus with/alone target >= 0.9\n' \
