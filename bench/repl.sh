@@ -29,6 +29,8 @@
 #   bench/repl.sh                          N=2000000 ROUNDS=3 KEYS=10000000
 #   N=500000 ROUNDS=1 KEYS=1000000 bench/repl.sh     quicker
 #   ROUNDS=0 bench/repl.sh                 the full sync only
+#   LAG=0 bench/repl.sh                    no lag sampling (the primary's CPU per request
+#                                          without the samplers' INFO and probe requests)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 N=${N:-2000000}
@@ -88,7 +90,7 @@ for round in $(seq 1 "$ROUNDS"); do
     for mode in alone replica; do
       if [ "$mode" = replica ]; then attach "$rep" "$p"; else detach "$rep" "$p"; fi
       sampler=; prober=
-      if [ "$mode" = replica ]; then
+      if [ "$mode" = replica ] && [ "${LAG:-1}" = 1 ]; then
         lag_sampler "$p" "$BENCH_TMP/lag-$target" & sampler=$!
         python3 "$ROOT/bench/repl_lag.py" "$p" "$rep" "$BENCH_TMP/lagms-$target" & prober=$!
       fi
@@ -115,6 +117,7 @@ printf '%-8s %14s %16s %12s %10s %10s %10s %10s %10s %10s\n' server alone_ops/s 
 for target in redis abacus; do
   a=$(median ${rps[$target,alone]}); w=$(median ${rps[$target,replica]})
   f=$BENCH_TMP/lag-$target; g=$BENCH_TMP/lagms-$target
+  [ -s "$f" ] || echo 0 > "$f"; [ -s "$g" ] || echo 0 > "$g"
   printf '%-8s %14.0f %16.0f %12.2f %10s %10s %10s %10s %10s %10s\n' "$target" "$a" "$w" "$(echo "$w / $a" | bc -l)" \
     "$(percentile "$f" 0.5)" "$(percentile "$f" 0.99)" "$(sort -n "$f" | tail -1)" \
     "$(percentile "$g" 0.5)" "$(percentile "$g" 0.99)" "$(sort -n "$g" | tail -1)"
