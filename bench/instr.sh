@@ -6,6 +6,7 @@
 #
 #   bench/instr.sh                              SET and GET at -P 1 and -P 16, default config
 #   ABACUS_ARGS="--threads 1" bench/instr.sh
+#   CLIENTS=1 bench/instr.sh                   one connection: stable per-request counts
 #   ABACUS_BIN=/path/to/other/abacus bench/instr.sh    compare two builds
 #   TESTS="lpush rpush lpop rpop lrange_100 zadd zpopmin" REDIS=1 bench/instr.sh
 #                                               other redis-benchmark tests, and redis-server
@@ -22,6 +23,10 @@ command -v valgrind >/dev/null || { echo "valgrind is required" >&2; exit 1; }
 [ -x "$ABACUS_BIN" ] || (cd "$ROOT" && cargo build --release -q -p abacus)
 
 TESTS=${TESTS:-SET GET}
+# Connections of the measured run (W3's 50). CLIENTS=1: each read brings exactly the
+# requests of one pipeline, so the per-read work's share per request does not move between
+# runs (at -P 1 with 50 clients it does, by tens of percent under callgrind).
+CLIENTS=${CLIENTS:-50}
 REDIS=${REDIS:-}
 
 # instr TEST P [redis]: prints instructions per request.
@@ -42,7 +47,7 @@ instr() {
   # Warm-up of the test itself (fills the list LRANGE reads, grows the key it pushes to).
   redis-benchmark -p "$port" -t "$test" -r 100000 -n 5000 -c 50 -P "$p" -q >/dev/null 2>&1
   callgrind_control -i on "$pid" >/dev/null 2>&1
-  redis-benchmark -p "$port" -t "$test" -r 100000 -n "$N" -c 50 -P "$p" -q >/dev/null 2>&1
+  redis-benchmark -p "$port" -t "$test" -r 100000 -n "$N" -c "$CLIENTS" -P "$p" -q >/dev/null 2>&1
   callgrind_control -i off "$pid" >/dev/null 2>&1
   callgrind_control -d "$pid" >/dev/null 2>&1
   kill "$pid"; wait "$pid" 2>/dev/null || true

@@ -10,6 +10,9 @@
 #
 #   bench/latency.sh                          ROUNDS=3, N=20000 requests per cell
 #   ROUNDS=2 THROUGHPUT=0 bench/latency.sh    callgrind only
+#   CLIENTS=1 ROUNDS=2 THROUGHPUT=0 bench/latency.sh
+#                                             one connection (bench/instr.sh): -P 1 cells
+#                                             that do not move between runs
 set -euo pipefail
 HERE="$(dirname "$0")"
 ROUNDS=${ROUNDS:-3}
