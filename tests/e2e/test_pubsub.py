@@ -619,6 +619,10 @@ def run_script(port):
                 elif i == who and name in ("EXEC", "DISCARD", "RESET"):
                     in_multi[i] = False
                 if in_multi[i]:
+                    if i == who and name != "MULTI":
+                        # Its reply (QUEUED or an error) comes for sure: waited for in
+                        # full, so a loaded machine cannot push it past the quiet wait.
+                        got.append(normalize(x.read_reply()))
                     x.sock.settimeout(0.3)
                     try:
                         while True:
