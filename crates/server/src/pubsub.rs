@@ -417,7 +417,8 @@ pub fn encode_message(kind: &[u8], pattern: Option<&[u8]>, channel: &[u8], paylo
     out.freeze()
 }
 
-fn bulk(out: &mut BytesMut, b: &[u8]) {
+/// One RESP bulk string (also CLIENT TRACKING's invalidation messages, `tracking.rs`).
+pub(crate) fn bulk(out: &mut impl BufMut, b: &[u8]) {
     let mut n = itoa::Buffer::new();
     out.put_u8(b'$');
     out.put_slice(n.format(b.len()).as_bytes());

@@ -51,6 +51,7 @@ use tokio::sync::Notify;
 use abacus_protocol::{Bytes, BytesMut};
 
 use crate::clients::ClientMeta;
+use crate::pubsub::bulk;
 
 /// Messages an inbox holds before its client is disconnected.
 pub const INBOX_MAX_MESSAGES: usize = 1 << 20;
@@ -186,15 +187,6 @@ fn one_key(key: &[u8]) -> Vec<u8> {
     v.extend_from_slice(b"*1\r\n");
     bulk(&mut v, key);
     v
-}
-
-fn bulk(out: &mut impl BufMut, b: &[u8]) {
-    let mut n = itoa::Buffer::new();
-    out.put_u8(b'$');
-    out.put_slice(n.format(b.len()).as_bytes());
-    out.put_slice(b"\r\n");
-    out.put_slice(b);
-    out.put_slice(b"\r\n");
 }
 
 /// Sends one invalidation (`value`: the encoded keys array, or a null) to `t`'s receiver, as
