@@ -118,17 +118,7 @@ pub async fn load(worker: &Rc<Worker>, path: &std::path::Path, gen: u64, replid:
         .ok_or("server is shutting down")?;
     let loaded: u64 = loaded.into_iter().sum();
     repl.sync_keys_skipped.fetch_add(skipped_total.load(Ordering::Relaxed), Ordering::Relaxed);
-    if !super::reset_to(gen, replid, offset) {
-        return Err("REPLICAOF changed during the sync".into());
-    }
-    // As the Abacus load (`replica.rs`): the data set was replaced without log commands, so
-    // a restart before the snapshot below is durable claims no replication position.
-    super::log_barrier();
-    if crate::aof::global().is_some() || crate::snapshot::global().is_some() {
-        if let Err(e) = crate::snapshot::start(worker, Access::Locked(&locks), "a full sync from a Redis primary").await {
-            tracing::warn!("snapshot after the full sync did not start ({e}): the data directory holds the previous data set until the next one");
-        }
-    }
+    super::finish_full_sync(worker, &locks, gen, replid, offset, "a full sync from a Redis primary").await?;
     drop(locks);
     Ok(loaded)
 }

@@ -570,6 +570,25 @@ pub fn log_position_at_rotation(snapshot: &str) {
     }
 }
 
+/// The end of a full sync's load, the same from an Abacus primary (`replica.rs`) and from a
+/// Redis one (`from_redis.rs`), called with every shard still held: take the primary's
+/// replication ID and offset, write the log barrier (a restart before the snapshot below is
+/// durable must not claim a replication position, since the data set was replaced without
+/// log commands), and start the snapshot that makes the data directory the loaded data set.
+/// Err when REPLICAOF changed during the sync.
+pub(crate) async fn finish_full_sync(worker: &std::rc::Rc<crate::exec::Worker>, locks: &crate::exec::Locks, gen: u64, replid: &str, offset: u64, source: &'static str) -> Result<(), String> {
+    if !reset_to(gen, replid, offset) {
+        return Err("REPLICAOF changed during the sync".into());
+    }
+    log_barrier();
+    if crate::aof::global().is_some() || crate::snapshot::global().is_some() {
+        if let Err(e) = crate::snapshot::start(worker, crate::exec::Access::Locked(locks), source).await {
+            tracing::warn!("snapshot after the full sync did not start ({e}): the data directory holds the previous data set until the next one");
+        }
+    }
+    Ok(())
+}
+
 /// A full sync replaced the data set without log commands (`replica.rs`, every shard held,
 /// before the snapshot that records the new data set): see [`Mark::Barrier`].
 pub(crate) fn log_barrier() {

@@ -278,19 +278,7 @@ async fn load(worker: &Rc<Worker>, path: &std::path::Path, gen: u64, replid: &st
     if loaded != keys {
         tracing::warn!("{} keys of the primary's snapshot are in databases this server does not have (raise 'databases')", keys - loaded);
     }
-    if !super::reset_to(gen, replid, offset) {
-        return Err("REPLICAOF changed during the sync".into());
-    }
-    // The log and snapshots on disk describe the old data set: the log says so (a restart
-    // before the snapshot below is durable must not claim a replication position), and a
-    // snapshot at this point
-    // (taken while every shard is still held) makes the data directory the loaded one.
-    super::log_barrier();
-    if crate::aof::global().is_some() || crate::snapshot::global().is_some() {
-        if let Err(e) = crate::snapshot::start(worker, Access::Locked(&locks), "a full sync from the primary").await {
-            tracing::warn!("snapshot after the full sync did not start ({e}): the data directory holds the previous data set until the next one");
-        }
-    }
+    super::finish_full_sync(worker, &locks, gen, replid, offset, "a full sync from the primary").await?;
     drop(locks);
     Ok(loaded)
 }
