@@ -417,7 +417,7 @@ pub fn note_command(conn: &crate::conn::Conn, call: &crate::exec::Call) {
     if t.mode.bcast || (t.mode.optin && !t.caching) || (t.mode.optout && t.caching) {
         return;
     }
-    let id = conn.meta.id;
+    let id = conn.client.meta.id;
     if is_tracked_read(call.spec) {
         remember(id, call.spec.key_indexes(&call.args).map(|i| &call.args[i][..]));
     } else if call.spec.name == "exec" {

@@ -31,7 +31,7 @@ const ACL: &[Spec] = &[
     Spec::conn("acl|save", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, _| save(conn)), S, "Saves the effective ACL rules in the configured ACL file."),
     Spec::conn("acl|setuser", -3, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, call| setuser(conn, &call.args)), S, "Creates and modifies an ACL user and its rules."),
     Spec::conn("acl|users", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, _| users(conn)), S, "Lists all ACL users."),
-    Spec::conn("acl|whoami", 2, LOADING | STALE, NONE, conn_fn!(|conn, _, _| Frame::bulk(conn.user.name.as_bytes().to_vec())), S, "Returns the authenticated username of the current connection."),
+    Spec::conn("acl|whoami", 2, LOADING | STALE, NONE, conn_fn!(|conn, _, _| Frame::bulk(conn.client.user.name.as_bytes().to_vec())), S, "Returns the authenticated username of the current connection."),
     Spec::conn("acl|help", 2, LOADING | STALE, NONE, conn_fn!(|_, _, _| help()), S, "Returns helpful text about the different subcommands."),
 ];
 
@@ -61,7 +61,7 @@ fn kill_clients_of(conn: &mut Conn, name: &str) {
         if &**c.user.lock() != name {
             continue;
         }
-        if c.id == conn.meta.id {
+        if c.id == conn.client.meta.id {
             conn.close_after_reply = true;
         }
         c.kill();

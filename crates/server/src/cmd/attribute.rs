@@ -182,7 +182,7 @@ async fn attribute(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         Ok(p) => p,
         Err(e) => return e,
     };
-    let db = conn.db;
+    let db = conn.client.db;
     match scope {
         Scope::Key(key) => {
             let shard = shard_of(&key, conn.worker.shards());

@@ -63,7 +63,7 @@ const COMMAND: &[Spec] = &[
 ];
 
 pub fn ping(conn: &mut Conn, a: &[Arg]) -> Frame {
-    if conn.proto == Protocol::Resp2 && conn.pubsub.is_some() && a.len() <= 2 {
+    if conn.client.proto == Protocol::Resp2 && conn.pubsub.is_some() && a.len() <= 2 {
         // Subscribed (RESP2): a message-shaped reply, as Redis's.
         return Frame::Array(vec![Frame::bulk(&b"pong"[..]), Frame::Bulk(a.get(1).map_or_else(Bytes::new, |m| Bytes::copy_from_slice(m)))]);
     }
@@ -80,7 +80,7 @@ fn authenticate(conn: &mut Conn, user: &[u8], pass: &[u8]) -> bool {
     match conn.worker.server.acl.authenticate(user, pass) {
         Some(u) => {
             conn.set_user(u);
-            conn.authenticated = true;
+            conn.client.authenticated = true;
             true
         }
         None => {
@@ -140,22 +140,22 @@ pub fn hello(conn: &mut Conn, a: &[Arg]) -> Frame {
             return err_quoting("ERR Syntax error in HELLO option '", &a[i], "'");
         }
     }
-    if !conn.authenticated && conn.worker.server.acl.auth_required() {
+    if !conn.client.authenticated && conn.worker.server.acl.auth_required() {
         return err("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
     }
     if let Some(n) = name {
-        *conn.meta.name.lock() = if n.is_empty() { None } else { Some(n) };
+        *conn.client.meta.name.lock() = if n.is_empty() { None } else { Some(n) };
     }
     if let Some(p) = proto {
-        conn.proto = p;
-        conn.meta.resp.store(if p == Protocol::Resp3 { 3 } else { 2 }, Ordering::Relaxed);
+        conn.client.proto = p;
+        conn.client.meta.resp.store(if p == Protocol::Resp3 { 3 } else { 2 }, Ordering::Relaxed);
     }
     let s = |v: &str| Frame::bulk(v.as_bytes().to_vec());
     Frame::Map(vec![
         (s("server"), s("redis")),
         (s("version"), s(REDIS_VERSION)),
-        (s("proto"), Frame::Integer(if conn.proto == Protocol::Resp3 { 3 } else { 2 })),
-        (s("id"), Frame::Integer(conn.meta.id as i64)),
+        (s("proto"), Frame::Integer(if conn.client.proto == Protocol::Resp3 { 3 } else { 2 })),
+        (s("id"), Frame::Integer(conn.client.meta.id as i64)),
         (s("mode"), s("standalone")),
         (s("role"), s("master")),
         (s("modules"), Frame::Array(vec![])),
@@ -170,8 +170,8 @@ pub fn select(conn: &mut Conn, a: &[Arg]) -> Frame {
     if n < 0 || n as usize >= conn.worker.server.databases {
         return err("ERR DB index is out of range");
     }
-    conn.db = n as usize;
-    conn.meta.db.store(conn.db, Ordering::Relaxed);
+    conn.client.db = n as usize;
+    conn.client.meta.db.store(conn.client.db, Ordering::Relaxed);
     Frame::ok()
 }
 
@@ -182,29 +182,29 @@ pub fn quit(conn: &mut Conn) -> Frame {
 
 pub async fn reset(conn: &mut Conn) -> Frame {
     if conn.monitor.take().is_some() {
-        conn.worker.server.monitors.remove(conn.meta.id);
+        conn.worker.server.monitors.remove(conn.client.meta.id);
     }
     conn.multi = None;
-    conn.meta.multi_len.store(usize::MAX, Ordering::Relaxed);
-    conn.meta.multi_mem.store(0, Ordering::Relaxed);
+    conn.client.meta.multi_len.store(usize::MAX, Ordering::Relaxed);
+    conn.client.meta.multi_mem.store(0, Ordering::Relaxed);
     conn.unwatch_all().await;
     // Messages published before the RESET still go out, before its reply.
     conn.take_messages(usize::MAX);
     conn.leave_pubsub();
-    conn.db = 0;
-    conn.meta.db.store(0, Ordering::Relaxed);
-    conn.proto = Protocol::Resp2;
-    conn.meta.resp.store(2, Ordering::Relaxed);
-    *conn.meta.name.lock() = None;
-    conn.reply_mode = ReplyMode::On;
-    conn.meta.no_evict.store(false, Ordering::Relaxed);
-    conn.meta.no_touch.store(false, Ordering::Relaxed);
+    conn.client.db = 0;
+    conn.client.meta.db.store(0, Ordering::Relaxed);
+    conn.client.proto = Protocol::Resp2;
+    conn.client.meta.resp.store(2, Ordering::Relaxed);
+    *conn.client.meta.name.lock() = None;
+    conn.client.reply_mode = ReplyMode::On;
+    conn.client.meta.no_evict.store(false, Ordering::Relaxed);
+    conn.client.meta.no_touch.store(false, Ordering::Relaxed);
     if conn.tracking.take().is_some() {
-        crate::tracking::disable(conn.meta.id);
+        crate::tracking::disable(conn.client.meta.id);
     }
     let default = conn.worker.server.acl.default_user();
     conn.set_user(default);
-    conn.authenticated = !conn.worker.server.acl.auth_required();
+    conn.client.authenticated = !conn.worker.server.acl.auth_required();
     Frame::simple("RESET")
 }
 
@@ -239,20 +239,20 @@ pub enum ClientSub {
 
 pub fn client(conn: &mut Conn, sub: ClientSub, a: &[Arg]) -> Frame {
     match sub {
-        ClientSub::Id => Frame::Integer(conn.meta.id as i64),
+        ClientSub::Id => Frame::Integer(conn.client.meta.id as i64),
         ClientSub::SetName => {
             if !valid_client_name(&a[2]) {
                 return err("ERR Client names cannot contain spaces, newlines or special characters.");
             }
             let n = String::from_utf8_lossy(&a[2]).into_owned();
-            *conn.meta.name.lock() = if n.is_empty() { None } else { Some(n) };
+            *conn.client.meta.name.lock() = if n.is_empty() { None } else { Some(n) };
             Frame::ok()
         }
-        ClientSub::GetName => match conn.meta.name.lock().clone() {
+        ClientSub::GetName => match conn.client.meta.name.lock().clone() {
             Some(n) => Frame::bulk(n.into_bytes()),
             None => Frame::Null,
         },
-        ClientSub::Info => verbatim(conn.meta.info_line(now_ms()) + "\n"),
+        ClientSub::Info => verbatim(conn.client.meta.info_line(now_ms()) + "\n"),
         ClientSub::List => client_list(conn, a),
         ClientSub::Kill => client_kill(conn, a),
         ClientSub::Unblock => {
@@ -268,9 +268,9 @@ pub fn client(conn: &mut Conn, sub: ClientSub, a: &[Arg]) -> Frame {
         }
         ClientSub::NoEvict => {
             if is(&a[2], "on") {
-                conn.meta.no_evict.store(true, Ordering::Relaxed);
+                conn.client.meta.no_evict.store(true, Ordering::Relaxed);
             } else if is(&a[2], "off") {
-                conn.meta.no_evict.store(false, Ordering::Relaxed);
+                conn.client.meta.no_evict.store(false, Ordering::Relaxed);
             } else {
                 return err(ERR_SYNTAX);
             }
@@ -280,9 +280,9 @@ pub fn client(conn: &mut Conn, sub: ClientSub, a: &[Arg]) -> Frame {
         // the keys they look up alone (`exec::untouching`).
         ClientSub::NoTouch => {
             if is(&a[2], "on") {
-                conn.meta.no_touch.store(true, Ordering::Relaxed);
+                conn.client.meta.no_touch.store(true, Ordering::Relaxed);
             } else if is(&a[2], "off") {
-                conn.meta.no_touch.store(false, Ordering::Relaxed);
+                conn.client.meta.no_touch.store(false, Ordering::Relaxed);
             } else {
                 return err(ERR_SYNTAX);
             }
@@ -290,13 +290,13 @@ pub fn client(conn: &mut Conn, sub: ClientSub, a: &[Arg]) -> Frame {
         }
         ClientSub::Reply => {
             if is(&a[2], "on") {
-                conn.reply_mode = ReplyMode::On;
+                conn.client.reply_mode = ReplyMode::On;
             } else if is(&a[2], "off") {
-                conn.reply_mode = ReplyMode::Off;
+                conn.client.reply_mode = ReplyMode::Off;
             } else if is(&a[2], "skip") {
                 // Suppress this reply and the next command's.
-                if conn.reply_mode != ReplyMode::Off {
-                    conn.reply_mode = ReplyMode::Skip(2);
+                if conn.client.reply_mode != ReplyMode::Off {
+                    conn.client.reply_mode = ReplyMode::Skip(2);
                 }
             } else {
                 return err(ERR_SYNTAX);
@@ -310,7 +310,7 @@ pub fn client(conn: &mut Conn, sub: ClientSub, a: &[Arg]) -> Frame {
                     return err("ERR lib-name and lib-ver cannot contain spaces, newlines or special characters.");
                 }
                 if is(&a[2], "lib-name") {
-                    *conn.meta.lib_name.lock() = Some(v);
+                    *conn.client.meta.lib_name.lock() = Some(v);
                 }
                 Frame::ok()
             } else {
@@ -412,7 +412,7 @@ fn client_kill(conn: &mut Conn, a: &[Arg]) -> Frame {
         return match clients.iter().find(|c| c.addr.to_string() == addr) {
             Some(c) => {
                 c.kill();
-                if c.id == conn.meta.id {
+                if c.id == conn.client.meta.id {
                     conn.close_after_reply = true;
                 }
                 Frame::ok()
@@ -462,7 +462,7 @@ fn client_kill(conn: &mut Conn, a: &[Arg]) -> Frame {
         if of_type.is_some_and(|t| t != ClientType::of(&c)) || id.is_some_and(|x| x != c.id) || addr.as_ref().is_some_and(|x| *x != c.addr.to_string()) || laddr.as_ref().is_some_and(|x| *x != c.laddr.to_string()) {
             continue;
         }
-        if c.id == conn.meta.id {
+        if c.id == conn.client.meta.id {
             if skipme {
                 continue;
             }

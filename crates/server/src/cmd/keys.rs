@@ -266,7 +266,7 @@ fn object_help(_ctx: &mut Ctx, _a: &[Arg]) -> Frame {
 }
 
 pub async fn keys(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
-    let db = conn.db;
+    let db = conn.client.db;
     let pattern = Bytes::copy_from_slice(&a[1]);
     let Some(per_shard) = conn.worker.run_all(access, move |s| s.dbs[db].keys_matching(&pattern, now_ms())).await else {
         return crate::exec::shutting_down();
@@ -312,7 +312,7 @@ pub async fn scan(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     }
     let mut shard = shard;
     let mut pos = cursor & !SHARD_MASK;
-    let db = conn.db;
+    let db = conn.client.db;
     let mut keys = Vec::new();
     let mut budget = count;
     // Visit `count` entries in all, moving on to the next shard when one is exhausted, so a
@@ -357,7 +357,7 @@ pub async fn scan(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
 }
 
 pub async fn randomkey(conn: &mut Conn, access: Access<'_>) -> Frame {
-    let db = conn.db;
+    let db = conn.client.db;
     let Some(sizes) = conn.worker.run_all(access, move |s| s.dbs[db].len()).await else {
         return crate::exec::shutting_down();
     };

@@ -112,8 +112,8 @@ fn resp(out: &mut Vec<u8>, args: &[&[u8]]) {
 /// Runs `args` as a keyed call under `locks`.
 async fn call(conn: &mut Conn, locks: &Locks, args: Vec<Bytes>) -> Frame {
     let Some(spec) = lookup(&args[0]) else { return err("ERR unknown command") };
-    let db = conn.db;
-    conn.worker.run_keyed(Access::Locked(locks), db, Call { spec, args: Args::from_vec(args), client: conn.meta.id, no_touch: conn.meta.no_touch() }).await
+    let db = conn.client.db;
+    conn.worker.run_keyed(Access::Locked(locks), db, Call { spec, args: Args::from_vec(args), client: conn.client.meta.id, no_touch: conn.client.meta.no_touch() }).await
 }
 
 /// Reads one reply line (the target answers AUTH, SELECT and RESTORE with +OK or -error).

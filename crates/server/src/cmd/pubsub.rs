@@ -56,7 +56,7 @@ fn confirmation(verb: &'static str, name: Option<&[u8]>, count: usize) -> Frame 
 }
 
 fn subscribe(conn: &mut Conn, kind: Kind, a: &[Arg]) -> Frame {
-    let (meta, limit) = (conn.meta.clone(), conn.worker.server.config.pubsub_limit.clone());
+    let (meta, limit) = (conn.client.meta.clone(), conn.worker.server.config.pubsub_limit.clone());
     let subs = conn.pubsub.get_or_insert_with(|| Box::new(Subscriptions::new(meta, limit)));
     let verb = kind.subscribe_verb();
     Frame::Seq(

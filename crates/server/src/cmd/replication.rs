@@ -34,7 +34,7 @@ async fn replicaof(conn: &mut Conn, a: &[Arg]) -> Frame {
         // Stop the link between two applied chunks, then take over the history.
         let _applying = repl.apply_lock.lock().await;
         if replication::become_primary() {
-            tracing::info!("MASTER MODE enabled (user request from id={} addr={})", conn.meta.id, conn.meta.addr);
+            tracing::info!("MASTER MODE enabled (user request from id={} addr={})", conn.client.meta.id, conn.client.meta.addr);
         }
         return Frame::ok();
     }
@@ -48,7 +48,7 @@ async fn replicaof(conn: &mut Conn, a: &[Arg]) -> Frame {
     match replication::become_replica(MasterAddr { host: host.clone(), port }) {
         None => Frame::simple("OK Already connected to specified master"),
         Some(gen) => {
-            tracing::info!("REPLICAOF {host}:{port} enabled (user request from id={} addr={})", conn.meta.id, conn.meta.addr);
+            tracing::info!("REPLICAOF {host}:{port} enabled (user request from id={} addr={})", conn.client.meta.id, conn.client.meta.addr);
             replication::replica::spawn(conn.worker.clone(), gen);
             Frame::ok()
         }
@@ -117,7 +117,7 @@ async fn wait(conn: &mut Conn, a: &[Arg]) -> Frame {
     }
     repl.request_acks();
     let deadline = (timeout > 0).then(|| tokio::time::Instant::now() + Duration::from_millis(timeout));
-    let killed = conn.meta.clone();
+    let killed = conn.client.meta.clone();
     loop {
         let notified = repl.acks.notified();
         tokio::pin!(notified);

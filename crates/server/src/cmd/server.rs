@@ -67,7 +67,7 @@ async fn lock_all_if_free(conn: &Conn, access: Access<'_>) -> Option<Option<Lock
 }
 
 pub async fn dbsize(conn: &mut Conn, access: Access<'_>) -> Frame {
-    let db = conn.db;
+    let db = conn.client.db;
     match conn.worker.run_all(access, move |s| s.dbs[db].len()).await {
         Some(v) => Frame::Integer(v.iter().sum::<usize>() as i64),
         None => shutting_down(),
@@ -95,8 +95,8 @@ pub async fn flush(conn: &mut Conn, access: Access<'_>, call: &crate::exec::Call
         Some(l) => Access::Locked(l),
         None => access,
     };
-    let only = current_db_only.then_some(conn.db);
-    log_under(access, own.as_ref(), conn.db, &[call.spec.name.as_bytes()]);
+    let only = current_db_only.then_some(conn.client.db);
+    log_under(access, own.as_ref(), conn.client.db, &[call.spec.name.as_bytes()]);
     let olds = conn
         .worker
         .run_all(access, move |s| {
@@ -140,7 +140,7 @@ pub async fn swapdb(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         None => access,
     };
     let (x, y) = (first.min(second) as usize, first.max(second) as usize);
-    log_under(access, own.as_ref(), conn.db, &[&b"SWAPDB"[..], x.to_string().as_bytes(), y.to_string().as_bytes()]);
+    log_under(access, own.as_ref(), conn.client.db, &[&b"SWAPDB"[..], x.to_string().as_bytes(), y.to_string().as_bytes()]);
     let done = conn
         .worker
         .run_all(access, move |s| {
@@ -231,7 +231,7 @@ pub async fn debug(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     // The primary's stream carries the DEBUG POPULATE its clients ran: a replica applies it.
     let allowed = conn.is_master || match conn.worker.server.config.get("enable-debug-command").as_str() {
         "yes" => true,
-        "local" => conn.peer_is_loopback,
+        "local" => conn.client.peer_is_loopback,
         _ => false,
     };
     if !allowed {
@@ -334,7 +334,7 @@ async fn populate(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     if let Err(e) = check_allocatable(size as u64) {
         return e;
     }
-    let db = conn.db;
+    let db = conn.client.db;
     let shards = conn.worker.shards();
     // Under every shard's lock, so the log's single record of it is exact (it creates only
     // missing keys, which depends on the writes before it).
@@ -408,7 +408,7 @@ const DEFAULT_SECTIONS: &[&str] = &["server", "clients", "memory", "persistence"
 pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     let sections: Vec<String> = a[1..].iter().map(|s| String::from_utf8_lossy(s).to_ascii_lowercase()).collect();
     let Some(out) = info_text(&conn.worker, access, sections).await else { return shutting_down() };
-    match conn.proto {
+    match conn.client.proto {
         Protocol::Resp3 => Frame::Verbatim { format: *b"txt", text: Bytes::from(out) },
         Protocol::Resp2 => Frame::Bulk(Bytes::from(out)),
     }
@@ -617,7 +617,7 @@ pub fn lolwut(conn: &Conn, a: &[Arg]) -> Frame {
     text.push_str("Redis ver. ");
     text.push_str(REDIS_VERSION);
     text.push('\n');
-    match conn.proto {
+    match conn.client.proto {
         Protocol::Resp3 => Frame::Verbatim { format: *b"txt", text: Bytes::from(text) },
         Protocol::Resp2 => Frame::Bulk(Bytes::from(text)),
     }
@@ -641,7 +641,7 @@ pub fn monitor(conn: &mut Conn, access: Access<'_>) -> Frame {
         return err("ERR MONITOR isn't allowed for DENY BLOCKING client");
     }
     if conn.monitor.is_none() {
-        conn.monitor = Some(conn.worker.server.monitors.add(conn.meta.id));
+        conn.monitor = Some(conn.worker.server.monitors.add(conn.client.meta.id));
     }
     Frame::ok()
 }

@@ -249,7 +249,7 @@ pub async fn sort(conn: &mut Conn, access: Access<'_>, a: &[Arg], read_only: boo
         }
     };
     let access = Access::Locked(locks);
-    let db = conn.db;
+    let db = conn.client.db;
     let flags = conn.worker.server.config.cmd_config().notify;
     let source = {
         let key = key.clone();

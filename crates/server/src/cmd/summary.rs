@@ -258,7 +258,7 @@ async fn ingest(conn: &mut Conn, access: Access<'_>, a: &[Arg], with_source: boo
         line = batch.add_payload(&rules, p, line, summarizer::REJECTS_KEPT);
     }
     let n = conn.worker.shards();
-    let db = conn.db;
+    let db = conn.client.db;
     let mut per_shard: BTreeMap<usize, ShardWork> = BTreeMap::new();
     // The folded changes go to the shards as they are (shared, read-only): each shard gets
     // the list of (change, part) it owns, the key of a part computed here once for routing.
@@ -288,7 +288,7 @@ async fn ingest(conn: &mut Conn, access: Access<'_>, a: &[Arg], with_source: boo
     }
     let source_label = match &source {
         Some((_, id, ..)) => id.clone(),
-        None => format!("client {}", conn.meta.id),
+        None => format!("client {}", conn.client.meta.id),
     };
     if per_shard.is_empty() {
         summarizer::record(&rules, fi, &batch, &source_label);
@@ -706,7 +706,7 @@ fn ingest_reply(batch: &Batch) -> Frame {
 
 async fn source(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     let key = format!("{SOURCE_PREFIX}{}", text(&a[1])).into_bytes();
-    let db = conn.db;
+    let db = conn.client.db;
     let shard = shard_of(&key, conn.worker.shards());
     match conn.worker.run(access, shard, move |s| source_position(&mut s.dbs[db], &key)).await {
         Some(Ok((offset, line))) => Frame::Array(vec![Frame::Integer(offset as i64), Frame::Integer(line as i64)]),
@@ -758,7 +758,7 @@ async fn query(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         Ok(q) => Arc::new(q),
         Err(e) => return Frame::error(e.0),
     };
-    let db = conn.db;
+    let db = conn.client.db;
     let (r, q2) = (rules.clone(), q.clone());
     let Some(parts) = conn.worker.run_all(access, move |s| shard_groups(&r, &q2, &mut s.dbs[db])).await else {
         return crate::exec::shutting_down();

@@ -72,12 +72,12 @@ pub fn client_tracking(conn: &mut Conn, a: &[Arg]) -> Frame {
                 return Frame::error(e);
             }
         }
-        let mode = tracking::enable(&conn.meta, mode, redirect_to.as_ref());
+        let mode = tracking::enable(&conn.client.meta, mode, redirect_to.as_ref());
         let caching = conn.tracking.as_deref().is_some_and(|t| t.caching);
         conn.tracking = Some(Box::new(ConnTracking { mode, caching }));
     } else if is(&a[2], "off") {
         if conn.tracking.take().is_some() {
-            tracking::disable(conn.meta.id);
+            tracking::disable(conn.client.meta.id);
         }
     } else {
         return err(ERR_SYNTAX);
@@ -113,7 +113,7 @@ pub fn client_getredir(conn: &Conn) -> Frame {
 /// CLIENT TRACKINGINFO: a map of flags (a set), redirect and prefixes.
 pub fn client_trackinginfo(conn: &Conn) -> Frame {
     let (mode, broken) = match conn.tracking.as_deref() {
-        Some(_) => tracking::info(conn.meta.id).unwrap_or_default(),
+        Some(_) => tracking::info(conn.client.meta.id).unwrap_or_default(),
         None => (Mode::default(), false),
     };
     let on = conn.tracking.is_some();

@@ -35,7 +35,7 @@ pub fn multi(conn: &mut Conn) -> Frame {
         return err("ERR MULTI calls can not be nested");
     }
     conn.multi = Some(Multi { queued: Vec::new(), failed: false, monitor_args: Vec::new() });
-    conn.meta.multi_len.store(0, Ordering::Relaxed);
+    conn.client.meta.multi_len.store(0, Ordering::Relaxed);
     Frame::ok()
 }
 
@@ -43,8 +43,8 @@ pub async fn discard(conn: &mut Conn) -> Frame {
     if conn.multi.take().is_none() {
         return err("ERR DISCARD without MULTI");
     }
-    conn.meta.multi_len.store(usize::MAX, Ordering::Relaxed);
-    conn.meta.multi_mem.store(0, Ordering::Relaxed);
+    conn.client.meta.multi_len.store(usize::MAX, Ordering::Relaxed);
+    conn.client.meta.multi_mem.store(0, Ordering::Relaxed);
     conn.unwatch_all().await;
     Frame::ok()
 }
@@ -54,10 +54,10 @@ pub async fn exec(conn: &mut Conn) -> Frame {
     // ACL rules are checked again at EXEC, as Redis does: a queued command the user's rules
     // no longer allow does not run, and its place in the reply holds the error.
     let mut denied: Vec<(usize, Frame)> = Vec::new();
-    if !conn.user.is_open() && !multi.failed {
+    if !conn.client.user.is_open() && !multi.failed {
         let mut kept = Vec::with_capacity(multi.queued.len());
         for (i, call) in std::mem::take(&mut multi.queued).into_iter().enumerate() {
-            match conn.user.check(call.spec, &call.args) {
+            match conn.client.user.check(call.spec, &call.args) {
                 Ok(()) => kept.push(call),
                 Err(d) => {
                     conn.acl_log(d.reason(), "multi", d.object(call.spec, &call.args));
@@ -79,8 +79,8 @@ pub async fn exec(conn: &mut Conn) -> Frame {
 }
 
 async fn exec_queued(conn: &mut Conn, multi: crate::conn::Multi) -> Frame {
-    conn.meta.multi_len.store(usize::MAX, Ordering::Relaxed);
-    conn.meta.multi_mem.store(0, Ordering::Relaxed);
+    conn.client.meta.multi_len.store(usize::MAX, Ordering::Relaxed);
+    conn.client.meta.multi_mem.store(0, Ordering::Relaxed);
     if multi.failed {
         conn.unwatch_all().await;
         return err("EXECABORT Transaction discarded because of previous errors.");
@@ -98,7 +98,7 @@ async fn exec_queued(conn: &mut Conn, multi: crate::conn::Multi) -> Frame {
     for call in &multi.queued {
         match call.spec.handler {
             Handler::Keyed(_) => {
-                for (_, k) in command_keys(call.spec, &call.args, conn.db) {
+                for (_, k) in command_keys(call.spec, &call.args, conn.client.db) {
                     shards.insert(shard_of(&k, n));
                 }
                 if call.spec.key_indexes(&call.args).next().is_none() {
@@ -118,7 +118,7 @@ async fn exec_queued(conn: &mut Conn, multi: crate::conn::Multi) -> Frame {
         }
     }
     let Some(locks) = conn.worker.lock(wanted).await else { return crate::exec::shutting_down() };
-    if conn.watch_flag.load(Ordering::Acquire) {
+    if conn.client.watch_flag.load(Ordering::Acquire) {
         drop(locks);
         conn.unwatch_all().await;
         return Frame::NullArray;
@@ -157,10 +157,10 @@ pub async fn watch(conn: &mut Conn, a: &[Arg]) -> Frame {
     }
     let n = conn.worker.shards();
     for key in &a[1..] {
-        if conn.watched.iter().any(|(d, k)| *d == conn.db && k[..] == key[..]) {
+        if conn.watched.iter().any(|(d, k)| *d == conn.client.db && k[..] == key[..]) {
             continue;
         }
-        let (db, k, flag) = (conn.db, Bytes::copy_from_slice(key), conn.watch_flag.clone());
+        let (db, k, flag) = (conn.client.db, Bytes::copy_from_slice(key), conn.client.watch_flag.clone());
         let register = move |s: &mut crate::shard::Shard| {
             if let Some(d) = s.dbs.get_mut(db) {
                 // A key already expired is reclaimed now: as in Redis 7.0, its later
@@ -185,7 +185,7 @@ pub async fn watch(conn: &mut Conn, a: &[Arg]) -> Frame {
                 None => return crate::exec::shutting_down(),
             }
         }
-        conn.watched.push((conn.db, Bytes::copy_from_slice(key)));
+        conn.watched.push((conn.client.db, Bytes::copy_from_slice(key)));
     }
     Frame::ok()
 }
@@ -197,7 +197,7 @@ pub async fn watch(conn: &mut Conn, a: &[Arg]) -> Frame {
 /// watched key: the time between a client's WATCH and its EXEC's check, in which another
 /// client's write aborts it, is what a retry loop under contention pays for.
 async fn exec_on_one_shard(conn: &mut Conn, shard: usize, calls: Vec<crate::exec::Call>) -> Frame {
-    let (db, flag) = (conn.db, conn.watch_flag.clone());
+    let (db, flag) = (conn.client.db, conn.client.watch_flag.clone());
     let watched = std::mem::take(&mut conn.watched);
     let cfg = conn.worker.server.config.cmd_config();
     let shards = conn.worker.shards();
@@ -221,7 +221,7 @@ async fn exec_on_one_shard(conn: &mut Conn, shard: usize, calls: Vec<crate::exec
             replies
         })
         .await;
-    conn.watch_flag.store(false, Ordering::Release);
+    conn.client.watch_flag.store(false, Ordering::Release);
     match done {
         Some(Some(replies)) => {
             // Inside the EXEC array the connection does not see them as errors: count here.

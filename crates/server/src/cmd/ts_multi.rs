@@ -343,8 +343,8 @@ async fn mget(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         Err(e) => return e,
     };
     let latest = find(&a[..fi], 1, "latest").is_some();
-    let db = conn.db;
-    let resp3 = conn.proto == Protocol::Resp3;
+    let db = conn.client.db;
+    let resp3 = conn.client.proto == Protocol::Resp3;
     let parts = conn
         .worker
         .run_all(access, move |sh| {
@@ -385,7 +385,7 @@ async fn queryindex(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         Ok(f) => f,
         Err(e) => return e,
     };
-    let db = conn.db;
+    let db = conn.client.db;
     let parts = conn
         .worker
         .run_all(access, move |sh| {
@@ -401,7 +401,7 @@ async fn queryindex(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         })
         .await;
     let Some(parts) = parts else { return shutting_down() };
-    Frame::Encoded(merge_rows(&parts, if conn.proto == Protocol::Resp3 { b'~' } else { b'*' }))
+    Frame::Encoded(merge_rows(&parts, if conn.client.proto == Protocol::Resp3 { b'~' } else { b'*' }))
 }
 
 /// Reducers GROUPBY accepts.
@@ -435,14 +435,14 @@ async fn mrange(conn: &mut Conn, access: Access<'_>, a: &[Arg], rev: bool) -> Fr
     } else {
         None
     };
-    let db = conn.db;
-    let resp3 = conn.proto == Protocol::Resp3;
+    let db = conn.client.db;
+    let resp3 = conn.client.proto == Protocol::Resp3;
     let aggs = Frame::Map(vec![(Frame::Bulk(Bytes::from_static(b"aggregators")), Frame::Array(opts.agg.iter().map(|s| Frame::Bulk(Bytes::from(s.agg.name()))).collect()))]);
     let Some((label, reducer)) = group else {
         // Each series' row encoded on its shard: [key, labels, samples] (RESP2), or key =>
         // [labels, meta, samples] (RESP3).
         let mut meta = abacus_protocol::BytesMut::new();
-        abacus_protocol::encode(&aggs, conn.proto, &mut meta);
+        abacus_protocol::encode(&aggs, conn.client.proto, &mut meta);
         let parts = conn
             .worker
             .run_all(access, move |sh| {
@@ -533,7 +533,7 @@ async fn mrange(conn: &mut Conn, access: Access<'_>, a: &[Arg], rev: bool) -> Fr
             (Bytes::from(name), labels, Some(meta), samples_frame(&reduced))
         })
         .collect();
-    multi_reply(conn.proto, out)
+    multi_reply(conn.client.proto, out)
 }
 
 /// Upper bound on SOURCES (the merge keeps one cursor per source).
@@ -773,14 +773,14 @@ async fn waterfall(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     };
     let with_source = find(a, 3, "withsource").is_some();
     let latest = find(a, 3, "latest").is_some();
-    let db = conn.db;
+    let db = conn.client.db;
     let q = WfQuery { filter, label: source_label.clone(), sources: sources.clone(), from, to, latest };
     let parts = conn.worker.run_all(access, move |sh| waterfall_shard(&mut sh.dbs[db], &q)).await;
     let Some(parts) = parts else { return shutting_down() };
     if !parts.iter().any(|p| p.labelled) {
         return err(&format!("ERR TSDB: no series matching the filter has the source label '{}'", String::from_utf8_lossy(&source_label)));
     }
-    Frame::Encoded(waterfall_reply(&parts, &sources, with_source, conn.proto))
+    Frame::Encoded(waterfall_reply(&parts, &sources, with_source, conn.client.proto))
 }
 
 /// Merges the shards' parts (each sorted by group identity) into the reply, encoded at once:

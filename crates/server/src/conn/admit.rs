@@ -55,19 +55,19 @@ pub fn error_arity(name: &str) -> Frame {
 impl Conn {
     pub(super) fn limits(&self) -> Limits {
         let c = &self.worker.server.config;
-        Limits { max_bulk_len: c.proto_max_bulk_len() as usize, unauthenticated: !self.authenticated, ..Limits::default() }
+        Limits { max_bulk_len: c.proto_max_bulk_len() as usize, unauthenticated: !self.client.authenticated, ..Limits::default() }
     }
 
     /// Lookup, arity, authentication and MULTI queueing; then routing.
     pub(super) fn prepare(&mut self, args: Args) -> Step {
-        let root = match self.last_root {
+        let root = match self.client.last_root {
             Some(spec) if command::is_name(spec.name.as_bytes(), &args[0]) => spec,
             _ => {
                 let Some(root) = command::lookup(&args[0]) else {
                     self.fail_multi();
                     return Step::Reply(error_unknown_command(&args));
                 };
-                self.last_root = Some(root);
+                self.client.last_root = Some(root);
                 root
             }
         };
@@ -79,8 +79,8 @@ impl Conn {
                     // Redis reports a malformed EXEC as the end of the transaction (and of
                     // the WATCHes, as a DISCARD).
                     self.multi = None;
-                    self.meta.multi_len.store(usize::MAX, Ordering::Relaxed);
-                    self.meta.multi_mem.store(0, Ordering::Relaxed);
+                    self.client.meta.multi_len.store(usize::MAX, Ordering::Relaxed);
+                    self.client.meta.multi_mem.store(0, Ordering::Relaxed);
                     let text = match &e {
                         Frame::Error(t) => String::from_utf8_lossy(t).trim_start_matches("ERR ").to_string(),
                         _ => String::new(),
@@ -95,14 +95,14 @@ impl Conn {
             self.fail_multi();
             return Step::Reply(Frame::error("LOADING Abacus is loading the dataset in memory"));
         }
-        if !self.authenticated && !spec.has(flags::NO_AUTH) && self.worker.server.acl.auth_required() {
+        if !self.client.authenticated && !spec.has(flags::NO_AUTH) && self.worker.server.acl.auth_required() {
             stats::record_rejected(spec.name);
             self.fail_multi();
             return Step::Reply(Frame::error("NOAUTH Authentication required."));
         }
-        if !self.user.is_open() {
+        if !self.client.user.is_open() {
             // A restricted ACL user (the only cost for the others is the load above).
-            if let Err(denied) = self.user.check(spec, &args) {
+            if let Err(denied) = self.client.user.check(spec, &args) {
                 stats::record_rejected(spec.name);
                 let context = if self.multi.is_some() { "multi" } else { "toplevel" };
                 self.acl_log(denied.reason(), context, denied.object(spec, &args));
@@ -125,7 +125,7 @@ impl Conn {
             self.fail_multi();
             return Step::Reply(refused);
         }
-        if self.proto == Protocol::Resp2 && self.pubsub.is_some() && !ALLOWED_SUBSCRIBED.contains(&spec.name) {
+        if self.client.proto == Protocol::Resp2 && self.pubsub.is_some() && !ALLOWED_SUBSCRIBED.contains(&spec.name) {
             // RESP2 subscribed mode: the connection carries messages; only these may run.
             stats::record_rejected(spec.name);
             self.fail_multi();
@@ -148,16 +148,16 @@ impl Conn {
                 }
                 // CLIENT LIST multi-mem: the queued arguments' bytes.
                 let bytes: usize = args.iter().map(|a| a.len()).sum();
-                self.meta.multi_mem.fetch_add(bytes, Ordering::Relaxed);
-                multi.queued.push(Call { spec, args, client: self.meta.id, no_touch: self.meta.no_touch() });
-                self.meta.multi_len.store(multi.queued.len(), Ordering::Relaxed);
+                self.client.meta.multi_mem.fetch_add(bytes, Ordering::Relaxed);
+                multi.queued.push(Call { spec, args, client: self.client.meta.id, no_touch: self.client.meta.no_touch() });
+                self.client.meta.multi_len.store(multi.queued.len(), Ordering::Relaxed);
                 return Step::Reply(Frame::simple("QUEUED"));
             }
         }
         if spec.is_write() || spec.has(flags::RUNS_QUEUED) {
             self.wrote = true;
         }
-        let call = Call { spec, args, client: self.meta.id, no_touch: self.meta.no_touch() };
+        let call = Call { spec, args, client: self.client.meta.id, no_touch: self.client.meta.no_touch() };
         // A blocking command runs alone (`block.rs`), after the batch before it.
         if let (Handler::Keyed(_), false) = (spec.handler, spec.blocks(&call.args)) {
             if let Some(shard) = self.worker.single_shard(&call) {
@@ -192,20 +192,20 @@ impl Conn {
 
     /// Adds an ACL LOG entry for this client (a refused command, key, channel or AUTH).
     pub fn acl_log(&self, reason: &'static str, context: &'static str, object: Vec<u8>) {
-        self.acl_log_as(reason, context, object, self.user.name.as_bytes());
+        self.acl_log_as(reason, context, object, self.client.user.name.as_bytes());
     }
 
     pub fn acl_log_as(&self, reason: &'static str, context: &'static str, object: Vec<u8>, username: &[u8]) {
         let server = &self.worker.server;
         let now = now_ms();
         let max_len = server.config.get_u64("acllog-max-len") as usize;
-        server.acl.log(reason, context, object, username, self.meta.info_line(now), now, max_len);
+        server.acl.log(reason, context, object, username, self.client.meta.info_line(now), now, max_len);
     }
 
     /// Makes this connection authenticated as `user` (AUTH, HELLO AUTH, RESET).
     pub fn set_user(&mut self, user: Arc<crate::acl::User>) {
-        *self.meta.user.lock() = Arc::from(user.name.as_str());
-        self.user = user;
+        *self.client.meta.user.lock() = Arc::from(user.name.as_str());
+        self.client.user = user;
     }
 
     pub(super) fn fail_multi(&mut self) {

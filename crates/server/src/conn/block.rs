@@ -55,7 +55,7 @@ impl Conn {
         // Detached from the read buffer's block: a client may wait for hours.
         let mut argv: Vec<Bytes> = call.args.iter().map(|a| Bytes::copy_from_slice(a)).collect();
         drop(call);
-        let db = self.db;
+        let db = self.client.db;
         let n = self.worker.shards();
         let keys = exec::command_keys(spec, &Args::from_vec(argv.clone()), db);
         let mut shards: Vec<usize> = keys.iter().map(|(_, k)| shard_of(k, n)).collect();
@@ -114,13 +114,13 @@ impl Conn {
 
     /// Whether the server is stopping (a shard dropped its waiters).
     fn shutting_down(&self) -> bool {
-        !self.meta.killed.load(Ordering::Acquire) && self.worker.server.senders.iter().any(|s| s.is_closed())
+        !self.client.meta.killed.load(Ordering::Acquire) && self.worker.server.senders.iter().any(|s| s.is_closed())
     }
 
     /// Every key on one shard: one job tries the command and, if it found nothing,
     /// registers the waiter (step 1 of `blocking.rs`).
     async fn try_on_shard(&mut self, spec: &'static Spec, argv: &[Bytes], keys: &[(usize, Bytes)], shard: usize, id: u64, tx: mpsc::UnboundedSender<Outcome>) -> Option<Attempt> {
-        let db = self.db;
+        let db = self.client.db;
         let cfg = self.worker.server.config.cmd_config();
         let total = self.worker.shards();
         let args = Args::from_vec(argv.to_vec());
@@ -149,7 +149,7 @@ impl Conn {
     /// Keys on several shards: the try runs under the shards' locks, and the waiter is
     /// registered on each of them before the locks go (step 3 of `blocking.rs`).
     async fn try_across(&mut self, spec: &'static Spec, argv: &mut Vec<Bytes>, keys: &[(usize, Bytes)], shards: &[usize], id: u64, tx: mpsc::UnboundedSender<Outcome>, ready: Option<Bytes>) -> Option<Attempt> {
-        let db = self.db;
+        let db = self.client.db;
         let n = self.worker.shards();
         let locks = self.worker.lock(shards.iter().copied()).await?;
         if let Some(f) = spec.wait_args {
@@ -166,7 +166,7 @@ impl Conn {
                 }
             }
         }
-        let call = Call { spec, args: Args::from_vec(argv.to_vec()), client: self.meta.id, no_touch: self.meta.no_touch() };
+        let call = Call { spec, args: Args::from_vec(argv.to_vec()), client: self.client.meta.id, no_touch: self.client.meta.no_touch() };
         let reply = self.worker.run_keyed_serving(Access::Locked(&locks), db, call, ready).await;
         if !blocking::is_null(&reply) {
             return Some(Attempt::Done(reply));
@@ -181,7 +181,7 @@ impl Conn {
 
     /// Waits for a shard's outcome, the deadline, CLIENT UNBLOCK / KILL, or the socket's end.
     async fn wait_blocked(&mut self, rx: &mut mpsc::UnboundedReceiver<Outcome>, deadline: Option<tokio::time::Instant>, stream: &TcpStream, socket_open: &mut bool) -> Woken {
-        let meta = self.meta.clone();
+        let meta = self.client.meta.clone();
         let stats = &self.worker.server.stats;
         meta.unblock_mode.store(0, Ordering::Release);
         meta.blocked.store(true, Ordering::Release);

@@ -10,7 +10,7 @@
 //! other batches go elsewhere): when every reply so far is written (and
 //! durable, with `appendfsync always`), so nothing is in flight. What moves is the socket
 //! (deregistered from this thread's reactor, registered with the other's), the unparsed input
-//! and the parser's position in it, and the connection's state (database, protocol,
+//! and the parser's position in it, and the connection's `Client` (database, protocol,
 //! authentication, CLIENT REPLY mode). The client's registry record (id, name, kill signal)
 //! stays the same. Not moved: a connection inside MULTI or with WATCHed keys (their
 //! registrations live on the shards), which keeps its thread until it is out of both. A run
@@ -27,52 +27,21 @@ pub(super) struct Registration {
     id: u64,
 }
 
+impl Registration {
+    pub(super) fn new(server: &Arc<crate::server::Server>, id: u64) -> Registration {
+        Registration { server: server.clone(), id }
+    }
+}
+
 impl Drop for Registration {
     fn drop(&mut self) {
         self.server.clients.unregister(self.id);
     }
 }
 
-/// What a connection keeps when it moves to another thread: its client and the state its
-/// commands set (database, protocol, authentication, CLIENT REPLY, the log position it waits
-/// for). A new connection starts from [`Carried::fresh`].
-pub(super) struct Carried {
-    registration: Registration,
-    meta: Arc<ClientMeta>,
-    proto: Protocol,
-    db: usize,
-    authenticated: bool,
-    user: Arc<crate::acl::User>,
-    watch_flag: WatchFlag,
-    reply_mode: ReplyMode,
-    peer_is_loopback: bool,
-    wait_lsn: u64,
-    last_root: Option<&'static Spec>,
-    shared_socket: Option<Arc<std::net::TcpStream>>,
-}
-
-impl Carried {
-    pub(super) fn fresh(server: &Arc<crate::server::Server>, meta: Arc<ClientMeta>, addr: SocketAddr) -> Carried {
-        Carried {
-            registration: Registration { server: server.clone(), id: meta.id },
-            meta,
-            proto: Protocol::Resp2,
-            db: 0,
-            authenticated: !server.acl.auth_required(),
-            user: server.acl.default_user(),
-            watch_flag: Arc::new(AtomicBool::new(false)),
-            reply_mode: ReplyMode::On,
-            peer_is_loopback: addr.ip().is_loopback(),
-            wait_lsn: 0,
-            last_root: None,
-            shared_socket: None,
-        }
-    }
-}
-
 /// A connection on its way to another worker thread (see the file comment).
 pub struct Moved {
-    carried: Carried,
+    client: Client,
     stream: std::net::TcpStream,
     addr: SocketAddr,
     parser: RequestParser,
@@ -93,40 +62,29 @@ pub async fn resume(worker: Rc<Worker>, m: Moved) {
         Ok(stream) => stream,
         Err(e) => {
             // Dropping `m` forgets the client.
-            tracing::debug!(client = m.carried.meta.id, "connection closed while moving: {e}");
+            tracing::debug!(client = m.client.meta.id, "connection closed while moving: {e}");
             return;
         }
     };
-    let conn = Conn::new(worker, m.carried);
+    let conn = Conn::new(worker, m.client);
     conn.serve_until_closed(stream, m.addr, m.parser, m.rbuf).await;
 }
 
 impl Conn {
-    pub(super) fn new(worker: Rc<Worker>, c: Carried) -> Conn {
+    pub(super) fn new(worker: Rc<Worker>, client: Client) -> Conn {
         Conn {
             worker,
-            meta: c.meta,
-            registration: Some(c.registration),
-            proto: c.proto,
-            db: c.db,
-            authenticated: c.authenticated,
-            user: c.user,
+            client,
             multi: None,
-            watch_flag: c.watch_flag,
             watched: Vec::new(),
             watch_pending: Vec::new(),
-            reply_mode: c.reply_mode,
             close_after_reply: false,
-            peer_is_loopback: c.peer_is_loopback,
             wrote: false,
-            wait_lsn: c.wait_lsn,
             out: BytesMut::with_capacity(READ_CHUNK_BYTES),
-            last_root: c.last_root,
             streak_shard: 0,
             streak: 0,
             streak_fresh: false,
             inflight: None,
-            shared_socket: c.shared_socket,
             monitor: None,
             pubsub: None,
             pubsub_unreleased: 0,
@@ -165,27 +123,14 @@ impl Conn {
         move_it.then_some(self.streak_shard)
     }
 
-    /// Sends the connection to `h.target`'s thread. On error the socket is closed (the
-    /// caller forgets the client).
-    pub(super) fn hand_off(&mut self, h: Handoff, addr: SocketAddr) -> std::io::Result<()> {
+    /// Sends the connection to `h.target`'s thread, its client with it. On error the socket
+    /// is closed and the client forgotten (a connection that may move has no subscriptions,
+    /// watches, MONITOR or tracking to clean up: see `migration_due`).
+    pub(super) fn hand_off(self, h: Handoff, addr: SocketAddr) -> std::io::Result<()> {
         let server = self.worker.server.clone();
         let stream = h.stream.into_std()?;
-        let registration = self.registration.take().ok_or_else(|| std::io::Error::other("not registered"))?;
-        let carried = Carried {
-            registration,
-            meta: self.meta.clone(),
-            proto: self.proto,
-            db: self.db,
-            authenticated: self.authenticated,
-            user: self.user.clone(),
-            watch_flag: self.watch_flag.clone(),
-            reply_mode: self.reply_mode,
-            peer_is_loopback: self.peer_is_loopback,
-            wait_lsn: self.wait_lsn,
-            last_root: self.last_root,
-            shared_socket: self.shared_socket.take(),
-        };
-        let moved = Moved { carried, stream, addr, parser: h.parser, rbuf: h.rbuf };
+        let client = self.client;
+        let moved = Moved { client, stream, addr, parser: h.parser, rbuf: h.rbuf };
         let queue = server.conn_queues.get(h.target).ok_or_else(|| std::io::Error::other("no such worker"))?;
         queue.send(crate::server::Incoming::Moved(Box::new(moved))).map_err(|_| std::io::Error::other("worker stopped"))?;
         ServerStats::add(&server.stats.migrated_connections, 1);

@@ -44,7 +44,7 @@ pub use admit::{error_arity, error_unknown_command};
 pub use migrate::{resume, Moved};
 
 use admit::Step;
-use migrate::{Carried, Handoff, Registration};
+use migrate::{Handoff, Registration};
 
 /// Size of each read; big enough for a deep pipeline of small commands.
 const READ_CHUNK_BYTES: usize = 16 * 1024;
@@ -72,36 +72,22 @@ pub enum ReplyMode {
 
 pub struct Conn {
     pub worker: Rc<Worker>,
-    pub meta: Arc<ClientMeta>,
-    /// The client's place in the registry; None once handed to another thread.
-    registration: Option<Registration>,
-    pub proto: Protocol,
-    pub db: usize,
-    pub authenticated: bool,
-    /// The ACL user (`acl.rs`): its `is_open` is the hot path's one check.
-    pub user: Arc<crate::acl::User>,
+    /// Who the client is and what its commands set: the state that goes with it when the
+    /// connection moves to another thread (`migrate.rs`). Everything else below belongs to
+    /// this thread's serving of the socket and starts afresh after a move.
+    pub client: Client,
     pub multi: Option<Multi>,
-    pub watch_flag: WatchFlag,
     pub watched: Vec<(usize, Bytes)>,
     /// WATCH registrations sent to other threads' shards and not yet confirmed: awaited
     /// before anything else than a batch runs and before any reply is written
     /// ([`Conn::settle_watches`]).
     pub watch_pending: Vec<tokio::sync::oneshot::Receiver<()>>,
-    pub reply_mode: ReplyMode,
     /// Set by QUIT (and fatal errors): close once the pending replies are written.
     pub close_after_reply: bool,
-    pub peer_is_loopback: bool,
     /// A write command ran since the last replies were sent: with `appendfsync always` the
     /// replies wait for the log to be durable.
     wrote: bool,
-    /// The log position right after this connection's writes ran: what `appendfsync always`
-    /// waits for. Read as soon as the writes return, so that later records of other clients
-    /// do not make this one wait for an extra fsync.
-    wait_lsn: u64,
     out: BytesMut,
-    /// The command table entry of the previous request: a pipeline repeats one command, and
-    /// comparing its name is cheaper than lowercasing and hashing it again.
-    last_root: Option<&'static Spec>,
     /// The shard of the latest single-shard command, and how many consecutive ones went
     /// there (connection commands do not count; a multi-shard command restarts the count):
     /// what decides a migration.
@@ -113,9 +99,6 @@ pub struct Conn {
     /// A batch another thread's shard runs and replies to (see `direct.rs`): settled before
     /// anything else is processed or written.
     inflight: Option<Arc<Completion>>,
-    /// The socket as a second descriptor, for shards to write direct replies to; made on the
-    /// first such batch.
-    shared_socket: Option<Arc<std::net::TcpStream>>,
     /// MONITOR: the lines this client receives (see `monitor.rs`). A monitoring connection
     /// stays on its thread.
     pub monitor: Option<tokio::sync::mpsc::Receiver<Bytes>>,
@@ -136,6 +119,52 @@ pub struct Conn {
     /// CLIENT TRACKING's state while it is on (see `tracking.rs`). A tracking connection
     /// stays on its thread.
     pub tracking: Option<Box<crate::tracking::ConnTracking>>,
+}
+
+/// A client's identity and the state its commands set, declared once: what a connection
+/// keeps when it moves to another thread (`migrate.rs`). A new connection starts from
+/// [`Client::fresh`].
+pub struct Client {
+    /// The client's place in the registry, held for its `Drop`, which forgets the client.
+    _registration: Registration,
+    pub meta: Arc<ClientMeta>,
+    pub proto: Protocol,
+    pub db: usize,
+    pub authenticated: bool,
+    /// The ACL user (`acl.rs`): its `is_open` is the hot path's one check.
+    pub user: Arc<crate::acl::User>,
+    pub watch_flag: WatchFlag,
+    pub reply_mode: ReplyMode,
+    pub peer_is_loopback: bool,
+    /// The log position right after this connection's writes ran: what `appendfsync always`
+    /// waits for. Read as soon as the writes return, so that later records of other clients
+    /// do not make this one wait for an extra fsync.
+    wait_lsn: u64,
+    /// The command table entry of the previous request: a pipeline repeats one command, and
+    /// comparing its name is cheaper than lowercasing and hashing it again.
+    last_root: Option<&'static Spec>,
+    /// The socket as a second descriptor, for shards to write direct replies to; made on the
+    /// first such batch.
+    shared_socket: Option<Arc<std::net::TcpStream>>,
+}
+
+impl Client {
+    fn fresh(server: &Arc<crate::server::Server>, meta: Arc<ClientMeta>, addr: SocketAddr) -> Client {
+        Client {
+            _registration: Registration::new(server, meta.id),
+            meta,
+            proto: Protocol::Resp2,
+            db: 0,
+            authenticated: !server.acl.auth_required(),
+            user: server.acl.default_user(),
+            watch_flag: Arc::new(AtomicBool::new(false)),
+            reply_mode: ReplyMode::On,
+            peer_is_loopback: addr.ip().is_loopback(),
+            wait_lsn: 0,
+            last_root: None,
+            shared_socket: None,
+        }
+    }
 }
 
 fn killed_error() -> std::io::Error {
@@ -166,7 +195,7 @@ pub async fn serve(worker: Rc<Worker>, stream: TcpStream, addr: SocketAddr) {
         let _ = stream.write_all(b"-ERR max number of clients reached\r\n").await;
         return;
     };
-    let conn = Conn::new(worker, Carried::fresh(&server, meta, addr));
+    let conn = Conn::new(worker, Client::fresh(&server, meta, addr));
     let parser = RequestParser::new(conn.limits());
     conn.serve_until_closed(stream, addr, parser, BytesMut::with_capacity(READ_CHUNK_BYTES)).await;
 }
@@ -180,9 +209,9 @@ impl Conn {
         let meta = server.clients.register(peer, laddr, usize::MAX, now_ms())?;
         meta.repl_kind.store(crate::clients::REPL_MASTER, Ordering::Release);
         meta.db.store(db, Ordering::Relaxed);
-        let mut conn = Conn::new(worker, Carried::fresh(&server, meta, peer));
-        conn.authenticated = true;
-        conn.db = db;
+        let mut conn = Conn::new(worker, Client::fresh(&server, meta, peer));
+        conn.client.authenticated = true;
+        conn.client.db = db;
         conn.is_master = true;
         Some(conn)
     }
@@ -201,19 +230,22 @@ impl Conn {
     /// client) or moves to another thread (then the client lives on there).
     async fn serve_until_closed(mut self, stream: TcpStream, addr: SocketAddr, parser: RequestParser, rbuf: BytesMut) {
         match self.run(stream, parser, rbuf).await {
-            Ok(Some(h)) => match self.hand_off(h, addr) {
-                Ok(()) => return,
-                Err(e) => tracing::debug!(client = self.meta.id, "connection closed while moving: {e}"),
-            },
+            Ok(Some(h)) => {
+                let id = self.client.meta.id;
+                if let Err(e) = self.hand_off(h, addr) {
+                    tracing::debug!(client = id, "connection closed while moving: {e}");
+                }
+                return;
+            }
             Ok(None) => {}
-            Err(e) => tracing::debug!(client = self.meta.id, "connection closed: {e}"),
+            Err(e) => tracing::debug!(client = self.client.meta.id, "connection closed: {e}"),
         }
         if self.monitor.take().is_some() {
-            self.worker.server.monitors.remove(self.meta.id);
+            self.worker.server.monitors.remove(self.client.meta.id);
         }
         self.leave_pubsub();
         if self.tracking.take().is_some() {
-            crate::tracking::disable(self.meta.id);
+            crate::tracking::disable(self.client.meta.id);
         }
         self.unwatch_all().await;
     }
@@ -223,7 +255,7 @@ impl Conn {
         let server = self.worker.server.clone();
         // One registration with the kill signal for the connection's life, not one per read
         // (each registration and removal takes the Notify's lock).
-        let meta = self.meta.clone();
+        let meta = self.client.meta.clone();
         let killed = meta.kill.notified();
         tokio::pin!(killed);
         if meta.killed.load(Ordering::Acquire) {
@@ -272,8 +304,8 @@ impl Conn {
             };
             // Invalidations (`tracking.rs`): waited for while this client tracks, is
             // subscribed (a redirect's receiver) or has some waiting; one relaxed load else.
-            let waits = self.tracking.is_some() || self.pubsub.is_some() || (crate::tracking::active() && self.meta.inbox.has_pending());
-            let inbox = waits.then(|| self.meta.clone());
+            let waits = self.tracking.is_some() || self.pubsub.is_some() || (crate::tracking::active() && self.client.meta.inbox.has_pending());
+            let inbox = waits.then(|| self.client.meta.clone());
             let invalidated = async {
                 match &inbox {
                     Some(m) => m.inbox.ready().await,
@@ -312,7 +344,7 @@ impl Conn {
                 line = monitor_line => {
                     let Some(line) = line else {
                         // Cut off for falling behind (see `monitor.rs`).
-                        tracing::warn!(client = self.meta.id, "closing a MONITOR client that fell {} lines behind", crate::monitor::QUEUE_LINES);
+                        tracing::warn!(client = self.client.meta.id, "closing a MONITOR client that fell {} lines behind", crate::monitor::QUEUE_LINES);
                         return Ok(None);
                     };
                     // The lines waiting now go out in one write.
@@ -332,12 +364,12 @@ impl Conn {
                 return Ok(None);
             }
             ServerStats::add(&server.stats.net_input_bytes_total, n as u64);
-            self.meta.last_interaction_ms.store(now_ms(), Ordering::Relaxed);
+            self.client.meta.last_interaction_ms.store(now_ms(), Ordering::Relaxed);
             // CLIENT LIST's buffer figures (`ClientMeta::qbuf`), once per read: the request
             // bytes not yet run (this read's commands included, as Redis shows its own).
-            self.meta.qbuf.store(rbuf.len(), Ordering::Relaxed);
-            self.meta.qbuf_free.store(rbuf.capacity() - rbuf.len(), Ordering::Relaxed);
-            self.meta.buffers_capacity.store(rbuf.capacity() + self.out.capacity(), Ordering::Relaxed);
+            self.client.meta.qbuf.store(rbuf.len(), Ordering::Relaxed);
+            self.client.meta.qbuf_free.store(rbuf.capacity() - rbuf.len(), Ordering::Relaxed);
+            self.client.meta.buffers_capacity.store(rbuf.capacity() + self.out.capacity(), Ordering::Relaxed);
             // Parse and execute in batches until the buffer holds no complete command.
             loop {
                 // Limits are read again per batch, so a CONFIG SET proto-max-bulk-len or an AUTH
@@ -347,7 +379,7 @@ impl Conn {
                 // unauthenticated request limits before the next command is parsed (as Redis,
                 // which parses and runs one command at a time); a batch parsed ahead would
                 // hold a large command after AUTH to them and drop the connection.
-                let max = if self.authenticated { server.config.max_pipeline() } else { 1 };
+                let max = if self.client.authenticated { server.config.max_pipeline() } else { 1 };
                 let mut fatal = None;
                 while calls.len() < max {
                     // A pipeline's run of ordinary commands leaves the buffer in one piece;
@@ -388,8 +420,8 @@ impl Conn {
                     // Not a command's reply, so CLIENT REPLY SKIP does not count it; after
                     // CLIENT REPLY OFF Redis sends nothing, and only closes.
                     stats::count_error_reply(&err);
-                    if self.reply_mode != ReplyMode::Off {
-                        encode(&err, self.proto, &mut self.out);
+                    if self.client.reply_mode != ReplyMode::Off {
+                        encode(&err, self.client.proto, &mut self.out);
                     }
                     self.close_after_reply = true;
                 }
@@ -425,7 +457,7 @@ impl Conn {
                     crate::replication::primary::serve(self, stream, std::mem::take(&mut rbuf), req).await;
                     return Ok(None);
                 }
-                if self.close_after_reply || self.meta.killed.load(Ordering::Acquire) {
+                if self.close_after_reply || self.client.meta.killed.load(Ordering::Acquire) {
                     self.settle(&mut stream, &mut killed).await?;
                     let _ = stream.shutdown().await;
                     return Ok(None);
@@ -435,7 +467,7 @@ impl Conn {
                 }
             }
             if rbuf.len() as u64 > server.config.query_buffer_limit() {
-                tracing::warn!(client = self.meta.id, "closing client that reached max query buffer length ({} bytes)", rbuf.len());
+                tracing::warn!(client = self.client.meta.id, "closing client that reached max query buffer length ({} bytes)", rbuf.len());
                 return Ok(None);
             }
             if self.inflight.is_some() && !self.streak_fresh && self.migration_due().is_some() {
@@ -452,7 +484,7 @@ impl Conn {
     async fn wait_durable(&self) {
         if let Some(aof) = crate::aof::global() {
             if aof.mode() == crate::aof::Fsync::Always {
-                aof.wait_durable(self.wait_lsn).await;
+                aof.wait_durable(self.client.wait_lsn).await;
             }
         }
     }
@@ -461,7 +493,7 @@ impl Conn {
     fn note_written(&mut self) {
         if self.wrote {
             if let Some(aof) = crate::aof::global() {
-                self.wait_lsn = self.wait_lsn.max(aof.appended());
+                self.client.wait_lsn = self.client.wait_lsn.max(aof.appended());
             }
         }
     }
@@ -492,7 +524,7 @@ impl Conn {
             match step {
                 Step::Batch(shard, call) => {
                     if self.worker.server.monitors.active() && !call.spec.has(flags::ADMIN) {
-                        self.worker.server.monitors.feed(self.db, &self.meta.addr, &call.args);
+                        self.worker.server.monitors.feed(self.client.db, &self.client.meta.addr, &call.args);
                     }
                     self.note_route(Some(shard));
                     last = call.spec.name;
@@ -513,7 +545,7 @@ impl Conn {
                         self.note_route(None);
                     }
                     last = "";
-                    *self.meta.last_cmd.lock() = call.spec.name;
+                    *self.client.meta.last_cmd.lock() = call.spec.name;
                     self.flush_batch(&mut batch).await;
                     self.settle_watches().await;
                     // MONITOR shows the command once it ran (SELECT with its new database),
@@ -544,11 +576,11 @@ impl Conn {
                             Some(m) => m.monitor_args = queued,
                             // EXEC ran them: an array reply (not an abort).
                             None if matches!(reply, Frame::Array(_)) => {
-                                queued.iter().for_each(|q| monitors.feed(self.db, &self.meta.addr, q));
+                                queued.iter().for_each(|q| monitors.feed(self.client.db, &self.client.meta.addr, q));
                             }
                             None => {}
                         }
-                        monitors.feed(self.db, &self.meta.addr, &args);
+                        monitors.feed(self.client.db, &self.client.meta.addr, &args);
                     }
                     self.note_written();
                     self.emit(reply);
@@ -566,7 +598,7 @@ impl Conn {
         // WATCH's replies go out only once its keys are registered.
         self.settle_watches().await;
         if !last.is_empty() {
-            *self.meta.last_cmd.lock() = last;
+            *self.client.meta.last_cmd.lock() = last;
         }
     }
 
@@ -598,7 +630,7 @@ impl Conn {
             }
         }
         if !self.out.is_empty()
-            || self.reply_mode != ReplyMode::On
+            || self.client.reply_mode != ReplyMode::On
             || self.close_after_reply
             || self.multi.is_some()
             || crate::aof::global().is_some_and(|a| a.mode() == crate::aof::Fsync::Always)
@@ -615,13 +647,13 @@ impl Conn {
             }
             here = Some(worker.shard.borrow_mut());
         }
-        let socket = match &self.shared_socket {
+        let socket = match &self.client.shared_socket {
             Some(s) => s.clone(),
             None => {
                 use std::os::fd::AsFd;
                 let Ok(fd) = stream.as_fd().try_clone_to_owned() else { return false };
                 let s = Arc::new(std::net::TcpStream::from(fd));
-                self.shared_socket = Some(s.clone());
+                self.client.shared_socket = Some(s.clone());
                 s
             }
         };
@@ -631,7 +663,7 @@ impl Conn {
         let batch = std::mem::take(batch);
         if single {
             let calls = batch.into_iter().enumerate().map(|(i, (_, c))| (i, c)).collect();
-            worker.hops.delegate(first, self.db, calls, cfg, Sink::new(socket, self.proto, completion, Vec::new()));
+            worker.hops.delegate(first, self.client.db, calls, cfg, Sink::new(socket, self.client.proto, completion, Vec::new()));
             return true;
         }
         if !relaxed {
@@ -647,10 +679,10 @@ impl Conn {
                 groups[s].push((i, c));
             }
             let parts = groups.iter().filter(|g| !g.is_empty()).count();
-            let joint = Joint::new(Sink::new(socket, self.proto, completion, Vec::new()), parts);
+            let joint = Joint::new(Sink::new(socket, self.client.proto, completion, Vec::new()), parts);
             for (s, group) in groups.into_iter().enumerate() {
                 if !group.is_empty() {
-                    worker.hops.delegate_ordered(s, self.db, group, cfg, joint.clone());
+                    worker.hops.delegate_ordered(s, self.client.db, group, cfg, joint.clone());
                 }
             }
             return true;
@@ -665,13 +697,13 @@ impl Conn {
             }
         }
         let local_replies = match &mut here {
-            Some(shard) => crate::exec::run_group_deferred(shard, self.db, local, cfg, worker.shards()),
+            Some(shard) => crate::exec::run_group_deferred(shard, self.client.db, local, cfg, worker.shards()),
             None => Vec::new(),
         };
         drop(here);
-        let sink = Sink::new(socket, self.proto, completion, local_replies);
+        let sink = Sink::new(socket, self.client.proto, completion, local_replies);
         if let Some(shard) = remote {
-            worker.hops.delegate(shard, self.db, calls, cfg, sink);
+            worker.hops.delegate(shard, self.client.db, calls, cfg, sink);
         }
         true
     }
@@ -690,7 +722,7 @@ impl Conn {
             None => Ok(()),
             Some(Leftover::Bytes(rest)) => write_unless_killed(stream, &rest, killed).await,
             Some(Leftover::Replies { frames, lsn }) => {
-                self.wait_lsn = self.wait_lsn.max(lsn);
+                self.client.wait_lsn = self.client.wait_lsn.max(lsn);
                 self.wait_durable().await;
                 let start = self.out.len();
                 for f in frames {
@@ -709,7 +741,7 @@ impl Conn {
             return;
         }
         let calls = std::mem::take(batch);
-        let replies = self.worker.run_batch(self.db, calls).await;
+        let replies = self.worker.run_batch(self.client.db, calls).await;
         self.note_written();
         for reply in replies {
             self.emit(reply);
@@ -726,18 +758,18 @@ impl Conn {
             Frame::Seq(v) => v.iter().all(|f| matches!(f, Frame::Push(_))),
             _ => false,
         };
-        match self.reply_mode {
-            ReplyMode::On => encode(&frame, self.proto, &mut self.out),
+        match self.client.reply_mode {
+            ReplyMode::On => encode(&frame, self.client.proto, &mut self.out),
             ReplyMode::Off => {
                 if push() {
-                    encode(&frame, self.proto, &mut self.out);
+                    encode(&frame, self.client.proto, &mut self.out);
                 }
             }
             ReplyMode::Skip(n) => {
                 if push() {
-                    encode(&frame, self.proto, &mut self.out);
+                    encode(&frame, self.client.proto, &mut self.out);
                 }
-                self.reply_mode = if n <= 1 { ReplyMode::On } else { ReplyMode::Skip(n - 1) };
+                self.client.reply_mode = if n <= 1 { ReplyMode::On } else { ReplyMode::Skip(n - 1) };
             }
         }
     }
@@ -746,15 +778,15 @@ impl Conn {
     /// there), up to about `max` bytes; returns how many bytes moved.
     pub fn take_messages(&mut self, max: usize) -> usize {
         let Some(p) = &mut self.pubsub else { return 0 };
-        let n = p.drain_into(&mut self.out, self.proto == Protocol::Resp3, max);
+        let n = p.drain_into(&mut self.out, self.client.proto == Protocol::Resp3, max);
         self.pubsub_unreleased += n;
         n
     }
 
     /// Moves the invalidation messages waiting for this client into the output.
     pub fn take_invalidations(&mut self) {
-        if self.meta.inbox.has_pending() {
-            self.meta.inbox.drain_into(&mut self.out, self.proto == Protocol::Resp3);
+        if self.client.meta.inbox.has_pending() {
+            self.client.meta.inbox.drain_into(&mut self.out, self.client.proto == Protocol::Resp3);
         }
     }
 
@@ -776,7 +808,7 @@ impl Conn {
     /// Runs one command (keyed or connection-level) with the given shard access.
     pub async fn dispatch(&mut self, access: Access<'_>, call: Call) -> Frame {
         match call.spec.handler {
-            Handler::Keyed(_) => self.worker.run_keyed(access, self.db, call).await,
+            Handler::Keyed(_) => self.worker.run_keyed(access, self.client.db, call).await,
             Handler::Conn(f) => {
                 let started = std::time::Instant::now();
                 let name = call.spec.name;
@@ -788,7 +820,7 @@ impl Conn {
                 // the arguments), as Redis's CMD_SKIP_SLOWLOG.
                 use crate::command::flags::{BLOCKING, NO_AUTH, RUNS_QUEUED};
                 if crate::slowlog::timing_each() && !call.spec.has(BLOCKING | RUNS_QUEUED | NO_AUTH) {
-                    crate::slowlog::observe(call.spec, took, &call.args, Some(&self.meta));
+                    crate::slowlog::observe(call.spec, took, &call.args, Some(&self.client.meta));
                 }
                 reply
             }
@@ -811,7 +843,7 @@ impl Conn {
         let watched = std::mem::take(&mut self.watched);
         let n = self.worker.shards();
         for (db, key) in watched {
-            let flag = self.watch_flag.clone();
+            let flag = self.client.watch_flag.clone();
             let shard = crate::shard::shard_of(&key, n);
             self.worker.run(Access::Free, shard, move |s| {
                 if let Some(d) = s.dbs.get_mut(db) {
@@ -819,6 +851,6 @@ impl Conn {
                 }
             }).await;
         }
-        self.watch_flag.store(false, Ordering::Release);
+        self.client.watch_flag.store(false, Ordering::Release);
     }
 }

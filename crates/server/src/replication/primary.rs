@@ -35,7 +35,7 @@ const FILE_CHUNK_BYTES: usize = 256 * 1024;
 /// Serves a replica on `stream` until the link ends. `rbuf` holds what it sent after PSYNC.
 pub async fn serve(conn: &mut Conn, mut stream: TcpStream, mut rbuf: BytesMut, req: PsyncRequest) {
     let repl = state();
-    let meta = conn.meta.clone();
+    let meta = conn.client.meta.clone();
     meta.repl_kind.store(crate::clients::REPL_REPLICA, Ordering::Release);
     let info = Arc::new(ReplicaInfo {
         client_id: meta.id,
@@ -94,7 +94,7 @@ async fn full_sync(conn: &mut Conn, stream: &mut TcpStream, info: &Arc<ReplicaIn
         match crate::snapshot::start(&conn.worker, Access::Free, "a replica's full sync").await {
             Ok(before) => break Ok(before),
             Err(_) => {
-                if conn.meta.killed.load(Ordering::Acquire) {
+                if conn.client.meta.killed.load(Ordering::Acquire) {
                     break Err(std::io::Error::other("killed"));
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
@@ -124,7 +124,7 @@ async fn full_sync(conn: &mut Conn, stream: &mut TcpStream, info: &Arc<ReplicaIn
     let mut file = std::fs::File::open(dir.join(&name))?;
     let len = file.metadata()?.len();
     info.state.store(SEND_BULK, Ordering::Release);
-    tracing::info!("Synchronization with replica {}: sending snapshot {name} ({len} bytes) at offset {offset}", conn.meta.addr);
+    tracing::info!("Synchronization with replica {}: sending snapshot {name} ({len} bytes) at offset {offset}", conn.client.meta.addr);
     stream.write_all(format!("${len}\r\n").as_bytes()).await?;
     let mut buf = vec![0u8; FILE_CHUNK_BYTES];
     let mut left = len;
@@ -139,7 +139,7 @@ async fn full_sync(conn: &mut Conn, stream: &mut TcpStream, info: &Arc<ReplicaIn
     info.ack_offset.store(offset, Ordering::Release);
     info.ack_ms.store(now_ms(), Ordering::Relaxed);
     info.state.store(ONLINE, Ordering::Release);
-    tracing::info!("Synchronization with replica {} succeeded", conn.meta.addr);
+    tracing::info!("Synchronization with replica {} succeeded", conn.client.meta.addr);
     Ok(rx)
 }
 

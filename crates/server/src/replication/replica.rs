@@ -288,7 +288,7 @@ async fn apply_stream(worker: &Rc<Worker>, gen: u64, mut s: TcpStream, mut rbuf:
     let repl = state();
     let peer = s.peer_addr().map_err(|e| e.to_string())?;
     let mut conn = Conn::for_master(worker.clone(), peer, s.local_addr().unwrap_or(peer), db).ok_or("max number of clients reached")?;
-    let meta = conn.meta.clone();
+    let meta = conn.client.meta.clone();
     let mut parser = RequestParser::new(Limits { max_bulk_len: worker.server.config.proto_max_bulk_len() as usize, ..Limits::default() });
     let mut ack_at = tokio::time::Instant::now();
     // A transaction being received: its commands and bytes, applied once EXEC arrives.
@@ -388,14 +388,14 @@ async fn apply(gen: u64, conn: &mut Conn, calls: &mut Vec<Args>, bytes: &mut Vec
     }
     conn.discard_output();
     // The chunk's position goes to the log after its effects (see "Restarts" in mod.rs).
-    super::log_applied_position(bytes.len(), conn.db);
+    super::log_applied_position(bytes.len(), conn.client.db);
     crate::aof::flush_pending();
     repl_feed(gen, conn, bytes);
     bytes.clear();
 }
 
 fn repl_feed(gen: u64, conn: &Conn, bytes: &[u8]) {
-    super::feed_applied(gen, bytes, conn.db);
+    super::feed_applied(gen, bytes, conn.client.db);
 }
 
 async fn send_ack(s: &mut TcpStream) -> Result<(), String> {
