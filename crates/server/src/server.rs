@@ -182,6 +182,8 @@ pub fn run(config: Config) -> Result<(), String> {
     let mut conn_queues = Vec::with_capacity(threads);
     for _ in 0..threads {
         let (tx, rx) = mpsc::channel(SHARD_QUEUE_CAPACITY);
+        // Unbounded, but each entry is a socket: bounded by the descriptors the process may hold
+        // (accept fails with EMFILE beyond them; maxclients closes the rest on arrival).
         let (ctx, crx) = mpsc::unbounded_channel::<Incoming>();
         senders.push(tx);
         conn_queues.push(ctx);

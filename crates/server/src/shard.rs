@@ -420,6 +420,7 @@ pub async fn shard_loop(shard: Rc<RefCell<Shard>>, mut rx: mpsc::Receiver<ShardM
                     // before the operation that locks: they go to the log before any of its
                     // records (a snapshot's new segment, a FLUSHALL...).
                     crate::aof::flush_pending();
+                    // Unbounded, but the lock holder sends one job and awaits it before the next.
                     let (tx, mut private) = mpsc::unbounded_channel::<Job>();
                     shard.borrow_mut().locked = true;
                     // Granted: no longer waiting in the queue (`order.rs`).

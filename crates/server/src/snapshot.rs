@@ -438,6 +438,7 @@ static FINAL_SAVE: OnceLock<tokio::sync::mpsc::UnboundedSender<std::sync::mpsc::
 /// Starts snapshots when the `save` schedule or the log's growth calls for one, and serves
 /// shutdown's final snapshot. Runs on worker 0.
 pub async fn driver(worker: std::rc::Rc<Worker>) {
+    // Unbounded, but fed once per shutdown signal.
     let (tx, mut final_rx) = tokio::sync::mpsc::unbounded_channel();
     let _ = FINAL_SAVE.set(tx);
     let mut tick = tokio::time::interval(Duration::from_millis(250));

@@ -67,6 +67,8 @@ impl Conn {
         let mut ready: Option<Bytes> = None;
         loop {
             let id = blocking::next_waiter_id();
+            // Unbounded, but it holds at most one outcome per shard this waiter is registered on: a
+            // shard sends once (served, woken or timed out) and forgets the waiter.
             let (tx, mut rx) = mpsc::unbounded_channel();
             let attempt = if shards.len() <= 1 {
                 let shard = shards.first().copied().unwrap_or(self.worker.shard_id);

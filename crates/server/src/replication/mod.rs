@@ -713,6 +713,7 @@ pub fn try_partial(info: &Arc<ReplicaInfo>, replid: &str, want: i64) -> Psync {
         r.sync_partial_err.fetch_add(1, Ordering::Relaxed);
         return Psync::Full;
     };
+    // Bounded as a full sync's queue is (`primary.rs`): by `client-output-buffer-limit replica`.
     let (tx, rx) = mpsc::unbounded_channel();
     info.state.store(ONLINE, Ordering::Release);
     info.ack_offset.store((want - 1) as u64, Ordering::Release);

@@ -78,6 +78,9 @@ pub async fn serve(conn: &mut Conn, mut stream: TcpStream, mut rbuf: BytesMut, r
 /// returns the queue that has gathered the stream since that point.
 async fn full_sync(conn: &mut Conn, stream: &mut TcpStream, info: &Arc<ReplicaInfo>) -> std::io::Result<tokio::sync::mpsc::UnboundedReceiver<abacus_protocol::Bytes>> {
     let repl = state();
+    // The replica's stream queue: bounded by `client-output-buffer-limit replica` (the feeder
+    // closes a link whose queued bytes pass it, `Repl::feed`); unbounded only where that limit is
+    // set to 0, as in Redis.
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let (at_tx, at_rx) = tokio::sync::oneshot::channel();
     // On a replica (chained replication), the snapshot's point in time must fall between two
