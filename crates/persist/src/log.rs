@@ -181,6 +181,10 @@ pub fn push_command_iter<'a, I: Iterator<Item = &'a [u8]> + Clone>(payload: &mut
 
 /// The header that frames `payload` (built by [`push_command`]) as a record.
 pub fn header(payload: &[u8]) -> [u8; HEADER_BYTES] {
+    // The writer asserts the limit its reader enforces: a record the reader would take for
+    // damage must never be written (memory runs out long before, so this cannot fire for a
+    // real payload; it documents and checks the contract).
+    assert!(payload.len() as u64 <= MAX_PAYLOAD_BYTES, "log record of {} bytes exceeds the reader's limit", payload.len());
     let mut h = [0u8; HEADER_BYTES];
     h[..8].copy_from_slice(&(payload.len() as u64 | 1 << 56).to_le_bytes());
     h[8..].copy_from_slice(&crc32fast::hash(payload).to_le_bytes());
