@@ -134,22 +134,8 @@ pub fn is_null(reply: &Frame) -> bool {
     matches!(reply, Frame::Null | Frame::NullArray)
 }
 
-/// A blocking command's timeout in milliseconds (0 = forever), parsed as Redis 7.0's
-/// `getTimeoutFromObjectOrReply` with seconds: a decimal number of seconds, rounded up to
-/// the millisecond, with its error texts. Handlers check it before anything else (Redis
-/// replies a bad timeout before WRONGTYPE).
-pub fn parse_timeout(arg: &[u8]) -> Result<u64, Frame> {
-    let secs = crate::cmd::args::parse_f64(arg).map_err(|_| Frame::error("ERR timeout is not a float or out of range"))?;
-    let ms = secs * 1000.0;
-    if ms > i64::MAX as f64 {
-        return Err(Frame::error("ERR timeout is out of range"));
-    }
-    let ms = ms.ceil();
-    if ms < 0.0 {
-        return Err(Frame::error("ERR timeout is negative"));
-    }
-    Ok(ms as u64)
-}
+/// A blocking command's timeout (defined with the command table, which reads it).
+pub use abacus_commands::command::parse_timeout;
 
 /// Serves the waiters of every key modified since the last call (step 2 of the file
 /// comment). Called after each job, batch and lock release on the shard; returns at once

@@ -3,283 +3,36 @@
 //! As in Redis, this single table is read by the dispatcher (arity, authentication, routing),
 //! by COMMAND INFO/DOCS/LIST/COUNT, and by anything that needs a command's keys (shard routing,
 //! WATCH, and later replication and cluster slots). A command family's file declares its own
-//! entries next to its handlers; this file only stitches the families together and finds
-//! commands by name without allocating.
+//! entries next to its handlers: the data families in `abacus-commands` (below the network
+//! layer), the connection-level ones in `cmd/`. The entry itself ([`Spec`]) is defined there
+//! too; this file only stitches the families together, types the connection-level handlers
+//! ([`ConnFn`]) and finds commands by name without allocating.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use abacus_protocol::{Arg, Frame};
 
-use crate::cmd;
-use crate::shard::Ctx;
+pub use abacus_commands::command::{flags, is_name, Handler, KeyFinder, KeyIndexes, KeyRangeFinder, KeyedFn, Spec, TimeoutArg, WaitArgsFn};
 
-/// A handler that runs on the shard owning its keys, with exclusive access to that shard's
-/// databases for the duration of the call.
-pub type KeyedFn = fn(&mut Ctx, &[Arg]) -> Frame;
+use crate::cmd;
 
 /// What a connection-level handler returns: it may wait (for shards, a snapshot, a lock).
 pub type ConnFuture<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Frame> + 'a>>;
 
 /// A handler that runs in the connection's task, given the shard access of its caller (free,
-/// or the locks of the EXEC running it). Written with `conn_fn!` in the family files.
+/// or the locks of the EXEC running it). Written with `conn_fn!` in the family files, and
+/// stored type-erased in [`Handler::Conn`] (the entry is defined below the network layer,
+/// which cannot name `Conn`): [`conn_handler`] gives it back.
 pub type ConnFn = for<'a> fn(&'a mut crate::conn::Conn, crate::exec::Access<'a>, &'a crate::exec::Call) -> ConnFuture<'a>;
 
-/// Where a command runs.
-#[derive(Clone, Copy)]
-pub enum Handler {
-    /// On the shard(s) owning its keys. Commands whose keys live on several shards run
-    /// atomically under those shards' locks (see `exec.rs`).
-    Keyed(KeyedFn),
-    /// In the connection task: connection state, server state, or a fan-out over all shards.
-    Conn(ConnFn),
-}
-
-pub mod flags {
-    pub const WRITE: u32 = 1;
-    pub const READONLY: u32 = 1 << 1;
-    pub const ADMIN: u32 = 1 << 2;
-    pub const FAST: u32 = 1 << 3;
-    /// Allowed before authentication (AUTH, HELLO, QUIT, RESET).
-    pub const NO_AUTH: u32 = 1 << 4;
-    /// Refused inside MULTI ("Command not allowed inside a transaction", and EXEC then aborts):
-    /// Redis 7.0's `no-multi` (SAVE, SHUTDOWN).
-    pub const NO_MULTI: u32 = 1 << 5;
-    pub const DENYOOM: u32 = 1 << 6;
-    pub const LOADING: u32 = 1 << 7;
-    pub const STALE: u32 = 1 << 8;
-    /// Touches every shard (FLUSHALL, KEYS...): a transaction containing it locks all shards.
-    pub const ALL_SHARDS: u32 = 1 << 9;
-    /// Runs at once inside MULTI instead of being queued, because it controls the transaction
-    /// (MULTI, EXEC, DISCARD, WATCH, RESET). Internal: COMMAND INFO does not list it.
-    pub const CONTROLS_MULTI: u32 = 1 << 10;
-    // Internal flags below: what the server does differently for a command, said in its
-    // table entry instead of by its name elsewhere. COMMAND INFO lists none of them.
-    /// A pipeline of it is bound by reading the value behind the slot (sketch adds, APPEND):
-    /// a batch prefetches the values' first lines too (`exec.rs`).
-    pub const PREFETCH_VALUE: u32 = 1 << 11;
-    /// Refused with MISCONF while persistence fails although it writes nothing: PING, so that
-    /// health checks notice (Redis's rule).
-    pub const DENY_ON_DISK_ERROR: u32 = 1 << 12;
-    /// Runs the transaction's queued commands (EXEC): a malformed one ends the transaction,
-    /// and its replies wait for the log as a write's do.
-    pub const RUNS_QUEUED: u32 = 1 << 13;
-    /// Inside EXEC only scheduled, then started once EXEC has released its shards (BGSAVE,
-    /// BGREWRITEAOF).
-    pub const SCHEDULED_IN_EXEC: u32 = 1 << 14;
-    /// Queued inside MULTI, but nothing to do when EXEC runs it (UNWATCH: EXEC unwatches
-    /// everything anyway).
-    pub const NOOP_IN_EXEC: u32 = 1 << 15;
-    /// May block (BLPOP...; Redis's `blocking`): runs alone, outside batches, and waits in
-    /// `blocking.rs` when it finds nothing to serve. Set by [`super::Spec::blocking`].
-    pub const BLOCKING: u32 = 1 << 16;
-    /// ACL channel arguments (Redis's channel key specs): `args[1]` is a channel a message
-    /// is published to (PUBLISH, SPUBLISH).
-    pub const CHANNEL_PUBLISH: u32 = 1 << 28;
-    /// Every argument after the name is a channel subscribed to (SUBSCRIBE, SSUBSCRIBE).
-    pub const CHANNEL_SUBSCRIBE: u32 = 1 << 29;
-    /// Every argument after the name is a channel pattern subscribed to (PSUBSCRIBE).
-    pub const CHANNEL_PATTERN: u32 = 1 << 30;
-}
-
-/// Finds a key that only parsing the options reveals ([`Spec::trailing_key`]): its index.
-pub type KeyFinder = fn(&[Arg]) -> Option<usize>;
-
-/// Finds keys that only parsing the options reveals (XREAD ... STREAMS key... id...): the
-/// range of their indexes, or None (a syntax error the handler will report; no keys).
-pub type KeyRangeFinder = fn(&[Arg]) -> Option<(usize, usize)>;
-
-/// Where a blocking command's timeout argument is.
-#[derive(Clone, Copy, Debug)]
-pub enum TimeoutArg {
-    /// The last argument (BLPOP key... timeout), in seconds.
-    Last,
-    /// This index (BLMPOP timeout numkeys key...), in seconds.
-    At(usize),
-    /// Found by parsing the options (XREAD BLOCK ms): None when the call does not block (no
-    /// option), else the timeout in milliseconds or its error.
-    Parsed(fn(&[Arg]) -> Option<Result<u64, Frame>>),
-}
-
-/// Rewrites a blocking call's arguments before it waits, on the shard that owns some of its
-/// keys (`owns` tells which): XREAD's `$` becomes the stream's last ID, so that the wait is
-/// for entries after the ones that existed when it blocked. None: nothing to rewrite.
-pub type WaitArgsFn = fn(dbs: &mut [abacus_keyspace::Db], db: usize, args: &[Arg], now_ms: u64, owns: &dyn Fn(&[u8]) -> bool) -> Option<Vec<abacus_protocol::Bytes>>;
-
-/// One command.
-pub struct Spec {
-    /// Lower-case name.
-    pub name: &'static str,
-    /// Redis arity: N = exactly N arguments including the name; -N = at least N.
-    pub arity: i32,
-    pub flags: u32,
-    /// First key argument index (0 = no keys), last (-1 = last argument), step.
-    pub first_key: i32,
-    pub last_key: i32,
-    pub step: i32,
-    /// Index of a `numkeys` argument followed by that many keys (SINTERCARD), 0 if none. Such
-    /// keys are "movable": the range above cannot express them, so it is (0, 0, 0) as in
-    /// Redis's COMMAND INFO, and [`Spec::key_indexes`] reads the count from the arguments.
-    /// A numkeys command with a destination key before the count (ZUNIONSTORE dst numkeys
-    /// key...) declares the destination as its range (1, 1, 1): that key comes first.
-    pub numkeys_index: usize,
-    pub handler: Handler,
-    /// Redis ACL category / COMMAND DOCS group.
-    pub group: &'static str,
-    pub summary: &'static str,
-    pub subcommands: &'static [Spec],
-    /// A blocking command's timeout argument (see [`Spec::blocking`]).
-    pub block_timeout: Option<TimeoutArg>,
-    /// A key after the declared range that only parsing the options finds (GEORADIUS ...
-    /// STORE key): Redis declares it with a keyword key spec and marks the command
-    /// `movablekeys`. The function returns its index, the same one the handler will use, or
-    /// None (no such option, or options the handler will refuse before touching any key).
-    pub trailing_key: Option<KeyFinder>,
-    /// Keys found by parsing (see [`KeyRangeFinder`]); the range above is then (0, 0, 0), as
-    /// Redis's COMMAND INFO shows for `movablekeys` commands.
-    pub key_range: Option<KeyRangeFinder>,
-    /// A blocking command's rewrite of its arguments before it waits ([`WaitArgsFn`]).
-    pub wait_args: Option<WaitArgsFn>,
-}
-
-impl Spec {
-    pub const fn keyed(name: &'static str, arity: i32, flags: u32, keys: (i32, i32, i32), f: KeyedFn, group: &'static str, summary: &'static str) -> Spec {
-        Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, numkeys_index: 0, handler: Handler::Keyed(f), group, summary, subcommands: &[], block_timeout: None, trailing_key: None, key_range: None, wait_args: None }
-    }
-
-    pub const fn conn(name: &'static str, arity: i32, flags: u32, keys: (i32, i32, i32), f: ConnFn, group: &'static str, summary: &'static str) -> Spec {
-        Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, numkeys_index: 0, handler: Handler::Conn(f), group, summary, subcommands: &[], block_timeout: None, trailing_key: None, key_range: None, wait_args: None }
-    }
-
-    pub const fn with_subcommands(mut self, subs: &'static [Spec]) -> Spec {
-        self.subcommands = subs;
-        self
-    }
-
-    /// Declares a key that the options name (see [`Spec::trailing_key`]); it comes after the
-    /// range's keys.
-    pub const fn with_trailing_key(mut self, find: KeyFinder) -> Spec {
-        self.trailing_key = Some(find);
-        self
-    }
-
-    /// Declares the keys as `args[index]` = n followed by n keys (SINTERCARD numkeys key...).
-    pub const fn with_numkeys(mut self, index: usize) -> Spec {
-        self.numkeys_index = index;
-        self
-    }
-
-    /// Declares a blocking command (flag BLOCKING) and where its timeout is. Its handler is
-    /// the non-blocking form: it serves what it can, and replies null when it found nothing
-    /// (what a transaction gets, and what a timeout replies); outside transactions the
-    /// connection then waits for the keys (`blocking.rs`).
-    pub const fn blocking(mut self, timeout: TimeoutArg) -> Spec {
-        self.flags |= flags::BLOCKING;
-        self.block_timeout = Some(timeout);
-        self
-    }
-
-    /// Declares keys found by parsing the arguments ([`KeyRangeFinder`]).
-    pub const fn with_key_range(mut self, find: KeyRangeFinder) -> Spec {
-        self.key_range = Some(find);
-        self
-    }
-
-    /// Declares the rewrite of a blocking call's arguments before it waits.
-    pub const fn with_wait_args(mut self, f: WaitArgsFn) -> Spec {
-        self.wait_args = Some(f);
-        self
-    }
-
-    /// A blocking call's timeout in milliseconds (0 = forever), or its error; None when the
-    /// call does not block (not a blocking command, or XREAD without BLOCK).
-    pub fn block_timeout_ms(&self, args: &[Arg]) -> Option<Result<u64, Frame>> {
-        match self.block_timeout? {
-            TimeoutArg::Last => args.last().map(|a| crate::blocking::parse_timeout(a)),
-            TimeoutArg::At(i) => args.get(i).map(|a| crate::blocking::parse_timeout(a)),
-            TimeoutArg::Parsed(f) => f(args),
-        }
-    }
-
-    /// Whether this call may block: a blocking command, and for those whose blocking is an
-    /// option (XREAD BLOCK), the option is given. A call that may not block runs as any
-    /// other (in batches).
-    #[inline]
-    pub fn blocks(&self, args: &[Arg]) -> bool {
-        match self.block_timeout {
-            None => false,
-            Some(TimeoutArg::Parsed(f)) => f(args).is_some(),
-            Some(_) => true,
-        }
-    }
-
-    pub fn is_write(&self) -> bool {
-        self.flags & flags::WRITE != 0
-    }
-
-    pub fn has(&self, flag: u32) -> bool {
-        self.flags & flag != 0
-    }
-
-    /// Whether `argc` arguments (including the name) satisfy the arity.
-    pub fn arity_ok(&self, argc: usize) -> bool {
-        let argc = argc as i64;
-        let a = self.arity as i64;
-        if a >= 0 {
-            argc == a
-        } else {
-            argc >= -a
-        }
-    }
-
-    /// Indexes of the key arguments in `args` (the name included). The single source of a
-    /// call's keys: shard routing, the atomic multi-shard path, MULTI/EXEC locking and WATCH
-    /// signals all read it. A numkeys command whose count is not a positive integer that fits
-    /// the arguments has no keys; it then runs anywhere and its handler replies the error.
-    #[inline]
-    pub fn key_indexes(&self, args: &[Arg]) -> KeyIndexes {
-        let argc = args.len();
-        if self.numkeys_index == 0 && self.first_key == 1 && self.last_key == 1 {
-            // The common shape, one key right after the name: no arithmetic to do.
-            let trail = match self.trailing_key {
-                None => 0,
-                Some(find) => find(args).filter(|&i| i > 1 && i < argc).unwrap_or(0),
-            };
-            return KeyIndexes { next: 1, end: argc.min(2), step: 1, lead: 0, trail };
-        }
-        if let Some(find) = self.key_range {
-            return match find(args) {
-                Some((start, end)) if start <= end && end <= argc => KeyIndexes { next: start, end, step: 1, lead: 0, trail: 0 },
-                _ => KeyIndexes { next: 0, end: 0, step: 1, lead: 0, trail: 0 },
-            };
-        }
-        let (start, end, step) = if self.numkeys_index > 0 {
-            let count = args
-                .get(self.numkeys_index)
-                .and_then(|n| abacus_keyspace::value::parse_canonical_i64(n))
-                .and_then(|n| usize::try_from(n).ok())
-                .filter(|&n| n > 0 && n <= argc.saturating_sub(self.numkeys_index + 1));
-            match count {
-                Some(n) => {
-                    let lead = if self.first_key > 0 { self.first_key as usize } else { 0 };
-                    return KeyIndexes { next: self.numkeys_index + 1, end: self.numkeys_index + 1 + n, step: 1, lead, trail: 0 };
-                }
-                None => (0, 0, 1),
-            }
-        } else if self.first_key <= 0 {
-            (0, 0, 1)
-        } else {
-            let first = self.first_key as i64;
-            let last = if self.last_key < 0 { argc as i64 + self.last_key as i64 } else { self.last_key as i64 };
-            let end = (last.min(argc as i64 - 1) + 1).max(first);
-            (first as usize, end as usize, self.step.max(1) as usize)
-        };
-        KeyIndexes { next: start, end, step, lead: 0, trail: 0 }
-    }
-
-    /// The subcommand spec named by `args[1]`, for container commands.
-    pub fn subcommand(&self, name: &[u8]) -> Option<&'static Spec> {
-        self.subcommands.iter().find(|s| s.name.rsplit('|').next().is_some_and(|n| n.as_bytes().eq_ignore_ascii_case(name)))
+/// The connection-level handler of an entry: None for a container's own entry (which never
+/// runs: `Conn::resolve` picks a subcommand) and for keyed entries. One type-id compare.
+#[inline]
+pub fn conn_handler(handler: Handler) -> Option<ConnFn> {
+    match handler {
+        Handler::Conn(f) => f.downcast_ref::<ConnFn>().copied(),
+        Handler::Keyed(_) => None,
     }
 }
 
@@ -289,7 +42,7 @@ fn table() -> &'static Table {
     static TABLE: OnceLock<Table> = OnceLock::new();
     TABLE.get_or_init(|| {
         let mut m = Table::default();
-        for family in cmd::FAMILIES {
+        for family in abacus_commands::FAMILIES.iter().chain(cmd::FAMILIES) {
             for spec in family.iter() {
                 let prev = m.insert(spec.name, spec);
                 assert!(prev.is_none(), "command {} declared twice", spec.name);
@@ -305,48 +58,6 @@ pub fn all() -> impl Iterator<Item = &'static Spec> {
 }
 
 /// Finds a command by name, case-insensitively, without allocating for names up to 32 bytes.
-/// The argument positions of a call's keys ([`Spec::key_indexes`]): `next`, `next + step`,
-/// ... below `end`. (A plain struct: `StepBy` costs a few branches more per call, and every
-/// keyed command asks two or three times.)
-#[derive(Clone, Debug)]
-pub struct KeyIndexes {
-    next: usize,
-    end: usize,
-    step: usize,
-    /// A key before the range (a numkeys command's destination), 0 if none or already given.
-    lead: usize,
-    /// A key after the range ([`Spec::trailing_key`]), 0 if none or already given.
-    trail: usize,
-}
-
-impl Iterator for KeyIndexes {
-    type Item = usize;
-
-    #[inline]
-    fn next(&mut self) -> Option<usize> {
-        if self.lead != 0 {
-            return Some(std::mem::take(&mut self.lead));
-        }
-        if self.next < self.end {
-            let i = self.next;
-            self.next += self.step;
-            Some(i)
-        } else if self.trail != 0 {
-            Some(std::mem::take(&mut self.trail))
-        } else {
-            None
-        }
-    }
-}
-
-/// Whether `input` names the command whose (lower-case) table name is `lower`, in any case:
-/// `lower.eq_ignore_ascii_case(input)` for a lower-case `lower`, one compare per byte for a
-/// client that sends names as stored (a pipeline repeats this check for every command).
-#[inline]
-pub fn is_name(lower: &[u8], input: &[u8]) -> bool {
-    lower.len() == input.len() && lower.iter().zip(input).all(|(&l, &c)| l == c || (l.is_ascii_lowercase() && c == l - 32))
-}
-
 pub fn lookup(name: &[u8]) -> Option<&'static Spec> {
     let mut buf = [0u8; 32];
     if name.len() > buf.len() {
@@ -440,5 +151,41 @@ mod tests {
         for bad in ["sintercard 0 a", "sintercard 3 a b", "sintercard x a", "sintercard -1 a", "sintercard +1 a"] {
             assert_eq!(keys_of(bad), Vec::<usize>::new(), "{bad}");
         }
+    }
+
+    #[test]
+    fn the_commands_crate_tests_under_the_default_configuration() {
+        // `abacus_commands::testing` runs handlers outside a server with these values.
+        let cfg = crate::config::Config::default().cmd_config();
+        let d = abacus_commands::testing::defaults();
+        assert_eq!(d.max_string_len, cfg.max_string_len);
+        assert_eq!(format!("{:?}", d.hll), format!("{:?}", cfg.hll));
+        assert_eq!(d.set_limits, cfg.set_limits);
+        assert_eq!(d.hash_limits, cfg.hash_limits);
+        assert_eq!(d.list_limits, cfg.list_limits);
+        assert_eq!(d.zset_limits, cfg.zset_limits);
+        assert_eq!(d.stream_limits, cfg.stream_limits);
+    }
+
+    #[test]
+    fn every_family_of_the_commands_crate_is_in_the_table() {
+        for spec in abacus_commands::FAMILIES.iter().flat_map(|f| f.iter()) {
+            let found = lookup(spec.name.as_bytes()).unwrap();
+            assert_eq!((found.arity, found.flags, found.group), (spec.arity, spec.flags, spec.group), "{}", spec.name);
+        }
+    }
+
+    #[test]
+    fn connection_level_handlers_come_back_typed() {
+        // A type-erased handler is a `ConnFn`, or the marker of a container's own entry.
+        for spec in all() {
+            if let Handler::Conn(f) = spec.handler {
+                let container = f.is::<abacus_commands::command::Container>();
+                assert!(container != conn_handler(spec.handler).is_some(), "{}", spec.name);
+                assert!(!container || !spec.subcommands.is_empty(), "{}", spec.name);
+            }
+        }
+        assert!(conn_handler(lookup(b"ping").unwrap().handler).is_some());
+        assert!(conn_handler(lookup(b"object").unwrap().handler).is_none());
     }
 }

@@ -134,31 +134,8 @@ pub const PARAMS: &[Param] = &[
     Param { name: "tracking-table-max-keys", default: "1000000", kind: Kind::Int { min: 0, max: i64::MAX }, mutable: true, help: "CLIENT TRACKING: the most keys the tracking table remembers; past it, keys are invalidated to their clients until it fits (0 = no bound)" },
 ];
 
-/// Largest explicit threshold an HLL.* sketch may have: java-hll's largest (2^18; postgresql-hll
-/// stops at 8192). The explicit list is a sorted vector with O(n) inserts, and the storage
-/// specification would allow 2^32 entries (32 GiB).
-pub const HLL_MAX_EXPTHRESH: i64 = 1 << 18;
-
-/// The HLL parameters keyed handlers need, copied from the configuration's atomics once per
-/// batch (never a lock per command).
-#[derive(Clone, Copy, Debug)]
-pub struct HllConfig {
-    /// Defaults for new HLL.* sketches (validated when used: they may exceed `max_log2m`).
-    pub log2m: i64,
-    pub regwidth: i64,
-    pub expthresh: i64,
-    pub sparseon: bool,
-    /// Largest log2m accepted from clients (HLL.CREATE options and stored bytes).
-    pub max_log2m: u32,
-    /// PF* values: `hll-sparse-max-bytes`.
-    pub sparse_max_bytes: usize,
-}
-
-impl Default for HllConfig {
-    fn default() -> Self {
-        HllConfig { log2m: 11, regwidth: 5, expthresh: -1, sparseon: true, max_log2m: 17, sparse_max_bytes: 3000 }
-    }
-}
+/// The HLL parameters and limit handlers read (defined with them, in `abacus-commands`).
+pub use abacus_commands::config::{HllConfig, HLL_MAX_EXPTHRESH};
 
 /// The configuration values keyed handlers read, for one batch of commands.
 #[derive(Clone, Copy, Debug)]

@@ -252,6 +252,7 @@ pub(crate) fn run_handler(dbs: &mut [Db], db: usize, spec: &'static Spec, args: 
             notify_flags: cfg.notify,
             events: Vec::new(),
             events_said: false,
+            hooks: &crate::shard::HOOKS,
         };
         // Notifications off: this one branch. (Turned off, the databases' journals stop
         // recording at the shard's next tick: `Shard::active_expire`.)

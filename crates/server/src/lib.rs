@@ -3,8 +3,8 @@
 //! Layout (a reader should find any command within a minute):
 //! - `config.rs`   every configuration parameter, declared once (CLI, file, CONFIG, mirrors)
 //! - `server.rs`   start-up (data directory lock, banner), threads, listeners, signals
-//! - `shard.rs`    a shard's data and its job loop; key -> shard mapping; a handler's `Ctx`
-//!   (the keys it modified, the effect it propagates)
+//! - `shard.rs`    a shard's data and its job loop; key -> shard mapping; the hooks a
+//!   handler's `Ctx` reaches the server through (`Ctx` itself is `abacus-commands`')
 //! - `exec.rs`     running commands on shards: batches, multi-shard atomicity, fan-outs
 //! - `hop.rs`      coalescing the batches bound for other shards: one message per tick
 //! - `order.rs`    a connection's commands take effect in order across shards
@@ -12,15 +12,17 @@
 //! - `conn/`       one client connection: the socket loop (`mod.rs`: read, run, write),
 //!   the checks before a command runs (`admit.rs`), moving to another thread (`migrate.rs`)
 //! - `command.rs`  the command table (names, arity, flags, keys, handlers: the one place a
-//!   command is known)
-//! - `cmd/`        one file per command family (strings, bits, bitops for BITOP/BITFIELD,
-//!   keys, expiry, connection, server, persistence, transactions, hll for HLL.*, pf for PF*,
-//!   hashes, sets, set_algebra for SINTER/SUNION/SDIFF and their STORE/CARD forms)
+//!   command is known): `abacus-commands`' families and this crate's, and the typing of
+//!   connection-level handlers (`ConnFn`)
+//! - `cmd/`        the command families that need the server, one file each (connection,
+//!   server, persistence, transactions, scan for KEYS/SCAN/RANDOMKEY, sort, pubsub, ...);
+//!   the data families (strings, keys, expiry, bits, hashes, sets, lists, sorted sets, geo,
+//!   streams, HLL, PF) are `abacus-commands`', re-exported there under their names
 //! - `aof.rs`, `snapshot.rs`, `recovery.rs`: the log (fed by handlers' stated effects),
 //!   snapshots without fork, and loading at start
 //! - `monitor.rs`  MONITOR's stream
-//! - `notify.rs`   keyspace notifications (notify-keyspace-events): events gathered by `Ctx`,
-//!   published after each command
+//! - `notify.rs`   keyspace notifications (notify-keyspace-events): events gathered by `Ctx`
+//!   (`abacus_commands::notify`), published after each command
 //! - `blocking.rs` blocked clients (BLPOP...): registered and served on the shard, in order
 //! - `pubsub.rs`   pub/sub: the subscriptions shared by all threads, delivery to subscribers
 //!   (the commands are in `cmd/pubsub.rs`)
@@ -32,8 +34,8 @@
 //!
 //! What it is not: the data structures and the keyspace (`abacus-collections`,
 //! `abacus-keyspace`), the on-disk formats (`abacus-persist`), the protocol codec
-//! (`abacus-protocol`). The command families still live here, above the network layer;
-//! moving them into a crate below it is still to do.
+//! (`abacus-protocol`), the data command families (`abacus-commands`, below the network
+//! layer).
 
 #![forbid(unsafe_code)]
 

@@ -1,13 +1,17 @@
 //! Command families, one file each, and the dispatcher of connection-level commands.
 //!
 //! Each family file declares its commands' table entries (`COMMANDS`) next to their handlers.
-//! Keyed handlers are plain functions over a shard's databases (`Ctx`); connection-level
-//! handlers are functions over the connection, given in their table entries with
-//! [`conn_fn!`]: the table is the one place a command's name is tied to its code.
+//! Keyed handlers are plain functions over a shard's databases (`Ctx`); the data families
+//! (strings, keys, expiry, bits, hashes, sets, lists, sorted sets, geo, streams, HLL, PF) live
+//! below the network layer in `abacus-commands` and are re-exported here under their names.
+//! The files here are the families that need the server: connection-level handlers,
+//! functions over the connection, given in their table entries with [`conn_fn!`] (the table
+//! is the one place a command's name is tied to its code), and keyed families not moved yet.
 
 /// A connection-level handler for a table entry: `conn_fn!(|conn, access, call| body)`, where
 /// `body` is a `Frame` expression that may `.await` (the caller's `&mut Conn`, its
 /// [`Access`](crate::exec::Access) and the [`Call`](crate::exec::Call)).
+/// It gives a `&'static ConnFn`, which the entry stores type-erased (`Handler::Conn`).
 macro_rules! conn_fn {
     (|$conn:pat_param, $access:pat_param, $call:pat_param| $body:expr) => {{
         fn handler<'a>(
@@ -17,45 +21,47 @@ macro_rules! conn_fn {
         ) -> crate::command::ConnFuture<'a> {
             Box::pin(async move { $body })
         }
-        handler as crate::command::ConnFn
+        const HANDLER: crate::command::ConnFn = handler;
+        &HANDLER
     }};
 }
 
 pub mod acl;
-pub mod args;
+pub use abacus_commands::args;
 pub mod attribute;
-pub mod bitops;
-pub mod bits;
+pub use abacus_commands::bitops;
+pub use abacus_commands::bits;
 pub mod blocking;
 pub mod connection;
 pub mod dump;
-pub mod expiry;
-pub mod geo;
+pub use abacus_commands::expiry;
+pub use abacus_commands::geo;
 pub mod getkeys;
-pub mod hashes;
-pub mod hll;
-pub mod keys;
-pub mod ldouble;
-pub mod lists;
+pub use abacus_commands::hashes;
+pub use abacus_commands::hll;
+pub use abacus_commands::keys;
+pub use abacus_commands::ldouble;
+pub use abacus_commands::lists;
 pub mod memory;
 pub mod migrate;
 pub mod persistence;
-pub mod pf;
+pub use abacus_commands::pf;
 pub mod pubsub;
+pub mod scan;
 pub mod replication;
 pub mod server;
-pub mod set_algebra;
-pub mod sets;
+pub use abacus_commands::set_algebra;
+pub use abacus_commands::sets;
 pub mod sort;
-pub mod streams;
-pub mod strings;
+pub use abacus_commands::streams;
+pub use abacus_commands::strings;
 pub mod summary;
 pub mod timeseries;
 pub mod transactions;
 pub mod ts_multi;
 pub mod ts_range;
-pub mod zset_algebra;
-pub mod zsets;
+pub use abacus_commands::zset_algebra;
+pub use abacus_commands::zsets;
 pub mod latency;
 pub mod tracking;
 
@@ -71,28 +77,14 @@ pub(crate) fn container() -> abacus_protocol::Frame {
     abacus_protocol::Frame::error("ERR internal error: a container command has no handler of its own")
 }
 
-/// Every family's table, read by `command.rs`.
+/// This crate's families' tables, read by `command.rs` after `abacus_commands::FAMILIES`.
 pub const FAMILIES: &[&[Spec]] = &[
     connection::COMMANDS,
     server::COMMANDS,
-    strings::COMMANDS,
-    bits::COMMANDS,
-    bitops::COMMANDS,
-    keys::COMMANDS,
-    expiry::COMMANDS,
+    scan::COMMANDS,
     transactions::COMMANDS,
-    hll::COMMANDS,
-    pf::COMMANDS,
-    hashes::COMMANDS,
-    sets::COMMANDS,
-    set_algebra::COMMANDS,
-    lists::COMMANDS,
     blocking::COMMANDS,
     sort::COMMANDS,
-    zsets::COMMANDS,
-    zset_algebra::COMMANDS,
-    geo::COMMANDS,
-    streams::COMMANDS,
     attribute::COMMANDS,
     persistence::COMMANDS,
     pubsub::COMMANDS,
@@ -107,8 +99,8 @@ pub const FAMILIES: &[&[Spec]] = &[
     replication::COMMANDS,
 ];
 
-/// Runs one keyed command on `dbs` (database 0, one shard, the default configuration): for
-/// the command families' unit tests.
+/// Runs one keyed command on `dbs` (database 0, one shard, the default configuration, the
+/// server's runner): for the command families' unit tests here.
 #[cfg(test)]
 pub(crate) fn run_keyed(dbs: &mut [abacus_keyspace::Db], args: &[&[u8]]) -> Frame {
     let args = abacus_protocol::Args::from_vec(args.iter().map(|a| abacus_protocol::Bytes::copy_from_slice(a)).collect());

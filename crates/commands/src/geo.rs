@@ -43,7 +43,7 @@ use super::args::*;
 use super::zsets::{parse_score, read_zset, store_result, zadd};
 use crate::command::flags::*;
 use crate::command::Spec;
-use crate::shard::{Ctx, Effect, KeysModified};
+use crate::ctx::{Ctx, Effect, KeysModified};
 
 const K1: (i32, i32, i32) = (1, 1, 1);
 const G: &str = "geo";
@@ -66,7 +66,7 @@ pub const COMMANDS: &[Spec] = &[
 
 /// A distance as Redis 7.0 prints it (`fixedpoint_d2string(d, 4)`): `llrint(d * 10^4)`
 /// (round half to even) written as an integer with 4 decimals.
-pub(crate) fn format_distance(d: f64) -> Bytes {
+pub fn format_distance(d: f64) -> Bytes {
     if d == 0.0 {
         return Bytes::from_static(b"0.0000");
     }
@@ -81,7 +81,7 @@ pub(crate) fn format_distance(d: f64) -> Bytes {
 
 /// A coordinate as Redis's `addReplyHumanLongDouble` prints it: `%.17Lf` of the (exact)
 /// double, trailing zeros and a trailing dot removed, "-0" as "0".
-pub(crate) fn format_coord(x: f64) -> Bytes {
+pub fn format_coord(x: f64) -> Bytes {
     let mut s = format!("{x:.17}");
     if s.contains('.') {
         let trimmed = s.trim_end_matches('0').trim_end_matches('.').len();

@@ -12,7 +12,7 @@ use super::ldouble;
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::notify;
-use crate::shard::Ctx;
+use crate::ctx::Ctx;
 
 const K1: (i32, i32, i32) = (1, 1, 1);
 const ALL: (i32, i32, i32) = (1, -1, 1);

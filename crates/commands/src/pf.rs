@@ -26,7 +26,7 @@ use abacus_redis_hll::{HllError, RedisHll, HLL_REGISTERS};
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::notify;
-use crate::shard::{Ctx, KeysModified};
+use crate::ctx::{Ctx, KeysModified};
 
 const ALL: (i32, i32, i32) = (1, -1, 1);
 const G: &str = "hyperloglog";

@@ -24,7 +24,7 @@ use super::args::*;
 use super::zsets::{parse_score, store_result, G};
 use crate::command::flags::*;
 use crate::command::Spec;
-use crate::shard::{Ctx, KeysModified};
+use crate::ctx::{Ctx, KeysModified};
 
 const DST: (i32, i32, i32) = (1, 1, 1);
 const NONE: (i32, i32, i32) = (0, 0, 0);

@@ -33,10 +33,10 @@ use super::args::*;
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::notify;
-use crate::shard::{Ctx, KeysModified};
+use crate::ctx::{Ctx, KeysModified};
 
 const K1: (i32, i32, i32) = (1, 1, 1);
-pub(crate) const G: &str = "sorted-set";
+pub const G: &str = "sorted-set";
 
 pub const COMMANDS: &[Spec] = &[
     Spec::keyed("zadd", -4, WRITE | DENYOOM | FAST, K1, zadd, G, "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist."),
@@ -70,7 +70,7 @@ pub const COMMANDS: &[Spec] = &[
 // Lookups
 
 /// The sorted set at `key` for reading, counted in keyspace hits/misses. Ok(None) if missing.
-pub(crate) fn read_zset<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a ZSet>, Frame> {
+pub fn read_zset<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a ZSet>, Frame> {
     let now = ctx.now_ms;
     match ctx.db().get(key, now) {
         None => Ok(None),
@@ -79,7 +79,7 @@ pub(crate) fn read_zset<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a Z
 }
 
 /// The sorted set at `key` for modification. Ok(None) if missing.
-pub(crate) fn zset_mut<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a mut ZSet>, Frame> {
+pub fn zset_mut<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a mut ZSet>, Frame> {
     let now = ctx.now_ms;
     match ctx.db().get_mut(key, now) {
         None => Ok(None),
@@ -90,7 +90,7 @@ pub(crate) fn zset_mut<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a mu
 /// Replaces `key` with `z` (any previous value and TTL go, as Redis's setKey) and fires
 /// `event`, or deletes it when `z` is empty ("del" if there was one). True if the key
 /// existed or now exists (something was written).
-pub(crate) fn store_result(ctx: &mut Ctx, key: &[u8], z: ZSet, event: &'static str) -> bool {
+pub fn store_result(ctx: &mut Ctx, key: &[u8], z: ZSet, event: &'static str) -> bool {
     let now = ctx.now_ms;
     if z.is_empty() {
         let existed = ctx.db().remove(key, now);
@@ -118,14 +118,14 @@ fn delete_if_empty(ctx: &mut Ctx, key: &[u8], empty: bool) {
 // ---------------------------------------------------------------------------------------
 // Parsing
 
-pub(crate) const ERR_NAN: &str = "ERR resulting score is not a number (NaN)";
+pub const ERR_NAN: &str = "ERR resulting score is not a number (NaN)";
 const ERR_MINMAX_FLOAT: &str = "ERR min or max is not a float";
 const ERR_MINMAX_LEX: &str = "ERR min or max not valid string range item";
 
 /// A score argument as Redis's `getDoubleFromObject` reads it (strtod): decimal, exponent
 /// and hex forms, "inf"/"infinity" with a sign; no spaces, no NaN, and no overflow to
 /// infinity or underflow to zero (strtod's ERANGE; subnormal results are accepted).
-pub(crate) fn parse_score(a: &[u8]) -> Result<f64, Frame> {
+pub fn parse_score(a: &[u8]) -> Result<f64, Frame> {
     let v = parse_f64(a)?;
     let text = a.to_ascii_lowercase();
     let digits = text.strip_prefix(b"-").or_else(|| text.strip_prefix(b"+")).unwrap_or(&text);
@@ -169,7 +169,7 @@ fn parse_range_bound(a: &[u8]) -> Option<(f64, bool)> {
 
 /// A score range: members with min (<|<=) score (<|<=) max.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct ScoreRange {
+pub struct ScoreRange {
     min: f64,
     min_ex: bool,
     max: f64,
@@ -185,7 +185,7 @@ impl ScoreRange {
     }
 
     /// The ascending ranks `start..end` of the members in range (empty when end <= start).
-    pub(crate) fn ranks(&self, z: &ZSet) -> (usize, usize) {
+    pub fn ranks(&self, z: &ZSet) -> (usize, usize) {
         let r = *self;
         let start = z.rank_where(|s, _| if r.min_ex { s <= r.min } else { s < r.min });
         let end = z.rank_where(|s, _| if r.max_ex { s < r.max } else { s <= r.max });
@@ -215,7 +215,7 @@ impl LexBound {
 
 /// A lexicographical range (ZRANGEBYLEX): meaningful when every member has the same score.
 #[derive(Clone, Debug)]
-pub(crate) struct LexRange {
+pub struct LexRange {
     min: LexBound,
     max: LexBound,
 }
@@ -316,7 +316,7 @@ fn zset_add(z: &mut ZSet, member: &[u8], score: f64, f: AddFlags, limits: &Encod
     }
 }
 
-pub(crate) fn zadd(ctx: &mut Ctx, a: &[Arg]) -> Frame {
+pub fn zadd(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let mut f = AddFlags::default();
     let mut ch = false;
     let mut at = 2;
@@ -833,7 +833,7 @@ fn zscan(ctx: &mut Ctx, a: &[Arg]) -> Frame {
 // ZPOPMIN, ZPOPMAX, ZMPOP and the blocking commands' entry point
 
 /// What [`pop_from_first`] popped: the key's position in `keys`, and the members in order.
-pub(crate) struct Popped {
+pub struct Popped {
     pub key_index: usize,
     pub members: Vec<(Vec<u8>, f64)>,
 }
@@ -843,7 +843,7 @@ pub(crate) struct Popped {
 /// type is WRONGTYPE (Redis checks in order and stops at the first existing key). `Ok(None)`
 /// when every key is missing. States the effect (ZPOPMIN/ZPOPMAX key count) and that only the
 /// popped key was modified. For ZPOPMIN/ZPOPMAX/ZMPOP here and BZPOPMIN/BZPOPMAX/BZMPOP.
-pub(crate) fn pop_from_first(ctx: &mut Ctx, keys: &[Arg], max: bool, count: usize) -> Result<Option<Popped>, Frame> {
+pub fn pop_from_first(ctx: &mut Ctx, keys: &[Arg], max: bool, count: usize) -> Result<Option<Popped>, Frame> {
     for (key_index, key) in keys.iter().enumerate() {
         let (members, empty) = match zset_mut(ctx, key)? {
             None => continue,
@@ -876,7 +876,7 @@ pub(crate) fn pop_from_first(ctx: &mut Ctx, keys: &[Arg], max: bool, count: usiz
 }
 
 /// BZPOPMIN/BZPOPMAX's reply: [key, member, score].
-pub(crate) fn bzpop_reply(key: &[u8], popped: &Popped) -> Frame {
+pub fn bzpop_reply(key: &[u8], popped: &Popped) -> Frame {
     match popped.members.first() {
         Some((m, s)) => Frame::Array(vec![bulk(key), bulk(m), Frame::Score(*s)]),
         None => Frame::NullArray,
@@ -884,7 +884,7 @@ pub(crate) fn bzpop_reply(key: &[u8], popped: &Popped) -> Frame {
 }
 
 /// ZMPOP/BZMPOP's reply: [key, [[member, score], ...]] (nested in both protocols).
-pub(crate) fn zmpop_reply(key: &[u8], popped: &Popped) -> Frame {
+pub fn zmpop_reply(key: &[u8], popped: &Popped) -> Frame {
     let items = popped.members.iter().map(|(m, s)| Frame::Array(vec![bulk(m), Frame::Score(*s)])).collect();
     Frame::Array(vec![bulk(key), Frame::Array(items)])
 }
@@ -933,7 +933,7 @@ fn zpopmax(ctx: &mut Ctx, a: &[Arg]) -> Frame {
 
 /// ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]: parses as Redis's zmpopGenericCommand.
 /// Returns (keys, max, count) for ZMPOP and BZMPOP (`first` = index of numkeys).
-pub(crate) fn parse_zmpop(a: &[Arg], first: usize) -> Result<(std::ops::Range<usize>, bool, usize), Frame> {
+pub fn parse_zmpop(a: &[Arg], first: usize) -> Result<(std::ops::Range<usize>, bool, usize), Frame> {
     let numkeys = match parse_i64(&a[first]) {
         Ok(n) if n >= 1 => n as u64,
         _ => return Err(err("ERR numkeys should be greater than 0")),
@@ -1004,7 +1004,7 @@ mod tests {
     #[test]
     fn a_key_never_holds_an_empty_sorted_set() {
         let mut dbs = vec![abacus_keyspace::Db::new()];
-        let mut run = |line: &str| crate::cmd::run_keyed(&mut dbs, &line.split(' ').map(str::as_bytes).collect::<Vec<_>>());
+        let mut run = |line: &str| crate::testing::run_keyed(&mut dbs, &line.split(' ').map(str::as_bytes).collect::<Vec<_>>());
         for (line, reply) in [
             ("zadd z 1 a 2 b", Frame::Integer(2)),
             ("zrem z a b", Frame::Integer(2)),

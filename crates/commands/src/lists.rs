@@ -35,7 +35,7 @@ use super::args::*;
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::notify;
-use crate::shard::{Ctx, KeysModified};
+use crate::ctx::{Ctx, KeysModified};
 
 const K1: (i32, i32, i32) = (1, 1, 1);
 const K2: (i32, i32, i32) = (1, 2, 1);
@@ -63,14 +63,14 @@ pub const COMMANDS: &[Spec] = &[
 
 /// Which end of a list (LEFT is the head).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum End {
+pub enum End {
     Left,
     Right,
 }
 
 impl End {
     /// LEFT or RIGHT, case-insensitive (Redis's `getListPositionFromObjectOrReply`).
-    pub(crate) fn parse(a: &[u8]) -> Result<End, Frame> {
+    pub fn parse(a: &[u8]) -> Result<End, Frame> {
         if is(a, "left") {
             Ok(End::Left)
         } else if is(a, "right") {
@@ -458,7 +458,7 @@ fn lpos(ctx: &mut Ctx, a: &[Arg]) -> Frame {
 }
 
 /// One LMOVE from `src` to `dst` (see the module documentation).
-pub(crate) fn lmove_once(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> Result<Option<Frame>, Frame> {
+pub fn lmove_once(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> Result<Option<Frame>, Frame> {
     let limits = ctx.list_limits;
     // As Redis: a missing source answers nil before the destination's type is checked.
     if list_mut(ctx, src)?.is_none() {
@@ -524,7 +524,7 @@ fn move_command(ctx: &mut Ctx, a: &[Arg], from: End, to: End) -> Frame {
 }
 
 /// Pops from the first non-empty list among `keys` (see the module documentation).
-pub(crate) fn pop_from_first(ctx: &mut Ctx, keys: &[Arg], end: End, count: Option<usize>) -> Option<Frame> {
+pub fn pop_from_first(ctx: &mut Ctx, keys: &[Arg], end: End, count: Option<usize>) -> Option<Frame> {
     for (position, key) in keys.iter().enumerate() {
         match list_mut(ctx, key) {
             Err(e) => return Some(e),
@@ -549,7 +549,7 @@ pub(crate) fn pop_from_first(ctx: &mut Ctx, keys: &[Arg], end: End, count: Optio
 }
 
 /// LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count].
-pub(crate) fn lmpop(ctx: &mut Ctx, a: &[Arg]) -> Frame {
+pub fn lmpop(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let numkeys = match parse_i64(&a[1]) {
         Ok(n) if n > 0 => n as u64,
         _ => return err("ERR numkeys should be greater than 0"),
@@ -586,7 +586,7 @@ mod tests {
     use abacus_keyspace::Db;
     use abacus_protocol::Frame;
 
-    use crate::cmd::run_keyed;
+    use crate::testing::run_keyed;
 
     fn run(dbs: &mut [Db], line: &str) -> Frame {
         let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
@@ -619,7 +619,7 @@ mod tests {
 mod memory_tests {
     use abacus_keyspace::Db;
 
-    use crate::cmd::run_keyed;
+    use crate::testing::run_keyed;
 
     #[test]
     fn a_million_small_integers_take_about_three_bytes_each() {

@@ -22,7 +22,7 @@ use super::args::*;
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::notify;
-use crate::shard::{Ctx, KeysModified};
+use crate::ctx::{Ctx, KeysModified};
 
 const K1: (i32, i32, i32) = (1, 1, 1);
 const G: &str = "set";
@@ -292,9 +292,7 @@ mod tests {
 
     fn run(dbs: &mut [Db], line: &str) -> Frame {
         let args = Args::from_vec(line.split(' ').map(|a| Bytes::copy_from_slice(a.as_bytes())).collect());
-        let spec = crate::command::lookup(&args[0]).unwrap();
-        let cfg = crate::config::Config::default().cmd_config();
-        crate::exec::exec_keyed(dbs, 0, spec, &args, 1, cfg)
+        crate::testing::run_args(dbs, &args)
     }
 
     fn encoding(dbs: &mut [Db], key: &str) -> &'static str {

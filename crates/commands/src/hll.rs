@@ -35,7 +35,7 @@ use super::args::*;
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::config::{HllConfig, HLL_MAX_EXPTHRESH};
-use crate::shard::{Ctx, KeysModified};
+use crate::ctx::{Ctx, KeysModified};
 
 const K1: (i32, i32, i32) = (1, 1, 1);
 const ALL: (i32, i32, i32) = (1, -1, 1);
@@ -73,7 +73,7 @@ fn params(log2m: i64, regwidth: i64, expthresh: i64, sparseon: bool, cfg: &HllCo
 }
 
 /// The parameters of sketches created without options (the hll-* configuration).
-pub(crate) fn default_params(cfg: &HllConfig) -> Result<Params, Frame> {
+pub fn default_params(cfg: &HllConfig) -> Result<Params, Frame> {
     params(cfg.log2m, cfg.regwidth, cfg.expthresh, cfg.sparseon, cfg)
 }
 
@@ -332,7 +332,7 @@ mod tests {
     use super::*;
     use abacus_keyspace::Db;
 
-    use crate::cmd::run_keyed as run;
+    use crate::testing::run_keyed as run;
 
     #[test]
     fn a_sketch_stays_decoded_until_a_string_command_reads_it() {

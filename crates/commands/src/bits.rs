@@ -11,7 +11,7 @@ use super::args::*;
 use super::strings::{read_str, str_mut};
 use crate::command::flags::*;
 use crate::command::Spec;
-use crate::shard::Ctx;
+use crate::ctx::Ctx;
 
 const K1: (i32, i32, i32) = (1, 1, 1);
 const G: &str = "bitmap";

@@ -31,7 +31,7 @@ use super::strings::{read_str, str_mut};
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::notify;
-use crate::shard::{Ctx, KeysModified};
+use crate::ctx::{Ctx, KeysModified};
 
 const K1: (i32, i32, i32) = (1, 1, 1);
 /// BITOP operation destkey srckey...: every argument from the destination on is a key.
@@ -484,7 +484,7 @@ mod tests {
     use super::*;
     use abacus_keyspace::Db;
 
-    use crate::cmd::run_keyed as run;
+    use crate::testing::run_keyed as run;
 
     fn ints(v: &[Option<i64>]) -> Frame {
         Frame::Array(v.iter().map(|x| x.map_or(Frame::Null, Frame::Integer)).collect())

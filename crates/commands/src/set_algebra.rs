@@ -22,7 +22,7 @@ use super::sets::member_frames;
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::notify;
-use crate::shard::{Ctx, KeysModified};
+use crate::ctx::{Ctx, KeysModified};
 
 const ALL: (i32, i32, i32) = (1, -1, 1);
 const G: &str = "set";

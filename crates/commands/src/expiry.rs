@@ -11,7 +11,7 @@ use super::args::*;
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::notify;
-use crate::shard::Ctx;
+use crate::ctx::Ctx;
 
 const K1: (i32, i32, i32) = (1, 1, 1);
 const G: &str = "generic";
@@ -170,7 +170,7 @@ mod tests {
     use abacus_keyspace::Db;
     use abacus_protocol::Frame;
 
-    use crate::cmd::run_keyed as run;
+    use crate::testing::run_keyed as run;
 
     #[test]
     fn unsupported_option_is_echoed_byte_for_byte() {

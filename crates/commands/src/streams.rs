@@ -8,11 +8,11 @@
 //! types, a stream that loses its last entry stays (Redis keeps empty streams: they carry
 //! their last ID and their groups).
 //!
-//! Blocking (XREAD/XREADGROUP BLOCK) is the shared mechanism's (`crate::blocking`): the
+//! Blocking (XREAD/XREADGROUP BLOCK) is the shared mechanism's (the server's `blocking.rs`): the
 //! handlers are the non-blocking forms and reply null when nothing is there. Before a call
 //! waits, `$` is rewritten to the stream's last ID ([`resolve_dollar`], as Redis rewrites it),
 //! and when a ready key wakes a waiter the handler runs in *serving* mode
-//! ([`crate::blocking::serving_key`]): as Redis's serveClientsBlockedOnStreamKey, it serves
+//! ([`crate::ctx::Hooks::serving_key`]): as Redis's serveClientsBlockedOnStreamKey, it serves
 //! that key alone once its last ID passed the one waited for (an XREADGROUP waiter learns
 //! that its group or stream went away).
 //!
@@ -34,11 +34,11 @@ use super::args::*;
 use crate::command::flags::*;
 use crate::command::{Spec, TimeoutArg};
 use crate::notify;
-use crate::shard::{Ctx, KeysModified};
+use crate::ctx::{Ctx, KeysModified};
 
 const K1: (i32, i32, i32) = (1, 1, 1);
 const K2: (i32, i32, i32) = (2, 2, 1);
-pub(crate) const G: &str = "stream";
+pub const G: &str = "stream";
 
 pub const COMMANDS: &[Spec] = &[
     Spec::keyed("xadd", -5, WRITE | DENYOOM | FAST, K1, xadd, G, "Appends a new entry to a stream"),
@@ -55,12 +55,12 @@ pub const COMMANDS: &[Spec] = &[
     Spec::keyed("xreadgroup", -7, WRITE, (0, 0, 0), xreadgroup, G, "Return new entries from a stream using a consumer group, or access the history of the pending entries for a given consumer. Can block.")
         .with_key_range(streams_keys)
         .blocking(TimeoutArg::Parsed(block_option)),
-    Spec::conn("xgroup", -2, 0, (0, 0, 0), conn_fn!(|_, _, _| super::container()), G, "A container for consumer groups commands").with_subcommands(XGROUP),
+    Spec::container("xgroup", -2, 0, G, "A container for consumer groups commands", XGROUP),
     Spec::keyed("xack", -4, WRITE | FAST, K1, xack, G, "Marks a pending message as correctly processed, effectively removing it from the pending entries list of the consumer group. Return value of the command is the number of messages successfully acknowledged, that is, the IDs we were actually able to resolve in the PEL."),
     Spec::keyed("xpending", -3, READONLY, K1, xpending, G, "Return information and entries from a stream consumer group pending entries list, that are messages fetched but never acknowledged."),
     Spec::keyed("xclaim", -6, WRITE | FAST, K1, xclaim, G, "Changes (or acquires) ownership of a message in a consumer group, as if the message was delivered to the specified consumer."),
     Spec::keyed("xautoclaim", -6, WRITE | FAST, K1, xautoclaim, G, "Changes (or acquires) ownership of messages in a consumer group, as if the messages were delivered to the specified consumer."),
-    Spec::conn("xinfo", -2, 0, (0, 0, 0), conn_fn!(|_, _, _| super::container()), G, "A container for stream introspection commands").with_subcommands(XINFO),
+    Spec::container("xinfo", -2, 0, G, "A container for stream introspection commands", XINFO),
 ];
 
 const XGROUP: &[Spec] = &[
@@ -783,7 +783,7 @@ fn read_command(ctx: &mut Ctx, a: &[Arg], group_cmd: bool) -> Frame {
         Ok(r) => r,
         Err(e) => return failed(ctx, e),
     };
-    if let Some(key) = crate::blocking::serving_key() {
+    if let Some(key) = (ctx.hooks.serving_key)() {
         return serve_blocked(ctx, a, &r, &key);
     }
     let now = ctx.now_ms;

@@ -1,0 +1,203 @@
+//! The context a keyed handler runs in ([`Ctx`]): the databases of its shard (or of a
+//! transaction's checked-out keys), the configuration values it reads, and what it states
+//! about its write: the keys it modified ([`KeysModified`], for WATCH), the effect the log and
+//! replicas record ([`Effect`]) and its keyspace events (`notify.rs`).
+//!
+//! Why handlers state their effects: the log writer and replicas must never interpret a
+//! command (a relative expiry, SPOP's random draw, INCRBYFLOAT's rounding would replay
+//! differently), so every write says what replays it deterministically, as Redis's
+//! `alsoPropagate` and rewritten argument vectors do. The server builds a `Ctx` per command
+//! (`abacus_server::exec::run_handler`) and reads these back once the handler returns.
+
+use abacus_keyspace::Db;
+use abacus_protocol::{Bytes, Frame};
+
+/// What a keyed command handler sees: the databases of the shard (or of a transaction's
+/// checked-out keys) and the selected database.
+pub struct Ctx<'a> {
+    pub dbs: &'a mut [Db],
+    pub db: usize,
+    pub now_ms: u64,
+    /// Largest string a command may create (proto-max-bulk-len), for SETRANGE/APPEND/SETBIT.
+    pub max_string_len: u64,
+    /// HLL defaults and limits (HLL.*, PF*).
+    pub hll: crate::config::HllConfig,
+    /// When sets and hashes stop being listpacks (set-/hash-max-listpack-*).
+    pub set_limits: abacus_collections::EncodingLimits,
+    pub hash_limits: abacus_collections::EncodingLimits,
+    /// How big list nodes grow (list-max-listpack-size).
+    pub list_limits: abacus_collections::ListLimits,
+    pub zset_limits: abacus_collections::EncodingLimits,
+    /// Where stream blocks end (stream-node-max-bytes / -entries).
+    pub stream_limits: abacus_collections::StreamLimits,
+    /// What the log (and later replicas) record for this command (see [`Effect`]): for a
+    /// write its arguments unless the handler says otherwise, for a read nothing unless it
+    /// changed stored bytes after all (PFCOUNT refreshing a sketch's cached cardinality).
+    pub effect: Effect,
+    /// Which of its keys a successful write modified: WATCH signals those (as Redis's
+    /// `signalModifiedKey` call sites). Starts as every key; a handler that changed less
+    /// says so ([`Ctx::unchanged`], [`Ctx::modified_only`]).
+    pub modified: KeysModified,
+    /// notify-keyspace-events' flags (0: off, see `notify.rs`).
+    pub notify_flags: u32,
+    /// The keyspace events this command fired so far, with the databases' own (expired, new,
+    /// keymiss) merged in order; published after the command.
+    pub events: Vec<crate::notify::Event>,
+    /// The handler said which events its write fires (possibly none): no default event.
+    pub events_said: bool,
+    /// What the handlers reach in the server (see [`Hooks`]).
+    pub hooks: &'static Hooks,
+}
+
+/// What a handler needs from the layer that runs it, as plain functions set by the server
+/// when it builds the [`Ctx`]: this crate has no threads, so whatever runs elsewhere or
+/// depends on how the command is being run is asked through here. A reference to a `static`
+/// table of fn pointers: one pointer stored per command, no allocation.
+pub struct Hooks {
+    /// Drops a big value away from the shard's thread (UNLINK's lazy free).
+    pub free_later: fn(Box<dyn Send>),
+    /// Values above this many heap bytes are given to `free_later` by UNLINK.
+    pub lazyfree_threshold_bytes: usize,
+    /// While a blocked client's command runs because a key became ready: that key (the
+    /// stream readers then answer as Redis serves a blocked client); None otherwise.
+    pub serving_key: fn() -> Option<Bytes>,
+}
+
+impl Hooks {
+    /// Frees in place and never serves a blocked client: a handler run outside a server
+    /// (tests, tools).
+    pub const INLINE: Hooks = Hooks { free_later: drop, lazyfree_threshold_bytes: usize::MAX, serving_key: || None };
+}
+
+impl Ctx<'_> {
+    /// Records keyspace event `event` of `class` (a `notify::` bit) for `key` in the
+    /// selected database, if that class is enabled: one branch when notifications are off.
+    #[inline]
+    pub fn notify(&mut self, class: u32, event: &'static str, key: &[u8]) {
+        if self.notify_flags & class != 0 {
+            self.record_event(self.db, class, event, key);
+        }
+    }
+
+    /// [`Ctx::notify`] for a key of database `db` (MOVE, COPY ... DB).
+    #[inline]
+    pub fn notify_in(&mut self, db: usize, class: u32, event: &'static str, key: &[u8]) {
+        if self.notify_flags & class != 0 {
+            self.record_event(db, class, event, key);
+        }
+    }
+
+    /// The write fires no event of its own, whatever it modified (PFDEBUG...); events it
+    /// recorded with [`Ctx::notify`] stand.
+    pub fn notify_none(&mut self) {
+        self.events_said = true;
+    }
+
+    #[cold]
+    fn record_event(&mut self, db: usize, class: u32, name: &'static str, key: &[u8]) {
+        // What the keyspace did until now (an expired key reclaimed by the lookup...) came
+        // first.
+        crate::notify::drain_journals(self.dbs, &mut self.events);
+        self.events.push(crate::notify::Event { db, class, name, key: key.to_vec(), explicit: true });
+    }
+
+    pub fn db(&mut self) -> &mut Db {
+        &mut self.dbs[self.db]
+    }
+
+    /// The write changed nothing (SADD of existing members, SET NX of an existing key...):
+    /// no key is signalled. Returns `reply`, for `return ctx.unchanged(reply)`.
+    pub fn unchanged(&mut self, reply: Frame) -> Frame {
+        self.modified = KeysModified::NONE;
+        reply
+    }
+
+    /// The write changed only these of its keys (positions among the command's keys).
+    pub fn modified_only(&mut self, modified: KeysModified) {
+        self.modified = modified;
+    }
+
+    /// The write is propagated as this command instead of its own arguments (an absolute
+    /// expiry for a relative one, SREM of what SPOP chose...).
+    pub fn propagate_as(&mut self, command: Vec<Bytes>) {
+        self.effect = Effect::As(command);
+    }
+
+    /// A read that changed stored bytes after all (PFCOUNT's cache refresh) is propagated as
+    /// sent, as Redis does, so that replaying the log gives the same bytes.
+    pub fn propagate_command(&mut self) {
+        self.effect = Effect::Args;
+    }
+
+    /// The write changed nothing that needs propagating.
+    pub fn propagate_nothing(&mut self) {
+        self.effect = Effect::Nothing;
+    }
+}
+
+/// What a write propagates (Redis's rewritten argument vectors): stated by its handler, so
+/// that the log writer never interprets a command. Replaying an effect gives the same state
+/// whatever the clock and the random draws at replay.
+#[derive(Debug, Default, PartialEq)]
+pub enum Effect {
+    /// The command as the client sent it: deterministic as it is (the default).
+    #[default]
+    Args,
+    /// This command instead.
+    As(Vec<Bytes>),
+    /// Nothing: the write changed nothing.
+    Nothing,
+}
+
+/// A set of positions among a command's keys (in [`crate::command::Spec::key_indexes`]
+/// order): bit `i` for the `i`-th key. The last bit stands for every key from the 64th on,
+/// so a command with more keys signals those together (never fewer than it changed).
+/// A word, not a list: every write carries one, and it must not allocate.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct KeysModified(u64);
+
+impl KeysModified {
+    pub const ALL: KeysModified = KeysModified(u64::MAX);
+    pub const NONE: KeysModified = KeysModified(0);
+
+    fn bit(position: usize) -> u64 {
+        1 << position.min(63)
+    }
+
+    /// Just the key at `position`.
+    pub fn key(position: usize) -> KeysModified {
+        KeysModified(Self::bit(position))
+    }
+
+    /// This set and the key at `position`.
+    #[must_use]
+    pub fn and(self, position: usize) -> KeysModified {
+        KeysModified(self.0 | Self::bit(position))
+    }
+
+    pub fn contains(self, position: usize) -> bool {
+        self.0 & Self::bit(position) != 0
+    }
+
+    pub fn is_none(self) -> bool {
+        self.0 == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_modified_positions() {
+        let m = KeysModified::key(1).and(3);
+        assert!(m.contains(1) && m.contains(3));
+        assert!(!m.contains(0) && !m.contains(2) && !m.contains(63));
+        assert!(KeysModified::NONE.is_none() && !m.is_none());
+        assert!((0..200).all(|i| KeysModified::ALL.contains(i)));
+        // Keys from the 64th on share the last bit: one of them stands for all of them.
+        assert!(KeysModified::key(100).contains(63) && KeysModified::key(63).contains(150));
+        assert!(!KeysModified::key(100).contains(62));
+    }
+
+}

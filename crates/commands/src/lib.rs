@@ -1,0 +1,72 @@
+//! Abacus's data command families: the keyed handlers of strings, keys, expiry, bits and
+//! BITOP/BITFIELD, hashes, sets and their algebra, lists, sorted sets and their algebra, geo,
+//! streams, HLL.* and PF*, with their table entries ([`command::Spec`]).
+//!
+//! Why a crate of its own, below the network layer: a handler is a plain function over one
+//! shard's databases ([`ctx::Ctx`]), so the families need the keyspace and the data
+//! structures, never sockets, threads, tokio or the server. Kept apart, they build and test
+//! alone (`cargo test -p abacus-commands`), the server cannot creep into them, and a new
+//! family starts here with nothing to wire but its table.
+//!
+//! Layers (each points down only):
+//! - `abacus-protocol`, `abacus-collections`, `abacus-hll`, `abacus-redis-hll`, `abacus-int`:
+//!   the codec and the data structures;
+//! - `abacus-keyspace`: databases, entries, expiry;
+//! - this crate: the command entry ([`command`]), the handler's context and the effects it
+//!   states ([`ctx`]), keyspace-event recording ([`notify`]), argument parsing ([`args`]),
+//!   and one file per family;
+//! - `abacus-server`: connections, worker threads and shards, routing, transactions, the log
+//!   and snapshots, the connection-level and server commands; it builds the one command
+//!   table from [`FAMILIES`] and its own, builds each handler's [`ctx::Ctx`] (with the
+//!   [`ctx::Hooks`] through which handlers reach it) and writes the effects they state.
+//!
+//! What it is not: the dispatcher, the log, pub/sub publishing, blocking waits (the server's),
+//! nor commands that visit every shard or coordinate several (KEYS, SCAN, SORT, the fan-outs:
+//! the server's `cmd/`).
+
+#![forbid(unsafe_code)]
+
+pub mod args;
+pub mod command;
+pub mod config;
+pub mod ctx;
+pub mod ldouble;
+pub mod notify;
+pub mod testing;
+
+pub mod bitops;
+pub mod bits;
+pub mod expiry;
+pub mod geo;
+pub mod hashes;
+pub mod hll;
+pub mod keys;
+pub mod lists;
+pub mod pf;
+pub mod set_algebra;
+pub mod sets;
+pub mod streams;
+pub mod strings;
+pub mod zset_algebra;
+pub mod zsets;
+
+use command::Spec;
+
+/// This crate's families' tables; the server's table is these and its own.
+pub const FAMILIES: &[&[Spec]] = &[
+    strings::COMMANDS,
+    bits::COMMANDS,
+    bitops::COMMANDS,
+    keys::COMMANDS,
+    expiry::COMMANDS,
+    hll::COMMANDS,
+    pf::COMMANDS,
+    hashes::COMMANDS,
+    sets::COMMANDS,
+    set_algebra::COMMANDS,
+    lists::COMMANDS,
+    zsets::COMMANDS,
+    zset_algebra::COMMANDS,
+    geo::COMMANDS,
+    streams::COMMANDS,
+];
