@@ -7,9 +7,9 @@
 //! crate and its own connection-level ones into the one table (`abacus_server::command`).
 //!
 //! Why `Handler::Conn` holds `&dyn Any`: connection-level handlers take the server's
-//! connection, shard access and call (`abacus_server::command::ConnFn`), types this crate
+//! connection, shard access and call (`abacus_server::command::ConnEntry`), types this crate
 //! cannot name, since it sits below the network layer. Their entries still belong in the same
-//! table, so the handler is stored type-erased (a `&'static` to the server's fn pointer, an
+//! table, so the handler is stored type-erased (a `&'static` to the server's entry, an
 //! unsized coercion allowed in a `const`) and the server downcasts it once per call
 //! (`downcast_ref`, a type-id compare: no unsafe, no generic parameter spreading through every
 //! table and every function that reads one). Keyed handlers, the hot path, stay plain fn
@@ -35,7 +35,7 @@ pub enum Handler {
     /// atomically under those shards' locks (see `exec.rs`).
     Keyed(KeyedFn),
     /// In the connection task: connection state, server state, or a fan-out over all shards.
-    /// The server's `ConnFn`, type-erased (see the top of this file), or [`Container`] for a
+    /// The server's `ConnEntry`, type-erased (see the top of this file), or [`Container`] for a
     /// container command's own entry.
     Conn(&'static (dyn std::any::Any + Send + Sync)),
 }
@@ -78,6 +78,20 @@ pub mod flags {
     /// May block (BLPOP...; Redis's `blocking`): runs alone, outside batches, and waits in
     /// `blocking.rs` when it finds nothing to serve. Set by [`super::Spec::blocking`].
     pub const BLOCKING: u32 = 1 << 16;
+    // ACL categories Redis 7.0 declares for a command beyond what its flags and group give
+    // (`cmd::connection::acl_categories` in the server derives the rest). Internal: COMMAND
+    // INFO shows them as categories, not flags.
+    /// @connection instead of its group's category (COMMAND and its subcommands, WAIT); a
+    /// container with it has categories of its own, not only @slow.
+    pub const ACL_CONNECTION: u32 = 1 << 17;
+    /// @keyspace although its group is the server's (DBSIZE, FLUSHALL, FLUSHDB, SWAPDB).
+    pub const ACL_KEYSPACE: u32 = 1 << 18;
+    /// @set, @sortedset and @list instead of its group's category (SORT, SORT_RO).
+    pub const ACL_COLLECTIONS: u32 = 1 << 19;
+    /// @admin without the `admin` flag (LASTSAVE, ROLE).
+    pub const ACL_ADMIN: u32 = 1 << 20;
+    /// @dangerous although it is no admin command (KEYS, FLUSHALL, SORT, INFO, MIGRATE, ...).
+    pub const ACL_DANGEROUS: u32 = 1 << 21;
     /// ACL channel arguments (Redis's channel key specs): `args[1]` is a channel a message
     /// is published to (PUBLISH, SPUBLISH).
     pub const CHANNEL_PUBLISH: u32 = 1 << 28;
@@ -152,7 +166,7 @@ impl Spec {
         Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, numkeys_index: 0, handler: Handler::Keyed(f), group, summary, subcommands: &[], block_timeout: None, trailing_key: None, key_range: None, wait_args: None }
     }
 
-    /// A connection-level entry: `f` is the server's `ConnFn` (see `Handler::Conn`).
+    /// A connection-level entry: `f` is the server's `ConnEntry` (see `Handler::Conn`).
     pub const fn conn(name: &'static str, arity: i32, flags: u32, keys: (i32, i32, i32), f: &'static (dyn std::any::Any + Send + Sync), group: &'static str, summary: &'static str) -> Spec {
         Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, numkeys_index: 0, handler: Handler::Conn(f), group, summary, subcommands: &[], block_timeout: None, trailing_key: None, key_range: None, wait_args: None }
     }

@@ -26,12 +26,32 @@ pub type ConnFuture<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Fra
 /// which cannot name `Conn`): [`conn_handler`] gives it back.
 pub type ConnFn = for<'a> fn(&'a mut crate::conn::Conn, crate::exec::Access<'a>, &'a crate::exec::Call) -> ConnFuture<'a>;
 
+/// How recovery replays a logged connection-level write (FLUSHALL, SWAPDB, DEBUG POPULATE)
+/// over every shard, with no connection or worker running yet: the entry says it, so the
+/// log's reader never matches command names.
+pub type ReplayFn = fn(shards: &mut [crate::shard::Shard], db: usize, args: &[Arg], now_ms: u64) -> Result<(), String>;
+
+/// What [`Handler::Conn`] holds, type-erased: the handler, and for a write that recovery
+/// must replay, how. Written with `conn_fn!` in the family files.
+pub struct ConnEntry {
+    pub run: ConnFn,
+    pub replay: Option<ReplayFn>,
+}
+
 /// The connection-level handler of an entry: None for a container's own entry (which never
 /// runs: `Conn::resolve` picks a subcommand) and for keyed entries. One type-id compare.
 #[inline]
 pub fn conn_handler(handler: Handler) -> Option<ConnFn> {
     match handler {
-        Handler::Conn(f) => f.downcast_ref::<ConnFn>().copied(),
+        Handler::Conn(f) => f.downcast_ref::<ConnEntry>().map(|e| e.run),
+        Handler::Keyed(_) => None,
+    }
+}
+
+/// How recovery replays a connection-level write (see [`ReplayFn`]); None for any other.
+pub fn replay_handler(handler: Handler) -> Option<ReplayFn> {
+    match handler {
+        Handler::Conn(f) => f.downcast_ref::<ConnEntry>().and_then(|e| e.replay),
         Handler::Keyed(_) => None,
     }
 }
@@ -177,7 +197,7 @@ mod tests {
 
     #[test]
     fn connection_level_handlers_come_back_typed() {
-        // A type-erased handler is a `ConnFn`, or the marker of a container's own entry.
+        // A type-erased handler is a `ConnEntry`, or the marker of a container's own entry.
         for spec in all() {
             if let Handler::Conn(f) = spec.handler {
                 let container = f.is::<abacus_commands::command::Container>();

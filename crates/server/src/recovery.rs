@@ -27,7 +27,7 @@ use std::time::Instant;
 use abacus_persist::log::{self as fmt, Problem};
 use abacus_persist::manifest::Manifest;
 use abacus_persist::snapshot;
-use abacus_protocol::{Arg, Args, Bytes};
+use abacus_protocol::{Args, Bytes};
 
 use crate::command::{self, Handler};
 use crate::config::{CmdConfig, Config};
@@ -366,32 +366,9 @@ fn replay_command(shards: &mut [Shard], c: &fmt::Command<'_>, databases: usize, 
                 }
             }
         }
-        Handler::Conn(_) => match name.as_str() {
-            "flushall" => shards.iter_mut().for_each(|s| s.dbs.iter_mut().for_each(|d| drop(d.take_all()))),
-            "flushdb" => shards.iter_mut().for_each(|s| drop(s.dbs[db].take_all())),
-            "swapdb" => {
-                let parse = |a: &Arg| std::str::from_utf8(a).ok().and_then(|s| s.parse::<usize>().ok()).filter(|&v| v < databases);
-                let (Some(x), Some(y)) = (args.get(1).and_then(parse), args.get(2).and_then(parse)) else {
-                    return Err("bad SWAPDB in the log".into());
-                };
-                let (x, y) = (x.min(y), x.max(y));
-                if x != y {
-                    for s in shards.iter_mut() {
-                        let (lo, hi) = s.dbs.split_at_mut(y);
-                        lo[x].swap_contents(&mut hi[0]);
-                    }
-                }
-            }
-            "debug" if args.len() >= 3 && args[1].eq_ignore_ascii_case(b"populate") => {
-                let num = |a: Option<&Arg>| a.and_then(|a| std::str::from_utf8(a).ok()?.parse::<u64>().ok());
-                let count = num(args.get(2)).ok_or("bad DEBUG POPULATE in the log")?;
-                let prefix = args.get(3).map_or(&b"key"[..], |p| &p[..]).to_vec();
-                let size = num(args.get(4)).unwrap_or(0) as usize;
-                for s in shards.iter_mut() {
-                    crate::cmd::server::populate_shard(s, db, count, &prefix, size, n, now);
-                }
-            }
-            _ => return Err(format!("command '{name}' cannot be replayed")),
+        Handler::Conn(_) => match command::replay_handler(spec.handler) {
+            Some(replay) => replay(shards, db, &args, now)?,
+            None => return Err(format!("command '{name}' cannot be replayed")),
         },
     }
     Ok(())

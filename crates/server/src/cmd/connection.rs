@@ -28,7 +28,7 @@ pub const COMMANDS: &[Spec] = &[
     Spec::conn("reset", 1, NO_AUTH | FAST | CONTROLS_MULTI, NONE, conn_fn!(|conn, _, _| reset(conn).await), G, "Resets the connection."),
     Spec::conn("time", 1, FAST | LOADING | STALE, NONE, conn_fn!(|_, _, _| time()), "server", "Returns the server time."),
     Spec::conn("client", -2, 0, NONE, conn_fn!(|_, _, _| super::container()), G, "A container for client connection commands.").with_subcommands(CLIENT),
-    Spec::conn("command", -1, LOADING | STALE, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::All)), "server", "Returns detailed information about all commands.").with_subcommands(COMMAND),
+    Spec::conn("command", -1, LOADING | STALE | ACL_CONNECTION, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::All)), "server", "Returns detailed information about all commands.").with_subcommands(COMMAND),
 ];
 
 const CLIENT: &[Spec] = &[
@@ -53,13 +53,13 @@ const CLIENT: &[Spec] = &[
 ];
 
 const COMMAND: &[Spec] = &[
-    Spec::conn("command|count", 2, LOADING | STALE, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::Count)), "server", "Returns a count of commands."),
-    Spec::conn("command|info", -2, LOADING | STALE, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::Info)), "server", "Returns information about one, multiple or all commands."),
-    Spec::conn("command|docs", -2, LOADING | STALE, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::Docs)), "server", "Returns documentary information about one, multiple or all commands."),
-    Spec::conn("command|list", -2, LOADING | STALE, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::List)), "server", "Returns a list of command names."),
-    Spec::conn("command|help", 2, LOADING | STALE, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::Help)), "server", "Returns helpful text about the different subcommands."),
-    Spec::conn("command|getkeys", -4, LOADING | STALE, NONE, conn_fn!(|_, _, call| super::getkeys::getkeys(&call.args, false)), "server", "Extracts the key names from an arbitrary command."),
-    Spec::conn("command|getkeysandflags", -4, LOADING | STALE, NONE, conn_fn!(|_, _, call| super::getkeys::getkeys(&call.args, true)), "server", "Extracts the key names and access flags for an arbitrary command."),
+    Spec::conn("command|count", 2, LOADING | STALE | ACL_CONNECTION, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::Count)), "server", "Returns a count of commands."),
+    Spec::conn("command|info", -2, LOADING | STALE | ACL_CONNECTION, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::Info)), "server", "Returns information about one, multiple or all commands."),
+    Spec::conn("command|docs", -2, LOADING | STALE | ACL_CONNECTION, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::Docs)), "server", "Returns documentary information about one, multiple or all commands."),
+    Spec::conn("command|list", -2, LOADING | STALE | ACL_CONNECTION, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::List)), "server", "Returns a list of command names."),
+    Spec::conn("command|help", 2, LOADING | STALE | ACL_CONNECTION, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::Help)), "server", "Returns helpful text about the different subcommands."),
+    Spec::conn("command|getkeys", -4, LOADING | STALE | ACL_CONNECTION, NONE, conn_fn!(|_, _, call| super::getkeys::getkeys(&call.args, false)), "server", "Extracts the key names from an arbitrary command."),
+    Spec::conn("command|getkeysandflags", -4, LOADING | STALE | ACL_CONNECTION, NONE, conn_fn!(|_, _, call| super::getkeys::getkeys(&call.args, true)), "server", "Extracts the key names and access flags for an arbitrary command."),
 ];
 
 pub fn ping(conn: &mut Conn, a: &[Arg]) -> Frame {
@@ -496,20 +496,19 @@ fn flag_names(spec: &Spec) -> Vec<Frame> {
 
 /// A command's ACL categories, derived as Redis 7.0 derives most of them: from its flags
 /// (write, read, admin + dangerous, fast or else slow) and its command group (string, hash,
-/// set, keyspace, ...), plus Redis's explicit "dangerous" for the commands that scan or wipe
-/// the whole keyspace. Listed in Redis's category order, as COMMAND INFO shows them.
+/// set, keyspace, ...), plus the categories Redis declares explicitly, which the table says
+/// with its `ACL_*` flags. Listed in Redis's category order, as COMMAND INFO shows them.
 pub fn acl_categories(spec: &Spec) -> Vec<&'static str> {
-    use crate::command::flags::{ADMIN, FAST, READONLY, WRITE};
+    use crate::command::flags::{ACL_ADMIN, ACL_COLLECTIONS, ACL_CONNECTION, ACL_DANGEROUS, ACL_KEYSPACE, ADMIN, FAST, READONLY, WRITE};
     // Containers (CLIENT, OBJECT, CONFIG, FUNCTION) carry no category but @slow.
-    let container = !spec.subcommands.is_empty() && spec.name != "command";
-    // Redis's explicit categories where the group alone does not give them.
+    let container = !spec.subcommands.is_empty() && !spec.has(ACL_CONNECTION);
+    // Redis's explicit categories where the group alone does not give them (the table's
+    // ACL_* flags).
     let group = match spec.group {
-        _ if spec.name == "command" || spec.name.starts_with("command|") => "connection",
-        _ if matches!(spec.name, "dbsize" | "flushall" | "flushdb" | "swapdb") => "keyspace",
-        // Redis 7.0's explicit categories: WAIT is @connection, SORT touches the three
-        // collection types (no @keyspace).
-        _ if spec.name == "wait" => "connection",
-        _ if matches!(spec.name, "sort" | "sort_ro") => "sort",
+        _ if spec.has(ACL_CONNECTION) => "connection",
+        _ if spec.has(ACL_KEYSPACE) => "keyspace",
+        // SORT touches the three collection types (no @keyspace).
+        _ if spec.has(ACL_COLLECTIONS) => "sort",
         "generic" => "keyspace",
         "transactions" => "transaction",
         "sorted-set" => "sortedset",
@@ -519,8 +518,8 @@ pub fn acl_categories(spec: &Spec) -> Vec<&'static str> {
     if container {
         return vec!["slow"];
     }
-    let admin = spec.has(ADMIN) || matches!(spec.name, "lastsave" | "role");
-    let dangerous = admin || matches!(spec.name, "keys" | "flushall" | "flushdb" | "swapdb" | "sort" | "sort_ro" | "info" | "migrate" | "restore");
+    let admin = spec.has(ADMIN) || spec.has(ACL_ADMIN);
+    let dangerous = admin || spec.has(ACL_DANGEROUS);
     // Redis's order: keyspace, read, write, set, sortedset, list, hash, string, bitmap,
     // hyperloglog, ..., admin, fast, slow, blocking, dangerous, connection, transaction,
     // scripting.

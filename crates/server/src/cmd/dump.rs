@@ -35,7 +35,7 @@ const G: &str = "generic";
 
 pub const COMMANDS: &[Spec] = &[
     Spec::keyed("dump", 2, READONLY, K1, dump, G, "Returns a serialized representation of the value stored at a key."),
-    Spec::keyed("restore", -4, WRITE | DENYOOM, K1, restore, G, "Creates a key from the serialized representation of a value."),
+    Spec::keyed("restore", -4, WRITE | DENYOOM | ACL_DANGEROUS, K1, restore, G, "Creates a key from the serialized representation of a value."),
 ];
 
 const ERR_PAYLOAD: &str = "ERR DUMP payload version or checksum are wrong";

@@ -38,7 +38,7 @@ const G: &str = "generic";
 pub const COMMANDS: &[Spec] = &[Spec::conn(
     "migrate",
     -6,
-    WRITE,
+    WRITE | ACL_DANGEROUS,
     (3, 3, 1),
     conn_fn!(|conn, access, call| migrate(conn, access, &call.args).await),
     G,

@@ -13,7 +13,11 @@
 /// [`Access`](crate::exec::Access) and the [`Call`](crate::exec::Call)).
 /// It gives a `&'static ConnFn`, which the entry stores type-erased (`Handler::Conn`).
 macro_rules! conn_fn {
-    (|$conn:pat_param, $access:pat_param, $call:pat_param| $body:expr) => {{
+    (|$conn:pat_param, $access:pat_param, $call:pat_param| $body:expr) => {
+        conn_fn!(replay = None, |$conn, $access, $call| $body)
+    };
+    // A write that recovery replays from the log: `replay` is a `command::ReplayFn`.
+    (replay = $replay:expr, |$conn:pat_param, $access:pat_param, $call:pat_param| $body:expr) => {{
         fn handler<'a>(
             $conn: &'a mut crate::conn::Conn,
             $access: crate::exec::Access<'a>,
@@ -21,7 +25,7 @@ macro_rules! conn_fn {
         ) -> crate::command::ConnFuture<'a> {
             Box::pin(async move { $body })
         }
-        const HANDLER: crate::command::ConnFn = handler;
+        const HANDLER: crate::command::ConnEntry = crate::command::ConnEntry { run: handler, replay: $replay };
         &HANDLER
     }};
 }

@@ -19,7 +19,7 @@ pub const COMMANDS: &[Spec] = &[
     Spec::conn("save", 1, ADMIN | NO_MULTI | ALL_SHARDS, NONE, conn_fn!(|conn, _, _| save(conn).await), G, "Synchronously saves the database(s) to disk."),
     Spec::conn("bgsave", -1, ADMIN | SCHEDULED_IN_EXEC, NONE, conn_fn!(|conn, _, call| bgsave(conn, &call.args).await), G, "Asynchronously saves the database(s) to disk."),
     Spec::conn("bgrewriteaof", 1, ADMIN | SCHEDULED_IN_EXEC, NONE, conn_fn!(|conn, _, _| bgrewriteaof(conn).await), G, "Asynchronously rewrites the append-only file to disk."),
-    Spec::conn("lastsave", 1, LOADING | STALE | FAST, NONE, conn_fn!(|_, _, _| lastsave()), G, "Returns the Unix timestamp of the last successful save to disk."),
+    Spec::conn("lastsave", 1, LOADING | STALE | FAST | ACL_ADMIN, NONE, conn_fn!(|_, _, _| lastsave()), G, "Returns the Unix timestamp of the last successful save to disk."),
     Spec::conn("shutdown", -1, ADMIN | NO_MULTI | LOADING | STALE, NONE, conn_fn!(|conn, _, call| shutdown(conn, &call.args).await), G, "Synchronously saves the database(s) to disk and shuts down the server."),
 ];
 

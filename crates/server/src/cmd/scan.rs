@@ -17,7 +17,7 @@ use crate::shard::now_ms;
 const G: &str = "generic";
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::conn("keys", 2, READONLY | ALL_SHARDS, (0, 0, 0), conn_fn!(|conn, access, call| keys(conn, access, &call.args).await), G, "Returns all key names that match a pattern."),
+    Spec::conn("keys", 2, READONLY | ALL_SHARDS | ACL_DANGEROUS, (0, 0, 0), conn_fn!(|conn, access, call| keys(conn, access, &call.args).await), G, "Returns all key names that match a pattern."),
     Spec::conn("scan", -2, READONLY | ALL_SHARDS, (0, 0, 0), conn_fn!(|conn, access, call| scan(conn, access, &call.args).await), G, "Iterates over the key names in the database."),
     Spec::conn("randomkey", 1, READONLY | ALL_SHARDS, (0, 0, 0), conn_fn!(|conn, access, _| randomkey(conn, access).await), G, "Returns a random key name from the database."),
 ];

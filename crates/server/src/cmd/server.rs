@@ -24,12 +24,12 @@ const G: &str = "server";
 const NONE: (i32, i32, i32) = (0, 0, 0);
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::conn("info", -1, LOADING | STALE | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| info(conn, access, &call.args).await), G, "Returns information and statistics about the server."),
-    Spec::conn("dbsize", 1, READONLY | FAST | ALL_SHARDS, NONE, conn_fn!(|conn, access, _| dbsize(conn, access).await), G, "Returns the number of keys in the database."),
-    Spec::conn("flushdb", -1, WRITE | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| flush(conn, access, call, true).await), G, "Removes all keys from the current database."),
-    Spec::conn("flushall", -1, WRITE | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| flush(conn, access, call, false).await), G, "Removes all keys from all databases."),
-    Spec::conn("swapdb", 3, WRITE | FAST | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| swapdb(conn, access, &call.args).await), G, "Swaps two Redis databases."),
-    Spec::conn("debug", -2, ADMIN | LOADING | STALE | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| debug(conn, access, &call.args).await), G, "A container for debugging commands."),
+    Spec::conn("info", -1, LOADING | STALE | ALL_SHARDS | ACL_DANGEROUS, NONE, conn_fn!(|conn, access, call| info(conn, access, &call.args).await), G, "Returns information and statistics about the server."),
+    Spec::conn("dbsize", 1, READONLY | FAST | ALL_SHARDS | ACL_KEYSPACE, NONE, conn_fn!(|conn, access, _| dbsize(conn, access).await), G, "Returns the number of keys in the database."),
+    Spec::conn("flushdb", -1, WRITE | ALL_SHARDS | ACL_KEYSPACE | ACL_DANGEROUS, NONE, conn_fn!(replay = Some(replay_flushdb), |conn, access, call| flush(conn, access, call, true).await), G, "Removes all keys from the current database."),
+    Spec::conn("flushall", -1, WRITE | ALL_SHARDS | ACL_KEYSPACE | ACL_DANGEROUS, NONE, conn_fn!(replay = Some(replay_flushall), |conn, access, call| flush(conn, access, call, false).await), G, "Removes all keys from all databases."),
+    Spec::conn("swapdb", 3, WRITE | FAST | ALL_SHARDS | ACL_KEYSPACE | ACL_DANGEROUS, NONE, conn_fn!(replay = Some(replay_swapdb), |conn, access, call| swapdb(conn, access, &call.args).await), G, "Swaps two Redis databases."),
+    Spec::conn("debug", -2, ADMIN | LOADING | STALE | ALL_SHARDS, NONE, conn_fn!(replay = Some(replay_debug), |conn, access, call| debug(conn, access, &call.args).await), G, "A container for debugging commands."),
     Spec::conn("lolwut", -1, READONLY | FAST, NONE, conn_fn!(|conn, _, call| lolwut(conn, &call.args)), G, "Displays computer art and the Redis version"),
     Spec::conn("monitor", 1, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, access, _| monitor(conn, access)), G, "Listens for all requests received by the server in real-time."),
     Spec::conn("config", -2, 0, NONE, conn_fn!(|_, _, _| super::container()), G, "A container for server configuration commands.").with_subcommands(CONFIG),
@@ -353,6 +353,51 @@ async fn populate(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         Some(_) => Frame::ok(),
         None => shutting_down(),
     }
+}
+
+/// Recovery's FLUSHDB (see `command::ReplayFn`).
+fn replay_flushdb(shards: &mut [crate::shard::Shard], db: usize, _args: &[Arg], _now: u64) -> Result<(), String> {
+    shards.iter_mut().for_each(|s| drop(s.dbs[db].take_all()));
+    Ok(())
+}
+
+/// Recovery's FLUSHALL.
+fn replay_flushall(shards: &mut [crate::shard::Shard], _db: usize, _args: &[Arg], _now: u64) -> Result<(), String> {
+    shards.iter_mut().for_each(|s| s.dbs.iter_mut().for_each(|d| drop(d.take_all())));
+    Ok(())
+}
+
+/// Recovery's SWAPDB.
+fn replay_swapdb(shards: &mut [crate::shard::Shard], _db: usize, args: &[Arg], _now: u64) -> Result<(), String> {
+    let databases = shards.first().map_or(0, |s| s.dbs.len());
+    let parse = |a: &Arg| std::str::from_utf8(a).ok().and_then(|s| s.parse::<usize>().ok()).filter(|&v| v < databases);
+    let (Some(x), Some(y)) = (args.get(1).and_then(parse), args.get(2).and_then(parse)) else {
+        return Err("bad SWAPDB in the log".into());
+    };
+    let (x, y) = (x.min(y), x.max(y));
+    if x != y {
+        for s in shards.iter_mut() {
+            let (lo, hi) = s.dbs.split_at_mut(y);
+            lo[x].swap_contents(&mut hi[0]);
+        }
+    }
+    Ok(())
+}
+
+/// Recovery's DEBUG: only POPULATE writes (and is logged).
+fn replay_debug(shards: &mut [crate::shard::Shard], db: usize, args: &[Arg], now: u64) -> Result<(), String> {
+    if args.len() < 3 || !is(&args[1], "populate") {
+        return Err("only DEBUG POPULATE can be replayed".into());
+    }
+    let num = |a: Option<&Arg>| a.and_then(|a| std::str::from_utf8(a).ok()?.parse::<u64>().ok());
+    let count = num(args.get(2)).ok_or("bad DEBUG POPULATE in the log")?;
+    let prefix = args.get(3).map_or(&b"key"[..], |p| &p[..]).to_vec();
+    let size = num(args.get(4)).unwrap_or(0) as usize;
+    let n = shards.len();
+    for s in shards.iter_mut() {
+        populate_shard(s, db, count, &prefix, size, n, now);
+    }
+    Ok(())
 }
 
 /// DEBUG POPULATE's work on one shard: creates the missing keys of the sequence that hash

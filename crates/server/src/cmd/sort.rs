@@ -37,8 +37,8 @@ use crate::shard::{now_ms, shard_of, Shard};
 const G: &str = "generic";
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::conn("sort", -2, WRITE | DENYOOM | ALL_SHARDS, (1, 1, 1), conn_fn!(|conn, access, call| sort(conn, access, &call.args, false).await), G, "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.").with_trailing_key(store_key),
-    Spec::conn("sort_ro", -2, READONLY | ALL_SHARDS, (1, 1, 1), conn_fn!(|conn, access, call| sort(conn, access, &call.args, true).await), G, "Returns the sorted elements of a list, a set, or a sorted set."),
+    Spec::conn("sort", -2, WRITE | DENYOOM | ALL_SHARDS | ACL_COLLECTIONS | ACL_DANGEROUS, (1, 1, 1), conn_fn!(|conn, access, call| sort(conn, access, &call.args, false).await), G, "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.").with_trailing_key(store_key),
+    Spec::conn("sort_ro", -2, READONLY | ALL_SHARDS | ACL_COLLECTIONS | ACL_DANGEROUS, (1, 1, 1), conn_fn!(|conn, access, call| sort(conn, access, &call.args, true).await), G, "Returns the sorted elements of a list, a set, or a sorted set."),
 ];
 
 /// STORE's key, found as Redis's `sortGetKeys` finds it (so ACL key rules, COMMAND GETKEYS
