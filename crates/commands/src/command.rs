@@ -70,7 +70,8 @@ pub mod flags {
     /// and its replies wait for the log as a write's do.
     pub const RUNS_QUEUED: u32 = 1 << 13;
     /// Inside EXEC only scheduled, then started once EXEC has released its shards (BGSAVE,
-    /// BGREWRITEAOF).
+    /// BGREWRITEAOF): run under EXEC's locks, the handler replies that it is scheduled, and
+    /// EXEC starts it after, unless that reply was an error.
     pub const SCHEDULED_IN_EXEC: u32 = 1 << 14;
     /// Queued inside MULTI, but nothing to do when EXEC runs it (UNWATCH: EXEC unwatches
     /// everything anyway).

@@ -17,8 +17,8 @@ const NONE: (i32, i32, i32) = (0, 0, 0);
 
 pub const COMMANDS: &[Spec] = &[
     Spec::conn("save", 1, ADMIN | NO_MULTI | ALL_SHARDS, NONE, conn_fn!(|conn, _, _| save(conn).await), G, "Synchronously saves the database(s) to disk."),
-    Spec::conn("bgsave", -1, ADMIN | SCHEDULED_IN_EXEC, NONE, conn_fn!(|conn, _, call| bgsave(conn, &call.args).await), G, "Asynchronously saves the database(s) to disk."),
-    Spec::conn("bgrewriteaof", 1, ADMIN | SCHEDULED_IN_EXEC, NONE, conn_fn!(|conn, _, _| bgrewriteaof(conn).await), G, "Asynchronously rewrites the append-only file to disk."),
+    Spec::conn("bgsave", -1, ADMIN | SCHEDULED_IN_EXEC, NONE, conn_fn!(|conn, access, call| bgsave(conn, access, &call.args).await), G, "Asynchronously saves the database(s) to disk."),
+    Spec::conn("bgrewriteaof", 1, ADMIN | SCHEDULED_IN_EXEC, NONE, conn_fn!(|conn, access, _| bgrewriteaof(conn, access).await), G, "Asynchronously rewrites the append-only file to disk."),
     Spec::conn("lastsave", 1, LOADING | STALE | FAST | ACL_ADMIN, NONE, conn_fn!(|_, _, _| lastsave()), G, "Returns the Unix timestamp of the last successful save to disk."),
     Spec::conn("shutdown", -1, ADMIN | NO_MULTI | LOADING | STALE, NONE, conn_fn!(|conn, _, call| shutdown(conn, &call.args).await), G, "Synchronously saves the database(s) to disk and shuts down the server."),
 ];
@@ -33,12 +33,16 @@ pub async fn save(conn: &mut Conn) -> Frame {
     }
 }
 
-pub async fn bgsave(conn: &mut Conn, a: &[Arg]) -> Frame {
+pub async fn bgsave(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     let schedule = match a.len() {
         1 => false,
         2 if is(&a[1], "schedule") => true,
         _ => return err(ERR_SYNTAX),
     };
+    if let Access::Locked(_) = access {
+        // Inside EXEC: only scheduled (see `SCHEDULED_IN_EXEC`).
+        return Frame::simple("Background saving scheduled");
+    }
     match crate::snapshot::start(&conn.worker, Access::Free, "BGSAVE").await {
         Ok(_) => Frame::simple("Background saving started"),
         Err(e) if schedule && e.contains("already in progress") => {
@@ -49,20 +53,6 @@ pub async fn bgsave(conn: &mut Conn, a: &[Arg]) -> Frame {
             Frame::simple("Background saving scheduled")
         }
         Err(e) => Frame::error(e),
-    }
-}
-
-/// BGSAVE or BGREWRITEAOF queued in a transaction: as Redis, EXEC only schedules it (a save
-/// cannot start while EXEC holds the shards), and [`start_scheduled`] starts it after. None
-/// for a syntax error (`BGSAVE x`).
-pub fn scheduled_in_exec(name: &str, a: &[Arg]) -> Option<Frame> {
-    if name == "bgsave" {
-        if a.len() == 2 && !is(&a[1], "schedule") {
-            return None;
-        }
-        Some(Frame::simple("Background saving scheduled"))
-    } else {
-        Some(Frame::simple("Background append only file rewriting scheduled"))
     }
 }
 
@@ -80,7 +70,11 @@ pub async fn start_scheduled(conn: &mut Conn) {
     }
 }
 
-pub async fn bgrewriteaof(conn: &mut Conn) -> Frame {
+pub async fn bgrewriteaof(conn: &mut Conn, access: Access<'_>) -> Frame {
+    if let Access::Locked(_) = access {
+        // Inside EXEC: only scheduled (see `SCHEDULED_IN_EXEC`).
+        return Frame::simple("Background append only file rewriting scheduled");
+    }
     match crate::snapshot::start(&conn.worker, Access::Free, "BGREWRITEAOF").await {
         Ok(_) => Frame::simple("Background append only file rewriting started"),
         Err(e) if e.contains("already in progress") => {

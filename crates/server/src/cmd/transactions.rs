@@ -126,19 +126,17 @@ async fn exec_queued(conn: &mut Conn, multi: crate::conn::Multi) -> Frame {
     let mut replies = Vec::with_capacity(multi.queued.len());
     let mut save = false;
     for call in multi.queued {
-        if call.spec.has(SCHEDULED_IN_EXEC) {
-            let reply = super::persistence::scheduled_in_exec(call.spec.name, &call.args);
-            save |= reply.is_some();
-            replies.push(reply.unwrap_or_else(|| err(ERR_SYNTAX)));
-            continue;
-        }
         if call.spec.has(NOOP_IN_EXEC) {
             // A queued UNWATCH: EXEC unwatches everything below anyway (and unwatching now
             // would wait for the shards this EXEC holds).
             replies.push(Frame::ok());
             continue;
         }
+        let scheduled = call.spec.has(SCHEDULED_IN_EXEC);
         let reply = Box::pin(conn.dispatch(Access::Locked(&locks), call)).await;
+        // BGSAVE/BGREWRITEAOF under EXEC's locks only replied "scheduled": start it once
+        // the locks are released.
+        save |= scheduled && !reply.is_error();
         // Inside the EXEC array the connection does not see it as an error: count it here.
         crate::stats::count_error_reply(&reply);
         replies.push(reply);
