@@ -93,6 +93,10 @@ pub mod flags {
     pub const ACL_ADMIN: u32 = 1 << 20;
     /// @dangerous although it is no admin command (KEYS, FLUSHALL, SORT, INFO, MIGRATE, ...).
     pub const ACL_DANGEROUS: u32 = 1 << 21;
+    /// A blocked waiter of it runs even when its key is gone, and gets its errors
+    /// (XREADGROUP: "the stream key no longer exists", "the consumer group ... no longer
+    /// exists"); other waiters are only run on a key that exists.
+    pub const BLOCKED_SERVES_MISSING: u32 = 1 << 22;
     /// ACL channel arguments (Redis's channel key specs): `args[1]` is a channel a message
     /// is published to (PUBLISH, SPUBLISH).
     pub const CHANNEL_PUBLISH: u32 = 1 << 28;

@@ -52,7 +52,7 @@ pub const COMMANDS: &[Spec] = &[
         .with_key_range(streams_keys)
         .blocking(TimeoutArg::Parsed(block_option))
         .with_wait_args(resolve_dollar),
-    Spec::keyed("xreadgroup", -7, WRITE, (0, 0, 0), xreadgroup, G, "Return new entries from a stream using a consumer group, or access the history of the pending entries for a given consumer. Can block.")
+    Spec::keyed("xreadgroup", -7, WRITE | BLOCKED_SERVES_MISSING, (0, 0, 0), xreadgroup, G, "Return new entries from a stream using a consumer group, or access the history of the pending entries for a given consumer. Can block.")
         .with_key_range(streams_keys)
         .blocking(TimeoutArg::Parsed(block_option)),
     Spec::container("xgroup", -2, 0, G, "A container for consumer groups commands", XGROUP),

@@ -212,9 +212,9 @@ fn serve_key(s: &mut Shard, d: usize, key: &Bytes, cfg: CmdConfig, shards: usize
 }
 
 /// Whether a waiter of this command is run when its key is missing, and gets its errors
-/// (XREADGROUP: "the stream key no longer exists", "the consumer group ... no longer exists").
+/// (see `BLOCKED_SERVES_MISSING`).
 fn serves_missing(spec: &crate::command::Spec) -> bool {
-    spec.name == "xreadgroup"
+    spec.has(crate::command::flags::BLOCKED_SERVES_MISSING)
 }
 
 thread_local! {

@@ -420,7 +420,7 @@ pub fn note_command(conn: &crate::conn::Conn, call: &crate::exec::Call) {
     let id = conn.client.meta.id;
     if is_tracked_read(call.spec) {
         remember(id, call.spec.key_indexes(&call.args).map(|i| &call.args[i][..]));
-    } else if call.spec.name == "exec" {
+    } else if call.spec.has(crate::command::flags::RUNS_QUEUED) {
         if let Some(m) = &conn.multi {
             for q in m.queued.iter().filter(|q| is_tracked_read(q.spec)) {
                 remember(id, q.spec.key_indexes(&q.args).map(|i| &q.args[i][..]));
