@@ -26,7 +26,7 @@ a canary set and hash, that the process is alive, and that its log holds no "pan
 
 At the end, tests for what the fuzzer found: `test_auth_pipelined_with_large_command` (fixed in
 crates/server/src/conn.rs) and `test_huge_proto_max_bulk_len_does_not_crash` (sizes no allocator can give: an
-error reply, see `check_allocatable` in crates/server/src/cmd/args.rs).
+error reply, see `check_allocatable` in crates/commands/src/args.rs).
 
 Seeds are pytest parameters; a failure message names the case index and the exact bytes, so a
 case reproduces with `run_case` alone.

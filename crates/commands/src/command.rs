@@ -243,15 +243,18 @@ impl Spec {
         }
     }
 
+    #[inline]
     pub fn is_write(&self) -> bool {
         self.flags & flags::WRITE != 0
     }
 
+    #[inline]
     pub fn has(&self, flag: u32) -> bool {
         self.flags & flag != 0
     }
 
     /// Whether `argc` arguments (including the name) satisfy the arity.
+    #[inline]
     pub fn arity_ok(&self, argc: usize) -> bool {
         let argc = argc as i64;
         let a = self.arity as i64;
@@ -359,6 +362,12 @@ pub fn is_name(lower: &[u8], input: &[u8]) -> bool {
 /// for tests and tools; the server's table is the one the dispatcher reads).
 pub fn lookup(name: &[u8]) -> Option<&'static Spec> {
     crate::FAMILIES.iter().flat_map(|f| f.iter()).find(|s| s.name.as_bytes().eq_ignore_ascii_case(name))
+}
+
+/// Redis's null replies: what a blocking command's handler answers when it served nothing.
+#[inline]
+pub fn is_null(reply: &Frame) -> bool {
+    matches!(reply, Frame::Null | Frame::NullArray)
 }
 
 /// A blocking command's timeout in milliseconds (0 = forever), parsed as Redis 7.0's

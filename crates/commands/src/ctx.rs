@@ -89,6 +89,7 @@ impl Ctx<'_> {
 
     /// The write fires no event of its own, whatever it modified (PFDEBUG...); events it
     /// recorded with [`Ctx::notify`] stand.
+    #[inline]
     pub fn notify_none(&mut self) {
         self.events_said = true;
     }
@@ -101,24 +102,28 @@ impl Ctx<'_> {
         self.events.push(crate::notify::Event { db, class, name, key: key.to_vec(), explicit: true });
     }
 
+    #[inline]
     pub fn db(&mut self) -> &mut Db {
         &mut self.dbs[self.db]
     }
 
     /// The write changed nothing (SADD of existing members, SET NX of an existing key...):
     /// no key is signalled. Returns `reply`, for `return ctx.unchanged(reply)`.
+    #[inline]
     pub fn unchanged(&mut self, reply: Frame) -> Frame {
         self.modified = KeysModified::NONE;
         reply
     }
 
     /// The write changed only these of its keys (positions among the command's keys).
+    #[inline]
     pub fn modified_only(&mut self, modified: KeysModified) {
         self.modified = modified;
     }
 
     /// The write is propagated as this command instead of its own arguments (an absolute
     /// expiry for a relative one, SREM of what SPOP chose...).
+    #[inline]
     pub fn propagate_as(&mut self, command: Vec<Bytes>) {
         self.effect = Effect::As(command);
     }
@@ -130,6 +135,7 @@ impl Ctx<'_> {
     }
 
     /// The write changed nothing that needs propagating.
+    #[inline]
     pub fn propagate_nothing(&mut self) {
         self.effect = Effect::Nothing;
     }
@@ -160,25 +166,30 @@ impl KeysModified {
     pub const ALL: KeysModified = KeysModified(u64::MAX);
     pub const NONE: KeysModified = KeysModified(0);
 
+    #[inline]
     fn bit(position: usize) -> u64 {
         1 << position.min(63)
     }
 
     /// Just the key at `position`.
+    #[inline]
     pub fn key(position: usize) -> KeysModified {
         KeysModified(Self::bit(position))
     }
 
     /// This set and the key at `position`.
     #[must_use]
+    #[inline]
     pub fn and(self, position: usize) -> KeysModified {
         KeysModified(self.0 | Self::bit(position))
     }
 
+    #[inline]
     pub fn contains(self, position: usize) -> bool {
         self.0 & Self::bit(position) != 0
     }
 
+    #[inline]
     pub fn is_none(self) -> bool {
         self.0 == 0
     }

@@ -1,5 +1,6 @@
 //! Abacus's data command families: the keyed handlers of strings, keys, expiry, bits and
-//! BITOP/BITFIELD, hashes, sets and their algebra, lists, sorted sets and their algebra, geo,
+//! BITOP/BITFIELD, hashes, sets and their algebra, lists, sorted sets and their algebra, the
+//! blocking pops of both (`blocking.rs`: the non-blocking forms the server's waits run), geo,
 //! streams, HLL.* and PF*, with their table entries ([`command::Spec`]).
 //!
 //! Why a crate of its own, below the network layer: a handler is a plain function over one
@@ -35,6 +36,7 @@ pub mod notify;
 pub mod testing;
 
 pub mod bitops;
+pub mod blocking;
 pub mod bits;
 pub mod expiry;
 pub mod geo;
@@ -65,6 +67,7 @@ pub const FAMILIES: &[&[Spec]] = &[
     sets::COMMANDS,
     set_algebra::COMMANDS,
     lists::COMMANDS,
+    blocking::COMMANDS,
     zsets::COMMANDS,
     zset_algebra::COMMANDS,
     geo::COMMANDS,

@@ -90,6 +90,7 @@ pub fn flags_to_string(flags: u32) -> String {
 }
 
 /// The flags commands see: 0 unless K or E is set (without either nothing is published).
+#[inline]
 pub fn effective(flags: u32) -> u32 {
     if flags & (KEYSPACE | KEYEVENT) == 0 {
         0

@@ -129,13 +129,9 @@ impl Blocked {
     }
 }
 
-/// Redis's null replies: what a blocking command's handler answers when it served nothing.
-pub fn is_null(reply: &Frame) -> bool {
-    matches!(reply, Frame::Null | Frame::NullArray)
-}
-
-/// A blocking command's timeout (defined with the command table, which reads it).
-pub use abacus_commands::command::parse_timeout;
+/// A blocking command's timeout, and whether a handler served nothing (defined with the
+/// command table and the blocking handlers, which read them).
+pub use abacus_commands::command::{is_null, parse_timeout};
 
 /// Serves the waiters of every key modified since the last call (step 2 of the file
 /// comment). Called after each job, batch and lock release on the shard; returns at once

@@ -2,7 +2,8 @@
 //!
 //! Each family file declares its commands' table entries (`COMMANDS`) next to their handlers.
 //! Keyed handlers are plain functions over a shard's databases (`Ctx`); the data families
-//! (strings, keys, expiry, bits, hashes, sets, lists, sorted sets, geo, streams, HLL, PF) live
+//! (strings, keys, expiry, bits, hashes, sets, lists and their blocking forms, sorted sets,
+//! geo, streams, HLL, PF) live
 //! below the network layer in `abacus-commands` and are re-exported here under their names.
 //! The files here are the families that need the server: connection-level handlers,
 //! functions over the connection, given in their table entries with [`conn_fn!`] (the table
@@ -35,7 +36,7 @@ pub use abacus_commands::args;
 pub mod attribute;
 pub use abacus_commands::bitops;
 pub use abacus_commands::bits;
-pub mod blocking;
+pub use abacus_commands::blocking;
 pub mod connection;
 pub mod dump;
 pub use abacus_commands::expiry;
@@ -87,7 +88,6 @@ pub const FAMILIES: &[&[Spec]] = &[
     server::COMMANDS,
     scan::COMMANDS,
     transactions::COMMANDS,
-    blocking::COMMANDS,
     sort::COMMANDS,
     attribute::COMMANDS,
     persistence::COMMANDS,

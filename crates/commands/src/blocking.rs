@@ -4,7 +4,7 @@
 //! Each handler is the command's non-blocking form, as Redis runs it inside MULTI: it checks
 //! the timeout first (Redis replies a bad timeout before anything else), then serves from the
 //! first key that has something, or replies null and changes nothing. Waiting, waking in
-//! order, timeouts and CLIENT UNBLOCK are the blocking mechanism's (`crate::blocking`), which
+//! order, timeouts and CLIENT UNBLOCK are the blocking mechanism's (the server's `blocking.rs`), which
 //! runs these same handlers when a key becomes ready. The pops themselves are the families'
 //! (`lists.rs`, `zsets.rs`); what a served pop propagates is a plain pop (BLPOP as LPOP,
 //! BLMOVE as LMOVE...), as Redis rewrites it, so the log never holds a blocking command.
@@ -13,10 +13,10 @@ use abacus_protocol::{Arg, Bytes, Frame};
 
 use super::lists::{self, End};
 use super::zsets;
-use crate::blocking::parse_timeout;
+use crate::command::parse_timeout;
 use crate::command::flags::*;
 use crate::command::{Spec, TimeoutArg};
-use crate::shard::Ctx;
+use crate::ctx::Ctx;
 
 const LAST_BEFORE_TIMEOUT: (i32, i32, i32) = (1, -2, 1);
 const K2: (i32, i32, i32) = (1, 2, 1);
@@ -105,7 +105,7 @@ fn blmpop(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         return e;
     }
     let reply = lists::lmpop(ctx, &a[1..]);
-    if crate::blocking::is_null(&reply) {
+    if crate::command::is_null(&reply) {
         return nothing(ctx, reply);
     }
     reply
