@@ -175,7 +175,8 @@ pub fn share(wall: std::time::Duration, cycles: u64, cycles_total: u64, n: u32) 
         return wall / n.max(1);
     }
     let ns = wall.as_nanos().saturating_mul(u128::from(cycles.min(cycles_total))) / u128::from(cycles_total);
-    std::time::Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+    // At most `wall`, so the seconds fit.
+    std::time::Duration::new(u64::try_from(ns / 1_000_000_000).unwrap_or(u64::MAX), (ns % 1_000_000_000) as u32)
 }
 
 /// What follows every timed command: the slow log and the latency monitor's `command` /
