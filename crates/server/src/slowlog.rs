@@ -174,7 +174,16 @@ pub fn share(wall: std::time::Duration, cycles: u64, cycles_total: u64, n: u32) 
     if cycles_total == 0 {
         return wall / n.max(1);
     }
-    let ns = wall.as_nanos().saturating_mul(u128::from(cycles.min(cycles_total))) / u128::from(cycles_total);
+    let cycles = cycles.min(cycles_total);
+    if cycles == cycles_total {
+        return wall;
+    }
+    let wall_ns = wall.as_nanos();
+    let ns = match wall_ns.checked_mul(u128::from(cycles)) {
+        Some(product) => product / u128::from(cycles_total),
+        // Past 10^19 seconds of wall time: divide first (a share rounded down).
+        None => wall_ns / u128::from(cycles_total) * u128::from(cycles),
+    };
     // At most `wall`, so the seconds fit.
     std::time::Duration::new(u64::try_from(ns / 1_000_000_000).unwrap_or(u64::MAX), (ns % 1_000_000_000) as u32)
 }
@@ -292,6 +301,9 @@ mod tests {
         // Huge figures do not overflow.
         assert_eq!(share(Duration::from_secs(u64::MAX / 4), u64::MAX, u64::MAX, 1), Duration::from_secs(u64::MAX / 4));
         assert_eq!(share(wall, 5, 0, 0), wall);
+        let huge = Duration::from_secs(u64::MAX / 4);
+        let half = share(huge, u64::MAX / 2, u64::MAX, 2);
+        assert!(half <= huge / 2 && half >= huge / 2 - huge / 1_000_000, "{half:?}");
     }
 
     #[test]
