@@ -8,6 +8,11 @@
 #   ABACUS_ARGS="--threads 1" bench/instr.sh
 #   CLIENTS=1 bench/instr.sh                   one connection: stable per-request counts
 #   ABACUS_BIN=/path/to/other/abacus bench/instr.sh    compare two builds
+#   FUNC=abacus_server::exec::run_group CLIENTS=1 bench/instr.sh
+#                                               also the instructions per request inside one
+#                                               function (inclusive): the shard's work alone,
+#                                               without the event loop's, which on a loaded
+#                                               machine moves by a few percent between runs
 #   TESTS="lpush rpush lpop rpop lrange_100 zadd zpopmin" REDIS=1 bench/instr.sh
 #                                               other redis-benchmark tests, and redis-server
 #                                               (no persistence) under callgrind beside Abacus
@@ -28,6 +33,7 @@ TESTS=${TESTS:-SET GET}
 # runs (at -P 1 with 50 clients it does, by tens of percent under callgrind).
 CLIENTS=${CLIENTS:-50}
 REDIS=${REDIS:-}
+FUNC=${FUNC:-}
 
 # instr TEST P [redis]: prints instructions per request.
 instr() {
@@ -52,19 +58,35 @@ instr() {
   callgrind_control -d "$pid" >/dev/null 2>&1
   kill "$pid"; wait "$pid" 2>/dev/null || true
   total=$(cat "$dir"/cg.out* | awk '/^totals:/ {s += $2} END {print s + 0}')
-  echo $((total / N))
+  if [ -n "$FUNC" ] && [ "$server" = abacus ]; then
+    local inside=0 f n
+    for f in "$dir"/cg.out*; do
+      n=$(callgrind_annotate --inclusive=yes "$f" 2>/dev/null | awk -v fn=":$FUNC [" 'index($0, fn) { gsub(",", "", $1); s += $1 } END { print s + 0 }')
+      inside=$((inside + n))
+    done
+    echo "$((total / N)) $((inside / N))"
+  else
+    echo $((total / N))
+  fi
 }
 
 printf '\nUser-space instructions per request (callgrind), %s; N=%s, abacus args: %s\n' \
   "$(date -u +%F)" "$N" "${ABACUS_ARGS:-default}"
 if [ -n "$REDIS" ]; then
   printf '%-10s %-11s %12s %12s %8s\n' pipeline test abacus redis ratio
+elif [ -n "$FUNC" ]; then
+  printf '%-10s %-11s %12s %12s\n' pipeline test instr/req "in $FUNC"
 else
   printf '%-10s %-11s %12s\n' pipeline test instr/req
 fi
 for P in 1 16; do
   for t in $TESTS; do
     a=$(instr "${t,,}" "$P")
+    if [ -n "$FUNC" ] && [ -z "$REDIS" ]; then
+      # shellcheck disable=SC2086
+      printf '%-10s %-11s %12s %12s\n' "-P $P" "$t" $a
+      continue
+    fi
     if [ -n "$REDIS" ]; then
       r=$(instr "${t,,}" "$P" redis)
       printf '%-10s %-11s %12s %12s %8s\n' "-P $P" "$t" "$a" "$r" "$(awk -v a="$a" -v r="$r" 'BEGIN { printf "%.2f", a / r }')"

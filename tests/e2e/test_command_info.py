@@ -1,4 +1,4 @@
-"""COMMAND INFO's key specs and tips, COMMAND DOCS, and GETKEYSANDFLAGS, against a real Redis.
+"""COMMAND INFO's flags, key specs and tips, COMMAND DOCS, and GETKEYSANDFLAGS, against a real Redis.
 
 The comparison tests start the Debian redis-server 7.0 beside the server under test and
 compare, for every command both have (subcommands included), what COMMAND INFO and
@@ -37,7 +37,10 @@ def conv(x):
         return x.decode()
     if isinstance(x, dict):
         return {conv(k): conv(v) for k, v in x.items()}
-    if isinstance(x, (list, set, tuple)):
+    if isinstance(x, (set, frozenset)):
+        # A RESP3 set's order is lost in Python's set: compared sorted.
+        return sorted(conv(v) for v in x)
+    if isinstance(x, (list, tuple)):
         return [conv(v) for v in x]
     return x
 
@@ -99,6 +102,28 @@ def test_tips_and_categories_match_redis(infos):
         assert sorted(ours[name][6]) != sorted(theirs[name][6]), "%s now matches: drop it from the list" % name
 
 
+# Commands whose COMMAND INFO flags differ from Redis 7.0's, and why.
+KNOWN_FLAG_DIFFERENCES = {
+    # See KNOWN_CATEGORY_DIFFERENCES.
+    "client|unblock": "fast flag in Abacus's table",
+    # The OBJECT container is declared `readonly` in the keys family's table, which is being
+    # moved to its own crate on another branch: left to that work.
+    "object": "readonly flag on the container in Abacus's table",
+}
+
+
+@pytest.mark.abacus_only("compares Abacus with the reference Redis")
+def test_flags_match_redis(infos):
+    ours, theirs = infos
+    bad = []
+    for name in sorted(set(ours) & set(theirs)):
+        if sorted(ours[name][2]) != sorted(theirs[name][2]) and name not in KNOWN_FLAG_DIFFERENCES:
+            bad.append((name, sorted(ours[name][2]), sorted(theirs[name][2])))
+    assert bad == []
+    for name in KNOWN_FLAG_DIFFERENCES:
+        assert sorted(ours[name][2]) != sorted(theirs[name][2]), "%s now matches: drop it from the list" % name
+
+
 def flatten_docs(docs):
     out = {}
     for name, d in docs.items():
@@ -115,7 +140,7 @@ def test_docs_match_redis(server, real_redis):
         assert d["summary"] and d["since"] and d["group"], name
     bad = []
     for name in sorted(set(ours) & set(theirs)):
-        for field in ("since", "complexity", "doc_flags", "deprecated_since", "replaced_by"):
+        for field in ("since", "complexity", "doc_flags", "deprecated_since", "replaced_by", "history", "arguments"):
             if ours[name].get(field) != theirs[name].get(field):
                 bad.append((name, field, ours[name].get(field), theirs[name].get(field)))
     assert bad == []

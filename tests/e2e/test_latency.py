@@ -86,6 +86,63 @@ def test_keyed_commands_are_logged_with_their_client(server):
     b.close()
 
 
+def big_set(c, key, members=200_000, chunk=10_000):
+    for start in range(0, members, chunk):
+        c.execute("SADD", key, *("member:%d" % i for i in range(start, start + chunk)))
+
+
+PIPELINE = [("GET", "{p}x")] * 8 + [("SUNIONSTORE", "{p}dst", "{p}big")] + [("GET", "{p}x")] * 8
+HEAVY = PIPELINE.index(("SUNIONSTORE", "{p}dst", "{p}big"))
+
+
+def pipeline_entries(c):
+    """This test's entries of the slow log, oldest first, without the SLOWLOG commands."""
+    return [e for e in reversed(entries(c, "-1")) if e[3][0] in (b"GET", b"SUNIONSTORE")]
+
+
+def test_each_pipelined_command_gets_its_own_duration(server):
+    # A pipeline on one shard runs as one group, whose time the server measures once; the
+    # slow log still gets each command once, in order, with its own duration: the heavy
+    # SUNIONSTORE (200,000 members copied) takes far longer than the median GET, and the
+    # durations add up to no more than the client waited for the whole pipeline.
+    p, c = start(server, "--slowlog-log-slower-than", "0", "--slowlog-max-len", "1024")
+    big_set(c, "{p}big")
+    assert c.execute("SET", "{p}x", "v") == "OK"
+    assert c.execute("SLOWLOG", "RESET") == "OK"
+    started = time.monotonic()
+    replies = c.pipeline(PIPELINE)
+    waited_us = (time.monotonic() - started) * 1e6
+    assert replies == [b"v"] * HEAVY + [200_000] + [b"v"] * 8
+    log = pipeline_entries(c)
+    assert [tuple(a.decode() for a in e[3]) for e in log] == PIPELINE
+    durations = [e[2] for e in log]
+    gets = sorted(durations[:HEAVY] + durations[HEAVY + 1:])
+    assert durations[HEAVY] > gets[len(gets) // 2], durations
+    assert sum(durations) <= waited_us, (durations, waited_us)
+    c.close()
+
+
+def test_a_pipelines_slow_command_is_logged_and_its_fast_neighbours_are_not(server):
+    # With a threshold only the heavy command reaches, the group as a whole reaches it too:
+    # its commands' durations are worked out, and only the heavy one is logged (a GET could
+    # only be logged if the machine stalled during it). The threshold is a quarter of what
+    # the heavy command took alone, measured first.
+    p, c = start(server, "--slowlog-log-slower-than", "0", "--slowlog-max-len", "1024")
+    big_set(c, "{p}big")
+    assert c.execute("SET", "{p}x", "v") == "OK"
+    assert c.execute("SUNIONSTORE", "{p}dst", "{p}big") == 200_000
+    alone_us = [e for e in entries(c, "-1") if e[3][0] == b"SUNIONSTORE"][0][2]
+    threshold = max(1, alone_us // 4)
+    assert c.execute("CONFIG", "SET", "slowlog-log-slower-than", str(threshold)) == "OK"
+    assert c.execute("SLOWLOG", "RESET") == "OK"
+    c.pipeline(PIPELINE)
+    log = pipeline_entries(c)
+    assert [e[3] for e in log].count([b"SUNIONSTORE", b"{p}dst", b"{p}big"]) == 1, log
+    assert all(e[2] >= threshold for e in log), (threshold, log)
+    assert len(log) < 1 + (len(PIPELINE) - 1) // 2, (threshold, log)
+    c.close()
+
+
 def test_a_negative_threshold_turns_the_log_off(server):
     p, c = start(server, "--slowlog-log-slower-than", "-1")
     c.execute("DEBUG", "SLEEP", "0.05")

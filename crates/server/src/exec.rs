@@ -871,15 +871,21 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
             }
         }
     }
-    // With the slow log or the latency monitor on, each command is timed on its own (one
-    // clock read per command more); otherwise the group's time is shared among its calls.
-    let timing_each = crate::slowlog::timing_each();
-    let mut last = started;
+    // With the slow log or the latency monitor on, each command of a group of several reads
+    // the cycle counter (a few instructions: `slowlog.rs` explains), and only a group whose
+    // wall time reached the lower threshold has its commands' durations worked out and
+    // offered to both (no command of a faster group can have reached it). A group of one
+    // command needs no counter: its duration is the group's.
+    let threshold = crate::slowlog::threshold_us();
+    let counting = threshold.is_some() && group.len() > 1;
+    let cycles_started = if counting { crate::slowlog::cycles() } else { 0 };
     // CLIENT TRACKING's NOLOOP needs the writer (one connection's group): set only while
     // some client tracks.
     let writer = crate::tracking::active().then(|| crate::tracking::set_writer(group.first().map_or(0, |(_, c)| c.client)));
-    let out: Vec<(usize, Frame, &'static str)> = group
-        .into_iter()
+    // The calls stay in `group` (borrowed here) until the durations are known: a slow
+    // command's entry keeps its arguments.
+    let out: Vec<(usize, Frame, &'static str, u64)> = group
+        .iter()
         .map(|(i, c)| {
             let reply = with_no_touch(untouching(c.spec, c.no_touch), || match admit(&mut s.dbs, c.spec, &c.args, now, &cfg, shards) {
                 Some(refused) => refused,
@@ -888,24 +894,27 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
             // Clients blocked on keys this command made ready are served before the next
             // command runs (`LPUSH k v; LPOP k` in one pipeline: the blocked client gets v).
             crate::blocking::serve_ready(s, cfg, shards);
-            if timing_each {
-                let t = Instant::now();
-                crate::slowlog::observe_for(c.spec, t - last, &c.args, None, c.client);
-                last = t;
-            }
-            (i, reply, c.spec.name)
+            let cycles = if counting { crate::slowlog::cycles() } else { 0 };
+            (*i, reply, c.spec.name, cycles)
         })
         .collect();
     if let Some(w) = writer {
         crate::tracking::set_writer(w);
     }
-    let each = if timing_each { last - started } else { started.elapsed() } / n;
+    let wall = started.elapsed();
+    if let Some(threshold) = threshold {
+        if wall.as_micros() >= u128::from(threshold) {
+            observe_group(&group, &out, wall, cycles_started);
+        }
+    }
+    drop(group);
+    let each = wall / n;
     // Not `into_iter().map().collect()`: collecting in place into smaller tuples makes the
     // allocator shrink the buffer, a realloc per group (a fifth of a -P 1 GET's instructions).
     let mut replies = Vec::with_capacity(out.len());
     // Statistics per run of one command (a pipeline usually repeats one).
     let mut run: (&'static str, u32, u64) = ("", 0, 0);
-    for (i, reply, name) in out {
+    for (i, reply, name, _) in out {
         // Names are the command table's `&'static str`s: comparing the pointers is enough
         // (two equal names at different addresses would only split a run).
         if name.as_ptr() != run.0.as_ptr() || name.len() != run.0.len() {
@@ -922,4 +931,32 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
         stats::record_many(run.0, u64::from(run.1), each * run.1, run.2);
     }
     replies
+}
+
+/// Offers each command of a group that took `wall` to the slow log and the latency monitor,
+/// with its share of `wall` in proportion to the cycles it took (`slowlog::share`): the
+/// counter was read at `cycles_started` and after each command (`out`'s last field).
+#[cold]
+fn observe_group(group: &[(usize, Call)], out: &[(usize, Frame, &'static str, u64)], wall: std::time::Duration, cycles_started: u64) {
+    let n = u32::try_from(group.len()).unwrap_or(u32::MAX);
+    if group.len() == 1 {
+        let c = &group[0].1;
+        crate::slowlog::observe_for(c.spec, wall, &c.args, None, c.client);
+        return;
+    }
+    // Each command's cycles since the one before; a counter that went back (a thread moved
+    // to a core whose counter lags) counts as none.
+    let mut previous = cycles_started;
+    let taken: Vec<u64> = out
+        .iter()
+        .map(|o| {
+            let t = o.3.saturating_sub(previous);
+            previous = previous.max(o.3);
+            t
+        })
+        .collect();
+    let total = taken.iter().fold(0u64, |a, &t| a.saturating_add(t));
+    for ((_, c), &t) in group.iter().zip(&taken) {
+        crate::slowlog::observe_for(c.spec, crate::slowlog::share(wall, t, total, n), &c.args, None, c.client);
+    }
 }

@@ -71,6 +71,8 @@ pub mod metrics;
 pub mod keyspec;
 pub mod command_docs;
 pub mod tracking;
+pub mod command_flags;
+pub mod command_docs_args;
 
 pub use config::Config;
 pub use server::run;

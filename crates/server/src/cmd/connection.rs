@@ -20,12 +20,12 @@ const NONE: (i32, i32, i32) = (0, 0, 0);
 
 pub const COMMANDS: &[Spec] = &[
     Spec::conn("ping", -1, FAST | DENY_ON_DISK_ERROR, NONE, conn_fn!(|conn, _, call| ping(conn, &call.args)), G, "Returns the server's liveliness response."),
-    Spec::conn("echo", 2, FAST, NONE, conn_fn!(|_, _, call| Frame::Bulk(call.args.bytes(1))), G, "Returns the given string."),
-    Spec::conn("hello", -1, NO_AUTH | FAST, NONE, conn_fn!(|conn, _, call| hello(conn, &call.args)), G, "Handshakes with the Redis server."),
-    Spec::conn("auth", -2, NO_AUTH | FAST, NONE, conn_fn!(|conn, _, call| auth(conn, &call.args)), G, "Authenticates the connection."),
+    Spec::conn("echo", 2, FAST | LOADING | STALE, NONE, conn_fn!(|_, _, call| Frame::Bulk(call.args.bytes(1))), G, "Returns the given string."),
+    Spec::conn("hello", -1, NO_AUTH | FAST | LOADING | STALE, NONE, conn_fn!(|conn, _, call| hello(conn, &call.args)), G, "Handshakes with the Redis server."),
+    Spec::conn("auth", -2, NO_AUTH | FAST | LOADING | STALE, NONE, conn_fn!(|conn, _, call| auth(conn, &call.args)), G, "Authenticates the connection."),
     Spec::conn("select", 2, FAST | LOADING | STALE, NONE, conn_fn!(|conn, _, call| select(conn, &call.args)), G, "Changes the selected database."),
-    Spec::conn("quit", -1, NO_AUTH | FAST, NONE, conn_fn!(|conn, _, _| quit(conn)), G, "Closes the connection."),
-    Spec::conn("reset", 1, NO_AUTH | FAST | CONTROLS_MULTI, NONE, conn_fn!(|conn, _, _| reset(conn).await), G, "Resets the connection."),
+    Spec::conn("quit", -1, NO_AUTH | FAST | LOADING | STALE, NONE, conn_fn!(|conn, _, _| quit(conn)), G, "Closes the connection."),
+    Spec::conn("reset", 1, NO_AUTH | FAST | CONTROLS_MULTI | LOADING | STALE, NONE, conn_fn!(|conn, _, _| reset(conn).await), G, "Resets the connection."),
     Spec::conn("time", 1, FAST | LOADING | STALE, NONE, conn_fn!(|_, _, _| time()), "server", "Returns the server time."),
     Spec::conn("client", -2, 0, NONE, conn_fn!(|_, _, _| super::container()), G, "A container for client connection commands.").with_subcommands(CLIENT),
     Spec::conn("command", -1, LOADING | STALE | ACL_CONNECTION, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::All)), "server", "Returns detailed information about all commands.").with_subcommands(COMMAND),
@@ -35,14 +35,14 @@ const CLIENT: &[Spec] = &[
     Spec::conn("client|id", 2, LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Id, &call.args)), G, "Returns the unique client ID of the connection."),
     Spec::conn("client|setname", 3, LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::SetName, &call.args)), G, "Sets the connection name."),
     Spec::conn("client|getname", 2, LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::GetName, &call.args)), G, "Returns the name of the connection."),
-    Spec::conn("client|list", -2, ADMIN, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::List, &call.args)), G, "Lists open connections."),
+    Spec::conn("client|list", -2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::List, &call.args)), G, "Lists open connections."),
     Spec::conn("client|info", 2, LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Info, &call.args)), G, "Returns information about the connection."),
-    Spec::conn("client|kill", -3, ADMIN, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Kill, &call.args)), G, "Terminates open connections."),
-    Spec::conn("client|unblock", -3, ADMIN | FAST, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Unblock, &call.args)), G, "Unblocks a client blocked by a blocking command from a different connection."),
-    Spec::conn("client|no-evict", 3, ADMIN, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::NoEvict, &call.args)), G, "Sets the client eviction mode of the connection."),
-    Spec::conn("client|reply", 3, 0, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Reply, &call.args)), G, "Instructs the server whether to reply to commands."),
+    Spec::conn("client|kill", -3, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Kill, &call.args)), G, "Terminates open connections."),
+    Spec::conn("client|unblock", -3, ADMIN | FAST | LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Unblock, &call.args)), G, "Unblocks a client blocked by a blocking command from a different connection."),
+    Spec::conn("client|no-evict", 3, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::NoEvict, &call.args)), G, "Sets the client eviction mode of the connection."),
+    Spec::conn("client|reply", 3, LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Reply, &call.args)), G, "Instructs the server whether to reply to commands."),
     Spec::conn("client|setinfo", 4, FAST, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::SetInfo, &call.args)), G, "Sets information specific to the client or connection."),
-    Spec::conn("client|help", 2, 0, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Help, &call.args)), G, "Returns helpful text about the different subcommands."),
+    Spec::conn("client|help", 2, LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Help, &call.args)), G, "Returns helpful text about the different subcommands."),
     Spec::conn("client|pause", -3, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, call| crate::client_pause::pause_command(conn, &call.args)), G, "Suspends commands processing."),
     Spec::conn("client|unpause", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, _| crate::client_pause::unpause_command(conn)), G, "Resumes processing commands from paused clients."),
     Spec::conn("client|tracking", -3, LOADING | STALE, NONE, conn_fn!(|conn, _, call| super::tracking::client_tracking(conn, &call.args)), G, "Controls server-assisted client-side caching for the connection."),
@@ -474,24 +474,24 @@ fn client_kill(conn: &mut Conn, a: &[Arg]) -> Frame {
     Frame::Integer(killed)
 }
 
+/// COMMAND INFO's flags in Redis's order (`addReplyCommandFlags`): the command table's, with
+/// the ones that change nothing here (`command_flags`) in their places.
 fn flag_names(spec: &Spec) -> Vec<Frame> {
-    let names = [
-        (WRITE, "write"),
-        (READONLY, "readonly"),
-        (DENYOOM, "denyoom"),
-        (ADMIN, "admin"),
-        (BLOCKING, "blocking"),
-        (LOADING, "loading"),
-        (STALE, "stale"),
-        (FAST, "fast"),
-        (NO_AUTH, "no_auth"),
-        (NO_MULTI, "no_multi"),
-    ];
-    let mut flags: Vec<Frame> = names.iter().filter(|(f, _)| spec.has(*f)).map(|(_, n)| Frame::Simple(Bytes::from_static(n.as_bytes()))).collect();
+    use crate::command_flags::{extra, Position};
+    let mut names: Vec<&'static str> = Vec::new();
+    let table = |list: &[(u32, &'static str)], names: &mut Vec<&'static str>| names.extend(list.iter().filter(|(f, _)| spec.has(*f)).map(|(_, n)| *n));
+    table(&[(WRITE, "write"), (READONLY, "readonly"), (DENYOOM, "denyoom"), (ADMIN, "admin")], &mut names);
+    names.extend(extra(spec, Position::AfterAdmin));
+    table(&[(BLOCKING, "blocking"), (LOADING, "loading"), (STALE, "stale")], &mut names);
+    names.extend(extra(spec, Position::AfterStale));
+    table(&[(FAST, "fast"), (NO_AUTH, "no_auth")], &mut names);
+    names.extend(extra(spec, Position::AfterNoAuth));
+    table(&[(NO_MULTI, "no_multi")], &mut names);
     if crate::keyspec::movable(spec) {
-        flags.push(Frame::simple("movablekeys"));
+        names.push("movablekeys");
     }
-    flags
+    names.extend(extra(spec, Position::Last));
+    names.into_iter().map(|n| Frame::Simple(Bytes::from_static(n.as_bytes()))).collect()
 }
 
 /// A command's ACL categories, derived as Redis 7.0 derives most of them: from its flags
@@ -603,10 +603,46 @@ fn command_docs(spec: &Spec) -> Frame {
         fields.push((s("deprecated_since"), s(d.deprecated_since)));
         fields.push((s("replaced_by"), s(d.replaced_by)));
     }
+    if let Some(entry) = crate::command_docs_args::of(spec.name) {
+        if !entry.history.is_empty() {
+            fields.push((s("history"), Frame::Array(entry.history.iter().map(|(v, t)| Frame::Array(vec![s(v), s(t)])).collect())));
+        }
+        if !entry.arguments.is_empty() {
+            fields.push((s("arguments"), argument_frames(&entry.arguments)));
+        }
+    }
     if !spec.subcommands.is_empty() {
         fields.push((s("subcommands"), Frame::Map(spec.subcommands.iter().map(|c| (s(c.name), command_docs(c))).collect())));
     }
     Frame::Map(fields)
+}
+
+/// COMMAND DOCS's `arguments`: each argument a map of its fields as Redis's
+/// addReplyCommandArgList replies them (`key_spec_index` an integer, `flags` a set).
+fn argument_frames(args: &[crate::command_docs_args::Argument]) -> Frame {
+    let s = |v: &str| Frame::bulk(v.as_bytes().to_vec());
+    Frame::Array(
+        args.iter()
+            .map(|a| {
+                let mut map: Vec<(Frame, Frame)> = a
+                    .fields
+                    .iter()
+                    .map(|&(k, v)| {
+                        let value = match k {
+                            "key_spec_index" => Frame::Integer(v.parse().unwrap_or(-1)),
+                            "flags" => Frame::Set(v.split(',').map(|f| Frame::Simple(Bytes::from(f.to_string()))).collect()),
+                            _ => s(v),
+                        };
+                        (s(k), value)
+                    })
+                    .collect();
+                if !a.arguments.is_empty() {
+                    map.push((s("arguments"), argument_frames(&a.arguments)));
+                }
+                Frame::Map(map)
+            })
+            .collect(),
+    )
 }
 
 fn sorted_commands() -> Vec<&'static Spec> {
