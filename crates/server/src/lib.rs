@@ -69,6 +69,7 @@ pub mod metrics;
 pub mod keyspec;
 pub mod command_docs;
 pub mod tracking;
+pub mod ingest_port;
 
 pub use config::Config;
 pub use server::run;
