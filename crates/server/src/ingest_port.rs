@@ -73,7 +73,7 @@ pub async fn serve(worker: Rc<Worker>, listener: std::net::TcpListener) {
 /// word; returns its words, and drops it from `buf`.
 async fn header(stream: &mut tokio::net::TcpStream, buf: &mut Vec<u8>, word: &str) -> Result<Option<Vec<String>>, String> {
     loop {
-        let starts = buf.len() >= word.len() + 1 && buf[..word.len()].eq_ignore_ascii_case(word.as_bytes()) && buf[word.len()] == b' ';
+        let starts = buf.len() > word.len() && buf[..word.len()].eq_ignore_ascii_case(word.as_bytes()) && buf[word.len()] == b' ';
         if buf.len() > word.len() && !starts {
             return Ok(None);
         }
