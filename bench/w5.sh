@@ -43,17 +43,21 @@ for feed in v1 v2; do
   echo "  abacus: $line"
 done
 
-if python3 -c "import duckdb" 2>/dev/null; then
-  python3 - "$BENCH_TMP/v1.in" <<'PY'
+# DuckDB from the tests' virtual environment (scripts/test.sh installs it there), else the
+# system python; DUCKDB_PYTHON=/path/to/python picks another.
+DUCKDB_PYTHON=${DUCKDB_PYTHON:-$ROOT/.venv-tests/bin/python}
+[ -x "$DUCKDB_PYTHON" ] || DUCKDB_PYTHON=python3
+if "$DUCKDB_PYTHON" -c "import duckdb" 2>/dev/null; then
+  "$DUCKDB_PYTHON" - "$BENCH_TMP/v1.in" <<'PY'
 import sys, time, duckdb
 t = time.time()
 con = duckdb.connect()
-con.execute("create table e as select * from read_csv(?, columns={'ts':'BIGINT','campaign':'VARCHAR','u':'BIGINT','state':'VARCHAR','event':'VARCHAR','cost':'DOUBLE'})", [sys.argv[1]])
+con.execute("create table e as select * from read_csv(?, header=false, columns={'ts':'BIGINT','campaign':'VARCHAR','u':'BIGINT','state':'VARCHAR','event':'VARCHAR','cost':'DOUBLE'})", [sys.argv[1]])
 con.execute("select campaign, ts // 86400, count(*), sum(cost), approx_count_distinct(u) from e group by all").fetchall()
 con.execute("select state, ts // 3600, count(*) from e group by all").fetchall()
 con.execute("select campaign, state, ts // 86400, count(*), count(distinct u) from e where event = 'click' group by all").fetchall()
 print("duckdb reference (v1, 3 of the GROUP BYs, from the file): %.2f s" % (time.time() - t))
 PY
 else
-  echo "duckdb reference: the duckdb Python module is not installed (pip install duckdb)"
+  echo "duckdb reference: the duckdb Python module is not installed (pip install duckdb, or DUCKDB_PYTHON=...)"
 fi

@@ -132,6 +132,8 @@ pub const PARAMS: &[Param] = &[
     Param { name: "replica-announce-ip", default: "", kind: Kind::Str, mutable: true, help: "address a replica announces to its primary (REPLCONF ip-address)" },
     Param { name: "replica-announce-port", default: "0", kind: Kind::Int { min: 0, max: 65535 }, mutable: true, help: "port a replica announces to its primary (0 = the port it listens on)" },
     Param { name: "tracking-table-max-keys", default: "1000000", kind: Kind::Int { min: 0, max: i64::MAX }, mutable: true, help: "CLIENT TRACKING: the most keys the tracking table remembers; past it, keys are invalidated to their clients until it fits (0 = no bound)" },
+    Param { name: "summarizer-queue-batches", default: "64", kind: Kind::Int { min: 1, max: 1_048_576 }, mutable: true, help: "summarizer: parsed batches that may wait for or be applied on the shards at once; past it a batch waits (the connection stops being read), or is dropped and counted if its feed says when_full = \"drop\"" },
+    Param { name: "ingest-port", default: "0", kind: Kind::Int { min: 0, max: 65535 }, mutable: false, help: "TCP port of the summarizer's raw line listener (newline-delimited feed lines, no protocol), on the same addresses as `bind`, with the same password; 0 = off" },
 ];
 
 /// The HLL parameters and limit handlers read (defined with them, in `abacus-commands`).

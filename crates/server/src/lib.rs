@@ -73,6 +73,7 @@ pub mod command_docs;
 pub mod tracking;
 pub mod command_flags;
 pub mod command_docs_args;
+pub mod ingest_port;
 
 pub use config::Config;
 pub use server::run;

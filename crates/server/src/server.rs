@@ -172,6 +172,7 @@ pub fn run(config: Config) -> Result<(), String> {
         listeners.push(l);
     }
     let mut metrics_listeners = crate::metrics::bind(&config)?;
+    let ingest_listeners = crate::ingest_port::bind(&config)?;
     let threads = config.threads();
     let databases = config.get_u64("databases") as usize;
     let dir_path = std::path::PathBuf::from(&dir);
@@ -213,6 +214,8 @@ pub fn run(config: Config) -> Result<(), String> {
         let server = server.clone();
         // The metrics endpoint is served on worker 0 (`metrics.rs`).
         let metrics = if id == 0 { std::mem::take(&mut metrics_listeners) } else { Vec::new() };
+        // Every worker accepts from the summarizer's line port (`ingest_port.rs`).
+        let ingest: Vec<TcpListener> = ingest_listeners.iter().filter_map(|l| l.try_clone().ok()).collect();
         std::thread::Builder::new()
             .name(format!("{WORKER_THREAD_PREFIX}{id}"))
             .spawn(move || {
@@ -234,6 +237,9 @@ pub fn run(config: Config) -> Result<(), String> {
                     }
                     for l in metrics {
                         tokio::task::spawn_local(crate::metrics::serve(worker.clone(), l));
+                    }
+                    for l in ingest {
+                        tokio::task::spawn_local(crate::ingest_port::serve(worker.clone(), l));
                     }
                     while let Some(incoming) = crx.recv().await {
                         match incoming {

@@ -9,6 +9,7 @@
 //! and the exactly-once offsets of sources are keys too.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
@@ -33,6 +34,8 @@ pub struct Rejected {
 pub struct FeedStats {
     pub events: u64,
     pub rejected: u64,
+    /// Events of batches dropped because the queue was full (`when_full = "drop"`).
+    pub dropped: u64,
     pub bytes: u64,
     pub batches: u64,
     pub rejects: VecDeque<Rejected>,
@@ -74,10 +77,24 @@ pub fn load_at_startup(config: &crate::config::Config) -> Result<(), String> {
 
 /// Counts a batch that was applied.
 pub fn record(rules: &Rules, feed: usize, batch: &Batch, source: &str) {
+    record_batch(rules, feed, batch, source, false)
+}
+
+/// Counts a batch dropped because the queue was full: its events as dropped, its rejected
+/// lines as rejected (they were parsed), no update of any summary.
+pub fn record_dropped(rules: &Rules, feed: usize, batch: &Batch, source: &str) {
+    record_batch(rules, feed, batch, source, true)
+}
+
+fn record_batch(rules: &Rules, feed: usize, batch: &Batch, source: &str, dropped: bool) {
     let mut g = STATS.lock().unwrap_or_else(|e| e.into_inner());
     let stats = g.get_or_insert_with(|| Stats { since: Instant::now(), feeds: BTreeMap::new(), summaries: BTreeMap::new() });
     let f = stats.feeds.entry(rules.feeds[feed].name.clone()).or_default();
-    f.events += batch.events;
+    if dropped {
+        f.dropped += batch.events;
+    } else {
+        f.events += batch.events;
+    }
     f.rejected += batch.rejected;
     f.bytes += batch.bytes;
     f.batches += 1;
@@ -88,7 +105,7 @@ pub fn record(rules: &Rules, feed: usize, batch: &Batch, source: &str) {
         f.rejects.push_back(Rejected { source: source.to_string(), line_no: r.line_no, reason: r.reason.clone(), line: r.line.clone() });
     }
     for (si, n) in batch.updates.iter().enumerate() {
-        if *n > 0 {
+        if *n > 0 && !dropped {
             *stats.summaries.entry(rules.summaries[si].name.clone()).or_default() += n;
         }
     }
@@ -112,15 +129,17 @@ pub fn info() -> String {
     if let Some(r) = &rules {
         let _ = write!(out, "summarizer_feeds:{}\r\nsummarizer_summaries:{}\r\n", r.feeds.len(), r.summaries.len());
     }
+    let _ = write!(out, "summarizer_queue_batches:{}\r\nsummarizer_queue_waiting:{}\r\n", QUEUED.load(Ordering::Relaxed), WAITING.load(Ordering::Relaxed));
     let g = STATS.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(s) = g.as_ref() {
         let secs = s.since.elapsed().as_secs_f64().max(1e-3);
         for (name, f) in &s.feeds {
             let _ = write!(
                 out,
-                "feed_{name}:events={},rejected={},dropped=0,bytes={},batches={},events_per_sec={:.0}\r\n",
+                "feed_{name}:events={},rejected={},dropped={},bytes={},batches={},events_per_sec={:.0}\r\n",
                 f.events,
                 f.rejected,
+                f.dropped,
                 f.bytes,
                 f.batches,
                 f.events as f64 / secs
@@ -132,4 +151,58 @@ pub fn info() -> String {
     }
     out.push_str("\r\n");
     out
+}
+
+// ---------------------------------------------------------------------------------------
+// The queue between parsers and shards
+
+/// Parsed batches holding a place (waiting for their shards or being applied).
+static QUEUED: AtomicUsize = AtomicUsize::new(0);
+/// Parsed batches waiting for a place.
+static WAITING: AtomicUsize = AtomicUsize::new(0);
+/// Wakes a waiting batch when a place frees up (any worker thread's runtime).
+static ROOM: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+/// A batch's place in the queue, given back when it drops.
+pub struct Place(());
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        QUEUED.fetch_sub(1, Ordering::AcqRel);
+        ROOM.notify_one();
+    }
+}
+
+/// A place if fewer than `capacity` batches hold one.
+pub fn queue_try_enter(capacity: usize) -> Option<Place> {
+    QUEUED.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < capacity).then_some(n + 1)).ok().map(|_| Place(()))
+}
+
+/// Waits for a place. Waiting holds no shard, so the batches holding places always finish.
+pub async fn queue_enter(capacity: usize) -> Place {
+    if let Some(p) = queue_try_enter(capacity) {
+        return p;
+    }
+    // Counted while waiting, also when the wait is abandoned (the connection closed).
+    struct Waiting;
+    impl Drop for Waiting {
+        fn drop(&mut self) {
+            WAITING.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+    WAITING.fetch_add(1, Ordering::Relaxed);
+    let waiting = Waiting;
+    let place = loop {
+        let notified = ROOM.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if let Some(p) = queue_try_enter(capacity) {
+            break p;
+        }
+        notified.await;
+    };
+    drop(waiting);
+    // A wake-up this waiter consumed may have been meant for room another can use too.
+    ROOM.notify_one();
+    place
 }

@@ -368,8 +368,16 @@ impl Batch {
     /// Folds one event into every summary of its feed.
     pub fn add_event(&mut self, rules: &Rules, event: &Event) {
         self.events += 1;
+        // Every field with exactly one value (any CSV line, most JSON ones): no summary needs
+        // the fan-out's list of fields, which cost 2.5% of a v1 ingest to build per summary.
+        let single = event.values.iter().all(|v| v.len() == 1);
         for &si in &rules.feeds[self.feed].summaries {
             let s = &rules.summaries[si];
+            if single {
+                let pick = |f: usize| event.values[f][0].as_str();
+                self.add_one(s, si, event.time_ms, &pick);
+                continue;
+            }
             // Fields the summary reads that do not hold exactly one value (fan-out).
             let multi: Vec<usize> = s.uses.iter().copied().filter(|&f| event.values[f].len() != 1).collect();
             if multi.is_empty() {

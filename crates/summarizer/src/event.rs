@@ -208,6 +208,13 @@ const MAX_TIME_MS: f64 = 253_402_300_800_000.0;
 
 fn time_ms(feed: &Feed, text: &str) -> Result<i64, LineError> {
     let t = text.trim();
+    if let Some(f) = &feed.time_format {
+        let ms = f.parse_ms(t).ok_or_else(|| bad(format!("bad time '{}' (format '{f}')", shorten(t))))?;
+        if !(0..MAX_TIME_MS as i64).contains(&ms) {
+            return Err(bad(format!("time '{}' is out of range", shorten(t))));
+        }
+        return Ok(ms);
+    }
     let v = match t.parse::<i64>() {
         Ok(n) => n as f64,
         Err(_) => t.parse::<f64>().ok().filter(|x| x.is_finite()).ok_or_else(|| bad(format!("bad time '{}'", shorten(t))))?,

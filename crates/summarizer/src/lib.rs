@@ -25,13 +25,16 @@ mod filter;
 mod keys;
 mod query;
 mod rules;
+mod timefmt;
 
 pub use batch::{fmt_f64, write_f64, Acc, Batch, KeyChange, Members, Packed, Part, Reject, Slot, StreamAppend};
 pub use event::{parse_line, parse_line_into, split_csv, Event, JsonPath, LineError};
 pub use filter::{Expr, FilterError};
 pub use keys::{escape, parse_key, summary_key, KeyParts};
 pub use query::{Cell, Group, GroupBy, Query, QueryError};
-pub use rules::{parse_duration_ms, Bucket, Feed, Format, Metric, MetricKind, Rules, RulesError, StreamRule, Summary, TemplatePart, TimeSource, Unit};
+pub use rules::{parse_duration_ms, Bucket, Feed, Format, HllOptions, Metric, MetricKind, Rules, RulesError, StreamRule, Summary, TemplatePart, TimeSource, Unit};
+
+pub use timefmt::TimeFormat;
 
 #[cfg(test)]
 mod tests;

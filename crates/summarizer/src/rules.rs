@@ -19,6 +19,7 @@ use toml::Spanned;
 
 use crate::event::JsonPath;
 use crate::filter::Expr;
+use crate::timefmt::TimeFormat;
 
 pub const MAX_FEEDS: usize = 64;
 pub const MAX_SUMMARIES: usize = 256;
@@ -94,6 +95,12 @@ pub struct Feed {
     pub paths: Vec<JsonPath>,
     pub time: TimeSource,
     pub unit: Unit,
+    /// A strftime-style format the time is written in (`time = { ..., format = "..." }`),
+    /// instead of a number in `unit`.
+    pub time_format: Option<TimeFormat>,
+    /// `when_full = "drop"`: a batch that finds the summarizer's queue full is dropped (and
+    /// counted) rather than waiting for room.
+    pub drop_when_full: bool,
     /// Whether a field must hold a number (a `sum`, `min` or `max` reads it).
     pub numeric: Vec<bool>,
     pub max_line_bytes: usize,
@@ -166,6 +173,25 @@ impl MetricKind {
 pub struct Metric {
     pub name: String,
     pub kind: MetricKind,
+    /// For an `hll(field, log2m=.., regwidth=.., expthresh=.., sparseon=..)` metric, the
+    /// parameters it names; the others come from the server's `hll-*` defaults.
+    pub hll: HllOptions,
+}
+
+/// An HLL metric's own parameters (None: the server's default), checked against
+/// postgresql-hll's ranges when the rules are loaded.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct HllOptions {
+    pub log2m: Option<i64>,
+    pub regwidth: Option<i64>,
+    pub expthresh: Option<i64>,
+    pub sparseon: Option<bool>,
+}
+
+impl HllOptions {
+    pub fn is_default(&self) -> bool {
+        *self == HllOptions::default()
+    }
 }
 
 /// One summary.
@@ -376,11 +402,11 @@ fn compile_feed(lines: &Lines, name: Spanned<String>, feed: Spanned<RawFeed>) ->
         "jsonl" => Format::Jsonl,
         other => return lines.err(feed.format.span(), format!("feed '{name}': unknown format '{other}' (csv or jsonl)")),
     };
-    if let Some(w) = &feed.when_full {
-        if w.get_ref() != "wait" {
-            return lines.err(w.span(), format!("feed '{name}': when_full '{}' is not supported (only \"wait\": a batch is applied before the connection reads more)", w.get_ref()));
-        }
-    }
+    let drop_when_full = match feed.when_full.as_ref().map(|w| w.get_ref().as_str()) {
+        None | Some("wait") => false,
+        Some("drop") => true,
+        Some(other) => return lines.err(feed.when_full.as_ref().unwrap().span(), format!("feed '{name}': when_full '{other}' is \"wait\" or \"drop\"")),
+    };
     let max_line_bytes = match &feed.max_line_bytes {
         None => DEFAULT_MAX_LINE_BYTES,
         Some(m) if *m.get_ref() >= 16 && *m.get_ref() <= 64 * 1024 * 1024 => *m.get_ref() as usize,
@@ -428,15 +454,18 @@ fn compile_feed(lines: &Lines, name: Spanned<String>, feed: Spanned<RawFeed>) ->
     }
     let time_span = feed.time.span();
     let t = feed.time.into_inner();
-    if let Some(f) = &t.format {
-        return lines.err(f.span(), format!("feed '{name}': time formats (strftime) are not supported yet; give a numeric `unit` (s, ms or us)"));
-    }
+    let time_format = match (&t.format, &t.unit) {
+        (Some(f), None) => Some(TimeFormat::parse(f.get_ref()).map_err(|e| RulesError { line: lines.line(f.span().start), message: format!("feed '{name}': {e}") })?),
+        (Some(f), Some(_)) => return lines.err(f.span(), format!("feed '{name}': time has a `format` or a `unit`, not both")),
+        (None, _) => None,
+    };
     let unit = match t.unit.as_ref().map(|u| u.get_ref().as_str()) {
+        None if time_format.is_some() => Unit::Ms,
         Some("s") => Unit::S,
         Some("ms") => Unit::Ms,
         Some("us") => Unit::Us,
         Some(other) => return lines.err(t.unit.as_ref().unwrap().span(), format!("feed '{name}': unknown time unit '{other}' (s, ms or us)")),
-        None => return lines.err(time_span, format!("feed '{name}': time needs a unit (s, ms or us)")),
+        None => return lines.err(time_span, format!("feed '{name}': time needs a unit (s, ms or us) or a strftime `format`")),
     };
     let time = match (&format, &t.field, &t.path) {
         (Format::Csv, Some(f), None) => match fields.iter().position(|c| c == f.get_ref()) {
@@ -455,7 +484,7 @@ fn compile_feed(lines: &Lines, name: Spanned<String>, feed: Spanned<RawFeed>) ->
     };
     let header = fields.join(",");
     let numeric = vec![false; fields.len()];
-    Ok(Feed { name, format, fields, paths, time, unit, numeric, max_line_bytes, summaries: Vec::new(), header })
+    Ok(Feed { name, format, fields, paths, time, unit, time_format, drop_when_full, numeric, max_line_bytes, summaries: Vec::new(), header })
 }
 
 fn compile_summary(lines: &Lines, span: std::ops::Range<usize>, s: RawSummary, fi: usize, feed: &mut Feed) -> Result<Summary, RulesError> {
@@ -521,6 +550,7 @@ fn compile_summary(lines: &Lines, span: std::ops::Range<usize>, s: RawSummary, f
         }
         let at = def.span();
         let text = def.get_ref().trim();
+        let mut hll = HllOptions::default();
         let kind = if text == "count" {
             MetricKind::Count
         } else {
@@ -530,7 +560,13 @@ fn compile_summary(lines: &Lines, span: std::ops::Range<usize>, s: RawSummary, f
             let Some(arg) = rest.strip_suffix(')') else {
                 return lines.err(at, format!("summary '{name}': metric '{mname}': missing ')' in '{text}'"));
             };
-            let arg = arg.trim();
+            let mut args = arg.split(',').map(str::trim);
+            let arg = args.next().unwrap_or("");
+            let options: Vec<&str> = args.collect();
+            if !options.is_empty() && func.trim() != "hll" {
+                return lines.err(at, format!("summary '{name}': metric '{mname}': only hll(...) takes options, in '{text}'"));
+            }
+            hll = hll_options(&options).map_err(|e| RulesError { line: lines.line(at.start), message: format!("summary '{name}': metric '{mname}': {e}") })?;
             let Some(f) = feed.field(arg) else {
                 return lines.err(at, format!("summary '{name}': metric '{mname}': '{arg}' is not a field of feed '{}'", feed.name));
             };
@@ -548,7 +584,7 @@ fn compile_summary(lines: &Lines, span: std::ops::Range<usize>, s: RawSummary, f
         if let MetricKind::Sum(f) | MetricKind::Min(f) | MetricKind::Max(f) = kind {
             feed.numeric[f] = true;
         }
-        metrics.push(Metric { name: mname.clone(), kind });
+        metrics.push(Metric { name: mname.clone(), kind, hll });
     }
     uses.sort_unstable();
     uses.dedup();
@@ -609,4 +645,37 @@ fn compile_stream(lines: &Lines, name: &str, st: Spanned<RawStream>, feed: &Feed
         Some(m) => return lines.err(m.span(), format!("summary '{name}': stream maxlen must be at least 1")),
     };
     Ok(StreamRule { key, fields, field_names: st.fields.into_inner(), maxlen })
+}
+
+/// `log2m=14, regwidth=5, expthresh=-1, sparseon=1` (each at most once), checked as
+/// postgresql-hll checks them; the server's `hll-max-log2m` is checked when a sketch is made.
+fn hll_options(options: &[&str]) -> Result<HllOptions, String> {
+    let mut o = HllOptions::default();
+    for opt in options {
+        let Some((k, v)) = opt.split_once('=') else {
+            return Err(format!("hll option '{opt}' is not name=value (log2m, regwidth, expthresh, sparseon)"));
+        };
+        let (k, v) = (k.trim(), v.trim());
+        let Ok(n) = v.parse::<i64>() else { return Err(format!("hll option {k}: '{v}' is not an integer")) };
+        let slot = match k {
+            "log2m" => &mut o.log2m,
+            "regwidth" => &mut o.regwidth,
+            "expthresh" => &mut o.expthresh,
+            "sparseon" => {
+                if o.sparseon.is_some() || !(0..=1).contains(&n) {
+                    return Err(format!("hll option sparseon is given once, 0 or 1 (got '{v}')"));
+                }
+                o.sparseon = Some(n == 1);
+                continue;
+            }
+            other => return Err(format!("unknown hll option '{other}' (log2m, regwidth, expthresh, sparseon)")),
+        };
+        if slot.is_some() {
+            return Err(format!("hll option {k} is given twice"));
+        }
+        *slot = Some(n);
+    }
+    // The ranges as postgresql-hll states them, whatever the other values will be.
+    abacus_hll::Params::new(o.log2m.unwrap_or(11), o.regwidth.unwrap_or(5), o.expthresh.unwrap_or(-1), o.sparseon.unwrap_or(true)).map_err(|e| e.to_string())?;
+    Ok(o)
 }

@@ -292,3 +292,29 @@ fn stream_rule_appends_each_update_in_event_order() {
     let e = err_of(&text.replace("{campaign}\"", "{campaign\""));
     assert!(e.message.contains("without"), "{e}");
 }
+
+const FEED_HEAD: &str = "[feed.a]\nformat = \"csv\"\ncolumns = [\"t\", \"u\"]\n";
+
+#[test]
+fn time_formats_when_full_and_hll_options() {
+    let ok = |time: &str, extra: &str, metrics: &str| Rules::parse(&format!("{FEED_HEAD}time = {time}\n{extra}[[summary]]\nname = \"x\"\nfeed = \"a\"\nmetrics = {metrics}\n"));
+    let r = ok("{ field = \"t\", format = \"%Y-%m-%dT%H:%M:%S%z\" }", "when_full = \"drop\"\n", "{ h = \"hll(u, log2m=12, regwidth=4, expthresh=0, sparseon=0)\", g = \"hll(u)\" }").unwrap();
+    assert!(r.feeds[0].drop_when_full && r.feeds[0].time_format.is_some());
+    assert_eq!(r.summaries[0].metrics[1].hll, HllOptions { log2m: Some(12), regwidth: Some(4), expthresh: Some(0), sparseon: Some(false) });
+    assert!(r.summaries[0].metrics[0].hll.is_default());
+    let ev = parse_line(&r.feeds[0], "2023-11-14T23:13:20+01:00,7", &mut Vec::new()).unwrap().unwrap();
+    assert_eq!(ev.time_ms, 1_700_000_000_000);
+    let e = parse_line(&r.feeds[0], "2023-11-31T00:00:00Z,7", &mut Vec::new()).unwrap_err();
+    assert!(e.0.contains("bad time"), "{e}");
+    // Errors, each on its line (4: time, 5: when_full, 9: metrics).
+    let e = ok("{ field = \"t\", format = \"%Y\", unit = \"s\" }", "", "{ n = \"count\" }").unwrap_err();
+    assert_eq!(e.line, 4, "{e}");
+    let e = ok("{ field = \"t\", format = \"%H:%M\" }", "", "{ n = \"count\" }").unwrap_err();
+    assert!(e.line == 4 && e.message.contains("names no date"), "{e}");
+    let e = ok("{ field = \"t\", unit = \"s\" }", "when_full = \"block\"\n", "{ n = \"count\" }").unwrap_err();
+    assert!(e.line == 5 && e.message.contains("\"drop\""), "{e}");
+    for bad in ["hll(u, log2m=3)", "hll(u, regwidth=9)", "hll(u, expthresh=3)", "hll(u, sparseon=2)", "hll(u, log2m=12, log2m=13)", "hll(u, size=1)", "hll(u, log2m)", "sum(u, log2m=12)"] {
+        let e = ok("{ field = \"t\", unit = \"s\" }", "", &format!("{{ h = \"{bad}\" }}")).unwrap_err();
+        assert_eq!(e.line, 8, "{bad}: {e}");
+    }
+}

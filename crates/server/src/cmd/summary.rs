@@ -33,7 +33,7 @@ use std::sync::Arc;
 use abacus_collections::CompactHash;
 use abacus_keyspace::{Db, Value, ValueRef};
 use abacus_protocol::{Arg, Args, Bytes, Frame};
-use abacus_summarizer::{parse_key, Acc, Batch, Cell, Group, GroupBy, KeyChange, MetricKind, Packed, Part, Query, Rules, Slot};
+use abacus_summarizer::{parse_key, Acc, Batch, Cell, Group, GroupBy, HllOptions, KeyChange, MetricKind, Packed, Part, Query, Rules, Slot};
 
 use super::args::*;
 use crate::command::flags::*;
@@ -227,11 +227,20 @@ fn source_position(db: &mut Db, key: &[u8]) -> Result<(u64, u64), Frame> {
 }
 
 async fn ingest(conn: &mut Conn, access: Access<'_>, a: &[Arg], with_source: bool) -> Frame {
+    let label = format!("client {}", conn.client.meta.id);
+    ingest_on(&conn.worker, conn.client.db, access, a, with_source, label, 1).await
+}
+
+/// SUMMARY.INGEST / SUMMARY.INGESTSOURCE (`a` as their arguments) for any connection: a
+/// client's, or the raw line port's (`ingest_port.rs`). `label` names the lines' source in
+/// SUMMARY.REJECTS when the batch has no source id, `first_line` the number of its first line.
+#[allow(clippy::too_many_arguments)]
+pub async fn ingest_on(worker: &crate::exec::Worker, db: usize, access: Access<'_>, a: &[Arg], with_source: bool, label: String, first_line: u64) -> Frame {
     let Some(rules) = summarizer::rules() else { return err(ERR_NO_RULES) };
     let feed_name = text(&a[1]);
     let Some(fi) = rules.feed(&feed_name) else { return Frame::error(format!("ERR no such feed '{feed_name}'")) };
     let mut source = None;
-    let (mut first_line, mut payload_at) = (1, 2);
+    let (mut first_line, mut payload_at) = (first_line, 2);
     if with_source {
         if a[2].is_empty() || a[2].len() > MAX_SOURCE_BYTES {
             return Frame::error(format!("ERR a source id is 1 to {MAX_SOURCE_BYTES} bytes"));
@@ -249,7 +258,7 @@ async fn ingest(conn: &mut Conn, access: Access<'_>, a: &[Arg], with_source: boo
         source = Some((format!("{SOURCE_PREFIX}{}", text(&a[2])), text(&a[2]), start, end));
         payload_at = 6;
     }
-    if let Some(refused) = crate::snapshot::refusing_writes(&conn.worker.server.config) {
+    if let Some(refused) = crate::snapshot::refusing_writes(&worker.server.config) {
         return Frame::error(refused);
     }
     let mut batch = Batch::new(&rules, fi);
@@ -257,8 +266,28 @@ async fn ingest(conn: &mut Conn, access: Access<'_>, a: &[Arg], with_source: boo
     for p in &a[payload_at..] {
         line = batch.add_payload(&rules, p, line, summarizer::REJECTS_KEPT);
     }
-    let n = conn.worker.shards();
-    let db = conn.client.db;
+    // The bounded queue between parsers and shards (`summarizer-queue-batches`): a parsed
+    // batch takes a place until it is applied. A feed with `when_full = "drop"` drops a batch
+    // that finds no place (counted; its events are not applied); the others wait, and so does
+    // an exactly-once batch (a dropped one would be a gap in its source). Inside a
+    // transaction the shards are already held: no place is taken, as waiting could deadlock.
+    let capacity = worker.server.config.get_u64("summarizer-queue-batches").max(1) as usize;
+    let _place = match access {
+        Access::Locked(_) => None,
+        Access::Free if rules.feeds[fi].drop_when_full && source.is_none() => match summarizer::queue_try_enter(capacity) {
+            Some(p) => Some(p),
+            None => {
+                let label = match &source {
+                    Some((_, id, ..)) => id.clone(),
+                    None => label,
+                };
+                summarizer::record_dropped(&rules, fi, &batch, &label);
+                return Frame::Array(vec![Frame::Integer(0), Frame::Integer(batch.rejected as i64)]);
+            }
+        },
+        Access::Free => Some(summarizer::queue_enter(capacity).await),
+    };
+    let n = worker.shards();
     let mut per_shard: BTreeMap<usize, ShardWork> = BTreeMap::new();
     // The folded changes go to the shards as they are (shared, read-only): each shard gets
     // the list of (change, part) it owns, the key of a part computed here once for routing.
@@ -288,7 +317,7 @@ async fn ingest(conn: &mut Conn, access: Access<'_>, a: &[Arg], with_source: boo
     }
     let source_label = match &source {
         Some((_, id, ..)) => id.clone(),
-        None => format!("client {}", conn.client.meta.id),
+        None => label,
     };
     if per_shard.is_empty() {
         summarizer::record(&rules, fi, &batch, &source_label);
@@ -297,7 +326,7 @@ async fn ingest(conn: &mut Conn, access: Access<'_>, a: &[Arg], with_source: boo
     let own_locks;
     let locks: &Locks = match access {
         Access::Locked(l) if per_shard.keys().all(|s| l.holds(*s)) => l,
-        _ => match conn.worker.lock(per_shard.keys().copied()).await {
+        _ => match worker.lock(per_shard.keys().copied()).await {
             Some(l) => {
                 own_locks = l;
                 &own_locks
@@ -308,7 +337,7 @@ async fn ingest(conn: &mut Conn, access: Access<'_>, a: &[Arg], with_source: boo
     if let Some((key, _, start, end)) = &source {
         let shard = shard_of(key.as_bytes(), n);
         let k = key.clone().into_bytes();
-        let Some(at) = conn.worker.run(Access::Locked(locks), shard, move |s| source_position(&mut s.dbs[db], &k)).await else {
+        let Some(at) = worker.run(Access::Locked(locks), shard, move |s| source_position(&mut s.dbs[db], &k)).await else {
             return crate::exec::shutting_down();
         };
         match at {
@@ -329,13 +358,12 @@ async fn ingest(conn: &mut Conn, access: Access<'_>, a: &[Arg], with_source: boo
         let spec = crate::command::lookup(b"hset").expect("HSET exists");
         per_shard.entry(shard).or_default().calls.push(Call { spec, args, client: 0, no_touch: false });
     }
-    let cfg = conn.worker.server.config.cmd_config();
+    let cfg = worker.server.config.cmd_config();
     let xadd = crate::command::lookup(b"xadd").expect("XADD exists");
     let mut jobs = Vec::with_capacity(per_shard.len());
     for (shard, work) in per_shard {
         let (groups, rules) = (groups.clone(), rules.clone());
-        let job = conn
-            .worker
+        let job = worker
             .spawn_job(Access::Locked(locks), shard, move |s| {
                 let now = now_ms();
                 let mut failed = (0u64, None);
@@ -454,7 +482,7 @@ fn apply_parts(dbs: &mut [Db], db: usize, rules: &Rules, groups: &[(String, KeyC
             && match part {
                 Part::Hash => apply_hash(&mut dbs[db], db, rules, g, pk.as_bytes(), now, &cfg, &mut sc),
                 Part::Metric(i) => match &g.slots[i] {
-                    Slot::Hll(hashes) => apply_hll(&mut dbs[db], db, hashes, pk.as_bytes(), now, &cfg, &mut sc),
+                    Slot::Hll(hashes) => apply_hll(&mut dbs[db], db, hashes, &rules.summaries[g.summary].metrics[i].hll, pk.as_bytes(), now, &cfg, &mut sc),
                     Slot::Set(members) => apply_set(&mut dbs[db], db, members, pk.as_bytes(), now, &cfg, &mut sc),
                     Slot::Hash(_) => true,
                 },
@@ -464,6 +492,23 @@ fn apply_parts(dbs: &mut [Db], db: usize, rules: &Rules, groups: &[(String, KeyC
         if applied {
             cmds.extend(g.expire_command(&pk));
         } else {
+            // A metric with its own HLL parameters is created with them first, as the direct
+            // path does (HLL.ADDRAW alone would create it with the defaults).
+            if let Part::Metric(i) = part {
+                let opts = &rules.summaries[g.summary].metrics[i].hll;
+                if matches!(g.slots[i], Slot::Hll(_)) && !opts.is_default() && !dbs[db].contains(pk.as_bytes(), now) {
+                    if let Err(e) = metric_hll_params(opts, &cfg.hll) {
+                        // Not created with the defaults instead: the metric's values are lost
+                        // and counted as a failed write.
+                        failed.0 += 1;
+                        failed.1.get_or_insert_with(|| Bytes::from(format!("ERR {e}")));
+                        sc.packed = cmds;
+                        sc.key = pk;
+                        continue;
+                    }
+                    cmds.push(hll_create_command(pk.as_bytes(), opts, &cfg.hll));
+                }
+            }
             g.commands(rules, &pk, part, MAX_GENERATED_ARGS, &mut cmds);
         }
         for c in cmds.drain(..) {
@@ -600,17 +645,71 @@ fn apply_hash(d: &mut Db, db: usize, rules: &Rules, g: &KeyChange, key: &[u8], n
     true
 }
 
+/// An HLL metric's parameters: its own where it names them, the `hll-*` defaults for the
+/// rest, checked as HLL.CREATE checks them (postgresql-hll's ranges, `hll-max-log2m`).
+fn metric_hll_params(opts: &HllOptions, cfg: &crate::config::HllConfig) -> Result<abacus_hll::Params, String> {
+    let p = abacus_hll::Params::new(
+        opts.log2m.unwrap_or(cfg.log2m),
+        opts.regwidth.unwrap_or(cfg.regwidth),
+        opts.expthresh.unwrap_or(cfg.expthresh),
+        opts.sparseon.unwrap_or(cfg.sparseon),
+    )
+    .map_err(|e| e.to_string())?;
+    if p.log2m() > cfg.max_log2m {
+        return Err(format!("log2m {} exceeds the server limit hll-max-log2m {}", p.log2m(), cfg.max_log2m));
+    }
+    if p.expthresh() > crate::config::HLL_MAX_EXPTHRESH {
+        return Err(format!("expthresh {} exceeds the server limit {}", p.expthresh(), crate::config::HLL_MAX_EXPTHRESH));
+    }
+    Ok(p)
+}
+
+/// `HLL.CREATE key LOG2M n REGWIDTH n EXPTHRESH n SPARSEON n` for a metric with its own
+/// parameters (checked by the caller), every one stated: the log replays it whatever the
+/// defaults are then.
+fn hll_create_command(key: &[u8], opts: &HllOptions, cfg: &crate::config::HllConfig) -> Packed {
+    let mut c = Packed { buf: Vec::with_capacity(64 + key.len()), ends: Vec::with_capacity(10) };
+    let push = |c: &mut Packed, a: &[u8]| {
+        c.buf.extend_from_slice(a);
+        c.ends.push(c.buf.len());
+    };
+    push(&mut c, b"HLL.CREATE");
+    push(&mut c, key);
+    let values = match metric_hll_params(opts, cfg) {
+        Ok(p) => [i64::from(p.log2m()), i64::from(p.regwidth()), p.expthresh(), i64::from(p.sparseon())],
+        Err(_) => [opts.log2m.unwrap_or(cfg.log2m), opts.regwidth.unwrap_or(cfg.regwidth), opts.expthresh.unwrap_or(cfg.expthresh), i64::from(opts.sparseon.unwrap_or(cfg.sparseon))],
+    };
+    for (name, v) in [&b"LOG2M"[..], b"REGWIDTH", b"EXPTHRESH", b"SPARSEON"].into_iter().zip(values) {
+        push(&mut c, name);
+        push(&mut c, itoa::Buffer::new().format(v).as_bytes());
+    }
+    c
+}
+
 /// HLL.ADDRAW applied directly; false to run the command instead (a key holding a string,
-/// which the command decodes, or another type).
+/// which the command decodes, or another type; parameters the server refuses).
 #[allow(clippy::too_many_arguments)]
-fn apply_hll(d: &mut Db, db: usize, hashes: &[i64], key: &[u8], now: u64, cfg: &crate::config::CmdConfig, sc: &mut Scratch) -> bool {
+fn apply_hll(d: &mut Db, db: usize, hashes: &[i64], opts: &HllOptions, key: &[u8], now: u64, cfg: &crate::config::CmdConfig, sc: &mut Scratch) -> bool {
     let changed = match d.get_mut(key, now) {
         Some(e) => match e.as_hll_mut() {
             Some(h) => hashes.iter().fold(false, |changed, &x| h.add_raw(x) | changed),
             None => return false,
         },
         None => {
-            let Ok(p) = super::hll::default_params(&cfg.hll) else { return false };
+            let p = if opts.is_default() {
+                let Ok(p) = super::hll::default_params(&cfg.hll) else { return false };
+                p
+            } else {
+                let Ok(p) = metric_hll_params(opts, &cfg.hll) else { return false };
+                // The log creates the sketch with the metric's parameters before adding.
+                let create = hll_create_command(key, opts, &cfg.hll);
+                sc.buf.clear();
+                sc.ends.clear();
+                sc.buf.extend_from_slice(&create.buf);
+                sc.ends.extend_from_slice(&create.ends);
+                sc.log(now, db);
+                p
+            };
             let mut h = abacus_hll::Hll::new(p);
             for &x in hashes {
                 h.add_raw(x);
