@@ -681,6 +681,7 @@ def test_index_stays_consistent_with_the_keyspace_under_random_operations(r):
         op = rnd.randrange(9)
         if op == 0 and k not in model:
             lab = labels()
+            r.delete(k)  # it may hold a string
             r.ts().create(k, labels=lab)
             r.ts().add(k, step + 1, step)
             model[k] = lab

@@ -204,13 +204,6 @@ impl Chunk {
         ChunkIter { c: self, at: 0, left: self.count, t: 0, delta: 0, v: 0, lead: 0, len: 0 }
     }
 
-    /// The stream word `iter_from(t)` decodes first, for a batch read's prefetch.
-    pub fn word_ptr_from(&self, t: u64) -> *const u64 {
-        let i = self.seeks.partition_point(|s| s.t < t);
-        let at = if i == 0 { 0 } else { self.seeks[i - 1].at as usize / 64 };
-        self.words.as_ptr().wrapping_add(at)
-    }
-
     /// The samples with timestamps `>= t` (and maybe a few before: the caller skips them),
     /// decoding from the last seek point before `t` instead of the chunk's start.
     pub fn iter_from(&self, t: u64) -> ChunkIter<'_> {

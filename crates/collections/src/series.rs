@@ -293,19 +293,6 @@ impl Series {
         RangeIter { chunks: &self.chunks[i..], cur: None, from, to }
     }
 
-    /// Addresses for a batch read's prefetch (a read over a million series waits on memory,
-    /// not on decoding, unless it starts each series' loads several series ahead): the
-    /// chunk headers, and, once those are loaded, the stream word a range read from `from`
-    /// decodes first (null when the range starts after the last chunk).
-    pub fn chunks_ptr(&self) -> *const u8 {
-        self.chunks.as_ptr().cast()
-    }
-
-    pub fn range_ptr(&self, from: u64) -> *const u64 {
-        let i = self.chunks.partition_point(|c| c.last_ts() < from);
-        self.chunks.get(i).map_or(std::ptr::null(), |c| c.word_ptr_from(from))
-    }
-
     /// The sample at `t` exactly, if any.
     pub fn get(&self, t: u64) -> Option<f64> {
         self.range(t, t).next().map(|s| s.1)
