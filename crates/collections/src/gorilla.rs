@@ -58,7 +58,8 @@ struct Seek {
     delta: i64,
     v: u64,
     at: u32,
-    left: u32,
+    /// Samples decoded up to and including this one.
+    decoded: u32,
 }
 
 impl Chunk {
@@ -193,9 +194,9 @@ impl Chunk {
         self.count += 1;
         let last_seek = self.seeks.last().map_or(0, |s| u64::from(s.at));
         if self.bits - last_seek >= SEEK_BITS && self.bits <= u64::from(u32::MAX) {
-            // `left` counts from the end, so it is stored as the samples decoded so far and
-            // turned around when a read resumes (the count still grows).
-            self.seeks.push(Seek { t, delta, v: vb, at: self.bits as u32, left: self.count });
+            // The iterator counts the samples left, which grows with later appends: the seek
+            // point keeps the samples decoded so far instead.
+            self.seeks.push(Seek { t, delta, v: vb, at: self.bits as u32, decoded: self.count });
             self.seek_window.push((self.lead, self.len));
         }
     }
@@ -213,7 +214,7 @@ impl Chunk {
         }
         let s = self.seeks[i - 1];
         let (lead, len) = self.seek_window[i - 1];
-        ChunkIter { c: self, at: u64::from(s.at), left: self.count - s.left, t: s.t, delta: s.delta, v: s.v, lead, len }
+        ChunkIter { c: self, at: u64::from(s.at), left: self.count - s.decoded, t: s.t, delta: s.delta, v: s.v, lead, len }
     }
 
     /// Every sample, decoded.
