@@ -13,6 +13,7 @@ module.
 import math
 import os
 import random
+import time
 
 import pytest
 import redis
@@ -637,3 +638,82 @@ def test_replies_match_the_module(module_pair):
         # memoryUsage is each implementation's own accounting.
         want[3] = got[3] = 0
         assert got == want, key
+
+
+def matcher_holds(m, lab):
+    """A FILTER matcher (`l=v`, `l=(a,b)`, `l=`, `l!=v`, `l!=(a,b)`, `l!=`) on a label dict."""
+    name, value = m.split("=", 1)
+    neg = name.endswith("!")
+    name = name.rstrip("!")
+    if not value:
+        return (name in lab) if neg else (name not in lab)
+    values = value[1:-1].split(",") if value.startswith("(") else [value]
+    return (lab.get(name) not in values) if neg else (lab.get(name) in values)
+
+
+def test_index_stays_consistent_with_the_keyspace_under_random_operations(r):
+    """The label index answers FILTER from each series' registered labels (no second check
+    of the live labels), so it must follow every way a key changes: random TS.CREATE,
+    TS.ALTER (new labels), RENAME, COPY, DEL, overwrite by a string, RESTORE, expiry and
+    FLUSHDB, on keys of both shards, each followed by queries with every matcher kind
+    checked against a model of the keyspace."""
+    rnd = random.Random(2424)
+    model = {}  # key -> labels of the series there
+
+    def labels():
+        out = {"g": rnd.choice("abc")}
+        if rnd.random() < 0.6:
+            out["h"] = rnd.choice("xy")
+        return out
+
+    def check():
+        for f in (["g=a"], ["g=(a,b)"], ["g=(a,b,c)", "h=x"], ["g=(a,c)", "h!=x"], ["g=b", "h="],
+                  ["g=(a,b,c)", "h!="], ["g!=a", "h=(x,y)"], ["g=(a,b,c)", "h!=(x,y)"]):
+            want = sorted(k for k, lab in model.items() if all(matcher_holds(m, lab) for m in f))
+            got = sorted(k.decode() for k in X(r).execute_command("TS.QUERYINDEX", *f))
+            assert got == want, (f, model)
+            mget = sorted(row[0].decode() for row in X(r).execute_command("TS.MGET", "FILTER", *f))
+            assert mget == want, f
+
+    keys = ["{%s}k%d" % (tag, i) for tag in ("p", "q") for i in range(6)]
+    for step in range(300):
+        k = rnd.choice(keys)
+        op = rnd.randrange(9)
+        if op == 0 and k not in model:
+            lab = labels()
+            r.delete(k)  # it may hold a string
+            r.ts().create(k, labels=lab)
+            r.ts().add(k, step + 1, step)
+            model[k] = lab
+        elif op == 1 and k in model:
+            lab = labels()
+            r.ts().alter(k, labels=lab)
+            model[k] = lab
+        elif op == 2 and k in model:
+            dst = rnd.choice([x for x in keys if x[:3] == k[:3]])
+            r.rename(k, dst)
+            model[dst] = model.pop(k)
+        elif op == 3 and k in model:
+            dst = rnd.choice([x for x in keys if x[:3] == k[:3]])
+            if dst != k:
+                r.copy(k, dst, replace=True)
+                model[dst] = dict(model[k])
+        elif op == 4:
+            r.delete(k)
+            model.pop(k, None)
+        elif op == 5:
+            r.set(k, "a string")
+            model.pop(k, None)
+        elif op == 6 and k in model:
+            dst = rnd.choice(keys)
+            dump = r.dump(k)
+            r.restore(dst, 0, dump, replace=True)
+            model[dst] = dict(model[k])
+        elif op == 7 and k in model and rnd.random() < 0.3:
+            r.pexpire(k, 1)
+            time.sleep(0.005)
+            model.pop(k)
+        elif op == 8 and rnd.random() < 0.03:
+            r.flushdb()
+            model.clear()
+        check()

@@ -459,7 +459,7 @@ impl Iterator for RangeIter<'_> {
                 return None;
             }
             self.chunks = rest;
-            self.cur = Some(c.iter());
+            self.cur = Some(c.iter_from(self.from));
         }
     }
 }

@@ -6,27 +6,79 @@
 //! Each series gets a dense u32 id; a posting list is a Roaring bitmap of ids, so a label a
 //! million series share costs about two bytes per series, and the key is stored once.
 //!
-//! The index is a superset, checked at query time: the keyspace registers a series whenever
-//! one is stored under a key (TS.CREATE, TS.ALTER, RENAME, COPY, restore, loading), but does
-//! not unregister on deletion, overwrite or expiry, which happen in many places that know
-//! nothing of series. The caller verifies each candidate against the live key (it exists, is
-//! a series, and its labels match the whole filter), and tells the index to forget an id
-//! whose key no longer holds a series. So the index can hold stale entries but never misses
-//! a series.
+//! Label names and values are interned (u32 ids), and each id keeps its registered labels as
+//! (name id, value id) pairs. A query matching a million series (the W7 waterfall) then
+//! checks its other matchers and groups its series by comparing small integers in the
+//! index's own arrays, instead of reading each series' label strings through the keyspace
+//! (several cache misses and `memcmp` calls per series; see docs/PERFORMANCE.md, W7).
+//!
+//! What the index promises: for every key that holds a live series, the key's latest
+//! registration carries the series' current labels, and the postings hold exactly the
+//! latest registration of each id (a re-registration with other labels moves the id). The
+//! keyspace registers a series whenever one is stored under a key (TS.CREATE, TS.ALTER,
+//! RENAME, COPY, restore, loading), and labels change nowhere else. It does not unregister
+//! on deletion, overwrite or expiry, which happen in many places that know nothing of
+//! series; so an id may be stale (its key gone or no longer a series), and the caller
+//! checks that each candidate's key still holds a series, telling the index to forget an id
+//! whose key does not. The labels of a live candidate need no second check.
 
 use std::collections::HashMap;
 
 use roaring::{MultiOps, RoaringBitmap};
 
-/// One label's posting lists: value -> ids of the series with that value.
-type Postings = HashMap<Box<[u8]>, RoaringBitmap>;
+type Map<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
+
+/// Strings to dense u32 ids and back.
+#[derive(Clone, Debug, Default)]
+struct Interner {
+    ids: Map<Box<[u8]>, u32>,
+    names: Vec<Box<[u8]>>,
+}
+
+impl Interner {
+    fn intern(&mut self, s: &[u8]) -> u32 {
+        if let Some(&i) = self.ids.get(s) {
+            return i;
+        }
+        let i = self.names.len() as u32;
+        self.names.push(s.into());
+        self.ids.insert(s.into(), i);
+        i
+    }
+
+    fn get(&self, s: &[u8]) -> Option<u32> {
+        self.ids.get(s).copied()
+    }
+
+    fn bytes(&self) -> usize {
+        self.names.iter().map(|n| n.len() * 2 + 48).sum()
+    }
+}
+
+/// A FILTER matcher resolved to ids (see [`SeriesIndex::resolve`]).
+#[derive(Clone, Debug)]
+pub enum IdMatcher {
+    /// The label (`None`: a name no series has) has one of the values (sorted ids).
+    In(Option<u32>, Vec<u32>),
+    /// The label is absent or has none of the values.
+    NotIn(Option<u32>, Vec<u32>),
+    /// The label is absent.
+    Absent(Option<u32>),
+    /// The label is present.
+    Present(Option<u32>),
+}
 
 #[derive(Clone, Debug, Default)]
 pub struct SeriesIndex {
-    ids: HashMap<Box<[u8]>, u32>,
-    /// id -> key; `None` once forgotten (ids are not reused, so a stale posting is harmless).
+    ids: Map<Box<[u8]>, u32>,
+    /// id -> key; `None` once forgotten (ids are not reused).
     keys: Vec<Option<Box<[u8]>>>,
-    postings: HashMap<Box<[u8]>, Postings>,
+    label_names: Interner,
+    label_values: Interner,
+    /// id -> its registered labels, (name id, value id), in the order given.
+    labels: Vec<Box<[(u32, u32)]>>,
+    /// name id -> value id -> ids of the series whose registered labels have that pair.
+    postings: Vec<Map<u32, RoaringBitmap>>,
     live: RoaringBitmap,
 }
 
@@ -35,29 +87,47 @@ impl SeriesIndex {
         SeriesIndex::default()
     }
 
-    /// Registers `key` with `labels` (adding to any earlier registration).
+    /// Registers `key` with `labels` (replacing any earlier registration of the key).
     pub fn register<'a>(&mut self, key: &[u8], labels: impl Iterator<Item = (&'a [u8], &'a [u8])>) {
+        let pairs: Box<[(u32, u32)]> = labels.map(|(l, v)| (self.label_names.intern(l), self.label_values.intern(v))).collect();
         let id = match self.ids.get(key) {
-            Some(&id) => id,
+            Some(&id) => {
+                if self.live.contains(id) && self.labels[id as usize] == pairs {
+                    return;
+                }
+                self.unpost(id);
+                id
+            }
             None => {
                 let id = self.keys.len() as u32;
                 self.keys.push(Some(key.into()));
+                self.labels.push(Box::default());
                 self.ids.insert(key.into(), id);
                 id
             }
         };
         self.live.insert(id);
-        for (l, v) in labels {
-            let by_value = match self.postings.get_mut(l) {
-                Some(m) => m,
-                None => self.postings.entry(l.into()).or_default(),
-            };
-            match by_value.get_mut(v) {
-                Some(b) => {
-                    b.insert(id);
-                }
-                None => {
-                    by_value.insert(v.into(), RoaringBitmap::from_iter([id]));
+        for (i, &(l, v)) in pairs.iter().enumerate() {
+            // A name given twice: its first value is the series' (as `Series::label`).
+            if pairs[..i].iter().any(|p| p.0 == l) {
+                continue;
+            }
+            if self.postings.len() <= l as usize {
+                self.postings.resize_with(l as usize + 1, Map::default);
+            }
+            self.postings[l as usize].entry(v).or_default().insert(id);
+        }
+        self.labels[id as usize] = pairs;
+    }
+
+    /// Removes `id` from the postings of its registered labels.
+    fn unpost(&mut self, id: u32) {
+        let pairs = std::mem::take(&mut self.labels[id as usize]);
+        for &(l, v) in pairs.iter() {
+            if let Some(b) = self.postings.get_mut(l as usize).and_then(|m| m.get_mut(&v)) {
+                b.remove(id);
+                if b.is_empty() {
+                    self.postings[l as usize].remove(&v);
                 }
             }
         }
@@ -66,48 +136,120 @@ impl SeriesIndex {
     /// Forgets `key` (its key no longer holds a series).
     pub fn forget(&mut self, key: &[u8]) {
         if let Some(id) = self.ids.remove(key) {
+            self.unpost(id);
             self.keys[id as usize] = None;
-            // Postings keep the id (removing it would visit every list); `live` masks it.
             self.live.remove(id);
         }
     }
 
-    /// Registered keys (live ids) whose `label` is one of `values`.
-    pub fn matching(&self, label: &[u8], values: &[&[u8]]) -> RoaringBitmap {
-        let mut out = match self.postings.get(label) {
+    /// Resolves a matcher's label and values to ids (values no series has are dropped).
+    pub fn resolve(&self, m: Matcher<'_>) -> IdMatcher {
+        let vals = |vs: &[&[u8]]| {
+            let mut v: Vec<u32> = vs.iter().filter_map(|v| self.label_values.get(v)).collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        match m {
+            Matcher::In(l, vs) => IdMatcher::In(self.label_names.get(l), vals(vs)),
+            Matcher::NotIn(l, vs) => IdMatcher::NotIn(self.label_names.get(l), vals(vs)),
+            Matcher::Absent(l) => IdMatcher::Absent(self.label_names.get(l)),
+            Matcher::Present(l) => IdMatcher::Present(self.label_names.get(l)),
+        }
+    }
+
+    /// Ids whose label `l` is one of `values`.
+    fn matching(&self, l: Option<u32>, values: &[u32]) -> RoaringBitmap {
+        match l.and_then(|l| self.postings.get(l as usize)) {
             // One multi-way union (it ORs containers in place, key by key), not a union per
             // value: a waterfall FILTER names thousands of instruments.
-            Some(m) => values.iter().filter_map(|v| m.get(*v)).union(),
+            Some(m) => values.iter().filter_map(|v| m.get(v)).union(),
             None => RoaringBitmap::new(),
-        };
-        out &= &self.live;
-        out
+        }
     }
 
-    /// How many ids the postings of `label` = one of `values` hold (with repeats and stale
-    /// ids): what a matcher would cost, to intersect the cheapest first.
-    fn estimate(&self, label: &[u8], values: &[&[u8]]) -> u64 {
-        self.postings.get(label).map_or(0, |m| values.iter().filter_map(|v| m.get(*v)).map(RoaringBitmap::len).sum())
+    /// How many ids the postings of a matcher hold: what it would cost, to intersect the
+    /// cheapest first.
+    fn estimate(&self, l: Option<u32>, values: &[u32]) -> u64 {
+        l.and_then(|l| self.postings.get(l as usize)).map_or(0, |m| values.iter().filter_map(|v| m.get(v)).map(RoaringBitmap::len).sum())
     }
 
-    /// Live ids matching every `(label, values)` (each: the label has one of the values),
-    /// in increasing order; empty when `matchers` is.
-    pub fn query(&self, matchers: &[(&[u8], Vec<&[u8]>)]) -> Vec<u32> {
-        let mut order: Vec<(u64, usize)> = matchers.iter().enumerate().map(|(i, (l, vs))| (self.estimate(l, vs), i)).collect();
+    /// The first registered value of label `l` on `id`.
+    fn value_of(&self, id: u32, l: Option<u32>) -> Option<u32> {
+        let l = l?;
+        self.labels[id as usize].iter().find(|p| p.0 == l).map(|p| p.1)
+    }
+
+    /// Live ids (registered labels) matching every matcher, in increasing order; empty
+    /// unless at least one matcher is `In`.
+    pub fn query(&self, matchers: &[IdMatcher]) -> Vec<u32> {
+        let mut order: Vec<(u64, usize)> = matchers
+            .iter()
+            .enumerate()
+            .filter_map(|(i, m)| match m {
+                IdMatcher::In(l, vs) => Some((self.estimate(*l, vs), i)),
+                _ => None,
+            })
+            .collect();
+        if order.is_empty() {
+            return Vec::new();
+        }
         order.sort_unstable();
         let mut acc: Option<RoaringBitmap> = None;
         for &(_, i) in &order {
             if acc.as_ref().is_some_and(RoaringBitmap::is_empty) {
                 break;
             }
-            let (l, vs) = &matchers[i];
-            let b = self.matching(l, vs);
+            let IdMatcher::In(l, vs) = &matchers[i] else { continue };
+            let b = self.matching(*l, vs);
             acc = Some(match acc {
                 None => b,
                 Some(x) => x & b,
             });
         }
-        acc.map_or_else(Vec::new, |b| b.iter().collect())
+        let mut acc = acc.unwrap_or_default();
+        acc &= &self.live;
+        let rest: Vec<&IdMatcher> = matchers.iter().filter(|m| !matches!(m, IdMatcher::In(..))).collect();
+        acc.iter()
+            .filter(|&id| {
+                rest.iter().all(|m| match m {
+                    IdMatcher::NotIn(l, vs) => self.value_of(id, *l).is_none_or(|v| vs.binary_search(&v).is_err()),
+                    IdMatcher::Absent(l) => self.value_of(id, *l).is_none(),
+                    IdMatcher::Present(l) => self.value_of(id, *l).is_some(),
+                    IdMatcher::In(..) => true,
+                })
+            })
+            .collect()
+    }
+
+    /// The registered labels of `id`, as (name id, value id) pairs in the order given.
+    pub fn labels_of(&self, id: u32) -> &[(u32, u32)] {
+        self.labels.get(id as usize).map_or(&[], |l| &l[..])
+    }
+
+    /// Addresses for a batch query's prefetch: `id`'s key bytes and registered labels.
+    pub fn prefetch_ptrs(&self, id: u32) -> [*const u8; 2] {
+        let key = self.keys.get(id as usize).and_then(|k| k.as_deref()).map_or(std::ptr::null(), <[u8]>::as_ptr);
+        let labels = self.labels.get(id as usize).map_or(std::ptr::null(), |l| l.as_ptr().cast());
+        [key, labels]
+    }
+
+    /// The id of a label name, if any series has it.
+    pub fn name_id(&self, name: &[u8]) -> Option<u32> {
+        self.label_names.get(name)
+    }
+
+    /// The id of a label value, if any series has it.
+    pub fn value_id(&self, value: &[u8]) -> Option<u32> {
+        self.label_values.get(value)
+    }
+
+    pub fn name(&self, id: u32) -> &[u8] {
+        &self.label_names.names[id as usize]
+    }
+
+    pub fn value(&self, id: u32) -> &[u8] {
+        &self.label_values.names[id as usize]
     }
 
     /// Every registered key (live ids; stale ones included until a query forgets them).
@@ -131,6 +273,70 @@ impl SeriesIndex {
     /// Approximate heap bytes.
     pub fn heap_bytes(&self) -> usize {
         self.ids.keys().map(|k| k.len() * 2 + 48).sum::<usize>()
-            + self.postings.values().flat_map(|m| m.iter()).map(|(v, b)| v.len() + b.serialized_size() + 48).sum::<usize>()
+            + self.labels.iter().map(|l| l.len() * 8 + 16).sum::<usize>()
+            + self.label_names.bytes()
+            + self.label_values.bytes()
+            + self.postings.iter().flat_map(|m| m.values()).map(|b| b.serialized_size() + 48).sum::<usize>()
+    }
+}
+
+/// A FILTER matcher by name, as the server parses it (see [`SeriesIndex::resolve`]).
+#[derive(Clone, Copy, Debug)]
+pub enum Matcher<'a> {
+    In(&'a [u8], &'a [&'a [u8]]),
+    NotIn(&'a [u8], &'a [&'a [u8]]),
+    Absent(&'a [u8]),
+    Present(&'a [u8]),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reg(ix: &mut SeriesIndex, key: &str, labels: &[(&str, &str)]) {
+        ix.register(key.as_bytes(), labels.iter().map(|(l, v)| (l.as_bytes(), v.as_bytes())));
+    }
+
+    fn q(ix: &SeriesIndex, ms: &[Matcher<'_>]) -> Vec<String> {
+        let ms: Vec<IdMatcher> = ms.iter().map(|m| ix.resolve(*m)).collect();
+        ix.query(&ms).into_iter().map(|id| String::from_utf8(ix.key(id).unwrap().to_vec()).unwrap()).collect()
+    }
+
+    #[test]
+    fn reregistration_moves_the_postings_and_forget_removes_them() {
+        let mut ix = SeriesIndex::new();
+        reg(&mut ix, "a", &[("x", "1"), ("y", "p")]);
+        reg(&mut ix, "b", &[("x", "2")]);
+        assert_eq!(q(&ix, &[Matcher::In(b"x", &[b"1", b"2"])]), ["a", "b"]);
+        // TS.ALTER a LABELS x 2: a leaves x=1 and y=p.
+        reg(&mut ix, "a", &[("x", "2")]);
+        assert!(q(&ix, &[Matcher::In(b"x", &[b"1"])]).is_empty());
+        assert!(q(&ix, &[Matcher::In(b"x", &[b"2"]), Matcher::Present(b"y")]).is_empty());
+        assert_eq!(q(&ix, &[Matcher::In(b"x", &[b"2"]), Matcher::Absent(b"y")]), ["a", "b"]);
+        ix.forget(b"a");
+        assert_eq!(q(&ix, &[Matcher::In(b"x", &[b"2"])]), ["b"]);
+        assert_eq!(ix.len(), 1);
+        // Registered again after being forgotten (a new series under the same key).
+        reg(&mut ix, "a", &[("x", "3")]);
+        assert_eq!(q(&ix, &[Matcher::In(b"x", &[b"2", b"3"])]), ["b", "a"]);
+    }
+
+    #[test]
+    fn not_in_absent_present_and_unknown_names() {
+        let mut ix = SeriesIndex::new();
+        reg(&mut ix, "a", &[("x", "1"), ("y", "p")]);
+        reg(&mut ix, "b", &[("x", "1"), ("y", "q")]);
+        reg(&mut ix, "c", &[("x", "1")]);
+        assert_eq!(q(&ix, &[Matcher::In(b"x", &[b"1"]), Matcher::NotIn(b"y", &[b"p"])]), ["b", "c"]);
+        assert_eq!(q(&ix, &[Matcher::In(b"x", &[b"1"]), Matcher::NotIn(b"y", &[b"p", b"q"])]), ["c"]);
+        assert_eq!(q(&ix, &[Matcher::In(b"x", &[b"1"]), Matcher::Present(b"y")]), ["a", "b"]);
+        assert_eq!(q(&ix, &[Matcher::In(b"x", &[b"1"]), Matcher::Absent(b"nope")]), ["a", "b", "c"]);
+        assert!(q(&ix, &[Matcher::In(b"x", &[b"1"]), Matcher::Present(b"nope")]).is_empty());
+        assert!(q(&ix, &[Matcher::In(b"nope", &[b"1"])]).is_empty());
+        assert!(q(&ix, &[Matcher::Present(b"x")]).is_empty());
+        // A label given twice: the first value is the series' value (as `Series::label`).
+        reg(&mut ix, "d", &[("z", "1"), ("z", "2")]);
+        assert_eq!(q(&ix, &[Matcher::Present(b"z"), Matcher::In(b"z", &[b"1"]), Matcher::NotIn(b"z", &[b"2"])]), ["d"]);
+        assert!(q(&ix, &[Matcher::In(b"z", &[b"2"])]).is_empty());
     }
 }

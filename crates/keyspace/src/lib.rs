@@ -65,6 +65,7 @@ pub use glob::glob_match;
 pub use packed::{StrMut, PACKED_INLINE_MAX};
 pub use strbuf::StrBuf;
 pub use value::{Value, ValueRef, ValueType};
+pub use abacus_table::prefetch_read;
 
 /// Keys are owned byte strings; boxed slices save the capacity word a `Vec` would carry.
 pub type Key = Box<[u8]>;

@@ -29,11 +29,11 @@
 
 use std::collections::HashMap;
 
-use abacus_collections::{Aggregator, Series};
+use abacus_collections::{Aggregator, IdMatcher, LabelMatcher, Series};
 
 /// A series' samples of a range, oldest first.
 type Samples = Vec<(u64, f64)>;
-use abacus_keyspace::Db;
+use abacus_keyspace::{prefetch_read, Db};
 use abacus_protocol::{Arg, Bytes, Frame, Protocol};
 
 use super::args::*;
@@ -71,17 +71,11 @@ enum Matcher {
 
 type Filter = Vec<Matcher>;
 
-/// A matcher's values, sorted and deduplicated; a long list (a waterfall FILTER names
-/// thousands of instruments) also gets a hash set, so that checking a candidate is one
-/// lookup rather than a binary search of memcmp calls.
+/// A matcher's values, sorted and deduplicated.
 #[derive(Clone, Debug)]
 struct Values {
     sorted: Vec<Box<[u8]>>,
-    set: Option<std::collections::HashSet<Box<[u8]>, foldhash::fast::FixedState>>,
 }
-
-/// From this many values on, a matcher checks candidates through a hash set.
-const VALUES_SET_MIN: usize = 16;
 
 fn parse_values(v: &[u8]) -> Values {
     let mut vs: Vec<Box<[u8]>> = if v.len() >= 2 && v[0] == b'(' && v[v.len() - 1] == b')' {
@@ -91,15 +85,11 @@ fn parse_values(v: &[u8]) -> Values {
     };
     vs.sort_unstable();
     vs.dedup();
-    let set = (vs.len() >= VALUES_SET_MIN).then(|| vs.iter().cloned().collect());
-    Values { sorted: vs, set }
+    Values { sorted: vs }
 }
 
 fn has(vs: &Values, v: &[u8]) -> bool {
-    match &vs.set {
-        Some(set) => set.contains(v),
-        None => vs.sorted.binary_search_by(|x| (**x).cmp(v)).is_ok(),
-    }
+    vs.sorted.binary_search_by(|x| (**x).cmp(v)).is_ok()
 }
 
 fn parse_filter(args: &[Arg]) -> Result<Filter, Frame> {
@@ -134,27 +124,49 @@ fn matches(s: &Series, f: &Filter) -> bool {
     })
 }
 
-/// Runs `f` on every live series of `db` matching `filter`; forgets stale index entries.
-fn each_match<R>(db: &mut Db, filter: &Filter, mut f: impl FnMut(&Db, &[u8], &Series) -> Option<R>) -> Vec<R> {
-    let now = now_ms();
-    let positive: Vec<(&[u8], Vec<&[u8]>)> = filter
+fn vals(vs: &Values) -> Vec<&[u8]> {
+    vs.sorted.iter().map(|v| &**v).collect()
+}
+
+/// The filter resolved to the index's ids.
+fn resolve(db: &Db, filter: &Filter) -> Vec<IdMatcher> {
+    filter
         .iter()
-        .filter_map(|m| match m {
-            Matcher::In(l, vs) => Some((&**l, vs.sorted.iter().map(|v| &**v).collect())),
-            _ => None,
+        .map(|m| {
+            let ix = &db.series_index;
+            match m {
+                Matcher::In(l, vs) => ix.resolve(LabelMatcher::In(l, &vals(vs))),
+                Matcher::NotIn(l, vs) => ix.resolve(LabelMatcher::NotIn(l, &vals(vs))),
+                Matcher::Absent(l) => ix.resolve(LabelMatcher::Absent(l)),
+                Matcher::Present(l) => ix.resolve(LabelMatcher::Present(l)),
+            }
         })
-        .collect();
-    let ids = db.series_index.query(&positive);
+        .collect()
+}
+
+/// Runs `f` on every live series of `db` matching `filter` (with its index id); forgets
+/// stale index entries. The index answers the whole filter from the series' registered
+/// labels (which are their live labels: see `SeriesIndex`), so a candidate costs one
+/// keyspace lookup, to check that its key still holds a series and to reach its samples.
+fn each_match_id<R>(db: &mut Db, filter: &Filter, ids: &[u32], mut f: impl FnMut(&Db, u32, &[u8], &Series) -> Option<R>) -> Vec<R> {
+    let now = now_ms();
     let mut out = Vec::new();
     let mut stale: Vec<Box<[u8]>> = Vec::new();
-    for id in ids {
-        let Some(key) = db.series_index.key(id) else { continue };
+    let ix = &db.series_index;
+    for (i, &id) in ids.iter().enumerate() {
+        // Each later candidate's first loads start now (see `PREFETCH`).
+        if let Some(&id) = ids.get(i + PREFETCH[0]) {
+            ix.prefetch_ptrs(id).into_iter().for_each(prefetch_read);
+        }
+        if let Some(k) = ids.get(i + PREFETCH[1]).and_then(|&id| ix.key(id)) {
+            db.prefetch(k);
+        }
+        let Some(key) = ix.key(id) else { continue };
         match db.get_shared(key, now).and_then(|e| e.as_series()) {
             Some(s) => {
-                if matches(s, filter) {
-                    if let Some(r) = f(db, key, s) {
-                        out.push(r);
-                    }
+                debug_assert!(matches(s, filter), "the label index disagrees with the series at {key:?}");
+                if let Some(r) = f(db, id, key, s) {
+                    out.push(r);
                 }
             }
             None => stale.push(key.into()),
@@ -164,6 +176,23 @@ fn each_match<R>(db: &mut Db, filter: &Filter, mut f: impl FnMut(&Db, &[u8], &Se
         db.series_index.forget(&k);
     }
     out
+}
+
+/// How many candidates ahead [`each_match_id`] starts loading a candidate's key and labels
+/// in the index, then its table slot. (Going further, to the series, its chunk headers and
+/// stream, needs a lookup of the series per stage: measured on the loaded 2-core machine, the
+/// extra lookups cost more than the overlapped misses saved.)
+const PREFETCH: [usize; 2] = [16, 8];
+
+/// The ids of the series matching `filter` by the index (stale ones included).
+fn candidates(db: &Db, filter: &Filter) -> Vec<u32> {
+    db.series_index.query(&resolve(db, filter))
+}
+
+/// [`each_match_id`] without the id.
+fn each_match<R>(db: &mut Db, filter: &Filter, mut f: impl FnMut(&Db, &[u8], &Series) -> Option<R>) -> Vec<R> {
+    let ids = candidates(db, filter);
+    each_match_id(db, filter, &ids, |db, _, key, s| f(db, key, s))
 }
 
 /// WITHLABELS / SELECTED_LABELS / neither.
@@ -612,45 +641,70 @@ fn waterfall_shard(db: &mut Db, q: &WfQuery) -> WfPart {
     let mut part = WfPart::default();
     let mut members: Vec<WfMember> = Vec::new();
     let mut samples: Vec<(u64, f64)> = Vec::new();
-    let mut group_of: HashMap<Box<[u8]>, u32, foldhash::fast::FixedState> = HashMap::default();
+    // Groups by their label ids (the series' registered labels but the source label, as
+    // sorted (name id, value id) pairs); the identity bytes are built once per group.
+    let mut group_of: HashMap<Box<[(u32, u32)]>, u32, foldhash::fast::FixedState> = HashMap::default();
+    let mut idents: Vec<Box<[u8]>> = Vec::new();
     let mut name_lens: Vec<u32> = Vec::new();
-    let mut order: Vec<usize> = Vec::new();
-    let mut scratch: Vec<u8> = Vec::new();
-    let label = &*q.label;
-    each_match(db, &q.filter, |db, key, s| {
-        let src = s.label(label)?;
+    let mut pairs: Vec<(u32, u32)> = Vec::new();
+    let mut last_pairs: Vec<(u32, u32)> = Vec::new();
+    let mut last_group: Option<u32> = None;
+    let label = db.series_index.name_id(&q.label);
+    // Source value id -> rank (a source no series has cannot match).
+    let ranks: Vec<(u32, u32)> = q.sources.iter().enumerate().filter_map(|(r, x)| Some((db.series_index.value_id(x)?, r as u32))).collect();
+    let Some(label) = label else { return part };
+    let ids = candidates(db, &q.filter);
+    members.reserve(ids.len());
+    part.members.reserve(ids.len());
+    part.keys.reserve(ids.len() * 24);
+    samples.reserve(ids.len());
+    each_match_id(db, &q.filter, &ids, |db, id, key, s| {
+        let ix = &db.series_index;
+        let labels = ix.labels_of(id);
+        let src = labels.iter().find(|p| p.0 == label)?.1;
         part.labelled = true;
-        let rank = q.sources.iter().position(|x| **x == *src)?;
-        // The group's identity: its labels but the source's, sorted.
-        order.clear();
-        order.extend((0..s.labels.len()).filter(|&i| *s.labels[i].0 != *label));
-        order.sort_unstable_by(|&a, &b| s.labels[a].cmp(&s.labels[b]));
-        scratch.clear();
-        for (n, &i) in order.iter().enumerate() {
-            if n > 0 {
-                scratch.push(b',');
-            }
-            scratch.extend_from_slice(&s.labels[i].0);
-            scratch.push(b'=');
-            scratch.extend_from_slice(&s.labels[i].1);
-        }
-        let name_len = len32(scratch.len());
-        scratch.push(0);
-        for &i in &order {
-            for x in [&s.labels[i].0, &s.labels[i].1] {
-                scratch.extend_from_slice(&len32(x.len()).to_le_bytes());
-                scratch.extend_from_slice(x);
-            }
-        }
-        let group = match group_of.get(&scratch[..]) {
-            Some(&g) => g,
+        let rank = ranks.iter().find(|r| r.0 == src)?.1;
+        pairs.clear();
+        pairs.extend(labels.iter().filter(|p| p.0 != label));
+        pairs.sort_unstable();
+        // Series of one group are usually created together, so have neighbouring ids: the
+        // previous member's group is tried before the hash map (a lookup in a table of
+        // hundreds of thousands of groups is a cache miss).
+        let cached = last_group.filter(|_| pairs == last_pairs);
+        let group = match cached.or_else(|| group_of.get(&pairs[..]).copied()) {
+            Some(g) => g,
             None => {
                 let g = len32(name_lens.len());
-                group_of.insert(scratch.as_slice().into(), g);
-                name_lens.push(name_len);
+                group_of.insert(pairs.as_slice().into(), g);
+                // The identity: `l=v` joined by `,` sorted by label then value, a NUL, then
+                // each label and value length-prefixed.
+                let mut named: Vec<(&[u8], &[u8])> = pairs.iter().map(|&(l, v)| (ix.name(l), ix.value(v))).collect();
+                named.sort_unstable();
+                let mut idn: Vec<u8> = Vec::new();
+                for (n, (l, v)) in named.iter().enumerate() {
+                    if n > 0 {
+                        idn.push(b',');
+                    }
+                    idn.extend_from_slice(l);
+                    idn.push(b'=');
+                    idn.extend_from_slice(v);
+                }
+                name_lens.push(len32(idn.len()));
+                idn.push(0);
+                for &(l, v) in &named {
+                    for x in [l, v] {
+                        idn.extend_from_slice(&len32(x.len()).to_le_bytes());
+                        idn.extend_from_slice(x);
+                    }
+                }
+                idents.push(idn.into());
                 g
             }
         };
+        if cached.is_none() {
+            last_group = Some(group);
+            std::mem::swap(&mut last_pairs, &mut pairs);
+        }
         let k0 = len32(part.keys.len());
         part.keys.extend_from_slice(key);
         part.members.push((k0, len32(part.keys.len())));
@@ -662,7 +716,7 @@ fn waterfall_shard(db: &mut Db, q: &WfQuery) -> WfPart {
                 samples.push(x);
             }
         }
-        members.push(WfMember { group, rank: rank as u32, samples: (s0, len32(samples.len())) });
+        members.push(WfMember { group, rank, samples: (s0, len32(samples.len())) });
         Some(())
     });
     // Members by group (a counting sort), then each group's by precedence.
@@ -680,7 +734,7 @@ fn waterfall_shard(db: &mut Db, q: &WfQuery) -> WfPart {
         by_group[fill[m.group as usize] as usize] = i as u32;
         fill[m.group as usize] += 1;
     }
-    let mut ids: Vec<(Box<[u8]>, u32)> = group_of.into_iter().collect();
+    let mut ids: Vec<(Box<[u8]>, u32)> = idents.into_iter().zip(0..).collect();
     ids.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     part.groups.reserve(ngroups);
     part.points.reserve(samples.len());
