@@ -106,9 +106,6 @@ def test_tips_and_categories_match_redis(infos):
 KNOWN_FLAG_DIFFERENCES = {
     # See KNOWN_CATEGORY_DIFFERENCES.
     "client|unblock": "fast flag in Abacus's table",
-    # The OBJECT container is declared `readonly` in the keys family's table, which is being
-    # moved to its own crate on another branch: left to that work.
-    "object": "readonly flag on the container in Abacus's table",
 }
 
 

@@ -26,7 +26,7 @@ pub const COMMANDS: &[Spec] = &[
     Spec::keyed("renamenx", 3, WRITE | FAST, (1, 2, 1), renamenx, G, "Renames a key only when the target key name doesn't exist."),
     Spec::keyed("move", 3, WRITE | FAST, K1, move_cmd, G, "Moves a key to another database."),
     Spec::keyed("copy", -3, WRITE | DENYOOM, (1, 2, 1), copy, G, "Copies the value of a key to a new key."),
-    Spec::container("object", -2, READONLY, G, "A container for object introspection commands.", OBJECT),
+    Spec::container("object", -2, 0, G, "A container for object introspection commands.", OBJECT),
 ];
 
 const OBJECT: &[Spec] = &[
