@@ -19,6 +19,7 @@ import shutil
 import socket
 import tempfile
 import threading
+import time
 
 import pytest
 
@@ -334,3 +335,48 @@ def test_ingest_port_feed_and_auth_rules(sr, node):
         c.config_set("requirepass", "")
         c.close()
     assert sr.hget("fire:c1", "n") == b"4"
+
+
+def test_ingest_port_connections_are_clients(sr, node):
+    # A producer is a client of the registry: CLIENT LIST shows it while it is connected,
+    # and it counts towards maxclients (over it, the port refuses as the main port does).
+    s = socket.create_connection((node.p.host, node.ingest_port), timeout=30)
+    try:
+        s.sendall(b"FEED firehose\n1700000000,c9\n")
+        local = "%s:%d" % s.getsockname()
+        deadline = time.time() + 10
+        while local not in sr.execute_command("CLIENT", "LIST").decode() and time.time() < deadline:
+            time.sleep(0.05)
+        assert local in sr.execute_command("CLIENT", "LIST").decode()
+        connected = int(sr.info("clients")["connected_clients"])
+        before = sr.config_get("maxclients")["maxclients"]
+        sr.config_set("maxclients", connected)
+        try:
+            # Refused on arrival: read before writing (the server closes at once).
+            t = socket.create_connection((node.p.host, node.ingest_port), timeout=30)
+            try:
+                refused = b""
+                while not refused.endswith(b"\r\n"):
+                    chunk = t.recv(4096)
+                    if not chunk:
+                        break
+                    refused += chunk
+            finally:
+                t.close()
+            assert refused == b"-ERR max number of clients reached\r\n"
+        finally:
+            sr.config_set("maxclients", before)
+        s.shutdown(socket.SHUT_WR)
+        out = b""
+        while not out.endswith(b"\r\n"):
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            out += chunk
+        assert out == b"+OK 1 0\r\n"
+    finally:
+        s.close()
+    deadline = time.time() + 10
+    while local in sr.execute_command("CLIENT", "LIST").decode() and time.time() < deadline:
+        time.sleep(0.05)
+    assert local not in sr.execute_command("CLIENT", "LIST").decode()

@@ -18,8 +18,16 @@
 //! applies as for any batch. A line longer than the feed's `max_line_bytes` is rejected
 //! (counted, kept by SUMMARY.REJECTS with its line number) and skipped to its end without being
 //! buffered. The server writes nothing while lines flow; when the producer closes its side, it
-//! answers `+OK <events> <rejected>` and closes. An error (no rules, an unknown feed, a write
-//! the server refuses) is one `-ERR ...` line, then the connection closes.
+//! answers `+OK <events> <rejected>` (with `appendfsync always`, once the log holds them on
+//! disk) and closes. An error (no rules, an unknown feed, a write the server refuses) is one
+//! `-ERR ...` line, then the connection closes.
+//!
+//! Limits, as the main port's: each connection is a client of the registry (it counts towards
+//! `maxclients`, shows in CLIENT LIST, CLIENT KILL closes it between batches); the header
+//! lines must arrive within [`HEADER_TIMEOUT`]; the `timeout` setting closes an idle
+//! producer; the read buffer is allocated only once the header is accepted. Before each batch
+//! the checks a write on the main port passes: loading, a read-only or stale replica,
+//! `min-replicas-to-write`, and CLIENT PAUSE (a paused server holds the batch).
 
 use std::rc::Rc;
 
@@ -32,22 +40,12 @@ use crate::exec::{Access, Worker};
 pub const READ_BYTES: usize = 256 * 1024;
 /// Longest `AUTH` or `FEED` line.
 const HEADER_LINE_BYTES: usize = 1024;
+/// How long a new connection may take to send its header lines (or its first line).
+pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Binds the port's listeners, when `ingest-port` is set.
 pub fn bind(config: &crate::config::Config) -> Result<Vec<std::net::TcpListener>, String> {
-    let port = config.get_u64("ingest-port") as u16;
-    if port == 0 {
-        return Ok(Vec::new());
-    }
-    let mut out = Vec::new();
-    for b in config.get("bind").split_whitespace() {
-        let ip: std::net::IpAddr = b.trim_start_matches('-').parse().map_err(|_| format!("bind: '{b}' is not an IP address"))?;
-        let addr = std::net::SocketAddr::new(ip, port);
-        let l = std::net::TcpListener::bind(addr).map_err(|e| format!("ingest-port: cannot listen on {addr}: {e}"))?;
-        l.set_nonblocking(true).map_err(|e| format!("ingest-port: {e}"))?;
-        out.push(l);
-    }
-    Ok(out)
+    crate::metrics::bind_extra_port(config, "ingest-port")
 }
 
 /// Serves one listener (each worker thread serves its own handle of it) until the server stops.
@@ -61,10 +59,17 @@ pub async fn serve(worker: Rc<Worker>, listener: std::net::TcpListener) {
         let worker = worker.clone();
         tokio::task::spawn_local(async move {
             let mut stream = stream;
-            if let Err(message) = handle(&worker, &mut stream, addr).await {
+            let server = worker.server.clone();
+            let laddr = stream.local_addr().unwrap_or(addr);
+            let Some(meta) = server.clients.register(addr, laddr, server.config.maxclients() as usize, crate::shard::now_ms()) else {
+                let _ = stream.write_all(b"-ERR max number of clients reached\r\n").await;
+                return;
+            };
+            if let Err(message) = handle(&worker, &mut stream, addr, &meta).await {
                 let _ = stream.write_all(format!("-{message}\r\n").as_bytes()).await;
             }
             let _ = stream.shutdown().await;
+            server.clients.unregister(meta.id);
         });
     }
 }
@@ -97,14 +102,36 @@ async fn header(stream: &mut tokio::net::TcpStream, buf: &mut Vec<u8>, word: &st
     }
 }
 
-async fn handle(worker: &Worker, stream: &mut tokio::net::TcpStream, addr: std::net::SocketAddr) -> Result<(), String> {
+/// [`header`] within what is left of [`HEADER_TIMEOUT`].
+async fn header_by(deadline: tokio::time::Instant, stream: &mut tokio::net::TcpStream, buf: &mut Vec<u8>, word: &str) -> Result<Option<Vec<String>>, String> {
+    tokio::time::timeout_at(deadline, header(stream, buf, word)).await.map_err(|_| format!("ERR no {word} line within {} s", HEADER_TIMEOUT.as_secs()))?
+}
+
+/// The checks a write passes on the main port before it runs (`conn/admit.rs`), for one
+/// batch: Err with the refusal.
+async fn admit_batch(worker: &Worker) -> Result<(), String> {
     let server = &worker.server;
     if crate::stats::LOADING.active.load(std::sync::atomic::Ordering::Relaxed) {
         return Err("LOADING Abacus is loading the dataset in memory".into());
     }
-    let mut buf: Vec<u8> = Vec::with_capacity(READ_BYTES);
+    if let Some(Frame::Error(e)) = crate::replication::refuse(&server.config, true, false, false) {
+        return Err(String::from_utf8_lossy(&e).into_owned());
+    }
+    server.pause.wait().await;
+    if server.client_pause.is_set() {
+        server.client_pause.wait(|| true).await;
+    }
+    Ok(())
+}
+
+async fn handle(worker: &Worker, stream: &mut tokio::net::TcpStream, addr: std::net::SocketAddr, meta: &crate::clients::ClientMeta) -> Result<(), String> {
+    let server = &worker.server;
+    admit_batch(worker).await?;
+    let deadline = tokio::time::Instant::now() + HEADER_TIMEOUT;
+    // Small until the header is accepted: an unauthenticated connection holds 1 KiB.
+    let mut buf: Vec<u8> = Vec::new();
     let mut user = server.acl.default_user();
-    match header(stream, &mut buf, "AUTH").await? {
+    match header_by(deadline, stream, &mut buf, "AUTH").await? {
         Some(words) => {
             let (name, pass) = match &words[1..] {
                 [pass] => ("default", pass.as_str()),
@@ -117,7 +144,7 @@ async fn handle(worker: &Worker, stream: &mut tokio::net::TcpStream, addr: std::
         None => {}
     }
     let rules = crate::summarizer::rules().ok_or("ERR no summarizer rules loaded (start with --summarizer-rules FILE or run SUMMARY.RULES LOAD FILE)")?;
-    let feed = match header(stream, &mut buf, "FEED").await? {
+    let feed = match header_by(deadline, stream, &mut buf, "FEED").await? {
         Some(words) if words.len() == 2 => words[1].clone(),
         Some(_) => return Err("ERR syntax error: FEED name".into()),
         None if rules.feeds.len() == 1 => rules.feeds[0].name.clone(),
@@ -137,13 +164,26 @@ async fn handle(worker: &Worker, stream: &mut tokio::net::TcpStream, addr: std::
     // Skipping the rest of a line already rejected as too long.
     let mut skipping = false;
     let mut eof = false;
+    let idle = match server.config.get_u64("timeout") {
+        0 => None,
+        s => Some(std::time::Duration::from_secs(s)),
+    };
     loop {
+        if meta.killed.load(std::sync::atomic::Ordering::Acquire) {
+            return Err("ERR killed by CLIENT KILL".into());
+        }
         if !eof && buf.len() < capacity {
             let at = buf.len();
             buf.resize(capacity, 0);
-            let n = stream.read(&mut buf[at..]).await.map_err(|e| format!("ERR {e}"))?;
+            let read = stream.read(&mut buf[at..]);
+            let n = match idle {
+                Some(t) => tokio::time::timeout(t, read).await.map_err(|_| "ERR idle longer than 'timeout'".to_string())?,
+                None => read.await,
+            }
+            .map_err(|e| format!("ERR {e}"))?;
             buf.truncate(at + n);
             eof = n == 0;
+            meta.last_interaction_ms.store(crate::shard::now_ms(), std::sync::atomic::Ordering::Relaxed);
         }
         if skipping {
             match buf.iter().position(|&b| b == b'\n') {
@@ -182,6 +222,7 @@ async fn handle(worker: &Worker, stream: &mut tokio::net::TcpStream, addr: std::
         let payload: Vec<u8> = buf.drain(..take).collect();
         let lines = payload.iter().filter(|&&b| b == b'\n').count() as u64 + u64::from(payload.last() != Some(&b'\n'));
         let args = Args::from_vec(vec![Bytes::from_static(b"SUMMARY.INGEST"), Bytes::from(feed.clone()), Bytes::from(payload)]);
+        admit_batch(worker).await?;
         match crate::cmd::summary::ingest_on(worker, 0, Access::Free, &args, false, label.clone(), line).await {
             Frame::Array(v) => {
                 if let [Frame::Integer(e), Frame::Integer(r)] = v[..] {
@@ -193,6 +234,13 @@ async fn handle(worker: &Worker, stream: &mut tokio::net::TcpStream, addr: std::
             _ => {}
         }
         line += lines;
+    }
+    // With `appendfsync always`, OK only once the batches' log records are on disk, as the
+    // main port's replies to writes.
+    if let Some(aof) = crate::aof::global() {
+        if aof.mode() == crate::aof::Fsync::Always {
+            aof.wait_durable(aof.appended()).await;
+        }
     }
     stream.write_all(format!("+OK {events} {rejected}\r\n").as_bytes()).await.map_err(|e| format!("ERR {e}"))?;
     Ok(())

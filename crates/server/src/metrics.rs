@@ -35,7 +35,14 @@ const CONNECTIONS_MAX: usize = 64;
 
 /// Binds the endpoint's listeners, when `metrics-port` is set.
 pub fn bind(config: &crate::config::Config) -> Result<Vec<std::net::TcpListener>, String> {
-    let port = config.get_u64("metrics-port") as u16;
+    bind_extra_port(config, "metrics-port")
+}
+
+/// Binds the listeners of a side port (`metrics-port`, `ingest-port`) on the `bind`
+/// addresses, when the parameter `param` is set (0 = off): the main port's addresses, so the
+/// same protected-mode rules hold.
+pub fn bind_extra_port(config: &crate::config::Config, param: &str) -> Result<Vec<std::net::TcpListener>, String> {
+    let port = config.get_u64(param) as u16;
     if port == 0 {
         return Ok(Vec::new());
     }
@@ -43,8 +50,8 @@ pub fn bind(config: &crate::config::Config) -> Result<Vec<std::net::TcpListener>
     for b in config.get("bind").split_whitespace() {
         let ip: std::net::IpAddr = b.trim_start_matches('-').parse().map_err(|_| format!("bind: '{b}' is not an IP address"))?;
         let addr = std::net::SocketAddr::new(ip, port);
-        let l = std::net::TcpListener::bind(addr).map_err(|e| format!("metrics-port: cannot listen on {addr}: {e}"))?;
-        l.set_nonblocking(true).map_err(|e| format!("metrics-port: {e}"))?;
+        let l = std::net::TcpListener::bind(addr).map_err(|e| format!("{param}: cannot listen on {addr}: {e}"))?;
+        l.set_nonblocking(true).map_err(|e| format!("{param}: {e}"))?;
         out.push(l);
     }
     Ok(out)

@@ -135,7 +135,7 @@ impl TimeFormat {
     pub fn parse_ms(&self, text: &str) -> Option<i64> {
         let b = text.as_bytes();
         let mut at = 0;
-        let (mut year, mut month, mut day, mut yday) = (1970i64, 1i64, 1i64, 0i64);
+        let (mut year, mut month, mut day, mut yday) = (1970i64, 1i64, 1i64, None::<i64>);
         let (mut hour, mut minute, mut second, mut frac_ms, mut offset_s) = (0i64, 0i64, 0i64, 0i64, 0i64);
         let mut epoch = None;
         for item in &self.items {
@@ -169,7 +169,7 @@ impl TimeFormat {
                     }
                     day = digits(b, &mut at, 2)?;
                 }
-                Item::DayOfYear => yday = digits(b, &mut at, 3)?,
+                Item::DayOfYear => yday = Some(digits(b, &mut at, 3)?),
                 Item::Hour => hour = digits(b, &mut at, 2)?,
                 Item::Minute => minute = digits(b, &mut at, 2)?,
                 Item::Second => second = digits(b, &mut at, 2)?,
@@ -217,9 +217,10 @@ impl TimeFormat {
         if hour > 23 || minute > 59 || second > 59 {
             return None;
         }
-        let days = if yday > 0 {
+        let days = if let Some(yday) = yday {
+            // %j is 001-366: day 0 does not exist.
             let len = if is_leap(year) { 366 } else { 365 };
-            if yday > len {
+            if !(1..=len).contains(&yday) {
                 return None;
             }
             days_from_civil(year, 1, 1) + yday - 1
@@ -305,6 +306,7 @@ mod tests {
             assert_eq!(ms("%Y-%m-%d %H:%M:%S", t), None, "{t}");
         }
         assert_eq!(ms("%Y %j", "2023 366"), None);
+        assert_eq!(ms("%Y %j", "2024 000"), None);
         assert_eq!(ms("%FT%T%z", "2023-11-14T22:13:20+2400"), None);
     }
 
