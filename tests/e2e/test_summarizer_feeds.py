@@ -118,15 +118,21 @@ def rejected(r, feed):
     return reply[1], [dict(zip(x[::2], x[1::2])) for x in reply[3]]
 
 
+def ingest_file(sr, node, name, feed, lines):
+    """Writes `lines` to a file in the node's directory and ingests it whole; its path."""
+    path = os.path.join(node.workdir, name)
+    with open(path, "w") as f:
+        f.write("".join(line + "\n" for line in lines))
+    with open(path, "rb") as f:
+        assert sr.execute_command("SUMMARY.INGEST", feed, f.read()) == [len(lines), 0]
+    return path
+
+
 # ---------------------------------------------------------------- DuckDB
 
 def test_v1_against_duckdb_group_by(sr, node):
     events = gen_events(5000, 41)
-    path = os.path.join(node.workdir, "v1.csv")
-    with open(path, "w") as f:
-        f.write("".join(csv_line(e) + "\n" for e in events))
-    with open(path, "rb") as f:
-        assert sr.execute_command("SUMMARY.INGEST", "v1", f.read()) == [len(events), 0]
+    path = ingest_file(sr, node, "v1.csv", "v1", [csv_line(e) for e in events])
     con = duckdb.connect()
     con.execute("create table e as select * from read_csv(?, header=false, quote='\"', columns={'ts': 'BIGINT', 'campaign': 'VARCHAR', "
                 "'u': 'VARCHAR', 'state': 'VARCHAR', 'event': 'VARCHAR', 'cost': 'DOUBLE'})", [path])
@@ -152,11 +158,7 @@ def test_v1_against_duckdb_group_by(sr, node):
 
 def test_v2_fan_out_against_duckdb(sr, node):
     events = gen_events(3000, 42)
-    path = os.path.join(node.workdir, "v2.jsonl")
-    with open(path, "w") as f:
-        f.write("".join(json_line(e) + "\n" for e in events))
-    with open(path, "rb") as f:
-        assert sr.execute_command("SUMMARY.INGEST", "v2", f.read()) == [len(events), 0]
+    path = ingest_file(sr, node, "v2.jsonl", "v2", [json_line(e) for e in events])
     con = duckdb.connect()
     rows = con.execute(
         "with e as (select time, \"user\".id as u, unnest(items).sku as sku from read_json(?, columns={'time': 'BIGINT', "
@@ -281,19 +283,24 @@ def test_when_full_drop_counts_what_it_drops(sr, node):
 
 # ---------------------------------------------------------------- the raw line port
 
+def read_line_reply(s):
+    """The line port's one reply line (or what came before the server closed)."""
+    out = b""
+    while not out.endswith(b"\r\n"):
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        out += chunk
+    return out
+
+
 def push_lines(node, data, shut=True):
     s = socket.create_connection((node.p.host, node.ingest_port), timeout=30)
     try:
         s.sendall(data)
         if shut:
             s.shutdown(socket.SHUT_WR)
-        out = b""
-        while not out.endswith(b"\r\n"):
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            out += chunk
-        return out
+        return read_line_reply(s)
     finally:
         s.close()
 
@@ -355,25 +362,14 @@ def test_ingest_port_connections_are_clients(sr, node):
             # Refused on arrival: read before writing (the server closes at once).
             t = socket.create_connection((node.p.host, node.ingest_port), timeout=30)
             try:
-                refused = b""
-                while not refused.endswith(b"\r\n"):
-                    chunk = t.recv(4096)
-                    if not chunk:
-                        break
-                    refused += chunk
+                refused = read_line_reply(t)
             finally:
                 t.close()
             assert refused == b"-ERR max number of clients reached\r\n"
         finally:
             sr.config_set("maxclients", before)
         s.shutdown(socket.SHUT_WR)
-        out = b""
-        while not out.endswith(b"\r\n"):
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            out += chunk
-        assert out == b"+OK 1 0\r\n"
+        assert read_line_reply(s) == b"+OK 1 0\r\n"
     finally:
         s.close()
     deadline = time.time() + 10
