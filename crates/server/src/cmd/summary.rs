@@ -36,10 +36,10 @@ use abacus_protocol::{Arg, Args, Bytes, Frame};
 use abacus_summarizer::{parse_key, Acc, Batch, Cell, Group, GroupBy, HllOptions, KeyChange, MetricKind, Packed, Part, Query, Rules, Slot};
 
 use super::args::*;
+use crate::aof::ShardLog;
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::conn::Conn;
-use crate::aof::ShardLog;
 use crate::exec::{Access, Call, Locks};
 use crate::notify;
 use crate::shard::{now_ms, shard_of, Ctx};
