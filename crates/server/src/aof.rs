@@ -40,7 +40,8 @@
 //! shard it runs on, never through a static (see `durability.rs`). Each shard's buffer is that
 //! shard's history in order: a shard runs on one thread, and its buffer is only touched with
 //! the shard in hand (a job's `&mut Shard`, or the worker's own `Rc<RefCell<Shard>>` between
-//! jobs).
+//! jobs). A command a coordinator runs on checked-out keys logs into a `ShardLog` of its own,
+//! which goes into the coordinator's `Locks` (`exec::run_checked_out`).
 //!
 //! The log is split into segments (`log-NNNNNN.aof`): a snapshot starts a new segment at its
 //! point in time, and once the snapshot is durable the manifest drops the older segments
