@@ -1,20 +1,21 @@
 //! The append-only log: every acknowledged write reaches it before its reply leaves.
 //!
 //! One path for every write. A command that changes data is logged as its handler's stated
-//! effect by [`log_effect`] (its arguments, or the command it propagates as: absolute
+//! effect by [`ShardLog::log_effect`] (its arguments, or the command it propagates as: absolute
 //! expiries, SPOP's members...; this file never interprets a command), called from the
 //! single place keyed commands run (`exec::exec_keyed`), and
 //! the few server-level writes (FLUSHALL, FLUSHDB, SWAPDB, DEBUG POPULATE, evictions) call
-//! [`log_command`] themselves. Log commands collect in a per-thread buffer and leave it at a
-//! flush point that keeps the log in execution order:
+//! [`ShardLog::log_command`] themselves. Log commands collect in the shard's buffer (its
+//! [`ShardLog`], `Shard::log`) and leave it at a flush point that keeps the log in execution
+//! order:
 //! - the end of a batch on a shard (`exec::run_group`, on the shard's thread, before its
 //!   replies are handed back): one record per batch; for a batch a connection runs on its
-//!   own thread's shard, the commands are deferred instead ([`defer_pending`]): the
+//!   own thread's shard, the commands are deferred instead ([`ShardLog::defer_pending`]): the
 //!   connection yields once, so that the other connections woken in the same event-loop
 //!   tick add theirs, and the first to resume writes them all as one record before any of
 //!   them replies (one `write(2)` per tick instead of one per connection). Any other flush
-//!   on the thread, and every lock of the shard (transactions, snapshots), writes deferred
-//!   commands first, so the log keeps the shard's execution order;
+//!   of the shard's buffer, and every lock of the shard (transactions, snapshots), writes
+//!   deferred commands first, so the log keeps the shard's execution order;
 //! - the end of an atomic multi-shard operation (a transaction, MSET over shards, FLUSHALL):
 //!   the coordinator gathers the buffers of every shard it ran on into its `Locks` and writes
 //!   them as ONE record before it releases the locks, so a crash never leaves half of it.
@@ -34,23 +35,29 @@
 //! at one point of every shard's history; in a single file the order of appends is that
 //! point. Appends take a mutex for one `write(2)` per record (a tick's batches), not per command.
 //!
-//! Why the log lives in a process-wide static: there is one log per process, and the command
-//! path that produces log commands (a handler on some shard thread) has no server handle.
+//! Where the log lives: in the server's [`Durability`](crate::durability::Durability), which
+//! every shard's [`ShardLog`] holds a handle to; the command path reaches the log through the
+//! shard it runs on, never through a static (see `durability.rs`). Each shard's buffer is that
+//! shard's history in order: a shard runs on one thread, and its buffer is only touched with
+//! the shard in hand (a job's `&mut Shard`, or the worker's own `Rc<RefCell<Shard>>` between
+//! jobs). A command a coordinator runs on checked-out keys logs into a `ShardLog` of its own,
+//! which goes into the coordinator's `Locks` (`exec::run_checked_out`).
 //!
 //! The log is split into segments (`log-NNNNNN.aof`): a snapshot starts a new segment at its
 //! point in time, and once the snapshot is durable the manifest drops the older segments
 //! (see `snapshot.rs`). That is log compaction, and it never blocks writes.
 
-use std::cell::RefCell;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use abacus_persist::log as fmt;
 use abacus_protocol::Arg;
+
+use crate::durability::Durability;
 
 /// When the log reaches stable storage (`appendfsync`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,34 +107,8 @@ pub struct Aof {
     pub last_fsync_ms: AtomicU64,
 }
 
-static AOF: OnceLock<Aof> = OnceLock::new();
-/// Whether write commands are being logged (false while loading and with appendonly no).
-static ENABLED: AtomicBool = AtomicBool::new(false);
-
-/// Capacity a thread's pending buffer keeps between batches.
+/// Capacity a shard's pending buffer keeps between batches.
 const PENDING_KEEP_BYTES: usize = 64 * 1024;
-
-thread_local! {
-    /// Log commands of the work running on this thread, not yet written. Every thread only
-    /// ever runs its own shard's commands, so this is that shard's history in order. At an
-    /// `await` point it holds at most the deferred commands (see [`defer_pending`]).
-    static PENDING: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-    /// Length of the prefix of `PENDING` that is deferred: commands that ran and whose
-    /// connections wait (without having replied) for a later flush. 0 when none.
-    static DEFERRED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-    /// Time of the last command in `PENDING` after the last point where it may be cut
-    /// ([`defer_pending`]); `None` makes the next command carry its time (see
-    /// [`fmt::push_command`]).
-    static LAST_MS: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
-}
-
-pub fn global() -> Option<&'static Aof> {
-    AOF.get()
-}
-
-pub fn enabled() -> bool {
-    ENABLED.load(Ordering::Relaxed)
-}
 
 /// The segment file name for sequence number `seq`.
 pub fn segment_name(seq: u64) -> String {
@@ -150,30 +131,26 @@ fn open_segment(dir: &Path, name: &str) -> Result<Segment, String> {
     Ok(Segment { name: name.to_string(), file: Arc::new(file), bytes, retry: Vec::new() })
 }
 
-/// Opens (or creates) segment `name` in `dir`, starts the fsync thread and enables logging.
-pub fn start(dir: &Path, name: &str, mode: Fsync) -> Result<&'static Aof, String> {
-    let seg = open_segment(dir, name)?;
-    let (durable_tx, _) = tokio::sync::watch::channel(0u64);
-    let aof = Aof {
-        dir: dir.to_path_buf(),
-        segment: Mutex::new(seg),
-        appended: AtomicU64::new(0),
-        durable: AtomicU64::new(0),
-        durable_tx,
-        mode: AtomicU8::new(mode as u8),
-        wake: (Mutex::new(false), Condvar::new()),
-        error: Mutex::new(None),
-        failed: AtomicBool::new(false),
-        last_fsync_ms: AtomicU64::new(crate::shard::now_ms()),
-    };
-    AOF.set(aof).map_err(|_| "the log is already started".to_string())?;
-    let aof = AOF.get().ok_or("log not started")?;
-    std::thread::Builder::new().name("abacus-fsync".into()).spawn(move || aof.fsync_loop()).map_err(|e| format!("cannot start the fsync thread: {e}"))?;
-    ENABLED.store(true, Ordering::Release);
-    Ok(aof)
-}
-
 impl Aof {
+    /// Opens (or creates) segment `name` in `dir`. The caller starts [`Aof::fsync_loop`] on a
+    /// thread of its own and turns logging on (`Durability::start_log`).
+    pub fn open(dir: &Path, name: &str, mode: Fsync) -> Result<Aof, String> {
+        let seg = open_segment(dir, name)?;
+        let (durable_tx, _) = tokio::sync::watch::channel(0u64);
+        Ok(Aof {
+            dir: dir.to_path_buf(),
+            segment: Mutex::new(seg),
+            appended: AtomicU64::new(0),
+            durable: AtomicU64::new(0),
+            durable_tx,
+            mode: AtomicU8::new(mode as u8),
+            wake: (Mutex::new(false), Condvar::new()),
+            error: Mutex::new(None),
+            failed: AtomicBool::new(false),
+            last_fsync_ms: AtomicU64::new(crate::shard::now_ms()),
+        })
+    }
+
     pub fn mode(&self) -> Fsync {
         match self.mode.load(Ordering::Relaxed) {
             0 => Fsync::Always,
@@ -371,7 +348,8 @@ impl Aof {
         !retry_pending
     }
 
-    fn fsync_loop(&self) {
+    /// The fsync thread's loop (see the file comment); never returns.
+    pub(crate) fn fsync_loop(&self) {
         loop {
             let mode = self.mode();
             {
@@ -435,114 +413,153 @@ fn os_error_text(e: &std::io::Error) -> String {
     }
 }
 
-/// Appends one command to this thread's pending log commands.
-pub fn log_command<A: AsRef<[u8]>>(now_ms: u64, db: usize, args: &[A]) {
-    log_command_iter(now_ms, db, args.len(), args.iter().map(|a| a.as_ref()));
+/// A shard's part of durability: its log commands not yet written, and its writes not yet
+/// counted for the `save` schedule. Lives in the shard (`Shard::log`), so every path that
+/// runs a write reaches it through the shard it writes to; holds the server's
+/// [`Durability`] to write records to.
+pub struct ShardLog {
+    durability: Arc<Durability>,
+    /// Log commands of the work run on this shard, not yet written. At an `await` point it
+    /// holds at most the deferred commands (see [`ShardLog::defer_pending`]).
+    pending: Vec<u8>,
+    /// Length of the prefix of `pending` that is deferred: commands that ran and whose
+    /// connections wait (without having replied) for a later flush. 0 when none.
+    deferred: usize,
+    /// Time of the last command in `pending` after the last point where it may be cut
+    /// ([`ShardLog::defer_pending`]); `None` makes the next command carry its time (see
+    /// [`fmt::push_command`]).
+    last_ms: Option<u64>,
+    /// Writes counted since the last fold into the snapshots' counter
+    /// ([`ShardLog::fold_changes`], each shard tick): a plain add per write.
+    changes: u64,
 }
 
-/// [`log_command`] with the arguments from an iterator (the summarizer's direct writes).
-pub fn log_command_iter<'a, I: Iterator<Item = &'a [u8]> + Clone>(now_ms: u64, db: usize, count: usize, args: I) {
-    if enabled() {
-        PENDING.with(|p| {
-            let mut p = p.borrow_mut();
+impl ShardLog {
+    pub fn new(durability: Arc<Durability>) -> ShardLog {
+        ShardLog { durability, pending: Vec::new(), deferred: 0, last_ms: None, changes: 0 }
+    }
+
+    /// The server's durability handles.
+    #[inline]
+    pub fn durability(&self) -> &Arc<Durability> {
+        &self.durability
+    }
+
+    /// Appends one command to this shard's pending log commands.
+    pub fn log_command<A: AsRef<[u8]>>(&mut self, now_ms: u64, db: usize, args: &[A]) {
+        self.log_command_iter(now_ms, db, args.len(), args.iter().map(|a| a.as_ref()));
+    }
+
+    /// [`ShardLog::log_command`] with the arguments from an iterator (the summarizer's direct
+    /// writes).
+    pub fn log_command_iter<'a, I: Iterator<Item = &'a [u8]> + Clone>(&mut self, now_ms: u64, db: usize, count: usize, args: I) {
+        if self.durability.effects_on() {
+            let p = &mut self.pending;
             if p.is_empty() {
                 // Room for the record header, filled in at the flush: the record then goes
                 // to the file from this buffer as it is, without another copy.
                 p.extend_from_slice(&[0; fmt::HEADER_BYTES]);
-                LAST_MS.set(None);
+                self.last_ms = None;
             }
-            let mut last = LAST_MS.get();
-            fmt::push_command_iter(&mut p, &mut last, now_ms, db as u16, count, args);
-            LAST_MS.set(last);
-        });
+            fmt::push_command_iter(p, &mut self.last_ms, now_ms, db as u16, count, args);
+        }
     }
-}
 
-/// Turns the effects stream on without a log file: replication feeds on it (see
-/// `replication/mod.rs`). Nothing is written to disk unless `appendonly` started the log.
-pub fn enable_for_replication() {
-    ENABLED.store(true, Ordering::Release);
-}
-
-/// Writes this thread's pending log commands as one record; returns the log position after
-/// them (0 if nothing was pending or logging is off).
-pub fn flush_pending() -> u64 {
-    if !enabled() {
-        return 0;
+    /// Counts one write for the `save` schedule (folded in by [`ShardLog::fold_changes`]).
+    #[inline]
+    pub fn note_change(&mut self) {
+        self.changes += 1;
     }
-    PENDING.with(|p| {
-        let mut p = p.borrow_mut();
-        if p.is_empty() {
+
+    /// Adds this shard's counted writes to the snapshots' counter (each shard tick, and at a
+    /// snapshot's start).
+    pub fn fold_changes(&mut self) {
+        let n = std::mem::take(&mut self.changes);
+        if n > 0 {
+            if let Some(s) = self.durability.snapshots() {
+                s.changes.fetch_add(n, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Writes this shard's pending log commands as one record; returns the log position after
+    /// them (0 if nothing was pending or logging is off).
+    pub fn flush_pending(&mut self) -> u64 {
+        if self.pending.is_empty() || !self.durability.effects_on() {
             return 0;
         }
-        let at = crate::replication::write_record(&mut p, true, false);
-        p.clear();
-        DEFERRED.set(0);
+        let at = self.durability.write_record(&mut self.pending, true, false);
+        self.pending.clear();
+        self.deferred = 0;
         // A big batch must not leave its buffer behind: it would count against maxmemory
-        // for as long as the thread lives (Redis likewise keeps AOF buffers out of the way).
-        if p.capacity() > PENDING_KEEP_BYTES {
-            p.shrink_to(PENDING_KEEP_BYTES);
+        // for as long as the shard lives (Redis likewise keeps AOF buffers out of the way).
+        if self.pending.capacity() > PENDING_KEEP_BYTES {
+            self.pending.shrink_to(PENDING_KEEP_BYTES);
         }
         at
-    })
-}
-
-/// Leaves this thread's pending log commands for a later flush instead of writing them now:
-/// the connections woken in the same event-loop tick then share one record and one
-/// `write(2)` (the write's fixed cost in the kernel, not the bytes, is what the log costs
-/// at high request rates). The caller must not reply before [`flush_deferred`] (or any
-/// other flush on this thread) has run; until then the commands are not acknowledged, so a
-/// crash in between loses nothing that was promised.
-pub fn defer_pending() {
-    if enabled() {
-        PENDING.with(|p| DEFERRED.set(p.borrow().len()));
-        // `take_pending` may cut the buffer here: what follows must not lean on what precedes.
-        LAST_MS.set(None);
     }
-}
 
-/// Whether deferred log commands wait on this thread.
-pub fn has_deferred() -> bool {
-    DEFERRED.get() > 0
-}
+    /// Leaves this shard's pending log commands for a later flush instead of writing them
+    /// now: the connections woken in the same event-loop tick then share one record and one
+    /// `write(2)` (the write's fixed cost in the kernel, not the bytes, is what the log costs
+    /// at high request rates). The caller must not reply before [`ShardLog::flush_deferred`]
+    /// (or any other flush of this shard's buffer) has run; until then the commands are not
+    /// acknowledged, so a crash in between loses nothing that was promised.
+    pub fn defer_pending(&mut self) {
+        if self.durability.effects_on() {
+            self.deferred = self.pending.len();
+            // `take_pending` may cut the buffer here: what follows must not lean on what precedes.
+            self.last_ms = None;
+        }
+    }
 
-/// Writes the deferred log commands, if another flush has not already.
-pub fn flush_deferred() {
-    if has_deferred() {
-        flush_pending();
+    /// Whether deferred log commands wait in this shard's buffer.
+    #[inline]
+    pub fn has_deferred(&self) -> bool {
+        self.deferred > 0
     }
-}
 
-/// Takes this thread's pending log commands (for a coordinator to write them with the rest
-/// of an atomic operation).
-pub fn take_pending() -> Vec<u8> {
-    if !enabled() {
-        return Vec::new();
+    /// Writes the deferred log commands, if another flush has not already.
+    pub fn flush_deferred(&mut self) {
+        if self.has_deferred() {
+            self.flush_pending();
+        }
     }
-    let deferred = DEFERRED.replace(0);
-    let mut v = PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
-    if deferred > fmt::HEADER_BYTES {
-        // Commands of other connections ran before the operation's: they are written first,
-        // as their own record, and the operation takes only what came after them.
-        let tail = v.split_off(deferred);
-        crate::replication::write_record(&mut v, true, false);
-        return tail;
-    }
-    // Without the reserved header: the coordinator frames the whole operation.
-    v.drain(..v.len().min(fmt::HEADER_BYTES));
-    v
-}
 
-/// Logs a successful write as its handler stated it ([`Effect`]): its own arguments, the
-/// command it propagates as (absolute expiries, SPOP's chosen members...), or nothing. The
-/// log never interprets a command: what a write means is its handler's to say.
-pub fn log_effect(args: &[Arg], effect: &crate::shard::Effect, now_ms: u64, db: usize) {
-    if !enabled() {
-        return;
+    /// Takes this shard's pending log commands (for a coordinator to write them with the rest
+    /// of an atomic operation).
+    pub fn take_pending(&mut self) -> Vec<u8> {
+        if !self.durability.effects_on() {
+            return Vec::new();
+        }
+        let deferred = std::mem::take(&mut self.deferred);
+        let mut v = std::mem::take(&mut self.pending);
+        if deferred > fmt::HEADER_BYTES {
+            // Commands of other connections ran before the operation's: they are written first,
+            // as their own record, and the operation takes only what came after them.
+            let tail = v.split_off(deferred);
+            self.durability.write_record(&mut v, true, false);
+            return tail;
+        }
+        // Without the reserved header: the coordinator frames the whole operation.
+        v.drain(..v.len().min(fmt::HEADER_BYTES));
+        v
     }
-    match effect {
-        crate::shard::Effect::Args => log_command(now_ms, db, args),
-        crate::shard::Effect::As(command) => log_command(now_ms, db, command),
-        crate::shard::Effect::Nothing => {}
+
+    /// Logs a successful write as its handler stated it ([`Effect`]): its own arguments, the
+    /// command it propagates as (absolute expiries, SPOP's chosen members...), or nothing. The
+    /// log never interprets a command: what a write means is its handler's to say.
+    ///
+    /// [`Effect`]: crate::shard::Effect
+    #[inline]
+    pub fn log_effect(&mut self, args: &[Arg], effect: &crate::shard::Effect, now_ms: u64, db: usize) {
+        if !self.durability.effects_on() {
+            return;
+        }
+        match effect {
+            crate::shard::Effect::Args => self.log_command(now_ms, db, args),
+            crate::shard::Effect::As(command) => self.log_command(now_ms, db, command),
+            crate::shard::Effect::Nothing => {}
+        }
     }
 }

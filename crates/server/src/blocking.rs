@@ -163,7 +163,7 @@ fn serve_ready_keys(s: &mut Shard, cfg: CmdConfig, shards: usize) {
         return;
     }
     // The served commands' log records go out before their replies (as for every write).
-    crate::aof::flush_pending();
+    s.log.flush_pending();
     for (tx, outcome) in served {
         let _ = tx.send(outcome);
     }
@@ -193,7 +193,7 @@ fn serve_key(s: &mut Shard, d: usize, key: &Bytes, cfg: CmdConfig, shards: usize
         }
         let (db, spec, args) = (w.db, w.call.spec, &w.call.args);
         SERVING.with(|k| *k.borrow_mut() = Some(key.clone()));
-        let reply = crate::exec::run_lone(&mut s.dbs, db, spec, args, now, cfg, shards);
+        let reply = crate::exec::run_lone(&mut s.dbs, &mut s.log, db, spec, args, now, cfg, shards);
         SERVING.with(|k| *k.borrow_mut() = None);
         // Nothing for it (another type, or a command that wants what is not there): it
         // keeps waiting, and the next in line may still be served. The stream readers'

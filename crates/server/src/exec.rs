@@ -29,7 +29,9 @@ use abacus_keyspace::{Db, Detached, EvictionPolicy};
 use abacus_protocol::{Arg, Args, Bytes, Frame};
 
 use crate::command::{Handler, Spec};
+use crate::aof::ShardLog;
 use crate::config::CmdConfig;
+use crate::durability::Durability;
 use crate::hop::Hops;
 use crate::server::Server;
 use crate::shard::{Effect, now_ms, shard_of, Ctx, Job, KeysModified, Shard, ShardMsg};
@@ -38,12 +40,13 @@ use crate::stats;
 
 /// Shards held by a coordinator: their private job channels, and the log commands of the
 /// atomic operation running under them.
-#[derive(Default)]
 pub struct Locks {
     held: BTreeMap<usize, mpsc::UnboundedSender<Job>>,
     /// Log commands gathered from every shard the operation ran on; written as one record
     /// when the locks are released (see `aof.rs`).
     log: RefCell<Vec<u8>>,
+    /// The server's log, where that record goes.
+    durability: Arc<Durability>,
 }
 
 impl Locks {
@@ -66,7 +69,7 @@ impl Locks {
 
     /// Logs one server-level write (FLUSHALL, SWAPDB...) run under these locks.
     pub fn log_command<A: AsRef<[u8]>>(&self, now_ms: u64, db: usize, args: &[A]) {
-        if crate::aof::enabled() {
+        if self.durability.effects_on() {
             let mut log = self.log.borrow_mut();
             // Always with its time: payloads of other operations are joined to this one.
             abacus_persist::log::push_command(&mut log, &mut None, now_ms, db as u16, args);
@@ -80,7 +83,7 @@ impl Drop for Locks {
     fn drop(&mut self) {
         let log = self.log.get_mut();
         if !log.is_empty() {
-            crate::replication::write_record(log, false, true);
+            self.durability.write_record(log, false, true);
         }
     }
 }
@@ -155,14 +158,14 @@ pub(crate) fn run_groups(s: &mut Shard, groups: Vec<Group>, shards: usize) -> Ve
         out.push(run_group(s, g.db, g.calls, g.cfg, shards));
     }
     // One log record for all of this tick's groups, written before any reply goes back.
-    crate::aof::flush_pending();
+    s.log.flush_pending();
     out
 }
 
 /// [`run_group`], then its log record: what a lone group does.
 fn run_group_logged(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig, shards: usize) -> Vec<(usize, Frame)> {
     let out = run_group(s, db, group, cfg, shards);
-    crate::aof::flush_pending();
+    s.log.flush_pending();
     out
 }
 
@@ -172,15 +175,16 @@ fn run_group_logged(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: Cm
 /// batch whose replies another thread writes, `hop.rs` writes them before the batch leaves).
 pub(crate) fn run_group_deferred(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig, shards: usize) -> Vec<(usize, Frame)> {
     let out = run_group(s, db, group, cfg, shards);
-    crate::aof::defer_pending();
+    s.log.defer_pending();
     out
 }
 
 /// Runs a keyed command's handler against `dbs` and does the bookkeeping every write needs
-/// (WATCH signals and the append-only log: every keyed write goes through here).
-pub fn exec_keyed(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Arg], now_ms: u64, cfg: CmdConfig) -> Frame {
+/// (WATCH signals and the append-only log: every keyed write goes through here, and its
+/// effect goes to `log`, the buffer of the shard it runs on).
+pub fn exec_keyed(dbs: &mut [Db], log: &mut ShardLog, db: usize, spec: &'static Spec, args: &[Arg], now_ms: u64, cfg: CmdConfig) -> Frame {
     let started = Instant::now();
-    let reply = exec_keyed_untimed(dbs, db, spec, args, now_ms, cfg);
+    let reply = exec_keyed_untimed(dbs, log, db, spec, args, now_ms, cfg);
     let took = started.elapsed();
     stats::record(spec.name, took, reply.is_error());
     crate::slowlog::observe(spec, took, args, None);
@@ -189,8 +193,8 @@ pub fn exec_keyed(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Arg], 
 
 /// [`exec_keyed`] without the per-command clock reads: batches time the whole group once.
 /// Recovery replays the log through it too.
-pub(crate) fn exec_keyed_untimed(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Arg], now_ms: u64, cfg: CmdConfig) -> Frame {
-    let (reply, modified) = exec_unsignalled(dbs, db, spec, args, now_ms, cfg);
+pub(crate) fn exec_keyed_untimed(dbs: &mut [Db], log: &mut ShardLog, db: usize, spec: &'static Spec, args: &[Arg], now_ms: u64, cfg: CmdConfig) -> Frame {
+    let (reply, modified) = exec_unsignalled(dbs, log, db, spec, args, now_ms, cfg);
     if !modified.is_none() {
         signal_modified(dbs, db, spec, args, modified);
     }
@@ -199,9 +203,9 @@ pub(crate) fn exec_keyed_untimed(dbs: &mut [Db], db: usize, spec: &'static Spec,
 
 /// [`exec_keyed`] on checked-out keys (a scratch keyspace, which nobody watches): the keys it
 /// modified are returned, for the caller to signal on their shards.
-fn exec_checked_out(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Arg], now_ms: u64, cfg: CmdConfig) -> (Frame, KeysModified) {
+fn exec_checked_out(dbs: &mut [Db], log: &mut ShardLog, db: usize, spec: &'static Spec, args: &[Arg], now_ms: u64, cfg: CmdConfig) -> (Frame, KeysModified) {
     let started = Instant::now();
-    let done = exec_unsignalled(dbs, db, spec, args, now_ms, cfg);
+    let done = exec_unsignalled(dbs, log, db, spec, args, now_ms, cfg);
     let took = started.elapsed();
     stats::record(spec.name, took, done.0.is_error());
     crate::slowlog::observe(spec, took, args, None);
@@ -210,12 +214,12 @@ fn exec_checked_out(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Arg]
 
 /// Runs the handler, logs a successful write and counts it for the `save` schedule; returns
 /// the reply and the keys the handler says it modified (none for a read or a failure).
-fn exec_unsignalled(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Arg], now_ms: u64, cfg: CmdConfig) -> (Frame, KeysModified) {
+fn exec_unsignalled(dbs: &mut [Db], log: &mut ShardLog, db: usize, spec: &'static Spec, args: &[Arg], now_ms: u64, cfg: CmdConfig) -> (Frame, KeysModified) {
     let (reply, modified, effect) = run_handler(dbs, db, spec, args, now_ms, cfg);
     match effect {
         Some(effect) => {
-            crate::aof::log_effect(args, &effect, now_ms, db);
-            crate::snapshot::note_change();
+            log.log_effect(args, &effect, now_ms, db);
+            log.note_change();
             (reply, modified)
         }
         None => (reply, KeysModified::NONE),
@@ -335,7 +339,7 @@ fn signal_modified(dbs: &mut [Db], db: usize, spec: &Spec, args: &[Arg], modifie
 pub(crate) fn run_on_shard(s: &mut Shard, db: usize, call: &Call, now: u64, cfg: CmdConfig, shards: usize) -> Frame {
     let writer = crate::tracking::active().then(|| crate::tracking::set_writer(call.client));
     let client = crate::slowlog::set_client(call.client);
-    let reply = with_no_touch(untouching(call.spec, call.no_touch), || run_lone(&mut s.dbs, db, call.spec, &call.args, now, cfg, shards));
+    let reply = with_no_touch(untouching(call.spec, call.no_touch), || run_lone(&mut s.dbs, &mut s.log, db, call.spec, &call.args, now, cfg, shards));
     crate::slowlog::set_client(client);
     if let Some(w) = writer {
         crate::tracking::set_writer(w);
@@ -343,11 +347,13 @@ pub(crate) fn run_on_shard(s: &mut Shard, db: usize, call: &Call, now: u64, cfg:
     reply
 }
 
-/// [`run_on_shard`] over a shard's databases (a blocked client served by `blocking.rs`).
-pub(crate) fn run_lone(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Arg], now: u64, cfg: CmdConfig, shards: usize) -> Frame {
-    match admit(dbs, spec, args, now, &cfg, shards) {
+/// [`run_on_shard`] over a shard's databases and log buffer (a blocked client served by
+/// `blocking.rs`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_lone(dbs: &mut [Db], log: &mut ShardLog, db: usize, spec: &'static Spec, args: &[Arg], now: u64, cfg: CmdConfig, shards: usize) -> Frame {
+    match admit(dbs, log, spec, args, now, &cfg, shards) {
         Some(refused) => refused,
-        None => exec_keyed(dbs, db, spec, args, now, cfg),
+        None => exec_keyed(dbs, log, db, spec, args, now, cfg),
     }
 }
 
@@ -362,7 +368,7 @@ const MAX_EVICTIONS_PER_COMMAND: usize = 256;
 /// Over the limit, it evicts keys of this shard by the configured policy — this shard's share
 /// of the excess, since every shard sees the same process-wide figure — and refuses the
 /// command with Redis's OOM error only if nothing could be evicted.
-fn admit(dbs: &mut [Db], spec: &Spec, args: &[Arg], now: u64, cfg: &CmdConfig, shards: usize) -> Option<Frame> {
+fn admit(dbs: &mut [Db], log: &mut ShardLog, spec: &Spec, args: &[Arg], now: u64, cfg: &CmdConfig, shards: usize) -> Option<Frame> {
     if cfg.maxmemory == 0 || !spec.has(crate::command::flags::DENYOOM) {
         return None;
     }
@@ -385,7 +391,7 @@ fn admit(dbs: &mut [Db], spec: &Spec, args: &[Arg], now: u64, cfg: &CmdConfig, s
             let d = (start + k) % dbs.len();
             if let Some((key, freed)) = dbs[d].evict_one(cfg.eviction, cfg.eviction_samples) {
                 // Replay must not depend on which keys a random sample chose.
-                crate::aof::log_command(now, d, &[&b"DEL"[..], &key]);
+                log.log_command(now, d, &[&b"DEL"[..], &key]);
                 crate::notify::publish(cfg.notify, crate::notify::EVICTED, d, "evicted", &key);
                 evicted += 1;
                 memory::note_freed(freed as u64);
@@ -574,7 +580,7 @@ impl Worker {
             grants.push((shard, rx));
         }
         self.server.order.send_all(&self.server.senders, messages, None, || false).await.ok()?;
-        let mut locks = Locks::default();
+        let mut locks = Locks { held: BTreeMap::new(), log: RefCell::default(), durability: self.server.durability.clone() };
         for (shard, rx) in grants {
             locks.held.insert(shard, rx.await.ok()?);
         }
@@ -698,15 +704,15 @@ impl Worker {
                         crate::tracking::set_writer(client);
                     }
                     let named = crate::slowlog::set_client(client);
-                    let reply = with_no_touch(no_touch, || match admit(&mut s.dbs, spec, &args, now, &cfg, shards_total) {
+                    let reply = with_no_touch(no_touch, || match admit(&mut s.dbs, &mut s.log, spec, &args, now, &cfg, shards_total) {
                         Some(refused) => refused,
-                        None => exec_keyed(&mut s.dbs, db, spec, &args, now, cfg),
+                        None => exec_keyed(&mut s.dbs, &mut s.log, db, spec, &args, now, cfg),
                     });
                     crate::slowlog::set_client(named);
                     if tracked {
                         crate::tracking::set_writer(0);
                     }
-                    let log = if in_tx { crate::aof::take_pending() } else { crate::aof::flush_pending(); Vec::new() };
+                    let log = if in_tx { s.log.take_pending() } else { s.log.flush_pending(); Vec::new() };
                     (reply, log)
                 })
                 .await;
@@ -778,12 +784,23 @@ impl Worker {
         }
         let cfg = self.server.config.cmd_config();
         let named = crate::slowlog::set_client(call.client);
+        // The operation's log commands, for the coordinator's record (see `aof.rs`).
+        let mut log = ShardLog::new(self.server.durability.clone());
         let (reply, modified) = with_no_touch(untouching(call.spec, call.no_touch), || {
-            crate::blocking::serving(serving, || exec_checked_out(&mut scratch, db, call.spec, &call.args, now, cfg))
+            crate::blocking::serving(serving, || exec_checked_out(&mut scratch, &mut log, db, call.spec, &call.args, now, cfg))
         });
         crate::slowlog::set_client(named);
-        if let Access::Locked(l) = access {
-            l.add_log(crate::aof::take_pending());
+        match access {
+            Access::Locked(l) => {
+                // Commands deferred on this thread's shard ran before the operation: they are
+                // written first, so the log keeps this thread's order.
+                self.shard.borrow_mut().log.flush_deferred();
+                l.add_log(log.take_pending());
+            }
+            // Not reached (`run_keyed_serving` locks first); written at once if it were.
+            Access::Free => {
+                log.flush_pending();
+            }
         }
         for (shard, ks) in by_shard {
             let back: Vec<(usize, Bytes, Option<Detached>, bool, bool)> = ks
@@ -887,9 +904,9 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
     let out: Vec<(usize, Frame, &'static str, u64)> = group
         .iter()
         .map(|(i, c)| {
-            let reply = with_no_touch(untouching(c.spec, c.no_touch), || match admit(&mut s.dbs, c.spec, &c.args, now, &cfg, shards) {
+            let reply = with_no_touch(untouching(c.spec, c.no_touch), || match admit(&mut s.dbs, &mut s.log, c.spec, &c.args, now, &cfg, shards) {
                 Some(refused) => refused,
-                None => exec_keyed_untimed(&mut s.dbs, db, c.spec, &c.args, now, cfg),
+                None => exec_keyed_untimed(&mut s.dbs, &mut s.log, db, c.spec, &c.args, now, cfg),
             });
             // Clients blocked on keys this command made ready are served before the next
             // command runs (`LPUSH k v; LPOP k` in one pipeline: the blocked client gets v).

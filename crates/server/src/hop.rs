@@ -148,7 +148,7 @@ async fn flush(hops: Rc<Hops>) {
     // their log commands, deferred on this thread (one write per tick), must be in the log
     // before the other thread writes those replies.
     if queued.iter().any(|(_, p)| p.iter().any(|p| matches!(&p.deliver, Deliver::Direct(s) if s.has_local()))) {
-        crate::aof::flush_deferred();
+        hops.shard.borrow_mut().log.flush_deferred();
     }
     let mut in_flight = Vec::with_capacity(queued.len());
     let mut messages = Vec::new();
@@ -179,8 +179,8 @@ async fn flush(hops: Rc<Hops>) {
             let mut back = Vec::with_capacity(results.len());
             for (sink, result) in sinks.into_iter().zip(results) {
                 match sink {
-                    Some(Target::Sink(sink)) => sink.deliver(result, &server.stats),
-                    Some(Target::Joint(joint)) => joint.part_done(result, &server.stats),
+                    Some(Target::Sink(sink)) => sink.deliver(result, &server),
+                    Some(Target::Joint(joint)) => joint.part_done(result, &server),
                     None => back.push(result),
                 }
             }

@@ -237,7 +237,7 @@ async fn handle(worker: &Worker, stream: &mut tokio::net::TcpStream, addr: std::
     }
     // With `appendfsync always`, OK only once the batches' log records are on disk, as the
     // main port's replies to writes.
-    if let Some(aof) = crate::aof::global() {
+    if let Some(aof) = worker.server.durability.log() {
         if aof.mode() == crate::aof::Fsync::Always {
             aof.wait_durable(aof.appended()).await;
         }

@@ -18,8 +18,11 @@
 //!   server, persistence, transactions, scan for KEYS/SCAN/RANDOMKEY, sort, pubsub, ...);
 //!   the data families (strings, keys, expiry, bits, hashes, sets, lists, sorted sets, geo,
 //!   streams, HLL, PF) are `abacus-commands`', re-exported there under their names
-//! - `aof.rs`, `snapshot.rs`, `recovery.rs`: the log (fed by handlers' stated effects),
-//!   snapshots without fork, and loading at start
+//! - `durability.rs`: the server's log and snapshot handles (`Durability`, in `Server`),
+//!   passed explicitly: each shard's `ShardLog` holds them with its pending log commands, so
+//!   no static or thread-local is on the write path
+//! - `aof.rs`, `snapshot.rs`, `recovery.rs`: the log (fed by handlers' stated effects, from
+//!   each shard's `ShardLog`), snapshots without fork, and loading at start
 //! - `monitor.rs`  MONITOR's stream
 //! - `notify.rs`   keyspace notifications (notify-keyspace-events): events gathered by `Ctx`
 //!   (`abacus_commands::notify`), published after each command
@@ -49,6 +52,7 @@ pub mod command;
 pub mod config;
 pub mod conn;
 pub mod direct;
+pub mod durability;
 #[cfg(test)]
 mod effects_tests;
 pub mod exec;

@@ -51,7 +51,10 @@ pub struct Recovered {
 
 /// Loads the data directory's snapshot and log into `threads` fresh shards.
 pub fn recover(config: &Config, dir: &Path, threads: usize, databases: usize) -> Result<Recovered, String> {
-    let mut shards: Vec<Shard> = (0..threads).map(|i| Shard::new(i, databases)).collect();
+    // Durability of their own, whose effects stay off: what is replayed came from the log and
+    // is not logged again (the server's log opens once loading is done).
+    let unlogged = crate::durability::Durability::new();
+    let mut shards: Vec<Shard> = (0..threads).map(|i| Shard::new(i, databases, unlogged.clone())).collect();
     let Some(manifest) = Manifest::read(dir)? else {
         return Ok(Recovered { shards, manifest: Manifest::default(), keys_loaded: 0, commands_replayed: 0, position: None });
     };
@@ -345,7 +348,8 @@ fn replay_command(shards: &mut [Shard], c: &fmt::Command<'_>, databases: usize, 
             owners.dedup();
             if owners.len() <= 1 {
                 let s = owners.first().copied().unwrap_or(0);
-                exec_keyed_untimed(&mut shards[s].dbs, db, spec, &args, now, cfg);
+                let shard = &mut shards[s];
+                exec_keyed_untimed(&mut shard.dbs, &mut shard.log, db, spec, &args, now, cfg);
             } else {
                 // As live: check the keys out into a scratch keyspace, run, check them in.
                 let mut scratch: Vec<abacus_keyspace::Db> = (0..databases).map(|_| abacus_keyspace::Db::new()).collect();
@@ -356,7 +360,8 @@ fn replay_command(shards: &mut [Shard], c: &fmt::Command<'_>, databases: usize, 
                         }
                     }
                 }
-                exec_keyed_untimed(&mut scratch, db, spec, &args, now, cfg);
+                // Any shard's log buffer: loading logs nothing (see `recover`).
+                exec_keyed_untimed(&mut scratch, &mut shards[0].log, db, spec, &args, now, cfg);
                 for (d, k) in &keys {
                     if *d < databases {
                         if let Some(e) = scratch[*d].remove_entry(k) {

@@ -60,6 +60,8 @@ pub struct Server {
     pub acl: crate::acl::Acl,
     /// CLIENT PAUSE (`client_pause.rs`).
     pub client_pause: crate::client_pause::ClientPause,
+    /// The log and snapshots (`durability.rs`): each shard holds a handle in its `ShardLog`.
+    pub durability: Arc<crate::durability::Durability>,
 }
 
 /// A pause of the whole server (DEBUG SLEEP, as Redis's, which blocks its only thread). The
@@ -206,6 +208,7 @@ pub fn run(config: Config) -> Result<(), String> {
         monitors: crate::monitor::Monitors::default(),
         acl,
         client_pause: crate::client_pause::ClientPause::default(),
+        durability: crate::durability::Durability::new(),
     });
     crate::slowlog::set_server(&server);
 
@@ -228,7 +231,7 @@ pub fn run(config: Config) -> Result<(), String> {
                 };
                 let local = tokio::task::LocalSet::new();
                 local.block_on(&rt, async move {
-                    let shard = Rc::new(RefCell::new(Shard::new(id, databases)));
+                    let shard = Rc::new(RefCell::new(Shard::new(id, databases, server.durability.clone())));
                     tokio::task::spawn_local(shard_loop(shard.clone(), rx, server.clone()));
                     let hops = crate::hop::Hops::new(server.clone(), id, shard.clone());
                     let worker = Rc::new(Worker { server, shard_id: id, shard, hops });
@@ -308,14 +311,14 @@ pub fn run(config: Config) -> Result<(), String> {
         // As Redis: with snapshots scheduled and the log off, a clean stop saves a snapshot.
         if !server.config.get("save").trim().is_empty() && !server.config.get_bool("appendonly") {
             tracing::info!("Saving the final snapshot before exiting");
-            if !crate::snapshot::final_save_blocking() {
+            if !crate::snapshot::final_save_blocking(&server.durability) {
                 // As Redis: exiting now would lose every write since the last snapshot.
                 tracing::error!("Error trying to save the DB, can't exit.");
                 tracing::error!("SIGTERM received but errors trying to shut down the server, check the logs for more information");
                 continue;
             }
         }
-        if let Err(e) = shutdown_persist() {
+        if let Err(e) = server.durability.shutdown() {
             tracing::error!("the append-only log cannot be written ({e}): acknowledged writes would be lost, not exiting");
             tracing::error!("SIGTERM received but errors trying to shut down the server, check the logs for more information");
             continue;
@@ -363,7 +366,8 @@ fn load_data(server: &Arc<Server>, dir_path: &std::path::Path, threads: usize, d
     for (id, shard) in recovered.shards.into_iter().enumerate() {
         let ack = ack_tx.clone();
         let job: crate::shard::Job = Box::new(move |s: &mut Shard| {
-            *s = shard;
+            // The data only: the worker's shard keeps its own log buffer and server handle.
+            s.dbs = shard.dbs;
             let _ = ack.send(());
         });
         server.senders[id].blocking_send(ShardMsg::Run(job)).map_err(|_| "a worker stopped while loading".to_string())?;
@@ -384,25 +388,14 @@ fn load_data(server: &Arc<Server>, dir_path: &std::path::Path, threads: usize, d
                 name
             }
         };
-        crate::aof::start(dir_path, &segment, crate::aof::Fsync::from_name(&config.get("appendfsync")))?;
+        server.durability.start_log(dir_path, &segment, crate::aof::Fsync::from_name(&config.get("appendfsync")))?;
     }
-    crate::snapshot::init(dir_path.to_path_buf(), manifest);
+    server.durability.init_snapshots(dir_path.to_path_buf(), manifest);
     crate::replication::configure(config);
     if let Some(p) = &recovered.position {
-        crate::replication::restore(p);
+        crate::replication::restore(p, &server.durability);
     }
     crate::stats::LOADING.finish();
-    Ok(())
-}
-
-/// What every exit does (SIGTERM, SIGINT, SHUTDOWN): make the log durable, whatever
-/// `appendfsync` says, so a clean stop loses nothing even on power loss right after.
-/// An error means some acknowledged writes are only in memory (the disk refuses them).
-pub fn shutdown_persist() -> Result<(), String> {
-    if let Some(aof) = crate::aof::global() {
-        aof.finish()?;
-        tracing::info!("append-only log synced to disk");
-    }
     Ok(())
 }
 

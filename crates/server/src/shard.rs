@@ -191,11 +191,21 @@ pub struct Shard {
     pub snapshot: Option<crate::snapshot::ShardSnapshot>,
     /// Clients blocked on this shard's keys (see `blocking.rs`).
     pub blocked: crate::blocking::Blocked,
+    /// This shard's log commands not yet written and writes not yet counted, with the
+    /// server's log and snapshots (see `aof.rs`, `durability.rs`).
+    pub log: crate::aof::ShardLog,
 }
 
 impl Shard {
-    pub fn new(id: usize, databases: usize) -> Shard {
-        Shard { id, dbs: (0..databases).map(|_| Db::new()).collect(), locked: false, snapshot: None, blocked: Default::default() }
+    pub fn new(id: usize, databases: usize, durability: std::sync::Arc<crate::durability::Durability>) -> Shard {
+        Shard {
+            id,
+            dbs: (0..databases).map(|_| Db::new()).collect(),
+            locked: false,
+            snapshot: None,
+            blocked: Default::default(),
+            log: crate::aof::ShardLog::new(durability),
+        }
     }
 
     /// Active expiry: Redis's algorithm, per database sample 20 keys with a TTL and repeat while
@@ -276,10 +286,10 @@ pub async fn shard_loop(shard: Rc<RefCell<Shard>>, mut rx: mpsc::Receiver<ShardM
                     serve_blocked(&shard, &server);
                 }
                 Some(ShardMsg::Lock(grant)) => {
-                    // Log commands deferred for a shared write (`aof::defer_pending`) ran
+                    // Log commands deferred for a shared write (`ShardLog::defer_pending`) ran
                     // before the operation that locks: they go to the log before any of its
                     // records (a snapshot's new segment, a FLUSHALL...).
-                    crate::aof::flush_pending();
+                    shard.borrow_mut().log.flush_pending();
                     // Unbounded, but the lock holder sends one job and awaits it before the next.
                     let (tx, mut private) = mpsc::unbounded_channel::<Job>();
                     shard.borrow_mut().locked = true;
@@ -302,9 +312,9 @@ pub async fn shard_loop(shard: Rc<RefCell<Shard>>, mut rx: mpsc::Receiver<ShardM
                 let id = {
                     let mut s = shard.borrow_mut();
                     s.active_expire(period / 4, server.config.cmd_config().notify);
+                    s.log.fold_changes();
                     s.id
                 };
-                crate::snapshot::fold_changes();
                 if let Some(slot) = server.stats.ops_per_sec.get(id) {
                     slot.store(meter.sample(), std::sync::atomic::Ordering::Relaxed);
                 }

@@ -25,12 +25,13 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use abacus_keyspace::Entry;
 use abacus_persist::manifest::{sync_dir, Manifest};
 
+use crate::durability::Durability;
 use crate::exec::{Access, Worker};
 use crate::shard::{now_ms, Shard};
 
@@ -153,53 +154,32 @@ pub struct Snapshots {
     reason: Mutex<&'static str>,
 }
 
-static SNAPSHOTS: OnceLock<Snapshots> = OnceLock::new();
-
-thread_local! {
-    static CHANGES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-}
-
-/// Counts one write (cheaply: a thread-local, folded in by [`fold_changes`]).
-pub fn note_change() {
-    CHANGES.with(|c| c.set(c.get() + 1));
-}
-
-/// Adds this thread's counted writes to the shared counter (each shard tick).
-pub fn fold_changes() {
-    let n = CHANGES.with(|c| c.replace(0));
-    if n > 0 {
-        if let Some(s) = global() {
-            s.changes.fetch_add(n, Ordering::Relaxed);
+impl Snapshots {
+    /// The snapshot state of a data directory whose manifest is `manifest` (after recovery);
+    /// held by the server's `Durability`.
+    pub fn open(dir: PathBuf, manifest: Manifest) -> Snapshots {
+        let index = manifest.snapshot.as_ref().and_then(|s| abacus_persist::snapshot::index(&dir.join(s)).ok());
+        let last = index.as_ref().map_or(now_ms(), |i| i.created_ms);
+        let (snapshot_bytes, raw_bytes) = index.as_ref().map_or((0, 0), |i| (i.file_bytes, i.raw_bytes()));
+        let (done_tx, _) = tokio::sync::watch::channel(0);
+        Snapshots {
+            dir,
+            manifest: Mutex::new(manifest),
+            in_progress: AtomicBool::new(false),
+            scheduled: AtomicBool::new(false),
+            reason: Mutex::new(""),
+            last_save_s: AtomicU64::new(last / 1000),
+            last_ok: AtomicBool::new(true),
+            last_duration_ms: AtomicU64::new(0),
+            last_keys: AtomicU64::new(0),
+            last_bytes: AtomicU64::new(snapshot_bytes),
+            last_raw_bytes: AtomicU64::new(raw_bytes),
+            started_ms: AtomicU64::new(0),
+            changes: AtomicU64::new(0),
+            changes_at_start: AtomicU64::new(0),
+            done_tx,
         }
     }
-}
-
-pub fn global() -> Option<&'static Snapshots> {
-    SNAPSHOTS.get()
-}
-
-pub fn init(dir: PathBuf, manifest: Manifest) {
-    let index = manifest.snapshot.as_ref().and_then(|s| abacus_persist::snapshot::index(&dir.join(s)).ok());
-    let last = index.as_ref().map_or(now_ms(), |i| i.created_ms);
-    let (snapshot_bytes, raw_bytes) = index.as_ref().map_or((0, 0), |i| (i.file_bytes, i.raw_bytes()));
-    let (done_tx, _) = tokio::sync::watch::channel(0);
-    let _ = SNAPSHOTS.set(Snapshots {
-        dir,
-        manifest: Mutex::new(manifest),
-        in_progress: AtomicBool::new(false),
-        scheduled: AtomicBool::new(false),
-        reason: Mutex::new(""),
-        last_save_s: AtomicU64::new(last / 1000),
-        last_ok: AtomicBool::new(true),
-        last_duration_ms: AtomicU64::new(0),
-        last_keys: AtomicU64::new(0),
-        last_bytes: AtomicU64::new(snapshot_bytes),
-        last_raw_bytes: AtomicU64::new(raw_bytes),
-        started_ms: AtomicU64::new(0),
-        changes: AtomicU64::new(0),
-        changes_at_start: AtomicU64::new(0),
-        done_tx,
-    });
 }
 
 fn snapshot_name(seq: u64) -> String {
@@ -210,13 +190,13 @@ fn snapshot_name(seq: u64) -> String {
 /// before this one, for [`wait`].
 /// `why` names the cause in the log ("SAVE", "BGSAVE", "the save schedule"...).
 pub async fn start(worker: &Worker, access: Access<'_>, why: &'static str) -> Result<u64, String> {
-    let snaps = global().ok_or("ERR snapshots are not initialised")?;
+    let snaps = worker.server.durability.snapshots().cloned().ok_or("ERR snapshots are not initialised")?;
     if snaps.in_progress.swap(true, Ordering::AcqRel) {
         return Err("ERR Background save already in progress".into());
     }
     *snaps.reason.lock().unwrap_or_else(|p| p.into_inner()) = why;
     let before = *snaps.done_tx.borrow();
-    match begin(worker, access, snaps).await {
+    match begin(worker, access, &snaps).await {
         Ok(()) => Ok(before),
         Err(e) => {
             snaps.in_progress.store(false, Ordering::Release);
@@ -232,8 +212,8 @@ fn reason(snaps: &Snapshots) -> &'static str {
 }
 
 /// Waits until more than `before` snapshots have completed; Ok if the last one succeeded.
-pub async fn wait(before: u64) -> Result<(), String> {
-    let snaps = global().ok_or("ERR snapshots are not initialised")?;
+pub async fn wait(durability: &Durability, before: u64) -> Result<(), String> {
+    let snaps = durability.snapshots().ok_or("ERR snapshots are not initialised")?;
     let mut rx = snaps.done_tx.subscribe();
     rx.wait_for(|&n| n > before).await.map_err(|_| "ERR server is shutting down".to_string())?;
     if snaps.last_ok.load(Ordering::Acquire) {
@@ -243,7 +223,7 @@ pub async fn wait(before: u64) -> Result<(), String> {
     }
 }
 
-async fn begin(worker: &Worker, access: Access<'_>, snaps: &'static Snapshots) -> Result<(), String> {
+async fn begin(worker: &Worker, access: Access<'_>, snaps: &Arc<Snapshots>) -> Result<(), String> {
     let shards = worker.shards();
     let (seq, tmp, name) = {
         let m = snaps.manifest.lock().unwrap_or_else(|p| p.into_inner());
@@ -265,7 +245,7 @@ async fn begin(worker: &Worker, access: Access<'_>, snaps: &'static Snapshots) -
 async fn begin_with(
     worker: &Worker,
     access: Access<'_>,
-    snaps: &'static Snapshots,
+    snaps: &Arc<Snapshots>,
     writer: abacus_persist::snapshot::Writer,
     seq: u64,
     tmp: &std::path::Path,
@@ -289,8 +269,8 @@ async fn begin_with(
     // names the new segment before the first write goes there: a crash in between finds an
     // empty last segment, never writes it does not know of.
     let mut logs_after = Vec::new();
-    if let Some(aof) = crate::aof::global() {
-        // Commands deferred for a shared write (`aof::defer_pending`) before this point were
+    if let Some(aof) = worker.server.durability.log() {
+        // Commands deferred for a shared write (`ShardLog::defer_pending`) before this point were
         // written when the shards were locked (`shard_loop`): they are in the old segment.
         let seg = crate::aof::segment_name(seq);
         let new = aof.prepare_segment(&seg)?;
@@ -304,7 +284,7 @@ async fn begin_with(
         *m = next;
         aof.rotate(new);
         // The new segment starts at a known replication position (when there is one).
-        crate::replication::log_position_at_rotation(name);
+        crate::replication::log_position_at_rotation(aof, name);
         logs_after.push(seg);
     }
     let tx_for_shards = tx.clone();
@@ -323,7 +303,7 @@ async fn begin_with(
                 }));
             }
             s.snapshot = Some(ShardSnapshot { buf });
-            fold_changes();
+            s.log.fold_changes();
         })
         .await
         .ok_or("server is shutting down")?;
@@ -333,17 +313,17 @@ async fn begin_with(
     snaps.changes_at_start.store(snaps.changes.load(Ordering::Relaxed), Ordering::Relaxed);
     // Snapshots never fork and never stop the server: SAVE only waits for one to finish.
     tracing::info!("Snapshot {name} started for {}: the server keeps serving while it is written", reason(snaps));
-    let (tmp, name) = (tmp.to_path_buf(), name.to_string());
+    let (tmp, name, snaps) = (tmp.to_path_buf(), name.to_string(), snaps.clone());
     std::thread::Builder::new()
         .name("abacus-snapshot".into())
-        .spawn(move || write_snapshot(snaps, writer, rx, shards, tmp, name, logs_after, started))
+        .spawn(move || write_snapshot(&snaps, writer, rx, shards, tmp, name, logs_after, started))
         .map_err(|e| format!("cannot start the snapshot writer: {e}"))?;
     Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
 fn write_snapshot(
-    snaps: &'static Snapshots,
+    snaps: &Snapshots,
     mut writer: abacus_persist::snapshot::Writer,
     rx: Receiver<Msg>,
     shards: usize,
@@ -432,15 +412,14 @@ pub fn parse_schedule(s: &str) -> Result<Vec<(u64, u64)>, String> {
         .collect()
 }
 
-/// Requests for a final snapshot at shutdown (from the signal handler's thread).
-static FINAL_SAVE: OnceLock<tokio::sync::mpsc::UnboundedSender<std::sync::mpsc::Sender<bool>>> = OnceLock::new();
-
 /// Starts snapshots when the `save` schedule or the log's growth calls for one, and serves
 /// shutdown's final snapshot. Runs on worker 0.
 pub async fn driver(worker: std::rc::Rc<Worker>) {
     // Unbounded, but fed once per shutdown signal.
     let (tx, mut final_rx) = tokio::sync::mpsc::unbounded_channel();
-    let _ = FINAL_SAVE.set(tx);
+    let durability = worker.server.durability.clone();
+    // Requests for a final snapshot at shutdown, from the main thread (`final_save_blocking`).
+    let _ = durability.final_save.set(tx);
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     loop {
         tokio::select! {
@@ -448,14 +427,14 @@ pub async fn driver(worker: std::rc::Rc<Worker>) {
             req = final_rx.recv() => {
                 if let Some(done) = req {
                     let result = match start(&worker, Access::Free, "the final save before exiting").await {
-                        Ok(before) => wait(before).await,
-                        Err(e) => match global() {
+                        Ok(before) => wait(&durability, before).await,
+                        Err(e) => match durability.snapshots() {
                             // One is running already: wait for it, then take ours.
                             Some(s) if s.in_progress.load(Ordering::Acquire) => {
                                 let n = *s.done_tx.borrow();
-                                let _ = wait(n).await;
+                                let _ = wait(&durability, n).await;
                                 match start(&worker, Access::Free, "the final save before exiting").await {
-                                    Ok(before) => wait(before).await,
+                                    Ok(before) => wait(&durability, before).await,
                                     Err(e) => Err(e),
                                 }
                             }
@@ -467,7 +446,7 @@ pub async fn driver(worker: std::rc::Rc<Worker>) {
                 continue;
             }
         }
-        let Some(snaps) = global() else { continue };
+        let Some(snaps) = durability.snapshots() else { continue };
         if crate::stats::LOADING.active.load(Ordering::Acquire) || snaps.in_progress.load(Ordering::Acquire) {
             continue;
         }
@@ -479,7 +458,7 @@ pub async fn driver(worker: std::rc::Rc<Worker>) {
         // A failed snapshot is retried after a pause, not in a loop.
         let retry_ok = snaps.last_ok.load(Ordering::Relaxed) || now_s.saturating_sub(snaps.started_ms.load(Ordering::Relaxed) / 1000) >= 5;
         let mut grow = false;
-        if let Some(aof) = crate::aof::global() {
+        if let Some(aof) = durability.log() {
             let pct = cfg.get_u64("auto-aof-rewrite-percentage");
             let min = cfg.get_u64("auto-aof-rewrite-min-size");
             // As Redis's rule, with the snapshot as the rewritten base: compact when the data
@@ -509,8 +488,8 @@ pub async fn driver(worker: std::rc::Rc<Worker>) {
 /// `writeCommandsDeniedByDiskError`, in its order): the last snapshot failed while a save
 /// schedule is set and `stop-writes-on-bgsave-error` is on, or the log cannot be written.
 /// One atomic load each when all is well.
-pub fn refusing_writes(config: &crate::config::Config) -> Option<String> {
-    if global().is_some_and(|s| !s.last_ok.load(Ordering::Relaxed))
+pub fn refusing_writes(durability: &Durability, config: &crate::config::Config) -> Option<String> {
+    if durability.snapshots().is_some_and(|s| !s.last_ok.load(Ordering::Relaxed))
         && config.get_bool("stop-writes-on-bgsave-error")
         && !config.get("save").trim().is_empty()
     {
@@ -522,13 +501,13 @@ pub fn refusing_writes(config: &crate::config::Config) -> Option<String> {
                 .into(),
         );
     }
-    crate::aof::global().and_then(|a| a.refusing_writes())
+    durability.log().and_then(|a| a.refusing_writes())
 }
 
 /// Takes a final snapshot from outside the workers (SIGTERM) and waits for it; whether it
 /// succeeded.
-pub fn final_save_blocking() -> bool {
-    if let Some(tx) = FINAL_SAVE.get() {
+pub fn final_save_blocking(durability: &Durability) -> bool {
+    if let Some(tx) = durability.final_save.get() {
         let (done_tx, done_rx) = std::sync::mpsc::channel();
         if tx.send(done_tx).is_ok() {
             return done_rx.recv_timeout(Duration::from_secs(3600)).unwrap_or(false);
@@ -538,7 +517,7 @@ pub fn final_save_blocking() -> bool {
 }
 
 /// INFO's persistence section, with Redis's field names.
-pub fn info_persistence() -> String {
+pub fn info_persistence(durability: &Durability) -> String {
     use std::fmt::Write;
     let load = &crate::stats::LOADING;
     let loading = load.active.load(Ordering::Acquire);
@@ -558,7 +537,7 @@ pub fn info_persistence() -> String {
             eta as u64
         );
     }
-    let (changes, in_progress, last_save, ok, dur, started, keys, bytes) = match global() {
+    let (changes, in_progress, last_save, ok, dur, started, keys, bytes) = match durability.snapshots() {
         Some(s) => (
             s.changes.load(Ordering::Relaxed),
             s.in_progress.load(Ordering::Relaxed),
@@ -572,7 +551,7 @@ pub fn info_persistence() -> String {
         None => (0, false, 0, true, 0, 0, 0, 0),
     };
     let status = if ok { "ok" } else { "err" };
-    let saves = global().map_or(0, |s| *s.done_tx.borrow());
+    let saves = durability.snapshots().map_or(0, |s| *s.done_tx.borrow());
     // Redis reports -1 until the first snapshot (or rewrite) has finished.
     let last_s = if saves == 0 { -1 } else { (dur / 1000) as i64 };
     let current = if in_progress { (now_ms().saturating_sub(started) / 1000) as i64 } else { -1 };
@@ -585,7 +564,7 @@ pub fn info_persistence() -> String {
         last_s,
         saves,
     );
-    match crate::aof::global() {
+    match durability.log() {
         Some(aof) => {
             let (name, size) = aof.segment();
             let write_ok = aof.error.lock().is_ok_and(|e| e.is_none());
@@ -600,7 +579,7 @@ pub fn info_persistence() -> String {
                 if write_ok { "ok" } else { "err" },
                 bytes + size,
                 bytes,
-                global().map_or(0, |s| s.last_raw_bytes.load(Ordering::Relaxed)),
+                durability.snapshots().map_or(0, |s| s.last_raw_bytes.load(Ordering::Relaxed)),
                 match aof.mode() {
                     crate::aof::Fsync::Always => "always",
                     crate::aof::Fsync::EverySec => "everysec",

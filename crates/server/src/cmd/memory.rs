@@ -261,7 +261,7 @@ mod tests {
         let args = abacus_protocol::Args::from_vec(args.iter().map(|a| Bytes::copy_from_slice(a)).collect());
         let spec = crate::command::lookup(b"memory").and_then(|m| m.subcommand(b"usage")).expect("MEMORY USAGE");
         let cfg = crate::config::Config::default().cmd_config();
-        crate::exec::exec_keyed(dbs, 0, spec, &args, 1, cfg)
+        crate::exec::exec_keyed(dbs, &mut crate::aof::ShardLog::new(crate::durability::Durability::new()), 0, spec, &args, 1, cfg)
     }
 
     #[test]

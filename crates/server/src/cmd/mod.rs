@@ -110,5 +110,5 @@ pub(crate) fn run_keyed(dbs: &mut [abacus_keyspace::Db], args: &[&[u8]]) -> Fram
     let args = abacus_protocol::Args::from_vec(args.iter().map(|a| abacus_protocol::Bytes::copy_from_slice(a)).collect());
     let spec = crate::command::lookup(&args[0]).expect("a known command");
     let cfg = crate::config::Config::default().cmd_config();
-    crate::exec::exec_keyed(dbs, 0, spec, &args, 1, cfg)
+    crate::exec::exec_keyed(dbs, &mut crate::aof::ShardLog::new(crate::durability::Durability::new()), 0, spec, &args, 1, cfg)
 }

@@ -19,13 +19,13 @@ pub const COMMANDS: &[Spec] = &[
     Spec::conn("save", 1, ADMIN | NO_MULTI | ALL_SHARDS, NONE, conn_fn!(|conn, _, _| save(conn).await), G, "Synchronously saves the database(s) to disk."),
     Spec::conn("bgsave", -1, ADMIN | SCHEDULED_IN_EXEC, NONE, conn_fn!(|conn, access, call| bgsave(conn, access, &call.args).await), G, "Asynchronously saves the database(s) to disk."),
     Spec::conn("bgrewriteaof", 1, ADMIN | SCHEDULED_IN_EXEC, NONE, conn_fn!(|conn, access, _| bgrewriteaof(conn, access).await), G, "Asynchronously rewrites the append-only file to disk."),
-    Spec::conn("lastsave", 1, LOADING | STALE | FAST | ACL_ADMIN, NONE, conn_fn!(|_, _, _| lastsave()), G, "Returns the Unix timestamp of the last successful save to disk."),
+    Spec::conn("lastsave", 1, LOADING | STALE | FAST | ACL_ADMIN, NONE, conn_fn!(|conn, _, _| lastsave(conn)), G, "Returns the Unix timestamp of the last successful save to disk."),
     Spec::conn("shutdown", -1, ADMIN | NO_MULTI | LOADING | STALE, NONE, conn_fn!(|conn, _, call| shutdown(conn, &call.args).await), G, "Synchronously saves the database(s) to disk and shuts down the server."),
 ];
 
 pub async fn save(conn: &mut Conn) -> Frame {
     match crate::snapshot::start(&conn.worker, Access::Free, "SAVE").await {
-        Ok(before) => match crate::snapshot::wait(before).await {
+        Ok(before) => match crate::snapshot::wait(&conn.worker.server.durability, before).await {
             Ok(()) => Frame::ok(),
             Err(e) => Frame::error(e),
         },
@@ -47,7 +47,7 @@ pub async fn bgsave(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         Ok(_) => Frame::simple("Background saving started"),
         Err(e) if schedule && e.contains("already in progress") => {
             // As Redis: run one as soon as the current one is over.
-            if let Some(s) = crate::snapshot::global() {
+            if let Some(s) = conn.worker.server.durability.snapshots() {
                 s.scheduled.store(true, std::sync::atomic::Ordering::Release);
             }
             Frame::simple("Background saving scheduled")
@@ -62,7 +62,7 @@ pub async fn start_scheduled(conn: &mut Conn) {
     match crate::snapshot::start(&conn.worker, Access::Free, "a BGSAVE scheduled by EXEC").await {
         Ok(_) => {}
         Err(e) if e.contains("already in progress") => {
-            if let Some(s) = crate::snapshot::global() {
+            if let Some(s) = conn.worker.server.durability.snapshots() {
                 s.scheduled.store(true, std::sync::atomic::Ordering::Release);
             }
         }
@@ -84,8 +84,8 @@ pub async fn bgrewriteaof(conn: &mut Conn, access: Access<'_>) -> Frame {
     }
 }
 
-pub fn lastsave() -> Frame {
-    let s = crate::snapshot::global().map_or(0, |s| s.last_save_s.load(std::sync::atomic::Ordering::Relaxed));
+pub fn lastsave(conn: &Conn) -> Frame {
+    let s = conn.worker.server.durability.snapshots().map_or(0, |s| s.last_save_s.load(std::sync::atomic::Ordering::Relaxed));
     Frame::Integer(s as i64)
 }
 
@@ -117,7 +117,7 @@ pub async fn shutdown(conn: &mut Conn, a: &[Arg]) -> Frame {
     let scheduled = !cfg.get("save").trim().is_empty() && !cfg.get_bool("appendonly") && !loading;
     if (save && !loading) || (scheduled && !nosave) {
         let result = match crate::snapshot::start(&conn.worker, Access::Free, "SHUTDOWN").await {
-            Ok(before) => crate::snapshot::wait(before).await,
+            Ok(before) => crate::snapshot::wait(&conn.worker.server.durability, before).await,
             Err(e) => Err(e),
         };
         if let Err(e) = result {
@@ -128,7 +128,7 @@ pub async fn shutdown(conn: &mut Conn, a: &[Arg]) -> Frame {
         }
     }
     tracing::info!("User requested shutdown...");
-    if let Err(e) = crate::server::shutdown_persist() {
+    if let Err(e) = conn.worker.server.durability.shutdown() {
         if !force {
             tracing::warn!("SHUTDOWN refused: the append-only log cannot be written ({e})");
             return err("ERR Errors trying to SHUTDOWN. Check logs.");

@@ -33,7 +33,7 @@ async fn replicaof(conn: &mut Conn, a: &[Arg]) -> Frame {
     if a[1].eq_ignore_ascii_case(b"no") && a[2].eq_ignore_ascii_case(b"one") {
         // Stop the link between two applied chunks, then take over the history.
         let _applying = repl.apply_lock.lock().await;
-        if replication::become_primary() {
+        if replication::become_primary(&conn.worker.server.durability) {
             tracing::info!("MASTER MODE enabled (user request from id={} addr={})", conn.client.meta.id, conn.client.meta.addr);
         }
         return Frame::ok();
@@ -108,14 +108,14 @@ async fn wait(conn: &mut Conn, a: &[Arg]) -> Frame {
         Err(e) => return e,
     };
     // This connection's writes are in the stream once their log commands are flushed.
-    crate::aof::flush_deferred();
+    conn.worker.shard.borrow_mut().log.flush_deferred();
     let repl = replication::state();
     let target = repl.offset();
     let acked = repl.acked(target);
     if acked as i64 >= n || conn.multi.is_some() {
         return Frame::Integer(acked as i64);
     }
-    repl.request_acks();
+    repl.request_acks(conn.worker.server.durability.log());
     let deadline = (timeout > 0).then(|| tokio::time::Instant::now() + Duration::from_millis(timeout));
     let killed = conn.client.meta.clone();
     loop {
@@ -136,7 +136,7 @@ async fn wait(conn: &mut Conn, a: &[Arg]) -> Frame {
                 if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
                     return Frame::Integer(repl.acked(target) as i64);
                 }
-                repl.request_acks();
+                repl.request_acks(conn.worker.server.durability.log());
             }
         }
     }

@@ -187,7 +187,7 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: ConfigSub, a: &[Ar
                 a[2..].chunks(2).map(|p| (String::from_utf8_lossy(&p[0]).into_owned(), String::from_utf8_lossy(&p[1]).into_owned())).collect();
             match cfg.set_many(&pairs) {
                 Ok(()) => {
-                    if let Some(aof) = crate::aof::global() {
+                    if let Some(aof) = conn.worker.server.durability.log() {
                         aof.set_mode(crate::aof::Fsync::from_name(&cfg.get("appendfsync")));
                     }
                     if pairs.iter().any(|(n, _)| n.eq_ignore_ascii_case("requirepass")) {
@@ -544,7 +544,7 @@ pub async fn info_text(worker: &crate::exec::Worker, access: Access<'_>, mut sec
         );
     }
     if want("persistence") {
-        out.push_str(&crate::snapshot::info_persistence());
+        out.push_str(&crate::snapshot::info_persistence(&server.durability));
     }
     if want("stats") {
         let st = &server.stats;

@@ -420,7 +420,7 @@ pub async fn sort(conn: &mut Conn, access: Access<'_>, a: &[Arg], read_only: boo
             cmd.extend(items.iter().map(|v| &v[..]));
             locks.log_command(now, db, &cmd);
         }
-        crate::snapshot::note_change();
+        conn.worker.server.durability.note_change();
     }
     Frame::Integer(count as i64)
 }

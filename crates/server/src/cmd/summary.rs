@@ -36,6 +36,7 @@ use abacus_protocol::{Arg, Args, Bytes, Frame};
 use abacus_summarizer::{parse_key, Acc, Batch, Cell, Group, GroupBy, HllOptions, KeyChange, MetricKind, Packed, Part, Query, Rules, Slot};
 
 use super::args::*;
+use crate::aof::ShardLog;
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::conn::Conn;
@@ -258,7 +259,7 @@ pub async fn ingest_on(worker: &crate::exec::Worker, db: usize, access: Access<'
         source = Some((format!("{SOURCE_PREFIX}{}", text(&a[2])), text(&a[2]), start, end));
         payload_at = 6;
     }
-    if let Some(refused) = crate::snapshot::refusing_writes(&worker.server.config) {
+    if let Some(refused) = crate::snapshot::refusing_writes(&worker.server.durability, &worker.server.config) {
         return Frame::error(refused);
     }
     let mut batch = Batch::new(&rules, fi);
@@ -367,9 +368,9 @@ pub async fn ingest_on(worker: &crate::exec::Worker, db: usize, access: Access<'
             .spawn_job(Access::Locked(locks), shard, move |s| {
                 let now = now_ms();
                 let mut failed = (0u64, None);
-                apply_parts(&mut s.dbs, db, &rules, &groups, &work.parts, now, cfg, n, &mut failed);
+                apply_parts(&mut s.dbs, &mut s.log, db, &rules, &groups, &work.parts, now, cfg, n, &mut failed);
                 for c in &work.calls {
-                    if let Frame::Error(e) = crate::exec::run_lone(&mut s.dbs, db, c.spec, &c.args, now, cfg, n) {
+                    if let Frame::Error(e) = crate::exec::run_lone(&mut s.dbs, &mut s.log, db, c.spec, &c.args, now, cfg, n) {
                         failed.0 += 1;
                         failed.1.get_or_insert(e);
                     }
@@ -380,7 +381,7 @@ pub async fn ingest_on(worker: &crate::exec::Worker, db: usize, access: Access<'
                             let mut args = w.head;
                             args.push(Bytes::from(id.to_bytes()));
                             args.extend(w.tail);
-                            crate::exec::run_lone(&mut s.dbs, db, xadd, &Args::from_vec(args), now, cfg, n)
+                            crate::exec::run_lone(&mut s.dbs, &mut s.log, db, xadd, &Args::from_vec(args), now, cfg, n)
                         }
                         Err(e) => e,
                     };
@@ -389,7 +390,7 @@ pub async fn ingest_on(worker: &crate::exec::Worker, db: usize, access: Access<'
                         failed.1.get_or_insert(e);
                     }
                 }
-                (crate::aof::take_pending(), failed)
+                (s.log.take_pending(), failed)
             })
             .await;
         match job {
@@ -449,9 +450,9 @@ impl Scratch {
     }
 
     /// Logs the command in `buf` (if the log is on) and counts the change for `save`.
-    fn log(&self, now: u64, db: usize) {
-        crate::aof::log_command_iter(now, db, self.ends.len(), self.args());
-        crate::snapshot::note_change();
+    fn log(&self, log: &mut ShardLog, now: u64, db: usize) {
+        log.log_command_iter(now, db, self.ends.len(), self.args());
+        log.note_change();
     }
 }
 
@@ -464,7 +465,7 @@ impl Scratch {
 /// commands through the ordinary keyed path (`run_lone`), which then gives the same result
 /// or error as before; so does a ttl's PEXPIREAT.
 #[allow(clippy::too_many_arguments)]
-fn apply_parts(dbs: &mut [Db], db: usize, rules: &Rules, groups: &[(String, KeyChange)], parts: &[(usize, Part)], now: u64, cfg: crate::config::CmdConfig, shards: usize, failed: &mut (u64, Option<Bytes>)) {
+fn apply_parts(dbs: &mut [Db], log: &mut ShardLog, db: usize, rules: &Rules, groups: &[(String, KeyChange)], parts: &[(usize, Part)], now: u64, cfg: crate::config::CmdConfig, shards: usize, failed: &mut (u64, Option<Bytes>)) {
     let direct = cfg.maxmemory == 0 && cfg.notify == 0;
     if direct {
         // As `exec::run_handler`: lookups maintain the metadata the eviction policy needs.
@@ -480,10 +481,10 @@ fn apply_parts(dbs: &mut [Db], db: usize, rules: &Rules, groups: &[(String, KeyC
         KeyChange::part_key(rules, key, g, part, &mut pk);
         let applied = direct
             && match part {
-                Part::Hash => apply_hash(&mut dbs[db], db, rules, g, pk.as_bytes(), now, &cfg, &mut sc),
+                Part::Hash => apply_hash(&mut dbs[db], log, db, rules, g, pk.as_bytes(), now, &cfg, &mut sc),
                 Part::Metric(i) => match &g.slots[i] {
-                    Slot::Hll(hashes) => apply_hll(&mut dbs[db], db, hashes, &rules.summaries[g.summary].metrics[i].hll, pk.as_bytes(), now, &cfg, &mut sc),
-                    Slot::Set(members) => apply_set(&mut dbs[db], db, members, pk.as_bytes(), now, &cfg, &mut sc),
+                    Slot::Hll(hashes) => apply_hll(&mut dbs[db], log, db, hashes, &rules.summaries[g.summary].metrics[i].hll, pk.as_bytes(), now, &cfg, &mut sc),
+                    Slot::Set(members) => apply_set(&mut dbs[db], log, db, members, pk.as_bytes(), now, &cfg, &mut sc),
                     Slot::Hash(_) => true,
                 },
             };
@@ -527,7 +528,7 @@ fn apply_parts(dbs: &mut [Db], db: usize, rules: &Rules, groups: &[(String, KeyC
                             })
                             .collect(),
                     );
-                    crate::exec::run_lone(dbs, db, spec, &args, now, cfg, shards)
+                    crate::exec::run_lone(dbs, log, db, spec, &args, now, cfg, shards)
                 }
                 None => err("ERR internal error: the summarizer generated an unknown command"),
             };
@@ -606,7 +607,7 @@ fn hash_writes(h: Option<&CompactHash>, s: &abacus_summarizer::Summary, g: &KeyC
 
 /// SUMMARY.UPDATE applied directly (see [`apply_parts`]); false to run the command instead.
 #[allow(clippy::too_many_arguments)]
-fn apply_hash(d: &mut Db, db: usize, rules: &Rules, g: &KeyChange, key: &[u8], now: u64, cfg: &crate::config::CmdConfig, sc: &mut Scratch) -> bool {
+fn apply_hash(d: &mut Db, log: &mut ShardLog, db: usize, rules: &Rules, g: &KeyChange, key: &[u8], now: u64, cfg: &crate::config::CmdConfig, sc: &mut Scratch) -> bool {
     let s = &rules.summaries[g.summary];
     sc.start(b"SUMMARY.UPDATE", key);
     let created = match d.get_mut(key, now) {
@@ -641,7 +642,7 @@ fn apply_hash(d: &mut Db, db: usize, rules: &Rules, g: &KeyChange, key: &[u8], n
         d.set(key, Value::Hash(Box::new(h)), 0, now);
     }
     d.signal_modified(key);
-    sc.log(now, db);
+    sc.log(log, now, db);
     true
 }
 
@@ -689,7 +690,7 @@ fn hll_create_command(key: &[u8], opts: &HllOptions, cfg: &crate::config::HllCon
 /// HLL.ADDRAW applied directly; false to run the command instead (a key holding a string,
 /// which the command decodes, or another type; parameters the server refuses).
 #[allow(clippy::too_many_arguments)]
-fn apply_hll(d: &mut Db, db: usize, hashes: &[i64], opts: &HllOptions, key: &[u8], now: u64, cfg: &crate::config::CmdConfig, sc: &mut Scratch) -> bool {
+fn apply_hll(d: &mut Db, log: &mut ShardLog, db: usize, hashes: &[i64], opts: &HllOptions, key: &[u8], now: u64, cfg: &crate::config::CmdConfig, sc: &mut Scratch) -> bool {
     let changed = match d.get_mut(key, now) {
         Some(e) => match e.as_hll_mut() {
             Some(h) => hashes.iter().fold(false, |changed, &x| h.add_raw(x) | changed),
@@ -707,7 +708,7 @@ fn apply_hll(d: &mut Db, db: usize, hashes: &[i64], opts: &HllOptions, key: &[u8
                 sc.ends.clear();
                 sc.buf.extend_from_slice(&create.buf);
                 sc.ends.extend_from_slice(&create.ends);
-                sc.log(now, db);
+                sc.log(log, now, db);
                 p
             };
             let mut h = abacus_hll::Hll::new(p);
@@ -727,7 +728,7 @@ fn apply_hll(d: &mut Db, db: usize, hashes: &[i64], opts: &HllOptions, key: &[u8
             for &x in chunk {
                 sc.push(digits.format(x).as_bytes());
             }
-            sc.log(now, db);
+            sc.log(log, now, db);
         }
     }
     true
@@ -735,7 +736,7 @@ fn apply_hll(d: &mut Db, db: usize, hashes: &[i64], opts: &HllOptions, key: &[u8
 
 /// SADD applied directly; false to run the command instead (a key of another type).
 #[allow(clippy::too_many_arguments)]
-fn apply_set(d: &mut Db, db: usize, members: &abacus_summarizer::Members, key: &[u8], now: u64, cfg: &crate::config::CmdConfig, sc: &mut Scratch) -> bool {
+fn apply_set(d: &mut Db, log: &mut ShardLog, db: usize, members: &abacus_summarizer::Members, key: &[u8], now: u64, cfg: &crate::config::CmdConfig, sc: &mut Scratch) -> bool {
     let all: Vec<&[u8]> = members.iter().collect();
     let added = match d.get_mut(key, now) {
         Some(e) => match e.as_set_mut() {
@@ -756,7 +757,7 @@ fn apply_set(d: &mut Db, db: usize, members: &abacus_summarizer::Members, key: &
             for m in chunk {
                 sc.push(m);
             }
-            sc.log(now, db);
+            sc.log(log, now, db);
         }
     }
     true

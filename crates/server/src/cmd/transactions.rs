@@ -87,7 +87,7 @@ async fn exec_queued(conn: &mut Conn, multi: crate::conn::Multi) -> Frame {
     }
     if multi.queued.iter().any(|c| c.spec.is_write()) {
         // Persistence failed after these writes were queued: Redis refuses the EXEC (MISCONF).
-        if let Some(refused) = crate::snapshot::refusing_writes(&conn.worker.server.config) {
+        if let Some(refused) = crate::snapshot::refusing_writes(&conn.worker.server.durability, &conn.worker.server.config) {
             conn.unwatch_all().await;
             return Frame::error(refused);
         }
@@ -208,7 +208,7 @@ async fn exec_on_one_shard(conn: &mut Conn, shard: usize, calls: Vec<crate::exec
                 let now = crate::shard::now_ms();
                 let replies: Vec<Frame> = calls.iter().map(|c| crate::exec::run_on_shard(s, db, c, now, cfg, shards)).collect();
                 // The transaction's writes are one log record, written before the reply.
-                crate::aof::flush_pending();
+                s.log.flush_pending();
                 replies
             });
             for (d, k) in &watched {

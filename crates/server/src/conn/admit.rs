@@ -114,7 +114,7 @@ impl Conn {
             // Redis refuses writes, queued ones included, while persistence fails (MISCONF),
             // and PING too, so that health checks see it; a refused queued command aborts
             // the transaction like any other.
-            if let Some(refused) = crate::snapshot::refusing_writes(&self.worker.server.config) {
+            if let Some(refused) = crate::snapshot::refusing_writes(&self.worker.server.durability, &self.worker.server.config) {
                 stats::record_rejected(spec.name);
                 self.fail_multi();
                 return Step::Reply(Frame::error(refused));

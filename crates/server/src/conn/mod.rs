@@ -425,7 +425,7 @@ impl Conn {
                     }
                     self.close_after_reply = true;
                 }
-                if crate::aof::has_deferred() {
+                if self.worker.shard.borrow().log.has_deferred() {
                     // Log commands of this thread's shard wait in its buffer (this batch's,
                     // or ones this batch may have read). A writer lets the other connections
                     // woken in this tick run theirs first, so that one record (one write(2))
@@ -434,7 +434,7 @@ impl Conn {
                     if self.wrote {
                         tokio::task::yield_now().await;
                     }
-                    crate::aof::flush_deferred();
+                    self.worker.shard.borrow_mut().log.flush_deferred();
                     self.note_written();
                 }
                 if self.wrote {
@@ -482,7 +482,7 @@ impl Conn {
     /// With `appendfsync always`, waits until every log record written so far, which
     /// includes this connection's, is on stable storage (group commit: see `aof.rs`).
     async fn wait_durable(&self) {
-        if let Some(aof) = crate::aof::global() {
+        if let Some(aof) = self.worker.server.durability.log() {
             if aof.mode() == crate::aof::Fsync::Always {
                 aof.wait_durable(self.client.wait_lsn).await;
             }
@@ -492,7 +492,7 @@ impl Conn {
     /// Notes the log position after writes of this connection have run.
     fn note_written(&mut self) {
         if self.wrote {
-            if let Some(aof) = crate::aof::global() {
+            if let Some(aof) = self.worker.server.durability.log() {
                 self.client.wait_lsn = self.client.wait_lsn.max(aof.appended());
             }
         }
@@ -633,7 +633,7 @@ impl Conn {
             || self.client.reply_mode != ReplyMode::On
             || self.close_after_reply
             || self.multi.is_some()
-            || crate::aof::global().is_some_and(|a| a.mode() == crate::aof::Fsync::Always)
+            || self.worker.server.durability.fsync_always()
         {
             return false;
         }

@@ -322,9 +322,9 @@ impl Repl {
     }
 
     /// Starts feeding local writes into the stream (the first replica's PSYNC).
-    pub fn start_feeding(&self) {
+    pub fn start_feeding(&self, durability: &crate::durability::Durability) {
         if !self.feeding.swap(true, Ordering::AcqRel) {
-            crate::aof::enable_for_replication();
+            durability.enable_effects();
         }
     }
 
@@ -369,7 +369,7 @@ impl Repl {
     }
 
     /// Injects `REPLCONF GETACK *` into the stream (WAIT).
-    pub fn request_acks(&self) {
+    pub fn request_acks(&self, log: Option<&crate::aof::Aof>) {
         let mut g = self.inner.lock();
         if g.replicas.is_empty() {
             return;
@@ -377,7 +377,7 @@ impl Repl {
         self.append_locked(&mut g, b"*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n");
         // The log's position follows (see "Restarts"): a primary restarted right after a
         // WAIT is at the offset its replicas acknowledged, and they continue.
-        if let Some(aof) = crate::aof::global() {
+        if let Some(aof) = log {
             let mut buf = Vec::new();
             push_position(&mut buf, &Position { replid: g.replid.clone(), offset: g.offset, db: g.last_db });
             aof.append(&buf);
@@ -408,7 +408,8 @@ impl Repl {
 }
 
 /// Writes one log record and feeds it into the stream: the one place records leave a
-/// thread (`aof::flush_pending`, `aof::take_pending`, a coordinator's `Locks`). `buf` holds
+/// shard (`ShardLog::flush_pending`, `ShardLog::take_pending`, a coordinator's `Locks`), to
+/// `log`, the server's (`Durability::write_record`). `buf` holds
 /// log commands ([`fmt::push_command`]), after [`fmt::HEADER_BYTES`] reserved bytes when
 /// `framed`. `atomic`: a coordinator's record (one multi-shard operation), applied by
 /// replicas as a transaction. Returns the log position after the record (0 without a log).
@@ -418,9 +419,9 @@ impl Repl {
 /// the log append and the stream append happen under the replication lock together, so the
 /// log's order is the stream's order and the last record of the log states the offset of
 /// exactly the data before it (see "Restarts" in the module comment).
-pub fn write_record(buf: &mut Vec<u8>, framed: bool, atomic: bool) -> u64 {
+pub fn write_record(log: Option<&crate::aof::Aof>, buf: &mut Vec<u8>, framed: bool, atomic: bool) -> u64 {
     let start = if framed { fmt::HEADER_BYTES.min(buf.len()) } else { 0 };
-    let aof = crate::aof::global();
+    let aof = log;
     let append = |buf: &mut Vec<u8>| match aof {
         Some(a) if framed => a.append_framed(buf),
         Some(a) => a.append(buf),
@@ -560,8 +561,7 @@ fn exact_position() -> Option<Position> {
 /// (`snapshot.rs`, right after the switch to it, every shard held, for `snapshot`): the
 /// segment, replayed after that snapshot, starts from a known point even when older
 /// segments are gone.
-pub fn log_position_at_rotation(snapshot: &str) {
-    let Some(aof) = crate::aof::global() else { return };
+pub fn log_position_at_rotation(aof: &crate::aof::Aof, snapshot: &str) {
     if let Some(p) = exact_position() {
         let mut buf = Vec::new();
         let db = p.db.map_or("-1".to_string(), |d| d.to_string());
@@ -580,8 +580,9 @@ pub(crate) async fn finish_full_sync(worker: &std::rc::Rc<crate::exec::Worker>, 
     if !reset_to(gen, replid, offset) {
         return Err("REPLICAOF changed during the sync".into());
     }
-    log_barrier();
-    if crate::aof::global().is_some() || crate::snapshot::global().is_some() {
+    let durability = &worker.server.durability;
+    log_barrier(durability.log());
+    if durability.log().is_some() || durability.snapshots().is_some() {
         if let Err(e) = crate::snapshot::start(worker, crate::exec::Access::Locked(locks), source).await {
             tracing::warn!("snapshot after the full sync did not start ({e}): the data directory holds the previous data set until the next one");
         }
@@ -591,8 +592,8 @@ pub(crate) async fn finish_full_sync(worker: &std::rc::Rc<crate::exec::Worker>, 
 
 /// A full sync replaced the data set without log commands (`replica.rs`, every shard held,
 /// before the snapshot that records the new data set): see [`Mark::Barrier`].
-pub(crate) fn log_barrier() {
-    if let Some(aof) = crate::aof::global() {
+pub(crate) fn log_barrier(log: Option<&crate::aof::Aof>) {
+    if let Some(aof) = log {
         let mut buf = Vec::new();
         fmt::push_command(&mut buf, &mut None, now_ms(), 0, &[POSITION_MARK]);
         aof.append(&buf);
@@ -600,11 +601,12 @@ pub(crate) fn log_barrier() {
 }
 
 /// A replica after applying a chunk (`replica.rs`, holding the apply lock, before the
-/// chunk's bytes count): the position after them goes to this thread's pending log commands,
+/// chunk's bytes count): the position after them goes to `log`, the pending log commands of
+/// the replica link's thread's shard,
 /// written with the chunk's last commands. Every other effect of the chunk is already in the
 /// log: a command's record is written before its reply, and the chunk's replies are in.
-pub(crate) fn log_applied_position(applied: usize, db: usize) {
-    if !crate::aof::enabled() || crate::aof::global().is_none() {
+pub(crate) fn log_applied_position(log: &mut crate::aof::ShardLog, applied: usize, db: usize) {
+    if !log.durability().effects_on() || log.durability().log().is_none() {
         return;
     }
     let (replid, offset) = {
@@ -612,14 +614,14 @@ pub(crate) fn log_applied_position(applied: usize, db: usize) {
         (g.replid.clone(), g.offset + applied as u64)
     };
     let db = db.to_string();
-    crate::aof::log_command(now_ms(), 0, &[POSITION_MARK, replid.as_bytes(), offset.to_string().as_bytes(), db.as_bytes()]);
+    log.log_command(now_ms(), 0, &[POSITION_MARK, replid.as_bytes(), offset.to_string().as_bytes(), db.as_bytes()]);
 }
 
 /// After recovery: the position the log ends at (see "Restarts"). The node takes that
 /// replication ID and offset, with an empty backlog that starts there, and feeds its writes
 /// into the stream from now on (as Redis, which keeps a backlog once it had replicas), so
 /// its offset keeps meaning its data set.
-pub fn restore(p: &Position) {
+pub fn restore(p: &Position, durability: &crate::durability::Durability) {
     let r = state();
     {
         let mut g = r.inner.lock();
@@ -631,7 +633,7 @@ pub fn restore(p: &Position) {
         r.offset.store(p.offset, Ordering::Release);
     }
     tracing::info!("Recovered replication ID and offset from the log: {}:{}", p.replid, p.offset);
-    r.start_feeding();
+    r.start_feeding(durability);
 }
 
 /// Feeds stream bytes a replica applied (they stay in its backlog, for after a promotion).
@@ -759,7 +761,7 @@ pub fn become_replica(addr: MasterAddr) -> Option<u64> {
 
 /// REPLICAOF NO ONE: becomes a primary. The link task stops at a command boundary first
 /// (the caller waits for it); then the replication ID moves to replid2.
-pub fn become_primary() -> bool {
+pub fn become_primary(durability: &crate::durability::Durability) -> bool {
     let r = state();
     let mut g = r.inner.lock();
     if g.master.is_none() {
@@ -775,7 +777,7 @@ pub fn become_primary() -> bool {
     drop(g);
     r.relink.notify_waiters();
     // Our own writes now make the stream (the backlog keeps the old primary's before them).
-    r.start_feeding();
+    r.start_feeding(durability);
     true
 }
 

@@ -49,7 +49,7 @@ pub async fn serve(conn: &mut Conn, mut stream: TcpStream, mut rbuf: BytesMut, r
     });
     if !super::is_replica() {
         // A replica forwards its primary's stream; its own log records never feed one.
-        repl.start_feeding();
+        repl.start_feeding(&conn.worker.server.durability);
     }
     let result = async {
         let mut rx = match try_partial(&info, &req.replid, req.offset) {
@@ -114,7 +114,7 @@ async fn full_sync(conn: &mut Conn, stream: &mut TcpStream, info: &Arc<ReplicaIn
     let db = db.map(|d| format!(" {d}")).unwrap_or_default();
     stream.write_all(format!("+FULLRESYNC {replid} {offset}{db}\r\n").as_bytes()).await?;
     // Keep the link alive while the snapshot is written (Redis sends newlines likewise).
-    let done = crate::snapshot::wait(before);
+    let done = crate::snapshot::wait(&conn.worker.server.durability, before);
     tokio::pin!(done);
     let result = loop {
         tokio::select! {
@@ -123,7 +123,7 @@ async fn full_sync(conn: &mut Conn, stream: &mut TcpStream, info: &Arc<ReplicaIn
         }
     };
     result.map_err(std::io::Error::other)?;
-    let dir = crate::snapshot::global().map(|s| s.dir.clone()).ok_or_else(|| std::io::Error::other("no snapshots"))?;
+    let dir = conn.worker.server.durability.snapshots().map(|s| s.dir.clone()).ok_or_else(|| std::io::Error::other("no snapshots"))?;
     let mut file = std::fs::File::open(dir.join(&name))?;
     let len = file.metadata()?.len();
     info.state.store(SEND_BULK, Ordering::Release);

@@ -140,7 +140,7 @@ async fn link_once(worker: &Rc<Worker>, gen: u64, master: &MasterAddr) -> Result
         }
         set_link(gen, LinkState::Sync);
         tracing::info!("Full resync from primary {}:{}: {id}:{off}", master.host, master.port);
-        let path = receive_snapshot(&mut s, &mut rbuf, timeout, gen).await?;
+        let path = receive_snapshot(&mut s, &mut rbuf, timeout, gen, &server.durability).await?;
         // A third word: the database the stream is in (a replica serving us: see "Chained").
         let stream_db = parts.next().and_then(|d| d.parse::<usize>().ok()).unwrap_or(0);
         super::set_stream_db(gen, stream_db);
@@ -173,7 +173,7 @@ const EOF_MARK_BYTES: usize = 40;
 /// Receives the snapshot bulk into a temporary file: `$<len>\r\n<bytes>`, or, from a Redis
 /// primary's diskless sync (we announce `capa eof`), `$EOF:<40-byte mark>\r\n<bytes><mark>`
 /// (Redis sends nothing after the mark until our first ACK).
-async fn receive_snapshot(s: &mut TcpStream, rbuf: &mut BytesMut, timeout: Duration, gen: u64) -> Result<PathBuf, String> {
+async fn receive_snapshot(s: &mut TcpStream, rbuf: &mut BytesMut, timeout: Duration, gen: u64, durability: &crate::durability::Durability) -> Result<PathBuf, String> {
     let line = read_line(s, rbuf, timeout).await?;
     let bad_header = || format!("bad snapshot header from the primary: {}", &line[..line.len().min(64)]);
     let mark: Option<Vec<u8>> = match line.strip_prefix("$EOF:") {
@@ -185,7 +185,7 @@ async fn receive_snapshot(s: &mut TcpStream, rbuf: &mut BytesMut, timeout: Durat
         Some(_) => u64::MAX,
         None => line.strip_prefix('$').and_then(|l| l.parse().ok()).ok_or_else(bad_header)?,
     };
-    let dir = crate::snapshot::global().map(|g| g.dir.clone()).ok_or("snapshots are not initialised")?;
+    let dir = durability.snapshots().map(|g| g.dir.clone()).ok_or("snapshots are not initialised")?;
     let path = dir.join(format!("replica-sync-{gen}.tmp"));
     let mut f = std::fs::File::create(&path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
     let mut left = len;
@@ -388,8 +388,11 @@ async fn apply(gen: u64, conn: &mut Conn, calls: &mut Vec<Args>, bytes: &mut Vec
     }
     conn.discard_output();
     // The chunk's position goes to the log after its effects (see "Restarts" in mod.rs).
-    super::log_applied_position(bytes.len(), conn.client.db);
-    crate::aof::flush_pending();
+    {
+        let mut shard = conn.worker.shard.borrow_mut();
+        super::log_applied_position(&mut shard.log, bytes.len(), conn.client.db);
+        shard.log.flush_pending();
+    }
     repl_feed(gen, conn, bytes);
     bytes.clear();
 }
