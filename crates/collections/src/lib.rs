@@ -60,6 +60,8 @@ mod stream_tests;
 mod zset_tests;
 #[cfg(test)]
 mod series_tests;
+#[cfg(test)]
+mod series_floor_tests;
 
 pub use hash::{CompactHash, FieldValue, HashIter};
 pub use idset::{IdSet, Iter};
