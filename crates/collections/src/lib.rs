@@ -74,7 +74,7 @@ pub use zset::{Range as ZRange, ZSet, ZSET_DEFAULT_LIMITS};
 pub use gorilla::Chunk;
 pub use series::{AddError, DuplicatePolicy, Labels, Rule, Series, DEFAULT_CHUNK_SIZE_BYTES};
 pub use series_agg::{bucket_start, Aggregator};
-pub use series_index::{IdMatcher, Matcher as LabelMatcher, SeriesIndex};
+pub use series_index::{Groups as SeriesGroups, IdMatcher, Matcher as LabelMatcher, SeriesIndex, NO_ID as SERIES_NO_ID};
 
 /// When a small set or hash stops being a listpack.
 ///

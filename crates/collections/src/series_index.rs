@@ -21,6 +21,21 @@
 //! series; so an id may be stale (its key gone or no longer a series), and the caller
 //! checks that each candidate's key still holds a series, telling the index to forget an id
 //! whose key does not. The labels of a live candidate need no second check.
+//!
+//! Groups (TS.WATERFALL): a waterfall groups its series by all their labels but one (the
+//! source label). Computing that per query cost a label read, a sort and a hash lookup per
+//! series and an identity string and a sort per group (a third of the waterfall's CPU over a
+//! million series; docs/PERFORMANCE.md, W7). So the index keeps, for the source label last
+//! asked for ([`Groups`]), each id's group id and source value id in arrays addressed by id,
+//! each group's identity bytes once, and the groups' order by identity. They depend only on
+//! the registered labels, so they are updated by the one path that changes those
+//! (`register`/`unpost`), incrementally: a new label set appends a group and marks the order
+//! stale (re-sorted at the next waterfall); samples arriving change nothing here. Why not the
+//! series bodies in an array by id as well: the keyspace owns them (DEL, RENAME, MOVE,
+//! SWAPDB, expiry, eviction, FLUSHDB ASYNC and DUMP/RESTORE move or drop values in many
+//! places that know nothing of series), and `collections/src/series_floor_tests.rs` measured
+//! that a body reached by id still costs about 390 ns per series to read one day out of its
+//! Gorilla chunk, so the array would not reach the target by itself either.
 
 use std::collections::HashMap;
 
@@ -80,6 +95,113 @@ pub struct SeriesIndex {
     /// name id -> value id -> ids of the series whose registered labels have that pair.
     postings: Vec<Map<u32, RoaringBitmap>>,
     live: RoaringBitmap,
+    /// The waterfall's groups for one source label, kept current by `register`/`unpost`.
+    groups: Option<Groups>,
+}
+
+/// No group / no source value.
+pub const NO_ID: u32 = u32::MAX;
+
+/// Each live id's group (its registered labels but `label`) and `label`'s value, in arrays
+/// addressed by id (see the design comment above).
+#[derive(Clone, Debug, Default)]
+pub struct Groups {
+    label: u32,
+    /// id -> group id, [`NO_ID`] while the id is not live.
+    group: Vec<u32>,
+    /// id -> the value id of `label` (its first), [`NO_ID`] when absent or not live.
+    source: Vec<u32>,
+    /// A group's labels but `label`, as sorted (name id, value id) pairs -> group id.
+    by_pairs: Map<Box<[(u32, u32)]>, u32>,
+    /// group id -> identity: the name (`l=v` joined by `,`, sorted by label then value), a
+    /// NUL, then each label and value length-prefixed (u32 LE), so two groups whose names
+    /// read alike still differ; and the name's length.
+    idents: Vec<(Box<[u8]>, u32)>,
+    /// group id -> position in identity order; valid when `ordered`.
+    order: Vec<u32>,
+    ordered: bool,
+}
+
+impl Groups {
+    /// The source label's name id these groups are for.
+    pub fn label(&self) -> u32 {
+        self.label
+    }
+
+    pub fn group_of(&self, id: u32) -> u32 {
+        self.group.get(id as usize).copied().unwrap_or(NO_ID)
+    }
+
+    pub fn source_of(&self, id: u32) -> u32 {
+        self.source.get(id as usize).copied().unwrap_or(NO_ID)
+    }
+
+    /// A group's identity bytes and its name's length.
+    pub fn ident(&self, g: u32) -> (&[u8], u32) {
+        let (b, n) = &self.idents[g as usize];
+        (b, *n)
+    }
+
+    /// A group's position in identity order (call [`SeriesIndex::groups_for`] first).
+    pub fn rank(&self, g: u32) -> u32 {
+        debug_assert!(self.ordered);
+        self.order[g as usize]
+    }
+
+    /// Files `id` with `pairs` (its registered labels) under its group.
+    fn add(&mut self, id: u32, pairs: &[(u32, u32)], names: &Interner, values: &Interner) {
+        let i = id as usize;
+        if self.group.len() <= i {
+            self.group.resize(i + 1, NO_ID);
+            self.source.resize(i + 1, NO_ID);
+        }
+        self.source[i] = pairs.iter().find(|p| p.0 == self.label).map_or(NO_ID, |p| p.1);
+        // Every pair but the source label's (a name given twice keeps both pairs, as the
+        // group's name shows them).
+        let mut rest: Vec<(u32, u32)> = pairs.iter().filter(|p| p.0 != self.label).copied().collect();
+        rest.sort_unstable();
+        let g = match self.by_pairs.get(&rest[..]) {
+            Some(&g) => g,
+            None => {
+                let g = self.idents.len() as u32;
+                let mut named: Vec<(&[u8], &[u8])> = rest.iter().map(|&(l, v)| (&*names.names[l as usize], &*values.names[v as usize])).collect();
+                named.sort_unstable();
+                let mut idn: Vec<u8> = Vec::new();
+                for (n, (l, v)) in named.iter().enumerate() {
+                    if n > 0 {
+                        idn.push(b',');
+                    }
+                    idn.extend_from_slice(l);
+                    idn.push(b'=');
+                    idn.extend_from_slice(v);
+                }
+                let name_len = idn.len() as u32;
+                idn.push(0);
+                for &(l, v) in &named {
+                    for x in [l, v] {
+                        idn.extend_from_slice(&(x.len() as u32).to_le_bytes());
+                        idn.extend_from_slice(x);
+                    }
+                }
+                self.idents.push((idn.into(), name_len));
+                self.by_pairs.insert(rest.into(), g);
+                self.ordered = false;
+                g
+            }
+        };
+        self.group[i] = g;
+    }
+
+    fn remove(&mut self, id: u32) {
+        if let Some(g) = self.group.get_mut(id as usize) {
+            *g = NO_ID;
+            self.source[id as usize] = NO_ID;
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        self.group.len() * 8 + self.idents.iter().map(|(b, _)| b.len() * 2 + 56).sum::<usize>() + self.order.len() * 4
+    }
 }
 
 impl SeriesIndex {
@@ -117,11 +239,47 @@ impl SeriesIndex {
             }
             self.postings[l as usize].entry(v).or_default().insert(id);
         }
+        if let Some(g) = &mut self.groups {
+            g.add(id, &pairs, &self.label_names, &self.label_values);
+        }
         self.labels[id as usize] = pairs;
+    }
+
+    /// The waterfall's groups for source label `label` (a name id), ordered: built on the
+    /// first call for a label (one pass over the live ids), then kept current by
+    /// registrations; only a new group re-sorts the order.
+    pub fn groups_for(&mut self, label: u32) -> &Groups {
+        if self.groups.as_ref().is_none_or(|g| g.label != label) {
+            let mut g = Groups { label, ..Groups::default() };
+            for id in self.live.iter() {
+                g.add(id, &self.labels[id as usize], &self.label_names, &self.label_values);
+            }
+            self.groups = Some(g);
+        }
+        let g = self.groups.as_mut().expect("just built");
+        if !g.ordered {
+            let mut by: Vec<u32> = (0..g.idents.len() as u32).collect();
+            by.sort_unstable_by(|&a, &b| g.idents[a as usize].0.cmp(&g.idents[b as usize].0));
+            g.order.clear();
+            g.order.resize(by.len(), 0);
+            for (pos, &gid) in by.iter().enumerate() {
+                g.order[gid as usize] = pos as u32;
+            }
+            g.ordered = true;
+        }
+        g
+    }
+
+    /// The groups last built by [`SeriesIndex::groups_for`], if still for `label`.
+    pub fn groups(&self, label: u32) -> Option<&Groups> {
+        self.groups.as_ref().filter(|g| g.label == label && g.ordered)
     }
 
     /// Removes `id` from the postings of its registered labels.
     fn unpost(&mut self, id: u32) {
+        if let Some(g) = &mut self.groups {
+            g.remove(id);
+        }
         let pairs = std::mem::take(&mut self.labels[id as usize]);
         for &(l, v) in pairs.iter() {
             if let Some(b) = self.postings.get_mut(l as usize).and_then(|m| m.get_mut(&v)) {
@@ -277,6 +435,7 @@ impl SeriesIndex {
             + self.label_names.bytes()
             + self.label_values.bytes()
             + self.postings.iter().flat_map(|m| m.values()).map(|b| b.serialized_size() + 48).sum::<usize>()
+            + self.groups.as_ref().map_or(0, Groups::bytes)
     }
 }
 
