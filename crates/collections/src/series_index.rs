@@ -498,4 +498,104 @@ mod tests {
         assert_eq!(q(&ix, &[Matcher::Present(b"z"), Matcher::In(b"z", &[b"1"]), Matcher::NotIn(b"z", &[b"2"])]), ["d"]);
         assert!(q(&ix, &[Matcher::In(b"z", &[b"2"])]).is_empty());
     }
+
+    /// Each live id's group as (identity, source value), and the identities in order, from
+    /// the index's kept groups.
+    fn group_view(ix: &mut SeriesIndex, label: &str) -> (Vec<(String, Option<String>)>, Vec<String>) {
+        let Some(l) = ix.name_id(label.as_bytes()) else { return (Vec::new(), Vec::new()) };
+        let ids: Vec<u32> = ix.live.iter().collect();
+        let values: Vec<Option<String>> = ids
+            .iter()
+            .map(|&id| {
+                let s = ix.groups_for(l).source_of(id);
+                (s != NO_ID).then(|| String::from_utf8(ix.value(s).to_vec()).unwrap())
+            })
+            .collect();
+        let g = ix.groups_for(l);
+        let per: Vec<(String, Option<String>)> = ids
+            .iter()
+            .zip(values)
+            .map(|(&id, v)| (String::from_utf8_lossy(g.ident(g.group_of(id)).0).into_owned(), v))
+            .collect();
+        let mut used: Vec<u32> = ids.iter().map(|&id| g.group_of(id)).collect();
+        used.sort_unstable_by_key(|&x| g.rank(x));
+        used.dedup();
+        let order = used.iter().map(|&x| String::from_utf8_lossy(g.ident(x).0).into_owned()).collect();
+        (per, order)
+    }
+
+    #[test]
+    fn groups_follow_registrations_and_match_a_fresh_build() {
+        let mut ix = SeriesIndex::new();
+        reg(&mut ix, "ibm:last:a", &[("instrument", "IBM"), ("field", "last"), ("source", "a")]);
+        reg(&mut ix, "ibm:last:b", &[("field", "last"), ("source", "b"), ("instrument", "IBM")]);
+        reg(&mut ix, "aapl:last:a", &[("instrument", "AAPL"), ("field", "last"), ("source", "a")]);
+        let src = ix.name_id(b"source").unwrap();
+        ix.groups_for(src);
+        let id = |k: &str| ix.ids[k.as_bytes()];
+        let (a, b, c) = (id("ibm:last:a"), id("ibm:last:b"), id("aapl:last:a"));
+        let g = ix.groups(src).unwrap();
+        // Label order does not matter; the source label is left out of the group.
+        assert_eq!(g.group_of(a), g.group_of(b));
+        assert_ne!(g.group_of(a), g.group_of(c));
+        let (name, n) = g.ident(g.group_of(a));
+        assert_eq!(&name[..n as usize], b"field=last,instrument=IBM");
+        assert!(g.rank(g.group_of(c)) < g.rank(g.group_of(a)), "AAPL's group sorts first");
+        // A new label set after the build: a new group, and the order is stale until
+        // `groups_for` sorts it again.
+        reg(&mut ix, "abc:last:a", &[("instrument", "ABC"), ("field", "last"), ("source", "a")]);
+        assert!(ix.groups(src).is_none());
+        // TS.ALTER moves a series to another group; forget drops it from its group.
+        reg(&mut ix, "ibm:last:b", &[("instrument", "IBM"), ("field", "open"), ("source", "b")]);
+        ix.forget(b"aapl:last:a");
+        let g = ix.groups_for(src);
+        assert_eq!(g.group_of(c), NO_ID);
+        assert_ne!(g.group_of(a), g.group_of(b));
+        // A series without the source label has a group but no source value.
+        reg(&mut ix, "nolabel", &[("instrument", "IBM"), ("field", "last")]);
+        let d = ix.ids[&b"nolabel"[..]];
+        let g = ix.groups_for(src);
+        assert_eq!(g.source_of(d), NO_ID);
+        assert_eq!(g.group_of(d), g.group_of(a));
+    }
+
+    #[test]
+    fn kept_groups_equal_groups_built_from_scratch_under_random_changes() {
+        let mut ix = SeriesIndex::new();
+        let mut rng = 7u64;
+        let mut next = move |n: u64| {
+            rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (rng >> 33) % n
+        };
+        reg(&mut ix, "seed", &[("source", "s0"), ("g", "0")]);
+        group_view(&mut ix, "source");
+        for step in 0..2000 {
+            let key = format!("k{}", next(40));
+            match next(4) {
+                0 => ix.forget(key.as_bytes()),
+                _ => {
+                    let mut labels: Vec<(String, String)> = vec![("g".into(), next(5).to_string())];
+                    if next(3) > 0 {
+                        labels.push(("source".into(), format!("s{}", next(3))));
+                    }
+                    if next(2) == 0 {
+                        labels.insert(0, ("h".into(), next(3).to_string()));
+                    }
+                    let l: Vec<(&str, &str)> = labels.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+                    reg(&mut ix, &key, &l);
+                }
+            }
+            if step % 50 == 0 {
+                let kept = group_view(&mut ix, "source");
+                let mut fresh = ix.clone();
+                fresh.groups = None;
+                assert_eq!(kept, group_view(&mut fresh, "source"), "step {step}");
+                // Another source label rebuilds for it; asking for the first again rebuilds back.
+                let other = group_view(&mut ix, "g");
+                let mut fresh = ix.clone();
+                fresh.groups = None;
+                assert_eq!(other, group_view(&mut fresh, "g"));
+            }
+        }
+    }
 }
