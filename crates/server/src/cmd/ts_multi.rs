@@ -18,9 +18,11 @@
 //! TS.WATERFALL from to SOURCES s1 s2 ... [SOURCELABEL label] FILTER ... [WITHSOURCE] [LATEST]:
 //! the matching series are grouped by all their labels but the source label (`source` by
 //! default); in each group every timestamp of [from, to] gets the value of the first source,
-//! in the given order, that has a sample there. Each shard groups its own members (in flat
-//! buffers, no allocation per series), merges each group's members by precedence (a k-way walk
-//! over lists already in time order: a few comparisons per point), and returns its groups
+//! in the given order, that has a sample there. Each shard groups its own members through the
+//! groups its label index keeps by series id (`SeriesGroups`: group id, source value, each
+//! group's identity and order; no label read or hash lookup per series), merges each
+//! group's members by precedence (a k-way walk over lists already in time order: a few
+//! comparisons per point), and returns its groups
 //! sorted by identity; the connection walks the shards' sorted groups together, merges the
 //! parts of a group found on several shards by the same rule, and encodes the reply as it
 //! goes. Replies have TS.MRANGE's shape: per group its key (the group's labels as `l=v` joined
