@@ -674,7 +674,7 @@ fn waterfall_shard(db: &mut Db, q: &WfQuery) -> WfPart {
             }
         }
         let m = len32(members.len());
-        order.push(((groups.rank(group) as u64) << 32 | rank as u64, m));
+        order.push((((groups.rank(group) as u64) << 32) | rank as u64, m));
         group_of.push(group);
         members.push(WfMember { rank, samples: (s0, len32(samples.len())) });
         Some(())
