@@ -952,3 +952,7 @@ pub fn stats_section(per: &[(u64, u64, u64, u64)]) -> String {
         t.0, t.1, t.2, t.3, per_sample(t.2), per_sample(t.3)
     )
 }
+
+#[cfg(test)]
+#[path = "ts_multi_tests.rs"]
+mod tests;
