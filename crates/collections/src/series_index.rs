@@ -29,8 +29,9 @@
 //! asked for ([`Groups`]), each id's group id and source value id in arrays addressed by id,
 //! each group's identity bytes once, and the groups' order by identity. They depend only on
 //! the registered labels, so they are updated by the one path that changes those
-//! (`register`/`unpost`), incrementally: a new label set appends a group and marks the order
-//! stale (re-sorted at the next waterfall); samples arriving change nothing here. Why not the
+//! (`register`/`unpost`), incrementally: a new label set appends a group, placed in the
+//! order at the next waterfall (a binary search per new group and one renumbering pass, not
+//! a sort of every group); samples arriving change nothing here. Why not the
 //! series bodies in an array by id as well: the keyspace owns them (DEL, RENAME, MOVE,
 //! SWAPDB, expiry, eviction, FLUSHDB ASYNC and DUMP/RESTORE move or drop values in many
 //! places that know nothing of series), and `collections/src/series_floor_tests.rs` measured
@@ -117,9 +118,12 @@ pub struct Groups {
     /// NUL, then each label and value length-prefixed (u32 LE), so two groups whose names
     /// read alike still differ; and the name's length.
     idents: Vec<(Box<[u8]>, u32)>,
-    /// group id -> position in identity order; valid when `ordered`.
+    /// Group ids in identity order (the placed ones).
+    sorted: Vec<u32>,
+    /// group id -> its position in `sorted`; valid when `pending` is empty.
     order: Vec<u32>,
-    ordered: bool,
+    /// Groups created since the order was last brought up to date.
+    pending: Vec<u32>,
 }
 
 impl Groups {
@@ -144,7 +148,7 @@ impl Groups {
 
     /// A group's position in identity order (call [`SeriesIndex::groups_for`] first).
     pub fn rank(&self, g: u32) -> u32 {
-        debug_assert!(self.ordered);
+        debug_assert!(self.pending.is_empty());
         self.order[g as usize]
     }
 
@@ -185,7 +189,7 @@ impl Groups {
                 }
                 self.idents.push((idn.into(), name_len));
                 self.by_pairs.insert(rest.into(), g);
-                self.ordered = false;
+                self.pending.push(g);
                 g
             }
         };
@@ -200,7 +204,7 @@ impl Groups {
     }
 
     fn bytes(&self) -> usize {
-        self.group.len() * 8 + self.idents.iter().map(|(b, _)| b.len() * 2 + 56).sum::<usize>() + self.order.len() * 4
+        self.group.len() * 8 + self.idents.iter().map(|(b, _)| b.len() * 2 + 56).sum::<usize>() + (self.order.len() + self.sorted.len()) * 4
     }
 }
 
@@ -247,7 +251,7 @@ impl SeriesIndex {
 
     /// The waterfall's groups for source label `label` (a name id), ordered: built on the
     /// first call for a label (one pass over the live ids), then kept current by
-    /// registrations; only a new group re-sorts the order.
+    /// registrations; new groups are placed in the order here.
     pub fn groups_for(&mut self, label: u32) -> &Groups {
         if self.groups.as_ref().is_none_or(|g| g.label != label) {
             let mut g = Groups { label, ..Groups::default() };
@@ -257,22 +261,43 @@ impl SeriesIndex {
             self.groups = Some(g);
         }
         let g = self.groups.as_mut().expect("just built");
-        if !g.ordered {
-            let mut by: Vec<u32> = (0..g.idents.len() as u32).collect();
-            by.sort_unstable_by(|&a, &b| g.idents[a as usize].0.cmp(&g.idents[b as usize].0));
-            g.order.clear();
-            g.order.resize(by.len(), 0);
-            for (pos, &gid) in by.iter().enumerate() {
+        if !g.pending.is_empty() {
+            let mut new = std::mem::take(&mut g.pending);
+            let idents = &g.idents;
+            let ident = |x: u32| &idents[x as usize].0;
+            new.sort_unstable_by(|&a, &b| ident(a).cmp(ident(b)));
+            let old = std::mem::take(&mut g.sorted);
+            g.sorted = if new.len() >= old.len() / 8 {
+                // Many (a first build): one sort of all.
+                let mut all = old;
+                all.extend_from_slice(&new);
+                all.sort_unstable_by(|&a, &b| ident(a).cmp(ident(b)));
+                all
+            } else {
+                // A few: each found by binary search, then one merging copy (identities are
+                // unique: distinct label sets spell distinct identities).
+                let mut merged = Vec::with_capacity(old.len() + new.len());
+                let mut from = 0;
+                for n in new {
+                    let at = from + old[from..].partition_point(|&x| ident(x) < ident(n));
+                    merged.extend_from_slice(&old[from..at]);
+                    merged.push(n);
+                    from = at;
+                }
+                merged.extend_from_slice(&old[from..]);
+                merged
+            };
+            g.order.resize(g.idents.len(), 0);
+            for (pos, &gid) in g.sorted.iter().enumerate() {
                 g.order[gid as usize] = pos as u32;
             }
-            g.ordered = true;
         }
         g
     }
 
     /// The groups last built by [`SeriesIndex::groups_for`], if still for `label`.
     pub fn groups(&self, label: u32) -> Option<&Groups> {
-        self.groups.as_ref().filter(|g| g.label == label && g.ordered)
+        self.groups.as_ref().filter(|g| g.label == label && g.pending.is_empty())
     }
 
     /// Removes `id` from the postings of its registered labels.
@@ -596,6 +621,26 @@ mod tests {
                 fresh.groups = None;
                 assert_eq!(other, group_view(&mut fresh, "g"));
             }
+        }
+    }
+
+    #[test]
+    fn a_few_new_groups_are_placed_in_the_order_as_a_fresh_sort_would() {
+        let mut ix = SeriesIndex::new();
+        for i in (0..200).step_by(2) {
+            reg(&mut ix, &format!("k{i}"), &[("g", &format!("{i:03}")), ("source", "a")]);
+        }
+        group_view(&mut ix, "source");
+        for round in 0..5 {
+            // A few new groups at the start, the end and between existing ones.
+            for i in [round * 40 + 1, round * 40 + 21, 999 - round] {
+                reg(&mut ix, &format!("n{i}"), &[("g", &format!("{i:03}")), ("source", "b")]);
+            }
+            let kept = group_view(&mut ix, "source");
+            let mut fresh = ix.clone();
+            fresh.groups = None;
+            assert_eq!(kept, group_view(&mut fresh, "source"), "round {round}");
+            assert!(kept.1.windows(2).all(|w| w[0] < w[1]));
         }
     }
 }
