@@ -14,6 +14,12 @@ use super::*;
 
 type Model = BTreeMap<String, (Vec<(String, String)>, Vec<(u64, f64)>)>;
 
+/// Whether any matching series has the source label, and group name -> points (t, v, rank).
+type Answer = (bool, BTreeMap<String, Vec<(u64, f64, u32)>>);
+
+/// A group's members: (rank, key, samples).
+type Members<'a> = Vec<(u32, &'a String, &'a Vec<(u64, f64)>)>;
+
 fn value(labels: &[(String, String)], samples: &[(u64, f64)]) -> Value {
     let mut s = Series::new();
     s.labels = labels.iter().map(|(l, v)| (l.as_bytes().into(), v.as_bytes().into())).collect();
@@ -35,7 +41,7 @@ fn query(sources: &[&str]) -> WfQuery {
 }
 
 /// Group name -> points (t, v, rank) from a shard's part.
-fn answer(db: &mut Db, q: &WfQuery) -> (bool, BTreeMap<String, Vec<(u64, f64, u32)>>) {
+fn answer(db: &mut Db, q: &WfQuery) -> Answer {
     let part = waterfall_shard(db, q);
     let mut out = BTreeMap::new();
     let mut names = Vec::new();
@@ -50,9 +56,9 @@ fn answer(db: &mut Db, q: &WfQuery) -> (bool, BTreeMap<String, Vec<(u64, f64, u3
 }
 
 /// The same from the model, by the waterfall's definition.
-fn reference(model: &Model, q: &WfQuery) -> (bool, BTreeMap<String, Vec<(u64, f64, u32)>>) {
+fn reference(model: &Model, q: &WfQuery) -> Answer {
     let mut labelled = false;
-    let mut groups: BTreeMap<String, Vec<(u32, &String, &Vec<(u64, f64)>)>> = BTreeMap::new();
+    let mut groups: BTreeMap<String, Members<'_>> = BTreeMap::new();
     for (key, (labels, samples)) in model {
         let Some(src) = labels.iter().find(|p| p.0 == "source") else { continue };
         labelled = true;
