@@ -554,6 +554,12 @@ def test_series_and_rules_survive_restart_and_crash(data_dir):  # noqa: F811
     X(r).execute_command("TS.ADD", "{p}src", 400, 1)
     assert X(r).execute_command("TS.RANGE", "{p}dst", 300, 300) == [[300, b"1"]]
     assert X(r).execute_command("TS.QUERYINDEX", "a=(1,2)") == [b"{p}dst", b"{p}src"]
+    # The waterfall's groups (kept by the index, rebuilt from the loaded series) answer too:
+    # one group (no label but the source label `a`), src's points first, then dst's.
+    pts = {int(t): v for t, v in X(r).execute_command("TS.RANGE", "{p}dst", "-", "+")}
+    pts.update({int(t): v for t, v in X(r).execute_command("TS.RANGE", "{p}src", "-", "+")})
+    got = X(r).execute_command("TS.WATERFALL", "-", "+", "SOURCES", "1", "2", "SOURCELABEL", "a", "FILTER", "a=(1,2)")
+    assert got == [[b"", [], [[t, pts[t]] for t in sorted(pts)]]]
 
 
 # ---------------------------------------------------------------------------
@@ -717,3 +723,153 @@ def test_index_stays_consistent_with_the_keyspace_under_random_operations(r):
             r.flushdb()
             model.clear()
         check()
+
+
+def live_series(c):
+    """{key: (labels, samples)} of every series in `c`'s database, read from the keyspace."""
+    out = {}
+    for k in c.scan_iter(count=1000):
+        if c.type(k) != b"TSDB-TYPE":
+            continue
+        info = X(c).execute_command("TS.INFO", k)
+        info = dict(zip(info[::2], info[1::2]))
+        labels = {a.decode(): b.decode() for a, b in info[b"labels"]}
+        samples = [(int(t), float(v)) for t, v in X(c).execute_command("TS.RANGE", k, "-", "+")]
+        out[k.decode()] = (labels, samples)
+    return out
+
+
+def test_waterfall_and_index_follow_every_removal_and_rename_path(r):
+    """The index keeps each series' group and source value in arrays by id (the waterfall's
+    groups), updated only when labels are registered, and finds out lazily that a key went:
+    so every way a series key goes, moves or changes (DEL, UNLINK, RENAME, COPY within and
+    across databases, MOVE, SWAPDB, FLUSHDB, a string over it, RESTORE, expiry, TS.ALTER,
+    eviction) is followed by TS.WATERFALL and TS.QUERYINDEX checked against a model in both
+    databases, and the model against the keyspace."""
+    rnd = random.Random(2427)
+    kw = r.connection_pool.connection_kwargs
+    dbs = [r, redis.Redis(host=kw["host"], port=kw["port"], db=1)]
+    dbs[1].flushdb()
+    models = [{}, {}]  # per database: key -> (labels, samples)
+    sources = ["s1", "s2", "s3"]
+    filt = ["instrument=(A,B,C)", "field=(f1,f2)"]
+
+    def labels():
+        lab = {"instrument": rnd.choice("ABC"), "field": rnd.choice(["f1", "f2"])}
+        p = rnd.random()
+        if p < 0.8:
+            lab["source"] = rnd.choice(sources)
+        elif p < 0.9:
+            lab["source"] = "other"  # not among SOURCES
+        if rnd.random() < 0.15:
+            lab["extra"] = "y"  # a group of its own
+        return lab
+
+    def check(tag):
+        for d in (0, 1):
+            c, model = dbs[d], models[d]
+            assert live_series(c) == model, (tag, d)
+            want_keys = sorted(model)
+            assert sorted(k.decode() for k in X(c).execute_command("TS.QUERYINDEX", *filt)) == want_keys, (tag, d)
+            for order, (frm, to) in ((sources, (0, 40)), (sources[::-1], (5, 12))):
+                args = ["TS.WATERFALL", frm, to, "SOURCES", *order, "FILTER", *filt, "WITHSOURCE"]
+                if not any("source" in lab for lab, _ in model.values()):
+                    with pytest.raises(redis.ResponseError, match="source label"):
+                        X(c).execute_command(*args)
+                    continue
+                got = X(c).execute_command(*args)
+                names = [name.decode() for name, _, _ in got]
+                assert names == sorted(names), (tag, d)
+                got_map = {name.decode(): [(int(p[0]), float(p[1]), p[2].decode()) for p in pts] for name, _, pts in got}
+                assert got_map == waterfall_reference(model, frm, to, order), (tag, d, order)
+
+    def create(d, k):
+        lab = labels()
+        samples = sorted({rnd.randrange(0, 40): round(rnd.uniform(1, 100), 2) for _ in range(rnd.randrange(1, 8))}.items())
+        c = X(dbs[d])
+        c.delete(k)
+        c.execute_command("TS.CREATE", k, "LABELS", *[x for kv in lab.items() for x in kv])
+        c.execute_command("TS.MADD", *[x for t, v in samples for x in (k, t, v)])
+        models[d][k] = (lab, samples)
+
+    keys = ["{%s}k%d" % (tag, i) for tag in ("p", "q") for i in range(8)]
+    for k in keys[::2]:
+        create(0, k)
+    check("start")
+    for step in range(160):
+        k = rnd.choice(keys)
+        d = rnd.randrange(2) if rnd.random() < 0.3 else 0
+        c, model, other = dbs[d], models[d], models[1 - d]
+        op = rnd.choice(["create", "alter", "add", "del", "unlink", "rename", "copy", "copydb", "move",
+                         "swapdb", "set", "restore", "expire", "flushdb"])
+        if op == "create" and k not in model:
+            create(d, k)
+        elif op == "alter" and k in model:
+            lab = labels()
+            c.execute_command("TS.ALTER", k, "LABELS", *[x for kv in lab.items() for x in kv])
+            model[k] = (lab, model[k][1])
+        elif op == "add" and k in model:
+            t, v = rnd.randrange(0, 40), float(rnd.randrange(1000))
+            c.execute_command("TS.ADD", k, t, v, "ON_DUPLICATE", "last")
+            model[k] = (model[k][0], sorted(dict(model[k][1] + [(t, v)]).items()))
+        elif op in ("del", "unlink"):
+            (c.delete if op == "del" else c.unlink)(k)
+            model.pop(k, None)
+        elif op == "rename" and k in model:
+            dst = rnd.choice([x for x in keys if x[:3] == k[:3]])
+            c.rename(k, dst)
+            model[dst] = model.pop(k)
+        elif op == "copy" and k in model:
+            dst = rnd.choice([x for x in keys if x[:3] == k[:3]])
+            if dst != k:
+                c.copy(k, dst, replace=True)
+                model[dst] = model[k]
+        elif op == "copydb" and k in model:
+            c.copy(k, k, destination_db=1 - d, replace=True)
+            other[k] = model[k]
+        elif op == "move" and k in model:
+            if c.move(k, 1 - d):
+                other[k] = model.pop(k)
+            else:
+                assert k in other
+        elif op == "swapdb" and rnd.random() < 0.3:
+            c.swapdb(0, 1)
+            models.reverse()
+        elif op == "set":
+            c.set(k, "a string")
+            model.pop(k, None)
+        elif op == "restore" and k in model:
+            dst = rnd.choice(keys)
+            c.restore(dst, 0, c.dump(k), replace=True)
+            model[dst] = model[k]
+        elif op == "expire" and k in model and rnd.random() < 0.5:
+            c.pexpire(k, 1)
+            time.sleep(0.005)
+            model.pop(k)
+        elif op == "flushdb" and rnd.random() < 0.05:
+            c.flushdb()
+            model.clear()
+        else:
+            continue
+        check((step, op, d, k))
+    # Eviction: series go by the policy, not by a command; the answers follow the keyspace.
+    for k in keys:
+        if k not in models[0]:
+            create(0, k)
+    check("before eviction")
+    policy = list(r.config_get("maxmemory-policy").values())[0]
+    try:
+        used = int(r.info("memory")["used_memory"])
+        r.config_set("maxmemory-policy", "allkeys-random")
+        r.config_set("maxmemory", used + 64 * 1024)
+        for i in range(400):
+            r.set("filler%d" % i, "x" * 4096)
+            if len(live_series(dbs[0])) < len(keys):
+                break
+    finally:
+        r.config_set("maxmemory", 0)
+        r.config_set("maxmemory-policy", policy)
+    models[0] = live_series(dbs[0])
+    assert 0 < len(models[0]) < len(keys), "some series were evicted"
+    check("after eviction")
+    dbs[1].flushdb()

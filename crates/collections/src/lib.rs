@@ -60,6 +60,8 @@ mod stream_tests;
 mod zset_tests;
 #[cfg(test)]
 mod series_tests;
+#[cfg(test)]
+mod series_floor_tests;
 
 pub use hash::{CompactHash, FieldValue, HashIter};
 pub use idset::{IdSet, Iter};
@@ -72,7 +74,7 @@ pub use zset::{Range as ZRange, ZSet, ZSET_DEFAULT_LIMITS};
 pub use gorilla::Chunk;
 pub use series::{AddError, DuplicatePolicy, Labels, Rule, Series, DEFAULT_CHUNK_SIZE_BYTES};
 pub use series_agg::{bucket_start, Aggregator};
-pub use series_index::{IdMatcher, Matcher as LabelMatcher, SeriesIndex};
+pub use series_index::{Groups as SeriesGroups, IdMatcher, Matcher as LabelMatcher, SeriesIndex, NO_ID as SERIES_NO_ID};
 
 /// When a small set or hash stops being a listpack.
 ///

@@ -21,6 +21,22 @@
 //! series; so an id may be stale (its key gone or no longer a series), and the caller
 //! checks that each candidate's key still holds a series, telling the index to forget an id
 //! whose key does not. The labels of a live candidate need no second check.
+//!
+//! Groups (TS.WATERFALL): a waterfall groups its series by all their labels but one (the
+//! source label). Computing that per query cost a label read, a sort and a hash lookup per
+//! series and an identity string and a sort per group (a third of the waterfall's CPU over a
+//! million series; docs/PERFORMANCE.md, W7). So the index keeps, for the source label last
+//! asked for ([`Groups`]), each id's group id and source value id in arrays addressed by id,
+//! each group's identity bytes once, and the groups' order by identity. They depend only on
+//! the registered labels, so they are updated by the one path that changes those
+//! (`register`/`unpost`), incrementally: a new label set appends a group, placed in the
+//! order at the next waterfall (a binary search per new group and one renumbering pass, not
+//! a sort of every group); samples arriving change nothing here. Why not the
+//! series bodies in an array by id as well: the keyspace owns them (DEL, RENAME, MOVE,
+//! SWAPDB, expiry, eviction, FLUSHDB ASYNC and DUMP/RESTORE move or drop values in many
+//! places that know nothing of series), and `collections/src/series_floor_tests.rs` measured
+//! that a body reached by id still costs about 390 ns per series to read one day out of its
+//! Gorilla chunk, so the array would not reach the target by itself either.
 
 use std::collections::HashMap;
 
@@ -80,6 +96,116 @@ pub struct SeriesIndex {
     /// name id -> value id -> ids of the series whose registered labels have that pair.
     postings: Vec<Map<u32, RoaringBitmap>>,
     live: RoaringBitmap,
+    /// The waterfall's groups for one source label, kept current by `register`/`unpost`.
+    groups: Option<Groups>,
+}
+
+/// No group / no source value.
+pub const NO_ID: u32 = u32::MAX;
+
+/// Each live id's group (its registered labels but `label`) and `label`'s value, in arrays
+/// addressed by id (see the design comment above).
+#[derive(Clone, Debug, Default)]
+pub struct Groups {
+    label: u32,
+    /// id -> group id, [`NO_ID`] while the id is not live.
+    group: Vec<u32>,
+    /// id -> the value id of `label` (its first), [`NO_ID`] when absent or not live.
+    source: Vec<u32>,
+    /// A group's labels but `label`, as sorted (name id, value id) pairs -> group id.
+    by_pairs: Map<Box<[(u32, u32)]>, u32>,
+    /// group id -> identity: the name (`l=v` joined by `,`, sorted by label then value), a
+    /// NUL, then each label and value length-prefixed (u32 LE), so two groups whose names
+    /// read alike still differ; and the name's length.
+    idents: Vec<(Box<[u8]>, u32)>,
+    /// Group ids in identity order (the placed ones).
+    sorted: Vec<u32>,
+    /// group id -> its position in `sorted`; valid when `pending` is empty.
+    order: Vec<u32>,
+    /// Groups created since the order was last brought up to date.
+    pending: Vec<u32>,
+}
+
+impl Groups {
+    /// The source label's name id these groups are for.
+    pub fn label(&self) -> u32 {
+        self.label
+    }
+
+    pub fn group_of(&self, id: u32) -> u32 {
+        self.group.get(id as usize).copied().unwrap_or(NO_ID)
+    }
+
+    pub fn source_of(&self, id: u32) -> u32 {
+        self.source.get(id as usize).copied().unwrap_or(NO_ID)
+    }
+
+    /// A group's identity bytes and its name's length.
+    pub fn ident(&self, g: u32) -> (&[u8], u32) {
+        let (b, n) = &self.idents[g as usize];
+        (b, *n)
+    }
+
+    /// A group's position in identity order (call [`SeriesIndex::groups_for`] first).
+    pub fn rank(&self, g: u32) -> u32 {
+        debug_assert!(self.pending.is_empty());
+        self.order[g as usize]
+    }
+
+    /// Files `id` with `pairs` (its registered labels) under its group.
+    fn add(&mut self, id: u32, pairs: &[(u32, u32)], names: &Interner, values: &Interner) {
+        let i = id as usize;
+        if self.group.len() <= i {
+            self.group.resize(i + 1, NO_ID);
+            self.source.resize(i + 1, NO_ID);
+        }
+        self.source[i] = pairs.iter().find(|p| p.0 == self.label).map_or(NO_ID, |p| p.1);
+        // Every pair but the source label's (a name given twice keeps both pairs, as the
+        // group's name shows them).
+        let mut rest: Vec<(u32, u32)> = pairs.iter().filter(|p| p.0 != self.label).copied().collect();
+        rest.sort_unstable();
+        let g = match self.by_pairs.get(&rest[..]) {
+            Some(&g) => g,
+            None => {
+                let g = self.idents.len() as u32;
+                let mut named: Vec<(&[u8], &[u8])> = rest.iter().map(|&(l, v)| (&*names.names[l as usize], &*values.names[v as usize])).collect();
+                named.sort_unstable();
+                let mut idn: Vec<u8> = Vec::new();
+                for (n, (l, v)) in named.iter().enumerate() {
+                    if n > 0 {
+                        idn.push(b',');
+                    }
+                    idn.extend_from_slice(l);
+                    idn.push(b'=');
+                    idn.extend_from_slice(v);
+                }
+                let name_len = idn.len() as u32;
+                idn.push(0);
+                for &(l, v) in &named {
+                    for x in [l, v] {
+                        idn.extend_from_slice(&(x.len() as u32).to_le_bytes());
+                        idn.extend_from_slice(x);
+                    }
+                }
+                self.idents.push((idn.into(), name_len));
+                self.by_pairs.insert(rest.into(), g);
+                self.pending.push(g);
+                g
+            }
+        };
+        self.group[i] = g;
+    }
+
+    fn remove(&mut self, id: u32) {
+        if let Some(g) = self.group.get_mut(id as usize) {
+            *g = NO_ID;
+            self.source[id as usize] = NO_ID;
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        self.group.len() * 8 + self.idents.iter().map(|(b, _)| b.len() * 2 + 56).sum::<usize>() + (self.order.len() + self.sorted.len()) * 4
+    }
 }
 
 impl SeriesIndex {
@@ -117,11 +243,68 @@ impl SeriesIndex {
             }
             self.postings[l as usize].entry(v).or_default().insert(id);
         }
+        if let Some(g) = &mut self.groups {
+            g.add(id, &pairs, &self.label_names, &self.label_values);
+        }
         self.labels[id as usize] = pairs;
+    }
+
+    /// The waterfall's groups for source label `label` (a name id), ordered: built on the
+    /// first call for a label (one pass over the live ids), then kept current by
+    /// registrations; new groups are placed in the order here.
+    pub fn groups_for(&mut self, label: u32) -> &Groups {
+        if self.groups.as_ref().is_none_or(|g| g.label != label) {
+            let mut g = Groups { label, ..Groups::default() };
+            for id in self.live.iter() {
+                g.add(id, &self.labels[id as usize], &self.label_names, &self.label_values);
+            }
+            self.groups = Some(g);
+        }
+        let g = self.groups.as_mut().expect("just built");
+        if !g.pending.is_empty() {
+            let mut new = std::mem::take(&mut g.pending);
+            let idents = &g.idents;
+            let ident = |x: u32| &idents[x as usize].0;
+            new.sort_unstable_by(|&a, &b| ident(a).cmp(ident(b)));
+            let old = std::mem::take(&mut g.sorted);
+            g.sorted = if new.len() >= old.len() / 8 {
+                // Many (a first build): one sort of all.
+                let mut all = old;
+                all.extend_from_slice(&new);
+                all.sort_unstable_by(|&a, &b| ident(a).cmp(ident(b)));
+                all
+            } else {
+                // A few: each found by binary search, then one merging copy (identities are
+                // unique: distinct label sets spell distinct identities).
+                let mut merged = Vec::with_capacity(old.len() + new.len());
+                let mut from = 0;
+                for n in new {
+                    let at = from + old[from..].partition_point(|&x| ident(x) < ident(n));
+                    merged.extend_from_slice(&old[from..at]);
+                    merged.push(n);
+                    from = at;
+                }
+                merged.extend_from_slice(&old[from..]);
+                merged
+            };
+            g.order.resize(g.idents.len(), 0);
+            for (pos, &gid) in g.sorted.iter().enumerate() {
+                g.order[gid as usize] = pos as u32;
+            }
+        }
+        g
+    }
+
+    /// The groups last built by [`SeriesIndex::groups_for`], if still for `label`.
+    pub fn groups(&self, label: u32) -> Option<&Groups> {
+        self.groups.as_ref().filter(|g| g.label == label && g.pending.is_empty())
     }
 
     /// Removes `id` from the postings of its registered labels.
     fn unpost(&mut self, id: u32) {
+        if let Some(g) = &mut self.groups {
+            g.remove(id);
+        }
         let pairs = std::mem::take(&mut self.labels[id as usize]);
         for &(l, v) in pairs.iter() {
             if let Some(b) = self.postings.get_mut(l as usize).and_then(|m| m.get_mut(&v)) {
@@ -277,6 +460,7 @@ impl SeriesIndex {
             + self.label_names.bytes()
             + self.label_values.bytes()
             + self.postings.iter().flat_map(|m| m.values()).map(|b| b.serialized_size() + 48).sum::<usize>()
+            + self.groups.as_ref().map_or(0, Groups::bytes)
     }
 }
 
@@ -338,5 +522,125 @@ mod tests {
         reg(&mut ix, "d", &[("z", "1"), ("z", "2")]);
         assert_eq!(q(&ix, &[Matcher::Present(b"z"), Matcher::In(b"z", &[b"1"]), Matcher::NotIn(b"z", &[b"2"])]), ["d"]);
         assert!(q(&ix, &[Matcher::In(b"z", &[b"2"])]).is_empty());
+    }
+
+    /// Each live id's group as (identity, source value), and the identities in order, from
+    /// the index's kept groups.
+    fn group_view(ix: &mut SeriesIndex, label: &str) -> (Vec<(String, Option<String>)>, Vec<String>) {
+        let Some(l) = ix.name_id(label.as_bytes()) else { return (Vec::new(), Vec::new()) };
+        let ids: Vec<u32> = ix.live.iter().collect();
+        let values: Vec<Option<String>> = ids
+            .iter()
+            .map(|&id| {
+                let s = ix.groups_for(l).source_of(id);
+                (s != NO_ID).then(|| String::from_utf8(ix.value(s).to_vec()).unwrap())
+            })
+            .collect();
+        let g = ix.groups_for(l);
+        let per: Vec<(String, Option<String>)> = ids
+            .iter()
+            .zip(values)
+            .map(|(&id, v)| (String::from_utf8_lossy(g.ident(g.group_of(id)).0).into_owned(), v))
+            .collect();
+        let mut used: Vec<u32> = ids.iter().map(|&id| g.group_of(id)).collect();
+        used.sort_unstable_by_key(|&x| g.rank(x));
+        used.dedup();
+        let order = used.iter().map(|&x| String::from_utf8_lossy(g.ident(x).0).into_owned()).collect();
+        (per, order)
+    }
+
+    #[test]
+    fn groups_follow_registrations_and_match_a_fresh_build() {
+        let mut ix = SeriesIndex::new();
+        reg(&mut ix, "ibm:last:a", &[("instrument", "IBM"), ("field", "last"), ("source", "a")]);
+        reg(&mut ix, "ibm:last:b", &[("field", "last"), ("source", "b"), ("instrument", "IBM")]);
+        reg(&mut ix, "aapl:last:a", &[("instrument", "AAPL"), ("field", "last"), ("source", "a")]);
+        let src = ix.name_id(b"source").unwrap();
+        ix.groups_for(src);
+        let id = |k: &str| ix.ids[k.as_bytes()];
+        let (a, b, c) = (id("ibm:last:a"), id("ibm:last:b"), id("aapl:last:a"));
+        let g = ix.groups(src).unwrap();
+        // Label order does not matter; the source label is left out of the group.
+        assert_eq!(g.group_of(a), g.group_of(b));
+        assert_ne!(g.group_of(a), g.group_of(c));
+        let (name, n) = g.ident(g.group_of(a));
+        assert_eq!(&name[..n as usize], b"field=last,instrument=IBM");
+        assert!(g.rank(g.group_of(c)) < g.rank(g.group_of(a)), "AAPL's group sorts first");
+        // A new label set after the build: a new group, and the order is stale until
+        // `groups_for` sorts it again.
+        reg(&mut ix, "abc:last:a", &[("instrument", "ABC"), ("field", "last"), ("source", "a")]);
+        assert!(ix.groups(src).is_none());
+        // TS.ALTER moves a series to another group; forget drops it from its group.
+        reg(&mut ix, "ibm:last:b", &[("instrument", "IBM"), ("field", "open"), ("source", "b")]);
+        ix.forget(b"aapl:last:a");
+        let g = ix.groups_for(src);
+        assert_eq!(g.group_of(c), NO_ID);
+        assert_ne!(g.group_of(a), g.group_of(b));
+        // A series without the source label has a group but no source value.
+        reg(&mut ix, "nolabel", &[("instrument", "IBM"), ("field", "last")]);
+        let d = ix.ids[&b"nolabel"[..]];
+        let g = ix.groups_for(src);
+        assert_eq!(g.source_of(d), NO_ID);
+        assert_eq!(g.group_of(d), g.group_of(a));
+    }
+
+    #[test]
+    fn kept_groups_equal_groups_built_from_scratch_under_random_changes() {
+        let mut ix = SeriesIndex::new();
+        let mut rng = 7u64;
+        let mut next = move |n: u64| {
+            rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (rng >> 33) % n
+        };
+        reg(&mut ix, "seed", &[("source", "s0"), ("g", "0")]);
+        group_view(&mut ix, "source");
+        for step in 0..2000 {
+            let key = format!("k{}", next(40));
+            match next(4) {
+                0 => ix.forget(key.as_bytes()),
+                _ => {
+                    let mut labels: Vec<(String, String)> = vec![("g".into(), next(5).to_string())];
+                    if next(3) > 0 {
+                        labels.push(("source".into(), format!("s{}", next(3))));
+                    }
+                    if next(2) == 0 {
+                        labels.insert(0, ("h".into(), next(3).to_string()));
+                    }
+                    let l: Vec<(&str, &str)> = labels.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+                    reg(&mut ix, &key, &l);
+                }
+            }
+            if step % 50 == 0 {
+                let kept = group_view(&mut ix, "source");
+                let mut fresh = ix.clone();
+                fresh.groups = None;
+                assert_eq!(kept, group_view(&mut fresh, "source"), "step {step}");
+                // Another source label rebuilds for it; asking for the first again rebuilds back.
+                let other = group_view(&mut ix, "g");
+                let mut fresh = ix.clone();
+                fresh.groups = None;
+                assert_eq!(other, group_view(&mut fresh, "g"));
+            }
+        }
+    }
+
+    #[test]
+    fn a_few_new_groups_are_placed_in_the_order_as_a_fresh_sort_would() {
+        let mut ix = SeriesIndex::new();
+        for i in (0..200).step_by(2) {
+            reg(&mut ix, &format!("k{i}"), &[("g", &format!("{i:03}")), ("source", "a")]);
+        }
+        group_view(&mut ix, "source");
+        for round in 0..5 {
+            // A few new groups at the start, the end and between existing ones.
+            for i in [round * 40 + 1, round * 40 + 21, 999 - round] {
+                reg(&mut ix, &format!("n{i}"), &[("g", &format!("{i:03}")), ("source", "b")]);
+            }
+            let kept = group_view(&mut ix, "source");
+            let mut fresh = ix.clone();
+            fresh.groups = None;
+            assert_eq!(kept, group_view(&mut fresh, "source"), "round {round}");
+            assert!(kept.1.windows(2).all(|w| w[0] < w[1]));
+        }
     }
 }

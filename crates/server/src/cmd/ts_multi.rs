@@ -18,18 +18,19 @@
 //! TS.WATERFALL from to SOURCES s1 s2 ... [SOURCELABEL label] FILTER ... [WITHSOURCE] [LATEST]:
 //! the matching series are grouped by all their labels but the source label (`source` by
 //! default); in each group every timestamp of [from, to] gets the value of the first source,
-//! in the given order, that has a sample there. Each shard groups its own members (in flat
-//! buffers, no allocation per series), merges each group's members by precedence (a k-way walk
-//! over lists already in time order: a few comparisons per point), and returns its groups
+//! in the given order, that has a sample there. Each shard groups its own members through the
+//! groups its label index keeps by series id (`SeriesGroups`: group id, source value, each
+//! group's identity and order; no label read or hash lookup per series), merges each
+//! group's members by precedence (a k-way walk over lists already in time order: a few
+//! comparisons per point), and returns its groups
 //! sorted by identity; the connection walks the shards' sorted groups together, merges the
 //! parts of a group found on several shards by the same rule, and encodes the reply as it
 //! goes. Replies have TS.MRANGE's shape: per group its key (the group's labels as `l=v` joined
 //! by `,` in label order), its labels, and its points (`[ts, value]`, or `[ts, value, source]`
 //! WITH SOURCE), groups in the order of their names.
 
-use std::collections::HashMap;
 
-use abacus_collections::{Aggregator, IdMatcher, LabelMatcher, Series};
+use abacus_collections::{Aggregator, IdMatcher, LabelMatcher, Series, SERIES_NO_ID};
 
 /// A series' samples of a range, oldest first.
 type Samples = Vec<(u64, f64)>;
@@ -629,82 +630,38 @@ struct WfQuery {
 
 /// A shard's member: one matching series.
 struct WfMember {
-    group: u32,
     rank: u32,
     samples: (u32, u32),
 }
 
 /// The shard's side of TS.WATERFALL: finds the matching series, groups them (by their labels
-/// but the source label, sorted), and merges each group's members by precedence.
+/// but the source label: the index's `SeriesGroups`, kept by id, with each group's identity
+/// and order), and merges each group's members by precedence.
 fn waterfall_shard(db: &mut Db, q: &WfQuery) -> WfPart {
     let now = now_ms();
     let mut part = WfPart::default();
-    let mut members: Vec<WfMember> = Vec::new();
-    let mut samples: Vec<(u64, f64)> = Vec::new();
-    // Groups by their label ids (the series' registered labels but the source label, as
-    // sorted (name id, value id) pairs); the identity bytes are built once per group.
-    let mut group_of: HashMap<Box<[(u32, u32)]>, u32, foldhash::fast::FixedState> = HashMap::default();
-    let mut idents: Vec<Box<[u8]>> = Vec::new();
-    let mut name_lens: Vec<u32> = Vec::new();
-    let mut pairs: Vec<(u32, u32)> = Vec::new();
-    let mut last_pairs: Vec<(u32, u32)> = Vec::new();
-    let mut last_group: Option<u32> = None;
-    let label = db.series_index.name_id(&q.label);
+    let Some(label) = db.series_index.name_id(&q.label) else { return part };
+    db.series_index.groups_for(label);
     // Source value id -> rank (a source no series has cannot match).
     let ranks: Vec<(u32, u32)> = q.sources.iter().enumerate().filter_map(|(r, x)| Some((db.series_index.value_id(x)?, r as u32))).collect();
-    let Some(label) = label else { return part };
     let ids = candidates(db, &q.filter);
-    members.reserve(ids.len());
+    let mut members: Vec<WfMember> = Vec::with_capacity(ids.len());
+    // Per member: (group's position in identity order << 32 | rank, member), to sort by.
+    let mut order: Vec<(u64, u32)> = Vec::with_capacity(ids.len());
+    let mut group_of: Vec<u32> = Vec::with_capacity(ids.len());
+    let mut samples: Vec<(u64, f64)> = Vec::with_capacity(ids.len());
     part.members.reserve(ids.len());
     part.keys.reserve(ids.len() * 24);
-    samples.reserve(ids.len());
     each_match_id(db, &q.filter, &ids, |db, id, key, s| {
-        let ix = &db.series_index;
-        let labels = ix.labels_of(id);
-        let src = labels.iter().find(|p| p.0 == label)?.1;
+        let groups = db.series_index.groups(label).expect("groups_for ran above, and registrations keep them ordered");
+        let src = groups.source_of(id);
+        if src == SERIES_NO_ID {
+            return None;
+        }
         part.labelled = true;
         let rank = ranks.iter().find(|r| r.0 == src)?.1;
-        pairs.clear();
-        pairs.extend(labels.iter().filter(|p| p.0 != label));
-        pairs.sort_unstable();
-        // Series of one group are usually created together, so have neighbouring ids: the
-        // previous member's group is tried before the hash map (a lookup in a table of
-        // hundreds of thousands of groups is a cache miss).
-        let cached = last_group.filter(|_| pairs == last_pairs);
-        let group = match cached.or_else(|| group_of.get(&pairs[..]).copied()) {
-            Some(g) => g,
-            None => {
-                let g = len32(name_lens.len());
-                group_of.insert(pairs.as_slice().into(), g);
-                // The identity: `l=v` joined by `,` sorted by label then value, a NUL, then
-                // each label and value length-prefixed.
-                let mut named: Vec<(&[u8], &[u8])> = pairs.iter().map(|&(l, v)| (ix.name(l), ix.value(v))).collect();
-                named.sort_unstable();
-                let mut idn: Vec<u8> = Vec::new();
-                for (n, (l, v)) in named.iter().enumerate() {
-                    if n > 0 {
-                        idn.push(b',');
-                    }
-                    idn.extend_from_slice(l);
-                    idn.push(b'=');
-                    idn.extend_from_slice(v);
-                }
-                name_lens.push(len32(idn.len()));
-                idn.push(0);
-                for &(l, v) in &named {
-                    for x in [l, v] {
-                        idn.extend_from_slice(&len32(x.len()).to_le_bytes());
-                        idn.extend_from_slice(x);
-                    }
-                }
-                idents.push(idn.into());
-                g
-            }
-        };
-        if cached.is_none() {
-            last_group = Some(group);
-            std::mem::swap(&mut last_pairs, &mut pairs);
-        }
+        let group = groups.group_of(id);
+        debug_assert!(group != SERIES_NO_ID, "a live id has a group");
         let k0 = len32(part.keys.len());
         part.keys.extend_from_slice(key);
         part.members.push((k0, len32(part.keys.len())));
@@ -716,44 +673,37 @@ fn waterfall_shard(db: &mut Db, q: &WfQuery) -> WfPart {
                 samples.push(x);
             }
         }
-        members.push(WfMember { group, rank, samples: (s0, len32(samples.len())) });
+        let m = len32(members.len());
+        order.push((((groups.rank(group) as u64) << 32) | rank as u64, m));
+        group_of.push(group);
+        members.push(WfMember { rank, samples: (s0, len32(samples.len())) });
         Some(())
     });
-    // Members by group (a counting sort), then each group's by precedence.
-    let ngroups = name_lens.len();
-    let mut start = vec![0u32; ngroups + 1];
-    for m in &members {
-        start[m.group as usize + 1] += 1;
-    }
-    for g in 0..ngroups {
-        start[g + 1] += start[g];
-    }
-    let mut fill = start.clone();
-    let mut by_group = vec![0u32; members.len()];
-    for (i, m) in members.iter().enumerate() {
-        by_group[fill[m.group as usize] as usize] = i as u32;
-        fill[m.group as usize] += 1;
-    }
-    let mut ids: Vec<(Box<[u8]>, u32)> = idents.into_iter().zip(0..).collect();
-    ids.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    part.groups.reserve(ngroups);
+    // Members by group (in identity order), then each group's by precedence (rank, key).
+    order.sort_unstable_by(|x, y| x.0.cmp(&y.0).then_with(|| part.key(x.1).cmp(part.key(y.1))));
+    let Some(groups) = db.series_index.groups(label) else { return part };
     part.points.reserve(samples.len());
     let mut at: Vec<u32> = Vec::new();
-    for (id, g) in ids {
-        let a = len32(part.ids.len());
-        part.ids.extend_from_slice(&id);
-        let ms = &mut by_group[start[g as usize] as usize..start[g as usize + 1] as usize];
-        if ms.len() > 1 {
-            ms.sort_unstable_by(|&x, &y| (members[x as usize].rank, part.key(x)).cmp(&(members[y as usize].rank, part.key(y))));
+    let mut ms: Vec<u32> = Vec::new();
+    let mut i = 0;
+    while i < order.len() {
+        let pos = order[i].0 >> 32;
+        ms.clear();
+        while i < order.len() && order[i].0 >> 32 == pos {
+            ms.push(order[i].1);
+            i += 1;
         }
+        let (ident, name_len) = groups.ident(group_of[ms[0] as usize]);
+        let a = len32(part.ids.len());
+        part.ids.extend_from_slice(ident);
         let p0 = len32(part.points.len());
         let sl = |m: u32| {
             let (a, b) = members[m as usize].samples;
             &samples[a as usize..b as usize]
         };
-        if let [m] = ms {
-            let rank = members[*m as usize].rank;
-            part.points.extend(sl(*m).iter().map(|&(t, v)| WfPoint { t, v, rank, member: *m }));
+        if let [m] = ms[..] {
+            let rank = members[m as usize].rank;
+            part.points.extend(sl(m).iter().map(|&(t, v)| WfPoint { t, v, rank, member: m }));
         } else {
             // The k-way merge: every timestamp any member has, from the first member (in
             // precedence order) that has it.
@@ -778,7 +728,7 @@ fn waterfall_shard(db: &mut Db, q: &WfQuery) -> WfPart {
                 }
             }
         }
-        part.groups.push(WfGroup { id: (a, len32(part.ids.len())), name_len: name_lens[g as usize], points: (p0, len32(part.points.len())) });
+        part.groups.push(WfGroup { id: (a, len32(part.ids.len())), name_len, points: (p0, len32(part.points.len())) });
     }
     part
 }
@@ -1002,3 +952,7 @@ pub fn stats_section(per: &[(u64, u64, u64, u64)]) -> String {
         t.0, t.1, t.2, t.3, per_sample(t.2), per_sample(t.3)
     )
 }
+
+#[cfg(test)]
+#[path = "ts_multi_tests.rs"]
+mod tests;
