@@ -142,7 +142,7 @@ impl Conn {
                 return Step::Reply(Frame::error("ERR Command not allowed inside a transaction"));
             }
             // As Redis 7.0, QUIT is never queued: it closes the connection inside MULTI too.
-            if !spec.has(flags::CONTROLS_MULTI) && spec.name != "quit" {
+            if !spec.has(flags::CONTROLS_MULTI) && spec.name != crate::cmd::connection::QUIT.name {
                 if self.worker.server.monitors.active() && !spec.has(flags::ADMIN) {
                     multi.monitor_args.push(args.to_vec());
                 }
