@@ -112,6 +112,9 @@ pub mod flags {
     /// A message of the replication link itself (REPLCONF): in a primary's stream (GETACK)
     /// or a replica's acknowledgements (ACK) it is the link's, never applied as a write.
     pub const REPLICATION_LINK: u32 = 1 << 23;
+    /// May run while a RESP2 connection is subscribed (Redis 7.0's list: (P|S)SUBSCRIBE,
+    /// (P|S)UNSUBSCRIBE, PING, QUIT, RESET); anything else is refused there.
+    pub const ALLOWED_SUBSCRIBED: u32 = 1 << 26;
 }
 
 /// Finds a key that only parsing the options reveals ([`Spec::trailing_key`]): its index.
