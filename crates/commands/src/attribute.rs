@@ -44,7 +44,7 @@ pub enum Scope {
 
 const KEYWORDS: [&str; 8] = ["match", "key", "channel", "conversion", "value", "models", "halflife", "lookback"];
 
-/// Parses an ATTRIBUTE call (see the module documentation), with its errors.
+/// Parses an ATTRIBUTE call (its syntax: the server's `cmd/attribute.rs`), with its errors.
 pub fn parse(a: &[Arg]) -> Result<(Scope, Query), Frame> {
     let mut scope = None;
     let (mut channel, mut conversion, mut value_field) = (None, None, None);

@@ -90,7 +90,8 @@ impl Options {
     }
 }
 
-/// What the keyspace recorded during one lookup (see the module documentation).
+/// What the keyspace recorded during one lookup: the connection publishes it in Redis's order
+/// (see the server's `cmd/sort.rs`).
 pub type Journal = Vec<crate::notify::Event>;
 
 /// Takes what the databases recorded since the last call (nothing, without allocating, when
