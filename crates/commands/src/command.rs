@@ -104,6 +104,17 @@ pub mod flags {
     pub const CHANNEL_SUBSCRIBE: u32 = 1 << 29;
     /// Every argument after the name is a channel pattern subscribed to (PSUBSCRIBE).
     pub const CHANNEL_PATTERN: u32 = 1 << 30;
+    /// Opens a transaction (MULTI): a replica holds what follows in the primary's stream
+    /// until the command that ends it, and applies the whole as one unit.
+    pub const TX_BEGIN: u32 = 1 << 25;
+    /// Ends a transaction (EXEC, DISCARD): see [`TX_BEGIN`].
+    pub const TX_END: u32 = 1 << 24;
+    /// A message of the replication link itself (REPLCONF): in a primary's stream (GETACK)
+    /// or a replica's acknowledgements (ACK) it is the link's, never applied as a write.
+    pub const REPLICATION_LINK: u32 = 1 << 23;
+    /// May run while a RESP2 connection is subscribed (Redis 7.0's list: (P|S)SUBSCRIBE,
+    /// (P|S)UNSUBSCRIBE, PING, QUIT, RESET); anything else is refused there.
+    pub const ALLOWED_SUBSCRIBED: u32 = 1 << 26;
 }
 
 /// Finds a key that only parsing the options reveals ([`Spec::trailing_key`]): its index.

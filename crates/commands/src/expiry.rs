@@ -22,11 +22,14 @@ pub const COMMANDS: &[Spec] = &[
     Spec::keyed("expireat", -3, WRITE | FAST, K1, expireat, G, "Sets the expiration time of a key to a Unix timestamp."),
     Spec::keyed("pexpireat", -3, WRITE | FAST, K1, pexpireat, G, "Sets the expiration time of a key to a Unix milliseconds timestamp."),
     Spec::keyed("ttl", 2, READONLY | FAST, K1, ttl, G, "Returns the expiration time in seconds of a key."),
-    Spec::keyed("pttl", 2, READONLY | FAST, K1, pttl, G, "Returns the expiration time in milliseconds of a key."),
+    PTTL,
     Spec::keyed("expiretime", 2, READONLY | FAST, K1, expiretime, G, "Returns the expiration time of a key as a Unix timestamp."),
     Spec::keyed("pexpiretime", 2, READONLY | FAST, K1, pexpiretime, G, "Returns the expiration time of a key as a Unix milliseconds timestamp."),
     Spec::keyed("persist", 2, WRITE | FAST, K1, persist, G, "Removes the expiration time of a key."),
 ];
+
+/// PTTL's entry, named by callers that run it (MIGRATE).
+pub const PTTL: Spec = Spec::keyed("pttl", 2, READONLY | FAST, K1, pttl, G, "Returns the expiration time in milliseconds of a key.");
 
 fn expire_generic(ctx: &mut Ctx, a: &[Arg], unit_ms: i64, relative: bool, cmd: &str) -> Frame {
     let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);

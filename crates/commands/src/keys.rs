@@ -17,17 +17,26 @@ const ALL: (i32, i32, i32) = (1, -1, 1);
 const G: &str = "generic";
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::keyed("del", -2, WRITE, ALL, del, G, "Deletes one or more keys."),
+    DEL,
     Spec::keyed("unlink", -2, WRITE | FAST, ALL, unlink, G, "Asynchronously deletes one or more keys."),
     Spec::keyed("exists", -2, READONLY | FAST, ALL, exists, G, "Determines whether one or more keys exist."),
-    Spec::keyed("touch", -2, READONLY | FAST, ALL, exists, G, "Returns the number of existing keys out of those specified after updating the time they were last accessed."),
+    TOUCH,
     Spec::keyed("type", 2, READONLY | FAST, K1, type_cmd, G, "Determines the type of value stored at a key."),
     Spec::keyed("rename", 3, WRITE, (1, 2, 1), rename, G, "Renames a key and overwrites the destination."),
     Spec::keyed("renamenx", 3, WRITE | FAST, (1, 2, 1), renamenx, G, "Renames a key only when the target key name doesn't exist."),
     Spec::keyed("move", 3, WRITE | FAST, K1, move_cmd, G, "Moves a key to another database."),
-    Spec::keyed("copy", -3, WRITE | DENYOOM, (1, 2, 1), copy, G, "Copies the value of a key to a new key."),
+    COPY,
     Spec::container("object", -2, 0, G, "A container for object introspection commands.", OBJECT),
 ];
+
+/// COPY's entry: its destination lives in the database its `DB` option names (the server's `exec.rs`).
+pub const COPY: Spec = Spec::keyed("copy", -3, WRITE | DENYOOM, (1, 2, 1), copy, G, "Copies the value of a key to a new key.");
+
+/// TOUCH's entry: the one lookup CLIENT NO-TOUCH leaves touching (the server's `exec.rs`).
+pub const TOUCH: Spec = Spec::keyed("touch", -2, READONLY | FAST, ALL, exists, G, "Returns the number of existing keys out of those specified after updating the time they were last accessed.");
+
+/// DEL's entry, named by callers that run or log a DEL (MIGRATE).
+pub const DEL: Spec = Spec::keyed("del", -2, WRITE, ALL, del, G, "Deletes one or more keys.");
 
 const OBJECT: &[Spec] = &[
     Spec::keyed("object|encoding", 3, READONLY, (2, 2, 1), object_encoding, G, "Returns the internal encoding of a Redis object."),

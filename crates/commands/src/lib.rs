@@ -1,7 +1,11 @@
 //! Abacus's data command families: the keyed handlers of strings, keys, expiry, bits and
 //! BITOP/BITFIELD, hashes, sets and their algebra, lists, sorted sets and their algebra, the
 //! blocking pops of both (`blocking.rs`: the non-blocking forms the server's waits run), geo,
-//! streams, HLL.* and PF*, with their table entries ([`command::Spec`]).
+//! streams, HLL.* and PF*, DUMP/RESTORE (`dump.rs`, with the value codec between the keyspace
+//! and `abacus-rdb`), MEMORY USAGE (`memory.rs`, an entry of the server's MEMORY container),
+//! with their table entries ([`command::Spec`]); and the per-shard jobs of two
+//! connection-level commands, SORT (`sort.rs`) and ATTRIBUTE (`attribute.rs`), whose fan-outs
+//! are the server's.
 //!
 //! Why a crate of its own, below the network layer: a handler is a plain function over one
 //! shard's databases ([`ctx::Ctx`]), so the families need the keyspace and the data
@@ -10,8 +14,8 @@
 //! family starts here with nothing to wire but its table.
 //!
 //! Layers (each points down only):
-//! - `abacus-protocol`, `abacus-collections`, `abacus-hll`, `abacus-redis-hll`, `abacus-int`:
-//!   the codec and the data structures;
+//! - `abacus-protocol`, `abacus-collections`, `abacus-hll`, `abacus-redis-hll`, `abacus-int`,
+//!   `abacus-rdb`: the codecs and the data structures;
 //! - `abacus-keyspace`: databases, entries, expiry;
 //! - this crate: the command entry ([`command`]), the handler's context and the effects it
 //!   states ([`ctx`]), keyspace-event recording ([`notify`]), argument parsing ([`args`]),
@@ -22,8 +26,13 @@
 //!   [`ctx::Hooks`] through which handlers reach it) and writes the effects they state.
 //!
 //! What it is not: the dispatcher, the log, pub/sub publishing, blocking waits (the server's),
-//! nor commands that visit every shard or coordinate several (KEYS, SCAN, SORT, the fan-outs:
-//! the server's `cmd/`).
+//! nor commands that visit every shard or coordinate several (KEYS, SCAN, SORT, ATTRIBUTE,
+//! MEMORY STATS, the fan-outs: the server's `cmd/`, which calls the per-shard parts here).
+//!
+//! Entries other code names: where the server must recognise one command it names that
+//! family's `pub const` entry (`keys::TOUCH`, `keys::COPY`, `keys::DEL`, `expiry::PTTL`,
+//! `dump::DUMP`, `hashes::HSET`, `streams::XADD`, `memory::USAGE`) or tests a flag
+//! (`TX_BEGIN`, `TX_END`, `REPLICATION_LINK`), never a name string.
 
 #![forbid(unsafe_code)]
 
@@ -35,18 +44,22 @@ pub mod ldouble;
 pub mod notify;
 pub mod testing;
 
+pub mod attribute;
 pub mod bitops;
 pub mod blocking;
 pub mod bits;
+pub mod dump;
 pub mod expiry;
 pub mod geo;
 pub mod hashes;
 pub mod hll;
 pub mod keys;
 pub mod lists;
+pub mod memory;
 pub mod pf;
 pub mod set_algebra;
 pub mod sets;
+pub mod sort;
 pub mod streams;
 pub mod strings;
 pub mod zset_algebra;
@@ -72,4 +85,5 @@ pub const FAMILIES: &[&[Spec]] = &[
     zset_algebra::COMMANDS,
     geo::COMMANDS,
     streams::COMMANDS,
+    dump::COMMANDS,
 ];

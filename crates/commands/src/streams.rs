@@ -41,7 +41,7 @@ const K2: (i32, i32, i32) = (2, 2, 1);
 pub const G: &str = "stream";
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::keyed("xadd", -5, WRITE | DENYOOM | FAST, K1, xadd, G, "Appends a new entry to a stream"),
+    XADD,
     Spec::keyed("xrange", -4, READONLY, K1, xrange, G, "Return a range of elements in a stream, with IDs matching the specified IDs interval"),
     Spec::keyed("xrevrange", -4, READONLY, K1, xrevrange, G, "Return a range of elements in a stream, with IDs matching the specified IDs interval, in reverse order (from greater to smaller IDs) compared to XRANGE"),
     Spec::keyed("xlen", 2, READONLY | FAST, K1, xlen, G, "Return the number of entries in a stream"),
@@ -62,6 +62,9 @@ pub const COMMANDS: &[Spec] = &[
     Spec::keyed("xautoclaim", -6, WRITE | FAST, K1, xautoclaim, G, "Changes (or acquires) ownership of messages in a consumer group, as if the messages were delivered to the specified consumer."),
     Spec::container("xinfo", -2, 0, G, "A container for stream introspection commands", XINFO),
 ];
+
+/// XADD's entry, named by callers that run it (the summarizer's raw-event streams).
+pub const XADD: Spec = Spec::keyed("xadd", -5, WRITE | DENYOOM | FAST, K1, xadd, G, "Appends a new entry to a stream");
 
 const XGROUP: &[Spec] = &[
     Spec::keyed("xgroup|create", -5, WRITE | DENYOOM, K2, xgroup, G, "Create a consumer group."),

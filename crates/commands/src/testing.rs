@@ -50,6 +50,12 @@ pub fn run_at(dbs: &mut [Db], args: &[Arg], now_ms: u64) -> (Frame, Effect) {
     if !spec.subcommands.is_empty() {
         spec = args.get(1).and_then(|sub| spec.subcommand(sub)).expect("a known subcommand");
     }
+    run_spec_at(dbs, spec, args, now_ms)
+}
+
+/// Runs `spec`'s keyed handler on `args` as [`run_at`] does: for an entry this crate's table
+/// does not hold by name (MEMORY USAGE, a subcommand of the server's MEMORY).
+pub fn run_spec_at(dbs: &mut [Db], spec: &Spec, args: &[Arg], now_ms: u64) -> (Frame, Effect) {
     let Handler::Keyed(f) = spec.handler else { panic!("{} is not a keyed command", spec.name) };
     let d = defaults();
     let mut ctx = Ctx {
@@ -78,4 +84,10 @@ pub fn run_at(dbs: &mut [Db], args: &[Arg], now_ms: u64) -> (Frame, Effect) {
 pub fn run_keyed(dbs: &mut [Db], args: &[&[u8]]) -> Frame {
     let args = Args::from_vec(args.iter().map(|a| Bytes::copy_from_slice(a)).collect());
     run_args(dbs, &args)
+}
+
+/// [`run_spec_at`] from byte strings, at time 1 ms: the reply.
+pub fn run_spec(dbs: &mut [Db], spec: &Spec, args: &[&[u8]]) -> Frame {
+    let args = Args::from_vec(args.iter().map(|a| Bytes::copy_from_slice(a)).collect());
+    run_spec_at(dbs, spec, &args, 1).0
 }

@@ -125,7 +125,7 @@ pub struct Call {
 /// updates. TOUCH still touches (Redis 7.2's lookupKey).
 #[inline]
 fn untouching(spec: &Spec, no_touch: bool) -> bool {
-    no_touch && spec.name != "touch"
+    no_touch && spec.name != abacus_commands::keys::TOUCH.name
 }
 
 /// Runs `f` with the keyspace's access-time updates off on this thread (CLIENT NO-TOUCH)
@@ -425,7 +425,7 @@ pub fn command_keys(spec: &Spec, args: &Args, db: usize) -> Vec<(usize, Bytes)> 
 /// The database named by COPY's `DB n` option (the last one given), where its second key,
 /// the destination, lives: the only key of any command outside the selected database.
 fn copy_destination_db(spec: &Spec, args: &[Arg]) -> Option<usize> {
-    if spec.name != "copy" {
+    if spec.name != abacus_commands::keys::COPY.name {
         return None;
     }
     let mut found = None;

@@ -151,7 +151,7 @@ async fn handle(worker: &Worker, stream: &mut tokio::net::TcpStream, addr: std::
         None => return Err("ERR the rules have several feeds: name one with a first line FEED <name>".into()),
     };
     let Some(fi) = rules.feed(&feed) else { return Err(format!("ERR no such feed '{feed}'")) };
-    let spec = crate::command::lookup(b"summary.ingest").expect("SUMMARY.INGEST exists");
+    let spec = &crate::cmd::summary::INGEST;
     let check = Args::from_vec(vec![Bytes::from_static(b"SUMMARY.INGEST"), Bytes::from(feed.clone()), Bytes::new()]);
     if let Err(denied) = user.check(spec, &check) {
         return Err(denied.error(spec));

@@ -12,12 +12,15 @@
 //! - `conn/`       one client connection: the socket loop (`mod.rs`: read, run, write),
 //!   the checks before a command runs (`admit.rs`), moving to another thread (`migrate.rs`)
 //! - `command.rs`  the command table (names, arity, flags, keys, handlers: the one place a
-//!   command is known): `abacus-commands`' families and this crate's, and the typing of
-//!   connection-level handlers (`ConnFn`)
+//!   command is known; code that must recognise a command tests an entry's flag or names
+//!   its family's entry, never a name string): `abacus-commands`' families and this
+//!   crate's, and the typing of connection-level handlers (`ConnFn`)
 //! - `cmd/`        the command families that need the server, one file each (connection,
-//!   server, persistence, transactions, scan for KEYS/SCAN/RANDOMKEY, sort, pubsub, ...);
+//!   server, persistence, transactions, scan for KEYS/SCAN/RANDOMKEY, the fan-outs of sort
+//!   and attribute, MEMORY's server-wide subcommands, pubsub, time series, summary, ...);
 //!   the data families (strings, keys, expiry, bits, hashes, sets, lists, sorted sets, geo,
-//!   streams, HLL, PF) are `abacus-commands`', re-exported there under their names
+//!   streams, HLL, PF, DUMP/RESTORE, MEMORY USAGE) are `abacus-commands`', re-exported there
+//!   under their names
 //! - `durability.rs`: the server's log and snapshot handles (`Durability`, in `Server`),
 //!   passed explicitly: each shard's `ShardLog` holds them with its pending log commands, so
 //!   no static or thread-local is on the write path

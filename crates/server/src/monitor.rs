@@ -93,10 +93,11 @@ pub fn format_line(now_us: u64, db: usize, addr: &SocketAddr, args: &[impl AsRef
 /// HELLO's AUTH.
 fn redacted_args(args: &[impl AsRef<[u8]>]) -> std::ops::Range<usize> {
     let name = args.first().map(|a| a.as_ref()).unwrap_or_default();
-    if name.eq_ignore_ascii_case(b"auth") {
+    let is = |spec: &crate::command::Spec| crate::command::is_name(spec.name.as_bytes(), name);
+    if is(&crate::cmd::connection::AUTH) {
         return 1..args.len();
     }
-    if name.eq_ignore_ascii_case(b"hello") {
+    if is(&crate::cmd::connection::HELLO) {
         if let Some(at) = args.iter().position(|a| a.as_ref().eq_ignore_ascii_case(b"auth")) {
             return at + 1..(at + 3).min(args.len());
         }

@@ -19,17 +19,29 @@ const G: &str = "connection";
 const NONE: (i32, i32, i32) = (0, 0, 0);
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::conn("ping", -1, FAST | DENY_ON_DISK_ERROR, NONE, conn_fn!(|conn, _, call| ping(conn, &call.args)), G, "Returns the server's liveliness response."),
+    Spec::conn("ping", -1, FAST | DENY_ON_DISK_ERROR | ALLOWED_SUBSCRIBED, NONE, conn_fn!(|conn, _, call| ping(conn, &call.args)), G, "Returns the server's liveliness response."),
     Spec::conn("echo", 2, FAST | LOADING | STALE, NONE, conn_fn!(|_, _, call| Frame::Bulk(call.args.bytes(1))), G, "Returns the given string."),
-    Spec::conn("hello", -1, NO_AUTH | FAST | LOADING | STALE, NONE, conn_fn!(|conn, _, call| hello(conn, &call.args)), G, "Handshakes with the Redis server."),
-    Spec::conn("auth", -2, NO_AUTH | FAST | LOADING | STALE, NONE, conn_fn!(|conn, _, call| auth(conn, &call.args)), G, "Authenticates the connection."),
+    HELLO,
+    AUTH,
     Spec::conn("select", 2, FAST | LOADING | STALE, NONE, conn_fn!(|conn, _, call| select(conn, &call.args)), G, "Changes the selected database."),
-    Spec::conn("quit", -1, NO_AUTH | FAST | LOADING | STALE, NONE, conn_fn!(|conn, _, _| quit(conn)), G, "Closes the connection."),
-    Spec::conn("reset", 1, NO_AUTH | FAST | CONTROLS_MULTI | LOADING | STALE, NONE, conn_fn!(|conn, _, _| reset(conn).await), G, "Resets the connection."),
+    QUIT,
+    Spec::conn("reset", 1, NO_AUTH | FAST | CONTROLS_MULTI | LOADING | STALE | ALLOWED_SUBSCRIBED, NONE, conn_fn!(|conn, _, _| reset(conn).await), G, "Resets the connection."),
     Spec::conn("time", 1, FAST | LOADING | STALE, NONE, conn_fn!(|_, _, _| time()), "server", "Returns the server time."),
-    Spec::conn("client", -2, 0, NONE, conn_fn!(|_, _, _| super::container()), G, "A container for client connection commands.").with_subcommands(CLIENT),
+    CLIENT_ENTRY,
     Spec::conn("command", -1, LOADING | STALE | ACL_CONNECTION, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::All)), "server", "Returns detailed information about all commands.").with_subcommands(COMMAND),
 ];
+
+/// CLIENT's entry: any CLIENT subcommand keeps CLIENT CACHING's one-command flag (`conn/mod.rs`).
+pub const CLIENT_ENTRY: Spec = Spec::conn("client", -2, 0, NONE, conn_fn!(|_, _, _| super::container()), G, "A container for client connection commands.").with_subcommands(CLIENT);
+
+/// QUIT's entry: never queued inside MULTI (`conn/admit.rs`).
+pub const QUIT: Spec = Spec::conn("quit", -1, NO_AUTH | FAST | LOADING | STALE | ALLOWED_SUBSCRIBED, NONE, conn_fn!(|conn, _, _| quit(conn)), G, "Closes the connection.");
+
+/// AUTH's entry: MONITOR redacts its arguments (`monitor.rs`).
+pub const AUTH: Spec = Spec::conn("auth", -2, NO_AUTH | FAST | LOADING | STALE, NONE, conn_fn!(|conn, _, call| auth(conn, &call.args)), G, "Authenticates the connection.");
+
+/// HELLO's entry: MONITOR redacts its AUTH arguments (`monitor.rs`).
+pub const HELLO: Spec = Spec::conn("hello", -1, NO_AUTH | FAST | LOADING | STALE, NONE, conn_fn!(|conn, _, call| hello(conn, &call.args)), G, "Handshakes with the Redis server.");
 
 const CLIENT: &[Spec] = &[
     Spec::conn("client|id", 2, LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Id, &call.args)), G, "Returns the unique client ID of the connection."),

@@ -2,12 +2,9 @@
 //! figures from Abacus's own accounting.
 //!
 //! Where the figures come from:
-//! - a key's size (USAGE) is the measure eviction uses for what removing it frees
-//!   (`Db::key_memory_bytes`: its slot and table overhead, the key, the value's heap bytes,
-//!   which every collection type counts exactly). Redis estimates a collection's size from
-//!   `SAMPLES` elements because walking it costs; Abacus's figure is exact and cheap for
-//!   strings, listpacks and bitmaps, and SAMPLES is parsed and checked as Redis does but
-//!   does not change it;
+//! - a key's size (USAGE) is keyed, so it lives below the network layer
+//!   (`abacus_commands::memory`, which says how it is measured); its entry is listed here
+//!   among MEMORY's subcommands;
 //! - totals (STATS) are jemalloc's, as Redis's: `total.allocated` is `used_memory`, the
 //!   allocator's active and resident bytes give the fragmentation figures, the process's
 //!   RSS comes from /proc; the per-database overhead is the exact size of the shards' hash
@@ -22,15 +19,13 @@
 
 use std::fmt::Write as _;
 
-use abacus_protocol::{Arg, Bytes, Frame};
+use abacus_protocol::{Bytes, Frame};
 
-use super::args::*;
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::conn::Conn;
 use crate::exec::Access;
 use crate::memory;
-use crate::shard::Ctx;
 
 const S: &str = "server";
 const NONE: (i32, i32, i32) = (0, 0, 0);
@@ -40,35 +35,13 @@ pub const COMMANDS: &[Spec] = &[
 ];
 
 const MEMORY: &[Spec] = &[
-    Spec::keyed("memory|usage", -3, READONLY, (2, 2, 1), usage, S, "Estimates the memory usage of a key."),
+    abacus_commands::memory::USAGE,
     Spec::conn("memory|stats", 2, 0, NONE, conn_fn!(|conn, access, _| stats_reply(conn, access).await), S, "Returns details about memory usage."),
     Spec::conn("memory|doctor", 2, 0, NONE, conn_fn!(|conn, access, _| doctor(conn, access).await), S, "Outputs a memory problems report."),
     Spec::conn("memory|malloc-stats", 2, 0, NONE, conn_fn!(|_, _, _| malloc_stats()), S, "Returns the allocator statistics."),
     Spec::conn("memory|purge", 2, 0, NONE, conn_fn!(|_, _, _| Frame::ok()), S, "Asks the allocator to release memory."),
     Spec::conn("memory|help", 2, LOADING | STALE, NONE, conn_fn!(|_, _, _| help()), S, "Returns helpful text about the different subcommands."),
 ];
-
-/// MEMORY USAGE key [SAMPLES count]: bytes, or nil for a missing key.
-fn usage(ctx: &mut Ctx, a: &[Arg]) -> Frame {
-    let mut j = 3;
-    while j < a.len() {
-        if is(&a[j], "samples") && j + 1 < a.len() {
-            match parse_i64(&a[j + 1]) {
-                Ok(n) if n < 0 => return err(ERR_SYNTAX),
-                Ok(_) => {}
-                Err(e) => return e,
-            }
-            j += 2;
-        } else {
-            return err(ERR_SYNTAX);
-        }
-    }
-    let now = ctx.now_ms;
-    match ctx.db().key_memory_bytes(&a[2], now) {
-        Some(n) => Frame::Integer(n as i64),
-        None => Frame::Null,
-    }
-}
 
 /// Per database, summed over the shards: (keys, main table bytes, expiry index bytes).
 type DbFigures = Vec<(usize, usize, usize)>;
@@ -254,34 +227,6 @@ fn help() -> Frame {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::run_keyed;
-
-    /// Runs MEMORY USAGE (a subcommand, which `run_keyed` does not resolve).
-    fn usage_of(dbs: &mut [abacus_keyspace::Db], args: &[&[u8]]) -> Frame {
-        let args = abacus_protocol::Args::from_vec(args.iter().map(|a| Bytes::copy_from_slice(a)).collect());
-        let spec = crate::command::lookup(b"memory").and_then(|m| m.subcommand(b"usage")).expect("MEMORY USAGE");
-        let cfg = crate::config::Config::default().cmd_config();
-        crate::exec::exec_keyed(dbs, &mut crate::aof::ShardLog::new(crate::durability::Durability::new()), 0, spec, &args, 1, cfg)
-    }
-
-    #[test]
-    fn usage_grows_with_the_value_and_checks_samples() {
-        let mut d: Vec<abacus_keyspace::Db> = (0..1).map(|_| abacus_keyspace::Db::new()).collect();
-        run_keyed(&mut d, &[b"set", b"small", b"v"]);
-        let big = vec![b'x'; 10_000];
-        run_keyed(&mut d, &[b"set", b"big", &big]);
-        let size = |d: &mut Vec<abacus_keyspace::Db>, k: &[u8]| match usage_of(d, &[b"memory", b"usage", k]) {
-            Frame::Integer(n) => n,
-            other => panic!("{other:?}"),
-        };
-        let (small, large) = (size(&mut d, b"small"), size(&mut d, b"big"));
-        assert!(small > 0 && large >= small + 10_000, "{small} {large}");
-        assert_eq!(usage_of(&mut d, &[b"memory", b"usage", b"missing"]), Frame::Null);
-        assert_eq!(usage_of(&mut d, &[b"memory", b"usage", b"big", b"samples", b"0"]), Frame::Integer(large));
-        assert_eq!(usage_of(&mut d, &[b"memory", b"usage", b"big", b"samples", b"-1"]), err(ERR_SYNTAX));
-        assert_eq!(usage_of(&mut d, &[b"memory", b"usage", b"big", b"samples"]), err(ERR_SYNTAX));
-        assert_eq!(usage_of(&mut d, &[b"memory", b"usage", b"big", b"foo"]), err(ERR_SYNTAX));
-    }
 
     #[test]
     fn doctor_judges_the_figures() {

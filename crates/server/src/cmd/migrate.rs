@@ -28,7 +28,7 @@ use tokio::net::TcpStream;
 
 use super::args::*;
 use crate::command::flags::*;
-use crate::command::{lookup, Spec};
+use crate::command::Spec;
 use crate::conn::Conn;
 use crate::exec::{shutting_down, Access, Call, Locks};
 use crate::shard::shard_of;
@@ -109,9 +109,9 @@ fn resp(out: &mut Vec<u8>, args: &[&[u8]]) {
     }
 }
 
-/// Runs `args` as a keyed call under `locks`.
-async fn call(conn: &mut Conn, locks: &Locks, args: Vec<Bytes>) -> Frame {
-    let Some(spec) = lookup(&args[0]) else { return err("ERR unknown command") };
+/// Runs `spec` as a keyed call under `locks`, with `rest` after its name.
+async fn call(conn: &mut Conn, locks: &Locks, spec: &'static Spec, rest: impl IntoIterator<Item = Bytes>) -> Frame {
+    let args: Vec<Bytes> = std::iter::once(Bytes::from_static(spec.name.as_bytes())).chain(rest).collect();
     let db = conn.client.db;
     conn.worker.run_keyed(Access::Locked(locks), db, Call { spec, args: Args::from_vec(args), client: conn.client.meta.id, no_touch: conn.client.meta.no_touch() }).await
 }
@@ -153,13 +153,13 @@ pub async fn migrate(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     // Serialize what exists; a missing key is skipped (Redis: NOKEY when none is left).
     let mut found: Vec<(Bytes, i64, Bytes)> = Vec::new();
     for k in &o.keys {
-        let payload = match call(conn, locks, vec![Bytes::from_static(b"DUMP"), k.clone()]).await {
+        let payload = match call(conn, locks, &abacus_commands::dump::DUMP, [k.clone()]).await {
             Frame::Bulk(p) => p,
             Frame::Null => continue,
             e @ Frame::Error(_) => return e,
             _ => continue,
         };
-        let ttl = match call(conn, locks, vec![Bytes::from_static(b"PTTL"), k.clone()]).await {
+        let ttl = match call(conn, locks, &abacus_commands::expiry::PTTL, [k.clone()]).await {
             Frame::Integer(t) if t > 0 => t,
             _ => 0,
         };
@@ -234,9 +234,7 @@ pub async fn migrate(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
             by_shard.entry(shard_of(&k, n)).or_default().push(k);
         }
         for (_, keys) in by_shard {
-            let mut args = vec![Bytes::from_static(b"DEL")];
-            args.extend(keys);
-            call(conn, locks, args).await;
+            call(conn, locks, &abacus_commands::keys::DEL, keys).await;
         }
     }
     first_error.unwrap_or_else(Frame::ok)

@@ -3,7 +3,8 @@
 //! Each family file declares its commands' table entries (`COMMANDS`) next to their handlers.
 //! Keyed handlers are plain functions over a shard's databases (`Ctx`); the data families
 //! (strings, keys, expiry, bits, hashes, sets, lists and their blocking forms, sorted sets,
-//! geo, streams, HLL, PF) live
+//! geo, streams, HLL, PF, DUMP/RESTORE, MEMORY USAGE; SORT's and ATTRIBUTE's per-shard jobs)
+//! live
 //! below the network layer in `abacus-commands` and are re-exported here under their names.
 //! The files here are the families that need the server: connection-level handlers,
 //! functions over the connection, given in their table entries with [`conn_fn!`] (the table
@@ -38,7 +39,7 @@ pub use abacus_commands::bitops;
 pub use abacus_commands::bits;
 pub use abacus_commands::blocking;
 pub mod connection;
-pub mod dump;
+pub use abacus_commands::dump;
 pub use abacus_commands::expiry;
 pub use abacus_commands::geo;
 pub mod getkeys;
@@ -70,9 +71,6 @@ pub use abacus_commands::zsets;
 pub mod latency;
 pub mod tracking;
 
-#[cfg(test)]
-use abacus_protocol::Frame;
-
 use crate::command::Spec;
 
 /// The handler of a container's own entry (CLIENT, CONFIG, OBJECT...): never called, since a
@@ -93,7 +91,6 @@ pub const FAMILIES: &[&[Spec]] = &[
     persistence::COMMANDS,
     pubsub::COMMANDS,
     summary::COMMANDS,
-    dump::COMMANDS,
     memory::COMMANDS,
     migrate::COMMANDS,
     timeseries::COMMANDS,
@@ -102,13 +99,3 @@ pub const FAMILIES: &[&[Spec]] = &[
     acl::COMMANDS,
     replication::COMMANDS,
 ];
-
-/// Runs one keyed command on `dbs` (database 0, one shard, the default configuration, the
-/// server's runner): for the command families' unit tests here.
-#[cfg(test)]
-pub(crate) fn run_keyed(dbs: &mut [abacus_keyspace::Db], args: &[&[u8]]) -> Frame {
-    let args = abacus_protocol::Args::from_vec(args.iter().map(|a| abacus_protocol::Bytes::copy_from_slice(a)).collect());
-    let spec = crate::command::lookup(&args[0]).expect("a known command");
-    let cfg = crate::config::Config::default().cmd_config();
-    crate::exec::exec_keyed(dbs, &mut crate::aof::ShardLog::new(crate::durability::Durability::new()), 0, spec, &args, 1, cfg)
-}

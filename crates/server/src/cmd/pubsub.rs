@@ -27,12 +27,12 @@ const NONE: (i32, i32, i32) = (0, 0, 0);
 const ALL_ARGS: (i32, i32, i32) = (1, -1, 1);
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::conn("subscribe", -2, LOADING | STALE | CHANNEL_SUBSCRIBE, NONE, conn_fn!(|conn, _, call| subscribe(conn, Kind::Channel, &call.args)), G, "Listens for messages published to channels."),
-    Spec::conn("unsubscribe", -1, LOADING | STALE, NONE, conn_fn!(|conn, _, call| unsubscribe(conn, Kind::Channel, &call.args)), G, "Stops listening to messages posted to channels."),
-    Spec::conn("psubscribe", -2, LOADING | STALE | CHANNEL_PATTERN, NONE, conn_fn!(|conn, _, call| subscribe(conn, Kind::Pattern, &call.args)), G, "Listens for messages published to channels that match one or more patterns."),
-    Spec::conn("punsubscribe", -1, LOADING | STALE, NONE, conn_fn!(|conn, _, call| unsubscribe(conn, Kind::Pattern, &call.args)), G, "Stops listening to messages published to channels that match one or more patterns."),
-    Spec::conn("ssubscribe", -2, LOADING | STALE | CHANNEL_SUBSCRIBE, ALL_ARGS, conn_fn!(|conn, access, call| ssubscribe(conn, access, &call.args)), G, "Listens for messages published to shard channels."),
-    Spec::conn("sunsubscribe", -1, LOADING | STALE, ALL_ARGS, conn_fn!(|conn, _, call| unsubscribe(conn, Kind::Shard, &call.args)), G, "Stops listening to messages posted to shard channels."),
+    Spec::conn("subscribe", -2, LOADING | STALE | ALLOWED_SUBSCRIBED | CHANNEL_SUBSCRIBE, NONE, conn_fn!(|conn, _, call| subscribe(conn, Kind::Channel, &call.args)), G, "Listens for messages published to channels."),
+    Spec::conn("unsubscribe", -1, LOADING | STALE | ALLOWED_SUBSCRIBED, NONE, conn_fn!(|conn, _, call| unsubscribe(conn, Kind::Channel, &call.args)), G, "Stops listening to messages posted to channels."),
+    Spec::conn("psubscribe", -2, LOADING | STALE | ALLOWED_SUBSCRIBED | CHANNEL_PATTERN, NONE, conn_fn!(|conn, _, call| subscribe(conn, Kind::Pattern, &call.args)), G, "Listens for messages published to channels that match one or more patterns."),
+    Spec::conn("punsubscribe", -1, LOADING | STALE | ALLOWED_SUBSCRIBED, NONE, conn_fn!(|conn, _, call| unsubscribe(conn, Kind::Pattern, &call.args)), G, "Stops listening to messages published to channels that match one or more patterns."),
+    Spec::conn("ssubscribe", -2, LOADING | STALE | ALLOWED_SUBSCRIBED | CHANNEL_SUBSCRIBE, ALL_ARGS, conn_fn!(|conn, access, call| ssubscribe(conn, access, &call.args)), G, "Listens for messages published to shard channels."),
+    Spec::conn("sunsubscribe", -1, LOADING | STALE | ALLOWED_SUBSCRIBED, ALL_ARGS, conn_fn!(|conn, _, call| unsubscribe(conn, Kind::Shard, &call.args)), G, "Stops listening to messages posted to shard channels."),
     Spec::conn("publish", 3, LOADING | STALE | FAST | CHANNEL_PUBLISH, NONE, conn_fn!(|conn, _, call| publish(conn, Kind::Channel, &call.args)), G, "Posts a message to a channel."),
     Spec::conn("spublish", 3, LOADING | STALE | FAST | CHANNEL_PUBLISH, (1, 1, 1), conn_fn!(|conn, _, call| publish(conn, Kind::Shard, &call.args)), G, "Post a message to a shard channel"),
     Spec::conn("pubsub", -2, 0, NONE, conn_fn!(|_, _, _| super::container()), G, "A container for Pub/Sub commands.").with_subcommands(PUBSUB),

@@ -23,7 +23,7 @@ pub const COMMANDS: &[Spec] = &[
     Spec::conn("replicaof", 3, ADMIN | STALE, NONE, conn_fn!(|conn, _, call| replicaof(conn, &call.args).await), G, "Configures a server as replica of another, or promotes it to a master."),
     Spec::conn("slaveof", 3, ADMIN | STALE, NONE, conn_fn!(|conn, _, call| replicaof(conn, &call.args).await), G, "Sets a Redis server as a replica of another, or promotes it to being a master."),
     Spec::conn("role", 1, LOADING | STALE | FAST | ACL_ADMIN, NONE, conn_fn!(|_, _, _| replication::role()), G, "Returns the replication role."),
-    Spec::conn("replconf", -1, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, call| replconf(conn, &call.args)), G, "An internal command for configuring the replication stream."),
+    Spec::conn("replconf", -1, ADMIN | REPLICATION_LINK | LOADING | STALE, NONE, conn_fn!(|conn, _, call| replconf(conn, &call.args)), G, "An internal command for configuring the replication stream."),
     Spec::conn("psync", -3, ADMIN | NO_MULTI, NONE, conn_fn!(|conn, _, call| psync(conn, &call.args)), G, "An internal command used in replication."),
     Spec::conn("wait", 3, ACL_CONNECTION, NONE, conn_fn!(|conn, _, call| wait(conn, &call.args).await), "generic", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed."),
 ];

@@ -60,13 +60,16 @@ const ERR_NO_RULES: &str = "ERR no summarizer rules loaded (start with --summari
 
 pub const COMMANDS: &[Spec] = &[
     Spec::keyed("summary.update", -5, WRITE | DENYOOM | FAST, K1, update, G, "Updates a summary hash: SUMMARY.UPDATE key field INCRBY|INCRBYFLOAT|MIN|MAX|SET value [field op value ...]."),
-    Spec::conn("summary.ingest", -3, WRITE | DENYOOM | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| ingest(conn, access, &call.args, false).await), G, "Parses feed lines and updates the summaries: SUMMARY.INGEST feed payload [payload ...]."),
+    INGEST,
     Spec::conn("summary.ingestsource", -7, WRITE | DENYOOM | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| ingest(conn, access, &call.args, true).await), G, "SUMMARY.INGEST exactly once: SUMMARY.INGESTSOURCE feed source start-offset end-offset first-line payload [payload ...]."),
     Spec::conn("summary.source", 2, READONLY | FAST, NONE, conn_fn!(|conn, access, call| source(conn, access, &call.args).await), G, "Returns where a source's exactly-once ingest stopped: [offset, next line]."),
     Spec::conn("summary.query", -2, READONLY | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| query(conn, access, &call.args).await), G, "Merges a summary: SUMMARY.QUERY name [FROM t] [TO t] [WHERE dim value ...] [GROUPBY dim ... | GROUPBY BUCKET]."),
     Spec::conn("summary.rejects", 2, READONLY, NONE, conn_fn!(|_conn, _, call| rejects(&call.args)), G, "Returns a feed's rejected line count and the first rejected lines."),
     Spec::conn("summary.rules", -2, ADMIN, NONE, conn_fn!(|_conn, _, call| rules_cmd(&call.args)), G, "SUMMARY.RULES LOAD path | GET: loads or shows the summarizer rules."),
 ];
+
+/// SUMMARY.INGEST's entry: the ingest port checks its producers' ACL rights against it.
+pub const INGEST: Spec = Spec::conn("summary.ingest", -3, WRITE | DENYOOM | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| ingest(conn, access, &call.args, false).await), G, "Parses feed lines and updates the summaries: SUMMARY.INGEST feed payload [payload ...].");
 
 fn text(a: &[u8]) -> String {
     String::from_utf8_lossy(a).into_owned()
@@ -356,11 +359,11 @@ pub async fn ingest_on(worker: &crate::exec::Worker, db: usize, access: Access<'
             Bytes::from_static(b"line"),
             Bytes::from(line.to_string()),
         ]);
-        let spec = crate::command::lookup(b"hset").expect("HSET exists");
+        let spec = &abacus_commands::hashes::HSET;
         per_shard.entry(shard).or_default().calls.push(Call { spec, args, client: 0, no_touch: false });
     }
     let cfg = worker.server.config.cmd_config();
-    let xadd = crate::command::lookup(b"xadd").expect("XADD exists");
+    let xadd = &abacus_commands::streams::XADD;
     let mut jobs = Vec::with_capacity(per_shard.len());
     for (shard, work) in per_shard {
         let (groups, rules) = (groups.clone(), rules.clone());

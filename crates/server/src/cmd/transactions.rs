@@ -22,9 +22,9 @@ use crate::shard::shard_of;
 const G: &str = "transactions";
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::conn("multi", 1, CONTROLS_MULTI | FAST | LOADING | STALE, (0, 0, 0), conn_fn!(|conn, _, _| multi(conn)), G, "Starts a transaction."),
-    Spec::conn("exec", 1, CONTROLS_MULTI | RUNS_QUEUED | LOADING | STALE, (0, 0, 0), conn_fn!(|conn, _, _| exec(conn).await), G, "Executes all commands in a transaction."),
-    Spec::conn("discard", 1, CONTROLS_MULTI | FAST | LOADING | STALE, (0, 0, 0), conn_fn!(|conn, _, _| discard(conn).await), G, "Discards a transaction."),
+    Spec::conn("multi", 1, CONTROLS_MULTI | TX_BEGIN | FAST | LOADING | STALE, (0, 0, 0), conn_fn!(|conn, _, _| multi(conn)), G, "Starts a transaction."),
+    Spec::conn("exec", 1, CONTROLS_MULTI | TX_END | RUNS_QUEUED | LOADING | STALE, (0, 0, 0), conn_fn!(|conn, _, _| exec(conn).await), G, "Executes all commands in a transaction."),
+    Spec::conn("discard", 1, CONTROLS_MULTI | TX_END | FAST | LOADING | STALE, (0, 0, 0), conn_fn!(|conn, _, _| discard(conn).await), G, "Discards a transaction."),
     Spec::conn("watch", -2, CONTROLS_MULTI | FAST | LOADING | STALE, (1, -1, 1), conn_fn!(|conn, _, call| watch(conn, &call.args).await), G, "Monitors changes to keys to determine the execution of a transaction."),
     // Not CONTROLS_MULTI: as in Redis, UNWATCH inside MULTI is queued (and a no-op in EXEC).
     Spec::conn("unwatch", 1, FAST | NOOP_IN_EXEC | LOADING | STALE, (0, 0, 0), conn_fn!(|conn, _, _| unwatch(conn).await), G, "Forgets about watched keys of a transaction."),

@@ -45,9 +45,6 @@ pub fn error_unknown_command(args: &[Arg]) -> Frame {
     Frame::Error(Bytes::from(msg))
 }
 
-/// What a RESP2 client may run while subscribed (Redis 7.0's list).
-const ALLOWED_SUBSCRIBED: &[&str] = &["ping", "subscribe", "ssubscribe", "unsubscribe", "sunsubscribe", "psubscribe", "punsubscribe", "quit", "reset"];
-
 pub fn error_arity(name: &str) -> Frame {
     Frame::error(format!("ERR wrong number of arguments for '{name}' command"))
 }
@@ -125,7 +122,7 @@ impl Conn {
             self.fail_multi();
             return Step::Reply(refused);
         }
-        if self.client.proto == Protocol::Resp2 && self.pubsub.is_some() && !ALLOWED_SUBSCRIBED.contains(&spec.name) {
+        if self.client.proto == Protocol::Resp2 && self.pubsub.is_some() && !spec.has(flags::ALLOWED_SUBSCRIBED) {
             // RESP2 subscribed mode: the connection carries messages; only these may run.
             stats::record_rejected(spec.name);
             self.fail_multi();
@@ -142,7 +139,7 @@ impl Conn {
                 return Step::Reply(Frame::error("ERR Command not allowed inside a transaction"));
             }
             // As Redis 7.0, QUIT is never queued: it closes the connection inside MULTI too.
-            if !spec.has(flags::CONTROLS_MULTI) && spec.name != "quit" {
+            if !spec.has(flags::CONTROLS_MULTI) && spec.name != crate::cmd::connection::QUIT.name {
                 if self.worker.server.monitors.active() && !spec.has(flags::ADMIN) {
                     multi.monitor_args.push(args.to_vec());
                 }

@@ -514,7 +514,7 @@ impl Conn {
                 break;
             }
             // CLIENT CACHING's flag lasts for the next command (any CLIENT one keeps it).
-            let keeps_caching = self.tracking.is_some() && args[0].eq_ignore_ascii_case(b"client");
+            let keeps_caching = self.tracking.is_some() && abacus_commands::command::is_name(crate::cmd::connection::CLIENT_ENTRY.name.as_bytes(), &args[0]);
             let step = self.prepare(args);
             if self.tracking.is_some() {
                 if let Step::Batch(_, call) | Step::Dispatch(call) = &step {

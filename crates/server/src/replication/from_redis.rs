@@ -138,13 +138,15 @@ pub fn count_errors(names: &[Vec<u8>], out: &[u8]) -> u64 {
     for name in names {
         let Ok(Some((frame, used))) = parse_frame(&out[at..]) else { break };
         at += used;
-        let is = |w: &str| name.eq_ignore_ascii_case(w.as_bytes());
-        if is("multi") {
+        // The table says which commands bound a transaction (MULTI; EXEC, DISCARD).
+        let flags = crate::command::lookup(name).map_or(0, |spec| spec.flags);
+        let is = |f: u32| flags & f != 0;
+        if is(crate::command::flags::TX_BEGIN) {
             in_multi = true;
             queued.clear();
             continue;
         }
-        if in_multi && !is("exec") && !is("discard") {
+        if in_multi && !is(crate::command::flags::TX_END) {
             if let Frame::Error(e) = &frame {
                 report(name, &String::from_utf8_lossy(e));
             } else {
@@ -152,7 +154,7 @@ pub fn count_errors(names: &[Vec<u8>], out: &[u8]) -> u64 {
             }
             continue;
         }
-        if in_multi && is("exec") {
+        if in_multi && is(crate::command::flags::RUNS_QUEUED) {
             in_multi = false;
             match &frame {
                 Frame::Array(items) => {

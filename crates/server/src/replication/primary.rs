@@ -166,7 +166,8 @@ async fn stream_to(
         }
         // ACKs that arrived with the PSYNC or since.
         while let Some(args) = parser.parse(rbuf).map_err(|e| std::io::Error::other(e.to_string()))? {
-            if args.len() >= 3 && args[0].eq_ignore_ascii_case(b"replconf") && args[1].eq_ignore_ascii_case(b"ack") {
+            let link = crate::command::lookup(&args[0]).is_some_and(|spec| spec.has(crate::command::flags::REPLICATION_LINK));
+            if args.len() >= 3 && link && args[1].eq_ignore_ascii_case(b"ack") {
                 if let Some(off) = std::str::from_utf8(&args[2]).ok().and_then(|s| s.parse::<u64>().ok()) {
                     info.ack_offset.fetch_max(off, Ordering::AcqRel);
                     info.ack_ms.store(now_ms(), Ordering::Relaxed);

@@ -29,6 +29,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::{generation, psync_position, push_resp, set_link, state, LinkState, MasterAddr};
+use crate::command::flags;
 use crate::conn::Conn;
 use crate::exec::{Access, Worker};
 use crate::shard::{shard_of, Shard};
@@ -102,6 +103,9 @@ async fn link_once(worker: &Rc<Worker>, gen: u64, master: &MasterAddr) -> Result
         .map_err(|e| format!("cannot connect: {e}"))?;
     let _ = s.set_nodelay(true);
     let mut rbuf = BytesMut::with_capacity(64 * 1024);
+    // The handshake below is this server speaking as a client to another server (Redis or
+    // Abacus): its command names are the protocol's, spelled as Redis's replica sends them,
+    // not lookups in this server's table (which says how this server answers them).
     let pong = command(&mut s, &mut rbuf, &[b"PING"], timeout).await?;
     if pong.starts_with('-') && !pong.starts_with("-NOAUTH") {
         return Err(format!("error reply to PING: {pong}"));
@@ -315,7 +319,10 @@ async fn apply_stream(worker: &Rc<Worker>, gen: u64, mut s: TcpStream, mut rbuf:
             }
             let mut enc = Vec::new();
             push_resp(&mut enc, &args);
-            if args.len() >= 2 && args[0].eq_ignore_ascii_case(b"replconf") {
+            // What the table says of the command decides how the stream treats it: the
+            // link's own messages (REPLCONF), a transaction's bounds (MULTI, EXEC/DISCARD).
+            let table_flags = crate::command::lookup(&args[0]).map_or(0, |spec| spec.flags);
+            if args.len() >= 2 && table_flags & flags::REPLICATION_LINK != 0 {
                 // REPLCONF GETACK *: answered once everything before it is applied.
                 if args[1].eq_ignore_ascii_case(b"getack") {
                     getack = true;
@@ -325,16 +332,14 @@ async fn apply_stream(worker: &Rc<Worker>, gen: u64, mut s: TcpStream, mut rbuf:
                 continue;
             }
             if let Some((tx_calls, tx_bytes)) = &mut open_tx {
-                let exec = args[0].eq_ignore_ascii_case(b"exec");
-                let discard = args[0].eq_ignore_ascii_case(b"discard");
                 tx_calls.push(args);
                 tx_bytes.extend_from_slice(&enc);
-                if exec || discard {
+                if table_flags & flags::TX_END != 0 {
                     let (c, b) = open_tx.take().unwrap_or_default();
                     calls.extend(c);
                     bytes.extend_from_slice(&b);
                 }
-            } else if args[0].eq_ignore_ascii_case(b"multi") {
+            } else if table_flags & flags::TX_BEGIN != 0 {
                 open_tx = Some((vec![args], enc));
             } else {
                 calls.push(args);

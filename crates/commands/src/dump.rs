@@ -28,15 +28,18 @@ use super::args::*;
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::notify;
-use crate::shard::Ctx;
+use crate::ctx::Ctx;
 
 const K1: (i32, i32, i32) = (1, 1, 1);
 const G: &str = "generic";
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::keyed("dump", 2, READONLY, K1, dump, G, "Returns a serialized representation of the value stored at a key."),
+    DUMP,
     Spec::keyed("restore", -4, WRITE | DENYOOM | ACL_DANGEROUS, K1, restore, G, "Creates a key from the serialized representation of a value."),
 ];
+
+/// DUMP's entry, named by callers that run it (MIGRATE).
+pub const DUMP: Spec = Spec::keyed("dump", 2, READONLY, K1, dump, G, "Returns a serialized representation of the value stored at a key.");
 
 const ERR_PAYLOAD: &str = "ERR DUMP payload version or checksum are wrong";
 const ERR_BAD_FORMAT: &str = "ERR Bad data format";
@@ -331,7 +334,7 @@ fn restore(ctx: &mut Ctx, a: &[Arg]) -> Frame {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::run_keyed;
+    use crate::testing::run_keyed;
 
     fn dbs() -> Vec<abacus_keyspace::Db> {
         (0..2).map(|_| abacus_keyspace::Db::new()).collect()
