@@ -9,6 +9,10 @@
 //! A JSON path may fan out (`$.items[*].sku`): the field then has one value per element,
 //! and a summary reading it gets one update per value (see `batch.rs`); an empty array
 //! gives no value and no update. A JSON `null` counts as missing.
+//!
+//! JSON lines go through `json.rs`'s one-pass scanner first (the values at the paths, no
+//! document); where it gives up, serde_json's document (`parse_json_dom`) decides, so the
+//! values and every error message are serde_json's either way.
 
 use std::fmt;
 
