@@ -284,7 +284,7 @@ pub fn parse_line_into(feed: &Feed, line: &str, scratch: &mut Vec<String>, event
             if scratch.is_empty() {
                 scratch.push(String::new());
             }
-            if !crate::json::extract(line, &feed.paths, tp, &mut event.values, &mut scratch[0]) {
+            if !crate::json::extract(line, &feed.paths, tp, &feed.path_keys, &mut event.values, &mut scratch[0]) {
                 // The scanner gave up: serde_json decides, and words any error.
                 scratch[0] = parse_json_dom(feed, tp, line, event)?;
             }

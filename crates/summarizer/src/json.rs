@@ -32,6 +32,8 @@ struct Scan<'a> {
     i: usize,
     fields: &'a [JsonPath],
     time: &'a JsonPath,
+    /// [`path_keys`] of these paths.
+    keys: &'a [Vec<(String, u64)>],
     /// Values found per path (index `fields.len()` is the time).
     n: [u32; MAX_PATHS + 1],
     /// The paths of `depth` steps (whose value is at that depth), per depth.
@@ -40,11 +42,33 @@ struct Scan<'a> {
     time_out: &'a mut String,
 }
 
+/// The keys the paths take at each depth, each with the paths that take it (bit p for
+/// `fields[p]`, bit `fields.len()` for `time`). Compiled with the rules (`Feed::path_keys`),
+/// so the scanner matches an object's key with one look through the few keys of its depth,
+/// not a loop over every path.
+pub(crate) fn path_keys(fields: &[JsonPath], time: &JsonPath) -> Vec<Vec<(String, u64)>> {
+    let mut out: Vec<Vec<(String, u64)>> = Vec::new();
+    for (p, path) in fields.iter().chain(std::iter::once(time)).enumerate().take(MAX_PATHS) {
+        for (d, step) in path.0.iter().enumerate() {
+            if let Step::Key(k) = step {
+                if out.len() <= d {
+                    out.resize_with(d + 1, Vec::new);
+                }
+                match out[d].iter_mut().find(|(x, _)| x == k) {
+                    Some((_, paths)) => *paths |= 1 << p,
+                    None => out[d].push((k.clone(), 1 << p)),
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Fills `values[i]` with the values of `fields[i]` and `time_out` with the first value of
 /// `time`, as `event.rs`'s serde_json path would; false (the outputs then meaningless) where
-/// the line needs that path (see the module comment).
-pub(crate) fn extract(line: &str, fields: &[JsonPath], time: &JsonPath, values: &mut [Vec<String>], time_out: &mut String) -> bool {
-    if fields.len() + 1 > MAX_PATHS || values.len() != fields.len() {
+/// the line needs that path (see the module comment). `keys`: [`path_keys`] of the paths.
+pub(crate) fn extract(line: &str, fields: &[JsonPath], time: &JsonPath, keys: &[Vec<(String, u64)>], values: &mut [Vec<String>], time_out: &mut String) -> bool {
+    if fields.len() + 1 > MAX_PATHS || values.len() != fields.len() || keys.is_empty() {
         return false;
     }
     let mut ends = [0u64; crate::event::MAX_PATH_STEPS + 1];
@@ -54,7 +78,7 @@ pub(crate) fn extract(line: &str, fields: &[JsonPath], time: &JsonPath, values: 
             None => return false,
         }
     }
-    let mut sc = Scan { s: line, b: line.as_bytes(), i: 0, fields, time, n: [0; MAX_PATHS + 1], ends, values, time_out };
+    let mut sc = Scan { s: line, b: line.as_bytes(), i: 0, fields, time, keys, n: [0; MAX_PATHS + 1], ends, values, time_out };
     let all = (1u64 << (fields.len() + 1)) - 1;
     sc.ws();
     if sc.b.get(sc.i) != Some(&b'{') || sc.object(all, 0).is_none() {
@@ -204,17 +228,13 @@ impl Scan<'_> {
                 return None;
             }
             self.i += 1;
+            // The paths still alive here that take this key (keys are short: compared in
+            // place rather than through `memcmp`).
             let mut sub = 0u64;
-            let mut m = mask;
-            while m != 0 {
-                let p = m.trailing_zeros() as usize;
-                m &= m - 1;
-                if let Some(Step::Key(k)) = self.steps(p).get(depth) {
-                    // Keys are short: compared in place rather than through `memcmp`.
-                    let key = &self.b[a..z];
-                    if k.len() == key.len() && k.bytes().zip(key).all(|(x, y)| x == *y) {
-                        sub |= 1 << p;
-                    }
+            if mask != 0 {
+                let key = &self.b[a..z];
+                if let Some((_, paths)) = self.keys.get(depth).and_then(|ks| ks.iter().find(|(k, _)| k.len() == key.len() && k.bytes().zip(key).all(|(x, y)| x == *y))) {
+                    sub = paths & mask;
                 }
             }
             if sub & seen != 0 {

@@ -396,7 +396,7 @@ metrics = { c = "count" }
         // Stale values from an earlier line in the reused strings must not show through.
         let mut values = vec![vec!["stale".to_string(); 3]; feed.fields.len()];
         let mut time = "stale".to_string();
-        crate::json::extract(line, &feed.paths, tp, &mut values, &mut time).then_some((time, values))
+        crate::json::extract(line, &feed.paths, tp, &feed.path_keys, &mut values, &mut time).then_some((time, values))
     };
     for line in &accepted {
         let want = dom(line).unwrap_or_else(|e| panic!("serde_json refuses {line}: {e}"));
