@@ -7,6 +7,9 @@
 #   bench/instr-w5.sh                          50,000 events of each feed, default config
 #   N=20000 bench/instr-w5.sh                  quicker
 #   ABACUS_BIN=/path/to/other/abacus bench/instr-w5.sh    compare two builds
+#   KEEP=/tmp/w5cg bench/instr-w5.sh           keep each feed's callgrind output there
+#                                              (KEEP/v1/cg.out*, KEEP/v2/...) for
+#                                              `callgrind_annotate --inclusive=yes`
 #
 # Each feed: bench/w5gen.py writes 200,000 seeded events (the W5 files) and the rules; the
 # first N lines are ingested with `abacus ingest --connections 1` into a server started under
@@ -34,6 +37,7 @@ instr() {
   callgrind_control -d "$pid" >/dev/null 2>&1
   kill "$pid"; wait "$pid" 2>/dev/null || true
   total=$(cat "$dir"/cg.out* | awk '/^totals:/ {s += $2} END {print s + 0}')
+  if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP/$feed"; cp "$dir"/cg.out* "$KEEP/$feed/"; fi
   echo $((total / N))
 }
 

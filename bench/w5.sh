@@ -8,7 +8,11 @@
 # Redis: the equivalent HINCRBY/HINCRBYFLOAT/PFADD/SADD commands, prepared as RESP before
 # timing (Redis is not charged for parsing), fed by `redis-cli --pipe`. Both servers run
 # without persistence. DuckDB's time to compute the same aggregates from the file is printed
-# as a reference when the duckdb Python module is installed.
+# as a reference when the duckdb Python module is installed. With the 2 cores shared by
+# client and server, the CPU each spends per event matters as much as events/s: the line
+# after each feed gives the server's (/proc/PID/stat utime+stime around the ingest) and the
+# client's (`abacus ingest` under /usr/bin/time) CPU microseconds per event, and the load
+# average.
 #
 #   bench/w5.sh                 defaults: N=500000 SEED=1 C=2
 #   N=100000 bench/w5.sh        quicker
@@ -25,11 +29,17 @@ ABACUS_ARGS="--summarizer-rules $BENCH_TMP/rules.toml" start_pair
 echo "W5: N=$N events per feed, seed $SEED, abacus ingest --connections $C; redis $(redis-server --version | awk '{print $3}') on $RPORT, abacus on $APORT"
 echo "$(nproc) cores, $(date -u +%Y-%m-%d)"
 
+APID=$(pid_of_port "$APORT")
+# CPU seconds (user+system) a process has used so far.
+cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"; }
+
 rate() { python3 -c "import sys; print('%.0f' % (int(sys.argv[1]) / float(sys.argv[2])))" "$1" "$2"; }
 
 for feed in v1 v2; do
   redis-cli -p "$APORT" flushall >/dev/null
-  line=$("$ABACUS_BIN" ingest --quiet --feed "$feed" -p "$APORT" --connections "$C" "$BENCH_TMP/$feed.in")
+  s0=$(cpu_s "$APID")
+  line=$(/usr/bin/time -f '%U %S' -o "$BENCH_TMP/client-cpu" "$ABACUS_BIN" ingest --quiet --feed "$feed" -p "$APORT" --connections "$C" "$BENCH_TMP/$feed.in")
+  s1=$(cpu_s "$APID")
   a_rate=$(echo "$line" | sed -E 's/.* ([0-9]+) events\/s$/\1/')
   a_keys=$(redis-cli -p "$APORT" dbsize)
   redis-cli -p "$RPORT" flushall >/dev/null
@@ -41,6 +51,8 @@ for feed in v1 v2; do
   r_keys=$(redis-cli -p "$RPORT" dbsize)
   echo "$feed: abacus $a_rate events/s ($a_keys keys) | redis --pipe $r_rate events/s ($r_keys keys) | ratio $(python3 -c "print('%.2f' % ($a_rate / $r_rate))")x"
   echo "  abacus: $line"
+  read -r cu cs < "$BENCH_TMP/client-cpu"
+  python3 -c "import sys; n=int(sys.argv[1]); print('  abacus CPU per event: server %.2f us, client (abacus ingest) %.2f us; load average %s' % ((float(sys.argv[3]) - float(sys.argv[2])) * 1e6 / n, (float(sys.argv[4]) + float(sys.argv[5])) * 1e6 / n, sys.argv[6]))" "$N" "$s0" "$s1" "$cu" "$cs" "$(cut -d' ' -f1-3 /proc/loadavg)"
 done
 
 # DuckDB from the tests' virtual environment (scripts/test.sh installs it there), else the

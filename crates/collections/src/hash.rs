@@ -58,6 +58,14 @@ impl CompactHash {
         Self::default()
     }
 
+    /// An empty hash with room for `fields` fields in its compact encoding (a writer that
+    /// knows how many it is about to insert skips the vector's growth steps).
+    pub fn with_capacity(fields: usize) -> Self {
+        Self {
+            repr: Repr::Listpack(Vec::with_capacity(fields)),
+        }
+    }
+
     pub(crate) fn is_listpack(&self) -> bool {
         matches!(self.repr, Repr::Listpack(_))
     }

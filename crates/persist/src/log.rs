@@ -155,8 +155,22 @@ pub fn push_command<A: AsRef<[u8]>>(payload: &mut Vec<u8>, last_ms: &mut Option<
 
 /// [`push_command`] with the `count` arguments from an iterator (no slice of them to build).
 pub fn push_command_iter<'a, I: Iterator<Item = &'a [u8]> + Clone>(payload: &mut Vec<u8>, last_ms: &mut Option<u64>, now_ms: u64, db: u16, count: usize, args: I) {
-    let same = *last_ms == Some(now_ms);
     payload.reserve(args.clone().map(|a| a.len() + 5).sum::<usize>() + 20);
+    push_reserved(payload, last_ms, now_ms, db, count, args);
+}
+
+/// [`push_command`] with the arguments packed in one buffer, argument i being
+/// `buf[ends[i - 1]..ends[i]]` (from 0 for the first): the room is known without a pass over
+/// them (the summarizer logs each of its direct writes this way).
+pub fn push_command_packed(payload: &mut Vec<u8>, last_ms: &mut Option<u64>, now_ms: u64, db: u16, buf: &[u8], ends: &[usize]) {
+    payload.reserve(buf.len() + 5 * ends.len() + 20);
+    let starts = std::iter::once(0).chain(ends.iter().copied());
+    push_reserved(payload, last_ms, now_ms, db, ends.len(), starts.zip(ends.iter().copied()).map(|(a, b)| &buf[a..b]));
+}
+
+/// The encoding of [`push_command_iter`], the room reserved.
+fn push_reserved<'a>(payload: &mut Vec<u8>, last_ms: &mut Option<u64>, now_ms: u64, db: u16, count: usize, args: impl Iterator<Item = &'a [u8]>) {
+    let same = *last_ms == Some(now_ms);
     push_varint(payload, (db as u64) << 1 | !same as u64);
     if !same {
         push_varint(payload, now_ms);
@@ -464,6 +478,26 @@ mod tests {
             ends.push(log.len() as u64);
         }
         (log, ends)
+    }
+
+    #[test]
+    fn packed_arguments_encode_as_a_slice_of_them() {
+        let cmds: [(&[&[u8]], u64); 3] = [(&[b"SUMMARY.UPDATE", b"k", b"n", b"INCRBY", b"1"], 5), (&[b"SADD", b"k:u", b""], 5), (&[b"NOTACOMMAND", b"x"], 9)];
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        let (mut la, mut lb) = (None, None);
+        for (args, now) in cmds {
+            push_command(&mut a, &mut la, now, 3, args);
+            let mut buf = Vec::new();
+            let mut ends = Vec::new();
+            for x in args {
+                buf.extend_from_slice(x);
+                ends.push(buf.len());
+            }
+            push_command_packed(&mut b, &mut lb, now, 3, &buf, &ends);
+        }
+        assert_eq!(a, b);
+        let c = commands(&b, Format::Varint).unwrap();
+        assert_eq!(c[1], Command { now_ms: 5, db: 3, args: vec![&b"SADD"[..], b"k:u", b""] });
     }
 
     #[test]

@@ -23,6 +23,7 @@
 //! (per combination of values if it reads several such fields, at most
 //! [`MAX_COMBINATIONS`] per event).
 
+use std::cell::Cell;
 use std::collections::HashMap;
 
 /// Batch maps are keyed by summary keys the server built itself: a fast non-keyed hash.
@@ -34,6 +35,8 @@ use crate::rules::{MetricKind, Rules, Summary};
 
 /// Most updates one event may make to one summary through fan-out.
 pub const MAX_COMBINATIONS: usize = 4096;
+/// Most keys a batch's map is sized for up front (it still grows past them).
+const MAX_RESERVED_KEYS: usize = 1 << 20;
 /// Longest part of a rejected line kept for SUMMARY.REJECTS.
 pub const REJECT_LINE_BYTES: usize = 256;
 
@@ -266,6 +269,9 @@ pub struct Batch {
     /// The event each line is parsed into, reused (see `parse_line_into`).
     event: Event,
     key_buf: String,
+    /// The current event's fields as numbers, parsed on first use (None: not yet), shared
+    /// by its summaries' filters and sums (single-valued events only).
+    nums: Vec<Cell<Option<Option<f64>>>>,
 }
 
 fn hll_hash(v: &str) -> i64 {
@@ -283,21 +289,24 @@ fn is_canonical_int(v: &str) -> bool {
     !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) && (digits == "0" && !v.starts_with('-') || !digits.starts_with('0'))
 }
 
-fn num(v: &str) -> f64 {
-    // Checked by `parse_line` for every field a sum, min or max reads.
-    v.trim().parse::<f64>().unwrap_or(0.0)
+/// A field's text trimmed and parsed as a number (what filters compare and sums add).
+fn parse_num(v: &str) -> Option<f64> {
+    v.trim().parse::<f64>().ok()
 }
 
-fn fold(acc: &mut Option<Acc>, kind: MetricKind, v: Option<&str>) {
+/// Folds one value into a hash metric's accumulator: `v` the field's text, `x` its number
+/// (checked by `parse_line` for every field a sum, min or max reads; 0 otherwise).
+fn fold(acc: &mut Option<Acc>, kind: MetricKind, v: Option<&str>, x: impl FnOnce() -> Option<f64>) {
+    let num = || x().unwrap_or(0.0);
     match (kind, acc.as_mut(), v) {
         (MetricKind::Count, Some(Acc::Count(n)), _) => *n += 1,
         (MetricKind::Count, None, _) => *acc = Some(Acc::Count(1)),
-        (MetricKind::Sum(_), Some(Acc::Sum(s)), Some(v)) => *s += num(v),
-        (MetricKind::Sum(_), None, Some(v)) => *acc = Some(Acc::Sum(num(v))),
-        (MetricKind::Min(_), Some(Acc::Min(m)), Some(v)) => *m = m.min(num(v)),
-        (MetricKind::Min(_), None, Some(v)) => *acc = Some(Acc::Min(num(v))),
-        (MetricKind::Max(_), Some(Acc::Max(m)), Some(v)) => *m = m.max(num(v)),
-        (MetricKind::Max(_), None, Some(v)) => *acc = Some(Acc::Max(num(v))),
+        (MetricKind::Sum(_), Some(Acc::Sum(s)), Some(_)) => *s += num(),
+        (MetricKind::Sum(_), None, Some(_)) => *acc = Some(Acc::Sum(num())),
+        (MetricKind::Min(_), Some(Acc::Min(m)), Some(_)) => *m = m.min(num()),
+        (MetricKind::Min(_), None, Some(_)) => *acc = Some(Acc::Min(num())),
+        (MetricKind::Max(_), Some(Acc::Max(m)), Some(_)) => *m = m.max(num()),
+        (MetricKind::Max(_), None, Some(_)) => *acc = Some(Acc::Max(num())),
         (MetricKind::Last(_), Some(Acc::Last(t)), Some(v)) => {
             t.clear();
             t.push_str(v);
@@ -321,6 +330,7 @@ impl Batch {
             scratch: Vec::new(),
             event: Event::default(),
             key_buf: String::new(),
+            nums: vec![Cell::new(None); rules.feeds[feed].fields.len()],
         }
     }
 
@@ -330,8 +340,16 @@ impl Batch {
     /// rejected lines (all are counted). Returns the number of the next line.
     pub fn add_payload(&mut self, rules: &Rules, payload: &[u8], first_line: u64, keep_rejects: usize) -> u64 {
         let mut line_no = first_line;
+        if self.groups.is_empty() {
+            // Sized once for the payload's keys (about one per line and summary when most
+            // keys are new, as in the W5 data), not grown and rehashed step by step.
+            let lines = payload.iter().filter(|&&b| b == b'\n').count() + 1;
+            let per_line = rules.feeds[self.feed].summaries.len().max(1);
+            self.groups.reserve((lines * per_line / 2).min(MAX_RESERVED_KEYS));
+        }
         self.bytes += payload.len() as u64;
         let mut event = std::mem::take(&mut self.event);
+        let whole_utf8 = std::str::from_utf8(payload).ok();
         for raw in payload.split(|&b| b == b'\n') {
             let n = line_no;
             line_no += 1;
@@ -339,7 +357,14 @@ impl Batch {
             if raw.is_empty() {
                 continue;
             }
-            let parsed = match std::str::from_utf8(raw) {
+            // A whole payload of UTF-8 (the usual case) is checked once; its lines, cut at
+            // an ASCII '\n', are UTF-8 too.
+            let at = raw.as_ptr() as usize - payload.as_ptr() as usize;
+            let text = match whole_utf8.and_then(|w| w.get(at..at + raw.len())) {
+                Some(line) => Ok(line),
+                None => std::str::from_utf8(raw),
+            };
+            let parsed = match text {
                 Ok(line) => parse_line_into(&rules.feeds[self.feed], line, &mut self.scratch, &mut event).map_err(|e| e.0),
                 Err(_) => Err("not UTF-8".to_string()),
             };
@@ -371,18 +396,30 @@ impl Batch {
         // Every field with exactly one value (any CSV line, most JSON ones): no summary needs
         // the fan-out's list of fields, which cost 2.5% of a v1 ingest to build per summary.
         let single = event.values.iter().all(|v| v.len() == 1);
+        let nums = std::mem::take(&mut self.nums);
+        nums.iter().for_each(|c| c.set(None));
         for &si in &rules.feeds[self.feed].summaries {
             let s = &rules.summaries[si];
             if single {
                 let pick = |f: usize| event.values[f][0].as_str();
-                self.add_one(s, si, event.time_ms, &pick);
+                let num = |f: usize| match nums.get(f).and_then(Cell::get) {
+                    Some(x) => x,
+                    None => {
+                        let x = parse_num(pick(f));
+                        if let Some(c) = nums.get(f) {
+                            c.set(Some(x));
+                        }
+                        x
+                    }
+                };
+                self.add_one(s, si, event.time_ms, &pick, &num);
                 continue;
             }
             // Fields the summary reads that do not hold exactly one value (fan-out).
             let multi: Vec<usize> = s.uses.iter().copied().filter(|&f| event.values[f].len() != 1).collect();
             if multi.is_empty() {
                 let pick = |f: usize| event.values[f][0].as_str();
-                self.add_one(s, si, event.time_ms, &pick);
+                self.add_one(s, si, event.time_ms, &pick, &|f| parse_num(pick(f)));
                 continue;
             }
             if multi.iter().any(|&f| event.values[f].is_empty()) {
@@ -395,7 +432,7 @@ impl Batch {
                     Some(p) => event.values[f][idx[p]].as_str(),
                     None => event.values[f][0].as_str(),
                 };
-                self.add_one(s, si, event.time_ms, &pick);
+                self.add_one(s, si, event.time_ms, &pick, &|f| parse_num(pick(f)));
                 done += 1;
                 if done >= MAX_COMBINATIONS {
                     break;
@@ -418,11 +455,12 @@ impl Batch {
                 }
             }
         }
+        self.nums = nums;
     }
 
-    fn add_one<'v>(&mut self, s: &Summary, si: usize, time_ms: i64, value: &impl Fn(usize) -> &'v str) {
+    fn add_one<'v>(&mut self, s: &Summary, si: usize, time_ms: i64, value: &impl Fn(usize) -> &'v str, num: &impl Fn(usize) -> Option<f64>) {
         if let Some(f) = &s.filter {
-            if !f.eval(value) {
+            if !f.eval_with(value, num) {
                 return;
             }
         }
@@ -457,7 +495,7 @@ impl Batch {
             match (slot, m.kind) {
                 (Slot::Hll(v), MetricKind::Hll(f)) => v.push(hll_hash(value(f))),
                 (Slot::Set(members), MetricKind::Distinct(f)) => members.push(value(f).as_bytes()),
-                (Slot::Hash(acc), kind) => fold(acc, kind, kind.field().map(value)),
+                (Slot::Hash(acc), kind) => fold(acc, kind, kind.field().map(value), || kind.field().and_then(num)),
                 _ => {}
             }
         }

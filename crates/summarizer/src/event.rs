@@ -9,6 +9,10 @@
 //! A JSON path may fan out (`$.items[*].sku`): the field then has one value per element,
 //! and a summary reading it gets one update per value (see `batch.rs`); an empty array
 //! gives no value and no update. A JSON `null` counts as missing.
+//!
+//! JSON lines go through `json.rs`'s one-pass scanner first (the values at the paths, no
+//! document); where it gives up, serde_json's document (`parse_json_dom`) decides, so the
+//! values and every error message are serde_json's either way.
 
 use std::fmt;
 
@@ -25,7 +29,7 @@ pub struct Event {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-enum Step {
+pub(crate) enum Step {
     Key(String),
     Index(usize),
     All,
@@ -33,10 +37,10 @@ enum Step {
 
 /// A JSON path: `$` then `.key`, `["key"]`, `[n]` or `[*]` steps.
 #[derive(Debug, Clone, PartialEq)]
-pub struct JsonPath(Vec<Step>);
+pub struct JsonPath(pub(crate) Vec<Step>);
 
 /// Deepest path accepted.
-const MAX_PATH_STEPS: usize = 32;
+pub(crate) const MAX_PATH_STEPS: usize = 32;
 
 impl JsonPath {
     pub fn parse(s: &str) -> Result<JsonPath, String> {
@@ -173,11 +177,16 @@ pub fn split_csv(line: &str, out: &mut Vec<String>) -> Result<(), LineError> {
                 Some(_) => break Err(bad("bad CSV quoting: text after a closing quote")),
             }
         } else {
-            let end = b[i..].iter().position(|&c| c == b',').map_or(b.len(), |p| i + p);
-            let field = &line[i..end];
-            if field.contains('"') {
+            // One pass for the comma and a stray quote (fields are short: a byte loop beats
+            // two `memchr` calls).
+            let mut end = i;
+            while end < b.len() && b[end] != b',' && b[end] != b'"' {
+                end += 1;
+            }
+            if b.get(end) == Some(&b'"') {
                 break Err(bad("bad CSV quoting: a quote inside an unquoted field"));
             }
+            let field = &line[i..end];
             let at = next(out);
             out[at].push_str(field);
             if end == b.len() {
@@ -270,36 +279,16 @@ pub fn parse_line_into(feed: &Feed, line: &str, scratch: &mut Vec<String>, event
             None
         }
         Format::Jsonl => {
-            let v: Value = serde_json::from_str(line).map_err(|e| bad(format!("invalid JSON: {e}")))?;
-            if !v.is_object() {
-                return Err(bad("invalid JSON: a line must be an object"));
-            }
             let TimeSource::Path(tp) = &feed.time else { unreachable!("a jsonl feed's time is a path") };
-            let mut found = Vec::new();
-            tp.collect(&v, &mut found);
-            let time = match found.first() {
-                Some(t) => match scalar_text(t, "time")? {
-                    Some(t) => t,
-                    None => return Err(bad("missing field: time")),
-                },
-                None => return Err(bad("missing field: time")),
-            };
-            for ((name, path), vals) in feed.fields.iter().zip(&feed.paths).zip(event.values.iter_mut()) {
-                found.clear();
-                path.collect(&v, &mut found);
-                if found.is_empty() && !path.fans_out() {
-                    return Err(bad(format!("missing field: {name}")));
-                }
-                vals.clear();
-                for x in &found {
-                    match scalar_text(x, name)? {
-                        Some(s) => vals.push(s),
-                        None if path.fans_out() => {}
-                        None => return Err(bad(format!("missing field: {name} (null)"))),
-                    }
-                }
+            // The time's text is kept in `scratch[0]` (unused by JSON feeds otherwise).
+            if scratch.is_empty() {
+                scratch.push(String::new());
             }
-            Some(time)
+            if !crate::json::extract(line, &feed.paths, tp, &feed.path_keys, &mut event.values, &mut scratch[0]) {
+                // The scanner gave up: serde_json decides, and words any error.
+                scratch[0] = parse_json_dom(feed, tp, line, event)?;
+            }
+            Some(())
         }
     };
     for (i, vals) in event.values.iter().enumerate() {
@@ -311,8 +300,8 @@ pub fn parse_line_into(feed: &Feed, line: &str, scratch: &mut Vec<String>, event
             }
         }
     }
-    let time_text = match &json_time {
-        Some(t) => t.as_str(),
+    let time_text = match json_time {
+        Some(()) => scratch[0].as_str(),
         None => {
             let TimeSource::Column(tc) = feed.time else { unreachable!("a csv feed's time is a column") };
             event.values[tc][0].as_str()
@@ -320,4 +309,38 @@ pub fn parse_line_into(feed: &Feed, line: &str, scratch: &mut Vec<String>, event
     };
     event.time_ms = time_ms(feed, time_text)?;
     Ok(true)
+}
+
+/// A JSON line's field values (into `event.values`) and time text through serde_json's
+/// document: the reference for `json.rs`'s scanner, and the path for every line it leaves.
+pub(crate) fn parse_json_dom(feed: &Feed, tp: &JsonPath, line: &str, event: &mut Event) -> Result<String, LineError> {
+    let v: Value = serde_json::from_str(line).map_err(|e| bad(format!("invalid JSON: {e}")))?;
+    if !v.is_object() {
+        return Err(bad("invalid JSON: a line must be an object"));
+    }
+    let mut found = Vec::new();
+    tp.collect(&v, &mut found);
+    let time = match found.first() {
+        Some(t) => match scalar_text(t, "time")? {
+            Some(t) => t,
+            None => return Err(bad("missing field: time")),
+        },
+        None => return Err(bad("missing field: time")),
+    };
+    for ((name, path), vals) in feed.fields.iter().zip(&feed.paths).zip(event.values.iter_mut()) {
+        found.clear();
+        path.collect(&v, &mut found);
+        if found.is_empty() && !path.fans_out() {
+            return Err(bad(format!("missing field: {name}")));
+        }
+        vals.clear();
+        for x in &found {
+            match scalar_text(x, name)? {
+                Some(s) => vals.push(s),
+                None if path.fans_out() => {}
+                None => return Err(bad(format!("missing field: {name} (null)"))),
+            }
+        }
+    }
+    Ok(time)
 }

@@ -286,10 +286,10 @@ fn describe(t: Option<&Tok>) -> String {
     }
 }
 
-fn cmp_one(v: &str, op: Op, lit: &Lit) -> bool {
+fn cmp_one(v: &str, x: impl FnOnce() -> Option<f64>, op: Op, lit: &Lit) -> bool {
     let ord = match lit {
         Lit::Str(s) => Some(v.cmp(s.as_str())),
-        Lit::Num(n) => v.trim().parse::<f64>().ok().and_then(|x| x.partial_cmp(n)),
+        Lit::Num(n) => x().and_then(|x| x.partial_cmp(n)),
     };
     use std::cmp::Ordering::*;
     match (op, ord) {
@@ -336,14 +336,21 @@ impl Expr {
 
     /// Evaluates the filter; `value(field)` gives a field's value.
     pub fn eval<'v>(&self, value: &impl Fn(usize) -> &'v str) -> bool {
+        self.eval_with(value, &|f| value(f).trim().parse::<f64>().ok())
+    }
+
+    /// [`Expr::eval`] with the fields' numeric values from `num` (the batch parses each
+    /// field once per event for its filters and sums; `num(f)` must be field f's text
+    /// trimmed and parsed as an `f64`, None if it is not a number).
+    pub fn eval_with<'v>(&self, value: &impl Fn(usize) -> &'v str, num: &impl Fn(usize) -> Option<f64>) -> bool {
         match self {
-            Expr::Or(a, b) => a.eval(value) || b.eval(value),
-            Expr::And(a, b) => a.eval(value) && b.eval(value),
-            Expr::Not(a) => !a.eval(value),
-            Expr::Cmp(f, op, lit) => cmp_one(value(*f), *op, lit),
+            Expr::Or(a, b) => a.eval_with(value, num) || b.eval_with(value, num),
+            Expr::And(a, b) => a.eval_with(value, num) && b.eval_with(value, num),
+            Expr::Not(a) => !a.eval_with(value, num),
+            Expr::Cmp(f, op, lit) => cmp_one(value(*f), || num(*f), *op, lit),
             Expr::In(f, lits) => {
                 let v = value(*f);
-                lits.iter().any(|l| cmp_one(v, Op::Eq, l))
+                lits.iter().any(|l| cmp_one(v, || num(*f), Op::Eq, l))
             }
         }
     }

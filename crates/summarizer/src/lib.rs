@@ -22,6 +22,7 @@
 mod batch;
 mod event;
 mod filter;
+mod json;
 mod keys;
 mod query;
 mod rules;

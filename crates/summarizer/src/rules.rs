@@ -108,6 +108,9 @@ pub struct Feed {
     pub summaries: Vec<usize>,
     /// For CSV, the header line (the columns joined by commas), skipped where it appears.
     pub header: String,
+    /// For JSON lines, the keys the paths take at each depth with the paths that take them
+    /// (see `json.rs`'s `path_keys`).
+    pub(crate) path_keys: Vec<Vec<(String, u64)>>,
 }
 
 impl Feed {
@@ -484,7 +487,11 @@ fn compile_feed(lines: &Lines, name: Spanned<String>, feed: Spanned<RawFeed>) ->
     };
     let header = fields.join(",");
     let numeric = vec![false; fields.len()];
-    Ok(Feed { name, format, fields, paths, time, unit, time_format, drop_when_full, numeric, max_line_bytes, summaries: Vec::new(), header })
+    let path_keys = match &time {
+        TimeSource::Path(tp) => crate::json::path_keys(&paths, tp),
+        TimeSource::Column(_) => Vec::new(),
+    };
+    Ok(Feed { name, format, fields, paths, time, unit, time_format, drop_when_full, numeric, max_line_bytes, summaries: Vec::new(), header, path_keys })
 }
 
 fn compile_summary(lines: &Lines, span: std::ops::Range<usize>, s: RawSummary, fi: usize, feed: &mut Feed) -> Result<Summary, RulesError> {

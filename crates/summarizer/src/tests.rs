@@ -318,3 +318,99 @@ fn time_formats_when_full_and_hll_options() {
         assert_eq!(e.line, 8, "{bad}: {e}");
     }
 }
+
+/// `json.rs`'s scanner against serde_json's document (`parse_json_dom`) on lines it must
+/// accept with the same values and lines it must leave to serde_json: whatever it accepts
+/// equals the document's values; what serde_json refuses it never accepts.
+#[test]
+fn json_scanner_agrees_with_serde_json() {
+    let r = Rules::parse(
+        r#"
+[feed.j]
+format = "jsonl"
+time = { path = "$.t", unit = "ms" }
+fields = { a = "$.a", b = "$.x.b", s = "$.items[*].sku", first = "$.items[0].sku", n = "$.n", k = "$[\"we ird\"]" }
+[[summary]]
+name = "j"
+feed = "j"
+metrics = { c = "count" }
+"#,
+    )
+    .expect("valid rules");
+    let feed = &r.feeds[0];
+    let crate::TimeSource::Path(tp) = &feed.time else { panic!("a path") };
+    let rest = r#""x":{"b":true},"items":[{"sku":"s1"},{"sku":2}],"n":1,"we ird":"w""#;
+    let accepted = [
+        format!(r#"{{"t":1700000000000,"a":"plain",{rest}}}"#),
+        format!(r#" {{ "t" : "1700000000000" , "a" : 18446744073709551615 , {rest} }} "#),
+        format!(r#"{{"t":1,"a":-5,{rest},"skip":[1,{{"q":[null,false,-0.5e-3]}}],"z":"\u00e9\n"}}"#),
+        format!(r#"{{"t":1,"a":"é ü \" \\ \u0041",{rest}}}"#),
+        format!(r#"{{"t":1.5,"a":8.22,{rest}}}"#),
+        format!(r#"{{"t":1,"a":8.0,{rest}}}"#),
+        format!(r#"{{"t":1,"a":1e2,{rest}}}"#),
+        format!(r#"{{"t":1,"a":-0,{rest}}}"#),
+        format!(r#"{{"t":1,"a":123456789012345678901234,{rest}}}"#),
+        format!(r#"{{"t":1,"a":0.000001,{rest}}}"#),
+        format!(r#"{{"t":1,"a":"dup","a2":1,"a2":2,{rest}}}"#),
+        r#"{"t":1,"a":false,"x":{"b":1},"items":[{"sku":"only"}],"n":2,"we ird":0}"#.to_string(),
+        r#"{"t":1,"a":false,"x":{"b":1},"items":[{"sku":"one"},{"sku":"two"},{"sku":"three"},{"sku":"four"}],"n":2,"we ird":0}"#.to_string(),
+    ];
+    let refused = [
+        format!(r#"{{"t":1,"a":"x",{rest}"#),
+        format!(r#"{{"t":1,"a":"x",{rest},}}"#),
+        format!(r#"{{"t":1,"a":01,{rest}}}"#),
+        format!(r#"{{"t":1,"a":1.,{rest}}}"#),
+        format!(r#"{{"t":1,"a":+1,{rest}}}"#),
+        format!(r#"{{"t":1,"a":1e400,{rest}}}"#),
+        format!(r#"{{"t":1,"a":"x","skip":1e999,{rest}}}"#),
+        format!(r#"{{"t":1,"a":"x\q",{rest}}}"#),
+        format!(r#"{{"t":1,"a":"x","skip":"\ud800",{rest}}}"#),
+        format!("{{\"t\":1,\"a\":\"x\u{1}\",{rest}}}"),
+        format!(r#"{{"t":1,"a":tru,{rest}}}"#),
+        format!(r#"{{"t":1,"a":"x",{rest}}} x"#),
+        format!(r#"{{"t":1,"a":"x",{rest}}}{{}}"#),
+        format!(r#"{{"t":1 "a":"x",{rest}}}"#),
+        format!(r#"{{"t":1,"a":"x",{rest},"skip":[1 2]}}"#),
+        format!(r#"{{"t":1,"a":"x",{rest},"skip":{{"q" 1}}}}"#),
+    ];
+    // Lines serde_json accepts that the scanner leaves to it: a duplicate key on a path (the
+    // last wins), a null or compound value where a path ends, a missing field, an escaped
+    // key, deep nesting.
+    let deep = format!("{}1{}", "[".repeat(120), "]".repeat(120));
+    let left = [
+        format!(r#"{{"t":1,"a":"first","a":"last",{rest}}}"#),
+        format!(r#"{{"t":1,"a":null,{rest}}}"#),
+        format!(r#"{{"t":1,"a":{{"y":1}},{rest}}}"#),
+        format!(r#"{{"t":1,{rest}}}"#),
+        format!(r#"{{"t":1,"\u0061":"x",{rest}}}"#),
+        format!(r#"{{"t":1,"a":"x",{rest},"deep":{deep}}}"#),
+        format!(r#"{{"t":1,"a":"x","x":{{"b":1}},"items":[{{"sku":null}}],"n":1,"we ird":"w"}}"#),
+        "[1]".to_string(),
+        r#"{"t":1,"a":false,"x":{"b":1},"items":[],"n":2,"we ird":0}"#.to_string(),
+    ];
+    let dom = |line: &str| {
+        let mut e = Event { time_ms: 0, values: vec![Vec::new(); feed.fields.len()] };
+        crate::event::parse_json_dom(feed, tp, line, &mut e).map(|t| (t, e.values))
+    };
+    let scan = |line: &str| {
+        // Stale values from an earlier line in the reused strings must not show through.
+        let mut values = vec![vec!["stale".to_string(); 3]; feed.fields.len()];
+        let mut time = "stale".to_string();
+        crate::json::extract(line, &feed.paths, tp, &feed.path_keys, &mut values, &mut time).then_some((time, values))
+    };
+    for line in &accepted {
+        let want = dom(line).unwrap_or_else(|e| panic!("serde_json refuses {line}: {e}"));
+        assert_eq!(scan(line), Some(want), "{line}");
+    }
+    for line in &refused {
+        assert!(dom(line).is_err(), "serde_json accepts {line}");
+        assert_eq!(scan(line), None, "{line}");
+    }
+    for line in &left {
+        assert_eq!(scan(line), None, "{line}");
+        // And parse_line_into gives serde_json's result for them.
+        let mut e = Event::default();
+        let got = parse_line_into(feed, line, &mut Vec::new(), &mut e).map(|_| e.values.clone());
+        assert_eq!(got.map_err(|e| e.0), dom(line).map(|(_, v)| v).map_err(|e| e.0), "{line}");
+    }
+}

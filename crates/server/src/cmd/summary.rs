@@ -371,7 +371,7 @@ pub async fn ingest_on(worker: &crate::exec::Worker, db: usize, access: Access<'
             .spawn_job(Access::Locked(locks), shard, move |s| {
                 let now = now_ms();
                 let mut failed = (0u64, None);
-                apply_parts(&mut s.dbs, &mut s.log, db, &rules, &groups, &work.parts, now, cfg, n, &mut failed);
+                let mut log = apply_parts(&mut s.dbs, &mut s.log, db, &rules, &groups, &work.parts, now, cfg, n, &mut failed);
                 for c in &work.calls {
                     if let Frame::Error(e) = crate::exec::run_lone(&mut s.dbs, &mut s.log, db, c.spec, &c.args, now, cfg, n) {
                         failed.0 += 1;
@@ -393,7 +393,16 @@ pub async fn ingest_on(worker: &crate::exec::Worker, db: usize, access: Access<'
                         failed.1.get_or_insert(e);
                     }
                 }
-                (s.log.take_pending(), failed)
+                // The direct writes' log commands, then those of the commands run through the
+                // keyed path (each key's come in its order: a direct write before its ttl's
+                // PEXPIREAT, a key that took the keyed path has all its commands there).
+                let pending = s.log.take_pending();
+                if log.is_empty() {
+                    log = pending;
+                } else {
+                    log.extend_from_slice(&pending);
+                }
+                (log, failed)
             })
             .await;
         match job {
@@ -432,6 +441,12 @@ struct Scratch {
     vals: Vec<u8>,
     writes: Vec<(usize, usize, usize)>,
     packed: Vec<Packed>,
+    /// The log commands of the direct writes, encoded here rather than in the shard's
+    /// pending log buffer: sized for the batch up front and handed to the coordinator as
+    /// it is (the pending buffer grew by `realloc` and was moved down over its reserved
+    /// header by `ShardLog::take_pending`, 3% of a v1 ingest in copies).
+    log: Vec<u8>,
+    log_last_ms: Option<u64>,
 }
 
 impl Scratch {
@@ -447,14 +462,11 @@ impl Scratch {
         self.ends.push(self.buf.len());
     }
 
-    fn args(&self) -> impl Iterator<Item = &[u8]> + Clone {
-        let starts = std::iter::once(0).chain(self.ends.iter().copied());
-        starts.zip(self.ends.iter().copied()).map(|(a, b)| &self.buf[a..b])
-    }
-
     /// Logs the command in `buf` (if the log is on) and counts the change for `save`.
-    fn log(&self, log: &mut ShardLog, now: u64, db: usize) {
-        log.log_command_iter(now, db, self.ends.len(), self.args());
+    fn log(&mut self, log: &mut ShardLog, now: u64, db: usize) {
+        if log.durability().effects_on() {
+            abacus_persist::log::push_command_packed(&mut self.log, &mut self.log_last_ms, now, db as u16, &self.buf, &self.ends);
+        }
         log.note_change();
     }
 }
@@ -466,9 +478,10 @@ impl Scratch {
 /// the generic path would run (SUMMARY.UPDATE, HLL.ADDRAW, SADD), so replay is unchanged,
 /// and WATCH is signalled as those commands signal it. Anything else runs the generated
 /// commands through the ordinary keyed path (`run_lone`), which then gives the same result
-/// or error as before; so does a ttl's PEXPIREAT.
+/// or error as before; so does a ttl's PEXPIREAT. Returns the direct writes' log commands
+/// (a log payload; the keyed path's are in the shard's pending buffer, after them).
 #[allow(clippy::too_many_arguments)]
-fn apply_parts(dbs: &mut [Db], log: &mut ShardLog, db: usize, rules: &Rules, groups: &[(String, KeyChange)], parts: &[(usize, Part)], now: u64, cfg: crate::config::CmdConfig, shards: usize, failed: &mut (u64, Option<Bytes>)) {
+fn apply_parts(dbs: &mut [Db], log: &mut ShardLog, db: usize, rules: &Rules, groups: &[(String, KeyChange)], parts: &[(usize, Part)], now: u64, cfg: crate::config::CmdConfig, shards: usize, failed: &mut (u64, Option<Bytes>)) -> Vec<u8> {
     let direct = cfg.maxmemory == 0 && cfg.notify == 0;
     if direct {
         // As `exec::run_handler`: lookups maintain the metadata the eviction policy needs.
@@ -478,6 +491,10 @@ fn apply_parts(dbs: &mut [Db], log: &mut ShardLog, db: usize, rules: &Rules, gro
         }
     }
     let mut sc = Scratch::default();
+    if log.durability().effects_on() {
+        // About what a key's log command takes in the W5 data (key, name, two fields).
+        sc.log.reserve(parts.len() * 96);
+    }
     for &(gi, part) in parts {
         let (key, g) = &groups[gi];
         let mut pk = std::mem::take(&mut sc.key);
@@ -543,6 +560,7 @@ fn apply_parts(dbs: &mut [Db], log: &mut ShardLog, db: usize, rules: &Rules, gro
         sc.packed = cmds;
         sc.key = pk;
     }
+    sc.log
 }
 
 /// The new values of a summary hash's fields (into `sc.vals`/`sc.writes`) and the
@@ -562,6 +580,9 @@ fn hash_writes(h: Option<&CompactHash>, s: &abacus_summarizer::Summary, g: &KeyC
         let old = h.and_then(|h| h.get(name));
         let start = sc.vals.len();
         match acc {
+            // A new field's value is the command's own (0 + n, 0.0 + x): copied, not computed
+            // and printed again.
+            Acc::Count(_) if old.is_none() => sc.vals.extend_from_slice(&sc.buf[at..]),
             Acc::Count(n) => {
                 let cur = match old {
                     None => 0,
@@ -576,6 +597,15 @@ fn hash_writes(h: Option<&CompactHash>, s: &abacus_summarizer::Summary, g: &KeyC
             Acc::Sum(_) => {
                 // The value as the command carries it, read back as SUMMARY.UPDATE reads it.
                 let Some(by) = parse_f64(&sc.buf[at..]) else { return false };
+                if old.is_none() {
+                    // Finite (`parse_f64`) and not -0 (`write_f64` prints it "0"): 0.0 + by
+                    // is by, whose shortest text is the one just read.
+                    sc.vals.extend_from_slice(&sc.buf[at..]);
+                    if old != Some(&sc.vals[start..]) {
+                        sc.writes.push((mi, start, sc.vals.len()));
+                    }
+                    continue;
+                }
                 let cur = match old {
                     None => 0.0,
                     Some(v) => match parse_f64(v) {
@@ -638,7 +668,7 @@ fn apply_hash(d: &mut Db, log: &mut ShardLog, db: usize, rules: &Rules, g: &KeyC
         }
     };
     if created {
-        let mut h = CompactHash::new();
+        let mut h = CompactHash::with_capacity(sc.writes.len());
         for &(mi, a, b) in &sc.writes {
             h.insert_with_limits(s.metrics[mi].name.as_bytes(), &sc.vals[a..b], &cfg.hash_limits);
         }
