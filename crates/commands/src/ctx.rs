@@ -61,12 +61,15 @@ pub struct Hooks {
     /// While a blocked client's command runs because a key became ready: that key (the
     /// stream readers then answer as Redis serves a blocked client); None otherwise.
     pub serving_key: fn() -> Option<Bytes>,
+    /// The cluster hash slot of a key, as the server routes it (`{hash tag}` rule): what
+    /// TS.CREATERULE checks so that a rule's destination lives on its source's shard.
+    pub key_slot: fn(&[u8]) -> usize,
 }
 
 impl Hooks {
     /// Frees in place and never serves a blocked client: a handler run outside a server
-    /// (tests, tools).
-    pub const INLINE: Hooks = Hooks { free_later: drop, lazyfree_threshold_bytes: usize::MAX, serving_key: || None };
+    /// (tests, tools), where nothing is routed, so every key is in one slot.
+    pub const INLINE: Hooks = Hooks { free_later: drop, lazyfree_threshold_bytes: usize::MAX, serving_key: || None, key_slot: |_| 0 };
 }
 
 impl Ctx<'_> {

@@ -3,7 +3,8 @@
 //! blocking pops of both (`blocking.rs`: the non-blocking forms the server's waits run), geo,
 //! streams, HLL.* and PF*, DUMP/RESTORE (`dump.rs`, with the value codec between the keyspace
 //! and `abacus-rdb`), MEMORY USAGE (`memory.rs`, an entry of the server's MEMORY container),
-//! with their table entries ([`command::Spec`]); and the per-shard jobs of two
+//! the one-series time-series commands (`timeseries.rs`: TS.CREATE, TS.ADD, TS.RANGE...,
+//! with `ts_range.rs`'s range options and aggregation), with their table entries ([`command::Spec`]); and the per-shard jobs of two
 //! connection-level commands, SORT (`sort.rs`) and ATTRIBUTE (`attribute.rs`), whose fan-outs
 //! are the server's.
 //!
@@ -62,6 +63,8 @@ pub mod sets;
 pub mod sort;
 pub mod streams;
 pub mod strings;
+pub mod timeseries;
+pub mod ts_range;
 pub mod zset_algebra;
 pub mod zsets;
 
@@ -86,4 +89,5 @@ pub const FAMILIES: &[&[Spec]] = &[
     geo::COMMANDS,
     streams::COMMANDS,
     dump::COMMANDS,
+    timeseries::COMMANDS,
 ];

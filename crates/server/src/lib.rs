@@ -17,9 +17,10 @@
 //!   crate's, and the typing of connection-level handlers (`ConnFn`)
 //! - `cmd/`        the command families that need the server, one file each (connection,
 //!   server, persistence, transactions, scan for KEYS/SCAN/RANDOMKEY, the fan-outs of sort
-//!   and attribute, MEMORY's server-wide subcommands, pubsub, time series, summary, ...);
+//!   and attribute, MEMORY's server-wide subcommands, pubsub, the multi-series time-series commands
+//!   (`ts_multi.rs`: TS.MGET, TS.MRANGE, TS.QUERYINDEX, TS.WATERFALL), summary, ...);
 //!   the data families (strings, keys, expiry, bits, hashes, sets, lists, sorted sets, geo,
-//!   streams, HLL, PF, DUMP/RESTORE, MEMORY USAGE) are `abacus-commands`', re-exported there
+//!   streams, HLL, PF, DUMP/RESTORE, MEMORY USAGE, one-series TS.*) are `abacus-commands`', re-exported there
 //!   under their names
 //! - `durability.rs`: the server's log and snapshot handles (`Durability`, in `Server`),
 //!   passed explicitly: each shard's `ShardLog` holds them with its pending log commands, so

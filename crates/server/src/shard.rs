@@ -241,6 +241,7 @@ pub static HOOKS: Hooks = Hooks {
     free_later: crate::memory::free_later::<Box<dyn Send>>,
     lazyfree_threshold_bytes: crate::memory::LAZYFREE_THRESHOLD_BYTES,
     serving_key: crate::blocking::serving_key,
+    key_slot,
 };
 
 /// Runs one job from the queue; returns the shard's id.

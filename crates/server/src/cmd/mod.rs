@@ -62,10 +62,10 @@ pub mod sort;
 pub use abacus_commands::streams;
 pub use abacus_commands::strings;
 pub mod summary;
-pub mod timeseries;
+pub use abacus_commands::timeseries;
 pub mod transactions;
 pub mod ts_multi;
-pub mod ts_range;
+pub use abacus_commands::ts_range;
 pub use abacus_commands::zset_algebra;
 pub use abacus_commands::zsets;
 pub mod latency;
@@ -93,7 +93,6 @@ pub const FAMILIES: &[&[Spec]] = &[
     summary::COMMANDS,
     memory::COMMANDS,
     migrate::COMMANDS,
-    timeseries::COMMANDS,
     ts_multi::COMMANDS,
     latency::COMMANDS,
     acl::COMMANDS,

@@ -24,11 +24,11 @@ use abacus_collections::{bucket_start, AddError, Aggregator, DuplicatePolicy, La
 use abacus_keyspace::{Db, Value};
 use abacus_protocol::{Arg, Bytes, Frame};
 
-use super::args::*;
-use super::ts_range::{self, find, samples_frame};
+use crate::args::*;
 use crate::command::flags::*;
 use crate::command::Spec;
-use crate::shard::Ctx;
+use crate::ctx::Ctx;
+use crate::ts_range::{self, find, samples_frame};
 
 const K1: (i32, i32, i32) = (1, 1, 1);
 const K2: (i32, i32, i32) = (1, 2, 1);
@@ -512,7 +512,7 @@ fn ts_createrule(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     if src == dst {
         return err("ERR TSDB: the source key and destination key should be different");
     }
-    if crate::shard::key_slot(src) != crate::shard::key_slot(dst) {
+    if (ctx.hooks.key_slot)(src) != (ctx.hooks.key_slot)(dst) {
         return err("ERR TSDB: the source key and the destination key must be in the same hash slot (use a {hash tag})");
     }
     let db = ctx.db();

@@ -10,7 +10,7 @@
 use abacus_collections::{bucket_start, Aggregator, Series};
 use abacus_protocol::{Arg, Frame};
 
-use super::args::*;
+use crate::args::*;
 
 /// Where buckets start (ALIGN).
 #[derive(Clone, Copy, Debug)]
