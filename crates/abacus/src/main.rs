@@ -8,6 +8,7 @@
 use clap::{Parser, Subcommand};
 
 mod ingest;
+mod w1z;
 
 // jemalloc: fast under multi-threaded allocation, and its statistics give INFO an exact
 // `used_memory` (see abacus-server's memory.rs).
@@ -88,6 +89,17 @@ enum Command {
         /// Files to read; `-` or none for standard input.
         files: Vec<String>,
     },
+    /// Load generators for the reference workloads that redis-benchmark cannot drive
+    /// (bench/w1z.sh runs them against Redis and Abacus).
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// W1 Zipfian (issue 27): 16-byte APPENDs onto keys of Zipfian popularity at a fixed rate,
+    /// open loop; per-interval RSS, used_memory, payload, and write and PING latency.
+    W1z(w1z::Args),
 }
 
 fn params_help() -> String {
@@ -135,6 +147,11 @@ fn main() {
         Command::Ingest { feed, host, port, password, batch_bytes, pipeline, max_rejects, resume, source, quiet, connections, files } => {
             let opts = ingest::Options { feed, host, port, password, batch_bytes, pipeline, max_rejects, resume, source, quiet, connections, files };
             if let Err(e) = ingest::run(opts) {
+                fail(&e);
+            }
+        }
+        Command::Bench(BenchCommand::W1z(args)) => {
+            if let Err(e) = w1z::run(args) {
                 fail(&e);
             }
         }
