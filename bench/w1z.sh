@@ -52,9 +52,12 @@ for target in $SERVERS; do
   fi
   out="$BENCH_TMP/$target.out"
   echo
+  # A run that fails (the server fell too far behind, a wrong reply) is reported and the
+  # next server still runs.
   $RT "$ABACUS_BIN" bench w1z -p "$port" --label "$target" --keys "$KEYS" --rate "$RATE" --minutes "$MINUTES" \
-    --seed "$SEED" --connections "$CONNS" --report-secs "$REPORT_SECS" | tee "$out"
-  sum[$target]=$(grep '^summary ' "$out")
+    --seed "$SEED" --connections "$CONNS" --report-secs "$REPORT_SECS" | tee "$out" ||
+    echo "# $target: the generator stopped with an error (above)"
+  sum[$target]=$(grep '^summary ' "$out" || true)
   # Stop this server before the next one starts: their memory is not to add up.
   pid=${BENCH_PIDS[-1]}
   kill "$pid"; wait "$pid" 2>/dev/null || true

@@ -2,6 +2,8 @@
 //!
 //! `abacus serve [--config FILE] [--name value ...]` runs the server. Parameters use Redis's
 //! names (`--port 6380 --requirepass secret`); `abacus serve --help` lists them all.
+//! `abacus ingest` feeds event files to a server's summarizer; `abacus bench w1z` is the W1
+//! Zipfian load generator behind bench/w1z.sh.
 
 #![forbid(unsafe_code)]
 
