@@ -70,7 +70,7 @@ field() { # field TARGET NAME: NAME's value in TARGET's summary line
 if [ -n "${sum[redis]:-}" ] && [ -n "${sum[abacus]:-}" ]; then
   echo
   printf '%-26s %14s %14s %8s\n' 'at the end' redis abacus ratio
-  for f in rss_bytes used_memory payload_bytes rss_target_max writes_p999_us writes_max_us ping_p999_us ping_max_us rows_over_10ms rate_min srv_cpu_pct gen_cpu_pct preload_s; do
+  for f in writes writes_unsent rss_bytes used_memory payload_bytes rss_target_max writes_p999_us writes_max_us ping_p999_us ping_max_us rows_over_10ms rate_min srv_cpu_pct gen_cpu_pct preload_s; do
     r=$(field redis "$f"); a=$(field abacus "$f")
     printf '%-26s %14s %14s %8s\n' "$f" "$r" "$a" "$(awk -v a="$a" -v r="$r" 'BEGIN {if (r > 0) printf "%.2f", a / r; else print "-"}')"
   done
