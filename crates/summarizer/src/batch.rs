@@ -334,6 +334,14 @@ impl Batch {
         }
     }
 
+    /// Sizes the key map once for `lines` lines of this feed, as [`Batch::add_payload`] does
+    /// for its payload: a caller that feeds one payload in slices calls this first with the
+    /// whole payload's line count, so the map is not grown and rehashed slice by slice.
+    pub fn reserve_lines(&mut self, rules: &Rules, lines: usize) {
+        let per_line = rules.feeds[self.feed].summaries.len().max(1);
+        self.groups.reserve((lines.saturating_mul(per_line) / 2).min(MAX_RESERVED_KEYS));
+    }
+
     /// Parses every line of `payload` (lines end with `\n`, an optional `\r` before it is
     /// dropped, empty lines are skipped) and folds the events in. Line numbers continue from
     /// `first_line` (the number of the payload's first line). Keeps at most `keep_rejects`
@@ -344,8 +352,7 @@ impl Batch {
             // Sized once for the payload's keys (about one per line and summary when most
             // keys are new, as in the W5 data), not grown and rehashed step by step.
             let lines = payload.iter().filter(|&&b| b == b'\n').count() + 1;
-            let per_line = rules.feeds[self.feed].summaries.len().max(1);
-            self.groups.reserve((lines * per_line / 2).min(MAX_RESERVED_KEYS));
+            self.reserve_lines(rules, lines);
         }
         self.bytes += payload.len() as u64;
         let mut event = std::mem::take(&mut self.event);
