@@ -44,7 +44,7 @@ echo "$(nproc) cores, $(date -u +%Y-%m-%d)"
 # CPU seconds (user+system) a process has used so far.
 cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"; }
 # Nanoseconds a process's threads ran and waited runnable for a core, so far.
-sched_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{r += $1; w += $2} END {printf "%d %d\n", r, w}'; }
+sched_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{r += $1; w += $2} END {printf "%.0f %.0f\n", r, w}'; }
 
 rate() { python3 -c "import sys; print('%.0f' % (int(sys.argv[1]) / float(sys.argv[2])))" "$1" "$2"; }
 

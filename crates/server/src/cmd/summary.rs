@@ -266,7 +266,8 @@ pub async fn ingest_on(worker: &crate::exec::Worker, db: usize, access: Access<'
         return Frame::error(refused);
     }
     let mut batch = Batch::new(&rules, fi);
-    let line = parse_payloads(&mut batch, &rules, &a[payload_at..], first_line, matches!(access, Access::Free)).await;
+    let slice_bytes = worker.server.config.get_u64("summarizer-parse-slice-bytes") as usize;
+    let line = parse_payloads(&mut batch, &rules, &a[payload_at..], first_line, if matches!(access, Access::Free) { slice_bytes } else { 0 }).await;
     // The bounded queue between parsers and shards (`summarizer-queue-batches`): a parsed
     // batch takes a place until it is applied. A feed with `when_full = "drop"` drops a batch
     // that finds no place (counted; its events are not applied); the others wait, and so does
@@ -423,10 +424,6 @@ pub async fn ingest_on(worker: &crate::exec::Worker, db: usize, access: Access<'
     ingest_reply(&batch)
 }
 
-/// Lines parsed between two yields to the worker's scheduler, in payload bytes (about 700
-/// v1 or 200 v2 lines, well under a millisecond of parsing).
-const PARSE_SLICE_BYTES: usize = 32 << 10;
-
 /// Parses and folds `payloads` into `batch`; returns the number of the line after them.
 ///
 /// Why in slices: the connection's thread is also the thread of one shard, whose jobs (the
@@ -434,12 +431,13 @@ const PARSE_SLICE_BYTES: usize = 32 << 10;
 /// 1 MB batch is tens of milliseconds of parsing; done in one stretch, every batch of another
 /// connection that writes this shard stalls until it ends, and with two connections on two
 /// threads each one's apply waits for the other's parse: the two cores took turns instead of
-/// working together (0.6-0.7 cores busy under `bench/w5.sh`). Yielding every
-/// `PARSE_SLICE_BYTES` lets those jobs run in between. Not under a transaction's locks
-/// (`yield_between` false): nothing else may run on the shards it holds anyway.
-async fn parse_payloads(batch: &mut Batch, rules: &Rules, payloads: &[Arg], first_line: u64, yield_between: bool) -> u64 {
+/// working together (their threads wanted 1.5 cores under `bench/w5.sh`). Yielding every
+/// `slice_bytes` (`summarizer-parse-slice-bytes`, 32 KiB: about 700 v1 or 200 v2 lines, well
+/// under a millisecond) lets those jobs run in between (1.9 cores wanted). Not under a
+/// transaction's locks (`slice_bytes` 0): nothing else may run on the shards it holds anyway.
+async fn parse_payloads(batch: &mut Batch, rules: &Rules, payloads: &[Arg], first_line: u64, slice_bytes: usize) -> u64 {
     let mut line = first_line;
-    if !yield_between || payloads.iter().map(|p| p.len()).sum::<usize>() <= PARSE_SLICE_BYTES {
+    if slice_bytes == 0 || payloads.iter().map(|p| p.len()).sum::<usize>() <= slice_bytes {
         for p in payloads {
             line = batch.add_payload(rules, p, line, summarizer::REJECTS_KEPT);
         }
@@ -452,11 +450,11 @@ async fn parse_payloads(batch: &mut Batch, rules: &Rules, payloads: &[Arg], firs
         while !rest.is_empty() {
             // A slice ends at a line end (or the payload's end), so the lines and their
             // numbers are those of the whole payload.
-            let cut = if rest.len() <= PARSE_SLICE_BYTES {
+            let cut = if rest.len() <= slice_bytes {
                 rest.len()
             } else {
-                match rest[PARSE_SLICE_BYTES..].iter().position(|&b| b == b'\n') {
-                    Some(i) => PARSE_SLICE_BYTES + i + 1,
+                match rest[slice_bytes..].iter().position(|&b| b == b'\n') {
+                    Some(i) => slice_bytes + i + 1,
                     None => rest.len(),
                 }
             };
