@@ -10,10 +10,11 @@
 //! path, so WATCH, keyspace events, `maxmemory` and the log treat them as any client's
 //! writes, and replay needs nothing of its own. Parsing is spread over the worker threads by
 //! the connections themselves (each parses on its own thread, in slices that yield to the
-//! thread's shard jobs: `parse_payloads`); each key is written only by its shard. A batch holds the locks of the shards it writes while its jobs run, so it
-//! takes effect at once for every other client and is ONE log record: a crash keeps all of
-//! it or none. Back-pressure is the connection's: it reads no more input until its batch is
-//! applied, so memory is bounded by the request size limits (`proto-max-bulk-len`,
+//! thread's shard jobs: `parse_payloads`); each key is written only by its shard. A batch
+//! holds the locks of the shards it writes while its jobs run, so it takes effect at once
+//! for every other client and is ONE log record: a crash keeps all of it or none.
+//! Back-pressure is the connection's: it reads no more input until its batch is applied, so
+//! memory is bounded by the request size limits (`proto-max-bulk-len`,
 //! `client-query-buffer-limit`) times the connections.
 //!
 //! Exactly once: SUMMARY.INGESTSOURCE carries a source id and the batch's start and end
