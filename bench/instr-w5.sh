@@ -11,6 +11,11 @@
 #                                              (KEEP/v1/cg.out*, KEEP/v2/...) for
 #                                              `callgrind_annotate --inclusive=yes`
 #
+# The count leaves out jemalloc's statistics refresh (`mallctl`: shard 0 samples
+# `used_memory_peak` on each tick, 10 a second of wall time): under valgrind the server runs
+# about 50x slower while the ticks keep their pace, so that refresh grew with the machine's
+# load (up to 1,000 instructions per event on a loaded machine), not with the events.
+#
 # Each feed: bench/w5gen.py writes 200,000 seeded events (the W5 files) and the rules; the
 # first N lines are ingested with `abacus ingest --connections 1` into a server started under
 # `valgrind --tool=callgrind` with instrumentation off, switched on only around the ingest.
@@ -37,6 +42,8 @@ instr() {
   callgrind_control -d "$pid" >/dev/null 2>&1
   kill "$pid"; wait "$pid" 2>/dev/null || true
   total=$(cat "$dir"/cg.out* | awk '/^totals:/ {s += $2} END {print s + 0}')
+  ticks=$(for f in "$dir"/cg.out*; do callgrind_annotate --inclusive=yes --threshold=100 "$f" 2>/dev/null | grep -E 'jemalloc\.c:_rjem_mallctl \[' | awk '{gsub(",", "", $1); print $1}'; done | awk '{s += $1} END {print s + 0}')
+  total=$((total - ticks))
   if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP/$feed"; cp "$dir"/cg.out* "$KEEP/$feed/"; fi
   echo $((total / N))
 }

@@ -443,6 +443,35 @@ def test_bad_lines_are_rejected_alone(sr):
         assert want in got, (want, got)
 
 
+def test_parse_slices_change_nothing(sr):
+    """A batch parsed in tiny slices (summarizer-parse-slice-bytes 100: a yield to the
+    thread's shard jobs every line or two) gives the reply, the summaries and the source's
+    next line number of the same batch parsed in one stretch (0): slices are cut at line
+    ends, CRLF and empty lines included."""
+    events = gen_events(800, 29)
+    lines = [csv_line(e) for e in events]
+    lines[10] = "noon,c1,7,CA,click,1"
+    payload = ("\r\n".join(lines[:400]) + "\n\n" + "\n".join(lines[400:]) + "\n").encode()
+    kw = sr.connection_pool.connection_kwargs
+    results = []
+    try:
+        for db, slice_bytes in ((0, 100), (1, 0)):
+            sr.config_set("summarizer-parse-slice-bytes", slice_bytes)
+            r = redis.Redis(host=kw["host"], port=kw["port"], db=db)
+            r.flushdb()
+            reply = r.execute_command("SUMMARY.INGESTSOURCE", "v1", "slices", 0, len(payload), 1, payload)
+            record = r.hgetall("__summarizer:source:slices")
+            results.append((reply, dump(r)))
+            r.close()
+            # 400 lines, an empty one, 400 more: the next line is 802.
+            assert record == {b"offset": str(len(payload)).encode(), b"line": b"802"}, record
+            assert reply == [799, 1], reply
+    finally:
+        sr.config_set("summarizer-parse-slice-bytes", 32768)
+    assert results[0] == results[1]
+    assert len(results[0][1]) > 100
+
+
 def test_max_rejects_stops_a_file(sr, node, workdir):
     path = os.path.join(workdir, "bad.csv")
     with open(path, "w") as f:

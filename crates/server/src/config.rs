@@ -134,6 +134,7 @@ pub const PARAMS: &[Param] = &[
     Param { name: "tracking-table-max-keys", default: "1000000", kind: Kind::Int { min: 0, max: i64::MAX }, mutable: true, help: "CLIENT TRACKING: the most keys the tracking table remembers; past it, keys are invalidated to their clients until it fits (0 = no bound)" },
     Param { name: "summarizer-queue-batches", default: "64", kind: Kind::Int { min: 1, max: 1_048_576 }, mutable: true, help: "summarizer: parsed batches that may wait for or be applied on the shards at once; past it a batch waits (the connection stops being read), or is dropped and counted if its feed says when_full = \"drop\"" },
     Param { name: "ingest-port", default: "0", kind: Kind::Int { min: 0, max: 65535 }, mutable: false, help: "TCP port of the summarizer's raw line listener (newline-delimited feed lines, no protocol), on the same addresses as `bind`, with the same password; 0 = off" },
+    Param { name: "summarizer-parse-slice-bytes", default: "32768", kind: Kind::Int { min: 0, max: 1_073_741_824 }, mutable: true, help: "summarizer: a batch is parsed in slices of about this many bytes of lines, and the connection's thread runs its shard's waiting jobs (other connections' batches) between them; 0 = the whole batch in one stretch (its shard's jobs wait until it is parsed)" },
 ];
 
 /// The HLL parameters and limit handlers read (defined with them, in `abacus-commands`).

@@ -9,11 +9,12 @@
 //! (`SUMMARY.UPDATE`, `HLL.ADDRAW`, `SADD`, `PEXPIREAT`) run through the ordinary keyed
 //! path, so WATCH, keyspace events, `maxmemory` and the log treat them as any client's
 //! writes, and replay needs nothing of its own. Parsing is spread over the worker threads by
-//! the connections themselves (each parses on its own thread); each key is written only by
-//! its shard. A batch holds the locks of the shards it writes while its jobs run, so it
-//! takes effect at once for every other client and is ONE log record: a crash keeps all of
-//! it or none. Back-pressure is the connection's: it reads no more input until its batch is
-//! applied, so memory is bounded by the request size limits (`proto-max-bulk-len`,
+//! the connections themselves (each parses on its own thread, in slices that yield to the
+//! thread's shard jobs: `parse_payloads`); each key is written only by its shard. A batch
+//! holds the locks of the shards it writes while its jobs run, so it takes effect at once
+//! for every other client and is ONE log record: a crash keeps all of it or none.
+//! Back-pressure is the connection's: it reads no more input until its batch is applied, so
+//! memory is bounded by the request size limits (`proto-max-bulk-len`,
 //! `client-query-buffer-limit`) times the connections.
 //!
 //! Exactly once: SUMMARY.INGESTSOURCE carries a source id and the batch's start and end
@@ -266,10 +267,8 @@ pub async fn ingest_on(worker: &crate::exec::Worker, db: usize, access: Access<'
         return Frame::error(refused);
     }
     let mut batch = Batch::new(&rules, fi);
-    let mut line = first_line;
-    for p in &a[payload_at..] {
-        line = batch.add_payload(&rules, p, line, summarizer::REJECTS_KEPT);
-    }
+    let slice_bytes = worker.server.config.get_u64("summarizer-parse-slice-bytes") as usize;
+    let line = parse_payloads(&mut batch, &rules, &a[payload_at..], first_line, if matches!(access, Access::Free) { slice_bytes } else { 0 }).await;
     // The bounded queue between parsers and shards (`summarizer-queue-batches`): a parsed
     // batch takes a place until it is applied. A feed with `when_full = "drop"` drops a batch
     // that finds no place (counted; its events are not applied); the others wait, and so does
@@ -424,6 +423,55 @@ pub async fn ingest_on(worker: &crate::exec::Worker, db: usize, access: Access<'
         return Frame::error(format!("ERR {count} summary writes failed, the first with: {}", String::from_utf8_lossy(&first)));
     }
     ingest_reply(&batch)
+}
+
+/// Parses and folds `payloads` into `batch`; returns the number of the line after them.
+///
+/// Why in slices: the connection's thread is also the thread of one shard, whose jobs (the
+/// other connections' batches being applied, any client's commands) wait while it parses. A
+/// 1 MB batch is tens of milliseconds of parsing; done in one stretch, every batch of another
+/// connection that writes this shard stalls until it ends, and with two connections on two
+/// threads each one's apply waits for the other's parse: the two cores took turns instead of
+/// working together (their threads wanted 1.5 cores under `bench/w5.sh`). Yielding every
+/// `slice_bytes` (`summarizer-parse-slice-bytes`, 32 KiB: about 700 v1 or 200 v2 lines, well
+/// under a millisecond) lets those jobs run in between (1.9 cores wanted). Not under a
+/// transaction's locks (`slice_bytes` 0): nothing else may run on the shards it holds anyway.
+async fn parse_payloads(batch: &mut Batch, rules: &Rules, payloads: &[Arg], first_line: u64, slice_bytes: usize) -> u64 {
+    let mut line = first_line;
+    if slice_bytes == 0 || payloads.iter().map(|p| p.len()).sum::<usize>() <= slice_bytes {
+        for p in payloads {
+            line = batch.add_payload(rules, p, line, summarizer::REJECTS_KEPT);
+        }
+        return line;
+    }
+    let lines: usize = payloads.iter().map(|p| newlines(p) + 1).sum();
+    batch.reserve_lines(rules, lines);
+    for p in payloads {
+        let mut rest: &[u8] = p;
+        while !rest.is_empty() {
+            // A slice ends at a line end (or the payload's end), so the lines and their
+            // numbers are those of the whole payload.
+            let cut = if rest.len() <= slice_bytes {
+                rest.len()
+            } else {
+                match rest[slice_bytes..].iter().position(|&b| b == b'\n') {
+                    Some(i) => slice_bytes + i + 1,
+                    None => rest.len(),
+                }
+            };
+            let (slice, tail) = rest.split_at(cut);
+            line = batch.add_payload(rules, slice, line, summarizer::REJECTS_KEPT);
+            rest = tail;
+            if !rest.is_empty() {
+                tokio::task::yield_now().await;
+            }
+        }
+    }
+    line
+}
+
+fn newlines(p: &[u8]) -> usize {
+    p.iter().filter(|&&b| b == b'\n').count()
 }
 
 // ---------------------------------------------------------------------------------------
