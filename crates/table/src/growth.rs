@@ -37,7 +37,7 @@
 //! in a step (8 or 4), and a segment's ladder (its class modulo `ladder`) is chosen by the
 //! top 3 or 2 bits of its hash prefix, its *phase* ([`Growth::ladder_of`]): the groups of
 //! segments step up at evenly spaced sizes, and the table's load stays near its average at
-//! every size (measured by `examples/load_curve.rs`: 0.795-0.801 and 0.881-0.886 from 1M to
+//! every size (measured by `examples/load_curve.rs`: 0.795-0.801 and 0.882-0.887 from 1M to
 //! 20M entries). The last phase's ladder is the top one (its largest class is 1.59x
 //! `segment_slots`); the others are up to a step smaller, so no segment gets larger, and the
 //! slowest growth step is the same at either density. Segments shallower than the phase

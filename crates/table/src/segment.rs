@@ -17,9 +17,9 @@
 //! "no EMPTY slot between an entry's home and its slot", which both lookups and SCAN rely
 //! on. A segment is full when its full slots and tombstones reach `Growth::used_max(cap)`
 //! (90% of `cap`, 94% in a dense table), and the table then rebuilds or splits it
-//! (`growth.rs`), which also drops the tombstones. The count of slots it may still fill, its *room*, is kept by the table in
-//! one compact array (`HashTable::room`), not in the segment: an insert then touches no
-//! segment header at all (see `table.rs`).
+//! (`growth.rs`), which also drops the tombstones. The count of slots it may still fill,
+//! its *room*, is kept by the table in one compact array (`HashTable::room`), not in the
+//! segment: an insert then touches no segment header at all (see `table.rs`).
 //!
 //! A lookup prefetches the home slot's line while it reads the control bytes: the key is
 //! usually within a slot or two of its home, so the two cache misses overlap instead of
