@@ -5,8 +5,8 @@
 //! Run: `cargo bench -p abacus-table --bench w2` (N = 100 million; `W2_N=1000000` for a
 //! quick run; `W2_SINGLE=0` skips the per-insert timing pass; `W2_ONLY=abacus` runs Abacus's
 //! table alone, for sizes at which both tables do not fit; `W2_BATCHED=0` skips the last pass,
-//! batched inserts and lookups). Needs ~5 GB at 100M (both),
-//! ~11 GB at 500M (Abacus alone).
+//! batched inserts and lookups; `W2_DENSITY=dense` grows Abacus's table as the keyspace's).
+//! Needs ~5 GB at 100M (both), ~11 GB at 500M (Abacus alone).
 //!
 //! Reported per table: inserts/s and lookups/s (untimed-per-operation runs), peak and final
 //! bytes per entry from a counting global allocator over jemalloc, as `abacus serve` allocates (every byte the table asked for, not
@@ -29,7 +29,15 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 use tikv_jemallocator::Jemalloc;
 
-use abacus_table::U64Table;
+use abacus_table::{Config, Density, U64Table};
+
+/// The density the run asks for: `W2_DENSITY=dense`, else the default.
+fn density() -> Density {
+    match std::env::var("W2_DENSITY").as_deref() {
+        Ok("dense") => Density::Dense,
+        _ => Density::Balanced,
+    }
+}
 
 struct Counting;
 
@@ -131,6 +139,10 @@ struct Figures {
 }
 
 trait Map: Default {
+    /// An empty map as the run asks for it.
+    fn fresh() -> Self {
+        Self::default()
+    }
     const NAME: &'static str;
     fn put(&mut self, k: u64, v: u64);
     fn find(&self, k: u64) -> Option<u64>;
@@ -140,6 +152,13 @@ trait Map: Default {
 
 impl Map for U64Table<u64> {
     const NAME: &'static str = "abacus U64Table";
+    /// `W2_DENSITY=dense`: grown as the keyspace's table is (`Density::Dense`).
+    fn fresh() -> Self {
+        U64Table::with_config(Config {
+            density: density(),
+            ..Config::default()
+        })
+    }
     #[inline(always)]
     fn put(&mut self, k: u64, v: u64) {
         self.insert(k, v);
@@ -178,7 +197,7 @@ fn run<M: Map>(n: u64, single: bool) -> Figures {
     // W2_SINGLE_ONLY=1: only the per-insert timing pass (the slowest growing insert at sizes
     // where the throughput passes would not fit the time available).
     let throughput = std::env::var("W2_SINGLE_ONLY").map_or(true, |s| s != "1");
-    let mut map = M::default();
+    let mut map = M::fresh();
     let mut keys = Keys(KEY_SEED);
     let (mut batch_max, mut batch_cpu_max) = (Duration::ZERO, Duration::ZERO);
     let start = Instant::now();
@@ -213,7 +232,7 @@ fn run<M: Map>(n: u64, single: bool) -> Figures {
         (0, Duration::ZERO, Duration::ZERO);
     let mut growing_over = [0u64; 2];
     if single {
-        let mut map = M::default();
+        let mut map = M::fresh();
         let mut keys = Keys(KEY_SEED);
         let mut max = Duration::ZERO;
         let mut done = 0u64;
@@ -239,7 +258,10 @@ fn run<M: Map>(n: u64, single: bool) -> Figures {
             inserts_over_100us += (d > Duration::from_micros(100)) as u64;
             done += 1;
             if !throughput && done % 50_000_000 == 0 {
-                eprintln!("  {done} keys: {growing} growing inserts so far, the slowest {} us of CPU", growing_cpu_max.as_micros());
+                eprintln!(
+                    "  {done} keys: {growing} growing inserts so far, the slowest {} us of CPU",
+                    growing_cpu_max.as_micros()
+                );
             }
             max = max.max(d);
         }
@@ -265,7 +287,7 @@ fn run<M: Map>(n: u64, single: bool) -> Figures {
 /// Lookups in batches of 16: hash all, prefetch all, then look up (how a server runs a
 /// pipeline). Only the table with a prefetch API has this.
 fn batched_lookups(n: u64) -> (f64, f64) {
-    let mut t = U64Table::<u64>::new();
+    let mut t = U64Table::<u64>::fresh();
     let mut keys = Keys(KEY_SEED);
     let mut hashes = [0u64; 16];
     let mut batch = [0u64; 16];
@@ -317,7 +339,10 @@ fn main() {
     if tikv_jemalloc_ctl::background_thread::write(true).is_err() {
         eprintln!("warning: jemalloc background threads could not be started");
     }
-    println!("W2: {n} inserts of uniformly random u64 keys (u64 values), then {n} lookups");
+    println!(
+        "W2: {n} inserts of uniformly random u64 keys (u64 values), then {n} lookups; {:?}",
+        density()
+    );
     let alone = std::env::var("W2_ONLY").is_ok_and(|s| s == "abacus");
     let ours = run::<U64Table<u64>>(n, single);
     let theirs = (!alone).then(|| run::<Hashbrown>(n, single));

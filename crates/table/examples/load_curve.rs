@@ -3,19 +3,32 @@
 //!
 //!     cargo run --release -p abacus-table --example load_curve [max_entries] [samples]
 //!
-//! Defaults: 100 million `u64 -> u64` entries, 200 samples. Prints min / mean / max of the
-//! load over the samples taken above 1 million entries, and each sample with `-v`.
+//! Defaults: 100 million `u64 -> u64` entries, 200 samples, the default density. Prints
+//! min / mean / max of the load over the samples taken above 1 million entries, and each
+//! sample with `-v`; `--dense` grows the table as the keyspace's (`Density::Dense`).
 
-use abacus_table::U64Table;
+use abacus_table::{Config, Density, U64Table};
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "-v").collect();
-    let verbose = std::env::args().any(|a| a == "-v");
+    let flag = |f: &str| std::env::args().any(|a| a == f);
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let verbose = flag("-v");
+    let density = if flag("--dense") {
+        Density::Dense
+    } else {
+        Density::Balanced
+    };
     let max: u64 = args
         .first()
         .map_or(100_000_000, |s| s.parse().expect("max_entries"));
     let samples: u64 = args.get(1).map_or(200, |s| s.parse().expect("samples"));
-    let mut t: U64Table<u64> = U64Table::new();
+    let mut t: U64Table<u64> = U64Table::with_config(Config {
+        density,
+        ..Config::default()
+    });
     let (mut x, step) = (0x9E37_79B9_7F4A_7C15u64, max / samples);
     let (mut lo, mut hi, mut sum, mut n) = (f64::MAX, 0f64, 0f64, 0u32);
     for i in 1..=max {
@@ -40,7 +53,7 @@ fn main() {
         }
     }
     println!(
-        "load over {n} samples from 1M to {max} entries: min {lo:.3}, mean {:.3}, max {hi:.3}",
+        "{density:?}: load over {n} samples from 1M to {max} entries: min {lo:.3}, mean {:.3}, max {hi:.3}",
         sum / n as f64
     );
 }

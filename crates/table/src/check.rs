@@ -3,7 +3,7 @@
 //! figures. It walks everything, so it is for tests and debugging only.
 
 use crate::ctrl::{is_full, tag, EMPTY, GROUP};
-use crate::growth::{class_cap, ladder_of, used_max, LADDER};
+use crate::growth::{class_cap, Growth};
 use crate::key::KeyKind;
 use crate::segment::{wrap, Segment};
 use crate::table::{HashTable, DIR_AT_ONCE, MAX_DEPTH};
@@ -81,12 +81,12 @@ impl<K: KeyKind, V> HashTable<K, V> {
             } else {
                 (first[id] as u64) << (64 - gd as u32)
             };
-            if seg.class() % LADDER != ladder_of(prefix, seg.depth) {
+            if seg.class() % self.growth.ladder != self.growth.ladder_of(prefix, seg.depth) {
                 return Err(format!("segment {id} is on the wrong ladder"));
             }
             let room = *self.room.get(id).ok_or("no room entry")?;
             heap += seg
-                .check(self.seed, room, |h| self.seg_id(h) == id)
+                .check(self.seed, room, self.growth, |h| self.seg_id(h) == id)
                 .map_err(|e| format!("segment {id}: {e}"))?;
             live += seg.count_full();
             bytes += Segment::alloc_bytes(seg);
@@ -112,6 +112,7 @@ impl<K: KeyKind, V> Segment<K, V> {
         &self,
         seed: Seed,
         room: u32,
+        growth: Growth,
         owns: impl Fn(u64) -> bool,
     ) -> Result<usize, String> {
         let cap = self.cap as usize;
@@ -126,11 +127,11 @@ impl<K: KeyKind, V> Segment<K, V> {
         }
         let full = self.ctrl()[..cap].iter().filter(|&&c| is_full(c)).count();
         let used = self.ctrl()[..cap].iter().filter(|&&c| c != EMPTY).count();
-        if full != self.count_full() || used + room as usize != used_max(cap) {
+        if full != self.count_full() || used + room as usize != growth.used_max(cap) {
             return err(format!(
                 "counts: {full} full / {}, {used} used + room {room} / {}",
                 self.count_full(),
-                used_max(cap)
+                growth.used_max(cap)
             ));
         }
         let mut heap = 0;

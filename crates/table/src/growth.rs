@@ -3,27 +3,45 @@
 //! Why classes: with uniform hashes, all segments of one depth fill up together, so a table
 //! whose segments only split in two would swing, all at once, between 90% and 45% full:
 //! at the wrong moment 38 bytes per `u64 -> u64` entry, worse than hashbrown's average. So a
-//! segment's capacity steps up its *ladder* of classes 1.26x apart (`16 * 2^(class/24)`,
-//! every eighth class): a full segment is rebuilt one rung up, and only a segment at the top
-//! of its ladder (at most 1.59x `segment_slots`) splits, into two halves at the bottom.
-//! Either way its load drops from 90% to about 71%, never lower, so the table costs at most
-//! 17 / 0.71 = 24 bytes per `u64 -> u64` entry and about 21 on average. The price: an entry moves
-//! about four times per doubling of the table instead of once. Each move stays inside one
-//! segment, which streams through the cache; a whole-table rehash instead writes every
-//! entry to a random cache line of a new array as large as the table.
+//! segment's capacity steps up its *ladder* of classes (`16 * 2^(class/24)`, every `ladder`th
+//! class): a full segment is rebuilt one rung up, and only a segment at the top of its
+//! ladder (at most 1.59x `segment_slots`) splits, into two halves one rung above half of it.
+//! Either way its load drops by one step, never lower.
+//!
+//! How far apart the rungs are and how full a segment gets is the table's [`Growth`],
+//! chosen by its `Density`. A segment that steps by `g` at a maximum load `T` runs between
+//! `T / g` and `T` full, `T ln g / (g - 1)` on average over sizes; a step moves all its
+//! entries, and the next comes after it gained `g - 1` times as many, so an insert pays for
+//! `g / (g - 1)` moves:
+//!
+//! | density | step `g` | max `T` | load after a step | average load | moves per insert |
+//! |---|---|---|---|---|---|
+//! | `Balanced` | 8 classes, x1.26 | 115/128, 90% | 71% | 80% | 4.8 |
+//! | `Dense` | 4 classes, x1.12 | 120/128, 94% | 84% | 88% | 9.2 |
+//!
+//! `Balanced` (the default, W2's `u64 -> u64` table) costs at most 17 / 0.71 = 24 bytes per
+//! entry, about 21 on average, and keeps the moves few: they are most of an insert's cost
+//! when a slot is 17 bytes. `Dense` (the keyspace, 40-byte slots) saves 4.8 of the 51
+//! bytes a slot costs per key at 80%, for twice the moves and longer probes: linear probing
+//! at 94% has runs of about 130 slots for a miss (8 groups of control bytes, two cache
+//! lines), against 50 at 90%; above ~95% they lengthen fast (230 at 95.3%, 500 at 97%), so
+//! `T` stays at 120/128. Each move stays inside one segment, which streams through the
+//! cache; a whole-table rehash instead writes every entry to a random cache line of a new
+//! array as large as the table.
 //!
 //! Staggered ladders: with one ladder for all segments, uniform hashes would still move the
-//! whole table up a class within a few million inserts (every segment of one depth reaches
-//! 90% at about the same size), so the table's load would swing between 71% and 90% as it
-//! grows, and a benchmark or a user's data set would land anywhere on that sawtooth. So
-//! classes are eighths of a step apart (`2^(1/24)`), and a segment's ladder (its class
-//! modulo 8) is chosen by the top three bits of its hash prefix, its *phase*
-//! ([`ladder_of`]): the eight groups of segments step up at eight evenly spaced sizes, and
-//! the table's load stays near the 80% average at every size (measured by
-//! `examples/load_curve.rs`). Phase 7's ladder is the top one (its largest class is 1.59x
-//! `segment_slots`); the others are up to 7/24 of a doubling smaller, so no segment gets
-//! larger, and the slowest growth step stays as it was. Segments of depth below 3 (tables
-//! of at most four segments) all use phase 7's ladder.
+//! whole table up a step within a few million inserts (every segment of one depth reaches
+//! `T` at about the same size), so the table's load would swing between `T / g` and `T` as
+//! it grows, and a benchmark or a user's data set would land anywhere on that sawtooth. So
+//! classes are a fraction of a step apart (`2^(1/24)`), there are as many ladders as classes
+//! in a step (8 or 4), and a segment's ladder (its class modulo `ladder`) is chosen by the
+//! top 3 or 2 bits of its hash prefix, its *phase* ([`Growth::ladder_of`]): the groups of
+//! segments step up at evenly spaced sizes, and the table's load stays near its average at
+//! every size (measured by `examples/load_curve.rs`: 0.795-0.801 and 0.882-0.887 from 1M to
+//! 20M entries). The last phase's ladder is the top one (its largest class is 1.59x
+//! `segment_slots`); the others are up to a step smaller, so no segment gets larger, and the
+//! slowest growth step is the same at either density. Segments shallower than the phase
+//! bits (tables of at most a few segments) all use the top ladder.
 //!
 //! A full segment with many tombstones is rebuilt in the class that fits its live entries,
 //! possibly a smaller one: that is also how deletions give memory back (segments never
@@ -54,7 +72,8 @@ use crate::Seed;
 /// The smallest segment capacity (two groups).
 pub(crate) const MIN_CAP: usize = 16;
 
-/// Classes per doubling of capacity: a growth step is 8 of them (x1.26, see [`LADDER`]).
+/// Classes per doubling of capacity: a growth step is [`Growth::ladder`] of them (8: x1.26,
+/// or 4: x1.12).
 pub(crate) const CLASSES_PER_DOUBLING: u16 = 24;
 
 /// Directory entries copied into the next directory per growth step (each written twice:
@@ -65,53 +84,122 @@ const DIR_STEP: usize = 512;
 /// build the directory of `2^(g+1)` entries, and its predecessor has `2^g / PAGE` pages.
 const DIR_PAGES_FREED_PER_STEP: usize = 2;
 
-/// Classes between consecutive rungs of one segment's ladder: a growth step.
-pub(crate) const LADDER: u16 = 8;
+/// floor(1024 * 2^(i / 24)); entries 0, 8 and 16 are the three steps of a doubling.
+#[rustfmt::skip]
+const MUL_1024: [usize; CLASSES_PER_DOUBLING as usize] = [
+    1024, 1054, 1084, 1116, 1149, 1183, 1217, 1253, 1290, 1327, 1366, 1406,
+    1448, 1490, 1534, 1579, 1625, 1673, 1722, 1772, 1824, 1878, 1933, 1989,
+];
 
 /// Capacity of a class: `MIN_CAP * 2^(class / 24)`, rounded down.
 pub(crate) fn class_cap(class: u16) -> usize {
-    // floor(1024 * 2^(i / 24)); entries 0, 8 and 16 are the three steps of a doubling.
-    #[rustfmt::skip]
-    const MUL_1024: [usize; CLASSES_PER_DOUBLING as usize] = [
-        1024, 1054, 1084, 1116, 1149, 1183, 1217, 1253, 1290, 1327, 1366, 1406,
-        1448, 1490, 1534, 1579, 1625, 1673, 1722, 1772, 1824, 1878, 1933, 1989,
-    ];
     let d = CLASSES_PER_DOUBLING;
     (MIN_CAP << (class / d)) * MUL_1024[(class % d) as usize] / 1024
 }
 
-/// The ladder (class modulo [`LADDER`]) of a segment of `depth` whose hash range holds
-/// `hash`, in a table whose largest class is `top` (a multiple of [`LADDER`]): the top
-/// three bits of the hash prefix, phase 7 being `top`'s own ladder (see the module comment).
-pub(crate) fn ladder_of(hash: u64, depth: u8) -> u16 {
-    let phase = if depth >= 3 { (hash >> 61) as u16 } else { 7 };
-    (phase + 1) % LADDER
+/// Slack, in 128ths of a fresh segment, between the entries a growth step leaves in it and
+/// [`Growth::fill_max`]: room for the uneven halves of a split (a half of a 6.5K-slot
+/// segment differs from its mean by about 1% of its slots) and for `class_cap`'s rounding.
+const FILL_SLACK_128: usize = 6;
+
+/// A table's growth parameters: how far apart its rungs are and how full a segment gets
+/// (see the module comment for the trade). Chosen per table by [`crate::Density`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Growth {
+    /// Classes between consecutive rungs of one segment's ladder, a growth step: 8 (x1.26)
+    /// or 4 (x1.12). Also the number of ladders (phases), so they stay evenly staggered.
+    pub(crate) ladder: u16,
+    /// `log2(ladder)`: the hash prefix bits that pick a segment's phase.
+    phase_bits: u8,
+    /// Full slots and tombstones a segment may hold, in 128ths of its slots.
+    used_max_128: u16,
+    /// Entries a fresh segment is given at most, in 128ths of its slots.
+    fill_max_128: u16,
 }
 
-/// The largest class of `ladder` that is at most `top`: where a segment of that ladder splits.
-pub(crate) fn ladder_top(top: u16, ladder: u16) -> u16 {
-    top - (top + LADDER - ladder) % LADDER
-}
-
-/// Full slots and tombstones a segment of `cap` slots may hold: 115/128, about 90%.
-pub(crate) fn used_max(cap: usize) -> usize {
-    cap * 115 / 128
-}
-
-/// Entries a fresh segment of `cap` slots is given at most: 98/128, 77% (90% / 1.26 = 71%
-/// after a growth step, plus a margin for the uneven halves of a split).
-pub(crate) fn fill_max(cap: usize) -> usize {
-    cap * 98 / 128
-}
-
-/// The smallest class of `ladder` (a class modulo [`LADDER`]) into which `n` entries fit
-/// (see [`fill_max`]).
-pub(crate) fn class_for(n: usize, ladder: u16) -> u16 {
-    let mut c = ladder;
-    while fill_max(class_cap(c)) < n {
-        c += LADDER;
+impl Growth {
+    /// Growth by `ladder` classes (4 or 8) at a maximum load of `used_max_128` / 128.
+    pub(crate) const fn new(ladder: u16, used_max_128: u16) -> Growth {
+        assert!(
+            ladder == 4 || ladder == 8,
+            "a growth step of 4 or 8 classes"
+        );
+        assert!(
+            used_max_128 >= 64 && used_max_128 <= 124,
+            "a maximum load of 50% to 97%"
+        );
+        // After a growth step a segment holds `used_max` of the old capacity in one
+        // `2^(ladder/24)` times larger: that load, rounded up, plus the slack, is what a
+        // fresh segment may be given; a fresh segment must still have room.
+        let after_step = (used_max_128 as usize * 1024).div_ceil(MUL_1024[ladder as usize]);
+        let fill = after_step + FILL_SLACK_128;
+        assert!(
+            fill + 4 <= used_max_128 as usize,
+            "a fresh segment has room"
+        );
+        Growth {
+            ladder,
+            phase_bits: ladder.trailing_zeros() as u8,
+            used_max_128,
+            fill_max_128: fill as u16,
+        }
     }
-    c
+
+    /// Full slots and tombstones a segment of `cap` slots may hold.
+    pub(crate) fn used_max(&self, cap: usize) -> usize {
+        cap * self.used_max_128 as usize / 128
+    }
+
+    /// Entries a fresh segment of `cap` slots is given at most: the load after a growth
+    /// step (`used_max` / `2^(ladder/24)`), plus a margin for the uneven halves of a split.
+    pub(crate) fn fill_max(&self, cap: usize) -> usize {
+        cap * self.fill_max_128 as usize / 128
+    }
+
+    /// The largest class of a table of `segment_slots` (a power of two, at least
+    /// [`MIN_CAP`]), that of its top ladder: 1.59x `segment_slots` whatever the step, so
+    /// the largest segment, and with it the slowest growth step, does not depend on the
+    /// density. (At least one doubling less a step, so that the halves of a split have a
+    /// class: tables of tiny segments only.)
+    pub(crate) fn split_class(&self, segment_slots: usize) -> u16 {
+        let base = CLASSES_PER_DOUBLING * (segment_slots / MIN_CAP).trailing_zeros() as u16;
+        (base + 16).max(CLASSES_PER_DOUBLING - self.ladder)
+    }
+
+    /// The class the halves of a split of a segment of class `split` start in: one step
+    /// above half of it (`segment_slots` for steps of 8, 0.89x it for steps of 4).
+    pub(crate) fn split_half_class(&self, split: u16) -> u16 {
+        split - (CLASSES_PER_DOUBLING - self.ladder)
+    }
+
+    /// The ladder (class modulo `ladder`) of a segment of `depth` whose hash range holds
+    /// `hash`: the top `phase_bits` bits of the hash prefix, the last phase being the
+    /// table's top ladder (see the module comment). Segments shallower than `phase_bits`
+    /// (tables of at most a few segments) all use the top ladder.
+    pub(crate) fn ladder_of(&self, hash: u64, depth: u8) -> u16 {
+        let phase = if depth >= self.phase_bits {
+            (hash >> (64 - self.phase_bits as u32)) as u16
+        } else {
+            self.ladder - 1
+        };
+        (phase + 1) % self.ladder
+    }
+
+    /// The largest class of `ladder` that is at most `top`: where a segment of that ladder
+    /// splits.
+    pub(crate) fn ladder_top(&self, top: u16, ladder: u16) -> u16 {
+        top - (top + self.ladder - ladder) % self.ladder
+    }
+
+    /// The smallest class of `ladder` (a class modulo [`Growth::ladder`]) into which `n`
+    /// entries fit (see [`Growth::fill_max`]).
+    pub(crate) fn class_for(&self, n: usize, ladder: u16) -> u16 {
+        let mut c = ladder;
+        while self.fill_max(class_cap(c)) < n {
+            c += self.ladder;
+        }
+        c
+    }
 }
 
 /// Buffers of one rebuild or split, dropped after it (a few KB; a table keeping them would
@@ -232,9 +320,10 @@ impl<K: KeyKind, V> HashTable<K, V> {
     pub(crate) fn grow(&mut self, id: usize, hash: u64) {
         self.build_next_dir(DIR_STEP);
         let seg = &self.segs[id];
-        let ladder = seg.class() % LADDER;
-        let class = class_for(seg.count_full() + 1, ladder);
-        if class > ladder_top(self.split_class, ladder) && seg.depth < MAX_DEPTH {
+        let g = self.growth;
+        let ladder = seg.class() % g.ladder;
+        let class = g.class_for(seg.count_full() + 1, ladder);
+        if class > g.ladder_top(self.split_class, ladder) && seg.depth < MAX_DEPTH {
             self.split(id, hash);
         } else {
             self.rebuild(id, class, hash);
@@ -253,7 +342,7 @@ impl<K: KeyKind, V> HashTable<K, V> {
         self.room[id] = 0;
         self.sync_dir(id, hash);
         let n = self.segs[id].absorb(&mut old, self.seed, &mut Scratch::default());
-        self.room[id] = self.segs[id].room_with(n);
+        self.room[id] = self.segs[id].room_with(n, self.growth);
     }
 
     /// Splits segment `id` (which holds `hash`) by the hash bit below its prefix.
@@ -265,12 +354,13 @@ impl<K: KeyKind, V> HashTable<K, V> {
         let bit = 1u64 << (63 - depth);
         // Any hash of each half: the split bit clear or set below the shared prefix.
         let ladders = [
-            ladder_of(hash & !bit, depth + 1),
-            ladder_of(hash | bit, depth + 1),
+            self.growth.ladder_of(hash & !bit, depth + 1),
+            self.growth.ladder_of(hash | bit, depth + 1),
         ];
         let scratch = &mut Scratch::default();
         let counts = Segment::split_counts(&self.segs[id], self.seed, bit, scratch);
-        let [low, high] = [0, 1].map(|h| Segment::new(class_for(counts[h], ladders[h]), depth + 1));
+        let [low, high] =
+            [0, 1].map(|h| Segment::new(self.growth.class_for(counts[h], ladders[h]), depth + 1));
         self.seg_bytes =
             self.seg_bytes - self.segs[id].alloc_bytes() + low.alloc_bytes() + high.alloc_bytes();
         self.max_class = self.max_class.max(low.class()).max(high.class());
@@ -286,8 +376,8 @@ impl<K: KeyKind, V> HashTable<K, V> {
         self.sync_dir(high_id, hash | bit);
         let (low, high) = self.segs.pair_mut(id, high_id);
         Segment::split_moves(&mut old, [low, high], bit, scratch);
-        self.room[id] = self.segs[id].room_with(counts[0]);
-        self.room[high_id] = self.segs[high_id].room_with(counts[1]);
+        self.room[id] = self.segs[id].room_with(counts[0], self.growth);
+        self.room[high_id] = self.segs[high_id].room_with(counts[1], self.growth);
     }
 
     /// Copies up to `step` more entries of the directory into the next one (each twice: the
@@ -331,5 +421,75 @@ impl<K: KeyKind, V> HashTable<K, V> {
         }
         self.global_depth += 1;
         self.dir_shift -= 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BOTH: [Growth; 2] = [Growth::new(8, 115), Growth::new(4, 120)];
+
+    /// A full segment is rebuilt exactly one rung up (not two: a step of `g` must take the
+    /// load from `T` to `T / g`, the minimum the averages rely on), and leaves room; from
+    /// 128 slots up (below, whole-slot rounding may skip a rung, which only costs memory).
+    #[test]
+    fn a_full_segment_moves_up_one_rung() {
+        for g in BOTH {
+            for class in 72..300u16 {
+                let full = g.used_max(class_cap(class));
+                let next = g.class_for(full + 1, class % g.ladder);
+                assert_eq!(next, class + g.ladder, "{g:?} class {class}");
+                let cap = class_cap(next);
+                assert!(full + 1 < g.used_max(cap), "{g:?} class {class}: no room");
+                // The load after the step is within a point of `T / g` (below 256 slots,
+                // the rounding of capacities and limits to whole slots moves it more).
+                let (load, max) = (full as f64 / cap as f64, g.used_max_128 as f64 / 128.0);
+                let step = 2f64.powf(g.ladder as f64 / 24.0);
+                let off = (load - max / step).abs();
+                assert!(cap < 256 || off < 0.01, "{g:?} class {class}: load {load}");
+            }
+        }
+    }
+
+    /// The halves of a split of a full top segment start one rung above half of it, even
+    /// when the split is uneven by three standard deviations (at the default segment size
+    /// and above; in smaller segments such a half starts a rung higher, which is harmless).
+    #[test]
+    fn the_halves_of_a_split_start_at_the_bottom_rung() {
+        for g in BOTH {
+            for slots in [4096, 1 << 16] {
+                let top = g.split_class(slots);
+                assert_eq!(
+                    class_cap(top),
+                    slots * 1625 / 1024,
+                    "{g:?}: the top is 1.59x"
+                );
+                let n = g.used_max(class_cap(top)) + 1;
+                let uneven = n / 2 + (3.0 * (n as f64).sqrt() / 2.0) as usize;
+                let half = g.split_half_class(top);
+                assert_eq!(half % g.ladder, 0, "{g:?}: the halves are on a ladder");
+                assert_eq!(g.class_for(uneven, half % g.ladder), half, "{g:?} {slots}");
+            }
+        }
+    }
+
+    /// Each phase gets its own ladder, the last one the top's.
+    #[test]
+    fn phases_map_to_distinct_ladders() {
+        for g in BOTH {
+            let ladders: Vec<u16> = (0..g.ladder as u64)
+                .map(|p| g.ladder_of(p << (64 - g.phase_bits), g.phase_bits))
+                .collect();
+            let mut sorted = ladders.clone();
+            sorted.sort();
+            assert_eq!(sorted, (0..g.ladder).collect::<Vec<_>>());
+            assert_eq!(ladders[g.ladder as usize - 1], 0);
+            assert_eq!(
+                g.ladder_of(u64::MAX, 0),
+                0,
+                "shallow segments: the top ladder"
+            );
+        }
     }
 }

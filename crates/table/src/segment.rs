@@ -4,7 +4,8 @@
 //! `cap` entries. Linear probing over the control bytes, a group (16 on x86_64) at a time: a lookup reads the
 //! control bytes from the home slot (usually one cache line) and then the one slot whose tag
 //! matches (one more line). At the maximum load of 90% linear probing's clusters are long
-//! (about 50 slots for a miss), but 50 control bytes are still one or two cache lines.
+//! (about 50 slots for a miss; 130 at a dense table's 94%), but 50 control bytes are still one
+//! or two cache lines (130: two or three).
 //!
 //! Home slot: a segment of depth `d` holds the hashes whose top `d` bits are its prefix. The
 //! next 32 bits, `x`, pick the home slot as `(x * cap) >> 32`, which is monotonic in the
@@ -14,11 +15,11 @@
 //! Deletion leaves a tombstone (DELETED) unless the next slot is empty, in which case the
 //! slot and the tombstones before it become EMPTY again. This keeps the probing invariant
 //! "no EMPTY slot between an entry's home and its slot", which both lookups and SCAN rely
-//! on. A segment is full when its full slots and tombstones reach `used_max(cap)` (90% of
-//! `cap`), and the table then rebuilds or splits it (`growth.rs`), which also drops the
-//! tombstones. The count of slots it may still fill, its *room*, is kept by the table in
-//! one compact array (`HashTable::room`), not in the segment: an insert then touches no
-//! segment header at all (see `table.rs`).
+//! on. A segment is full when its full slots and tombstones reach `Growth::used_max(cap)`
+//! (90% of `cap`, 94% in a dense table), and the table then rebuilds or splits it
+//! (`growth.rs`), which also drops the tombstones. The count of slots it may still fill,
+//! its *room*, is kept by the table in one compact array (`HashTable::room`), not in the
+//! segment: an insert then touches no segment header at all (see `table.rs`).
 //!
 //! A lookup prefetches the home slot's line while it reads the control bytes: the key is
 //! usually within a slot or two of its home, so the two cache misses overlap instead of
@@ -39,7 +40,7 @@ use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 use crate::ctrl::{is_full, tag, Group, DELETED, EMPTY, GROUP};
-use crate::growth::{class_cap, used_max};
+use crate::growth::{class_cap, Growth};
 use crate::key::KeyKind;
 use crate::prefetch::prefetch_read;
 use crate::Seed;
@@ -350,8 +351,8 @@ impl<K: KeyKind, V> Segment<K, V> {
     }
 
     /// The room of a segment holding `used` full slots and tombstones.
-    pub(crate) fn room_with(&self, used: usize) -> u32 {
-        let max = used_max(self.cap());
+    pub(crate) fn room_with(&self, used: usize, growth: Growth) -> u32 {
+        let max = growth.used_max(self.cap());
         assert!(used <= max, "a segment over its load limit");
         (max - used) as u32
     }

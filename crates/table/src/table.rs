@@ -11,8 +11,8 @@
 //!   consecutive directory entries that share its `d`-bit prefix. Each entry holds the
 //!   segment's id and a copy of its array addresses, capacity and depth (24 bytes): at 100
 //!   million entries the directory has about 32K entries (768 KB) and stays in cache.
-//! - When an insert finds its segment full (90% of its slots used), the segment is rebuilt
-//!   one capacity class larger or split in two (`growth.rs`); only a split of a segment as
+//! - When an insert finds its segment full (90% of its slots used, 94% in a dense table), the
+//!   segment is rebuilt one growth step larger or split in two (`growth.rs`); only a split of a segment as
 //!   deep as the directory doubles the directory. A directory of 1024 entries or more is
 //!   not copied then: the doubled one was built ahead, 512 entries per growth step, kept
 //!   current by every directory update since (`growth.rs`), and the doubling swaps it in;
@@ -29,7 +29,7 @@
 //! misses across a batch of keys, as a server does for a pipeline.
 
 use crate::ctrl::tag;
-use crate::growth::{class_cap, class_for, fill_max, ladder_of, CLASSES_PER_DOUBLING, LADDER};
+use crate::growth::{class_cap, Growth};
 use crate::key::KeyKind;
 use crate::pages::Pages;
 use crate::prefetch::prefetch_read;
@@ -62,23 +62,57 @@ pub struct Found {
     slot: usize,
 }
 
-/// Tuning and reproducibility knobs. `Default` is what servers should use.
+/// Tuning and reproducibility knobs. `Default` suits most tables; a table whose slots are
+/// most of its memory (the keyspace's) runs [`Density::Dense`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
-    /// Slots of a segment right after a split; a power of two, at least 16. The largest
-    /// segment (just before it splits) has 1.59x this many. Larger segments mean a smaller
-    /// directory but a longer slowest insert. Tests use 16 to force many splits.
+    /// Slots of a segment right after a split (0.89x this with [`Density::Dense`]); a power
+    /// of two, at least 16. The largest segment (just before it splits) has 1.59x this
+    /// many (1.78x at 16 with `Dense`). Larger segments mean a smaller directory but a
+    /// longer slowest insert. Tests use 16 to force many splits.
     pub segment_slots: usize,
     /// Hash seed; `None` draws a random one (the default, against hash flooding).
     pub seed: Option<u64>,
+    /// How full segments run: memory per entry against growth work (`growth.rs`).
+    pub density: Density,
+}
+
+/// How full a table's segments run (`growth.rs`): the trade between bytes per entry and the
+/// work of growing, which every insert pays a share of.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Density {
+    /// Growth steps of x1.26 at 90% full: segments run 71-90% full, 80% on average, and an
+    /// entry moves about 4 times per doubling of the table. For small slots, where the
+    /// moves are most of an insert's cost (`u64 -> u64`: W2).
+    #[default]
+    Balanced,
+    /// Growth steps of x1.12 at 94% full: segments run 84-94% full, 89% on average, and an
+    /// entry moves about 8 times per doubling, through longer probe runs. For large slots,
+    /// where memory is the cost that matters (the keyspace's 40-byte slots).
+    Dense,
+}
+
+impl Density {
+    pub(crate) fn growth(self) -> Growth {
+        match self {
+            Density::Balanced => Growth::new(8, 115),
+            Density::Dense => Growth::new(4, 120),
+        }
+    }
+}
+
+impl Config {
+    /// What `Default` gives, usable in constants.
+    pub const DEFAULT: Config = Config {
+        segment_slots: 4096,
+        seed: None,
+        density: Density::Balanced,
+    };
 }
 
 impl Default for Config {
     fn default() -> Config {
-        Config {
-            segment_slots: 4096,
-            seed: None,
-        }
+        Config::DEFAULT
     }
 }
 
@@ -110,9 +144,11 @@ pub struct HashTable<K: KeyKind, V> {
     /// `63 - global_depth`: `(hash >> 1) >> dir_shift` is the directory index, also for depth 0.
     pub(crate) dir_shift: u32,
     pub(crate) global_depth: u8,
-    /// The largest class (of phase 7's ladder, `growth.rs`): a full segment at the top of its
+    /// The largest class (of the top ladder, `growth.rs`): a full segment at the top of its
     /// ladder splits instead of growing.
     pub(crate) split_class: u16,
+    /// Growth step and load limits ([`Config::density`]).
+    pub(crate) growth: Growth,
     /// Largest class any segment has had (bounds random sampling).
     pub(crate) max_class: u16,
     pub(crate) len: usize,
@@ -155,8 +191,8 @@ impl<K: KeyKind, V> HashTable<K, V> {
             s.is_power_of_two() && (16..=1 << 24).contains(&s),
             "segment_slots must be a power of two in 16..=2^24"
         );
-        let split_class = CLASSES_PER_DOUBLING * (s / 16).trailing_zeros() as u16 + 2 * LADDER;
-        debug_assert_eq!(class_cap(split_class - 2 * LADDER), s);
+        let growth = config.density.growth();
+        let split_class = growth.split_class(s);
         HashTable {
             dir: Pages::new(),
             next_dir: Pages::new(),
@@ -167,6 +203,7 @@ impl<K: KeyKind, V> HashTable<K, V> {
             dir_shift: 63,
             global_depth: 0,
             split_class,
+            growth,
             max_class: 0,
             len: 0,
             seg_bytes: 0,
@@ -182,9 +219,9 @@ impl<K: KeyKind, V> HashTable<K, V> {
         }
         // Enough segments of the post-split class that n entries spread evenly fit at 77%,
         // each in the smallest class of its ladder that holds its share.
-        let base = t.split_class - 2 * LADDER;
-        let per_segment = fill_max(class_cap(base));
-        let depth = if class_for(n, ladder_of(0, 0)) <= t.split_class {
+        let g = t.growth;
+        let per_segment = g.fill_max(class_cap(g.split_half_class(t.split_class)));
+        let depth = if g.class_for(n, g.ladder_of(0, 0)) <= t.split_class {
             0
         } else {
             (n.div_ceil(per_segment).next_power_of_two().trailing_zeros() as u8).min(MAX_DEPTH)
@@ -197,7 +234,7 @@ impl<K: KeyKind, V> HashTable<K, V> {
                 } else {
                     i << (64 - depth as u32)
                 };
-                Segment::new(class_for(share, ladder_of(hash, depth)), depth)
+                Segment::new(g.class_for(share, g.ladder_of(hash, depth)), depth)
             })
             .collect();
         t.dir = t
@@ -208,7 +245,7 @@ impl<K: KeyKind, V> HashTable<K, V> {
             .collect();
         t.global_depth = depth;
         t.dir_shift = 63 - depth as u32;
-        t.room = t.segs.iter().map(|s| s.room_with(0)).collect();
+        t.room = t.segs.iter().map(|s| s.room_with(0, g)).collect();
         t.max_class = t.segs.iter().map(Segment::class).max().unwrap_or(0);
         t.seg_bytes = t.segs.iter().map(Segment::alloc_bytes).sum();
         t
@@ -532,7 +569,7 @@ impl<K: KeyKind, V> HashTable<K, V> {
     fn make_room(&mut self, hash: u64) -> Slot {
         if self.dir.is_empty() {
             self.segs.push(Segment::new(0, 0));
-            self.room.push(self.segs[0].room_with(0));
+            self.room.push(self.segs[0].room_with(0, self.growth));
             self.dir.push(self.segs[0].dir_entry(0));
             self.seg_bytes = self.segs[0].alloc_bytes();
         }

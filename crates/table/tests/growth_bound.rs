@@ -64,6 +64,7 @@ fn grow_and_check(segment_slots: usize, n: u64, dir_min: usize) {
     let mut t: U64Table<u64> = U64Table::with_config(Config {
         segment_slots,
         seed: Some(7),
+        ..Config::default()
     });
     let (mut writes_max, mut alloc_max) = (0, 0);
     let next = |k: u64| {
