@@ -333,20 +333,33 @@ const _: () = assert!(std::mem::size_of::<(abacus_table::SmallKey, Entry)>() == 
 /// foldhash for the small WATCH map.
 type Hasher = foldhash::fast::RandomState;
 
-/// The key -> entry table, grown dense (`Density::Dense`): its 40-byte slots are most of a
-/// small key's memory, so it trades more growth work (entries move about twice as often) for
-/// a fuller table, 88% on average instead of 80% (ARCHITECTURE.md, "Compact slots").
+/// The key -> entry table. Its 40-byte slots are most of a small key's memory, so it may be
+/// grown dense (`Density::Dense`: a fuller table, 88% on average instead of 80%, for more
+/// growth work: entries move about twice as often, and key-creating writes cost about 14%
+/// more CPU; ARCHITECTURE.md, "Compact slots"). Which one is the server's `keyspace-density`
+/// parameter, set once at start-up through [`set_dense_key_tables`].
 struct KeyTable(Table<Entry>);
 
-/// The configuration of every [`KeyTable`].
-const KEY_TABLE: Config = Config {
-    density: Density::Dense,
-    ..Config::DEFAULT
-};
+/// Whether key tables created from now on grow dense (process-wide, like the modification
+/// observer above: a start-up choice, not a per-database one).
+static DENSE_KEY_TABLES: AtomicBool = AtomicBool::new(false);
+
+/// Chooses the density of the key tables created from now on: `true` for `Density::Dense`
+/// (less memory per key, more CPU per new key), `false` for the balanced default. Tables that
+/// exist keep theirs.
+pub fn set_dense_key_tables(dense: bool) {
+    DENSE_KEY_TABLES.store(dense, Ordering::Relaxed);
+}
+
+/// The configuration of a new [`KeyTable`].
+fn key_table_config() -> Config {
+    let density = if DENSE_KEY_TABLES.load(Ordering::Relaxed) { Density::Dense } else { Density::Balanced };
+    Config { density, ..Config::DEFAULT }
+}
 
 impl Default for KeyTable {
     fn default() -> KeyTable {
-        KeyTable(Table::with_config(KEY_TABLE))
+        KeyTable(Table::with_config(key_table_config()))
     }
 }
 
@@ -477,7 +490,7 @@ impl Db {
     /// sized once instead of growing. No effect on a database that holds keys.
     pub fn reserve(&mut self, n: usize) {
         if self.map.is_empty() && n > 0 {
-            self.map = KeyTable(Table::with_capacity_and_config(n, KEY_TABLE));
+            self.map = KeyTable(Table::with_capacity_and_config(n, key_table_config()));
         }
     }
 

@@ -59,7 +59,7 @@ pub mod packed;
 pub mod strbuf;
 pub mod value;
 
-pub use db::{observe_modifications, set_modified_observer, set_no_touch, Db, DbEvent, Detached, Entry, WatchFlag};
+pub use db::{observe_modifications, set_dense_key_tables, set_modified_observer, set_no_touch, Db, DbEvent, Detached, Entry, WatchFlag};
 pub use evict::{EvictionPolicy, Tracking, LFU_INIT_VAL};
 pub use glob::glob_match;
 pub use packed::{StrMut, PACKED_INLINE_MAX};

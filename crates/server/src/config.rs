@@ -135,6 +135,7 @@ pub const PARAMS: &[Param] = &[
     Param { name: "summarizer-queue-batches", default: "64", kind: Kind::Int { min: 1, max: 1_048_576 }, mutable: true, help: "summarizer: parsed batches that may wait for or be applied on the shards at once; past it a batch waits (the connection stops being read), or is dropped and counted if its feed says when_full = \"drop\"" },
     Param { name: "ingest-port", default: "0", kind: Kind::Int { min: 0, max: 65535 }, mutable: false, help: "TCP port of the summarizer's raw line listener (newline-delimited feed lines, no protocol), on the same addresses as `bind`, with the same password; 0 = off" },
     Param { name: "summarizer-parse-slice-bytes", default: "32768", kind: Kind::Int { min: 0, max: 1_073_741_824 }, mutable: true, help: "summarizer: a batch is parsed in slices of about this many bytes of lines, and the connection's thread runs its shard's waiting jobs (other connections' batches) between them; 0 = the whole batch in one stretch (its shard's jobs wait until it is parsed)" },
+    Param { name: "keyspace-density", default: "balanced", kind: Kind::Enum(&["balanced", "dense"]), mutable: false, help: "how full the key tables run: balanced (80% on average) or dense (88%: about 10% less memory per small key, about 14% more CPU for each write that creates a key)" },
 ];
 
 /// The HLL parameters and limit handlers read (defined with them, in `abacus-commands`).

@@ -177,6 +177,8 @@ pub fn run(config: Config) -> Result<(), String> {
     let ingest_listeners = crate::ingest_port::bind(&config)?;
     let threads = config.threads();
     let databases = config.get_u64("databases") as usize;
+    // Before any database exists: the key tables are created with their density.
+    abacus_keyspace::set_dense_key_tables(config.get("keyspace-density") == "dense");
     let dir_path = std::path::PathBuf::from(&dir);
     // Clients may connect while the data loads: they get -LOADING (INFO shows the progress).
     crate::stats::LOADING.start(0);

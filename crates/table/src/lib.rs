@@ -20,7 +20,7 @@
 //! - Growth (`growth.rs`): a full segment is rebuilt one capacity class larger (x1.26) or
 //!   split in two, so segments stay 71-90% full; eight staggered ladders of classes keep
 //!   the whole table near 80% full at every size, rather than swinging between the two.
-//!   [`Density::Dense`] (the keyspace's) steps by x1.12 up to 94%: 84-94% full, 88% on
+//!   [`Density::Dense`] (the keyspace's, with `keyspace-density dense`) steps by x1.12 up to 94%: 84-94% full, 88% on
 //!   average, for twice the entry moves.
 //! - Segments (`segment.rs`, `ctrl.rs`): open addressing with linear probing over one
 //!   control byte per slot (a 7-bit tag), read sixteen at a time (SSE2; eight with SWAR
