@@ -58,13 +58,8 @@ enum Command {
         /// The feed (a `[feed.NAME]` of the server's rules) the lines belong to.
         #[arg(long)]
         feed: String,
-        #[arg(long, short = 'H', default_value = "127.0.0.1")]
-        host: String,
-        #[arg(long, short = 'p', default_value_t = 6379)]
-        port: u16,
-        /// AUTH with this password first.
-        #[arg(long, short = 'a')]
-        password: Option<String>,
+        #[command(flatten)]
+        server: ServerArgs,
         /// About this many bytes of lines per batch.
         #[arg(long, default_value_t = 1 << 20)]
         batch_bytes: usize,
@@ -95,6 +90,18 @@ enum Command {
     /// (bench/w1z.sh runs them against Redis and Abacus).
     #[command(subcommand)]
     Bench(BenchCommand),
+}
+
+/// The server a client subcommand (`ingest`, `bench`) talks to.
+#[derive(clap::Args, Clone)]
+pub struct ServerArgs {
+    #[arg(long, short = 'H', default_value = "127.0.0.1")]
+    pub host: String,
+    #[arg(long, short = 'p', default_value_t = 6379)]
+    pub port: u16,
+    /// AUTH with this password first.
+    #[arg(long, short = 'a')]
+    pub password: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -146,7 +153,7 @@ fn main() {
                 fail(&e);
             }
         }
-        Command::Ingest { feed, host, port, password, batch_bytes, pipeline, max_rejects, resume, source, quiet, connections, files } => {
+        Command::Ingest { feed, server: ServerArgs { host, port, password }, batch_bytes, pipeline, max_rejects, resume, source, quiet, connections, files } => {
             let opts = ingest::Options { feed, host, port, password, batch_bytes, pipeline, max_rejects, resume, source, quiet, connections, files };
             if let Err(e) = ingest::run(opts) {
                 fail(&e);

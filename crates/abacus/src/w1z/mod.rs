@@ -47,13 +47,8 @@ use workload::{due_count, due_ns, encode, key_name, Workload};
 
 #[derive(clap::Args, Clone)]
 pub struct Args {
-    #[arg(long, short = 'H', default_value = "127.0.0.1")]
-    host: String,
-    #[arg(long, short = 'p', default_value_t = 6379)]
-    port: u16,
-    /// AUTH with this password first.
-    #[arg(long, short = 'a')]
-    password: Option<String>,
+    #[command(flatten)]
+    server: crate::ServerArgs,
     /// Keys, all created by the preload with 16 bytes.
     #[arg(long, default_value_t = 50_000_000)]
     keys: u64,
@@ -550,6 +545,7 @@ fn check_lengths(ctl: &mut Control, wl: &mut Workload) -> Result<(u64, u64), Str
 }
 
 fn connect(a: &Args) -> Result<TcpStream, String> {
+    let a = &a.server;
     let mut s = TcpStream::connect((a.host.as_str(), a.port)).map_err(|e| format!("cannot connect to {}:{}: {e}", a.host, a.port))?;
     s.set_nodelay(true).map_err(|e| e.to_string())?;
     if let Some(pw) = &a.password {
