@@ -284,7 +284,6 @@ pub struct Batch {
     pub updates: Vec<u64>,
     /// Bytes of lines read.
     pub bytes: u64,
-    scratch: Vec<String>,
     /// The event each line is parsed into, reused (see `parse_line_into`).
     event: Event,
     key_buf: String,
@@ -346,7 +345,6 @@ impl Batch {
             rejected: 0,
             updates: vec![0; rules.summaries.len()],
             bytes: 0,
-            scratch: Vec::new(),
             event: Event::default(),
             key_buf: String::new(),
             nums: vec![Cell::new(None); rules.feeds[feed].fields.len()],
@@ -391,7 +389,7 @@ impl Batch {
                 None => std::str::from_utf8(raw),
             };
             let parsed = match text {
-                Ok(line) => parse_line_into(&rules.feeds[self.feed], line, &mut self.scratch, &mut event).map_err(|e| e.0),
+                Ok(line) => parse_line_into(&rules.feeds[self.feed], line, &mut event).map_err(|e| e.0),
                 Err(_) => Err("not UTF-8".to_string()),
             };
             match parsed {
@@ -421,13 +419,14 @@ impl Batch {
         self.events += 1;
         // Every field with exactly one value (any CSV line, most JSON ones): no summary needs
         // the fan-out's list of fields, which cost 2.5% of a v1 ingest to build per summary.
-        let single = event.values.iter().all(|v| v.len() == 1);
+        let single = (0..event.fields()).all(|f| event.count(f) == 1);
         let nums = std::mem::take(&mut self.nums);
-        nums.iter().for_each(|c| c.set(None));
+        // Seeded with the numbers the line's checks parsed (sums' fields): not parsed twice.
+        nums.iter().enumerate().for_each(|(f, c)| c.set(event.num(f).map(Some)));
         for &si in &rules.feeds[self.feed].summaries {
             let s = &rules.summaries[si];
             if single {
-                let pick = |f: usize| event.values[f][0].as_str();
+                let pick = |f: usize| event.value(f, 0);
                 let num = |f: usize| match nums.get(f).and_then(Cell::get) {
                     Some(x) => x,
                     None => {
@@ -442,21 +441,21 @@ impl Batch {
                 continue;
             }
             // Fields the summary reads that do not hold exactly one value (fan-out).
-            let multi: Vec<usize> = s.uses.iter().copied().filter(|&f| event.values[f].len() != 1).collect();
+            let multi: Vec<usize> = s.uses.iter().copied().filter(|&f| event.count(f) != 1).collect();
             if multi.is_empty() {
-                let pick = |f: usize| event.values[f][0].as_str();
+                let pick = |f: usize| event.value(f, 0);
                 self.add_one(s, si, event.time_ms, &pick, &|f| parse_num(pick(f)));
                 continue;
             }
-            if multi.iter().any(|&f| event.values[f].is_empty()) {
+            if multi.iter().any(|&f| event.count(f) == 0) {
                 continue;
             }
             let mut idx = vec![0usize; multi.len()];
             let mut done = 0;
             loop {
                 let pick = |f: usize| match multi.iter().position(|&m| m == f) {
-                    Some(p) => event.values[f][idx[p]].as_str(),
-                    None => event.values[f][0].as_str(),
+                    Some(p) => event.value(f, idx[p]),
+                    None => event.value(f, 0),
                 };
                 self.add_one(s, si, event.time_ms, &pick, &|f| parse_num(pick(f)));
                 done += 1;
@@ -470,7 +469,7 @@ impl Batch {
                         break;
                     }
                     idx[p] += 1;
-                    if idx[p] < event.values[multi[p]].len() {
+                    if idx[p] < event.count(multi[p]) {
                         break;
                     }
                     idx[p] = 0;

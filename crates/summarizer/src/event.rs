@@ -20,12 +20,85 @@ use serde_json::Value;
 
 use crate::rules::{Feed, Format, TimeSource};
 
+/// A value's bounds within [`Event`]'s text.
+pub(crate) type Span = (usize, usize);
+
 /// A parsed event: the time in milliseconds and each field's values (one, or for a fanning
 /// out JSON path, as many as it found).
-#[derive(Debug, Clone, PartialEq, Default)]
+///
+/// The values are spans of one text, not a `String` each: the text starts with a copy of the
+/// line, so a value written plainly in the line (an unquoted or simply quoted CSV field, a
+/// JSON string without escapes, a plain integer) is just its bounds there; only a value that
+/// differs from its text in the line (a CSV field with a doubled quote, an escaped JSON
+/// string, a number serde_json prints otherwise) is appended after the line. Copying each
+/// field into its own string was a quarter of the parse.
+#[derive(Debug, Clone, Default)]
 pub struct Event {
     pub time_ms: i64,
-    pub values: Vec<Vec<String>>,
+    pub(crate) text: String,
+    /// Per field, its values' spans.
+    pub(crate) spans: Vec<Vec<Span>>,
+    /// The time's text (JSON feeds; a CSV feed's time is a field).
+    pub(crate) time: Span,
+    /// Per field, its number when the checks parsed it (a numeric field with one value),
+    /// so that the batch does not parse it again.
+    nums: Vec<Option<f64>>,
+}
+
+impl PartialEq for Event {
+    fn eq(&self, other: &Event) -> bool {
+        self.time_ms == other.time_ms && self.to_vecs() == other.to_vecs()
+    }
+}
+
+impl Event {
+    /// The number of fields.
+    pub fn fields(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// The number of values of field `f`.
+    pub fn count(&self, f: usize) -> usize {
+        self.spans[f].len()
+    }
+
+    /// Value `i` of field `f`.
+    pub fn value(&self, f: usize, i: usize) -> &str {
+        let (a, z) = self.spans[f][i];
+        &self.text[a..z]
+    }
+
+    /// The values of field `f`.
+    pub fn values(&self, f: usize) -> impl Iterator<Item = &str> {
+        self.spans[f].iter().map(|&(a, z)| &self.text[a..z])
+    }
+
+    /// Field `f`'s number as the checks parsed it, if they did.
+    pub(crate) fn num(&self, f: usize) -> Option<f64> {
+        self.nums.get(f).copied().flatten()
+    }
+
+    /// Every field's values as strings.
+    pub fn to_vecs(&self) -> Vec<Vec<String>> {
+        (0..self.fields()).map(|f| self.values(f).map(str::to_string).collect()).collect()
+    }
+
+    /// Starts `line`'s event: the text is the line, `nf` fields with no values.
+    pub(crate) fn reset(&mut self, line: &str, nf: usize) {
+        self.text.clear();
+        self.text.push_str(line);
+        self.spans.resize_with(nf, Vec::new);
+        self.spans.iter_mut().for_each(Vec::clear);
+        self.nums.clear();
+        self.nums.resize(nf, None);
+    }
+
+    /// Appends `v` to the text as a value of field `f`.
+    fn push_owned(&mut self, f: usize, v: &str) {
+        let a = self.text.len();
+        self.text.push_str(v);
+        self.spans[f].push((a, self.text.len()));
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -199,6 +272,76 @@ pub fn split_csv(line: &str, out: &mut Vec<String>) -> Result<(), LineError> {
     result
 }
 
+/// [`split_csv`] without copies: each field's span in `text`, which must start with `line`
+/// (a quoted field holding a doubled quote is unquoted into `text` after the line). Field
+/// `n` goes to `out[n]` (cleared first) where there is one; returns the number of fields.
+/// The same fields and errors as `split_csv` (a property test compares the two).
+pub(crate) fn split_csv_spans(line: &str, text: &mut String, out: &mut [Vec<Span>]) -> Result<usize, LineError> {
+    let b = line.as_bytes();
+    let mut n = 0;
+    let mut put = |span: Span| {
+        if let Some(v) = out.get_mut(n) {
+            v.clear();
+            v.push(span);
+        }
+        n += 1;
+    };
+    let mut i = 0;
+    loop {
+        if b.get(i) == Some(&b'"') {
+            i += 1;
+            let start = i;
+            // Where the unquoted copy starts in `text`, once a doubled quote needs one.
+            let mut copy: Option<usize> = None;
+            let mut run = i;
+            loop {
+                while i < b.len() && b[i] != b'"' {
+                    i += 1;
+                }
+                if i == b.len() {
+                    return Err(bad("bad CSV quoting: unterminated quoted field"));
+                }
+                if b.get(i + 1) != Some(&b'"') {
+                    break;
+                }
+                copy.get_or_insert(text.len());
+                // The runs split on ASCII quotes, so each is UTF-8.
+                text.push_str(&line[run..=i]);
+                i += 2;
+                run = i;
+            }
+            let span = match copy {
+                None => (start, i),
+                Some(at) => {
+                    text.push_str(&line[run..i]);
+                    (at, text.len())
+                }
+            };
+            put(span);
+            i += 1;
+            match b.get(i) {
+                None => break,
+                Some(b',') => i += 1,
+                Some(_) => return Err(bad("bad CSV quoting: text after a closing quote")),
+            }
+        } else {
+            let mut end = i;
+            while end < b.len() && b[end] != b',' && b[end] != b'"' {
+                end += 1;
+            }
+            if b.get(end) == Some(&b'"') {
+                return Err(bad("bad CSV quoting: a quote inside an unquoted field"));
+            }
+            put((i, end));
+            if end == b.len() {
+                break;
+            }
+            i = end + 1;
+        }
+    }
+    Ok(n)
+}
+
 /// The text of a JSON scalar; None for null; an error for an object or array.
 fn scalar_text(v: &Value, field: &str) -> Result<Option<String>, LineError> {
     match v {
@@ -244,76 +387,68 @@ fn shorten(s: &str) -> &str {
 }
 
 /// Parses one line of `feed` (without its line end). Ok(None) for a CSV header line.
-pub fn parse_line(feed: &Feed, line: &str, scratch: &mut Vec<String>) -> Result<Option<Event>, LineError> {
+pub fn parse_line(feed: &Feed, line: &str) -> Result<Option<Event>, LineError> {
     let mut event = Event::default();
-    Ok(parse_line_into(feed, line, scratch, &mut event)?.then_some(event))
+    Ok(parse_line_into(feed, line, &mut event)?.then_some(event))
 }
 
-/// [`parse_line`] into an event that is reused from line to line (its strings and vectors
-/// keep their capacity, so a warmed-up parser allocates nothing per CSV field). Ok(false)
-/// for a CSV header line; after an error `event` holds no meaningful values.
-pub fn parse_line_into(feed: &Feed, line: &str, scratch: &mut Vec<String>, event: &mut Event) -> Result<bool, LineError> {
+/// [`parse_line`] into an event that is reused from line to line (its text and vectors keep
+/// their capacity, so a warmed-up parser allocates nothing per line). Ok(false) for a CSV
+/// header line; after an error `event` holds no meaningful values.
+pub fn parse_line_into(feed: &Feed, line: &str, event: &mut Event) -> Result<bool, LineError> {
     if line.len() > feed.max_line_bytes {
         return Err(bad(format!("line longer than {} bytes", feed.max_line_bytes)));
     }
     let nf = feed.fields.len();
-    event.values.resize_with(nf, Vec::new);
-    let json_time = match feed.format {
+    if feed.format == Format::Csv && line == feed.header {
+        return Ok(false);
+    }
+    event.reset(line, nf);
+    let time = match feed.format {
         Format::Csv => {
-            if line == feed.header {
-                return Ok(false);
+            let n = split_csv_spans(line, &mut event.text, &mut event.spans)?;
+            if n != nf {
+                let what = if n < nf { "missing field" } else { "extra field" };
+                return Err(bad(format!("{what}: expected {nf} columns, found {n}")));
             }
-            split_csv(line, scratch)?;
-            if scratch.len() != nf {
-                let what = if scratch.len() < nf { "missing field" } else { "extra field" };
-                return Err(bad(format!("{what}: expected {} columns, found {}", nf, scratch.len())));
-            }
-            // Swapped, not copied: the event's old strings go back to `scratch` for reuse.
-            for (vals, field) in event.values.iter_mut().zip(scratch.iter_mut()) {
-                vals.truncate(1);
-                if vals.is_empty() {
-                    vals.push(String::new());
-                }
-                std::mem::swap(&mut vals[0], field);
-            }
-            None
+            let TimeSource::Column(tc) = feed.time else { unreachable!("a csv feed's time is a column") };
+            event.spans[tc][0]
         }
         Format::Jsonl => {
             let TimeSource::Path(tp) = &feed.time else { unreachable!("a jsonl feed's time is a path") };
-            // The time's text is kept in `scratch[0]` (unused by JSON feeds otherwise).
-            if scratch.is_empty() {
-                scratch.push(String::new());
-            }
-            if !crate::json::extract(line, &feed.paths, tp, &feed.path_keys, &mut event.values, &mut scratch[0]) {
+            if !crate::json::extract(line, &feed.paths, tp, &feed.path_keys, event) {
                 // The scanner gave up: serde_json decides, and words any error.
-                scratch[0] = parse_json_dom(feed, tp, line, event)?;
+                parse_json_dom(feed, tp, line, event)?;
             }
-            Some(())
+            event.time
         }
     };
-    for (i, vals) in event.values.iter().enumerate() {
+    for i in 0..nf {
         if feed.numeric[i] {
-            for v in vals {
-                if !v.trim().parse::<f64>().is_ok_and(f64::is_finite) {
-                    return Err(bad(format!("wrong type: field '{}' is not a number: '{}'", feed.fields[i], shorten(v))));
+            for (k, &(a, z)) in event.spans[i].iter().enumerate() {
+                let v = &event.text[a..z];
+                match v.trim().parse::<f64>() {
+                    Ok(x) if x.is_finite() => {
+                        if k == 0 {
+                            event.nums[i] = Some(x);
+                        }
+                    }
+                    _ => return Err(bad(format!("wrong type: field '{}' is not a number: '{}'", feed.fields[i], shorten(v)))),
                 }
+            }
+            if event.spans[i].len() != 1 {
+                event.nums[i] = None;
             }
         }
     }
-    let time_text = match json_time {
-        Some(()) => scratch[0].as_str(),
-        None => {
-            let TimeSource::Column(tc) = feed.time else { unreachable!("a csv feed's time is a column") };
-            event.values[tc][0].as_str()
-        }
-    };
-    event.time_ms = time_ms(feed, time_text)?;
+    event.time_ms = time_ms(feed, &event.text[time.0..time.1])?;
     Ok(true)
 }
 
-/// A JSON line's field values (into `event.values`) and time text through serde_json's
-/// document: the reference for `json.rs`'s scanner, and the path for every line it leaves.
-pub(crate) fn parse_json_dom(feed: &Feed, tp: &JsonPath, line: &str, event: &mut Event) -> Result<String, LineError> {
+/// A JSON line's field values and time text (into `event`, which [`Event::reset`] started)
+/// through serde_json's document: the reference for `json.rs`'s scanner, and the path for
+/// every line it leaves.
+pub(crate) fn parse_json_dom(feed: &Feed, tp: &JsonPath, line: &str, event: &mut Event) -> Result<(), LineError> {
     let v: Value = serde_json::from_str(line).map_err(|e| bad(format!("invalid JSON: {e}")))?;
     if !v.is_object() {
         return Err(bad("invalid JSON: a line must be an object"));
@@ -327,20 +462,23 @@ pub(crate) fn parse_json_dom(feed: &Feed, tp: &JsonPath, line: &str, event: &mut
         },
         None => return Err(bad("missing field: time")),
     };
-    for ((name, path), vals) in feed.fields.iter().zip(&feed.paths).zip(event.values.iter_mut()) {
+    let a = event.text.len();
+    event.text.push_str(&time);
+    event.time = (a, event.text.len());
+    for (f, (name, path)) in feed.fields.iter().zip(&feed.paths).enumerate() {
         found.clear();
         path.collect(&v, &mut found);
         if found.is_empty() && !path.fans_out() {
             return Err(bad(format!("missing field: {name}")));
         }
-        vals.clear();
+        event.spans[f].clear();
         for x in &found {
             match scalar_text(x, name)? {
-                Some(s) => vals.push(s),
+                Some(s) => event.push_owned(f, &s),
                 None if path.fans_out() => {}
                 None => return Err(bad(format!("missing field: {name} (null)"))),
             }
         }
     }
-    Ok(time)
+    Ok(())
 }

@@ -3,8 +3,9 @@
 //! Why: building serde_json's `Value` for every line (a map per object, a `String` per key
 //! and per string, then dropping it all) was half of the instructions of a v2 ingest, for
 //! the five or six values a feed reads. This scanner walks the line's bytes once, validates
-//! them as JSON and copies out only the values at the feed's paths, into strings that the
-//! event keeps from line to line.
+//! them as JSON and records only the values at the feed's paths, as spans of the event's
+//! copy of the line (a value serde_json would print differently, an escaped string or a
+//! normalized number, is appended to that text).
 //!
 //! It is a fast path, never a second definition of the format: it accepts a line only when
 //! serde_json certainly accepts it too and yields the same values, and gives up (returns
@@ -19,7 +20,7 @@
 //! (an exponent, more than 300 characters: out of range) are checked by it even when no path
 //! reads them. Tested against the serde_json path line by line (`tests.rs`).
 
-use crate::event::{JsonPath, Step};
+use crate::event::{Event, JsonPath, Span, Step};
 
 /// Deeper lines go to serde_json (whose own limit is 128).
 const MAX_DEPTH: usize = 100;
@@ -38,8 +39,11 @@ struct Scan<'a> {
     n: [u32; MAX_PATHS + 1],
     /// The paths of `depth` steps (whose value is at that depth), per depth.
     ends: [u64; crate::event::MAX_PATH_STEPS + 1],
-    values: &'a mut [Vec<String>],
-    time_out: &'a mut String,
+    /// Per path, the spans of its values in `text` (which starts with the line, so a value
+    /// written plainly is its place in the line; others are appended).
+    spans: &'a mut [Vec<Span>],
+    text: &'a mut String,
+    time_out: &'a mut Span,
 }
 
 /// The keys the paths take at each depth, each with the paths that take it (bit p for
@@ -64,11 +68,12 @@ pub(crate) fn path_keys(fields: &[JsonPath], time: &JsonPath) -> Vec<Vec<(String
     out
 }
 
-/// Fills `values[i]` with the values of `fields[i]` and `time_out` with the first value of
-/// `time`, as `event.rs`'s serde_json path would; false (the outputs then meaningless) where
-/// the line needs that path (see the module comment). `keys`: [`path_keys`] of the paths.
-pub(crate) fn extract(line: &str, fields: &[JsonPath], time: &JsonPath, keys: &[Vec<(String, u64)>], values: &mut [Vec<String>], time_out: &mut String) -> bool {
-    if fields.len() + 1 > MAX_PATHS || values.len() != fields.len() || keys.is_empty() {
+/// Fills `event`'s field `i` with the values of `fields[i]` and its time with the first value
+/// of `time`, as `event.rs`'s serde_json path would; false (the event then meaningless) where
+/// the line needs that path (see the module comment). `event` was [`Event::reset`] to `line`;
+/// `keys`: [`path_keys`] of the paths.
+pub(crate) fn extract(line: &str, fields: &[JsonPath], time: &JsonPath, keys: &[Vec<(String, u64)>], event: &mut Event) -> bool {
+    if fields.len() + 1 > MAX_PATHS || event.spans.len() != fields.len() || keys.is_empty() {
         return false;
     }
     let mut ends = [0u64; crate::event::MAX_PATH_STEPS + 1];
@@ -78,7 +83,7 @@ pub(crate) fn extract(line: &str, fields: &[JsonPath], time: &JsonPath, keys: &[
             None => return false,
         }
     }
-    let mut sc = Scan { s: line, b: line.as_bytes(), i: 0, fields, time, keys, n: [0; MAX_PATHS + 1], ends, values, time_out };
+    let mut sc = Scan { s: line, b: line.as_bytes(), i: 0, fields, time, keys, n: [0; MAX_PATHS + 1], ends, spans: &mut event.spans, text: &mut event.text, time_out: &mut event.time };
     let all = (1u64 << (fields.len() + 1)) - 1;
     sc.ws();
     if sc.b.get(sc.i) != Some(&b'{') || sc.object(all, 0).is_none() {
@@ -93,7 +98,6 @@ pub(crate) fn extract(line: &str, fields: &[JsonPath], time: &JsonPath, keys: &[
         if n == 0 && !path.fans_out() {
             return false;
         }
-        sc.values[p].truncate(n);
     }
     true
 }
@@ -117,9 +121,16 @@ impl Scan<'_> {
         mask & self.ends.get(depth).copied().unwrap_or(0)
     }
 
-    /// Records `text` as a value of every path in `paths`; None where a path that does not
+    /// Appends `text` after the line, for a value that differs from its text there.
+    fn own(&mut self, text: &str) -> Span {
+        let a = self.text.len();
+        self.text.push_str(text);
+        (a, self.text.len())
+    }
+
+    /// Records `span` as a value of every path in `paths`; None where a path that does not
     /// fan out would get a second value.
-    fn put(&mut self, paths: u64, text: &str) -> Option<()> {
+    fn put(&mut self, paths: u64, span: Span) -> Option<()> {
         let mut m = paths;
         while m != 0 {
             let p = m.trailing_zeros() as usize;
@@ -127,21 +138,13 @@ impl Scan<'_> {
             let n = self.n[p] as usize;
             if p == self.fields.len() {
                 if n == 0 {
-                    self.time_out.clear();
-                    self.time_out.push_str(text);
+                    *self.time_out = span;
                 }
             } else {
                 if n > 0 && !self.fields[p].fans_out() {
                     return None;
                 }
-                let v = &mut self.values[p];
-                match v.get_mut(n) {
-                    Some(s) => {
-                        s.clear();
-                        s.push_str(text);
-                    }
-                    None => v.push(text.to_string()),
-                }
+                self.spans[p].push(span);
             }
             self.n[p] += 1;
         }
@@ -161,10 +164,10 @@ impl Scan<'_> {
                 if end != 0 {
                     if escaped {
                         let text: String = serde_json::from_str(self.s.get(a - 1..z + 1)?).ok()?;
-                        self.put(end, &text)?;
+                        let span = self.own(&text);
+                        self.put(end, span)?;
                     } else {
-                        let text = self.s.get(a..z)?;
-                        self.put(end, text)?;
+                        self.put(end, (a, z))?;
                     }
                 }
                 Some(())
@@ -174,9 +177,10 @@ impl Scan<'_> {
                 if !self.b[self.i..].starts_with(word) {
                     return None;
                 }
+                let at = self.i;
                 self.i += word.len();
                 if end != 0 {
-                    self.put(end, if word.len() == 4 { "true" } else { "false" })?;
+                    self.put(end, (at, self.i))?;
                 }
                 Some(())
             }
@@ -188,11 +192,11 @@ impl Scan<'_> {
                 let (a, z, plain) = self.number()?;
                 if end != 0 {
                     if plain {
-                        let text = self.s.get(a..z)?;
-                        self.put(end, text)?;
+                        self.put(end, (a, z))?;
                     } else {
                         let n: serde_json::Number = self.s.get(a..z)?.parse().ok()?;
-                        self.put(end, &n.to_string())?;
+                        let span = self.own(&n.to_string());
+                        self.put(end, span)?;
                     }
                 }
                 Some(())

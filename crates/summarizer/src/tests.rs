@@ -128,6 +128,51 @@ fn csv_splitting() {
     }
 }
 
+/// `split_csv_spans` (the parser's) as strings, the line copied in first as the parser does.
+/// With fewer slots than fields, the fields past them are counted and shown as "?".
+fn split_spans(line: &str, slots: usize) -> Result<Vec<String>, LineError> {
+    let mut text = line.to_string();
+    let mut out = vec![vec![(0, 0)]; slots];
+    let n = crate::event::split_csv_spans(line, &mut text, &mut out)?;
+    let mut all: Vec<String> = out.iter().take(n).map(|v| text[v[0].0..v[0].1].to_string()).collect();
+    all.extend(std::iter::repeat_n("?".to_string(), n.saturating_sub(slots)));
+    Ok(all)
+}
+
+#[test]
+fn csv_spans_split_as_strings_do() {
+    let cases: [(&str, &[&str]); 7] = [
+        ("a,\"b,c\",\"d\"\"e\",", &["a", "b,c", "d\"e", ""]),
+        ("", &[""]),
+        (",", &["", ""]),
+        ("\"\"", &[""]),
+        ("\"\"\"\"", &["\""]),
+        ("\"é\"\"ü\"\"\",x", &["é\"ü\"", "x"]),
+        ("\"\",,\"q\"", &["", "", "q"]),
+    ];
+    for (line, want) in cases {
+        assert_eq!(split_spans(line, 8).unwrap(), want, "{line}");
+    }
+    for bad in ["a,\"b", "a,b\"c", "\"a\"b,c", "\"", "x,\"a\"\""] {
+        assert!(split_spans(bad, 8).unwrap_err().0.contains("bad CSV quoting"), "{bad}");
+    }
+}
+
+proptest::proptest! {
+    /// The span splitter against the string splitter it replaced, on lines of commas,
+    /// quotes and text: the same fields, or the same error.
+    #[test]
+    fn csv_spans_agree_with_split_csv(parts in proptest::collection::vec(proptest::sample::select(vec!["a", "bc", ",", "\"", "\"\"", "é", " ", ""]), 0..12)) {
+        let line: String = parts.concat();
+        let mut old = Vec::new();
+        let want = split_csv(&line, &mut old).map(|()| old.clone());
+        proptest::prop_assert_eq!(split_spans(&line, 16).map_err(|e| e.0), want.clone().map_err(|e| e.0), "{}", line);
+        // With three slots: the same count and first fields.
+        let first3 = |v: Vec<String>| (v.len(), v.into_iter().take(3).collect::<Vec<_>>());
+        proptest::prop_assert_eq!(split_spans(&line, 3).map(first3).map_err(|e| e.0), want.map(first3).map_err(|e| e.0), "{}", line);
+    }
+}
+
 fn reasons(r: &Rules, feed: &str, payload: &str) -> Vec<String> {
     let mut b = Batch::new(r, r.feed(feed).unwrap());
     b.add_payload(r, payload.as_bytes(), 1, 100);
@@ -302,9 +347,9 @@ fn time_formats_when_full_and_hll_options() {
     assert!(r.feeds[0].drop_when_full && r.feeds[0].time_format.is_some());
     assert_eq!(r.summaries[0].metrics[1].hll, HllOptions { log2m: Some(12), regwidth: Some(4), expthresh: Some(0), sparseon: Some(false) });
     assert!(r.summaries[0].metrics[0].hll.is_default());
-    let ev = parse_line(&r.feeds[0], "2023-11-14T23:13:20+01:00,7", &mut Vec::new()).unwrap().unwrap();
+    let ev = parse_line(&r.feeds[0], "2023-11-14T23:13:20+01:00,7").unwrap().unwrap();
     assert_eq!(ev.time_ms, 1_700_000_000_000);
-    let e = parse_line(&r.feeds[0], "2023-11-31T00:00:00Z,7", &mut Vec::new()).unwrap_err();
+    let e = parse_line(&r.feeds[0], "2023-11-31T00:00:00Z,7").unwrap_err();
     assert!(e.0.contains("bad time"), "{e}");
     // Errors, each on its line (4: time, 5: when_full, 9: metrics).
     let e = ok("{ field = \"t\", format = \"%Y\", unit = \"s\" }", "", "{ n = \"count\" }").unwrap_err();
@@ -388,15 +433,18 @@ metrics = { c = "count" }
         "[1]".to_string(),
         r#"{"t":1,"a":false,"x":{"b":1},"items":[],"n":2,"we ird":0}"#.to_string(),
     ];
+    let time_of = |e: &Event| e.text[e.time.0..e.time.1].to_string();
     let dom = |line: &str| {
-        let mut e = Event { time_ms: 0, values: vec![Vec::new(); feed.fields.len()] };
-        crate::event::parse_json_dom(feed, tp, line, &mut e).map(|t| (t, e.values))
+        let mut e = Event::default();
+        e.reset(line, feed.fields.len());
+        crate::event::parse_json_dom(feed, tp, line, &mut e).map(|()| (time_of(&e), e.to_vecs()))
     };
+    // One event for every line: values of an earlier line must not show through.
+    let reused = std::cell::RefCell::new(Event::default());
     let scan = |line: &str| {
-        // Stale values from an earlier line in the reused strings must not show through.
-        let mut values = vec![vec!["stale".to_string(); 3]; feed.fields.len()];
-        let mut time = "stale".to_string();
-        crate::json::extract(line, &feed.paths, tp, &feed.path_keys, &mut values, &mut time).then_some((time, values))
+        let mut e = reused.borrow_mut();
+        e.reset(line, feed.fields.len());
+        crate::json::extract(line, &feed.paths, tp, &feed.path_keys, &mut e).then(|| (time_of(&e), e.to_vecs()))
     };
     for line in &accepted {
         let want = dom(line).unwrap_or_else(|e| panic!("serde_json refuses {line}: {e}"));
@@ -410,7 +458,7 @@ metrics = { c = "count" }
         assert_eq!(scan(line), None, "{line}");
         // And parse_line_into gives serde_json's result for them.
         let mut e = Event::default();
-        let got = parse_line_into(feed, line, &mut Vec::new(), &mut e).map(|_| e.values.clone());
+        let got = parse_line_into(feed, line, &mut e).map(|_| e.to_vecs());
         assert_eq!(got.map_err(|e| e.0), dom(line).map(|(_, v)| v).map_err(|e| e.0), "{line}");
     }
 }
