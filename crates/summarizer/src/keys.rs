@@ -10,7 +10,8 @@ use crate::rules::{Bucket, Summary};
 
 /// Appends `v` to `out` with `%` and `:` escaped.
 pub fn escape(v: &str, out: &mut String) {
-    if !v.contains(['%', ':']) {
+    // A byte scan, not `contains(['%', ':'])` (a char searcher, 5% of a v1 ingest's fold).
+    if !v.bytes().any(|b| b == b'%' || b == b':') {
         out.push_str(v);
         return;
     }

@@ -173,6 +173,43 @@ proptest::proptest! {
     }
 }
 
+/// What `hll_hash` took for an integer before `canonical_i64`: `str::parse` and a check
+/// that the text is written as the integer prints.
+fn canonical_i64_reference(v: &str) -> Option<i64> {
+    let n = v.parse::<i64>().ok()?;
+    let digits = v.strip_prefix('-').unwrap_or(v);
+    let canonical = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) && (digits == "0" && !v.starts_with('-') || !digits.starts_with('0'));
+    canonical.then_some(n)
+}
+
+#[test]
+fn canonical_integers() {
+    let ok = ["0", "7", "-7", "9223372036854775807", "-9223372036854775808", "783739492924538956"];
+    let text = ["", "-", "-0", "+7", "007", "00", "9223372036854775808", "-9223372036854775809", "99999999999999999999", "1.0", " 7", "7 ", "1e3", "0x10", "１"];
+    for v in ok {
+        assert_eq!(crate::batch::canonical_i64(v.as_bytes()), Some(v.parse().unwrap()), "{v}");
+    }
+    for v in text {
+        assert_eq!(crate::batch::canonical_i64(v.as_bytes()), None, "{v}");
+    }
+}
+
+proptest::proptest! {
+    #[test]
+    fn canonical_i64_agrees_with_parse(v in "[-+]?[0-9]{0,21}", n in proptest::num::i64::ANY) {
+        proptest::prop_assert_eq!(crate::batch::canonical_i64(v.as_bytes()), canonical_i64_reference(&v), "{}", v);
+        let t = n.to_string();
+        proptest::prop_assert_eq!(crate::batch::canonical_i64(t.as_bytes()), Some(n));
+    }
+
+    #[test]
+    fn lines_split_as_split_does(payload in "[a\n\r]{0,20}") {
+        let got: Vec<&[u8]> = crate::batch::lines(payload.as_bytes()).collect();
+        let want: Vec<&[u8]> = payload.as_bytes().split(|&b| b == b'\n').collect();
+        proptest::prop_assert_eq!(got, want);
+    }
+}
+
 fn reasons(r: &Rules, feed: &str, payload: &str) -> Vec<String> {
     let mut b = Batch::new(r, r.feed(feed).unwrap());
     b.add_payload(r, payload.as_bytes(), 1, 100);
