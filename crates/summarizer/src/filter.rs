@@ -287,6 +287,10 @@ fn describe(t: Option<&Tok>) -> String {
 }
 
 fn cmp_one(v: &str, x: impl FnOnce() -> Option<f64>, op: Op, lit: &Lit) -> bool {
+    // Text (in)equality, the usual filter (`event = 'click'`): lengths first, no ordering.
+    if let (Lit::Str(s), Op::Eq | Op::Ne) = (lit, op) {
+        return (v == s.as_str()) == (op == Op::Eq);
+    }
     let ord = match lit {
         Lit::Str(s) => Some(v.cmp(s.as_str())),
         Lit::Num(n) => x().and_then(|x| x.partial_cmp(n)),
