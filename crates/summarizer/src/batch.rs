@@ -332,7 +332,7 @@ pub(crate) fn canonical_i64(v: &[u8]) -> Option<i64> {
 
 /// A field's text trimmed and parsed as a number (what filters compare and sums add).
 fn parse_num(v: &str) -> Option<f64> {
-    v.trim().parse::<f64>().ok()
+    crate::event::trim(v).parse::<f64>().ok()
 }
 
 /// Folds one value into a hash metric's accumulator: `v` the field's text, `x` its number
@@ -410,7 +410,7 @@ impl Batch {
         if self.groups.is_empty() {
             // Sized once for the payload's keys (about one per line and summary when most
             // keys are new, as in the W5 data), not grown and rehashed step by step.
-            let lines = payload.iter().filter(|&&b| b == b'\n').count() + 1;
+            let lines = memchr::memchr_iter(b'\n', payload).count() + 1;
             self.reserve_lines(rules, lines);
         }
         self.bytes += payload.len() as u64;

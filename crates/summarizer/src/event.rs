@@ -58,11 +58,13 @@ impl Event {
     }
 
     /// The number of values of field `f`.
+    #[inline]
     pub fn count(&self, f: usize) -> usize {
         self.spans[f].len()
     }
 
     /// Value `i` of field `f`.
+    #[inline]
     pub fn value(&self, f: usize, i: usize) -> &str {
         let (a, z) = self.spans[f][i];
         &self.text[a..z]
@@ -358,8 +360,18 @@ fn scalar_text(v: &Value, field: &str) -> Result<Option<String>, LineError> {
 /// nobody can query.
 const MAX_TIME_MS: f64 = 253_402_300_800_000.0;
 
+/// `s.trim()`, the usual case (no whitespace at either end) decided on two bytes: an ASCII
+/// graphic byte is no whitespace, nor the start or end of a multi-byte one. `str::trim`
+/// decodes and classifies chars from both ends, a tenth of a v1 line's parse.
+pub(crate) fn trim(s: &str) -> &str {
+    match (s.as_bytes().first(), s.as_bytes().last()) {
+        (Some(a), Some(z)) if a.is_ascii_graphic() && z.is_ascii_graphic() => s,
+        _ => s.trim(),
+    }
+}
+
 fn time_ms(feed: &Feed, text: &str) -> Result<i64, LineError> {
-    let t = text.trim();
+    let t = trim(text);
     if let Some(f) = &feed.time_format {
         let ms = f.parse_ms(t).ok_or_else(|| bad(format!("bad time '{}' (format '{f}')", shorten(t))))?;
         if !(0..MAX_TIME_MS as i64).contains(&ms) {
@@ -427,7 +439,7 @@ pub fn parse_line_into(feed: &Feed, line: &str, event: &mut Event) -> Result<boo
         if feed.numeric[i] {
             for (k, &(a, z)) in event.spans[i].iter().enumerate() {
                 let v = &event.text[a..z];
-                match v.trim().parse::<f64>() {
+                match trim(v).parse::<f64>() {
                     Ok(x) if x.is_finite() => {
                         if k == 0 {
                             event.nums[i] = Some(x);

@@ -210,6 +210,13 @@ proptest::proptest! {
     }
 }
 
+proptest::proptest! {
+    #[test]
+    fn trim_is_str_trim(s in "[ \t\n\x0ba-z0-9.\u{a0}\u{2003}é-]{0,8}") {
+        proptest::prop_assert_eq!(crate::event::trim(&s), s.trim());
+    }
+}
+
 fn reasons(r: &Rules, feed: &str, payload: &str) -> Vec<String> {
     let mut b = Batch::new(r, r.feed(feed).unwrap());
     b.add_payload(r, payload.as_bytes(), 1, 100);
