@@ -327,10 +327,7 @@ pub(crate) fn split_csv_spans(line: &str, text: &mut String, out: &mut [Vec<Span
                 Some(_) => return Err(bad("bad CSV quoting: text after a closing quote")),
             }
         } else {
-            let mut end = i;
-            while end < b.len() && b[end] != b',' && b[end] != b'"' {
-                end += 1;
-            }
+            let end = next_comma_or_quote(b, i);
             if b.get(end) == Some(&b'"') {
                 return Err(bad("bad CSV quoting: a quote inside an unquoted field"));
             }
@@ -342,6 +339,28 @@ pub(crate) fn split_csv_spans(line: &str, text: &mut String, out: &mut [Vec<Span
         }
     }
     Ok(n)
+}
+
+/// The index of the first ',' or '"' in `b` from `i` on, or `b.len()`: eight bytes at a
+/// time (SWAR), as a byte loop took seven instructions a byte, a third of a v1 line's parse.
+fn next_comma_or_quote(b: &[u8], mut i: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    while let Some(chunk) = b.get(i..i + 8) {
+        let w = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        let (c, q) = (w ^ (ONES * u64::from(b',')), w ^ (ONES * u64::from(b'"')));
+        // A zero byte of `c` or `q` is a comma or quote. The lowest flagged byte is exact
+        // (a borrow only flags bytes above a true zero), and only the lowest is used.
+        let m = ((c.wrapping_sub(ONES) & !c) | (q.wrapping_sub(ONES) & !q)) & HIGH;
+        if m != 0 {
+            return i + (m.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < b.len() && b[i] != b',' && b[i] != b'"' {
+        i += 1;
+    }
+    i
 }
 
 /// The text of a JSON scalar; None for null; an error for an object or array.
