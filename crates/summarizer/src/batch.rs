@@ -316,7 +316,11 @@ pub(crate) fn canonical_i64(v: &[u8]) -> Option<i64> {
     }
     // At most 19 digits: no overflow in a u64.
     let mut n: u64 = 0;
-    for &c in digits {
+    let mut chunks = digits.chunks_exact(8);
+    for chunk in &mut chunks {
+        n = n * 100_000_000 + eight_digits(chunk.try_into().expect("eight bytes"))?;
+    }
+    for &c in chunks.remainder() {
         let d = c.wrapping_sub(b'0');
         if d > 9 {
             return None;
@@ -328,6 +332,23 @@ pub(crate) fn canonical_i64(v: &[u8]) -> Option<i64> {
     } else {
         i64::try_from(n).ok()
     }
+}
+
+/// Eight ASCII digits (the first the most significant) as their value; None if a byte is
+/// not a digit. SWAR: a user ID's 19 digits one at a time were most of an HLL hash's cost.
+fn eight_digits(chunk: [u8; 8]) -> Option<u64> {
+    const ZEROS: u64 = 0x3030_3030_3030_3030;
+    const HIGH_NIBBLES: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+    let w = u64::from_le_bytes(chunk);
+    // Every byte in 0x30..=0x3F, then its value minus 0x30 (no borrow) at most 9.
+    let d = w.wrapping_sub(ZEROS);
+    if w & HIGH_NIBBLES != ZEROS || d.wrapping_add(0x0606_0606_0606_0606) & HIGH_NIBBLES != 0 {
+        return None;
+    }
+    // Pairs, then quads, then the eight digits (little-endian: byte 0 is the first digit).
+    let d = (d * 10 + (d >> 8)) & 0x00FF_00FF_00FF_00FF;
+    let d = (d * 100 + (d >> 16)) & 0x0000_FFFF_0000_FFFF;
+    Some((d * 10_000 + (d >> 32)) & 0xFFFF_FFFF)
 }
 
 /// A field's text trimmed and parsed as a number (what filters compare and sums add).

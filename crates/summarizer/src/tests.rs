@@ -185,7 +185,7 @@ fn canonical_i64_reference(v: &str) -> Option<i64> {
 #[test]
 fn canonical_integers() {
     let ok = ["0", "7", "-7", "9223372036854775807", "-9223372036854775808", "783739492924538956"];
-    let text = ["", "-", "-0", "+7", "007", "00", "9223372036854775808", "-9223372036854775809", "99999999999999999999", "1.0", " 7", "7 ", "1e3", "0x10", "１"];
+    let text = ["", "-", "-0", "+7", "007", "00", "1234567/", "12345678/", "1234:5678", "123456789012345678a", "9999999999999999999", "9223372036854775808", "-9223372036854775809", "99999999999999999999", "1.0", " 7", "7 ", "1e3", "0x10", "１"];
     for v in ok {
         assert_eq!(crate::batch::canonical_i64(v.as_bytes()), Some(v.parse().unwrap()), "{v}");
     }
@@ -196,8 +196,10 @@ fn canonical_integers() {
 
 proptest::proptest! {
     #[test]
-    fn canonical_i64_agrees_with_parse(v in "[-+]?[0-9]{0,21}", n in proptest::num::i64::ANY) {
+    fn canonical_i64_agrees_with_parse(v in "[-+]?[0-9]{0,21}", w in "-?[1-9]{0,9}[0-9/:a ]?[0-9]{0,9}", n in proptest::num::i64::ANY) {
         proptest::prop_assert_eq!(crate::batch::canonical_i64(v.as_bytes()), canonical_i64_reference(&v), "{}", v);
+        // A non-digit anywhere in an eight-digit chunk or the rest.
+        proptest::prop_assert_eq!(crate::batch::canonical_i64(w.as_bytes()), canonical_i64_reference(&w), "{}", w);
         let t = n.to_string();
         proptest::prop_assert_eq!(crate::batch::canonical_i64(t.as_bytes()), Some(n));
     }
