@@ -314,6 +314,20 @@ pub(crate) fn canonical_i64(v: &[u8]) -> Option<i64> {
         [] | [b'0', ..] | [_, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, ..] => return None,
         _ => {}
     }
+    let n = digits_u64(digits)?;
+    if neg {
+        0i64.checked_sub_unsigned(n)
+    } else {
+        i64::try_from(n).ok()
+    }
+}
+
+/// `digits` (1 to 19 ASCII digits, leading zeros allowed) as their value; None for anything
+/// else.
+pub(crate) fn digits_u64(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() || digits.len() > 19 {
+        return None;
+    }
     // At most 19 digits: no overflow in a u64.
     let mut n: u64 = 0;
     let mut chunks = digits.chunks_exact(8);
@@ -327,11 +341,7 @@ pub(crate) fn canonical_i64(v: &[u8]) -> Option<i64> {
         }
         n = n * 10 + u64::from(d);
     }
-    if neg {
-        0i64.checked_sub_unsigned(n)
-    } else {
-        i64::try_from(n).ok()
-    }
+    Some(n)
 }
 
 /// Eight ASCII digits (the first the most significant) as their value; None if a byte is

@@ -398,7 +398,14 @@ fn time_ms(feed: &Feed, text: &str) -> Result<i64, LineError> {
         }
         return Ok(ms);
     }
-    let v = match t.parse::<i64>() {
+    // Plain digits (Unix times) without `str::parse`'s sign and overflow handling: 18 digits
+    // at most are below i64::MAX, as `parse` would read them.
+    let plain = (t.len() <= 18).then(|| crate::batch::digits_u64(t.as_bytes())).flatten();
+    let int = match plain {
+        Some(n) => Ok(n as i64),
+        None => t.parse::<i64>(),
+    };
+    let v = match int {
         Ok(n) => n as f64,
         Err(_) => t.parse::<f64>().ok().filter(|x| x.is_finite()).ok_or_else(|| bad(format!("bad time '{}'", shorten(t))))?,
     };

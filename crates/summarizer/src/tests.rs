@@ -205,6 +205,12 @@ proptest::proptest! {
     }
 
     #[test]
+    fn digits_u64_is_parse(v in "[0-9]{0,21}|[0-9]{0,9}[^0-9]?[0-9]{0,9}") {
+        let want = (v.len() <= 19 && !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit())).then(|| v.parse::<u64>().ok()).flatten();
+        proptest::prop_assert_eq!(crate::batch::digits_u64(v.as_bytes()), want, "{}", v);
+    }
+
+    #[test]
     fn lines_split_as_split_does(payload in "[a\n\r]{0,20}") {
         let got: Vec<&[u8]> = crate::batch::lines(payload.as_bytes()).collect();
         let want: Vec<&[u8]> = payload.as_bytes().split(|&b| b == b'\n').collect();
