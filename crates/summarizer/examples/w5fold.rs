@@ -18,13 +18,17 @@ fn main() {
         eprintln!("usage: w5fold RULES FEED FILE");
         std::process::exit(2);
     };
-    let rules = Rules::parse(&std::fs::read_to_string(rules).expect("rules file")).expect("valid rules");
+    let rules =
+        Rules::parse(&std::fs::read_to_string(rules).expect("rules file")).expect("valid rules");
     let fi = rules.feed(feed).expect("a feed of the rules");
     let data = std::fs::read(file).expect("event file");
     let (mut events, mut keys, mut line) = (0, 0, 1);
     let mut rest = &data[..];
     while !rest.is_empty() {
-        let cut = match rest.get(1 << 20..).and_then(|r| r.iter().position(|&b| b == b'\n')) {
+        let cut = match rest
+            .get(1 << 20..)
+            .and_then(|r| r.iter().position(|&b| b == b'\n'))
+        {
             Some(i) => (1 << 20) + i + 1,
             None => rest.len(),
         };
