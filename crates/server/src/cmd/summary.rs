@@ -538,6 +538,12 @@ fn apply_parts(dbs: &mut [Db], log: &mut ShardLog, db: usize, rules: &Rules, gro
             dbs.iter_mut().for_each(|d| d.set_tracking(tracking));
         }
     }
+    if dbs[db].is_empty() {
+        // Every part is a key of its own, so an empty database gets exactly `parts.len()`
+        // new ones: its table is sized once for them instead of growing step by step (each
+        // step moves a segment's entries: 8% of the first 50,000 v1 events' instructions).
+        dbs[db].reserve(parts.len());
+    }
     let mut sc = Scratch::default();
     if log.durability().effects_on() {
         // About what a key's log command takes in the W5 data (key, name, two fields).
@@ -611,6 +617,17 @@ fn apply_parts(dbs: &mut [Db], log: &mut ShardLog, db: usize, rules: &Rules, gro
     sc.log
 }
 
+/// What `parse_f64` reads back from `write_f64(x)`, without printing and parsing: the
+/// shortest digits read back as `x` itself, except -0 (written "0") and a value that is not
+/// finite (written "inf"/"NaN", which SUMMARY.UPDATE refuses: None).
+fn as_printed(x: f64) -> Option<f64> {
+    match x {
+        _ if !x.is_finite() => None,
+        0.0 => Some(0.0),
+        _ => Some(x),
+    }
+}
+
 /// The new values of a summary hash's fields (into `sc.vals`/`sc.writes`) and the
 /// SUMMARY.UPDATE that states them (into `sc.buf`), from the current hash; false where
 /// SUMMARY.UPDATE would fail (a field that is not a number, an overflow, a NaN/Infinity).
@@ -642,9 +659,9 @@ fn hash_writes(h: Option<&CompactHash>, s: &abacus_summarizer::Summary, g: &KeyC
                 let Some(sum) = cur.checked_add(*n) else { return false };
                 sc.vals.extend_from_slice(itoa::Buffer::new().format(sum).as_bytes());
             }
-            Acc::Sum(_) => {
-                // The value as the command carries it, read back as SUMMARY.UPDATE reads it.
-                let Some(by) = parse_f64(&sc.buf[at..]) else { return false };
+            Acc::Sum(x) => {
+                // The value as the command carries it, as SUMMARY.UPDATE reads it back.
+                let Some(by) = as_printed(*x) else { return false };
                 if old.is_none() {
                     // Finite (`parse_f64`) and not -0 (`write_f64` prints it "0"): 0.0 + by
                     // is by, whose shortest text is the one just read.
@@ -667,8 +684,8 @@ fn hash_writes(h: Option<&CompactHash>, s: &abacus_summarizer::Summary, g: &KeyC
                 }
                 abacus_summarizer::write_f64(sum, &mut sc.vals);
             }
-            Acc::Min(_) | Acc::Max(_) => {
-                let Some(x) = parse_f64(&sc.buf[at..]) else { return false };
+            Acc::Min(x) | Acc::Max(x) => {
+                let Some(x) = as_printed(*x) else { return false };
                 if let Some(v) = old {
                     let Some(c) = parse_f64(v) else { return false };
                     if (matches!(acc, Acc::Min(_)) && c <= x) || (matches!(acc, Acc::Max(_)) && c >= x) {
@@ -1038,4 +1055,31 @@ fn rules_cmd(a: &[Arg]) -> Frame {
 
 fn bulk(b: &[u8]) -> Frame {
     Frame::Bulk(Bytes::copy_from_slice(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `as_printed` must give what the log's text reads back as, or the direct path's stored
+    /// sums would differ from a replay's.
+    #[test]
+    fn as_printed_reads_back_like_the_text() {
+        let mut xs = vec![0.0, -0.0, 1.0, -1.5, 0.1, 0.1 + 0.2, 1e-7, 1e300, -1e17, f64::MIN_POSITIVE, 5e-324, f64::MAX, 1394865425023536.25, f64::INFINITY, f64::NEG_INFINITY, f64::NAN];
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..20_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            xs.push(f64::from_bits(seed));
+            xs.push((seed % 1_000_000_000) as f64 / 100.0);
+        }
+        for x in xs {
+            let mut text = Vec::new();
+            abacus_summarizer::write_f64(x, &mut text);
+            let back = parse_f64(&text);
+            let direct = as_printed(x);
+            assert_eq!(back.map(f64::to_bits), direct.map(f64::to_bits), "{x:?} printed {:?}", String::from_utf8_lossy(&text));
+        }
+    }
 }
