@@ -33,6 +33,7 @@ use std::sync::Arc;
 
 use abacus_collections::CompactHash;
 use abacus_keyspace::{Db, Value, ValueRef};
+use abacus_persist::log::NameCode;
 use abacus_protocol::{Arg, Args, Bytes, Frame};
 use abacus_summarizer::{parse_key, Acc, Batch, Cell, Group, GroupBy, HllOptions, KeyChange, MetricKind, Packed, Part, Query, Rules, Slot};
 
@@ -293,15 +294,20 @@ pub async fn ingest_on(worker: &crate::exec::Worker, db: usize, access: Access<'
     let n = worker.shards();
     let mut per_shard: BTreeMap<usize, ShardWork> = BTreeMap::new();
     // The folded changes go to the shards as they are (shared, read-only): each shard gets
-    // the list of (change, part) it owns, the key of a part computed here once for routing.
+    // the list of (change, part) it owns. The key of a part is computed here once, for
+    // routing, and kept in one buffer for all the shards (a part names its range of it).
     let groups = Arc::new(batch.take_groups());
     let mut part_key = String::new();
+    let mut keys = String::new();
     for (gi, (key, g)) in groups.iter().enumerate() {
         for part in g.parts() {
             KeyChange::part_key(&rules, key, g, part, &mut part_key);
-            per_shard.entry(shard_of(part_key.as_bytes(), n)).or_default().parts.push((gi, part));
+            let at = keys.len();
+            keys.push_str(&part_key);
+            per_shard.entry(shard_of(part_key.as_bytes(), n)).or_default().parts.push(PartWork { group: gi, part, key: at..keys.len() });
         }
     }
+    let keys = Arc::new(keys);
     for x in batch.streams.drain(..) {
         let st = rules.summaries[x.summary].stream.as_ref().expect("a stream append comes from a stream rule");
         let mut head = vec![Bytes::from_static(b"XADD"), Bytes::from(x.key.into_bytes())];
@@ -365,12 +371,12 @@ pub async fn ingest_on(worker: &crate::exec::Worker, db: usize, access: Access<'
     let xadd = &abacus_commands::streams::XADD;
     let mut jobs = Vec::with_capacity(per_shard.len());
     for (shard, work) in per_shard {
-        let (groups, rules) = (groups.clone(), rules.clone());
+        let (groups, keys, rules) = (groups.clone(), keys.clone(), rules.clone());
         let job = worker
             .spawn_job(Access::Locked(locks), shard, move |s| {
                 let now = now_ms();
                 let mut failed = (0u64, None);
-                let mut log = apply_parts(&mut s.dbs, &mut s.log, db, &rules, &groups, &work.parts, now, cfg, n, &mut failed);
+                let mut log = apply_parts(&mut s.dbs, &mut s.log, db, &rules, &groups, &keys, &work.parts, now, cfg, n, &mut failed);
                 for c in &work.calls {
                     if let Frame::Error(e) = crate::exec::run_lone(&mut s.dbs, &mut s.log, db, c.spec, &c.args, now, cfg, n) {
                         failed.0 += 1;
@@ -477,14 +483,27 @@ fn newlines(p: &[u8]) -> usize {
 // ---------------------------------------------------------------------------------------
 // Applying a batch's folded changes on a shard
 
+/// The commands the direct writes log, by [`Logged`].
+const LOGGED: [&[u8]; 4] = [b"SUMMARY.UPDATE", b"HLL.ADDRAW", b"SADD", b"HLL.CREATE"];
+
+/// Which of [`LOGGED`] a log command is.
+#[derive(Clone, Copy)]
+enum Logged {
+    Update,
+    AddRaw,
+    Sadd,
+    HllCreate,
+}
+
 /// Buffers reused across the keys of one shard job.
-#[derive(Default)]
 struct Scratch {
-    /// The key of the part being applied.
-    key: String,
     /// The log command's arguments, `buf[ends[i - 1]..ends[i]]`.
     buf: Vec<u8>,
     ends: Vec<usize>,
+    /// How the log writes each of [`LOGGED`]'s names, found once per job, and which one
+    /// `buf` holds.
+    codes: [NameCode; 4],
+    cmd: Logged,
     /// New hash values: (field, start, end in `vals`).
     vals: Vec<u8>,
     writes: Vec<(usize, usize, usize)>,
@@ -498,10 +517,25 @@ struct Scratch {
 }
 
 impl Scratch {
-    fn start(&mut self, name: &[u8], key: &[u8]) {
+    fn new() -> Scratch {
+        Scratch {
+            buf: Vec::new(),
+            ends: Vec::new(),
+            codes: LOGGED.map(NameCode::of),
+            cmd: Logged::Update,
+            vals: Vec::new(),
+            writes: Vec::new(),
+            packed: Vec::new(),
+            log: Vec::new(),
+            log_last_ms: None,
+        }
+    }
+
+    fn start(&mut self, cmd: Logged, key: &[u8]) {
         self.buf.clear();
         self.ends.clear();
-        self.push(name);
+        self.cmd = cmd;
+        self.push(LOGGED[cmd as usize]);
         self.push(key);
     }
 
@@ -513,7 +547,8 @@ impl Scratch {
     /// Logs the command in `buf` (if the log is on) and counts the change for `save`.
     fn log(&mut self, log: &mut ShardLog, now: u64, db: usize) {
         if log.durability().effects_on() {
-            abacus_persist::log::push_command_packed(&mut self.log, &mut self.log_last_ms, now, db as u16, &self.buf, &self.ends);
+            let code = self.codes[self.cmd as usize];
+            abacus_persist::log::push_command_named(&mut self.log, &mut self.log_last_ms, now, db as u16, code, &self.buf, &self.ends);
         }
         log.note_change();
     }
@@ -529,7 +564,7 @@ impl Scratch {
 /// or error as before; so does a ttl's PEXPIREAT. Returns the direct writes' log commands
 /// (a log payload; the keyed path's are in the shard's pending buffer, after them).
 #[allow(clippy::too_many_arguments)]
-fn apply_parts(dbs: &mut [Db], log: &mut ShardLog, db: usize, rules: &Rules, groups: &[(String, KeyChange)], parts: &[(usize, Part)], now: u64, cfg: crate::config::CmdConfig, shards: usize, failed: &mut (u64, Option<Bytes>)) -> Vec<u8> {
+fn apply_parts(dbs: &mut [Db], log: &mut ShardLog, db: usize, rules: &Rules, groups: &[(String, KeyChange)], keys: &str, parts: &[PartWork], now: u64, cfg: crate::config::CmdConfig, shards: usize, failed: &mut (u64, Option<Bytes>)) -> Vec<u8> {
     let direct = cfg.maxmemory == 0 && cfg.notify == 0;
     if direct {
         // As `exec::run_handler`: lookups maintain the metadata the eviction policy needs.
@@ -544,15 +579,13 @@ fn apply_parts(dbs: &mut [Db], log: &mut ShardLog, db: usize, rules: &Rules, gro
         // step moves a segment's entries: 8% of the first 50,000 v1 events' instructions).
         dbs[db].reserve(parts.len());
     }
-    let mut sc = Scratch::default();
+    let mut sc = Scratch::new();
     if log.durability().effects_on() {
         // About what a key's log command takes in the W5 data (key, name, two fields).
         sc.log.reserve(parts.len() * 96);
     }
-    for &(gi, part) in parts {
-        let (key, g) = &groups[gi];
-        let mut pk = std::mem::take(&mut sc.key);
-        KeyChange::part_key(rules, key, g, part, &mut pk);
+    for w in parts {
+        let (g, part, pk) = (&groups[w.group].1, w.part, &keys[w.key.clone()]);
         let applied = direct
             && match part {
                 Part::Hash => apply_hash(&mut dbs[db], log, db, rules, g, pk.as_bytes(), now, &cfg, &mut sc),
@@ -565,7 +598,7 @@ fn apply_parts(dbs: &mut [Db], log: &mut ShardLog, db: usize, rules: &Rules, gro
         let mut cmds = std::mem::take(&mut sc.packed);
         cmds.clear();
         if applied {
-            cmds.extend(g.expire_command(&pk));
+            cmds.extend(g.expire_command(pk));
         } else {
             // A metric with its own HLL parameters is created with them first, as the direct
             // path does (HLL.ADDRAW alone would create it with the defaults).
@@ -578,13 +611,12 @@ fn apply_parts(dbs: &mut [Db], log: &mut ShardLog, db: usize, rules: &Rules, gro
                         failed.0 += 1;
                         failed.1.get_or_insert_with(|| Bytes::from(format!("ERR {e}")));
                         sc.packed = cmds;
-                        sc.key = pk;
                         continue;
                     }
                     cmds.push(hll_create_command(pk.as_bytes(), opts, &cfg.hll));
                 }
             }
-            g.commands(rules, &pk, part, MAX_GENERATED_ARGS, &mut cmds);
+            g.commands(rules, pk, part, MAX_GENERATED_ARGS, &mut cmds);
         }
         for c in cmds.drain(..) {
             let reply = match crate::command::lookup(&c.buf[..c.ends[0]]) {
@@ -612,7 +644,6 @@ fn apply_parts(dbs: &mut [Db], log: &mut ShardLog, db: usize, rules: &Rules, gro
             }
         }
         sc.packed = cmds;
-        sc.key = pk;
     }
     sc.log
 }
@@ -707,7 +738,7 @@ fn hash_writes(h: Option<&CompactHash>, s: &abacus_summarizer::Summary, g: &KeyC
 #[allow(clippy::too_many_arguments)]
 fn apply_hash(d: &mut Db, log: &mut ShardLog, db: usize, rules: &Rules, g: &KeyChange, key: &[u8], now: u64, cfg: &crate::config::CmdConfig, sc: &mut Scratch) -> bool {
     let s = &rules.summaries[g.summary];
-    sc.start(b"SUMMARY.UPDATE", key);
+    sc.start(Logged::Update, key);
     let created = match d.get_mut(key, now) {
         Some(e) => {
             let Some(h) = e.as_hash_mut() else { return false };
@@ -806,6 +837,7 @@ fn apply_hll(d: &mut Db, log: &mut ShardLog, db: usize, hashes: &[i64], opts: &H
                 sc.ends.clear();
                 sc.buf.extend_from_slice(&create.buf);
                 sc.ends.extend_from_slice(&create.ends);
+                sc.cmd = Logged::HllCreate;
                 sc.log(log, now, db);
                 p
             };
@@ -822,7 +854,7 @@ fn apply_hll(d: &mut Db, log: &mut ShardLog, db: usize, hashes: &[i64], opts: &H
         d.signal_modified(key);
         let mut digits = itoa::Buffer::new();
         for chunk in hashes.chunks(MAX_GENERATED_ARGS - 2) {
-            sc.start(b"HLL.ADDRAW", key);
+            sc.start(Logged::AddRaw, key);
             for &x in chunk {
                 sc.push(digits.format(x).as_bytes());
             }
@@ -851,7 +883,7 @@ fn apply_set(d: &mut Db, log: &mut ShardLog, db: usize, members: &abacus_summari
     if added > 0 {
         d.signal_modified(key);
         for chunk in all.chunks(MAX_GENERATED_ARGS - 2) {
-            sc.start(b"SADD", key);
+            sc.start(Logged::Sadd, key);
             for m in chunk {
                 sc.push(m);
             }
@@ -865,9 +897,17 @@ fn apply_set(d: &mut Db, log: &mut ShardLog, db: usize, members: &abacus_summari
 /// which part), commands (the source's record), then stream entries (in event order).
 #[derive(Default)]
 struct ShardWork {
-    parts: Vec<(usize, Part)>,
+    parts: Vec<PartWork>,
     calls: Vec<Call>,
     streams: Vec<StreamWork>,
+}
+
+/// One key a shard writes: `part` of the batch's change `group`, the key's range of the
+/// batch's buffer of keys.
+struct PartWork {
+    group: usize,
+    part: Part,
+    key: std::ops::Range<usize>,
 }
 
 /// An XADD waiting for its ID: `head` is `XADD key [MAXLEN ~ n]`, `tail` the field-value pairs.
