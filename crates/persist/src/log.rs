@@ -188,6 +188,23 @@ pub fn push_command_named(payload: &mut Vec<u8>, last_ms: &mut Option<u64>, now_
     push_reserved_named(payload, last_ms, now_ms, db, ends.len(), |_| code.0, starts.zip(ends.iter().copied()).map(|(a, b)| &buf[a..b]));
 }
 
+/// Begins a command of `count` arguments in all, `name` (whose code is `code`) the first:
+/// its header and name, as [`push_command`] writes them; the caller then appends the other
+/// `count - 1` arguments with [`push_arg`]. For a caller that builds a command's arguments
+/// as it goes (the summarizer's direct writes), without packing them first.
+#[allow(clippy::too_many_arguments)]
+pub fn begin_command(payload: &mut Vec<u8>, last_ms: &mut Option<u64>, now_ms: u64, db: u16, count: usize, code: NameCode, name: &[u8]) {
+    debug_assert_eq!(code, NameCode::of(name));
+    payload.reserve(name.len() + 30);
+    push_reserved_named(payload, last_ms, now_ms, db, count, |_| code.0, std::iter::once(name));
+}
+
+/// Appends one argument of a command begun with [`begin_command`].
+pub fn push_arg(payload: &mut Vec<u8>, a: &[u8]) {
+    push_varint(payload, a.len() as u64);
+    payload.extend_from_slice(a);
+}
+
 /// The encoding of [`push_command_iter`], the room reserved.
 fn push_reserved<'a>(payload: &mut Vec<u8>, last_ms: &mut Option<u64>, now_ms: u64, db: u16, count: usize, args: impl Iterator<Item = &'a [u8]>) {
     push_reserved_named(payload, last_ms, now_ms, db, count, name_index, args);
@@ -518,6 +535,17 @@ mod tests {
             push_command(&mut a, &mut None, 7, 1, args);
             push_command_named(&mut b, &mut None, 7, 1, NameCode::of(args[0]), &buf, &ends);
             assert_eq!(a, b);
+            // Argument by argument, twice (the second without its time).
+            let (mut c, mut last) = (Vec::new(), None);
+            for _ in 0..2 {
+                begin_command(&mut c, &mut last, 7, 1, args.len(), NameCode::of(args[0]), args[0]);
+                args[1..].iter().for_each(|x| push_arg(&mut c, x));
+            }
+            let mut d = Vec::new();
+            let mut last = None;
+            push_command(&mut d, &mut last, 7, 1, args);
+            push_command(&mut d, &mut last, 7, 1, args);
+            assert_eq!(c, d);
         }
     }
 

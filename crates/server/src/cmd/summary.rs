@@ -497,32 +497,39 @@ enum Logged {
 
 /// Buffers reused across the keys of one shard job.
 struct Scratch {
-    /// The log command's arguments, `buf[ends[i - 1]..ends[i]]`.
-    buf: Vec<u8>,
-    ends: Vec<usize>,
-    /// How the log writes each of [`LOGGED`]'s names, found once per job, and which one
-    /// `buf` holds.
+    /// Whether the log records effects (else nothing is encoded).
+    logging: bool,
+    /// How the log writes each of [`LOGGED`]'s names, found once per job.
     codes: [NameCode; 4],
-    cmd: Logged,
+    /// The command being encoded: where it starts in `log` and the time before it (to drop
+    /// it), the arguments it has and must have.
+    open: Option<(usize, Option<u64>)>,
+    args: usize,
+    count: usize,
+    /// A hash field's operand as SUMMARY.UPDATE states it.
+    text: Vec<u8>,
     /// New hash values: (field, start, end in `vals`).
     vals: Vec<u8>,
     writes: Vec<(usize, usize, usize)>,
     packed: Vec<Packed>,
-    /// The log commands of the direct writes, encoded here rather than in the shard's
-    /// pending log buffer: sized for the batch up front and handed to the coordinator as
-    /// it is (the pending buffer grew by `realloc` and was moved down over its reserved
-    /// header by `ShardLog::take_pending`, 3% of a v1 ingest in copies).
+    /// The log commands of the direct writes, encoded here as they are built (no argument
+    /// list packed first) rather than in the shard's pending log buffer: sized for the batch
+    /// up front and handed to the coordinator as it is (the pending buffer grew by `realloc`
+    /// and was moved down over its reserved header by `ShardLog::take_pending`, 3% of a v1
+    /// ingest in copies).
     log: Vec<u8>,
     log_last_ms: Option<u64>,
 }
 
 impl Scratch {
-    fn new() -> Scratch {
+    fn new(logging: bool) -> Scratch {
         Scratch {
-            buf: Vec::new(),
-            ends: Vec::new(),
+            logging,
             codes: LOGGED.map(NameCode::of),
-            cmd: Logged::Update,
+            open: None,
+            args: 0,
+            count: 0,
+            text: Vec::new(),
             vals: Vec::new(),
             writes: Vec::new(),
             packed: Vec::new(),
@@ -531,26 +538,47 @@ impl Scratch {
         }
     }
 
-    fn start(&mut self, cmd: Logged, key: &[u8]) {
-        self.buf.clear();
-        self.ends.clear();
-        self.cmd = cmd;
-        self.push(LOGGED[cmd as usize]);
-        self.push(key);
+    /// Begins the log command `cmd key ...` of `count` arguments in all; [`Scratch::push`]
+    /// adds the others, then [`Scratch::log`] ends it or [`Scratch::drop_open`] drops it.
+    fn start(&mut self, cmd: Logged, key: &[u8], count: usize, now: u64, db: usize) {
+        self.drop_open();
+        self.open = Some((self.log.len(), self.log_last_ms));
+        (self.args, self.count) = (2, count);
+        if self.logging {
+            abacus_persist::log::begin_command(&mut self.log, &mut self.log_last_ms, now, db as u16, count, self.codes[cmd as usize], LOGGED[cmd as usize]);
+            abacus_persist::log::push_arg(&mut self.log, key);
+        }
     }
 
     fn push(&mut self, a: &[u8]) {
-        self.buf.extend_from_slice(a);
-        self.ends.push(self.buf.len());
+        self.args += 1;
+        if self.logging {
+            abacus_persist::log::push_arg(&mut self.log, a);
+        }
     }
 
-    /// Logs the command in `buf` (if the log is on) and counts the change for `save`.
-    fn log(&mut self, log: &mut ShardLog, now: u64, db: usize) {
-        if log.durability().effects_on() {
-            let code = self.codes[self.cmd as usize];
-            abacus_persist::log::push_command_named(&mut self.log, &mut self.log_last_ms, now, db as u16, code, &self.buf, &self.ends);
+    /// [`Scratch::push`] of `text`.
+    fn push_text(&mut self) {
+        self.args += 1;
+        if self.logging {
+            abacus_persist::log::push_arg(&mut self.log, &self.text);
         }
+    }
+
+    /// Ends the command begun (it stays in the log) and counts the change for `save`.
+    fn log(&mut self, log: &mut ShardLog) {
+        // A command of another length than its header says would garble the log.
+        assert_eq!(self.args, self.count, "summarizer log command of {} arguments, {} announced", self.args, self.count);
+        self.open = None;
         log.note_change();
+    }
+
+    /// Drops a command begun and not ended (nothing changed, or the keyed path runs it).
+    fn drop_open(&mut self) {
+        if let Some((len, last_ms)) = self.open.take() {
+            self.log.truncate(len);
+            self.log_last_ms = last_ms;
+        }
     }
 }
 
@@ -579,8 +607,8 @@ fn apply_parts(dbs: &mut [Db], log: &mut ShardLog, db: usize, rules: &Rules, gro
         // step moves a segment's entries: 8% of the first 50,000 v1 events' instructions).
         dbs[db].reserve(parts.len());
     }
-    let mut sc = Scratch::new();
-    if log.durability().effects_on() {
+    let mut sc = Scratch::new(log.durability().effects_on());
+    if sc.logging {
         // About what a key's log command takes in the W5 data (key, name, two fields).
         sc.log.reserve(parts.len() * 96);
     }
@@ -595,6 +623,11 @@ fn apply_parts(dbs: &mut [Db], log: &mut ShardLog, db: usize, rules: &Rules, gro
                     Slot::Hash(_) => true,
                 },
             };
+        sc.drop_open();
+        if applied && g.expire_ms <= 0 {
+            // No ttl: nothing to run through the keyed path (`expire_command` is None).
+            continue;
+        }
         let mut cmds = std::mem::take(&mut sc.packed);
         cmds.clear();
         if applied {
@@ -660,7 +693,7 @@ fn as_printed(x: f64) -> Option<f64> {
 }
 
 /// The new values of a summary hash's fields (into `sc.vals`/`sc.writes`) and the
-/// SUMMARY.UPDATE that states them (into `sc.buf`), from the current hash; false where
+/// SUMMARY.UPDATE that states them (into the log command begun), from the current hash; false where
 /// SUMMARY.UPDATE would fail (a field that is not a number, an overflow, a NaN/Infinity).
 fn hash_writes(h: Option<&CompactHash>, s: &abacus_summarizer::Summary, g: &KeyChange, sc: &mut Scratch) -> bool {
     sc.vals.clear();
@@ -670,15 +703,15 @@ fn hash_writes(h: Option<&CompactHash>, s: &abacus_summarizer::Summary, g: &KeyC
         let name = m.name.as_bytes();
         sc.push(name);
         sc.push(acc.op());
-        let at = sc.buf.len();
-        acc.write_value(&mut sc.buf);
-        sc.ends.push(sc.buf.len());
+        sc.text.clear();
+        acc.write_value(&mut sc.text);
+        sc.push_text();
         let old = h.and_then(|h| h.get(name));
         let start = sc.vals.len();
         match acc {
             // A new field's value is the command's own (0 + n, 0.0 + x): copied, not computed
             // and printed again.
-            Acc::Count(_) if old.is_none() => sc.vals.extend_from_slice(&sc.buf[at..]),
+            Acc::Count(_) if old.is_none() => sc.vals.extend_from_slice(&sc.text),
             Acc::Count(n) => {
                 let cur = match old {
                     None => 0,
@@ -696,7 +729,7 @@ fn hash_writes(h: Option<&CompactHash>, s: &abacus_summarizer::Summary, g: &KeyC
                 if old.is_none() {
                     // Finite (`parse_f64`) and not -0 (`write_f64` prints it "0"): 0.0 + by
                     // is by, whose shortest text is the one just read.
-                    sc.vals.extend_from_slice(&sc.buf[at..]);
+                    sc.vals.extend_from_slice(&sc.text);
                     if old != Some(&sc.vals[start..]) {
                         sc.writes.push((mi, start, sc.vals.len()));
                     }
@@ -723,7 +756,7 @@ fn hash_writes(h: Option<&CompactHash>, s: &abacus_summarizer::Summary, g: &KeyC
                         continue;
                     }
                 }
-                sc.vals.extend_from_slice(&sc.buf[at..]);
+                sc.vals.extend_from_slice(&sc.text);
             }
             Acc::Last(t) => sc.vals.extend_from_slice(t.as_bytes()),
         }
@@ -738,7 +771,8 @@ fn hash_writes(h: Option<&CompactHash>, s: &abacus_summarizer::Summary, g: &KeyC
 #[allow(clippy::too_many_arguments)]
 fn apply_hash(d: &mut Db, log: &mut ShardLog, db: usize, rules: &Rules, g: &KeyChange, key: &[u8], now: u64, cfg: &crate::config::CmdConfig, sc: &mut Scratch) -> bool {
     let s = &rules.summaries[g.summary];
-    sc.start(Logged::Update, key);
+    let fields = g.slots.iter().filter(|x| matches!(x, Slot::Hash(Some(_)))).count();
+    sc.start(Logged::Update, key, 2 + 3 * fields, now, db);
     let created = match d.get_mut(key, now) {
         Some(e) => {
             let Some(h) = e.as_hash_mut() else { return false };
@@ -771,7 +805,7 @@ fn apply_hash(d: &mut Db, log: &mut ShardLog, db: usize, rules: &Rules, g: &KeyC
         d.set(key, Value::Hash(Box::new(h)), 0, now);
     }
     d.signal_modified(key);
-    sc.log(log, now, db);
+    sc.log(log);
     true
 }
 
@@ -833,12 +867,9 @@ fn apply_hll(d: &mut Db, log: &mut ShardLog, db: usize, hashes: &[i64], opts: &H
                 let Ok(p) = metric_hll_params(opts, &cfg.hll) else { return false };
                 // The log creates the sketch with the metric's parameters before adding.
                 let create = hll_create_command(key, opts, &cfg.hll);
-                sc.buf.clear();
-                sc.ends.clear();
-                sc.buf.extend_from_slice(&create.buf);
-                sc.ends.extend_from_slice(&create.ends);
-                sc.cmd = Logged::HllCreate;
-                sc.log(log, now, db);
+                sc.start(Logged::HllCreate, key, create.ends.len(), now, db);
+                create.args().skip(2).for_each(|a| sc.push(a));
+                sc.log(log);
                 p
             };
             let mut h = abacus_hll::Hll::new(p);
@@ -854,11 +885,11 @@ fn apply_hll(d: &mut Db, log: &mut ShardLog, db: usize, hashes: &[i64], opts: &H
         d.signal_modified(key);
         let mut digits = itoa::Buffer::new();
         for chunk in hashes.chunks(MAX_GENERATED_ARGS - 2) {
-            sc.start(Logged::AddRaw, key);
+            sc.start(Logged::AddRaw, key, 2 + chunk.len(), now, db);
             for &x in chunk {
                 sc.push(digits.format(x).as_bytes());
             }
-            sc.log(log, now, db);
+            sc.log(log);
         }
     }
     true
@@ -883,11 +914,11 @@ fn apply_set(d: &mut Db, log: &mut ShardLog, db: usize, members: &abacus_summari
     if added > 0 {
         d.signal_modified(key);
         for chunk in all.chunks(MAX_GENERATED_ARGS - 2) {
-            sc.start(Logged::Sadd, key);
+            sc.start(Logged::Sadd, key, 2 + chunk.len(), now, db);
             for m in chunk {
                 sc.push(m);
             }
-            sc.log(log, now, db);
+            sc.log(log);
         }
     }
     true
