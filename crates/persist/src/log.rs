@@ -192,7 +192,6 @@ pub fn push_command_named(payload: &mut Vec<u8>, last_ms: &mut Option<u64>, now_
 /// its header and name, as [`push_command`] writes them; the caller then appends the other
 /// `count - 1` arguments with [`push_arg`]. For a caller that builds a command's arguments
 /// as it goes (the summarizer's direct writes), without packing them first.
-#[allow(clippy::too_many_arguments)]
 pub fn begin_command(payload: &mut Vec<u8>, last_ms: &mut Option<u64>, now_ms: u64, db: u16, count: usize, code: NameCode, name: &[u8]) {
     debug_assert_eq!(code, NameCode::of(name));
     payload.reserve(name.len() + 30);
