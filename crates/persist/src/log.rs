@@ -131,6 +131,7 @@ fn name_index(name: &[u8]) -> Option<u8> {
     }
 }
 
+#[inline]
 fn push_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push(v as u8 | 0x80);
@@ -198,7 +199,9 @@ pub fn begin_command(payload: &mut Vec<u8>, last_ms: &mut Option<u64>, now_ms: u
     push_reserved_named(payload, last_ms, now_ms, db, count, |_| code.0, std::iter::once(name));
 }
 
-/// Appends one argument of a command begun with [`begin_command`].
+/// Appends one argument of a command begun with [`begin_command`]. Inline: the summarizer
+/// calls it for every argument from another crate.
+#[inline]
 pub fn push_arg(payload: &mut Vec<u8>, a: &[u8]) {
     push_varint(payload, a.len() as u64);
     payload.extend_from_slice(a);
