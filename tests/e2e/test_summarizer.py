@@ -840,3 +840,61 @@ def test_back_pressure_keeps_memory_bounded(node):
         sampler.join()
         s.close()
     assert peak[0] - base < 150 << 20, "RSS grew by %d MiB" % ((peak[0] - base) >> 20)
+
+
+# ---------------------------------------------------------------- the log's form of a batch
+
+REPLAY_RULES = RULES + '''
+[[summary]]
+name = "s_params"
+feed = "v1"
+dimensions = ["state"]
+bucket = "1d"
+ttl = "3650d"
+metrics = { n = "count", spend = "sum(cost)", sketch = "hll(user, log2m=12, regwidth=4, expthresh=0)" }
+'''
+
+
+def test_direct_writes_replay_from_the_log_and_on_a_replica(workdir):
+    """The shard jobs encode each direct write's log command as they build it (name codes
+    found once per job, arguments appended one by one): a server restarted from its log and
+    a replica fed the same stream hold exactly the primary's keys (hashes, HLL bytes with
+    the metric's own parameters, sets, ttls), after batches that create keys and batches
+    that update them, v1 and v2."""
+    rules = os.path.join(workdir, "replay-rules.toml")
+    with open(rules, "w") as f:
+        f.write(REPLAY_RULES)
+    # No snapshot, each reply after its log record is on disk: the restart below (after
+    # kill -9) replays every batch from the log.
+    primary = Node(tempfile.mkdtemp(prefix="abacus-sum-primary-"), "--summarizer-rules", rules,
+                   "--appendfsync", "always", "--save", "").start()
+    replica = Node(tempfile.mkdtemp(prefix="abacus-sum-replica-")).start()
+    try:
+        p, r = primary.client(), replica.client()
+        r.execute_command("REPLICAOF", primary.p.host, primary.p.port)
+        deadline = time.monotonic() + 20
+        while r.info("replication").get("master_link_status") != "up":
+            assert time.monotonic() < deadline, "the replica's link did not come up"
+            time.sleep(0.02)
+        events = gen_events(6000, 31)
+        for i in range(0, len(events), 1500):
+            chunk = events[i:i + 1500]
+            p.execute_command("SUMMARY.INGEST", "v1", "\n".join(csv_line(e) for e in chunk))
+            p.execute_command("SUMMARY.INGEST", "v2", "\n".join(json_line(e) for e in chunk))
+        assert p.execute_command("WAIT", 1, 10000) == 1
+
+        def state(c):
+            return dump(c), {k: c.pttl(k) > 0 for k in c.scan_iter(count=1000)}
+
+        want, ttls = state(p)
+        assert any(k.startswith(b"s_params:") and k.endswith(b":sketch") for k in want)
+        assert any(ttls.values()) and not all(ttls.values())
+        assert state(r) == (want, ttls)
+        primary.kill()
+        primary.start()
+        assert state(primary.client()) == (want, ttls)
+    finally:
+        primary.stop()
+        replica.stop()
+        shutil.rmtree(primary.data_dir, ignore_errors=True)
+        shutil.rmtree(replica.data_dir, ignore_errors=True)

@@ -131,6 +131,7 @@ fn name_index(name: &[u8]) -> Option<u8> {
     }
 }
 
+#[inline]
 fn push_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push(v as u8 | 0x80);
@@ -163,13 +164,57 @@ pub fn push_command_iter<'a, I: Iterator<Item = &'a [u8]> + Clone>(payload: &mut
 /// `buf[ends[i - 1]..ends[i]]` (from 0 for the first): the room is known without a pass over
 /// them (the summarizer logs each of its direct writes this way).
 pub fn push_command_packed(payload: &mut Vec<u8>, last_ms: &mut Option<u64>, now_ms: u64, db: u16, buf: &[u8], ends: &[usize]) {
+    let name = &buf[..ends.first().copied().unwrap_or(0)];
+    push_command_named(payload, last_ms, now_ms, db, NameCode::of(name), buf, ends);
+}
+
+/// How a command name is logged, found once ([`NameCode::of`]) by a caller that logs the
+/// same command many times (the summarizer's direct writes: the lookup was a fifth of the
+/// encoding's instructions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NameCode(Option<u8>);
+
+impl NameCode {
+    pub fn of(name: &[u8]) -> NameCode {
+        NameCode(name_index(name))
+    }
+}
+
+/// [`push_command_packed`] with the name's code found beforehand: `code` must be
+/// `NameCode::of` the first argument.
+pub fn push_command_named(payload: &mut Vec<u8>, last_ms: &mut Option<u64>, now_ms: u64, db: u16, code: NameCode, buf: &[u8], ends: &[usize]) {
+    debug_assert_eq!(code, NameCode::of(&buf[..ends.first().copied().unwrap_or(0)]));
     payload.reserve(buf.len() + 5 * ends.len() + 20);
     let starts = std::iter::once(0).chain(ends.iter().copied());
-    push_reserved(payload, last_ms, now_ms, db, ends.len(), starts.zip(ends.iter().copied()).map(|(a, b)| &buf[a..b]));
+    push_reserved_named(payload, last_ms, now_ms, db, ends.len(), |_| code.0, starts.zip(ends.iter().copied()).map(|(a, b)| &buf[a..b]));
+}
+
+/// Begins a command of `count` arguments in all, `name` (whose code is `code`) the first:
+/// its header and name, as [`push_command`] writes them; the caller then appends the other
+/// `count - 1` arguments with [`push_arg`]. For a caller that builds a command's arguments
+/// as it goes (the summarizer's direct writes), without packing them first.
+pub fn begin_command(payload: &mut Vec<u8>, last_ms: &mut Option<u64>, now_ms: u64, db: u16, count: usize, code: NameCode, name: &[u8]) {
+    debug_assert_eq!(code, NameCode::of(name));
+    payload.reserve(name.len() + 30);
+    push_reserved_named(payload, last_ms, now_ms, db, count, |_| code.0, std::iter::once(name));
+}
+
+/// Appends one argument of a command begun with [`begin_command`]. Inline: the summarizer
+/// calls it for every argument from another crate.
+#[inline]
+pub fn push_arg(payload: &mut Vec<u8>, a: &[u8]) {
+    push_varint(payload, a.len() as u64);
+    payload.extend_from_slice(a);
 }
 
 /// The encoding of [`push_command_iter`], the room reserved.
 fn push_reserved<'a>(payload: &mut Vec<u8>, last_ms: &mut Option<u64>, now_ms: u64, db: u16, count: usize, args: impl Iterator<Item = &'a [u8]>) {
+    push_reserved_named(payload, last_ms, now_ms, db, count, name_index, args);
+}
+
+/// [`push_reserved`] with the first argument's [`name_index`] from `code` (the lookup itself,
+/// or a code found beforehand).
+fn push_reserved_named<'a>(payload: &mut Vec<u8>, last_ms: &mut Option<u64>, now_ms: u64, db: u16, count: usize, code: impl FnOnce(&[u8]) -> Option<u8>, mut args: impl Iterator<Item = &'a [u8]>) {
     let same = *last_ms == Some(now_ms);
     push_varint(payload, (db as u64) << 1 | !same as u64);
     if !same {
@@ -177,17 +222,16 @@ fn push_reserved<'a>(payload: &mut Vec<u8>, last_ms: &mut Option<u64>, now_ms: u
         *last_ms = Some(now_ms);
     }
     push_varint(payload, count as u64);
-    for (i, a) in args.enumerate() {
-        if i == 0 {
-            match name_index(a) {
-                Some(ix) => payload.extend_from_slice(&[0, ix]),
-                None => {
-                    push_varint(payload, a.len() as u64 + 1);
-                    payload.extend_from_slice(a);
-                }
+    if let Some(name) = args.next() {
+        match code(name) {
+            Some(ix) => payload.extend_from_slice(&[0, ix]),
+            None => {
+                push_varint(payload, name.len() as u64 + 1);
+                payload.extend_from_slice(name);
             }
-            continue;
         }
+    }
+    for a in args {
         push_varint(payload, a.len() as u64);
         payload.extend_from_slice(a);
     }
@@ -478,6 +522,33 @@ mod tests {
             ends.push(log.len() as u64);
         }
         (log, ends)
+    }
+
+    #[test]
+    fn a_name_coded_beforehand_encodes_as_the_lookup_does() {
+        for args in [&[&b"SUMMARY.UPDATE"[..], b"k", b"n", b"INCRBY", b"1"][..], &[b"HLL.ADDRAW", b"k:u", b"-12"], &[b"sadd", b"k"], &[b"X"]] {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            let mut buf = Vec::new();
+            let mut ends = Vec::new();
+            for x in args {
+                buf.extend_from_slice(x);
+                ends.push(buf.len());
+            }
+            push_command(&mut a, &mut None, 7, 1, args);
+            push_command_named(&mut b, &mut None, 7, 1, NameCode::of(args[0]), &buf, &ends);
+            assert_eq!(a, b);
+            // Argument by argument, twice (the second without its time).
+            let (mut c, mut last) = (Vec::new(), None);
+            for _ in 0..2 {
+                begin_command(&mut c, &mut last, 7, 1, args.len(), NameCode::of(args[0]), args[0]);
+                args[1..].iter().for_each(|x| push_arg(&mut c, x));
+            }
+            let mut d = Vec::new();
+            let mut last = None;
+            push_command(&mut d, &mut last, 7, 1, args);
+            push_command(&mut d, &mut last, 7, 1, args);
+            assert_eq!(c, d);
+        }
     }
 
     #[test]
