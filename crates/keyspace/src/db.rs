@@ -390,7 +390,7 @@ const _: () = assert!(std::mem::size_of::<(abacus_table::SmallKey, Entry)>() == 
 /// foldhash for the small WATCH map.
 type Hasher = foldhash::fast::RandomState;
 
-/// The key -> entry table. Its 40-byte slots are most of a small key's memory, so it may be
+/// The key -> entry table. Its 37-byte slots are most of a small key's memory, so it may be
 /// grown dense (`Density::Dense`: a fuller table, 88% on average instead of 80%, for more
 /// growth work: entries move about twice as often, and key-creating writes cost about 14%
 /// more CPU; ARCHITECTURE.md, "Compact slots"). Which one is the server's `keyspace-density`
