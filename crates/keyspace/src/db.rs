@@ -916,6 +916,25 @@ impl Db {
         lfu_pack(now_min, counter)
     }
 
+    /// Inserts an entry read from a snapshot or sent by a primary, as [`Db::insert_entry`]
+    /// does, with the access field of a new key under the policy in force at `now_ms` (as
+    /// Redis's loaded objects get the current LRU clock, or LFU_INIT_VAL at the current
+    /// minute). Needed since the field wraps: [`Entry::new`]'s fixed field would read as
+    /// an arbitrary age depending on the date.
+    pub fn insert_loaded(&mut self, key: &[u8], mut d: Detached, now_ms: u64) {
+        let t = self.tracking.policy;
+        let access = if t.is_fifo() {
+            self.fifo_seq = self.fifo_seq.wrapping_add(1);
+            self.fifo_seq & CLOCK_MASK
+        } else if t.is_lfu() {
+            lfu_pack(lfu_minutes(now_ms), LFU_INIT_VAL)
+        } else {
+            lru_clock(now_ms)
+        };
+        d.entry.set_access(access);
+        self.insert_entry(key, d);
+    }
+
     /// Inserts a whole entry (value and expiry), replacing any previous one. One hash lookup
     /// (plus the expiry index only when the key has or had an expiry).
     pub fn insert_entry(&mut self, key: &[u8], d: Detached) {

@@ -425,3 +425,18 @@ fn no_touch_lookups_leave_access_time_and_counter_alone() {
     db.get(b"k", T0_MS + 95_000);
     assert_eq!(db.peek(b"k", T0_MS + 99_000).unwrap().idle_s(T0_MS + 99_000), 4);
 }
+
+#[test]
+fn loaded_entries_start_fresh_under_the_policy_in_force() {
+    // A snapshot's entry carries no access field: it reads as a key created at load time
+    // (Redis's loaded objects), whatever date the 24-bit clock wraps at.
+    for day in [0u64, 100, 150, 193] {
+        let now = T0_MS + day * 86_400_000;
+        let mut lru = db_with(EvictionPolicy::AllKeysLru);
+        lru.insert_loaded(b"k", crate::Detached { entry: crate::Entry::new(v(1)), expire_at_ms: 0 }, now);
+        assert_eq!(lru.peek(b"k", now + 7_000).unwrap().idle_s(now + 7_000), 7, "day {day}");
+        let mut lfu = db_with(EvictionPolicy::AllKeysLfu);
+        lfu.insert_loaded(b"k", crate::Detached { entry: crate::Entry::new(v(1)), expire_at_ms: 0 }, now);
+        assert_eq!(lfu.peek(b"k", now).unwrap().lfu_freq(now, 1), LFU_INIT_VAL, "day {day}");
+    }
+}
