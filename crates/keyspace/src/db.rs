@@ -807,7 +807,8 @@ impl Db {
                 let counter = lfu_log_incr(decayed, t.lfu_log_factor, self.rng.uniform());
                 e.set_access(lfu_pack(now_min, counter));
             } else if !t.policy.is_fifo() {
-                e.set_access(lru_clock(now_ms));
+                // `lru_clock(now_ms)`, from the seconds already divided out.
+                e.set_access(now_s & CLOCK_MASK);
             }
         }
         Some(e)
