@@ -143,9 +143,9 @@ pub struct Detached {
 }
 
 impl Entry {
-    /// An entry whose access field reads as LFU_INIT_VAL at minute 0 under LFU (and as the
-    /// distant past under LRU), as before the field was shared: what loaded and detached
-    /// entries start from. [`Db::set`] stamps the policy's own.
+    /// An entry whose access field is LFU_INIT_VAL at minute 0 (under LRU, a time whose age
+    /// depends on the date, the field wrapping): [`Db::set`] stamps the policy's own, and
+    /// entries read from a snapshot go in through [`Db::insert_loaded`], which does too.
     pub fn new(value: Value) -> Entry {
         Entry {
             value: PackedValue::pack(value),
