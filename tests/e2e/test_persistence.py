@@ -1086,3 +1086,19 @@ def test_random_commands_never_crash_and_replay_to_the_same_state(data_dir):
     lost = {k: v for k, v in before.items() if after.get(k) != v}
     extra = {k: v for k, v in after.items() if k not in before}
     assert not lost and not extra, "seed %d: changed or lost %r, appeared %r, now %r" % (seed, lost, extra, {k: after.get(k) for k in lost})
+
+
+def test_loaded_keys_start_with_a_fresh_access_field(data_dir):
+    # The access field is Redis's 24-bit `lru` and wraps, so loaded keys are stamped at load
+    # as Redis stamps loaded objects: idle 0 under LRU (and the default policy), LFU_INIT_VAL
+    # under LFU (what Redis's RDB FREQ opcode would restore for a key never read).
+    n = node(data_dir, "--appendonly", "no", "--save", "").start()
+    r = n.client()
+    r.set("k", "v")
+    assert r.save() is True
+    n.kill()
+    n.start()
+    assert n.client().object("idletime", "k") <= 2
+    n.kill()
+    lfu = node(data_dir, "--appendonly", "no", "--save", "", "--maxmemory-policy", "allkeys-lfu").start()
+    assert lfu.client().object("freq", "k") == 5

@@ -345,7 +345,7 @@ def test_append_to_integer_and_keeps_ttl(c):
 
 
 def test_append_across_the_inline_and_heap_boundaries(c):
-    # Values are stored inline up to 17 bytes and in size-class buffers beyond, grown in
+    # Values are stored inline up to 16 bytes and in size-class buffers beyond, grown in
     # place while they fit: every length from 0 to 300 must read back whole.
     want = b""
     for i in range(300):

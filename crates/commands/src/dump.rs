@@ -311,12 +311,11 @@ fn restore(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         // objectSetLRUOrLFU: FREQ only under an LFU policy, IDLETIME only under LRU ones.
         if tracking.policy.is_lfu() {
             if let Some(f) = freq {
-                e.lfu_counter = f as u8;
-                e.accessed_s = (now / 1000) as u32;
+                e.set_lfu(f as u8, now);
             }
         } else if !tracking.policy.is_fifo() {
             if let Some(idle) = idle_s {
-                e.accessed_s = ((now / 1000) as i64 - idle).max(0) as u32;
+                e.set_idle_s(now, idle as u64);
             }
         }
     }

@@ -233,7 +233,7 @@ fn object_idletime(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         None => Frame::Null,
         Some(_) if policy.is_lfu() => err("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."),
         Some(_) if policy.is_fifo() => err("ERR A FIFO maxmemory policy is selected, idle time not tracked."),
-        Some(e) => Frame::Integer((now / 1000).saturating_sub(e.accessed_s as u64) as i64),
+        Some(e) => Frame::Integer(e.idle_s(now) as i64),
     }
 }
 

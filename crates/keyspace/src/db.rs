@@ -35,7 +35,10 @@ use std::sync::Arc;
 
 use abacus_table::{Config, Density, Table};
 
-use crate::evict::{lfu_decayed, lfu_log_incr, SplitMix, LFU_INIT_VAL};
+use crate::evict::{
+    clock_elapsed, lfu_decayed, lfu_log_incr, lfu_minutes, lfu_pack, lru_clock, SplitMix,
+    CLOCK_MASK, LFU_INIT_VAL, LFU_MINUTES_MASK,
+};
 pub use crate::evict::{EvictionPolicy, Tracking};
 use crate::glob::glob_match;
 use crate::packed::{PackedValue, StrMut};
@@ -85,23 +88,37 @@ fn tell_observer(key: &[u8]) {
 /// A key's value with its metadata. `Default` (an empty string, no allocation) is what a free
 /// table slot holds.
 ///
-/// 24 bytes: the value packed in 18 (`packed.rs`), so with the 16-byte key
-/// (`abacus_table::SmallKey`) a slot is 40 bytes. The value is reached through accessors
-/// ([`Entry::value`], [`Entry::str_mut`], [`Entry::as_set_mut`], ...), the flags through
+/// 21 bytes of alignment 1: the value packed in 17 (`packed.rs`), the flags, and a 24-bit
+/// access field, so with the 16-byte key (`abacus_table::SmallKey`, also of alignment 1) a
+/// slot is 37 bytes. The value is reached through accessors ([`Entry::value`],
+/// [`Entry::str_mut`], [`Entry::as_set_mut`], ...), the flags and the access field through
 /// getters and setters.
 #[repr(C)]
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Entry {
     value: PackedValue,
-    /// Redis's 8-bit logarithmic LFU counter (OBJECT FREQ, after decay).
-    pub lfu_counter: u8,
     /// `RAW_ENCODING`, `SNAP_EPOCH`, `HAS_EXPIRY`, `TEXT_ENCODING`.
     flags: u8,
-    /// The eviction clock, read by the policy in force (see `evict.rs`): LRU and LFU, the last
-    /// access time in Unix seconds (OBJECT IDLETIME; LFU's last decrement time); FIFO, the
-    /// database's insertion sequence number.
-    pub accessed_s: u32,
+    /// Redis's 24-bit `lru` field (little-endian), read by the policy in force (see
+    /// `evict.rs`): LRU, the last access time in Unix seconds modulo 2^24 (OBJECT IDLETIME);
+    /// LFU, the last decrement time in minutes modulo 2^16 above the 8-bit logarithmic
+    /// counter (OBJECT FREQ); FIFO, the database's insertion sequence number modulo 2^24.
+    access: [u8; 3],
 }
+
+impl Default for Entry {
+    /// The empty string (what a free slot holds), with [`Entry::new`]'s access field.
+    fn default() -> Entry {
+        Entry {
+            value: PackedValue::new(),
+            flags: 0,
+            access: NEW_ACCESS,
+        }
+    }
+}
+
+/// [`Entry::new`]'s access field: LFU_INIT_VAL at minute 0 (see there).
+const NEW_ACCESS: [u8; 3] = [LFU_INIT_VAL, 0, 0];
 
 /// Modified in place (APPEND, SETRANGE, SETBIT): Redis reports such strings as "raw" whatever
 /// their bytes.
@@ -126,13 +143,57 @@ pub struct Detached {
 }
 
 impl Entry {
+    /// An entry whose access field is LFU_INIT_VAL at minute 0 (under LRU, a time whose age
+    /// depends on the date, the field wrapping): [`Db::set`] stamps the policy's own, and
+    /// entries read from a snapshot go in through [`Db::insert_loaded`], which does too.
     pub fn new(value: Value) -> Entry {
         Entry {
             value: PackedValue::pack(value),
-            lfu_counter: LFU_INIT_VAL,
             flags: 0,
-            accessed_s: 0,
+            access: NEW_ACCESS,
         }
+    }
+
+    /// The 24-bit access field (see the field).
+    #[inline(always)]
+    fn access(&self) -> u32 {
+        let [a, b, c] = self.access;
+        u32::from_le_bytes([a, b, c, 0])
+    }
+
+    #[inline(always)]
+    fn set_access(&mut self, v: u32) {
+        let [a, b, c, _] = v.to_le_bytes();
+        self.access = [a, b, c];
+    }
+
+    /// LRU: seconds since the last access (OBJECT IDLETIME), exact up to half the 24-bit
+    /// clock's range (97 days; see [`clock_elapsed`]).
+    pub fn idle_s(&self, now_ms: u64) -> u64 {
+        clock_elapsed(lru_clock(now_ms), self.access(), CLOCK_MASK) as u64
+    }
+
+    /// LRU: the last access `idle_s` seconds before `now_ms` (RESTORE IDLETIME), capped at
+    /// the longest idle time the clock holds.
+    pub fn set_idle_s(&mut self, now_ms: u64, idle_s: u64) {
+        let idle = idle_s.min((CLOCK_MASK / 2) as u64) as u32;
+        self.set_access(lru_clock(now_ms).wrapping_sub(idle) & CLOCK_MASK);
+    }
+
+    /// LFU: the stored counter (before decay; OBJECT FREQ reports [`Entry::lfu_freq`]).
+    pub fn lfu_counter(&self) -> u8 {
+        self.access() as u8
+    }
+
+    /// LFU: sets the counter, with `now_ms` as its last decrement time (RESTORE FREQ).
+    pub fn set_lfu(&mut self, counter: u8, now_ms: u64) {
+        self.set_access(lfu_pack(lfu_minutes(now_ms), counter));
+    }
+
+    /// LFU: the counter decayed to `now_ms` minutes (Redis's LFUDecrAndReturn).
+    fn lfu_decayed_to(&self, now_min: u32, decay_time_min: u32) -> u8 {
+        let a = self.access();
+        lfu_decayed(a as u8, a >> 8, now_min, decay_time_min)
     }
 
     /// The value, borrowed in place.
@@ -297,12 +358,7 @@ impl Entry {
 
     /// The LFU counter as OBJECT FREQ reports it: decayed to `now_ms`, not stored.
     pub fn lfu_freq(&self, now_ms: u64, decay_time_min: u32) -> u8 {
-        lfu_decayed(
-            self.lfu_counter,
-            self.accessed_s,
-            (now_ms / 1000) as u32,
-            decay_time_min,
-        )
+        self.lfu_decayed_to(lfu_minutes(now_ms), decay_time_min)
     }
 
     /// The encoding OBJECT ENCODING reports.
@@ -323,17 +379,18 @@ fn expired(volatile: &Table<u64>, key: &[u8], e: &Entry, now_ms: u64) -> bool {
     e.has_expiry() && volatile.get(key).is_some_and(|&at| at <= now_ms)
 }
 
-// The packed value (18 bytes), the LFU counter, the flags and the eviction clock: 24 bytes,
-// which with the 16-byte key (`abacus_table::SmallKey`) makes a 40-byte slot.
-const _: () = assert!(std::mem::size_of::<Entry>() == 24);
-const _: () = assert!(std::mem::size_of::<(abacus_table::SmallKey, Entry)>() == 40);
+// The packed value (17 bytes), the flags and the 24-bit access field: 21 bytes of alignment
+// 1, which with the 16-byte key (`abacus_table::SmallKey`, alignment 1) makes a 37-byte slot.
+const _: () = assert!(std::mem::size_of::<Entry>() == 21);
+const _: () = assert!(std::mem::align_of::<Entry>() == 1);
+const _: () = assert!(std::mem::size_of::<(abacus_table::SmallKey, Entry)>() == 37);
 
 /// Per-entry bookkeeping bytes counted by [`Db::approx_bytes`] beyond the table's own
 /// memory: none today (the table accounts its slots and out-of-line keys exactly).
 /// foldhash for the small WATCH map.
 type Hasher = foldhash::fast::RandomState;
 
-/// The key -> entry table. Its 40-byte slots are most of a small key's memory, so it may be
+/// The key -> entry table. Its 37-byte slots are most of a small key's memory, so it may be
 /// grown dense (`Density::Dense`: a fuller table, 88% on average instead of 80%, for more
 /// growth work: entries move about twice as often, and key-creating writes cost about 14%
 /// more CPU; ARCHITECTURE.md, "Compact slots"). Which one is the server's `keyspace-density`
@@ -745,11 +802,13 @@ impl Db {
             let t = self.tracking;
             if t.policy.is_lfu() {
                 // Redis's updateLFU: decay for the idle minutes, then count this access.
-                let decayed = lfu_decayed(e.lfu_counter, e.accessed_s, now_s, t.lfu_decay_time_min);
-                e.lfu_counter = lfu_log_incr(decayed, t.lfu_log_factor, self.rng.uniform());
-                e.accessed_s = now_s;
+                let now_min = lfu_minutes(now_ms);
+                let decayed = e.lfu_decayed_to(now_min, t.lfu_decay_time_min);
+                let counter = lfu_log_incr(decayed, t.lfu_log_factor, self.rng.uniform());
+                e.set_access(lfu_pack(now_min, counter));
             } else if !t.policy.is_fifo() {
-                e.accessed_s = now_s;
+                // `lru_clock(now_ms)`, from the seconds already divided out.
+                e.set_access(now_s & CLOCK_MASK);
             }
         }
         Some(e)
@@ -811,12 +870,8 @@ impl Db {
         }
         let now_s = (now_ms / 1000) as u32;
         self.clock_s = now_s;
-        let (accessed_s, lfu_counter) = self.insert_metadata(key, now_ms);
-        let entry = Entry {
-            accessed_s,
-            lfu_counter,
-            ..Entry::new(value)
-        };
+        let mut entry = Entry::new(value);
+        entry.set_access(self.insert_metadata(key, now_ms));
         self.insert_entry(
             key,
             Detached {
@@ -834,32 +889,51 @@ impl Db {
         }
     }
 
-    /// The eviction metadata of a key being (re)written: FIFO stamps the next insertion
-    /// sequence number; LFU keeps an overwritten live key's counter and counts the write as
-    /// an access (Redis's dbOverwrite keeps the old object's LFU field after lookupKeyWrite
-    /// touched it); otherwise the access time and LFU_INIT_VAL.
-    fn insert_metadata(&mut self, key: &[u8], now_ms: u64) -> (u32, u8) {
-        let now_s = (now_ms / 1000) as u32;
+    /// The access field of a key being (re)written: FIFO stamps the next insertion sequence
+    /// number; LFU keeps an overwritten live key's counter and counts the write as an access
+    /// (Redis's dbOverwrite keeps the old object's LFU field after lookupKeyWrite touched
+    /// it), or starts a new key at LFU_INIT_VAL; otherwise the access time.
+    fn insert_metadata(&mut self, key: &[u8], now_ms: u64) -> u32 {
         let t = self.tracking;
         if t.policy.is_fifo() {
             self.fifo_seq = self.fifo_seq.wrapping_add(1);
-            return (self.fifo_seq, LFU_INIT_VAL);
+            return self.fifo_seq & CLOCK_MASK;
         }
-        if t.policy.is_lfu() {
-            if let Some(old) = self
-                .map
-                .get(key)
-                .filter(|e| !expired(&self.volatile, key, e, now_ms))
-            {
-                let decayed =
-                    lfu_decayed(old.lfu_counter, old.accessed_s, now_s, t.lfu_decay_time_min);
-                return (
-                    now_s,
-                    lfu_log_incr(decayed, t.lfu_log_factor, self.rng.uniform()),
-                );
+        if !t.policy.is_lfu() {
+            return lru_clock(now_ms);
+        }
+        let now_min = lfu_minutes(now_ms);
+        let counter = match self
+            .map
+            .get(key)
+            .filter(|e| !expired(&self.volatile, key, e, now_ms))
+        {
+            Some(old) => {
+                let decayed = old.lfu_decayed_to(now_min, t.lfu_decay_time_min);
+                lfu_log_incr(decayed, t.lfu_log_factor, self.rng.uniform())
             }
-        }
-        (now_s, LFU_INIT_VAL)
+            None => LFU_INIT_VAL,
+        };
+        lfu_pack(now_min, counter)
+    }
+
+    /// Inserts an entry read from a snapshot or sent by a primary, as [`Db::insert_entry`]
+    /// does, with the access field of a new key under the policy in force at `now_ms` (as
+    /// Redis's loaded objects get the current LRU clock, or LFU_INIT_VAL at the current
+    /// minute). Needed since the field wraps: [`Entry::new`]'s fixed field would read as
+    /// an arbitrary age depending on the date.
+    pub fn insert_loaded(&mut self, key: &[u8], mut d: Detached, now_ms: u64) {
+        let t = self.tracking.policy;
+        let access = if t.is_fifo() {
+            self.fifo_seq = self.fifo_seq.wrapping_add(1);
+            self.fifo_seq & CLOCK_MASK
+        } else if t.is_lfu() {
+            lfu_pack(lfu_minutes(now_ms), LFU_INIT_VAL)
+        } else {
+            lru_clock(now_ms)
+        };
+        d.entry.set_access(access);
+        self.insert_entry(key, d);
     }
 
     /// Inserts a whole entry (value and expiry), replacing any previous one. One hash lookup
@@ -1043,21 +1117,23 @@ impl Db {
             return None;
         }
         let mut rng = rand::thread_rng();
-        let (now_s, decay, fifo_now) = (
-            self.clock_s,
-            self.tracking.lfu_decay_time_min,
-            self.fifo_seq,
-        );
-        // Lower scores are evicted first.
+        let now_ms = self.clock_s as u64 * 1000;
+        let (now_lru, now_min) = (lru_clock(now_ms), lfu_minutes(now_ms));
+        let (decay, fifo_now) = (self.tracking.lfu_decay_time_min, self.fifo_seq & CLOCK_MASK);
+        // Lower scores are evicted first: the longest idle (LRU), the lowest decayed counter
+        // then the longest since its last decrement (LFU), the oldest insertion (FIFO).
         let score = |e: &Entry, expire_at_ms: u64| -> u64 {
             match policy {
-                EvictionPolicy::AllKeysLru | EvictionPolicy::VolatileLru => e.accessed_s as u64,
+                EvictionPolicy::AllKeysLru | EvictionPolicy::VolatileLru => {
+                    (CLOCK_MASK - clock_elapsed(now_lru, e.access(), CLOCK_MASK)) as u64
+                }
                 EvictionPolicy::AllKeysLfu | EvictionPolicy::VolatileLfu => {
-                    (lfu_decayed(e.lfu_counter, e.accessed_s, now_s, decay) as u64) << 32
-                        | e.accessed_s as u64
+                    let idle_min = clock_elapsed(now_min, e.access() >> 8, LFU_MINUTES_MASK);
+                    (e.lfu_decayed_to(now_min, decay) as u64) << 32
+                        | (LFU_MINUTES_MASK - idle_min) as u64
                 }
                 EvictionPolicy::AllKeysFifo => {
-                    (u32::MAX - fifo_now.wrapping_sub(e.accessed_s)) as u64
+                    (CLOCK_MASK - (fifo_now.wrapping_sub(e.access()) & CLOCK_MASK)) as u64
                 }
                 EvictionPolicy::VolatileTtl => expire_at_ms,
                 EvictionPolicy::AllKeysRandom

@@ -5,24 +5,28 @@
 //! the best candidate by the policy's score; nothing is kept in a global order, so tracking an
 //! access costs a few stores in the entry and no pointer chasing.
 //!
-//! The metadata lives in 5 bytes of the entry, which fit in the padding the entry already had
-//! (the entry stays 32 bytes): `accessed_s: u32` and `lfu_counter: u8`. Like Redis's 24-bit
-//! `lru` field, the 32-bit clock is read according to the policy in force:
+//! The metadata lives in 3 bytes of the entry, Redis's 24-bit `lru` field (one field shared by
+//! the policies: issue 27 took the slot from 40 to 37 bytes, and the 32-bit clock and separate
+//! LFU byte were two of those bytes), read according to the policy in force:
 //! - LRU (and the policies that ignore access: random, ttl, noeviction): the last access time
-//!   in Unix seconds (OBJECT IDLETIME).
-//! - LFU: the same last access time, which doubles as Redis's "last decrement time" (Redis
-//!   keeps it in minutes; minutes are derived from the seconds, so decay is identical), and the
-//!   8-bit logarithmic counter of [`lfu_log_incr`] / [`lfu_decayed`].
-//! - FIFO: an insertion sequence number of the database, never touched by accesses. Ages are
-//!   compared with wrapping arithmetic relative to the database's current sequence, so order is
-//!   exact until 2^32 insertions separate two keys.
+//!   in Unix seconds modulo 2^24 ([`lru_clock`]; OBJECT IDLETIME).
+//! - LFU: Redis's layout, the last decrement time in minutes modulo 2^16 above the 8-bit
+//!   logarithmic counter of [`lfu_log_incr`] / [`lfu_decayed`] ([`lfu_pack`]).
+//! - FIFO: the database's insertion sequence number modulo 2^24, never touched by accesses.
+//!   Ages are compared with wrapping arithmetic relative to the database's current sequence,
+//!   so order is exact until 2^24 (16.7M) insertions separate two keys.
 //!
-//! Switching policies at run time reinterprets the clock, as in Redis ("LRU and LFU data will
-//! take some time to adjust"): keys written under LRU/LFU look older than any key inserted
-//! under FIFO afterwards (their clock is a large Unix time, far behind the small sequence in
-//! wrapping order), which evicts the pre-switch keys first; the LFU counter is always
-//! initialised on insert, so switching to LFU starts from LFU_INIT_VAL and the true last
-//! access time.
+//! Times are compared by [`clock_elapsed`]: the wrapping difference, where one over half the
+//! clock's range reads as a clock that went backwards (0), since the server's wall-clock
+//! times may step back a little between connections. So an LRU idle time is exact up to 97
+//! days and an LFU decay up to 22.7 days (at the default decay time the counter is 0 after
+//! 255 minutes at most; a key untouched for 22.7-45.5 days reads as decayed from its stored
+//! counter for the minutes past a multiple of 45.5 days, as in Redis after 45.5 days).
+//!
+//! Switching policies at run time reinterprets the field, as in Redis ("LRU and LFU data will
+//! take some time to adjust"): an LRU time read as LFU is an arbitrary counter and time, an
+//! LFU field read as LRU an arbitrary time, and keys written under LRU/LFU and compared with
+//! FIFO stamps are ordered arbitrarily until rewritten.
 
 /// Which keys `maxmemory` may evict (Redis's policy names, plus `allkeys-fifo`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,14 +133,49 @@ pub const LFU_INIT_VAL: u8 = 5;
 pub const LFU_LOG_FACTOR_DEFAULT: u32 = 10;
 pub const LFU_DECAY_TIME_MIN_DEFAULT: u32 = 1;
 
-/// The counter after decay: one less per `decay_time_min` whole minutes elapsed since the last
-/// access, counted as Redis counts them (difference of the times truncated to minutes).
-/// Redis's `LFUDecrAndReturn`.
-pub fn lfu_decayed(counter: u8, accessed_s: u32, now_s: u32, decay_time_min: u32) -> u8 {
+/// Mask of the 24-bit access field (Redis's LRU_CLOCK_MAX).
+pub const CLOCK_MASK: u32 = (1 << 24) - 1;
+/// Mask of LFU's 16-bit time in minutes.
+pub const LFU_MINUTES_MASK: u32 = (1 << 16) - 1;
+
+/// The LRU clock: Unix seconds modulo 2^24 (Redis's LRU_CLOCK at its 1 s resolution).
+#[inline]
+pub fn lru_clock(now_ms: u64) -> u32 {
+    (now_ms / 1000) as u32 & CLOCK_MASK
+}
+
+/// LFU's time: Unix minutes modulo 2^16 (Redis's LFUGetTimeInMinutes).
+#[inline]
+pub fn lfu_minutes(now_ms: u64) -> u32 {
+    (now_ms / 60_000) as u32 & LFU_MINUTES_MASK
+}
+
+/// LFU's access field: the time in minutes above the counter (Redis's `lru` under LFU).
+#[inline]
+pub fn lfu_pack(minutes: u32, counter: u8) -> u32 {
+    (minutes & LFU_MINUTES_MASK) << 8 | counter as u32
+}
+
+/// `now - then` on a clock that wraps at `mask + 1`; a difference over half the range reads
+/// as a clock that went backwards, 0 (see the module documentation).
+#[inline]
+pub fn clock_elapsed(now: u32, then: u32, mask: u32) -> u32 {
+    let d = now.wrapping_sub(then) & mask;
+    if d > mask / 2 {
+        0
+    } else {
+        d
+    }
+}
+
+/// The counter after decay: one less per `decay_time_min` whole minutes elapsed between the
+/// last decrement time `ldt_min` and `now_min` (both [`lfu_minutes`]). Redis's
+/// `LFUDecrAndReturn`.
+pub fn lfu_decayed(counter: u8, ldt_min: u32, now_min: u32, decay_time_min: u32) -> u8 {
     if decay_time_min == 0 {
         return counter;
     }
-    let elapsed_min = (now_s / 60).saturating_sub(accessed_s / 60);
+    let elapsed_min = clock_elapsed(now_min, ldt_min, LFU_MINUTES_MASK);
     let periods = elapsed_min / decay_time_min;
     counter.saturating_sub(periods.min(255) as u8)
 }
@@ -195,14 +234,28 @@ mod tests {
     #[test]
     fn decay_counts_whole_minutes_like_redis() {
         // 12:00:59 -> 12:01:00 crosses a minute boundary: one period, as in Redis.
-        assert_eq!(lfu_decayed(10, 59, 60, 1), 9);
-        assert_eq!(lfu_decayed(10, 0, 59, 1), 10);
-        assert_eq!(lfu_decayed(10, 0, 600, 1), 0);
-        assert_eq!(lfu_decayed(10, 0, 600, 2), 5);
-        assert_eq!(lfu_decayed(10, 0, 6000, 0), 10, "decay time 0 never decays");
-        assert_eq!(lfu_decayed(200, 0, u32::MAX, 1), 0);
-        // A clock that went backwards does not raise the counter.
-        assert_eq!(lfu_decayed(7, 600, 0, 1), 7);
+        let m = |ms: u64| lfu_minutes(ms);
+        assert_eq!(lfu_decayed(10, m(59_000), m(60_000), 1), 9);
+        assert_eq!(lfu_decayed(10, m(0), m(59_000), 1), 10);
+        assert_eq!(lfu_decayed(10, m(0), m(600_000), 1), 0);
+        assert_eq!(lfu_decayed(10, m(0), m(600_000), 2), 5);
+        assert_eq!(lfu_decayed(10, m(0), m(6_000_000), 0), 10, "decay time 0 never decays");
+        assert_eq!(lfu_decayed(200, m(0), m(30_000 * 60_000), 1), 0);
+        // A clock that went backwards does not lower the counter (nor raise it).
+        assert_eq!(lfu_decayed(7, m(600_000), m(0), 1), 7);
+        // The 16-bit minutes wrap (45.5 days): the difference is taken modulo 2^16.
+        let wrap_ms = 65_536 * 60_000u64;
+        assert_eq!(lfu_decayed(10, m(wrap_ms - 120_000), m(wrap_ms + 60_000), 1), 7);
+    }
+
+    #[test]
+    fn clocks_wrap_and_step_back_to_zero() {
+        assert_eq!(clock_elapsed(5, CLOCK_MASK - 4, CLOCK_MASK), 10, "across the wrap");
+        assert_eq!(clock_elapsed(100, 101, CLOCK_MASK), 0, "one second back");
+        assert_eq!(clock_elapsed(CLOCK_MASK / 2, 0, CLOCK_MASK), CLOCK_MASK / 2);
+        assert_eq!(clock_elapsed(CLOCK_MASK / 2 + 1, 0, CLOCK_MASK), 0);
+        assert_eq!(lru_clock(1_000 * (1 << 24) + 3_999), 3);
+        assert_eq!(lfu_pack(lfu_minutes(65_537 * 60_000), 9), 1 << 8 | 9);
     }
 
     #[test]

@@ -32,7 +32,7 @@ const T0_MS: u64 = 6_000_000;
 fn lfu_counts_accesses_logarithmically_and_object_freq_decays() {
     let mut db = db_with(EvictionPolicy::AllKeysLfu);
     db.set(b"k", v(1), 0, T0_MS);
-    assert_eq!(db.peek(b"k", T0_MS).unwrap().lfu_counter, LFU_INIT_VAL);
+    assert_eq!(db.peek(b"k", T0_MS).unwrap().lfu_counter(), LFU_INIT_VAL);
     for _ in 0..100 {
         db.get(b"k", T0_MS + 1_000);
     }
@@ -45,25 +45,27 @@ fn lfu_counts_accesses_logarithmically_and_object_freq_decays() {
     // Three idle minutes lower it by three (decay time 1 minute); peeking does not store it.
     let e = db.peek(b"k", T0_MS + 180_000).unwrap();
     assert_eq!(e.lfu_freq(T0_MS + 180_000, 1), after_100 - 3);
-    assert_eq!(e.lfu_counter, after_100);
+    assert_eq!(e.lfu_counter(), after_100);
     // An access applies the decay and counts itself (certain at LFU_INIT_VAL + 1 or less).
     for _ in 0..20 {
         db.get(b"k", T0_MS + 3_600_000);
     }
     // From 0, the first six accesses are certain (up to LFU_INIT_VAL + 1), then p = 1/11.
     let e = db.peek(b"k", T0_MS + 3_600_000).unwrap();
-    assert!((6..=9).contains(&e.lfu_counter), "{}", e.lfu_counter);
+    assert!((6..=9).contains(&e.lfu_counter()), "{}", e.lfu_counter());
     // Overwriting a key keeps its frequency and counts the write (Redis's dbOverwrite).
-    let before = db.peek(b"k", T0_MS + 3_600_000).unwrap().lfu_counter;
+    let before = db.peek(b"k", T0_MS + 3_600_000).unwrap().lfu_counter();
     db.set(b"k", v(2), 0, T0_MS + 3_600_000);
-    assert!(db.peek(b"k", T0_MS + 3_600_000).unwrap().lfu_counter >= before);
-    // ...but not across another policy: LRU writes start from LFU_INIT_VAL.
+    assert!(db.peek(b"k", T0_MS + 3_600_000).unwrap().lfu_counter() >= before);
+    // ...but not across another policy: an LRU write stores the access time in the field
+    // (shared, as Redis's `lru`), and a write back under LFU starts from LFU_INIT_VAL.
     db.set_tracking(Tracking::default());
     db.set(b"k", v(3), 0, T0_MS + 3_600_000);
-    assert_eq!(
-        db.peek(b"k", T0_MS + 3_600_000).unwrap().lfu_counter,
-        LFU_INIT_VAL
-    );
+    assert_eq!(db.peek(b"k", T0_MS + 3_605_000).unwrap().idle_s(T0_MS + 3_605_000), 5);
+    db.remove(b"k", T0_MS + 3_600_000);
+    db.set_tracking(Tracking { policy: EvictionPolicy::AllKeysLfu, ..Tracking::default() });
+    db.set(b"k", v(3), 0, T0_MS + 3_600_000);
+    assert_eq!(db.peek(b"k", T0_MS + 3_600_000).unwrap().lfu_counter(), LFU_INIT_VAL);
 }
 
 /// Hot keys are read often and then many cold keys are written after them (so the hot keys
@@ -406,8 +408,35 @@ fn no_touch_lookups_leave_access_time_and_counter_alone() {
     }
     db.get_mut(b"k", T0_MS + 60_000);
     let e = db.peek(b"k", T0_MS + 60_000).unwrap();
-    assert_eq!((e.lfu_counter, e.accessed_s as u64), (LFU_INIT_VAL, T0_MS / 1000));
+    // Neither the counter nor its minute (one minute on, it reads one decay period lower).
+    assert_eq!(e.lfu_counter(), LFU_INIT_VAL);
+    assert_eq!(e.lfu_freq(T0_MS + 60_000, 1), LFU_INIT_VAL - 1);
     assert!(crate::set_no_touch(false));
     db.get(b"k", T0_MS + 60_000);
-    assert_eq!(db.peek(b"k", T0_MS + 60_000).unwrap().accessed_s as u64, (T0_MS + 60_000) / 1000);
+    let e = db.peek(b"k", T0_MS + 60_000).unwrap();
+    assert_eq!(e.lfu_freq(T0_MS + 60_000, 1), e.lfu_counter(), "touched this minute");
+    // Under LRU the same field holds the access time.
+    db.set_tracking(Tracking { policy: EvictionPolicy::AllKeysLru, ..Tracking::default() });
+    db.get(b"k", T0_MS + 60_000);
+    assert!(!crate::set_no_touch(true));
+    db.get(b"k", T0_MS + 90_000);
+    assert!(crate::set_no_touch(false));
+    assert_eq!(db.peek(b"k", T0_MS + 90_000).unwrap().idle_s(T0_MS + 90_000), 30);
+    db.get(b"k", T0_MS + 95_000);
+    assert_eq!(db.peek(b"k", T0_MS + 99_000).unwrap().idle_s(T0_MS + 99_000), 4);
+}
+
+#[test]
+fn loaded_entries_start_fresh_under_the_policy_in_force() {
+    // A snapshot's entry carries no access field: it reads as a key created at load time
+    // (Redis's loaded objects), whatever date the 24-bit clock wraps at.
+    for day in [0u64, 100, 150, 193] {
+        let now = T0_MS + day * 86_400_000;
+        let mut lru = db_with(EvictionPolicy::AllKeysLru);
+        lru.insert_loaded(b"k", crate::Detached { entry: crate::Entry::new(v(1)), expire_at_ms: 0 }, now);
+        assert_eq!(lru.peek(b"k", now + 7_000).unwrap().idle_s(now + 7_000), 7, "day {day}");
+        let mut lfu = db_with(EvictionPolicy::AllKeysLfu);
+        lfu.insert_loaded(b"k", crate::Detached { entry: crate::Entry::new(v(1)), expire_at_ms: 0 }, now);
+        assert_eq!(lfu.peek(b"k", now).unwrap().lfu_freq(now, 1), LFU_INIT_VAL, "day {day}");
+    }
 }

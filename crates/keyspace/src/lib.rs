@@ -43,7 +43,7 @@
 //! - `strbuf.rs` ([`StrBuf`], the string value): `tag` says whether `ptr` is a live heap
 //!   allocation of `cap` bytes owned by the value (with `len <= cap`, bytes up to `len`
 //!   initialised) or the fields are inline bytes that are never dereferenced.
-//! - `packed.rs` (`PackedValue`, a value in 24 bytes): for pointer kinds the pointer bytes are
+//! - `packed.rs` (`PackedValue`, a value in 17 bytes): for pointer kinds the pointer bytes are
 //!   the sole owner of what `Value` would own (a `StrBuf` heap buffer or a `Box::into_raw`
 //!   of the kind's type), and every path that turns them back into an owner consumes them.
 //!

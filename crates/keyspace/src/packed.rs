@@ -1,19 +1,21 @@
-//! `PackedValue`: a [`Value`] in 18 bytes with alignment 1, so that a table entry (value,
-//! eviction clock, LFU counter, flags) is 24 bytes and a keyspace slot 40 with its 16-byte key.
+//! `PackedValue`: a [`Value`] in 17 bytes with alignment 1, so that a table entry (value,
+//! flags, 24-bit access field) is 21 bytes and a keyspace slot 37 with its 16-byte key.
 //!
 //! Why: a `Value` is 24 bytes with alignment 8 (a `StrBuf` or a box), so an entry holding it
-//! and 6 bytes of metadata rounds up to 32 bytes, and a slot to 48: at the table's 80% load
-//! 60 bytes per key before any data. Packing the value into 18 unaligned bytes saves 8 bytes
+//! and its metadata rounds up to 32 bytes, and a slot to 48: at the table's 80% load
+//! 60 bytes per key before any data. Packing the value into 17 unaligned bytes saves 8 bytes
 //! per slot, 10 per key, for every key of every workload (W1's 78M keys: 0.74 GiB). The price
-//! is paid only at the edges: strings of 18-23 bytes, inline in a `StrBuf`, live on the heap
+//! is paid only at the edges: strings of 17-23 bytes, inline in a `StrBuf`, live on the heap
 //! here (a 32-byte allocation), and every access goes through the accessors below rather than
-//! a `&Value`.
+//! a `&Value`. (Inline strings went from 17 bytes to 16 with issue 27's 37-byte slot: the
+//! payload is exactly a heap string's pointer, length and capacity, and the byte saved is
+//! one of the three a slot lost; 16-byte values, the issue's, stay inline.)
 //!
 //! Layout (the last byte is the kind):
 //!
 //! ```text
-//! kind 0..=17  inline string of that length:   [ bytes 0..kind                ][ kind ]
-//! HEAP (18)    string buffer on the heap:      [ ptr: 8 ][ len: u32 ][ cap: u32 ][ . ][ kind ]
+//! kind 0..=16  inline string of that length:   [ bytes 0..kind                ][ kind ]
+//! HEAP (18)    string buffer on the heap:      [ ptr: 8 ][ len: u32 ][ cap: u32 ][ kind ]
 //! HLL  (19)    Box<Hll>        as a pointer:   [ ptr: 8 ][ ........ ][ kind ]
 //! SET  (20)    Box<IdSet>
 //! HASH (21)    Box<CompactHash>
@@ -24,13 +26,15 @@
 //! STREAM (25)  Box<Stream>
 //! ```
 //!
+//! (Kind 17, an inline string of 17 bytes before issue 27, is no longer written.)
+//!
 //! Reading (`get`) lends the parts in place: the inline bytes, or a reference through the
 //! pointer, both borrowed from `&self`. Changing a string in place (`str_mut`) takes the
 //! `StrBuf` out (the slot holds the empty string meanwhile) and [`StrMut`] packs it back when
 //! dropped, so a string is never owned twice (a leaked `StrMut` leaks the string, nothing
 //! worse). Sets, hashes and sketches are changed through `&mut` to their box.
 //!
-//! Safety: all `unsafe` of this file rests on one invariant: for kinds above 17 the pointer
+//! Safety: all `unsafe` of this file rests on one invariant: for kinds above 16 the pointer
 //! bytes are the sole owner of what `Value` would own — a `StrBuf` heap buffer given up by
 //! `StrBuf::into_heap_parts` (HEAP, with its `len` and `cap`), or a `Box::into_raw` of the
 //! kind's type. Every function that writes a pointer kind writes it from exactly such a
@@ -54,7 +58,7 @@ use crate::strbuf::{HeapParts, StrBuf};
 use crate::value::{Value, ValueRef};
 
 /// Longest string stored inline.
-pub const PACKED_INLINE_MAX: usize = 17;
+pub const PACKED_INLINE_MAX: usize = 16;
 
 const HEAP: u8 = 18;
 const HLL: u8 = 19;
@@ -66,7 +70,7 @@ const ZSET: u8 = 24;
 const SERIES: u8 = 30;
 const STREAM: u8 = 25;
 
-/// A value packed in 18 bytes (see the module comment).
+/// A value packed in 17 bytes (see the module comment).
 #[repr(C)]
 pub struct PackedValue {
     /// Always initialized (written only with initialized bytes). `MaybeUninit` for the
@@ -78,7 +82,7 @@ pub struct PackedValue {
     kind: u8,
 }
 
-const _: () = assert!(std::mem::size_of::<PackedValue>() == 18);
+const _: () = assert!(std::mem::size_of::<PackedValue>() == 17);
 const _: () = assert!(std::mem::align_of::<PackedValue>() == 1);
 
 // SAFETY: a `PackedValue` owns what a `Value` owns (the module invariant) and gives shared
@@ -537,7 +541,7 @@ mod tests {
                 }
                 prop_assert_eq!(p.get(), model.as_ref());
                 prop_assert_eq!(p.is_str(), matches!(model, Value::Str(_)));
-                // Strings: inline up to 17 bytes, else a buffer at least as long; other kinds
+                // Strings: inline up to 16 bytes, else a buffer at least as long; other kinds
                 // own a box (their exact size depends on capacities, which clones do not keep).
                 let ok = match &model {
                     Value::Str(s) => (p.heap_bytes() == 0 || p.heap_bytes() >= s.len()) && (p.heap_bytes() > 0 || s.len() <= PACKED_INLINE_MAX),

@@ -2,7 +2,7 @@
 //!
 //! Strings are [`StrBuf`]s: byte buffers of 24 bytes that hold up to 23 bytes inline (no heap
 //! object for short values) and grow on the heap by 1.25x size classes, not 2x (`strbuf.rs`
-//! says why). In the table a value is packed into 18 bytes (`packed.rs`: 17 bytes of string
+//! says why). In the table a value is packed into 17 bytes (`packed.rs`: 16 bytes of string
 //! inline) and lent out as a [`ValueRef`]. Mutation in place (APPEND, SETRANGE, SETBIT) needs an owned, growable buffer,
 //! and copying a value out for GET is cheap compared with the network round trip. The encoding names OBJECT ENCODING reports are derived from the bytes the way
 //! Redis chooses them at write time.
@@ -266,7 +266,7 @@ impl Default for Value {
 }
 
 // Three words whatever the variant: `StrBuf`'s tag byte leaves a niche for the other
-// variants' discriminant. (Table entries store values packed in 18 bytes: `packed.rs`.)
+// variants' discriminant. (Table entries store values packed in 17 bytes: `packed.rs`.)
 const _: () = assert!(std::mem::size_of::<Value>() == 24);
 
 /// The type names TYPE reports and SCAN's TYPE option matches.

@@ -55,6 +55,9 @@ pub fn recover(config: &Config, dir: &Path, threads: usize, databases: usize) ->
     // is not logged again (the server's log opens once loading is done).
     let unlogged = crate::durability::Durability::new();
     let mut shards: Vec<Shard> = (0..threads).map(|i| Shard::new(i, databases, unlogged.clone())).collect();
+    // Loaded keys get the access field of the policy in force (see `Db::insert_loaded`).
+    let tracking = config.cmd_config().tracking();
+    shards.iter_mut().flat_map(|s| s.dbs.iter_mut()).for_each(|d| d.set_tracking(tracking));
     let Some(manifest) = Manifest::read(dir)? else {
         return Ok(Recovered { shards, manifest: Manifest::default(), keys_loaded: 0, commands_replayed: 0, position: None });
     };
@@ -101,6 +104,7 @@ pub fn recover(config: &Config, dir: &Path, threads: usize, databases: usize) ->
 /// Loads a snapshot into the shards; returns the number of keys.
 fn load_snapshot(path: &Path, shards: &mut [Shard], databases: usize) -> Result<u64, String> {
     let idx = snapshot::index(path)?;
+    let now = crate::shard::now_ms();
     let n = shards.len();
     let check_db = |db: u16| -> Result<usize, String> {
         let db = db as usize;
@@ -138,7 +142,7 @@ fn load_snapshot(path: &Path, shards: &mut [Shard], databases: usize) -> Result<
                                 }
                                 for d in run.drain(..) {
                                     match check_db(d.db) {
-                                        Ok(db) => shard.dbs[db].insert_entry(d.key, d.entry),
+                                        Ok(db) => shard.dbs[db].insert_loaded(d.key, d.entry, now),
                                         Err(e) => bad = Some(e),
                                     }
                                 }
@@ -176,7 +180,7 @@ fn load_snapshot(path: &Path, shards: &mut [Shard], databases: usize) -> Result<
         let raw = snapshot::read_block(&f, path, b)?;
         let mut bad = None;
         let block_keys = snapshot::for_each_entry(&raw, |d| match check_db(d.db) {
-            Ok(db) => shards[shard_of(d.key, n)].dbs[db].insert_entry(d.key, d.entry),
+            Ok(db) => shards[shard_of(d.key, n)].dbs[db].insert_loaded(d.key, d.entry, now),
             Err(e) => bad = Some(e),
         })?;
         total += block_keys;

@@ -13,11 +13,17 @@
 //! | [`HEAP_TAG`] (`0xFF`) | heap key: `b[..8]` the pointer of a `Box<[u8]>`, `b[8..15]` its length (56 bits, little-endian) |
 //! | anything else | inline key of exactly 16 bytes, all of `b` |
 //!
+//! Alignment 1: the pointer is stored in bytes and read unaligned, so that a slot of key and
+//! entry is the sum of their sizes (the keyspace's 37-byte slot, not 40: a slot of alignment 8
+//! rounds up). The bytes are `MaybeUninit<u8>` so that a copy of the key keeps the pointer's
+//! provenance (as in the keyspace's `packed.rs`: plain `u8`s would not, and Miri would report
+//! the dereference).
+//!
 //! A 16-byte key whose last byte is `0..=15` or `0xFF` (binary keys only) is boxed, as is any
 //! key of 17 bytes or more: a heap allocation of the key's length, counted by the table's
 //! memory figure.
 
-use std::ptr::NonNull;
+use std::mem::MaybeUninit;
 
 /// Tag (last byte) of a boxed key.
 const HEAP_TAG: u8 = 0xFF;
@@ -36,8 +42,8 @@ union Repr {
 #[repr(C)]
 #[derive(Clone, Copy)]
 struct Heap {
-    /// Start of the boxed bytes (from `Box::<[u8]>::into_raw`).
-    ptr: NonNull<u8>,
+    /// Start of the boxed bytes (from `Box::<[u8]>::into_raw`), written and read unaligned.
+    ptr: [MaybeUninit<u8>; 8],
     /// The length in the first 7 bytes (little-endian), [`HEAP_TAG`] in the last.
     len_tag: [u8; 8],
 }
@@ -70,12 +76,22 @@ impl SmallKey {
         let ptr = Box::into_raw(boxed) as *mut u8;
         let mut len_tag = len.to_le_bytes();
         len_tag[7] = HEAP_TAG;
-        // `Box::into_raw` never returns null (even for an empty slice it is dangling, not
-        // null); an empty key is inline anyway.
-        let ptr = NonNull::new(ptr).unwrap_or(NonNull::dangling());
-        SmallKey(Repr {
-            heap: Heap { ptr, len_tag },
-        })
+        let mut heap = Heap {
+            ptr: [MaybeUninit::new(0); 8],
+            len_tag,
+        };
+        // SAFETY: `heap.ptr` is 8 writable bytes; the write is unaligned by construction.
+        unsafe { std::ptr::write_unaligned(heap.ptr.as_mut_ptr().cast::<*mut u8>(), ptr) };
+        SmallKey(Repr { heap })
+    }
+
+    /// The boxed bytes' start. Only called when the tag says the heap view is the one written.
+    #[inline(always)]
+    fn heap_ptr(&self) -> *mut u8 {
+        // SAFETY: the heap view was written by `new`, whose `write_unaligned` stored a pointer
+        // in these 8 bytes (with its provenance, which `MaybeUninit` bytes keep when the key
+        // is moved); read unaligned since the key has alignment 1.
+        unsafe { std::ptr::read_unaligned(self.0.heap.ptr.as_ptr().cast::<*mut u8>()) }
     }
 
     #[inline(always)]
@@ -112,7 +128,7 @@ impl SmallKey {
             // SAFETY: the heap view was written by `new` from `Box::into_raw` of a slice of
             // exactly `heap_len()` bytes, which this key owns until `drop`; the returned
             // borrow is tied to `&self`.
-            unsafe { std::slice::from_raw_parts(self.0.heap.ptr.as_ptr(), self.heap_len()) }
+            unsafe { std::slice::from_raw_parts(self.heap_ptr(), self.heap_len()) }
         }
     }
 
@@ -135,7 +151,7 @@ impl Drop for SmallKey {
             // `new` and owned by this key alone (`Clone` copies the bytes, never the
             // pointer); rebuilding the box once here frees it exactly once.
             unsafe {
-                let slice = std::ptr::slice_from_raw_parts_mut(self.0.heap.ptr.as_ptr(), len);
+                let slice = std::ptr::slice_from_raw_parts_mut(self.heap_ptr(), len);
                 drop(Box::from_raw(slice));
             }
         }
@@ -175,6 +191,7 @@ impl std::fmt::Debug for SmallKey {
 }
 
 const _: () = assert!(std::mem::size_of::<SmallKey>() == 16);
+const _: () = assert!(std::mem::align_of::<SmallKey>() == 1);
 
 #[cfg(test)]
 mod tests {

@@ -88,7 +88,7 @@ pub enum Density {
     Balanced,
     /// Growth steps of x1.12 at 94% full: segments run 84-94% full, 88% on average, and an
     /// entry moves about 8 times per doubling, through longer probe runs. For large slots,
-    /// where memory is the cost that matters (the keyspace's 40-byte slots).
+    /// where memory is the cost that matters (the keyspace's 37-byte slots).
     Dense,
 }
 

@@ -262,13 +262,14 @@ async fn load(worker: &Rc<Worker>, path: &std::path::Path, gen: u64, replid: &st
             let idx = snapshot::index(&p)?;
             let f = std::fs::File::open(&p).map_err(|e| e.to_string())?;
             let id = s.id;
+            let now = crate::shard::now_ms();
             let mut loaded = 0;
             for b in &idx.blocks {
                 let raw = snapshot::read_block(&f, &p, b)?;
                 snapshot::for_each_entry(&raw, |d| {
                     if shard_of(d.key, n) == id {
                         if let Some(db) = s.dbs.get_mut(d.db as usize) {
-                            db.insert_entry(d.key, d.entry);
+                            db.insert_loaded(d.key, d.entry, now);
                             loaded += 1;
                         }
                     }
