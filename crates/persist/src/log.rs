@@ -164,8 +164,9 @@ pub fn push_command_iter<'a, I: Iterator<Item = &'a [u8]> + Clone>(payload: &mut
 /// `buf[ends[i - 1]..ends[i]]` (from 0 for the first): the room is known without a pass over
 /// them (the summarizer logs each of its direct writes this way).
 pub fn push_command_packed(payload: &mut Vec<u8>, last_ms: &mut Option<u64>, now_ms: u64, db: u16, buf: &[u8], ends: &[usize]) {
-    let name = &buf[..ends.first().copied().unwrap_or(0)];
-    push_command_named(payload, last_ms, now_ms, db, NameCode::of(name), buf, ends);
+    payload.reserve(buf.len() + 5 * ends.len() + 20);
+    let starts = std::iter::once(0).chain(ends.iter().copied());
+    push_reserved(payload, last_ms, now_ms, db, ends.len(), starts.zip(ends.iter().copied()).map(|(a, b)| &buf[a..b]));
 }
 
 /// How a command name is logged, found once ([`NameCode::of`]) by a caller that logs the
@@ -178,15 +179,6 @@ impl NameCode {
     pub fn of(name: &[u8]) -> NameCode {
         NameCode(name_index(name))
     }
-}
-
-/// [`push_command_packed`] with the name's code found beforehand: `code` must be
-/// `NameCode::of` the first argument.
-pub fn push_command_named(payload: &mut Vec<u8>, last_ms: &mut Option<u64>, now_ms: u64, db: u16, code: NameCode, buf: &[u8], ends: &[usize]) {
-    debug_assert_eq!(code, NameCode::of(&buf[..ends.first().copied().unwrap_or(0)]));
-    payload.reserve(buf.len() + 5 * ends.len() + 20);
-    let starts = std::iter::once(0).chain(ends.iter().copied());
-    push_reserved_named(payload, last_ms, now_ms, db, ends.len(), |_| code.0, starts.zip(ends.iter().copied()).map(|(a, b)| &buf[a..b]));
 }
 
 /// Begins a command of `count` arguments in all, `name` (whose code is `code`) the first:
@@ -535,7 +527,7 @@ mod tests {
                 ends.push(buf.len());
             }
             push_command(&mut a, &mut None, 7, 1, args);
-            push_command_named(&mut b, &mut None, 7, 1, NameCode::of(args[0]), &buf, &ends);
+            push_command_packed(&mut b, &mut None, 7, 1, &buf, &ends);
             assert_eq!(a, b);
             // Argument by argument, twice (the second without its time).
             let (mut c, mut last) = (Vec::new(), None);
