@@ -19,6 +19,11 @@
 #   KEYS=5000000 RATE=100000 MINUTES=3 bench/w1z.sh      quick check (a few minutes a server)
 #   SERVERS=abacus MINUTES=10 bench/w1z.sh               Abacus alone
 #   ABACUS_ARGS="--threads 1" bench/w1z.sh
+#   SERVER_CPUS=0 GEN_CPUS=1 ABACUS_ARGS="--threads 1" bench/w1z.sh
+#                                                        server and generator on cores of their own
+#                                                        (taskset lists; unset: the kernel places them)
+#   TRACE_OVER_MS=8 bench/w1z.sh                         also print each stall over 8 ms, with its
+#                                                        CLOCK_MONOTONIC time (for perf sched -k mono)
 #
 # The generator runs at real-time priority when allowed (GEN_RT=0 disables), so that on a
 # busy machine its own descheduling does not pass for server stalls; `behind` still shows it.
@@ -37,9 +42,9 @@ SERVERS=${SERVERS:-redis abacus}
 RT=""
 if [ "${GEN_RT:-1}" = 1 ] && chrt -f 10 true 2>/dev/null; then RT="chrt -f 10"; fi
 
-printf 'W1 Zipfian on %s cores, %s GiB, %s, load average %s: KEYS=%s RATE=%s MINUTES=%s SEED=%s CONNS=%s; abacus args: %s; generator: %s\n' \
+printf 'W1 Zipfian on %s cores, %s GiB, %s, load average %s: KEYS=%s RATE=%s MINUTES=%s SEED=%s CONNS=%s; abacus args: %s; generator: %s; cores: server %s, generator %s\n' \
   "$(nproc)" "$(free -g | awk '/Mem:/ {print $2}')" "$(date -u '+%F %H:%M UTC')" "$(cut -d' ' -f1-3 /proc/loadavg)" \
-  "$KEYS" "$RATE" "$MINUTES" "$SEED" "$CONNS" "${ABACUS_ARGS:-default}" "${RT:-normal priority}"
+  "$KEYS" "$RATE" "$MINUTES" "$SEED" "$CONNS" "${ABACUS_ARGS:-default}" "${RT:-normal priority}" "${SERVER_CPUS:-any}" "${GEN_CPUS:-any}"
 
 declare -A sum
 for target in $SERVERS; do
@@ -50,12 +55,13 @@ for target in $SERVERS; do
     # shellcheck disable=SC2086
     start_abacus "$port" --appendonly no --save "" ${ABACUS_ARGS:-}
   fi
+  if [ -n "${SERVER_CPUS:-}" ]; then taskset -a -p -c "$SERVER_CPUS" "${BENCH_PIDS[-1]}" >/dev/null; fi
   out="$BENCH_TMP/$target.out"
   echo
   # A run that fails (the server fell too far behind, a wrong reply) is reported and the
   # next server still runs.
-  $RT "$ABACUS_BIN" bench w1z -p "$port" --label "$target" --keys "$KEYS" --rate "$RATE" --minutes "$MINUTES" \
-    --seed "$SEED" --connections "$CONNS" --report-secs "$REPORT_SECS" | tee "$out" ||
+  $RT ${GEN_CPUS:+taskset -c "$GEN_CPUS"} "$ABACUS_BIN" bench w1z -p "$port" --label "$target" --keys "$KEYS" --rate "$RATE" --minutes "$MINUTES" \
+    --seed "$SEED" --connections "$CONNS" --report-secs "$REPORT_SECS" ${TRACE_OVER_MS:+--trace-over-ms "$TRACE_OVER_MS"} | tee "$out" ||
     echo "# $target: the generator stopped with an error (above)"
   sum[$target]=$(grep '^summary ' "$out" || true)
   # Stop this server before the next one starts: their memory is not to add up.

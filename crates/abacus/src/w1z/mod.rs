@@ -76,6 +76,13 @@ pub struct Args {
     /// The server's name in the report.
     #[arg(long, default_value = "server")]
     label: String,
+    /// Print to stderr every stall over this many ms: a run of writes each later than this
+    /// (one line per run: its first write's due time, how many, the worst), and every PING
+    /// slower than this. Times are CLOCK_MONOTONIC seconds, the clock of
+    /// `perf sched record -k mono`, so a stall can be matched with what the server's threads
+    /// were doing at that moment (`perf sched timehist`).
+    #[arg(long)]
+    trace_over_ms: Option<f64>,
 }
 
 /// A write sent and not yet answered: when it was due (ns from the start) and the reply it
@@ -98,6 +105,9 @@ struct Shared {
     writes_hist: Mutex<Hist>,
     ping_hist: Mutex<Hist>,
     ping_late_us_max: AtomicU64,
+    /// `--trace-over-ms` in ns (0: off), and CLOCK_MONOTONIC at the run's start (t0).
+    trace_over_ns: u64,
+    t0_mono_ns: u64,
 }
 
 impl Shared {
@@ -139,11 +149,15 @@ pub fn run(a: Args) -> Result<(), String> {
         info_used_memory(&mut ctl)? >> 20
     );
 
-    let shared = Arc::new(Shared::default());
-    shared.payload_bytes.store(wl.payload_bytes, Relaxed);
     let duration_ns = ((a.minutes * 60e9) as u64).max(1);
     let total = due_count(duration_ns - 1, a.rate);
     let t0 = Instant::now();
+    let shared = Arc::new(Shared {
+        trace_over_ns: a.trace_over_ms.map_or(0, |ms| (ms.max(0.0) * 1e6) as u64),
+        t0_mono_ns: monotonic_ns(),
+        ..Shared::default()
+    });
+    shared.payload_bytes.store(wl.payload_bytes, Relaxed);
 
     let mut streams = Vec::new();
     let mut readers = Vec::new();
@@ -158,7 +172,7 @@ pub fn run(a: Args) -> Result<(), String> {
     }
     let ping = {
         let (s, sh) = (connect(&a)?, shared.clone());
-        std::thread::spawn(move || pinger(s, sh))
+        std::thread::spawn(move || pinger(s, sh, t0))
     };
     let writer = {
         let (sh, rate, max_inflight) = (shared.clone(), a.rate, a.rate.saturating_mul(a.max_behind_secs));
@@ -330,6 +344,7 @@ fn summary(a: &Args, rows: &[Row], sent: u64, total: u64, preload_s: f64) {
 fn writer(wl: &mut Workload, mut streams: Vec<TcpStream>, senders: Vec<mpsc::Sender<Vec<Pending>>>, sh: &Shared, t0: Instant, rate: u64, total: u64, max_inflight: u64) -> u64 {
     let conns = streams.len() as u64;
     let mut bufs: Vec<Vec<u8>> = vec![Vec::new(); streams.len()];
+    let mut batch = Vec::new();
     // Past 10 ms of writes at once (catching up after a stall), send in 10 ms slices.
     let slice = (rate / 100).max(1);
     let mut i = 0u64;
@@ -342,8 +357,9 @@ fn writer(wl: &mut Workload, mut streams: Vec<TcpStream>, senders: Vec<mpsc::Sen
         if i < due {
             sh.behind_ns_max.fetch_max(now - due_ns(i, rate), Relaxed);
             let mut pend: Vec<Vec<Pending>> = (0..conns).map(|_| Vec::new()).collect();
-            while i < due {
-                let w = wl.next();
+            batch.clear();
+            wl.next_batch((due - i) as usize, &mut batch);
+            for &w in &batch {
                 let c = (w.key % conns) as usize;
                 encode(w, &mut bufs[c]);
                 pend[c].push(Pending { due_ns: due_ns(i, rate), expect_len: w.expect_len });
@@ -387,6 +403,8 @@ fn reader(mut s: TcpStream, rx: mpsc::Receiver<Vec<Pending>>, sh: Arc<Shared>, t
     let mut buf = vec![0u8; 1 << 16];
     let mut filled = 0;
     let _ = s.set_read_timeout(Some(Duration::from_millis(100)));
+    // `--trace-over-ms`: the stall being traced (first due time, writes, worst latency).
+    let mut stall: Option<(u64, u64, u64)> = None;
     loop {
         if pending.is_empty() {
             while let Ok(batch) = rx.try_recv() {
@@ -424,7 +442,17 @@ fn reader(mut s: TcpStream, rx: mpsc::Receiver<Vec<Pending>>, sh: Arc<Shared>, t
                 }
             }
             let p = pending.pop_front().expect("a write for each reply");
-            hist.record(now.saturating_sub(p.due_ns) / 1000);
+            let late = now.saturating_sub(p.due_ns);
+            hist.record(late / 1000);
+            if sh.trace_over_ns > 0 {
+                if late > sh.trace_over_ns {
+                    let st = stall.get_or_insert((p.due_ns, 0, 0));
+                    st.1 += 1;
+                    st.2 = st.2.max(late);
+                } else if let Some((due, n, worst)) = stall.take() {
+                    eprintln!("w1z: stall: writes due from {:.6} s monotonic: {n} over the threshold, worst {:.2} ms", (sh.t0_mono_ns + due) as f64 / 1e9, worst as f64 / 1e6);
+                }
+            }
             count += 1;
             let ok = if p.expect_len == 0 { line == b"+OK" } else { line.first() == Some(&b':') && parse_u64(&line[1..]) == Some(p.expect_len as u64) };
             if !ok {
@@ -449,6 +477,13 @@ fn reader(mut s: TcpStream, rx: mpsc::Receiver<Vec<Pending>>, sh: Arc<Shared>, t
     }
 }
 
+/// CLOCK_MONOTONIC in ns: what `Instant` reads on Linux, which it does not expose, and the
+/// clock `perf sched record -k mono` stamps events with (`--trace-over-ms`).
+fn monotonic_ns() -> u64 {
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 fn parse_u64(digits: &[u8]) -> Option<u64> {
     if digits.is_empty() || digits.len() > 19 {
         return None;
@@ -456,7 +491,7 @@ fn parse_u64(digits: &[u8]) -> Option<u64> {
     digits.iter().try_fold(0u64, |v, &d| d.is_ascii_digit().then(|| v * 10 + (d - b'0') as u64))
 }
 
-fn pinger(mut s: TcpStream, sh: Arc<Shared>) {
+fn pinger(mut s: TcpStream, sh: Arc<Shared>, t0: Instant) {
     let mut next = Instant::now();
     let mut buf = [0u8; 64];
     while !sh.stop_ping.load(Relaxed) && !sh.failed() {
@@ -479,7 +514,12 @@ fn pinger(mut s: TcpStream, sh: Arc<Shared>) {
                 return sh.fail("PING connection: reply too long".into());
             }
         }
-        sh.ping_hist.lock().unwrap().record(sent.elapsed().as_micros() as u64);
+        let took = sent.elapsed();
+        sh.ping_hist.lock().unwrap().record(took.as_micros() as u64);
+        if sh.trace_over_ns > 0 && took.as_nanos() as u64 > sh.trace_over_ns {
+            let at = sh.t0_mono_ns + sent.saturating_duration_since(t0).as_nanos() as u64;
+            eprintln!("w1z: slow PING sent at {:.6} s monotonic: {:.2} ms", at as f64 / 1e9, took.as_secs_f64() * 1e3);
+        }
         next = (next + Duration::from_millis(1)).max(Instant::now());
     }
 }
