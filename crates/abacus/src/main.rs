@@ -5,7 +5,9 @@
 //! `abacus ingest` feeds event files to a server's summarizer; `abacus bench w1z` is the W1
 //! Zipfian load generator behind bench/w1z.sh.
 
-#![forbid(unsafe_code)]
+// One `unsafe` line, allowed where it is: telling the keyspace's table that this binary's
+// global allocator (jemalloc, below) answers usable sizes.
+#![deny(unsafe_code)]
 
 use clap::{Parser, Subcommand};
 
@@ -149,6 +151,10 @@ fn main() {
             if !abacus_server::memory::enable_background_purge() {
                 tracing::warn!("jemalloc background threads did not start: freed memory returns to the OS only while allocating");
             }
+            // SAFETY: the global allocator is jemalloc (GLOBAL above), and its usable_size
+            // (`sallocx`) answers for every live allocation it made, as the table requires.
+            #[allow(unsafe_code)]
+            let _ = unsafe { abacus_table::return_allocation_slack(tikv_jemallocator::usable_size::<u8>) };
             if let Err(e) = abacus_server::run(cfg) {
                 fail(&e);
             }

@@ -85,6 +85,7 @@ mod walk;
 pub use hash::Seed;
 pub use key::{BytesKey, KeyKind, SmallKey, U64Key, INLINE_KEY_MAX};
 pub use prefetch::prefetch_read;
+pub use segment::{return_allocation_slack, UsableSize};
 pub use table::{Config, Density, Found, HashTable};
 
 /// A table keyed by byte strings (`&[u8]`).

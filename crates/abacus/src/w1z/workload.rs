@@ -75,7 +75,8 @@ impl Workload {
     }
 
     /// The next write, with the key's length and the payload updated as the server will have
-    /// them once it is applied.
+    /// them once it is applied (the writer takes them in batches: `next_batch`).
+    #[cfg(test)]
     pub fn next(&mut self) -> Write {
         let rank = self.zipf.sample(&mut self.rng);
         let key = self.key_of_rank(rank);
