@@ -33,7 +33,9 @@
 //!   splits between calls.
 //! - Safety: the `unsafe` code is in three places, each with its invariant stated where it
 //!   is: segment storage (`segment.rs`: a slot is initialised exactly when its control byte
-//!   is full; directory entries equal their segment's address and shape), the two
+//!   is full; directory entries equal their segment's address and shape; with
+//!   [`return_allocation_slack`], a new segment's allocator slack, whole pages past its slot
+//!   array and inside its allocation, is given back with `madvise`), the two
 //!   representations of a [`SmallKey`] (`small_key.rs`, a union), and the SSE2 and prefetch
 //!   intrinsics (`ctrl.rs`, `prefetch.rs`). The tests check the storage against a model map
 //!   with values that count their drops, and run under Miri.
