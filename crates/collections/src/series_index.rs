@@ -417,6 +417,12 @@ impl SeriesIndex {
         [key, labels]
     }
 
+    /// The address of `id`'s entry in the id -> key array (what [`SeriesIndex::key`] reads
+    /// first), for a prefetch a stage before its key bytes'; null when out of range.
+    pub fn key_entry_ptr(&self, id: u32) -> *const u8 {
+        self.keys.get(id as usize).map_or(std::ptr::null(), |k| (k as *const Option<Box<[u8]>>).cast())
+    }
+
     /// The id of a label name, if any series has it.
     pub fn name_id(&self, name: &[u8]) -> Option<u32> {
         self.label_names.get(name)

@@ -30,7 +30,7 @@
 //! WITH SOURCE), groups in the order of their names.
 
 
-use abacus_collections::{Aggregator, IdMatcher, LabelMatcher, Series, SERIES_NO_ID};
+use abacus_collections::{Aggregator, IdMatcher, LabelMatcher, Series, SeriesGroups, SERIES_NO_ID};
 
 /// A series' samples of a range, oldest first.
 type Samples = Vec<(u64, f64)>;
@@ -634,16 +634,158 @@ struct WfMember {
     samples: (u32, u32),
 }
 
-/// The shard's side of TS.WATERFALL: finds the matching series, groups them (by their labels
-/// but the source label: the index's `SeriesGroups`, kept by id, with each group's identity
-/// and order), and merges each group's members by precedence.
+/// The shard's side of TS.WATERFALL: a one-timestamp range takes the precedence walk with
+/// early stop ([`waterfall_point`]), any other range the general merge ([`waterfall_range`]).
 fn waterfall_shard(db: &mut Db, q: &WfQuery) -> WfPart {
+    if q.from == q.to {
+        waterfall_point(db, q)
+    } else {
+        waterfall_range(db, q)
+    }
+}
+
+/// The waterfall's groups for `q`'s source label, placed in order, and the rank of each
+/// SOURCES value as (value id, rank) (a source no series has cannot match); `None` when no
+/// series has the label.
+fn wf_setup(db: &mut Db, q: &WfQuery) -> Option<(u32, Vec<(u32, u32)>)> {
+    let label = db.series_index.name_id(&q.label)?;
+    db.series_index.groups_for(label);
+    let ranks = q.sources.iter().enumerate().filter_map(|(r, x)| Some((db.series_index.value_id(x)?, r as u32))).collect();
+    Some((label, ranks))
+}
+
+/// The one-timestamp waterfall (`from == to`): a group's answer is the sample at `t` of its
+/// first live member in precedence order (rank, then key) that has one. So the candidates are
+/// ordered by (group, rank, key) from the index's arrays alone (no keyspace lookup), and each
+/// group's members are looked up in that order until one has `t`: with sources covering most
+/// days, most groups stop at their first member, where the general path looks up and reads
+/// every member (about half the lookups and chunk reads on W7's data; docs/PERFORMANCE.md).
+/// The reply is the general path's: a group with a live member but none with `t` is still
+/// returned, without points (so it visits every member); a group with no live member is not.
+/// The connection's merge picks the best (rank, key) across shards, so one member per group
+/// and shard is enough.
+fn waterfall_point(db: &mut Db, q: &WfQuery) -> WfPart {
+    let now = now_ms();
+    let t = q.from;
+    let mut part = WfPart::default();
+    let Some((label, ranks)) = wf_setup(db, q) else { return part };
+    let ids = candidates(db, &q.filter);
+    let ix = &db.series_index;
+    let groups = ix.groups(label).expect("wf_setup placed the groups");
+    // (group's position in identity order << 32 | rank, id), sorted by that, then by key.
+    let mut order: Vec<(u64, u32)> = Vec::with_capacity(ids.len());
+    let mut unranked = false;
+    for &id in &ids {
+        let src = groups.source_of(id);
+        if src == SERIES_NO_ID {
+            continue;
+        }
+        match ranks.iter().find(|r| r.0 == src) {
+            Some(&(_, rank)) => order.push((((groups.rank(groups.group_of(id)) as u64) << 32) | rank as u64, id)),
+            None => unranked = true,
+        }
+    }
+    order.sort_unstable_by(|x, y| x.0.cmp(&y.0).then_with(|| ix.key(x.1).cmp(&ix.key(y.1))));
+    let mut stale: Vec<Box<[u8]>> = Vec::new();
+    let mut pf = WfPrefetch::default();
+    let mut i = 0;
+    while i < order.len() {
+        let pos = order[i].0 >> 32;
+        let end = i + order[i..].iter().take_while(|o| o.0 >> 32 == pos).count();
+        let (mut live, p0) = (false, len32(part.points.len()));
+        for (j, &(o, id)) in order.iter().enumerate().take(end).skip(i) {
+            pf.advance(db, &order, j);
+            let Some(key) = ix.key(id) else { continue };
+            let Some(s) = db.get_shared(key, now).and_then(|e| e.as_series()) else {
+                stale.push(key.into());
+                continue;
+            };
+            debug_assert!(matches(s, &q.filter), "the label index disagrees with the series at {key:?}");
+            live = true;
+            // As the general path: the stored sample, else LATEST's open bucket if it is at `t`.
+            let v = s.get(t).or_else(|| if q.latest { latest_extra(db, key, s, now).filter(|x| x.0 == t).map(|x| x.1) } else { None });
+            if let Some(v) = v {
+                let k0 = len32(part.keys.len());
+                part.keys.extend_from_slice(key);
+                part.points.push(WfPoint { t, v, rank: o as u32, member: len32(part.members.len()) });
+                part.members.push((k0, len32(part.keys.len())));
+                break;
+            }
+        }
+        if live {
+            let (ident, name_len) = groups.ident(groups.group_of(order[i].1));
+            let a = len32(part.ids.len());
+            part.ids.extend_from_slice(ident);
+            part.groups.push(WfGroup { id: (a, len32(part.ids.len())), name_len, points: (p0, len32(part.points.len())) });
+        }
+        i = end;
+    }
+    // Whether any live match has the source label: a returned group has one; otherwise only
+    // a live series whose source is not among SOURCES (never visited above) can.
+    part.labelled = !part.groups.is_empty() || (unranked && ids.iter().any(|&id| wf_unranked_live(db, groups, &ranks, id, now, &mut stale)));
+    for k in stale {
+        db.series_index.forget(&k);
+    }
+    part
+}
+
+/// Whether `id` has a source label not among SOURCES and its key holds a series (a stale
+/// key is kept in `stale`, to forget).
+fn wf_unranked_live(db: &Db, groups: &SeriesGroups, ranks: &[(u32, u32)], id: u32, now: u64, stale: &mut Vec<Box<[u8]>>) -> bool {
+    let src = groups.source_of(id);
+    if src == SERIES_NO_ID || ranks.iter().any(|r| r.0 == src) {
+        return false;
+    }
+    let Some(key) = db.series_index.key(id) else { return false };
+    let live = db.get_shared(key, now).and_then(|e| e.as_series()).is_some();
+    if !live {
+        stale.push(key.into());
+    }
+    live
+}
+
+/// The point walk's prefetch pipeline over its (group, rank, key) order: each member's index
+/// entry (the pointer to its key) is started [`WF_PREFETCH`]`[0]` members ahead, its key
+/// bytes `[1]` ahead, its table slot `[2]` ahead, so each stage reads what the one before
+/// loaded. Members an early stop skips are prefetched too (a hash each): which ones will be
+/// visited is known only once their group's earlier members are read.
+#[derive(Default)]
+struct WfPrefetch {
+    /// The next position of each stage.
+    next: [usize; 3],
+}
+
+impl WfPrefetch {
+    fn advance(&mut self, db: &Db, order: &[(u64, u32)], j: usize) {
+        let ix = &db.series_index;
+        let upto = |d: usize| (j + d).min(order.len());
+        for n in std::mem::replace(&mut self.next[0], upto(WF_PREFETCH[0]))..upto(WF_PREFETCH[0]) {
+            prefetch_read(ix.key_entry_ptr(order[n].1));
+        }
+        for n in std::mem::replace(&mut self.next[1], upto(WF_PREFETCH[1]))..upto(WF_PREFETCH[1]) {
+            if let Some(k) = ix.key(order[n].1) {
+                prefetch_read(k.as_ptr());
+            }
+        }
+        for n in std::mem::replace(&mut self.next[2], upto(WF_PREFETCH[2]))..upto(WF_PREFETCH[2]) {
+            if let Some(k) = ix.key(order[n].1) {
+                db.prefetch(k);
+            }
+        }
+    }
+}
+
+/// Distances of [`WfPrefetch`]'s stages, in members.
+const WF_PREFETCH: [usize; 3] = [24, 16, 8];
+
+/// The general waterfall (any range): looks up and reads every matching series (through
+/// [`each_match_id`]), groups them (by their labels but the source label: the index's
+/// `SeriesGroups`, kept by id, with each group's identity and order), and merges each
+/// group's members by precedence.
+fn waterfall_range(db: &mut Db, q: &WfQuery) -> WfPart {
     let now = now_ms();
     let mut part = WfPart::default();
-    let Some(label) = db.series_index.name_id(&q.label) else { return part };
-    db.series_index.groups_for(label);
-    // Source value id -> rank (a source no series has cannot match).
-    let ranks: Vec<(u32, u32)> = q.sources.iter().enumerate().filter_map(|(r, x)| Some((db.series_index.value_id(x)?, r as u32))).collect();
+    let Some((label, ranks)) = wf_setup(db, q) else { return part };
     let ids = candidates(db, &q.filter);
     let mut members: Vec<WfMember> = Vec::with_capacity(ids.len());
     // Per member: (group's position in identity order << 32 | rank, member), to sort by.
