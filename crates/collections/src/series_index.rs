@@ -146,6 +146,12 @@ impl Groups {
         (b, *n)
     }
 
+    /// The address of group `g`'s entry in the identities (what [`Groups::ident`] reads
+    /// first), for a prefetch a stage before its bytes'; null when out of range.
+    pub fn ident_entry_ptr(&self, g: u32) -> *const u8 {
+        self.idents.get(g as usize).map_or(std::ptr::null(), |e| (e as *const (Box<[u8]>, u32)).cast())
+    }
+
     /// A group's position in identity order (call [`SeriesIndex::groups_for`] first).
     pub fn rank(&self, g: u32) -> u32 {
         debug_assert!(self.pending.is_empty());
