@@ -657,9 +657,10 @@ fn wf_setup(db: &mut Db, q: &WfQuery) -> Option<(u32, Vec<(u32, u32)>)> {
 /// The one-timestamp waterfall (`from == to`): a group's answer is the sample at `t` of its
 /// first live member in precedence order (rank, then key) that has one. So the candidates are
 /// ordered by (group, rank, key) from the index's arrays alone (no keyspace lookup), and each
-/// group's members are looked up in that order until one has `t`: with sources covering most
-/// days, most groups stop at their first member, where the general path looks up and reads
-/// every member (about half the lookups and chunk reads on W7's data; docs/PERFORMANCE.md).
+/// group's members are read in that order until one has `t`: with sources covering most
+/// days, most groups stop at their first member, where the general path reads every member
+/// (half the chunk reads on W7's data; the lookups are not saved: [`WfPipe`] looks up every
+/// member ahead of its visit, to prefetch what its read needs).
 /// The reply is the general path's: a group with a live member but none with `t` is still
 /// returned, without points (so it visits every member); a group with no live member is not.
 /// The connection's merge picks the best (rank, key) across shards, so one member per group
