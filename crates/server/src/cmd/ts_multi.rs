@@ -657,10 +657,9 @@ fn wf_setup(db: &mut Db, q: &WfQuery) -> Option<(u32, Vec<(u32, u32)>)> {
 /// The one-timestamp waterfall (`from == to`): a group's answer is the sample at `t` of its
 /// first live member in precedence order (rank, then key) that has one. So the candidates are
 /// ordered by (group, rank, key) from the index's arrays alone (no keyspace lookup), and each
-/// group's members are read in that order until one has `t`: with sources covering most
-/// days, most groups stop at their first member, where the general path reads every member
-/// (half the chunk reads on W7's data; the lookups are not saved: [`WfPipe`] looks up every
-/// member ahead of its visit, to prefetch what its read needs).
+/// group's members are looked up and read in that order until one has `t`: with sources
+/// covering most days, most groups stop at their first member, where the general path looks
+/// up and reads every member (half the lookups and chunk reads on W7's data).
 /// The reply is the general path's: a group with a live member but none with `t` is still
 /// returned, without points (so it visits every member); a group with no live member is not.
 /// The connection's merge picks the best (rank, key) across shards, so one member per group
@@ -701,7 +700,7 @@ fn waterfall_point(db: &mut Db, q: &WfQuery) -> WfPart {
         for (j, &(o, id, _)) in order.iter().enumerate().take(end).skip(i) {
             pf.advance(db, groups, &order, j, t, now);
             let Some(key) = ix.key(id) else { continue };
-            let Some(s) = pf.series(j) else {
+            let Some(s) = pf.series(j).unwrap_or_else(|| db.get_shared(key, now).and_then(|e| e.as_series())) else {
                 stale.push(key.into());
                 continue;
             };
@@ -751,18 +750,21 @@ fn wf_unranked_live(db: &Db, groups: &SeriesGroups, ranks: &[(u32, u32)], id: u3
 
 /// The point walk's prefetch pipeline over its (group, rank, key) order. Each member goes
 /// through six stages, [`WF_PREFETCH`] members ahead of its visit, each stage reading what
-/// the one before loaded: its index entry (the pointer to its key), its key bytes, its table
-/// slot, its lookup (kept in `ring` for the visit, so a member is looked up once) with its
-/// series' header, its chunk list, its stream word at `t`. Why: `perf` on the walk without the
-/// last three stages showed the series', the chunk list's and the stream's cache misses (three
-/// dependent loads per member) as about 35% of the shard's CPU. Members an early stop skips go
-/// through the stages too: which will be visited is known only once their group's earlier
-/// members are read.
+/// the one before loaded: its index entry (the pointer to its key) and its group's identity
+/// entry, its key bytes and the identity's bytes, its table slot, then, for a group's first
+/// member only, its lookup (kept in `ring` for the visit, so it is looked up once) with its
+/// series' header, its chunk list, its stream word at `t`. Why: `perf` on the walk without
+/// the last three stages showed the series', the chunk list's and the stream's cache misses
+/// (three dependent loads per member) as about 35% of the shard's CPU, and the identity's
+/// copy missing as 6%. Later members of a group are visited only when the members before
+/// them lack `t` (about one in four on W7's data), so they get the first three stages only
+/// and are looked up at their visit: looking up every member ahead measured 5-10% more CPU.
 struct WfPipe<'a> {
     /// The next member of each stage.
     next: [usize; 6],
-    /// Member n's lookup at `n % WF_RING` (the series, `None` when the key holds none).
-    ring: [Option<&'a Series>; WF_RING],
+    /// Member n's lookup at `n % WF_RING` (the series, `None` when the key holds none), if
+    /// it is its group's first.
+    ring: [Option<Option<&'a Series>>; WF_RING],
 }
 
 impl<'a> WfPipe<'a> {
@@ -794,21 +796,26 @@ impl<'a> WfPipe<'a> {
                         }
                     }
                     3 => {
+                        // Only a group's first member: most groups stop there.
+                        if n > 0 && order[n - 1].0 >> 32 == order[n].0 >> 32 {
+                            self.ring[n % WF_RING] = None;
+                            continue;
+                        }
                         let s = ix.key(id).and_then(|k| db.get_shared(k, now)).and_then(|e| e.as_series());
-                        self.ring[n % WF_RING] = s;
+                        self.ring[n % WF_RING] = Some(s);
                         if let Some(s) = s {
                             prefetch_read(s.head_addr());
                         }
                     }
                     4 => {
-                        if let Some(s) = self.ring[n % WF_RING] {
+                        if let Some(Some(s)) = self.ring[n % WF_RING] {
                             // A chunk's fields span two cache lines.
                             prefetch_read(s.chunks_addr());
                             prefetch_read(s.chunks_addr().wrapping_add(64));
                         }
                     }
                     _ => {
-                        if let Some(s) = self.ring[n % WF_RING] {
+                        if let Some(Some(s)) = self.ring[n % WF_RING] {
                             prefetch_read(s.stream_addr(t));
                         }
                     }
@@ -817,8 +824,8 @@ impl<'a> WfPipe<'a> {
         }
     }
 
-    /// Member `j`'s lookup (after [`WfPipe::advance`] to `j`).
-    fn series(&self, j: usize) -> Option<&'a Series> {
+    /// Member `j`'s lookup (after [`WfPipe::advance`] to `j`), if the pipeline made it.
+    fn series(&self, j: usize) -> Option<Option<&'a Series>> {
         self.ring[j % WF_RING]
     }
 }
