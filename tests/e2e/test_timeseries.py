@@ -492,6 +492,12 @@ def test_waterfall_ties_across_shards_order_and_resp3(r):
     got = X(r).execute_command(*args)
     assert [g[0] for g in got] == [b"instrument=B", b"instrument=M", b"instrument=T", b"instrument=Z"]
     assert got[2][2] == [[1, b"10", b"vendorA"], [2, b"99", b"exchange"], [3, b"22", b"vendorA"]]
+    # One timestamp: each shard returns its first member in precedence order that has it,
+    # and the connection picks across shards by the same rule.
+    for t, want in ((1, [[1, b"10", b"vendorA"]]), (2, [[2, b"99", b"exchange"]]), (3, [[3, b"22", b"vendorA"]]), (4, [])):
+        one = X(r).execute_command("TS.WATERFALL", t, t, *args[3:])
+        assert [g[0] for g in one] == [g[0] for g in got]
+        assert one[2][2] == want, t
     kw = r.connection_pool.connection_kwargs
     r3 = redis.Redis(host=kw["host"], port=kw["port"], protocol=3)
     r3.response_callbacks = {}
@@ -751,6 +757,7 @@ def test_waterfall_and_index_follow_every_removal_and_rename_path(r):
     dbs = [r, redis.Redis(host=kw["host"], port=kw["port"], db=1)]
     dbs[1].flushdb()
     models = [{}, {}]  # per database: key -> (labels, samples)
+    trnd = random.Random(24)  # the one-timestamp requests' times (rnd's draws stay as they were)
     sources = ["s1", "s2", "s3"]
     filt = ["instrument=(A,B,C)", "field=(f1,f2)"]
 
@@ -771,7 +778,10 @@ def test_waterfall_and_index_follow_every_removal_and_rename_path(r):
             assert live_series(c) == model, (tag, d)
             want_keys = sorted(model)
             assert sorted(k.decode() for k in X(c).execute_command("TS.QUERYINDEX", *filt)) == want_keys, (tag, d)
-            for order, (frm, to) in ((sources, (0, 40)), (sources[::-1], (5, 12))):
+            # One timestamp (the shards' early-stopping walk) first, while stale ids are still
+            # in the index (a query forgets those it looks up); 45 is past every sample.
+            t = trnd.choice([trnd.randrange(0, 40), 45])
+            for order, (frm, to) in ((sources[1:] + sources[:1], (t, t)), (sources, (0, 40)), (sources[::-1], (5, 12))):
                 args = ["TS.WATERFALL", frm, to, "SOURCES", *order, "FILTER", *filt, "WITHSOURCE"]
                 if not any("source" in lab for lab, _ in model.values()):
                     with pytest.raises(redis.ResponseError, match="source label"):

@@ -217,6 +217,14 @@ impl Chunk {
         ChunkIter { c: self, at: u64::from(s.at), left: self.count - s.decoded, t: s.t, delta: s.delta, v: s.v, lead, len }
     }
 
+    /// The address of the stream word [`Chunk::iter_from`]`(t)` starts decoding at (for a
+    /// prefetch; dangling but never read when the chunk has no words).
+    pub fn stream_addr(&self, t: u64) -> *const u8 {
+        let i = self.seeks.partition_point(|s| s.t < t);
+        let at = if i == 0 { 0 } else { self.seeks[i - 1].at as usize / 64 };
+        self.words.as_ptr().wrapping_add(at).cast()
+    }
+
     /// Every sample, decoded.
     pub fn samples(&self) -> Vec<(u64, f64)> {
         self.iter().collect()

@@ -298,6 +298,23 @@ impl Series {
         self.range(t, t).next().map(|s| s.1)
     }
 
+    /// A batch read's prefetch addresses (the waterfall's walk), each step taken a few series
+    /// after the one before, once what it reads has arrived: the series' chunk list header
+    /// (reads nothing), then the chunk list (reads the header), then the stream word where
+    /// [`Series::get`]`(t)` starts decoding (reads the list and the chunk's seek points).
+    pub fn head_addr(&self) -> *const u8 {
+        (&self.chunks as *const Vec<Chunk>).cast()
+    }
+
+    pub fn chunks_addr(&self) -> *const u8 {
+        self.chunks.as_ptr().cast()
+    }
+
+    pub fn stream_addr(&self, t: u64) -> *const u8 {
+        let i = self.chunks.partition_point(|c| c.last_ts() < t);
+        self.chunks.get(i).map_or(std::ptr::null(), |c| c.stream_addr(t))
+    }
+
     /// The newest sample before `t`, if any.
     pub fn before(&self, t: u64) -> Option<(u64, f64)> {
         let i = self.chunks.partition_point(|c| c.first_ts() < t);

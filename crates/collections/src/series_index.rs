@@ -146,6 +146,12 @@ impl Groups {
         (b, *n)
     }
 
+    /// The address of group `g`'s entry in the identities (what [`Groups::ident`] reads
+    /// first), for a prefetch a stage before its bytes'; null when out of range.
+    pub fn ident_entry_ptr(&self, g: u32) -> *const u8 {
+        self.idents.get(g as usize).map_or(std::ptr::null(), |e| (e as *const (Box<[u8]>, u32)).cast())
+    }
+
     /// A group's position in identity order (call [`SeriesIndex::groups_for`] first).
     pub fn rank(&self, g: u32) -> u32 {
         debug_assert!(self.pending.is_empty());
@@ -415,6 +421,12 @@ impl SeriesIndex {
         let key = self.keys.get(id as usize).and_then(|k| k.as_deref()).map_or(std::ptr::null(), <[u8]>::as_ptr);
         let labels = self.labels.get(id as usize).map_or(std::ptr::null(), |l| l.as_ptr().cast());
         [key, labels]
+    }
+
+    /// The address of `id`'s entry in the id -> key array (what [`SeriesIndex::key`] reads
+    /// first), for a prefetch a stage before its key bytes'; null when out of range.
+    pub fn key_entry_ptr(&self, id: u32) -> *const u8 {
+        self.keys.get(id as usize).map_or(std::ptr::null(), |k| (k as *const Option<Box<[u8]>>).cast())
     }
 
     /// The id of a label name, if any series has it.

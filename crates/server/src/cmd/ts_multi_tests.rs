@@ -7,15 +7,16 @@
 
 use std::collections::BTreeMap;
 
-use abacus_collections::{DuplicatePolicy, Series};
+use abacus_collections::{DuplicatePolicy, Rule, Series};
 use abacus_keyspace::{Db, EvictionPolicy, Value};
 
 use super::*;
 
 type Model = BTreeMap<String, (Vec<(String, String)>, Vec<(u64, f64)>)>;
 
-/// Whether any matching series has the source label, and group name -> points (t, v, rank).
-type Answer = (bool, BTreeMap<String, Vec<(u64, f64, u32)>>);
+/// Whether any matching series has the source label, and group name -> points (t, v, rank,
+/// the member's key: the connection's merge across shards breaks rank ties by it).
+type Answer = (bool, BTreeMap<String, Vec<(u64, f64, u32, String)>>);
 
 /// A group's members: (rank, key, samples).
 type Members<'a> = Vec<(u32, &'a String, &'a Vec<(u64, f64)>)>;
@@ -30,24 +31,33 @@ fn value(labels: &[(String, String)], samples: &[(u64, f64)]) -> Value {
 }
 
 fn query(sources: &[&str]) -> WfQuery {
+    ranged(sources, 0, 40)
+}
+
+fn ranged(sources: &[&str], from: u64, to: u64) -> WfQuery {
     WfQuery {
         filter: vec![Matcher::In(b"instrument".as_slice().into(), parse_values(b"(A,B,C)")), Matcher::In(b"field".as_slice().into(), parse_values(b"(f1,f2)"))],
         label: b"source".as_slice().into(),
         sources: sources.iter().map(|s| s.as_bytes().into()).collect(),
-        from: 0,
-        to: 40,
+        from,
+        to,
         latest: false,
     }
 }
 
-/// Group name -> points (t, v, rank) from a shard's part.
+/// Group name -> points from a shard's part.
 fn answer(db: &mut Db, q: &WfQuery) -> Answer {
-    let part = waterfall_shard(db, q);
+    answer_by(db, q, waterfall_shard)
+}
+
+/// [`answer`] through one of the shard's paths.
+fn answer_by(db: &mut Db, q: &WfQuery, path: fn(&mut Db, &WfQuery) -> WfPart) -> Answer {
+    let part = path(db, q);
     let mut out = BTreeMap::new();
     let mut names = Vec::new();
     for (g, grp) in part.groups.iter().enumerate() {
         let name = String::from_utf8(part.id(g)[..grp.name_len as usize].to_vec()).unwrap();
-        let pts = part.points[grp.points.0 as usize..grp.points.1 as usize].iter().map(|p| (p.t, p.v, p.rank)).collect();
+        let pts = part.points[grp.points.0 as usize..grp.points.1 as usize].iter().map(|p| (p.t, p.v, p.rank, String::from_utf8(part.key(p.member).to_vec()).unwrap())).collect();
         names.push(part.id(g).to_vec());
         out.insert(name, pts);
     }
@@ -72,13 +82,13 @@ fn reference(model: &Model, q: &WfQuery) -> Answer {
         .into_iter()
         .map(|(name, mut members)| {
             members.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-            let mut pts: BTreeMap<u64, (f64, u32)> = BTreeMap::new();
-            for (rank, _, samples) in members {
+            let mut pts: BTreeMap<u64, (f64, u32, String)> = BTreeMap::new();
+            for (rank, key, samples) in members {
                 for &(t, v) in samples.iter().filter(|s| s.0 >= q.from && s.0 <= q.to) {
-                    pts.entry(t).or_insert((v, rank));
+                    pts.entry(t).or_insert((v, rank, key.clone()));
                 }
             }
-            (name, pts.into_iter().map(|(t, (v, r))| (t, v, r)).collect())
+            (name, pts.into_iter().map(|(t, (v, r, k))| (t, v, r, k)).collect())
         })
         .collect();
     (labelled, out)
@@ -87,6 +97,16 @@ fn reference(model: &Model, q: &WfQuery) -> Answer {
 fn check(dbs: &mut [Db; 2], models: &[Model; 2], step: usize) {
     for d in 0..2 {
         for sources in [&["s1", "s2", "s3"][..], &["s3", "s1"][..]] {
+            // One timestamp (the early-stopping walk), at times with and without samples and
+            // past every sample; the general path must agree with it and the reference. The
+            // walk goes first, while the index still holds this step's stale ids (a query
+            // forgets those it looks up).
+            for t in [step as u64 % 45, (step as u64 * 7 + 3) % 45, 44, 50] {
+                let q = ranged(sources, t, t);
+                let want = reference(&models[d], &q);
+                assert_eq!(answer_by(&mut dbs[d], &q, waterfall_point), want, "step {step}, db {d}, {sources:?}, point {t}");
+                assert_eq!(answer_by(&mut dbs[d], &q, waterfall_range), want, "step {step}, db {d}, {sources:?}, range {t}..={t}");
+            }
             let q = query(sources);
             assert_eq!(answer(&mut dbs[d], &q), reference(&models[d], &q), "step {step}, db {d}, {sources:?}");
             let mut keys: Vec<String> = each_match(&mut dbs[d], &q.filter, |_, k, _| Some(String::from_utf8(k.to_vec()).unwrap()));
@@ -201,4 +221,73 @@ fn waterfall_and_filter_follow_every_removal_and_rename_path() {
         }
         check(&mut dbs, &models, step);
     }
+}
+
+/// LATEST at one timestamp: compaction destinations whose source still holds an open bucket
+/// (reported at the bucket's start when no stored sample is there), beside plain members,
+/// with gaps, duplicate (group, source) members and stale ids; the early-stopping walk must
+/// give the general path's answer, members' keys included.
+#[test]
+fn waterfall_point_matches_the_general_path_with_latest() {
+    let now = now_ms();
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move |n: u64| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng % n
+    };
+    let pick = |n: u64| ["A", "B", "C", "f1", "f2", "s1", "s2", "s3"][n as usize].to_string();
+    let mut compared = [0usize; 2];
+    for round in 0..40 {
+        let mut db = Db::new();
+        for k in 0..12 {
+            let key = format!("d{k}");
+            let (i, f, src) = (next(3), next(2), next(3));
+            let labels = vec![("instrument".to_string(), pick(i)), ("field".to_string(), pick(3 + f)), ("source".to_string(), pick(5 + src))];
+            // Closed buckets of 10 ms, with gaps.
+            let mut stored: Vec<(u64, f64)> = Vec::new();
+            for b in 0..6 {
+                if next(3) > 0 {
+                    stored.push((b * 10, next(100) as f64));
+                }
+            }
+            let Value::Series(mut dest) = value(&labels, &stored) else { unreachable!() };
+            if next(3) > 0 {
+                // A raw source with a rule to this key and an open bucket (at times also a
+                // stored sample at the open bucket's start, which must win over LATEST's).
+                let raw = format!("raw{k}");
+                let open = 10 * next(7);
+                let Value::Series(mut src) = value(&[], &[(open + next(10), 1.5), (open + 9, 2.0)]) else { unreachable!() };
+                src.rules.push(Rule { dest: key.as_bytes().into(), agg: Aggregator::Sum.code(), bucket_ms: 10, align_ms: 0, open_bucket: Some(open) });
+                db.set(raw.as_bytes(), Value::Series(src), 0, now);
+                dest.src_key = Some(raw.as_bytes().into());
+            }
+            db.set(key.as_bytes(), Value::Series(dest), 0, now);
+        }
+        // Stale ids: a deleted member and one overwritten by a string.
+        db.remove(format!("d{}", next(12)).as_bytes(), now);
+        db.set(format!("d{}", next(12)).as_bytes(), Value::str(b"x"), 0, now);
+        for t in [0, 10, 20, 30, 40, 50, 60, 5, 70] {
+            for latest in [false, true] {
+                for sources in [&["s1", "s2", "s3"][..], &["s3", "s1"][..], &["s2"][..]] {
+                    let mut q = ranged(sources, t, t);
+                    q.latest = latest;
+                    // Each path goes first in every other round (the first query forgets the
+                    // stale ids it looks up).
+                    let (got, want) = if round % 2 == 0 {
+                        let got = answer_by(&mut db, &q, waterfall_point);
+                        (got, answer_by(&mut db, &q, waterfall_range))
+                    } else {
+                        let want = answer_by(&mut db, &q, waterfall_range);
+                        (answer_by(&mut db, &q, waterfall_point), want)
+                    };
+                    assert_eq!(got, want, "round {round}, t {t}, latest {latest}, {sources:?}");
+                    compared[latest as usize] += want.1.values().filter(|p| !p.is_empty()).count();
+                }
+            }
+        }
+    }
+    // Both kinds of answer were exercised: LATEST found points that stored samples do not.
+    assert!(compared[1] > compared[0], "{compared:?}");
 }
