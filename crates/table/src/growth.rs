@@ -116,6 +116,9 @@ pub(crate) struct Growth {
     used_max_128: u16,
     /// Entries a fresh segment is given at most, in 128ths of its slots.
     fill_max_128: u16,
+    /// Whether new segments give their allocator slack back (`segment.rs`,
+    /// `return_allocation_slack`): dense tables only, which trade CPU for memory.
+    pub(crate) return_slack: bool,
 }
 
 impl Growth {
@@ -143,7 +146,14 @@ impl Growth {
             phase_bits: ladder.trailing_zeros() as u8,
             used_max_128,
             fill_max_128: fill as u16,
+            return_slack: false,
         }
+    }
+
+    /// The same growth, with new segments giving their allocator slack back.
+    pub(crate) const fn returning_slack(mut self) -> Growth {
+        self.return_slack = true;
+        self
     }
 
     /// Full slots and tombstones a segment of `cap` slots may hold.
@@ -333,7 +343,7 @@ impl<K: KeyKind, V> HashTable<K, V> {
 
     /// Moves segment `id`'s entries into a fresh segment of `class`.
     fn rebuild(&mut self, id: usize, class: u16, hash: u64) {
-        let fresh = Segment::new(class, self.segs[id].depth);
+        let fresh = Segment::new(class, self.segs[id].depth, self.growth.return_slack);
         self.seg_bytes = self.seg_bytes - self.segs[id].alloc_bytes() + fresh.alloc_bytes();
         self.max_class = self.max_class.max(class);
         // Detach the old segment before moving anything: the directory points at the fresh
@@ -361,7 +371,7 @@ impl<K: KeyKind, V> HashTable<K, V> {
         let scratch = &mut Scratch::default();
         let counts = Segment::split_counts(&self.segs[id], self.seed, bit, scratch);
         let [low, high] =
-            [0, 1].map(|h| Segment::new(self.growth.class_for(counts[h], ladders[h]), depth + 1));
+            [0, 1].map(|h| Segment::new(self.growth.class_for(counts[h], ladders[h]), depth + 1, self.growth.return_slack));
         self.seg_bytes =
             self.seg_bytes - self.segs[id].alloc_bytes() + low.alloc_bytes() + high.alloc_bytes();
         self.max_class = self.max_class.max(low.class()).max(high.class());

@@ -91,8 +91,15 @@ static USABLE_SIZE: OnceLock<UsableSize> = OnceLock::new();
 /// on average: 270 MB of a 2.16 GB table at 50 million keys. Those bytes are never written by
 /// the table, but they are resident all the same whenever the allocator serves the segment
 /// from memory freed earlier (the norm: growth frees a segment for every one it makes), so
-/// they cost RSS like live data. Each new segment therefore `madvise(MADV_DONTNEED)`s the
-/// whole pages of its slack: one system call per segment made (a few per thousand inserts).
+/// they cost RSS like live data. Each new segment of a dense table ([`crate::Density::Dense`],
+/// the memory-first setting) therefore `madvise(MADV_DONTNEED)`s the whole pages of its
+/// slack: one system call per segment made (a few per thousand inserts). Not balanced
+/// tables: while a table grows, segments are freed soon after they are made, and the
+/// allocator hands those pages out again, now to be faulted in anew: W1 over the network
+/// (7.3M keys made by appends, dense) ran 1.53-1.69M appends/s with it against 1.70-1.79M
+/// without, three runs each; a balanced table keeps its speed. (Giving back
+/// only the slack of segments that have lived a while, from a periodic sweep, would avoid
+/// most of that cost: not built.)
 /// Segments cannot use the slack as extra slots instead: the growth ladder's capacities
 /// (`growth.rs`) are finer than the allocator's classes, so neighbouring capacities would
 /// collapse into one.
@@ -179,7 +186,9 @@ pub(crate) fn wrap(i: usize, cap: usize) -> usize {
 }
 
 impl<K: KeyKind, V> Segment<K, V> {
-    pub(crate) fn new(class: u16, depth: u8) -> Segment<K, V> {
+    /// A segment of `class`'s capacity; `give_slack`: hand its slot array's allocator slack
+    /// back to the OS (see [`return_allocation_slack`]).
+    pub(crate) fn new(class: u16, depth: u8, give_slack: bool) -> Segment<K, V> {
         let cap = class_cap(class);
         let ctrl = allocate(ctrl_layout(cap));
         // A zero-sized pair type needs no allocation: a dangling, aligned pointer will do.
@@ -188,7 +197,9 @@ impl<K: KeyKind, V> Segment<K, V> {
         } else {
             let layout = slots_layout::<Pair<K, V>>(cap);
             let p = allocate(layout);
-            return_slack(p, layout.size());
+            if give_slack {
+                return_slack(p, layout.size());
+            }
             p
         };
         // SAFETY: the control allocation has `cap + GROUP` bytes.

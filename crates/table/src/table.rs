@@ -96,7 +96,7 @@ impl Density {
     pub(crate) fn growth(self) -> Growth {
         match self {
             Density::Balanced => Growth::new(8, 115),
-            Density::Dense => Growth::new(4, 120),
+            Density::Dense => Growth::new(4, 120).returning_slack(),
         }
     }
 }
@@ -234,7 +234,7 @@ impl<K: KeyKind, V> HashTable<K, V> {
                 } else {
                     i << (64 - depth as u32)
                 };
-                Segment::new(g.class_for(share, g.ladder_of(hash, depth)), depth)
+                Segment::new(g.class_for(share, g.ladder_of(hash, depth)), depth, g.return_slack)
             })
             .collect();
         t.dir = t
@@ -568,7 +568,7 @@ impl<K: KeyKind, V> HashTable<K, V> {
     #[inline(never)]
     fn make_room(&mut self, hash: u64) -> Slot {
         if self.dir.is_empty() {
-            self.segs.push(Segment::new(0, 0));
+            self.segs.push(Segment::new(0, 0, self.growth.return_slack));
             self.room.push(self.segs[0].room_with(0, self.growth));
             self.dir.push(self.segs[0].dir_entry(0));
             self.seg_bytes = self.segs[0].alloc_bytes();
