@@ -35,6 +35,6 @@ AB_PID=$!
 BENCH_PIDS+=($AB_PID)
 wait_ping "$AB_PORT"
 
-echo "W7 on $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ), abacus $(git -C "$ROOT" rev-parse --short HEAD)"
+echo "W7 on $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ), binary $ABACUS_BIN (checkout at $(git -C "$ROOT" rev-parse --short HEAD))"
 PY=${PYTHON:-python3}
 AB_PID=$AB_PID "$PY" "$ROOT/bench/w7.py" "$AB_PORT" "$PG_PORT" "$PG_USER"
