@@ -116,16 +116,20 @@ fn check(dbs: &mut [Db; 2], models: &[Model; 2], step: usize) {
     }
 }
 
-#[test]
-fn waterfall_and_filter_follow_every_removal_and_rename_path() {
-    let now = now_ms();
-    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move |n: u64| {
+/// A seeded xorshift64 draw below `n`: the randomized tests' generator.
+fn xorshift(mut rng: u64) -> impl FnMut(u64) -> u64 {
+    move |n: u64| {
         rng ^= rng << 13;
         rng ^= rng >> 7;
         rng ^= rng << 17;
         rng % n
-    };
+    }
+}
+
+#[test]
+fn waterfall_and_filter_follow_every_removal_and_rename_path() {
+    let now = now_ms();
+    let mut next = xorshift(0x9e37_79b9_7f4a_7c15u64);
     let mut dbs = [Db::new(), Db::new()];
     let mut models: [Model; 2] = [Model::new(), Model::new()];
     let keys: Vec<String> = (0..10).map(|i| format!("k{i}")).collect();
@@ -230,13 +234,7 @@ fn waterfall_and_filter_follow_every_removal_and_rename_path() {
 #[test]
 fn waterfall_point_matches_the_general_path_with_latest() {
     let now = now_ms();
-    let mut rng = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move |n: u64| {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng % n
-    };
+    let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
     let pick = |n: u64| ["A", "B", "C", "f1", "f2", "s1", "s2", "s3"][n as usize].to_string();
     let mut compared = [0usize; 2];
     for round in 0..40 {
