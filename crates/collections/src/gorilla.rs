@@ -217,6 +217,24 @@ impl Chunk {
         ChunkIter { c: self, at: u64::from(s.at), left: self.count - s.decoded, t: s.t, delta: s.delta, v: s.v, lead, len }
     }
 
+    /// The sample at `t` exactly, if any: no decoding outside the chunk's span or at its
+    /// last sample (kept decoded for appends), else from the last seek point before `t`.
+    pub fn get(&self, t: u64) -> Option<f64> {
+        if self.count == 0 || t < self.first_ts || t > self.last_ts {
+            return None;
+        }
+        if t == self.last_ts {
+            return Some(f64::from_bits(self.last_value));
+        }
+        let mut it = self.iter_from(t);
+        while let Some((ts, v)) = it.next_checked() {
+            if ts >= t {
+                return (ts == t).then_some(v);
+            }
+        }
+        None
+    }
+
     /// The address of the stream word [`Chunk::iter_from`]`(t)` starts decoding at (for a
     /// prefetch; dangling but never read when the chunk has no words).
     pub fn stream_addr(&self, t: u64) -> *const u8 {

@@ -295,7 +295,8 @@ impl Series {
 
     /// The sample at `t` exactly, if any.
     pub fn get(&self, t: u64) -> Option<f64> {
-        self.range(t, t).next().map(|s| s.1)
+        let i = self.chunks.partition_point(|c| c.last_ts() < t);
+        self.chunks.get(i)?.get(t)
     }
 
     /// A batch read's prefetch addresses (the waterfall's walk), each step taken a few series

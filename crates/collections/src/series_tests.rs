@@ -99,6 +99,9 @@ proptest! {
             prop_assert_eq!(got_window, want_window);
             for (k, v) in &got {
                 prop_assert_eq!(model.get(k).map(|x| x.to_bits()), Some(v.to_bits()));
+                // The point read: every stored timestamp, and the one after it.
+                prop_assert_eq!(s.get(*k).map(f64::to_bits), Some(v.to_bits()));
+                prop_assert_eq!(s.get(k + 1).map(f64::to_bits), model.get(&(k + 1)).map(|x| x.to_bits()));
             }
             // Model samples the series dropped: forget them (retention).
             let kept: std::collections::BTreeSet<u64> = got.iter().map(|x| x.0).collect();
@@ -112,6 +115,7 @@ proptest! {
             let want: Vec<u64> = if a <= b { model.range(a..=b).map(|x| *x.0).collect() } else { vec![] };
             prop_assert_eq!(got, want);
             prop_assert_eq!(s.before(a).map(|x| x.0), model.range(..a).next_back().map(|x| *x.0));
+            prop_assert_eq!(s.get(a).map(f64::to_bits), model.get(&a).map(|x| x.to_bits()));
             prop_assert_eq!(s.after(a).map(|x| x.0), model.range(a + 1..).next().map(|x| *x.0));
         }
         let mut bytes = Vec::new();

@@ -847,6 +847,14 @@ impl Db {
             .filter(|e| !expired(&self.volatile, key, e, now_ms))
     }
 
+    /// [`Db::get_shared`] with the hash [`Db::prefetch`] returned for `key` (a batch that
+    /// prefetched its keys does not hash them twice; a wrong hash finds nothing).
+    pub fn get_shared_hashed(&self, hash: u64, key: &[u8], now_ms: u64) -> Option<&Entry> {
+        self.map
+            .get_hashed(hash, key)
+            .filter(|e| !expired(&self.volatile, key, e, now_ms))
+    }
+
     /// The absolute expiry time (Unix milliseconds) of `key`, 0 if it has none or does not
     /// exist. Does not check whether the key is live: callers look it up first.
     pub fn expire_at(&self, key: &[u8]) -> u64 {

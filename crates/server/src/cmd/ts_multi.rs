@@ -30,7 +30,7 @@
 //! WITH SOURCE), groups in the order of their names.
 
 
-use abacus_collections::{Aggregator, IdMatcher, LabelMatcher, Series, SeriesGroups, SERIES_NO_ID};
+use abacus_collections::{Aggregator, IdMatcher, LabelMatcher, Series, SeriesGroups, SeriesIndex, SERIES_NO_ID};
 
 /// A series' samples of a range, oldest first.
 type Samples = Vec<(u64, f64)>;
@@ -600,6 +600,10 @@ struct WfPart {
     keys: Vec<u8>,
     /// Member -> its key's range in `keys`.
     members: Vec<(u32, u32)>,
+    /// Group heads encoded on the shard ([`wf_encode`]) for the connection to copy: each
+    /// group's range in `enc`, empty when another shard encodes it.
+    enc: Vec<u8>,
+    heads: Vec<(u32, u32)>,
 }
 
 impl WfPart {
@@ -626,6 +630,8 @@ struct WfQuery {
     from: u64,
     to: u64,
     latest: bool,
+    resp3: bool,
+    shards: usize,
 }
 
 /// A shard's member: one matching series.
@@ -636,11 +642,58 @@ struct WfMember {
 
 /// The shard's side of TS.WATERFALL: a one-timestamp range takes the precedence walk with
 /// early stop ([`waterfall_point`]), any other range the general merge ([`waterfall_range`]).
-fn waterfall_shard(db: &mut Db, q: &WfQuery) -> WfPart {
-    if q.from == q.to {
-        waterfall_point(db, q)
+fn waterfall_shard(db: &mut Db, q: &WfQuery, shard: usize) -> WfPart {
+    let mut part = if q.from == q.to { waterfall_point(db, q) } else { waterfall_range(db, q) };
+    wf_encode(&mut part, q.resp3, shard, q.shards);
+    part
+}
+
+/// Encodes, on the shard and in parallel with the other shards, the heads of the groups this
+/// shard owns among those of its part (RESP2 `*3`, the name, the labels; RESP3 the name,
+/// `*2`, the labels map), so that the connection's merge mostly compares identities and
+/// copies bytes. A group has members on most shards (one per source), so each head is
+/// encoded by one owner, chosen by a hash of its name ([`wf_owner`]); the connection encodes
+/// the heads whose owner has none of the group's members. (`perf`, the one-day waterfall over
+/// 1,000,000 series: the connection's merge took 90 ms of the request's ~300, all on one
+/// thread.) The points stay the connection's: only it knows which shard's point wins.
+fn wf_encode(part: &mut WfPart, resp3: bool, shard: usize, shards: usize) {
+    let WfPart { ids, groups, enc, heads, .. } = part;
+    enc.reserve(groups.len() * 128 / shards.max(1));
+    heads.reserve(groups.len());
+    for g in groups.iter() {
+        let id = &ids[g.id.0 as usize..g.id.1 as usize];
+        let a = len32(enc.len());
+        if wf_owner(&id[..g.name_len as usize], shards) == shard {
+            put_group_head(enc, id, g.name_len as usize, resp3);
+        }
+        heads.push((a, len32(enc.len())));
+    }
+}
+
+/// The shard that encodes a group's head: FNV-1a of its name, modulo the shards.
+fn wf_owner(name: &[u8], shards: usize) -> usize {
+    let h = name.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    (h % shards.max(1) as u64) as usize
+}
+
+/// A group's head from its identity `id` (name of `name_len` bytes, a NUL, the labels).
+fn put_group_head(out: &mut Vec<u8>, id: &[u8], name_len: usize, resp3: bool) {
+    let name = &id[..name_len];
+    if resp3 {
+        put_bulk(out, name);
+        put_len(out, b'*', 2);
     } else {
-        waterfall_range(db, q)
+        put_len(out, b'*', 3);
+        put_bulk(out, name);
+    }
+    let labels = group_labels(&id[name_len + 1..]);
+    put_len(out, if resp3 { b'%' } else { b'*' }, labels.clone().count());
+    for (l, v) in labels {
+        if !resp3 {
+            put_len(out, b'*', 2);
+        }
+        put_bulk(out, l);
+        put_bulk(out, v);
     }
 }
 
@@ -657,9 +710,18 @@ fn wf_setup(db: &mut Db, q: &WfQuery) -> Option<(u32, Vec<(u32, u32)>)> {
 /// The one-timestamp waterfall (`from == to`): a group's answer is the sample at `t` of its
 /// first live member in precedence order (rank, then key) that has one. So the candidates are
 /// ordered by (group, rank, key) from the index's arrays alone (no keyspace lookup), and each
-/// group's members are looked up and read in that order until one has `t`: with sources
-/// covering most days, most groups stop at their first member, where the general path looks
-/// up and reads every member (half the lookups and chunk reads on W7's data).
+/// group's members are read in that order until one has `t`: with sources covering most days,
+/// most groups stop at their first member, where the general path looks up and reads every
+/// member (half the lookups and chunk reads on W7's data).
+///
+/// The reads go in rounds, each in id order: round one reads every group's first member,
+/// round two the next member of the groups that round one did not settle, and so on. Why id
+/// order and not group order: ids are given as series are created, so in id order the
+/// index's entries, the keys and, for series loaded one after the other, the series' own
+/// allocations are read front to back, where group (name) order jumps across the whole
+/// heap for every member; only the table slot stays a random read. Then the groups are
+/// written out in identity order.
+///
 /// The reply is the general path's: a group with a live member but none with `t` is still
 /// returned, without points (so it visits every member); a group with no live member is not.
 /// The connection's merge picks the best (rank, key) across shards, so one member per group
@@ -672,9 +734,8 @@ fn waterfall_point(db: &mut Db, q: &WfQuery) -> WfPart {
     let ids = candidates(db, &q.filter);
     let ix = &db.series_index;
     let groups = ix.groups(label).expect("wf_setup placed the groups");
-    // (group's position in identity order << 32 | rank, id, group), sorted by the first, then
-    // by key.
-    let mut order: Vec<(u64, u32, u32)> = Vec::with_capacity(ids.len());
+    // The ranked members, in id order (`ids` is sorted).
+    let mut mem: Vec<WfCand> = Vec::with_capacity(ids.len());
     let mut unranked = false;
     for &id in &ids {
         let src = groups.source_of(id);
@@ -684,45 +745,98 @@ fn waterfall_point(db: &mut Db, q: &WfQuery) -> WfPart {
         match ranks.iter().find(|r| r.0 == src) {
             Some(&(_, rank)) => {
                 let g = groups.group_of(id);
-                order.push((((groups.rank(g) as u64) << 32) | rank as u64, id, g));
+                mem.push(WfCand { id, g, pos: groups.rank(g), rank });
             }
             None => unranked = true,
         }
     }
-    order.sort_unstable_by(|x, y| x.0.cmp(&y.0).then_with(|| ix.key(x.1).cmp(&ix.key(y.1))));
+    let (order, gstart, gid) = wf_order(ix, &mem, groups.placed());
+    let ng = gstart.len() - 1;
+    // Member -> its group's slot (in `gstart`); the member each group reads next (an index
+    // into `order`); what each group found: its live state, and the sample at `t` (with its
+    // member in `part.members`, whose key is copied when found, and its rank).
+    let mut gslot = vec![0u32; mem.len()];
+    for gs in 0..ng {
+        for &m in &order[gstart[gs] as usize..gstart[gs + 1] as usize] {
+            gslot[m as usize] = gs as u32;
+        }
+    }
+    let mut next: Vec<u32> = gstart[..ng].to_vec();
+    let mut live = vec![false; ng];
+    let mut found: Vec<(u32, f64)> = vec![(u32::MAX, 0.0); ng];
+    let mut rank: Vec<u32> = vec![0; ng];
+    // The members to read in the coming round, a bit per member (so in id order).
+    let mut marks = vec![0u64; mem.len().div_ceil(64)];
+    for &s in &gstart[..ng] {
+        let m = order[s as usize] as usize;
+        marks[m / 64] |= 1 << (m % 64);
+    }
     let mut stale: Vec<Box<[u8]>> = Vec::new();
-    let mut pf = WfPipe::new();
-    let mut i = 0;
-    while i < order.len() {
-        let pos = order[i].0 >> 32;
-        let end = i + order[i..].iter().take_while(|o| o.0 >> 32 == pos).count();
-        let (mut live, p0) = (false, len32(part.points.len()));
-        for (j, &(o, id, _)) in order.iter().enumerate().take(end).skip(i) {
-            pf.advance(db, groups, &order, j, t, now);
-            let Some(key) = ix.key(id) else { continue };
-            let Some(s) = pf.series(j).unwrap_or_else(|| db.get_shared(key, now).and_then(|e| e.as_series())) else {
-                stale.push(key.into());
-                continue;
-            };
-            debug_assert!(matches(s, &q.filter), "the label index disagrees with the series at {key:?}");
-            live = true;
-            // As the general path: the stored sample, else LATEST's open bucket if it is at `t`.
-            let v = s.get(t).or_else(|| if q.latest { latest_extra(db, key, s, now).filter(|x| x.0 == t).map(|x| x.1) } else { None });
-            if let Some(v) = v {
-                let k0 = len32(part.keys.len());
-                part.keys.extend_from_slice(key);
-                part.points.push(WfPoint { t, v, rank: o as u32, member: len32(part.members.len()) });
-                part.members.push((k0, len32(part.keys.len())));
-                break;
+    let mut visit: Vec<u32> = Vec::with_capacity(ng);
+    loop {
+        visit.clear();
+        for (w, word) in marks.iter_mut().enumerate() {
+            let mut x = std::mem::take(word);
+            while x != 0 {
+                visit.push((w * 64) as u32 + x.trailing_zeros());
+                x &= x - 1;
             }
         }
-        if live {
-            let (ident, name_len) = groups.ident(order[i].2);
-            let a = len32(part.ids.len());
-            part.ids.extend_from_slice(ident);
-            part.groups.push(WfGroup { id: (a, len32(part.ids.len())), name_len, points: (p0, len32(part.points.len())) });
+        if visit.is_empty() {
+            break;
         }
-        i = end;
+        let mut pf = WfPipe::new();
+        for (j, &m) in visit.iter().enumerate() {
+            pf.advance(db, &mem, &visit, j, t, now);
+            let gs = gslot[m as usize] as usize;
+            let found_here = match (ix.key(mem[m as usize].id), pf.series(j)) {
+                (Some(key), Some(s)) => {
+                    debug_assert!(matches(s, &q.filter), "the label index disagrees with the series at {key:?}");
+                    live[gs] = true;
+                    // As the general path: the stored sample, else LATEST's open bucket if it
+                    // is at `t`.
+                    let v = s.get(t).or_else(|| if q.latest { latest_extra(db, key, s, now).filter(|x| x.0 == t).map(|x| x.1) } else { None });
+                    // The key is copied now, while it is in cache.
+                    v.map(|v| {
+                        let k0 = len32(part.keys.len());
+                        part.keys.extend_from_slice(key);
+                        found[gs] = (len32(part.members.len()), v);
+                        rank[gs] = mem[m as usize].rank;
+                        part.members.push((k0, len32(part.keys.len())));
+                    })
+                    .is_some()
+                }
+                (Some(key), None) => {
+                    stale.push(key.into());
+                    false
+                }
+                (None, _) => false,
+            };
+            if !found_here && next[gs] + 1 < gstart[gs + 1] {
+                next[gs] += 1;
+                let n = order[next[gs] as usize] as usize;
+                marks[n / 64] |= 1 << (n % 64);
+            }
+        }
+    }
+    // The groups in identity order, each with its point if one was found.
+    part.points.reserve(ng);
+    for gs in 0..ng {
+        if let Some(&g) = gid.get(gs + WF_IDENT_AHEAD) {
+            prefetch_read(groups.ident_entry_ptr(g));
+        }
+        if !live[gs] {
+            continue;
+        }
+        let p0 = len32(part.points.len());
+        let (member, v) = found[gs];
+        if member != u32::MAX {
+            part.points.push(WfPoint { t, v, rank: rank[gs], member });
+        }
+        let (ident, name_len) = groups.ident(gid[gs]);
+        let a = len32(part.ids.len());
+        part.ids.extend_from_slice(ident);
+        part.groups.push(WfGroup { id: (a, len32(part.ids.len())), name_len, points: (p0, len32(part.points.len())) });
     }
     // Whether any live match has the source label: a returned group has one; otherwise only
     // a live series whose source is not among SOURCES (never visited above) can.
@@ -731,6 +845,74 @@ fn waterfall_point(db: &mut Db, q: &WfQuery) -> WfPart {
         db.series_index.forget(&k);
     }
     part
+}
+
+/// A ranked member of a one-timestamp waterfall: its id, group, the group's position in
+/// identity order and its source's rank.
+struct WfCand {
+    id: u32,
+    g: u32,
+    pos: u32,
+    rank: u32,
+}
+
+/// The members (indices into `mem`) grouped by their group's position, each group's in
+/// precedence order (rank, then key); where each group starts (with the end as a last
+/// element); and each group's id. A counting sort by position when the members are many
+/// against the `placed` positions (a FILTER over most series: one pass, where a comparison
+/// sort of a million members measured 5% of the walk's CPU), else a comparison sort. The
+/// passes after the scatter read `order`'s side arrays front to back, not `mem` by member.
+fn wf_order(ix: &SeriesIndex, mem: &[WfCand], placed: usize) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
+    let n = mem.len();
+    let mut order: Vec<u32> = vec![0; n];
+    // Beside `order`: each member's rank, group position and group.
+    let mut rank: Vec<u32> = vec![0; n];
+    let mut pos: Vec<u32> = vec![0; n];
+    let mut grp: Vec<u32> = vec![0; n];
+    if n >= placed / 4 {
+        let mut at = vec![0u32; placed + 1];
+        for c in mem {
+            at[c.pos as usize + 1] += 1;
+        }
+        for p in 1..at.len() {
+            at[p] += at[p - 1];
+        }
+        for (m, c) in mem.iter().enumerate() {
+            let slot = &mut at[c.pos as usize];
+            let k = *slot as usize;
+            (order[k], rank[k], pos[k], grp[k]) = (m as u32, c.rank, c.pos, c.g);
+            *slot += 1;
+        }
+    } else {
+        let mut keyed: Vec<(u32, u32)> = mem.iter().enumerate().map(|(m, c)| (c.pos, m as u32)).collect();
+        keyed.sort_unstable();
+        for (k, &(p, m)) in keyed.iter().enumerate() {
+            let c = &mem[m as usize];
+            (order[k], rank[k], pos[k], grp[k]) = (m, c.rank, p, c.g);
+        }
+    }
+    let mut gstart: Vec<u32> = Vec::new();
+    let mut gid: Vec<u32> = Vec::new();
+    let mut i = 0;
+    while i < n {
+        let end = i + pos[i..].iter().take_while(|&&p| p == pos[i]).count();
+        gstart.push(i as u32);
+        gid.push(grp[i]);
+        // A handful of members (one per source): an insertion sort; keys are compared only
+        // between two members of one source.
+        for k in i + 1..end {
+            let mut j = k;
+            let key = |m: u32| ix.key(mem[m as usize].id);
+            while j > i && (rank[j - 1] > rank[j] || (rank[j - 1] == rank[j] && key(order[j - 1]) > key(order[j]))) {
+                order.swap(j - 1, j);
+                rank.swap(j - 1, j);
+                j -= 1;
+            }
+        }
+        i = end;
+    }
+    gstart.push(n as u32);
+    (order, gstart, gid)
 }
 
 /// Whether `id` has a source label not among SOURCES and its key holds a series (a stale
@@ -748,74 +930,55 @@ fn wf_unranked_live(db: &Db, groups: &SeriesGroups, ranks: &[(u32, u32)], id: u3
     live
 }
 
-/// The point walk's prefetch pipeline over its (group, rank, key) order. Each member goes
-/// through six stages, [`WF_PREFETCH`] members ahead of its visit, each stage reading what
-/// the one before loaded: its index entry (the pointer to its key) and its group's identity
-/// entry, its key bytes and the identity's bytes, its table slot, then, for a group's first
-/// member only, its lookup (kept in `ring` for the visit, so it is looked up once) with its
-/// series' header, its chunk list, its stream word at `t`. Why: `perf` on the walk without
-/// the last three stages showed the series', the chunk list's and the stream's cache misses
-/// (three dependent loads per member) as about 35% of the shard's CPU, and the identity's
-/// copy missing as 6%. Later members of a group are visited only when the members before
-/// them lack `t` (about one in four on W7's data), so they get the first three stages only
-/// and are looked up at their visit: looking up every member ahead measured 5-10% more CPU.
+/// The point walk's prefetch pipeline over one round's members (in id order). Each member
+/// goes through five stages, [`WF_PREFETCH`] members ahead of its read, each stage reading
+/// what the one before loaded: its index entry (the pointer to its key), its key bytes, its
+/// table slot (the key hashed), then its lookup (kept in `ring` for the read, so it is
+/// looked up once) with its series' header, its chunk list, and its stream word at `t`.
+/// Why: `perf` on the walk without the last stages showed the series', the chunk list's and
+/// the stream's cache misses (three dependent loads per member) as about 35% of the shard's
+/// CPU.
 struct WfPipe<'a> {
     /// The next member of each stage.
     next: [usize; 6],
-    /// Member n's lookup at `n % WF_RING` (the series, `None` when the key holds none), if
-    /// it is its group's first.
-    ring: [Option<Option<&'a Series>>; WF_RING],
+    /// Member n's key hash, then its lookup (the series, `None` when the key holds none), at
+    /// `n % WF_RING`.
+    hash: [u64; WF_RING],
+    ring: [Option<&'a Series>; WF_RING],
 }
 
 impl<'a> WfPipe<'a> {
     fn new() -> WfPipe<'a> {
-        WfPipe { next: [0; 6], ring: [None; WF_RING] }
+        WfPipe { next: [0; 6], hash: [0; WF_RING], ring: [None; WF_RING] }
     }
 
-    /// Brings every stage up to the visit of member `j`.
-    fn advance(&mut self, db: &'a Db, groups: &SeriesGroups, order: &[(u64, u32, u32)], j: usize, t: u64, now: u64) {
+    /// Brings every stage up to the read of `visit[j]`.
+    fn advance(&mut self, db: &'a Db, mem: &[WfCand], visit: &[u32], j: usize, t: u64, now: u64) {
         let ix = &db.series_index;
         for (stage, &d) in WF_PREFETCH.iter().enumerate() {
-            let upto = (j + d + 1).min(order.len());
+            let upto = (j + d + 1).min(visit.len());
             for n in std::mem::replace(&mut self.next[stage], upto)..upto {
-                let (id, g) = (order[n].1, order[n].2);
+                let id = mem[visit[n] as usize].id;
                 match stage {
-                    // With the member's group's identity (copied into the part when the
-                    // group is returned: `perf` showed that copy's miss as ~6% of the CPU).
-                    0 => {
-                        prefetch_read(ix.key_entry_ptr(id));
-                        prefetch_read(groups.ident_entry_ptr(g));
-                    }
-                    1 => {
-                        prefetch_read(ix.key(id).map_or(std::ptr::null(), <[u8]>::as_ptr));
-                        prefetch_read(groups.ident(g).0.as_ptr());
-                    }
-                    2 => {
-                        if let Some(k) = ix.key(id) {
-                            db.prefetch(k);
-                        }
-                    }
+                    0 => prefetch_read(ix.key_entry_ptr(id)),
+                    1 => prefetch_read(ix.key(id).map_or(std::ptr::null(), <[u8]>::as_ptr)),
+                    2 => self.hash[n % WF_RING] = ix.key(id).map_or(0, |k| db.prefetch(k)),
                     3 => {
-                        // Only a group's first member: most groups stop there.
-                        if n > 0 && order[n - 1].0 >> 32 == order[n].0 >> 32 {
-                            self.ring[n % WF_RING] = None;
-                            continue;
-                        }
-                        let s = ix.key(id).and_then(|k| db.get_shared(k, now)).and_then(|e| e.as_series());
-                        self.ring[n % WF_RING] = Some(s);
+                        let s = ix.key(id).and_then(|k| db.get_shared_hashed(self.hash[n % WF_RING], k, now)).and_then(|e| e.as_series());
+                        self.ring[n % WF_RING] = s;
                         if let Some(s) = s {
                             prefetch_read(s.head_addr());
                         }
                     }
                     4 => {
-                        if let Some(Some(s)) = self.ring[n % WF_RING] {
+                        if let Some(s) = self.ring[n % WF_RING] {
                             // A chunk's fields span two cache lines.
                             prefetch_read(s.chunks_addr());
                             prefetch_read(s.chunks_addr().wrapping_add(64));
                         }
                     }
                     _ => {
-                        if let Some(Some(s)) = self.ring[n % WF_RING] {
+                        if let Some(s) = self.ring[n % WF_RING] {
                             prefetch_read(s.stream_addr(t));
                         }
                     }
@@ -824,19 +987,21 @@ impl<'a> WfPipe<'a> {
         }
     }
 
-    /// Member `j`'s lookup (after [`WfPipe::advance`] to `j`), if the pipeline made it.
-    fn series(&self, j: usize) -> Option<Option<&'a Series>> {
+    /// `visit[j]`'s lookup (after [`WfPipe::advance`] to `j`).
+    fn series(&self, j: usize) -> Option<&'a Series> {
         self.ring[j % WF_RING]
     }
 }
 
-/// Distances of [`WfPipe`]'s stages ahead of the visit, in members: 5-6 members between
-/// dependent stages measured ~10% less CPU than 3-4 at 1,000,000 series (no change at
-/// 200,000), where the loads of one stage still missed on the one before.
-const WF_PREFETCH: [usize; 6] = [32, 26, 20, 14, 8, 3];
+/// Distances of [`WfPipe`]'s stages ahead of the read, in members.
+const WF_PREFETCH: [usize; 6] = [60, 50, 40, 30, 20, 10];
 
-/// Lookups kept: more than the lookup stage's distance.
-const WF_RING: usize = 32;
+/// Hashes and lookups kept: more than the hashing stage's distance.
+const WF_RING: usize = 64;
+
+/// How many groups ahead the output pass starts loading a group's identity entry (the
+/// identities' bytes are read in order: the arena is laid out so).
+const WF_IDENT_AHEAD: usize = 32;
 
 /// The general waterfall (any range): looks up and reads every matching series (through
 /// [`each_match_id`]), groups them (by their labels but the source label: the index's
@@ -980,25 +1145,32 @@ async fn waterfall(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     let with_source = find(a, 3, "withsource").is_some();
     let latest = find(a, 3, "latest").is_some();
     let db = conn.client.db;
-    let q = WfQuery { filter, label: source_label.clone(), sources: sources.clone(), from, to, latest };
-    let parts = conn.worker.run_all(access, move |sh| waterfall_shard(&mut sh.dbs[db], &q)).await;
+    let resp3 = conn.client.proto == Protocol::Resp3;
+    let shards = conn.worker.shards();
+    let q = WfQuery { filter, label: source_label.clone(), sources: sources.clone(), from, to, latest, resp3, shards };
+    let parts = conn.worker.run_all(access, move |sh| waterfall_shard(&mut sh.dbs[db], &q, sh.id)).await;
     let Some(parts) = parts else { return shutting_down() };
     if !parts.iter().any(|p| p.labelled) {
         return err(&format!("ERR TSDB: no series matching the filter has the source label '{}'", String::from_utf8_lossy(&source_label)));
     }
-    Frame::Encoded(waterfall_reply(&parts, &sources, with_source, conn.client.proto))
+    Frame::Encoded(waterfall_reply(&parts, &sources, with_source, resp3))
 }
 
-/// Merges the shards' parts (each sorted by group identity) into the reply, encoded at once:
-/// TS.MRANGE's shape, a group per distinct identity, in identity order (that is, by name).
-fn waterfall_reply(parts: &[WfPart], sources: &[Box<[u8]>], with_source: bool, proto: Protocol) -> Bytes {
-    let resp3 = proto == Protocol::Resp3;
+/// Merges the shards' parts (each sorted by group identity, each encoded by [`wf_encode`])
+/// into the reply: TS.MRANGE's shape, a group per distinct identity, in identity order (that
+/// is, by name). The connection's part of the work is comparing identities, choosing each
+/// timestamp's point where a group has members on several shards, and copying bytes.
+fn waterfall_reply(parts: &[WfPart], sources: &[Box<[u8]>], with_source: bool, resp3: bool) -> Bytes {
+    // Room for the reply's header, written once the groups are counted.
+    const GAP: usize = 24;
     let npoints: usize = parts.iter().map(|p| p.points.len()).sum();
-    let mut body: Vec<u8> = Vec::with_capacity(npoints * 40 + parts.iter().map(|p| p.ids.len() * 2 + p.groups.len() * 32).sum::<usize>());
+    let mut out: Vec<u8> = Vec::with_capacity(GAP + parts.iter().map(|p| p.enc.len()).sum::<usize>() + npoints * 40);
+    out.resize(GAP, 0);
     let mut ngroups = 0usize;
     let mut cur = vec![0usize; parts.len()];
     let mut same: Vec<usize> = Vec::with_capacity(parts.len());
-    let mut merged: Vec<(u64, f64, u32)> = Vec::new();
+    // The chosen points: (part, point).
+    let mut merged: Vec<(usize, usize)> = Vec::new();
     let mut at: Vec<u32> = Vec::new();
     loop {
         let mut min: Option<&[u8]> = None;
@@ -1017,74 +1189,70 @@ fn waterfall_reply(parts: &[WfPart], sources: &[Box<[u8]>], with_source: bool, p
                 same.push(p);
             }
         }
-        let first = &parts[same[0]].groups[cur[same[0]]];
-        let name = &id[..first.name_len as usize];
         // The group's points over the shards that have it: the best (rank, key) per timestamp.
-        let pts = |p: usize| {
+        let span = |p: usize| {
             let g = &parts[p].groups[cur[p]];
-            &parts[p].points[g.points.0 as usize..g.points.1 as usize]
+            g.points.0 as usize..g.points.1 as usize
         };
         merged.clear();
         if let [p] = same[..] {
-            merged.extend(pts(p).iter().map(|x| (x.t, x.v, x.rank)));
+            merged.extend(span(p).map(|i| (p, i)));
         } else {
             at.clear();
             at.resize(same.len(), 0);
             loop {
-                let mut best: Option<(usize, WfPoint)> = None;
+                let mut best: Option<(usize, usize)> = None;
                 for (i, &p) in same.iter().enumerate() {
-                    let Some(&x) = pts(p).get(at[i] as usize) else { continue };
+                    let k = span(p).start + at[i] as usize;
+                    if k >= span(p).end {
+                        continue;
+                    }
+                    let x = &parts[p].points[k];
                     let better = match best {
                         None => true,
-                        Some((bi, b)) => x.t < b.t || (x.t == b.t && (x.rank, parts[p].key(x.member)) < (b.rank, parts[same[bi]].key(b.member))),
+                        Some((bp, bk)) => {
+                            let b = &parts[bp].points[bk];
+                            x.t < b.t || (x.t == b.t && (x.rank, parts[p].key(x.member)) < (b.rank, parts[bp].key(b.member)))
+                        }
                     };
                     if better {
-                        best = Some((i, x));
+                        best = Some((p, k));
                     }
                 }
-                let Some((_, b)) = best else { break };
-                merged.push((b.t, b.v, b.rank));
+                let Some((bp, bk)) = best else { break };
+                merged.push((bp, bk));
+                let t = parts[bp].points[bk].t;
                 for (i, &p) in same.iter().enumerate() {
-                    if pts(p).get(at[i] as usize).is_some_and(|x| x.t == b.t) {
+                    let k = span(p).start + at[i] as usize;
+                    if k < span(p).end && parts[p].points[k].t == t {
                         at[i] += 1;
                     }
                 }
+            }
+        }
+        match same.iter().map(|&p| (p, parts[p].heads[cur[p]])).find(|h| h.1 .0 < h.1 .1) {
+            Some((p, (a, b))) => out.extend_from_slice(&parts[p].enc[a as usize..b as usize]),
+            None => put_group_head(&mut out, id, parts[same[0]].groups[cur[same[0]]].name_len as usize, resp3),
+        }
+        put_len(&mut out, b'*', merged.len());
+        for &(p, k) in &merged {
+            let x = &parts[p].points[k];
+            put_len(&mut out, b'*', if with_source { 3 } else { 2 });
+            put_sample(&mut out, x.t, x.v, resp3);
+            if with_source {
+                put_bulk(&mut out, &sources[x.rank as usize]);
             }
         }
         for &p in &same {
             cur[p] += 1;
         }
         ngroups += 1;
-        // [name, labels, points] (RESP2), or name => [labels, points] (RESP3).
-        if resp3 {
-            put_bulk(&mut body, name);
-            put_len(&mut body, b'*', 2);
-        } else {
-            put_len(&mut body, b'*', 3);
-            put_bulk(&mut body, name);
-        }
-        let labels = group_labels(&id[first.name_len as usize + 1..]);
-        put_len(&mut body, if resp3 { b'%' } else { b'*' }, labels.clone().count());
-        for (l, v) in labels {
-            if !resp3 {
-                put_len(&mut body, b'*', 2);
-            }
-            put_bulk(&mut body, l);
-            put_bulk(&mut body, v);
-        }
-        put_len(&mut body, b'*', merged.len());
-        for &(t, v, rank) in &merged {
-            put_len(&mut body, b'*', if with_source { 3 } else { 2 });
-            put_sample(&mut body, t, v, resp3);
-            if with_source {
-                put_bulk(&mut body, &sources[rank as usize]);
-            }
-        }
     }
-    let mut out = Vec::with_capacity(body.len() + 16);
-    put_len(&mut out, if resp3 { b'%' } else { b'*' }, ngroups);
-    out.extend_from_slice(&body);
-    Bytes::from(out)
+    let mut head = Vec::with_capacity(GAP);
+    put_len(&mut head, if resp3 { b'%' } else { b'*' }, ngroups);
+    let start = GAP - head.len();
+    out[start..GAP].copy_from_slice(&head);
+    Bytes::from(out).slice(start..)
 }
 
 /// The (label, value) pairs of a group identity's length-prefixed part.

@@ -42,12 +42,14 @@ fn ranged(sources: &[&str], from: u64, to: u64) -> WfQuery {
         from,
         to,
         latest: false,
+        resp3: false,
+        shards: 1,
     }
 }
 
 /// Group name -> points from a shard's part.
 fn answer(db: &mut Db, q: &WfQuery) -> Answer {
-    answer_by(db, q, waterfall_shard)
+    answer_by(db, q, |db, q| waterfall_shard(db, q, 0))
 }
 
 /// [`answer`] through one of the shard's paths.
@@ -112,6 +114,27 @@ fn check(dbs: &mut [Db; 2], models: &[Model; 2], step: usize) {
             let mut keys: Vec<String> = each_match(&mut dbs[d], &q.filter, |_, k, _| Some(String::from_utf8(k.to_vec()).unwrap()));
             keys.sort();
             assert_eq!(keys, models[d].keys().cloned().collect::<Vec<_>>(), "step {step}, db {d}: FILTER's matches");
+        }
+    }
+    // The two databases' parts merged as two shards' would be (each group's head encoded by
+    // its owner shard, or by the connection when the owner has none of the group's members)
+    // give the same bytes as parts that carry every head.
+    for sources in [&["s1", "s2", "s3"][..], &["s3", "s1"][..]] {
+        let srcs: Vec<Box<[u8]>> = sources.iter().map(|s| s.as_bytes().into()).collect();
+        for (from, to) in [(step as u64 % 45, step as u64 % 45), (0, 40)] {
+            for resp3 in [false, true] {
+                let split = WfQuery { resp3, shards: 2, ..ranged(sources, from, to) };
+                let parts = [waterfall_shard(&mut dbs[0], &split, 0), waterfall_shard(&mut dbs[1], &split, 1)];
+                let whole = WfQuery { resp3, ..ranged(sources, from, to) };
+                let all = [waterfall_shard(&mut dbs[0], &whole, 0), waterfall_shard(&mut dbs[1], &whole, 0)];
+                for with_source in [false, true] {
+                    assert_eq!(
+                        waterfall_reply(&parts, &srcs, with_source, resp3),
+                        waterfall_reply(&all, &srcs, with_source, resp3),
+                        "step {step}, {sources:?}, {from}..={to}, resp3 {resp3}, withsource {with_source}"
+                    );
+                }
+            }
         }
     }
 }
