@@ -121,6 +121,38 @@ fn params_help() -> String {
     s
 }
 
+/// jemalloc's options, read once at its start (before `main`): `huge-pages yes` sets its
+/// `thp:always` there.
+const JEMALLOC_CONF: &str = "_RJEM_MALLOC_CONF";
+
+/// Makes jemalloc back the heap with transparent huge pages (`huge-pages yes`). jemalloc
+/// reads its options before `main` runs, so the server starts itself again, once, with
+/// `thp:always` added to them (an `exec`: the same process id, nothing yet opened but the
+/// log); if that fails, or the kernel has THP off, it runs on with normal pages and says so.
+fn huge_pages() {
+    let thp_mode = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    if thp_mode.contains("[never]") || thp_mode.is_empty() {
+        tracing::warn!("huge-pages yes: the kernel's transparent huge pages are off (/sys/kernel/mm/transparent_hugepage/enabled); running with normal pages");
+        return;
+    }
+    let conf = std::env::var(JEMALLOC_CONF).unwrap_or_default();
+    if conf.contains("thp:") {
+        tracing::info!("huge-pages yes: jemalloc runs with {conf}");
+        return;
+    }
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            tracing::warn!("huge-pages yes: cannot find this executable to restart it ({e}); running with normal pages");
+            return;
+        }
+    };
+    let conf = if conf.is_empty() { "thp:always".to_string() } else { format!("{conf},thp:always") };
+    use std::os::unix::process::CommandExt;
+    let e = std::process::Command::new(exe).args(std::env::args_os().skip(1)).env(JEMALLOC_CONF, conf).exec();
+    tracing::warn!("huge-pages yes: restarting with jemalloc's thp:always failed ({e}); running with normal pages");
+}
+
 fn main() {
     let cli = Cli::parse();
     match cli.command {
@@ -148,6 +180,9 @@ fn main() {
                 cfg.set_config_file(std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()));
             }
             init_logging(&cfg.get("loglevel"));
+            if cfg.get("huge-pages") == "yes" {
+                huge_pages();
+            }
             if !abacus_server::memory::enable_background_purge() {
                 tracing::warn!("jemalloc background threads did not start: freed memory returns to the OS only while allocating");
             }
