@@ -10,6 +10,7 @@
 # PostgreSQL.
 #
 #   INSTRUMENTS=1000 DAYS=32 ROUNDS=7 BINS="/tmp/abacus.before target/release/abacus" bench/w7cpu.sh
+#   ONLY=wf1 INSTRUMENTS=5000 DAYS=16 ABACUS_ARGS="--huge-pages yes" bench/w7cpu.sh   # W7's 1M series
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 PY=${PYTHON:-python3}
@@ -19,7 +20,7 @@ echo "W7 CPU on $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ), load $(cut -d' ' -f
 for pass in 1 2; do
   for bin in ${BINS:-$ABACUS_BIN}; do
     port=$(free_port)
-    "$bin" serve --port "$port" --dir "$BENCH_TMP" --appendonly no --save '' >"$BENCH_TMP/abacus.log" 2>&1 &
+    "$bin" serve --port "$port" --dir "$BENCH_TMP" --appendonly no --save '' ${ABACUS_ARGS:-} >"$BENCH_TMP/abacus.log" 2>&1 &
     pid=$!
     BENCH_PIDS+=($pid)
     wait_ping "$port"

@@ -3,8 +3,10 @@ matched), the ten-day one (INSTRUMENTS/10), TS.MGET and TS.QUERYINDEX with the o
 FILTER, each ROUNDS times on a raw socket (read to a PING's reply: no client parsing), and
 prints the server's CPU ms per call (utime + stime of every thread, /proc/PID/stat, 10 ms
 ticks: on a shared machine CPU time, not wall time, is the figure) with the reply's md5, so
-two binaries' answers can be compared. Usage: w7cpu_query.py PORT PID"""
-import os, socket, sys, hashlib
+two binaries' answers can be compared; and the median wall time to the reply's last byte
+(after two calls that warm the server up). ONLY=wf1,mget picks requests. Usage:
+w7cpu_query.py PORT PID"""
+import os, socket, sys, hashlib, time
 port=int(sys.argv[1]); pid=sys.argv[2]; I=int(os.environ.get("INSTRUMENTS",1000)); D=int(os.environ.get("DAYS",32)); R=int(os.environ.get("ROUNDS",5))
 S=["exchange","vendorA","vendorB","internal","manual"]; DAY=86_400_000; T0=1_700_006_400_000
 def resp(*a):
@@ -31,8 +33,9 @@ reqs={"wf1":["TS.WATERFALL",T0+d*DAY,T0+d*DAY,"SOURCES",*S,"FILTER",*flt(I)],
 only=os.environ.get("ONLY")
 for name,cmd in reqs.items():
     if only and name not in only.split(","): continue
-    ts=[]
+    ts=[]; ws=[]
+    for _ in range(2): call(cmd)
     for _ in range(R):
-        c=cpu(); b=call(cmd); ts.append(cpu()-c)
-    ts.sort()
-    print("%s: cpu ms min %.0f median %.0f; reply %d bytes md5 %s"%(name,ts[0],ts[len(ts)//2],len(b),hashlib.md5(b).hexdigest()[:12]),flush=True)
+        c=cpu(); w=time.perf_counter(); b=call(cmd); ws.append((time.perf_counter()-w)*1000); ts.append(cpu()-c)
+    ts.sort(); ws.sort()
+    print("%s: cpu ms min %.0f median %.0f; wall ms median %.1f; reply %d bytes md5 %s"%(name,ts[0],ts[len(ts)//2],ws[len(ws)//2],len(b),hashlib.md5(b).hexdigest()[:12]),flush=True)
