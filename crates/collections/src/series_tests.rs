@@ -199,3 +199,47 @@ fn range_reads_from_seek_points_equal_a_full_decode() {
     }
     assert!(s.range(t + 1, u64::MAX).next().is_none());
 }
+
+#[test]
+fn chunk_point_reads_match_its_samples() {
+    // Long chunks (seek points every 4096 bits), with every timestamp prefix width and every
+    // value form: repeated values, values inside the previous XOR window, new windows.
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    for round in 0..6 {
+        let mut samples = Vec::new();
+        let (mut t, mut v) = (1_700_000_000_000u64, 100.0f64);
+        for _ in 0..4000 {
+            t += match next() % 8 {
+                0 => 1000,
+                1 => 1000 + next() % 100,
+                2 => 1 + next() % 5000,
+                3 => 1 + next() % 4_000_000,
+                4 => 1 + next() % (1 << 40),
+                _ => 86_400_000,
+            } * (round + 1);
+            v = match next() % 4 {
+                0 => v,
+                1 => v + 1.0,
+                2 => f64::from_bits(next()),
+                _ => (v * 1.01 * 10_000.0).round() / 10_000.0,
+            };
+            samples.push((t, v));
+        }
+        let c = Chunk::from_samples(&samples);
+        for (k, &(t, v)) in samples.iter().enumerate() {
+            assert_eq!(c.get(t).map(f64::to_bits), Some(v.to_bits()), "round {round}, sample {k}");
+            let after = samples.get(k + 1).map(|s| s.0);
+            if after != Some(t + 1) {
+                assert_eq!(c.get(t + 1), None, "round {round}, after sample {k}");
+            }
+        }
+        assert_eq!(c.get(samples[0].0 - 1), None);
+        assert_eq!(c.get(t + 1), None);
+    }
+}
