@@ -204,13 +204,9 @@ fn range_reads_from_seek_points_equal_a_full_decode() {
 fn chunk_point_reads_match_its_samples() {
     // Long chunks (seek points every 4096 bits), with every timestamp prefix width and every
     // value form: repeated values, values inside the previous XOR window, new windows.
-    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(12);
+    let mut next = move || rng.gen::<u64>();
     for round in 0..6 {
         let mut samples = Vec::new();
         let (mut t, mut v) = (1_700_000_000_000u64, 100.0f64);

@@ -842,9 +842,7 @@ impl Db {
     /// reported absent but not reclaimed, and nothing is counted: callers look each key up
     /// with [`Db::get`] first for that.
     pub fn get_shared(&self, key: &[u8], now_ms: u64) -> Option<&Entry> {
-        self.map
-            .get(key)
-            .filter(|e| !expired(&self.volatile, key, e, now_ms))
+        self.get_shared_hashed(self.map.hash_key(key), key, now_ms)
     }
 
     /// [`Db::get_shared`] with the hash [`Db::prefetch`] returned for `key` (a batch that
