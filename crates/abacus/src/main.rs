@@ -5,8 +5,9 @@
 //! `abacus ingest` feeds event files to a server's summarizer; `abacus bench w1z` is the W1
 //! Zipfian load generator behind bench/w1z.sh.
 
-// One `unsafe` line, allowed where it is: telling the keyspace's table that this binary's
-// global allocator (jemalloc, below) answers usable sizes.
+// Two `unsafe` items, allowed where they are: jemalloc's options exported under the name
+// it reads them from, and telling the keyspace's table that this binary's global allocator
+// (jemalloc, below) answers usable sizes.
 #![deny(unsafe_code)]
 
 use clap::{Parser, Subcommand};
@@ -18,6 +19,23 @@ mod w1z;
 // `used_memory` (see abacus-server's memory.rs).
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+/// jemalloc's options built into the binary (read before `main`; `_RJEM_MALLOC_CONF` in the
+/// environment still overrides them, and `huge-pages yes` adds to it).
+///
+/// `oversize_threshold:0`: allocations over 8 MiB stay in the ordinary arenas instead of a
+/// dedicated one that returns their pages to the kernel the moment they are freed. A large
+/// reply (a 26 MB TS.WATERFALL, a big LRANGE or DUMP) and the buffers behind it otherwise
+/// fault in and zero every page again at each request, and each `Vec` doubling past 8 MiB
+/// copies into fresh pages: W7's one-day waterfall spent about a quarter of its CPU there
+/// (docs/PERFORMANCE.md, W7). Freed large blocks are now reused, and jemalloc's background
+/// threads give them back after the usual decay (10 s), as for every other size.
+// SAFETY: jemalloc declares `const char *_rjem_malloc_conf` as a weak symbol and reads it
+// once at its initialisation; this strong definition is a pointer (`&[u8; N]` is thin) to a
+// NUL-terminated string that lives for the whole program and is never written.
+#[allow(unsafe_code)]
+#[export_name = "_rjem_malloc_conf"]
+static JEMALLOC_OPTIONS: &[u8; 21] = b"oversize_threshold:0\0";
 
 #[derive(Parser)]
 #[command(name = "abacus", version, about = "An in-memory analytics store that speaks the Redis protocol")]

@@ -3,8 +3,9 @@
 //! here with its default hasher foldhash) in the same binary.
 //!
 //! Run: `cargo bench -p abacus-table --bench w2` (N = 100 million; `W2_N=1000000` for a
-//! quick run; `W2_SINGLE=0` skips the per-insert timing pass; `W2_ONLY=abacus` runs Abacus's
-//! table alone, for sizes at which both tables do not fit; `W2_BATCHED=0` skips the last pass,
+//! quick run; `W2_SINGLE=0` skips the per-insert timing pass; `W2_TRACE=1` prints each
+//! growing insert over 0.5 ms of CPU with its page faults; `W2_ONLY=abacus`
+//! runs Abacus's table alone, for sizes at which both tables do not fit; `W2_BATCHED=0` skips the last pass,
 //! batched inserts and lookups; `W2_DENSITY=dense` grows Abacus's table as the keyspace's).
 //! Needs ~5 GB at 100M (both), ~11 GB at 500M (Abacus alone).
 //!
@@ -115,6 +116,29 @@ fn thread_cpu_time() -> Duration {
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
+/// The thread's minor page faults and involuntary context switches (`W2_TRACE`'s columns;
+/// its user and system times are counted in ticks, too coarse for one insert).
+fn thread_usage() -> [u64; 2] {
+    // SAFETY: an all-zero rusage is a valid value of the plain C struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid, writable rusage; RUSAGE_THREAD is supported on Linux, and on
+    // failure `ru` stays zero, which only spoils a trace line.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    [ru.ru_minflt as u64, ru.ru_nivcsw as u64]
+}
+
+/// CLOCK_MONOTONIC in seconds: `W2_TRACE`'s lines can be matched with a profile recorded
+/// beside the run (`perf record -k mono`).
+fn monotonic_s() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: as in `thread_cpu_time`.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
 const KEY_SEED: u64 = 0x5eed;
 const BATCH: u64 = 1000;
 
@@ -152,10 +176,16 @@ trait Map: Default {
 
 impl Map for U64Table<u64> {
     const NAME: &'static str = "abacus U64Table";
-    /// `W2_DENSITY=dense`: grown as the keyspace's table is (`Density::Dense`).
+    /// `W2_DENSITY=dense`: grown as the keyspace's table is (`Density::Dense`);
+    /// `W2_SEGMENT_SLOTS=N`: another segment size than the default.
     fn fresh() -> Self {
+        let segment_slots = std::env::var("W2_SEGMENT_SLOTS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(Config::DEFAULT.segment_slots);
         U64Table::with_config(Config {
             density: density(),
+            segment_slots,
             ..Config::default()
         })
     }
@@ -236,9 +266,16 @@ fn run<M: Map>(n: u64, single: bool) -> Figures {
         let mut keys = Keys(KEY_SEED);
         let mut max = Duration::ZERO;
         let mut done = 0u64;
+        // W2_TRACE=1: one line per growing insert over 0.5 ms of CPU, with the page faults,
+        // and involuntary switches inside it (where the slowest ones spend it).
+        let trace = std::env::var("W2_TRACE").is_ok_and(|s| s == "1");
+        let mut usage = [0u64; 2];
         for _ in 0..n {
             let k = keys.next().unwrap_or_default();
             let grows = map.grows(k);
+            if grows && trace {
+                usage = thread_usage();
+            }
             let cpu = if grows {
                 thread_cpu_time()
             } else {
@@ -252,6 +289,17 @@ fn run<M: Map>(n: u64, single: bool) -> Figures {
                 let c = thread_cpu_time().saturating_sub(cpu);
                 growing_over[0] += (c > Duration::from_micros(500)) as u64;
                 growing_over[1] += (c > Duration::from_millis(1)) as u64;
+                if trace && c > Duration::from_micros(500) {
+                    let u = thread_usage();
+                    eprintln!(
+                        "  slow growing insert at {done} keys: {} us CPU ({} us wall), {} minor faults, {} involuntary switches, ended at {:.6} s monotonic",
+                        c.as_micros(),
+                        d.as_micros(),
+                        u[0] - usage[0],
+                        u[1] - usage[1],
+                        monotonic_s()
+                    );
+                }
                 growing_cpu_max = growing_cpu_max.max(c);
                 growing_wall_max = growing_wall_max.max(d);
             }
