@@ -299,3 +299,20 @@ fn fail(msg: &str) -> ! {
     eprintln!("abacus: {msg}");
     std::process::exit(1);
 }
+
+#[cfg(test)]
+mod tests {
+    /// The option built into the binary reaches jemalloc (a wrong symbol name or a fat
+    /// pointer would leave it at its default, 8 MiB, and nothing else would notice).
+    #[test]
+    #[allow(unsafe_code)]
+    fn jemalloc_reads_the_built_in_options() {
+        if std::env::var_os(super::JEMALLOC_CONF).is_some() {
+            return; // the environment overrides the built-in options
+        }
+        // SAFETY: `opt.oversize_threshold` is a `size_t`, read as the `usize` it is.
+        let v: usize =
+            unsafe { tikv_jemalloc_ctl::raw::read(b"opt.oversize_threshold\0") }.expect("readable");
+        assert_eq!(v, 0);
+    }
+}
