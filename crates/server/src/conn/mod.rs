@@ -52,6 +52,10 @@ const READ_CHUNK_BYTES: usize = 16 * 1024;
 /// An output buffer that grew past this is given back once written.
 const OUT_KEEP_BYTES: usize = 4 * 1024 * 1024;
 
+/// Pre-encoded replies at least this large are taken as the output buffer when it is empty,
+/// instead of being copied into it (`Conn::emit`).
+const ADOPT_REPLY_BYTES: usize = 1 << 20;
+
 /// A transaction being queued.
 pub struct Multi {
     pub queued: Vec<Call>,
@@ -759,7 +763,17 @@ impl Conn {
             _ => false,
         };
         match self.client.reply_mode {
-            ReplyMode::On => encode(&frame, self.client.proto, &mut self.out),
+            ReplyMode::On => match frame {
+                // A large reply encoded by its command (a TS.WATERFALL's tens of MB) becomes
+                // the output buffer itself when nothing is waiting before it: no copy.
+                Frame::Encoded(body) if self.out.is_empty() && body.len() >= ADOPT_REPLY_BYTES => {
+                    match body.try_into_mut() {
+                        Ok(buf) => self.out = buf,
+                        Err(body) => self.out.extend_from_slice(&body),
+                    }
+                }
+                frame => encode(&frame, self.client.proto, &mut self.out),
+            },
             ReplyMode::Off => {
                 if push() {
                     encode(&frame, self.client.proto, &mut self.out);
