@@ -13,13 +13,14 @@ module.
 import math
 import os
 import random
+import socket
 import time
 
 import pytest
 import redis
 
 from conftest import ServerProcess
-from helpers import key_on
+from helpers import RespClient, encode_command, key_on
 from test_differential import _client, _run
 from test_persistence import data_dir, node, wait_snapshot  # noqa: F401 (fixtures)
 
@@ -506,6 +507,46 @@ def test_waterfall_ties_across_shards_order_and_resp3(r):
     assert got3[b"instrument=T"] == [{b"instrument": b"T"}, [[1, 10.0, b"vendorA"], [2, 99.0, b"exchange"], [3, 22.0, b"vendorA"]]]
     assert X(r).execute_command("TS.QUERYINDEX", "instrument=(T,B)") == sorted(k.encode() for k in (a, b, c, key_on(0, "B")))
     r3.close()
+
+
+def test_large_waterfall_reply_in_a_pipeline(r):
+    # A reply over 1 MiB is taken as the connection's output buffer when nothing waits before
+    # it, and copied after what does: both ways, in one pipeline, the same bytes as alone,
+    # and the replies around it intact (RESP2 and RESP3).
+    pipe = r.pipeline(transaction=False)
+    for i in range(2000):
+        for src in ("vendorA", "exchange"):
+            key = "big:%d:%s" % (i, src)
+            pipe.execute_command("TS.CREATE", key, "LABELS", "instrument", "I%d" % i, "set", "big", "source", src)
+            pipe.execute_command("TS.MADD", *[x for t in range(20) if (t + i) % 3 or src == "vendorA" for x in (key, t, i + 1 + t / 4)])
+    pipe.execute()
+    args = ["TS.WATERFALL", 0, 19, "SOURCES", "exchange", "vendorA", "FILTER", "set=big", "WITHSOURCE"]
+    kw = r.connection_pool.connection_kwargs
+    for proto in (2, 3):
+        c = RespClient(kw["host"], kw["port"])
+        if proto == 3:
+            c.send(encode_command("HELLO", "3"))
+            c.read_reply()
+        c.send(encode_command(*args))
+        alone = c.read_reply()
+        assert len(alone) == 2000
+        c.send(b"".join(encode_command(*a) for a in (args, ["PING"], args, ["ECHO", "after"])))
+        assert c.read_reply() == alone  # first in the pipeline: adopted
+        assert c.read_reply() == "PONG"
+        assert c.read_reply() == alone  # behind a PONG: copied
+        assert c.read_reply() == b"after"
+        c.sock.close()
+    raw = socket.create_connection((kw["host"], kw["port"]))
+    raw.sendall(encode_command(*args) + encode_command("PING"))
+    buf = b""
+    while not buf.endswith(b"+PONG\r\n"):
+        buf += raw.recv(1 << 20)
+    raw.close()
+    assert len(buf) > 1 << 20
+    got = {name: points for name, _, points in X(r).execute_command(*args)}
+    for i in (0, 7, 1999):
+        want = [[t, repr(i + 1 + t / 4).removesuffix(".0").encode(), b"exchange" if (t + i) % 3 else b"vendorA"] for t in range(20)]
+        assert got[b"instrument=I%d,set=big" % i] == want
 
 
 def test_waterfall_errors(r):
