@@ -752,19 +752,18 @@ fn waterfall_point(db: &mut Db, q: &WfQuery) -> WfPart {
     }
     let (order, gstart, gid) = wf_order(ix, &mem, groups.placed());
     let ng = gstart.len() - 1;
-    // Member -> its group's slot (in `gstart`); the member each group reads next (an index
-    // into `order`); what each group found: its live state, and the sample at `t` (with its
-    // member in `part.members`, whose key is copied when found, and its rank).
+    // Member -> its group's slot (in `gstart`), and each group's state in one record (the
+    // walk reaches groups in random order: one cache miss per member, prefetched, where
+    // five arrays by group cost five).
     let mut gslot = vec![0u32; mem.len()];
     for gs in 0..ng {
         for &m in &order[gstart[gs] as usize..gstart[gs + 1] as usize] {
             gslot[m as usize] = gs as u32;
         }
     }
-    let mut next: Vec<u32> = gstart[..ng].to_vec();
-    let mut live = vec![false; ng];
-    let mut found: Vec<(u32, f64)> = vec![(u32::MAX, 0.0); ng];
-    let mut rank: Vec<u32> = vec![0; ng];
+    let mut state: Vec<WfGroupState> = (0..ng)
+        .map(|gs| WfGroupState { v: 0.0, next: gstart[gs], end: gstart[gs + 1], member: WF_NONE, rank: 0 })
+        .collect();
     // The members to read in the coming round, a bit per member (so in id order).
     let mut marks = vec![0u64; mem.len().div_ceil(64)];
     for &s in &gstart[..ng] {
@@ -788,11 +787,16 @@ fn waterfall_point(db: &mut Db, q: &WfQuery) -> WfPart {
         let mut pf = WfPipe::new();
         for (j, &m) in visit.iter().enumerate() {
             pf.advance(db, &mem, &visit, j, t, now);
-            let gs = gslot[m as usize] as usize;
+            if let Some(&a) = visit.get(j + WF_STATE_AHEAD) {
+                prefetch_read(std::ptr::from_ref(&state[gslot[a as usize] as usize]).cast::<u8>());
+            }
+            let g = &mut state[gslot[m as usize] as usize];
             let found_here = match (ix.key(mem[m as usize].id), pf.series(j)) {
                 (Some(key), Some(s)) => {
                     debug_assert!(matches(s, &q.filter), "the label index disagrees with the series at {key:?}");
-                    live[gs] = true;
+                    if g.member == WF_NONE {
+                        g.member = WF_LIVE;
+                    }
                     // As the general path: the stored sample, else LATEST's open bucket if it
                     // is at `t`.
                     let v = s.get(t).or_else(|| if q.latest { latest_extra(db, key, s, now).filter(|x| x.0 == t).map(|x| x.1) } else { None });
@@ -800,8 +804,7 @@ fn waterfall_point(db: &mut Db, q: &WfQuery) -> WfPart {
                     v.map(|v| {
                         let k0 = len32(part.keys.len());
                         part.keys.extend_from_slice(key);
-                        found[gs] = (len32(part.members.len()), v);
-                        rank[gs] = mem[m as usize].rank;
+                        (g.member, g.v, g.rank) = (len32(part.members.len()), v, mem[m as usize].rank);
                         part.members.push((k0, len32(part.keys.len())));
                     })
                     .is_some()
@@ -812,9 +815,9 @@ fn waterfall_point(db: &mut Db, q: &WfQuery) -> WfPart {
                 }
                 (None, _) => false,
             };
-            if !found_here && next[gs] + 1 < gstart[gs + 1] {
-                next[gs] += 1;
-                let n = order[next[gs] as usize] as usize;
+            if !found_here && g.next + 1 < g.end {
+                g.next += 1;
+                let n = order[g.next as usize] as usize;
                 marks[n / 64] |= 1 << (n % 64);
             }
         }
@@ -825,13 +828,13 @@ fn waterfall_point(db: &mut Db, q: &WfQuery) -> WfPart {
         if let Some(&g) = gid.get(gs + WF_IDENT_AHEAD) {
             prefetch_read(groups.ident_entry_ptr(g));
         }
-        if !live[gs] {
+        let g = &state[gs];
+        if g.member == WF_NONE {
             continue;
         }
         let p0 = len32(part.points.len());
-        let (member, v) = found[gs];
-        if member != u32::MAX {
-            part.points.push(WfPoint { t, v, rank: rank[gs], member });
+        if g.member != WF_LIVE {
+            part.points.push(WfPoint { t, v: g.v, rank: g.rank, member: g.member });
         }
         let (ident, name_len) = groups.ident(gid[gs]);
         let a = len32(part.ids.len());
@@ -846,6 +849,26 @@ fn waterfall_point(db: &mut Db, q: &WfQuery) -> WfPart {
     }
     part
 }
+
+/// A group's state in a one-timestamp waterfall: the member it reads next (an index into
+/// `order`) and where its members end there; what it found: [`WF_NONE`] (no live member
+/// yet), [`WF_LIVE`] (live members, none with a sample at the timestamp) or the member (in
+/// the part's `members`, whose key is copied when found) with its sample and rank.
+struct WfGroupState {
+    v: f64,
+    next: u32,
+    end: u32,
+    member: u32,
+    rank: u32,
+}
+
+/// [`WfGroupState::member`] of a group with no live member read yet.
+const WF_NONE: u32 = u32::MAX;
+/// [`WfGroupState::member`] of a group with live members but no sample found.
+const WF_LIVE: u32 = u32::MAX - 1;
+
+/// How many members ahead the walk loads a member's group state.
+const WF_STATE_AHEAD: usize = 16;
 
 /// A ranked member of a one-timestamp waterfall: its id, group, the group's position in
 /// identity order and its source's rank.
