@@ -4,9 +4,10 @@
 //!
 //! Run: `cargo bench -p abacus-table --bench w2` (N = 100 million; `W2_N=1000000` for a
 //! quick run; `W2_SINGLE=0` skips the per-insert timing pass; `W2_TRACE=1` prints each
-//! growing insert over 0.5 ms of CPU with its page faults; `W2_ONLY=abacus`
-//! runs Abacus's table alone, for sizes at which both tables do not fit; `W2_BATCHED=0` skips the last pass,
-//! batched inserts and lookups; `W2_DENSITY=dense` grows Abacus's table as the keyspace's).
+//! growing insert over 0.5 ms of CPU with its page faults; `W2_ONLY=abacus` runs Abacus's
+//! table alone, for sizes at which both tables do not fit; `W2_BATCHED=0` skips the last
+//! pass, batched inserts and lookups; `W2_DENSITY=dense` grows Abacus's table as the
+//! keyspace's; `W2_SEGMENT_SLOTS=N` gives it segments of N slots instead of 4096).
 //! Needs ~5 GB at 100M (both), ~11 GB at 500M (Abacus alone).
 //!
 //! Reported per table: inserts/s and lookups/s (untimed-per-operation runs), peak and final
@@ -266,8 +267,8 @@ fn run<M: Map>(n: u64, single: bool) -> Figures {
         let mut keys = Keys(KEY_SEED);
         let mut max = Duration::ZERO;
         let mut done = 0u64;
-        // W2_TRACE=1: one line per growing insert over 0.5 ms of CPU, with the page faults,
-        // and involuntary switches inside it (where the slowest ones spend it).
+        // W2_TRACE=1: one line per growing insert over 0.5 ms of CPU, with the page faults
+        // and involuntary switches inside it and when it ended (to find it in a profile).
         let trace = std::env::var("W2_TRACE").is_ok_and(|s| s == "1");
         let mut usage = [0u64; 2];
         for _ in 0..n {
