@@ -611,6 +611,11 @@ def run_script(port):
         for who, cmd in SCRIPT:
             conns[who].send(encode_command(*cmd))
             name = cmd[0].upper()
+            # The sender's own first reply is read before the others are pinged: once it is
+            # in, what the command published is in every subscriber's queue. (Pinging first
+            # raced it: a subscriber served by another server thread could answer its PING
+            # before the PUBLISH had run.)
+            own = None if name == "MULTI" else normalize(conns[who].read_reply())
             for i, x in enumerate(conns):
                 got = []
                 if i == who and name == "MULTI":
@@ -622,7 +627,7 @@ def run_script(port):
                     if i == who and name != "MULTI":
                         # Its reply (QUEUED or an error) comes for sure: waited for in
                         # full, so a loaded machine cannot push it past the quiet wait.
-                        got.append(normalize(x.read_reply()))
+                        got.append(own)
                     x.sock.settimeout(0.3)
                     try:
                         while True:
@@ -633,7 +638,7 @@ def run_script(port):
                 else:
                     if i == who and name != "MULTI":
                         # Its own first reply (which may look like the PING's).
-                        got.append(normalize(x.read_reply()))
+                        got.append(own)
                     x.send(encode_command("PING"))
                     while True:
                         reply = x.read_reply()
