@@ -7,7 +7,7 @@
 
 // Two `unsafe` items, allowed where they are: jemalloc's options exported under the name
 // it reads them from, and telling the keyspace's table that this binary's global allocator
-// (jemalloc, below) answers usable sizes.
+// (jemalloc, below) answers usable sizes (and a test reading an option back).
 #![deny(unsafe_code)]
 
 use clap::{Parser, Subcommand};

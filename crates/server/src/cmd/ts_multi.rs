@@ -788,7 +788,7 @@ fn waterfall_point(db: &mut Db, q: &WfQuery) -> WfPart {
         for (j, &m) in visit.iter().enumerate() {
             pf.advance(db, &mem, &visit, j, t, now);
             if let Some(&a) = visit.get(j + WF_STATE_AHEAD) {
-                prefetch_read(std::ptr::from_ref(&state[gslot[a as usize] as usize]).cast::<u8>());
+                prefetch_read(std::ptr::from_ref(&state[gslot[a as usize] as usize]));
             }
             let g = &mut state[gslot[m as usize] as usize];
             let found_here = match (ix.key(mem[m as usize].id), pf.series(j)) {
