@@ -161,6 +161,10 @@ struct Figures {
     growing_over: [u64; 2],
     growing_cpu_max: Duration,
     growing_wall_max: Duration,
+    /// The single pass's segments from spares and not.
+    spares: Option<(u64, u64)>,
+    /// The slowest insert that did not grow the table (wall time).
+    other_wall_max: Duration,
 }
 
 trait Map: Default {
@@ -173,6 +177,10 @@ trait Map: Default {
     fn find(&self, k: u64) -> Option<u64>;
     /// Whether inserting `k` now would grow the table first.
     fn grows(&self, k: u64) -> bool;
+    /// Growth steps' segments taken from a spare and not (Abacus's table).
+    fn spare_stats(&self) -> Option<(u64, u64)> {
+        None
+    }
 }
 
 impl Map for U64Table<u64> {
@@ -201,6 +209,9 @@ impl Map for U64Table<u64> {
     #[inline(always)]
     fn grows(&self, k: u64) -> bool {
         self.insert_grows(self.hash_key(k), k)
+    }
+    fn spare_stats(&self) -> Option<(u64, u64)> {
+        Some(U64Table::spare_stats(self))
     }
 }
 
@@ -262,6 +273,7 @@ fn run<M: Map>(n: u64, single: bool) -> Figures {
     let (mut growing, mut growing_cpu_max, mut growing_wall_max) =
         (0, Duration::ZERO, Duration::ZERO);
     let mut growing_over = [0u64; 2];
+    let (mut spares, mut other_wall_max) = (None, Duration::ZERO);
     if single {
         let mut map = M::fresh();
         let mut keys = Keys(KEY_SEED);
@@ -303,6 +315,8 @@ fn run<M: Map>(n: u64, single: bool) -> Figures {
                 }
                 growing_cpu_max = growing_cpu_max.max(c);
                 growing_wall_max = growing_wall_max.max(d);
+            } else {
+                other_wall_max = other_wall_max.max(d);
             }
             inserts_over_100us += (d > Duration::from_micros(100)) as u64;
             done += 1;
@@ -315,6 +329,7 @@ fn run<M: Map>(n: u64, single: bool) -> Figures {
             max = max.max(d);
         }
         single_max = Some(max);
+        spares = map.spare_stats();
     }
     Figures {
         inserts_per_s: n as f64 / insert_s,
@@ -330,6 +345,8 @@ fn run<M: Map>(n: u64, single: bool) -> Figures {
         growing_over,
         growing_cpu_max,
         growing_wall_max,
+        spares,
+        other_wall_max,
     }
 }
 
@@ -445,6 +462,13 @@ fn main() {
                 f.growing_cpu_max.as_micros(),
                 f.growing_wall_max.as_micros()
             );
+            println!(
+                "{name}: the slowest insert that did not grow it took {} us (wall)",
+                f.other_wall_max.as_micros()
+            );
+            if let Some((hits, misses)) = f.spares {
+                println!("{name}: growth steps' segments from a spare (faulted in ahead): {hits}, without one: {misses}");
+            }
         }
     }
     if let Some(theirs) = &theirs {

@@ -335,15 +335,47 @@ impl<K: KeyKind, V> HashTable<K, V> {
         let ladder = seg.class() % g.ladder;
         let class = g.class_for(seg.count_full() + 1, ladder);
         if class > g.ladder_top(self.split_class, ladder) && seg.depth < MAX_DEPTH {
-            self.split(id, hash);
+            let classes = self.split(id, hash);
+            self.restock_spares(&classes);
         } else {
             self.rebuild(id, class, hash);
+            self.restock_spares(&[class]);
+        }
+    }
+
+    /// A fresh segment of `class`: a spare's allocations if one is kept (`spare.rs`).
+    fn new_segment(&mut self, class: u16, depth: u8) -> Segment<K, V> {
+        match self.spares.take(class) {
+            Some(s) => {
+                self.spares.hits += 1;
+                Segment::from_spare(s, depth)
+            }
+            None => {
+                self.spares.misses += u64::from(self.keeps_spares());
+                Segment::new(class, depth, self.growth.return_slack)
+            }
+        }
+    }
+
+    /// Whether the table is large enough to keep spares.
+    fn keeps_spares(&self) -> bool {
+        self.seg_bytes >= self.spares.from_bytes
+    }
+
+    /// After a growth step that created segments of `classes`: spares of them, if the
+    /// table keeps spares.
+    fn restock_spares(&mut self, classes: &[u16]) {
+        if !self.keeps_spares() {
+            return;
+        }
+        if let Some(pair) = Segment::<K, V>::pair_layout() {
+            self.spares.restock(classes, pair, self.growth.return_slack);
         }
     }
 
     /// Moves segment `id`'s entries into a fresh segment of `class`.
     fn rebuild(&mut self, id: usize, class: u16, hash: u64) {
-        let fresh = Segment::new(class, self.segs[id].depth, self.growth.return_slack);
+        let fresh = self.new_segment(class, self.segs[id].depth);
         self.seg_bytes = self.seg_bytes - self.segs[id].alloc_bytes() + fresh.alloc_bytes();
         self.max_class = self.max_class.max(class);
         // Detach the old segment before moving anything: the directory points at the fresh
@@ -356,8 +388,9 @@ impl<K: KeyKind, V> HashTable<K, V> {
         self.room[id] = self.segs[id].room_with(n, self.growth);
     }
 
-    /// Splits segment `id` (which holds `hash`) by the hash bit below its prefix.
-    fn split(&mut self, id: usize, hash: u64) {
+    /// Splits segment `id` (which holds `hash`) by the hash bit below its prefix; returns
+    /// the classes of the two halves.
+    fn split(&mut self, id: usize, hash: u64) -> [u16; 2] {
         let depth = self.segs[id].depth;
         if depth == self.global_depth {
             self.double_dir();
@@ -370,8 +403,9 @@ impl<K: KeyKind, V> HashTable<K, V> {
         ];
         let scratch = &mut Scratch::default();
         let counts = Segment::split_counts(&self.segs[id], self.seed, bit, scratch);
-        let [low, high] =
-            [0, 1].map(|h| Segment::new(self.growth.class_for(counts[h], ladders[h]), depth + 1, self.growth.return_slack));
+        let classes = [0, 1].map(|h| self.growth.class_for(counts[h], ladders[h]));
+        let low = self.new_segment(classes[0], depth + 1);
+        let high = self.new_segment(classes[1], depth + 1);
         self.seg_bytes =
             self.seg_bytes - self.segs[id].alloc_bytes() + low.alloc_bytes() + high.alloc_bytes();
         self.max_class = self.max_class.max(low.class()).max(high.class());
@@ -389,6 +423,7 @@ impl<K: KeyKind, V> HashTable<K, V> {
         Segment::split_moves(&mut old, [low, high], bit, scratch);
         self.room[id] = self.segs[id].room_with(counts[0], self.growth);
         self.room[high_id] = self.segs[high_id].room_with(counts[1], self.growth);
+        classes
     }
 
     /// Copies up to `step` more entries of the directory into the next one (each twice: the

@@ -20,6 +20,8 @@
 //! - Growth (`growth.rs`): a full segment is rebuilt one capacity class larger (x1.26) or
 //!   split in two, so segments stay 71-90% full; eight staggered ladders of classes keep
 //!   the whole table near 80% full at every size, rather than swinging between the two.
+//!   A large table allocates its next steps' segments ahead and faults them in a page per
+//!   insert (`spare.rs`), so that a growth step writes no fresh page itself.
 //!   [`Density::Dense`] (the keyspace's, with `keyspace-density dense`) steps by x1.12 up to 94%: 84-94% full, 88% on
 //!   average, for twice the entry moves.
 //! - Segments (`segment.rs`, `ctrl.rs`): open addressing with linear probing over one
@@ -33,7 +35,8 @@
 //!   splits between calls.
 //! - Safety: the `unsafe` code is in three places, each with its invariant stated where it
 //!   is: segment storage (`segment.rs`: a slot is initialised exactly when its control byte
-//!   is full; directory entries equal their segment's address and shape; with
+//!   is full; directory entries equal their segment's address and shape; a spare owns its
+//!   two allocations until a segment takes them over; with
 //!   [`return_allocation_slack`], a new segment's allocator slack, whole pages past its slot
 //!   array and inside its allocation, is given back with `madvise`), the two
 //!   representations of a [`SmallKey`] (`small_key.rs`, a union), and the SSE2 and prefetch
@@ -81,6 +84,7 @@ mod pages;
 mod prefetch;
 mod segment;
 mod small_key;
+mod spare;
 mod table;
 mod walk;
 

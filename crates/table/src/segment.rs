@@ -60,10 +60,15 @@ fn ctrl_layout(cap: usize) -> Layout {
 
 /// The layout of the slot array of a segment of `cap` slots of `T`.
 fn slots_layout<T>(cap: usize) -> Layout {
+    slots_layout_of(Layout::new::<T>(), cap)
+}
+
+/// The layout of the slot array of a segment of `cap` slots of layout `pair`.
+fn slots_layout_of(pair: Layout, cap: usize) -> Layout {
     let size = cap
-        .checked_mul(std::mem::size_of::<T>())
+        .checked_mul(pair.size())
         .expect("segment size overflows");
-    Layout::from_size_align(size, SLOTS_ALIGN.max(std::mem::align_of::<T>())).expect("slots layout")
+    Layout::from_size_align(size, SLOTS_ALIGN.max(pair.align())).expect("slots layout")
 }
 
 /// Allocates `layout` (non-zero size), or reports the failure as `alloc` does.
@@ -123,7 +128,9 @@ fn slack_pages(start: usize, used: usize, usable: usize, page: usize) -> Option<
 /// [`return_allocation_slack`]). Only slot arrays of at least 16 KiB are worth a system call.
 fn return_slack(p: NonNull<u8>, used: usize) {
     const MIN_BYTES: usize = 16 << 10;
-    let Some(usable_size) = USABLE_SIZE.get() else { return };
+    let Some(usable_size) = USABLE_SIZE.get() else {
+        return;
+    };
     if used < MIN_BYTES {
         return;
     }
@@ -132,7 +139,11 @@ fn return_slack(p: NonNull<u8>, used: usize) {
     let usable = unsafe { usable_size(p.as_ptr()) };
     static PAGE: OnceLock<usize> = OnceLock::new();
     // SAFETY: sysconf has no memory-safety preconditions.
-    let page = *PAGE.get_or_init(|| usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(4096));
+    let page = *PAGE.get_or_init(|| {
+        usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+            .unwrap_or(4096)
+            .max(4096)
+    });
     if let Some((from, len)) = slack_pages(p.as_ptr() as usize, used, usable, page) {
         // SAFETY: [from, from + len) is whole pages inside the allocation at `p` (at most
         // `usable` bytes from it, which belong to it alone), past the `used` bytes the
@@ -185,7 +196,129 @@ pub(crate) fn wrap(i: usize, cap: usize) -> usize {
     }
 }
 
+/// A future segment's two allocations, made before a growth step needs them and faulted in
+/// a page per insert meanwhile (`spare.rs`), so that the step writes no fresh page itself.
+/// It owns `ctrl` (an allocation of `ctrl_layout(cap)`) and `slots` (one of `slots`'s
+/// layout, non-zero size) until [`Segment::from_spare`] takes them over or it is dropped;
+/// their bytes are uninitialised apart from what [`Spare::touch`] wrote.
+pub(crate) struct Spare {
+    ctrl: NonNull<u8>,
+    slots: NonNull<u8>,
+    slots_layout: Layout,
+    class: u16,
+    /// Steps of [`Spare::touch`] done: the control bytes, then one page of slots each.
+    touched: usize,
+}
+
+// SAFETY: a spare owns two allocations of plain bytes and no value, like a `Box<[u8]>`.
+unsafe impl Send for Spare {}
+// SAFETY: as for `Send`; `&Spare` gives no access to the bytes.
+unsafe impl Sync for Spare {}
+
+/// Bytes between two touches of a spare's slot array: the smallest page size.
+const TOUCH_STRIDE: usize = 4096;
+
+impl Spare {
+    /// The allocations of a future segment of `class` whose pairs are `pair` (a layout of
+    /// non-zero size), not yet faulted in; `give_slack` as in [`Segment::new`].
+    pub(crate) fn new(class: u16, pair: Layout, give_slack: bool) -> Spare {
+        let cap = class_cap(class);
+        let ctrl = allocate(ctrl_layout(cap));
+        let slots_layout = slots_layout_of(pair, cap);
+        let slots = allocate(slots_layout);
+        if give_slack {
+            return_slack(slots, slots_layout.size());
+        }
+        Spare {
+            ctrl,
+            slots,
+            slots_layout,
+            class,
+            touched: 0,
+        }
+    }
+
+    pub(crate) fn class(&self) -> u16 {
+        self.class
+    }
+
+    /// Bytes allocated, as [`Segment::alloc_bytes`] counts a segment's.
+    pub(crate) fn alloc_bytes(&self) -> usize {
+        ctrl_layout(class_cap(self.class)).size() + self.slots_layout.size()
+    }
+
+    /// Whether every page has been touched.
+    pub(crate) fn is_touched(&self) -> bool {
+        self.touched > self.slots_layout.size().div_ceil(TOUCH_STRIDE)
+    }
+
+    /// Takes one step of faulting the allocations in: first the control bytes, all set
+    /// EMPTY (what a fresh segment needs; a page or two), then one byte of the next page of
+    /// slots. Returns whether anything was left to touch.
+    pub(crate) fn touch(&mut self) -> bool {
+        if self.is_touched() {
+            return false;
+        }
+        if self.touched == 0 {
+            let n = ctrl_layout(class_cap(self.class)).size();
+            // SAFETY: the control allocation has `cap + GROUP` bytes, owned by this spare.
+            unsafe { self.ctrl.as_ptr().write_bytes(EMPTY, n) };
+        } else {
+            let at = (self.touched - 1) * TOUCH_STRIDE;
+            // SAFETY: `at < slots_layout.size()` (`touched` is at most the page count here),
+            // inside the slot allocation this spare owns; a plain byte write of memory no
+            // one reads (volatile, so that it is not dropped as a dead store: its point is
+            // the page fault).
+            unsafe { self.slots.as_ptr().add(at).write_volatile(0) };
+        }
+        self.touched += 1;
+        true
+    }
+}
+
+impl Drop for Spare {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with these layouts, owned by this spare (a spare given
+        // to `Segment::from_spare` is not dropped).
+        unsafe {
+            dealloc(self.ctrl.as_ptr(), ctrl_layout(class_cap(self.class)));
+            dealloc(self.slots.as_ptr(), self.slots_layout);
+        }
+    }
+}
+
 impl<K: KeyKind, V> Segment<K, V> {
+    /// The layout of one pair, for [`Spare::new`]; `None` for a zero-sized pair (which needs
+    /// no slot allocation, so no spare).
+    pub(crate) fn pair_layout() -> Option<Layout> {
+        let l = Layout::new::<Pair<K, V>>();
+        (l.size() > 0).then_some(l)
+    }
+
+    /// A segment on `spare`'s allocations (touching what is left of them first).
+    pub(crate) fn from_spare(mut spare: Spare, depth: u8) -> Segment<K, V> {
+        let cap = class_cap(spare.class);
+        assert_eq!(
+            spare.slots_layout,
+            slots_layout::<Pair<K, V>>(cap),
+            "a spare of another pair type"
+        );
+        while spare.touch() {}
+        let spare = std::mem::ManuallyDrop::new(spare);
+        // The invariant holds: the allocations have this segment's layouts and are now its
+        // own (the spare is not dropped), the control bytes are all EMPTY (its first touch),
+        // so no slot is initialised.
+        Segment {
+            ctrl: spare.ctrl,
+            slots: spare.slots,
+            cap: cap as u32,
+            depth,
+            class: spare.class,
+            draining: false,
+            _owns: PhantomData,
+        }
+    }
+
     /// A segment of `class`'s capacity; `give_slack`: hand its slot array's allocator slack
     /// back to the OS (see [`return_allocation_slack`]).
     pub(crate) fn new(class: u16, depth: u8, give_slack: bool) -> Segment<K, V> {
@@ -779,10 +912,16 @@ mod slack_tests {
     fn slack_is_whole_pages_past_the_used_bytes_and_inside_the_allocation() {
         const P: usize = 4096;
         // 151,552 bytes asked (4096 slots of 37 bytes), 163,840 usable: 3 whole pages.
-        assert_eq!(slack_pages(1 << 20, 151_552, 163_840, P), Some(((1 << 20) + 151_552, 12_288)));
+        assert_eq!(
+            slack_pages(1 << 20, 151_552, 163_840, P),
+            Some(((1 << 20) + 151_552, 12_288))
+        );
         // A start that is not page-aligned (jemalloc's cache-oblivious offset): the partly
         // used page and the partly owned last page are both kept.
-        assert_eq!(slack_pages((1 << 20) + 64, 151_552, 163_840, P), Some(((1 << 20) + 155_648, 8_192)));
+        assert_eq!(
+            slack_pages((1 << 20) + 64, 151_552, 163_840, P),
+            Some(((1 << 20) + 155_648, 8_192))
+        );
         // No whole page of slack.
         assert_eq!(slack_pages(1 << 20, 160_000, 163_840, P), None);
         assert_eq!(slack_pages(1 << 20, 163_840, 163_840, P), None);

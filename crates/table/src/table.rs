@@ -34,6 +34,7 @@ use crate::key::KeyKind;
 use crate::pages::Pages;
 use crate::prefetch::prefetch_read;
 use crate::segment::{DirEntry, Probe, Segment};
+use crate::spare::Spares;
 use crate::Seed;
 
 /// Deepest a segment may get: the home slot uses the 32 hash bits below a segment's prefix,
@@ -75,6 +76,10 @@ pub struct Config {
     pub seed: Option<u64>,
     /// How full segments run: memory per entry against growth work (`growth.rs`).
     pub density: Density,
+    /// Segment bytes from which the table allocates the segments of its next growth steps
+    /// ahead and faults them in a page per insert (`spare.rs`), so that a growth step
+    /// writes no fresh page. `usize::MAX`: never. Tests use 0 to exercise it.
+    pub spares_from_bytes: usize,
 }
 
 /// How full a table's segments run (`growth.rs`): the trade between bytes per entry and the
@@ -107,6 +112,7 @@ impl Config {
         segment_slots: 4096,
         seed: None,
         density: Density::Balanced,
+        spares_from_bytes: crate::spare::SPARES_FROM_BYTES,
     };
 }
 
@@ -157,6 +163,8 @@ pub struct HashTable<K: KeyKind, V> {
     /// Bytes of keys stored out of line.
     pub(crate) heap_key_bytes: usize,
     pub(crate) seed: Seed,
+    /// Future segments' allocations, faulted in ahead of growth (`spare.rs`).
+    pub(crate) spares: Spares,
 }
 
 impl<K: KeyKind, V> Default for HashTable<K, V> {
@@ -209,6 +217,7 @@ impl<K: KeyKind, V> HashTable<K, V> {
             seg_bytes: 0,
             heap_key_bytes: 0,
             seed: config.seed.map_or_else(Seed::random, Seed::from_u64),
+            spares: Spares::from_bytes(config.spares_from_bytes),
         }
     }
 
@@ -234,7 +243,11 @@ impl<K: KeyKind, V> HashTable<K, V> {
                 } else {
                     i << (64 - depth as u32)
                 };
-                Segment::new(g.class_for(share, g.ladder_of(hash, depth)), depth, g.return_slack)
+                Segment::new(
+                    g.class_for(share, g.ladder_of(hash, depth)),
+                    depth,
+                    g.return_slack,
+                )
             })
             .collect();
         t.dir = t
@@ -266,6 +279,7 @@ impl<K: KeyKind, V> HashTable<K, V> {
             len: 0,
             seg_bytes: 0,
             heap_key_bytes: 0,
+            spares: Spares::from_bytes(self.spares.from_bytes),
             ..*self
         }
     }
@@ -293,6 +307,14 @@ impl<K: KeyKind, V> HashTable<K, V> {
             + self.room.alloc_bytes()
             + self.seg_bytes
             + self.heap_key_bytes
+            + self.spares.bytes()
+    }
+
+    /// Growth steps' segments that came from a spare, and those that found none while the
+    /// table kept spares (`spare.rs`; for benchmarks).
+    #[doc(hidden)]
+    pub fn spare_stats(&self) -> (u64, u64) {
+        (self.spares.hits, self.spares.misses)
     }
 
     /// The hash of `key` in this table, for the `*_hashed` methods and [`Self::prefetch`].
@@ -594,5 +616,8 @@ impl<K: KeyKind, V> HashTable<K, V> {
         let took_room = unsafe { e.fill::<K, V>(i, tag(hash), (stored, value)) };
         self.room[id] -= took_room as u32;
         self.len += 1;
+        if self.spares.untouched {
+            self.spares.touch_one();
+        }
     }
 }

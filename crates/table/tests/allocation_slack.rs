@@ -10,7 +10,11 @@ static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn rss_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok()).unwrap_or(0)
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .unwrap_or(0)
 }
 
 #[test]
@@ -19,10 +23,16 @@ fn tables_keep_every_entry_with_their_slack_given_back() {
     // live allocation it made.
     assert!(unsafe { return_allocation_slack(tikv_jemallocator::usable_size::<u8>) });
     // SAFETY: as above.
-    assert!(!unsafe { return_allocation_slack(tikv_jemallocator::usable_size::<u8>) }, "set once");
+    assert!(
+        !unsafe { return_allocation_slack(tikv_jemallocator::usable_size::<u8>) },
+        "set once"
+    );
     let n = 1_500_000u64;
     // Dense tables give their slack back; a balanced one beside them does not.
-    let dense = || Config { density: Density::Dense, ..Config::default() };
+    let dense = || Config {
+        density: Density::Dense,
+        ..Config::default()
+    };
     let mut ints: U64Table<u64> = U64Table::with_config(dense());
     let mut bytes: Table<[u8; 21]> = Table::with_config(dense());
     let mut balanced: Table<[u8; 21]> = Table::new();
@@ -41,10 +51,22 @@ fn tables_keep_every_entry_with_their_slack_given_back() {
     }
     for i in 0..n {
         let gone = i % 3 == 2 && i + 1 < n;
-        assert_eq!(ints.get(i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).copied(), (!gone).then_some(!i), "u64 key {i}");
+        assert_eq!(
+            ints.get(i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).copied(),
+            (!gone).then_some(!i),
+            "u64 key {i}"
+        );
         value[..8].copy_from_slice(&i.to_le_bytes());
-        assert_eq!(bytes.get(format!("key:{i}").as_bytes()).copied(), (!gone).then_some(value), "byte key {i}");
-        assert_eq!(balanced.get(format!("key:{i}").as_bytes()).copied(), (!gone).then_some(value), "balanced byte key {i}");
+        assert_eq!(
+            bytes.get(format!("key:{i}").as_bytes()).copied(),
+            (!gone).then_some(value),
+            "byte key {i}"
+        );
+        assert_eq!(
+            balanced.get(format!("key:{i}").as_bytes()).copied(),
+            (!gone).then_some(value),
+            "balanced byte key {i}"
+        );
     }
     eprintln!("RSS after the three tables: {} MiB", rss_kib() >> 10);
 }

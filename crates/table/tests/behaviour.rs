@@ -8,7 +8,7 @@ use abacus_table::{Config, Density, Table, U64Table};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
 /// Tiny segments (many splits); odd seeds grow by the dense parameters, so every test
-/// that draws seeds covers both.
+/// that draws seeds covers both. No spare segments (see `spare_segments_*`).
 fn small(seed: u64) -> Config {
     Config {
         segment_slots: 16,
@@ -18,6 +18,52 @@ fn small(seed: u64) -> Config {
         } else {
             Density::Balanced
         },
+        spares_from_bytes: usize::MAX,
+    }
+}
+
+/// Spare segments (`spare.rs`): growth steps mostly take them, nothing is lost, their
+/// bytes are counted, and a table below the threshold keeps none. Two tables with the same
+/// seed and inserts have the same segments, so they differ in memory by the spares alone.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn spare_segments_feed_growth_and_are_counted() {
+    for seed in [4, 5] {
+        let mut with: U64Table<u64> = U64Table::with_config(Config {
+            spares_from_bytes: 0,
+            segment_slots: 4096,
+            ..small(seed)
+        });
+        let mut without: U64Table<u64> = U64Table::with_config(Config {
+            segment_slots: 4096,
+            ..small(seed)
+        });
+        let mut rng = StdRng::seed_from_u64(seed);
+        let keys: Vec<u64> = (0..1_500_000).map(|_| rng.gen()).collect();
+        for (i, &k) in keys.iter().enumerate() {
+            with.insert(k, i as u64);
+            without.insert(k, i as u64);
+        }
+        with.check_invariants().unwrap();
+        let (hits, misses) = with.spare_stats();
+        assert!(
+            hits > 4 * misses,
+            "seed {seed}: {hits} segments from spares, {misses} without"
+        );
+        assert_eq!(without.spare_stats(), (0, 0));
+        assert!(keys
+            .iter()
+            .enumerate()
+            .all(|(i, k)| with.get(*k) == Some(&(i as u64))));
+        // At most eight spares of the largest class (at most 1.59 x 4096 slots of 17 bytes,
+        // and a control byte each), and at least one.
+        let extra = with.memory_bytes() - without.memory_bytes();
+        assert!(
+            extra > 0 && extra <= 8 * 6600 * 18,
+            "seed {seed}: spares of {extra} bytes"
+        );
+        with.clear();
+        assert_eq!(with.memory_bytes(), 0);
     }
 }
 
@@ -121,6 +167,7 @@ fn load_range(density: Density) -> (f64, f64) {
         segment_slots: 512,
         seed: Some(5),
         density,
+        spares_from_bytes: usize::MAX,
     });
     let mut rng = StdRng::seed_from_u64(5);
     let (mut lo, mut hi) = (f64::MAX, 0f64);
