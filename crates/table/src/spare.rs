@@ -26,8 +26,8 @@
 //!
 //! What it does not remove: a growth step whose class has no spare (about 1 in 1,000 at
 //! 150M keys) still faults its segment in, and the W2 runs still show a few growing inserts
-//! of 1-4 ms of CPU with no page fault at all, which no work of the table's explains (the VM's
-//! host taking the CPU is the likely cause; docs/PERFORMANCE.md, W2).
+//! of 1-4 ms of CPU with no page fault at all, which no work of the table's explains (that
+//! VM's kernel charges interrupt work to the interrupted thread; docs/PERFORMANCE.md, W2).
 //!
 //! [`HashTable::memory_bytes`]: crate::HashTable::memory_bytes
 
