@@ -345,10 +345,79 @@ impl ChunkIter<'_> {
     /// The next sample; `None` when none is left or the stream is malformed (too short for
     /// its count, or a value window that cannot be). Reads never go past the words: a read
     /// beyond `bits` sees zeros and is caught by the position check at the end.
+    #[inline]
     fn next_checked(&mut self) -> Option<(u64, f64)> {
         if self.left == 0 {
             return None;
         }
+        if self.left != self.c.count {
+            if let Some(s) = self.next_fast() {
+                return Some(s);
+            }
+        }
+        self.next_slow()
+    }
+
+    /// A later sample (not the first) decoded from one 128-bit window of the stream, read
+    /// once, where [`Self::next_slow`] reads the words again for every field: `None`, with
+    /// nothing consumed, when the window may not hold it (the last two words of the
+    /// stream, a timestamp change of 32 or 64 bits) or the stream is malformed there, for
+    /// the slow path to decode or refuse. Why: a one-day waterfall reads ~7 samples per
+    /// series from a chunk's start, and callgrind counted 161 instructions per sample on
+    /// the slow path, a quarter of the request's instructions.
+    #[inline]
+    fn next_fast(&mut self) -> Option<(u64, f64)> {
+        let w = (self.at / 64) as usize;
+        let &[a, b, c] = self.c.words.get(w..w + 3)? else { return None };
+        let off = (self.at % 64) as u32;
+        let (hi, lo) = if off == 0 { (a, b) } else { ((a << off) | (b >> (64 - off)), (b << off) | (c >> (64 - off))) };
+        let win = (u128::from(hi) << 64) | u128::from(lo);
+        // The timestamp's prefix and delta-of-delta: at most 4 + 12 bits here, so that with
+        // the value's at most 2 + 12 + 64 the sample fits the window's 128.
+        let ones = hi.leading_ones();
+        if ones >= 4 {
+            return None;
+        }
+        let mut used = ones + 1;
+        // `n` (1 to 64) bits of the window from `used`.
+        let take = |used: &mut u32, n: u32| -> u64 {
+            let v = ((win << *used) >> (128 - n)) as u64;
+            *used += n;
+            v
+        };
+        let z = match ones {
+            0 => 0,
+            1 => take(&mut used, 7),
+            2 => take(&mut used, 9),
+            _ => take(&mut used, 12),
+        };
+        let dod = ((z >> 1) as i64) ^ -((z & 1) as i64);
+        let delta = self.delta.wrapping_add(dod);
+        let t = self.t.wrapping_add(delta as u64);
+        let (mut lead, mut len, mut v) = (self.lead, self.len, self.v);
+        let ctl = take(&mut used, 1);
+        if ctl == 1 {
+            if take(&mut used, 1) == 1 {
+                lead = take(&mut used, 6) as u8;
+                len = take(&mut used, 6) as u8 + 1;
+            }
+            if len == 0 || u32::from(lead) + u32::from(len) > 64 {
+                return None;
+            }
+            let trail = 64 - u32::from(lead) - u32::from(len);
+            v ^= take(&mut used, u32::from(len)) << trail;
+        }
+        let at = self.at + u64::from(used);
+        if at > self.c.bits {
+            return None;
+        }
+        (self.at, self.t, self.delta, self.v, self.lead, self.len) = (at, t, delta, v, lead, len);
+        self.left -= 1;
+        Some((t, f64::from_bits(v)))
+    }
+
+    /// [`Self::next_checked`] field by field, for any sample and any stream.
+    fn next_slow(&mut self) -> Option<(u64, f64)> {
         if self.left == self.c.count {
             self.t = self.take(64);
             self.v = self.take(64);
@@ -400,5 +469,61 @@ impl Iterator for ChunkIter<'_> {
 
     fn next(&mut self) -> Option<(u64, f64)> {
         self.next_checked()
+    }
+}
+
+#[cfg(test)]
+mod fast_path_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Every sample up to and including the first `None`: through `next_checked` (the fast
+    /// path where it applies) or through the slow path alone.
+    fn decode(c: &Chunk, fast: bool) -> Vec<Option<(u64, u64)>> {
+        let mut it = c.iter();
+        let mut out = Vec::new();
+        loop {
+            let s = if fast || it.left == 0 { it.next_checked() } else { it.next_slow() };
+            out.push(s.map(|(t, v)| (t, v.to_bits())));
+            if s.is_none() {
+                return out;
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 8 } else { 2000 }))]
+
+        /// The fast path decodes exactly as the slow one, on real chunks with bits flipped
+        /// and on arbitrary words, counts and lengths (a corrupt RESTORE payload): the same
+        /// samples, and the same first refusal.
+        #[test]
+        fn fast_path_decodes_as_the_slow_one(
+            samples in proptest::collection::vec((0u64..1 << 40, any::<f64>(), 0u8..4), 0..60),
+            flips in proptest::collection::vec(0usize..4096, 0..3),
+            junk in proptest::collection::vec(any::<u64>(), 0..10),
+            count in 0u32..80,
+            cut in 0u64..700,
+        ) {
+            // Increasing timestamps with every kind of gap, values repeated or changed.
+            let mut t = 0u64;
+            let mut prev = 0.0;
+            let samples: Vec<(u64, f64)> = samples.iter().map(|&(gap, v, kind)| {
+                t += match kind { 0 => 1000, 1 => 1 + gap % 100, 2 => 1 + gap % 100_000, _ => 1 + gap };
+                prev = if kind == 0 { prev } else { v };
+                (t, prev)
+            }).collect();
+            let mut c = Chunk::from_samples(&samples);
+            prop_assert_eq!(decode(&c, true), decode(&c, false));
+            for f in flips {
+                if let Some(w) = c.words.get_mut(f / 64) {
+                    *w ^= 1 << (f % 64);
+                }
+            }
+            prop_assert_eq!(decode(&c, true), decode(&c, false));
+            let bits = cut.min(junk.len() as u64 * 64);
+            let raw = Chunk { words: junk, bits, count, ..Chunk::default() };
+            prop_assert_eq!(decode(&raw, true), decode(&raw, false));
+        }
     }
 }
