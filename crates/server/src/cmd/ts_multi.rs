@@ -1291,13 +1291,23 @@ fn group_labels(mut b: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> + Clone {
     std::iter::from_fn(move || Some((take()?, take()?)))
 }
 
-/// `prefix n CRLF` (an aggregate's header).
+/// `prefix n CRLF` (an aggregate's header). Lengths under 100 (every header and most bulk
+/// lengths of a waterfall reply, five per group) are written as one small array: callgrind
+/// counted ~120 instructions per `put_bulk` through `itoa` and three appends.
+#[inline]
 fn put_len(out: &mut Vec<u8>, prefix: u8, n: usize) {
-    out.push(prefix);
-    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
-    out.extend_from_slice(b"\r\n");
+    if n < 10 {
+        out.extend_from_slice(&[prefix, b'0' + n as u8, b'\r', b'\n']);
+    } else if n < 100 {
+        out.extend_from_slice(&[prefix, b'0' + (n / 10) as u8, b'0' + (n % 10) as u8, b'\r', b'\n']);
+    } else {
+        out.push(prefix);
+        out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
 }
 
+#[inline]
 fn put_bulk(out: &mut Vec<u8>, b: &[u8]) {
     put_len(out, b'$', b.len());
     out.extend_from_slice(b);
