@@ -22,6 +22,28 @@ fn small(seed: u64) -> Config {
     }
 }
 
+/// Spare segments in a small table, sized for Miri (the storage's `unsafe` code): keys
+/// boxed and inline, values that count their drops, growth that takes spares and drops
+/// unused ones, removals, and the table dropped with spares still held.
+#[test]
+fn spare_segments_keep_every_entry_and_free_everything() {
+    let marker = Rc::new(());
+    {
+        let mut t: Table<Rc<()>> = Table::with_config(Config { spares_from_bytes: 0, ..small(8) });
+        for i in 0..400u32 {
+            let key = format!("{}:{i}", if i % 2 == 0 { "k" } else { "a-key-long-enough-to-be-boxed" });
+            t.insert(key.as_bytes(), marker.clone());
+            if i % 7 == 0 {
+                t.remove(format!("k:{}", i / 2).as_bytes());
+            }
+        }
+        t.check_invariants().unwrap();
+        assert!(t.spare_stats().0 > 0, "no growth step took a spare");
+        assert_eq!(Rc::strong_count(&marker), 1 + t.len());
+    }
+    assert_eq!(Rc::strong_count(&marker), 1);
+}
+
 /// Spare segments (`spare.rs`): growth steps mostly take them, nothing is lost, their
 /// bytes are counted, and a table below the threshold keeps none. Two tables with the same
 /// seed and inserts have the same segments, so they differ in memory by the spares alone.
