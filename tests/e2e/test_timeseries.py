@@ -473,6 +473,31 @@ def test_waterfall_matches_a_python_reference(r):
     assert got == [[b"instrument=X", [[b"instrument", b"X"]], [[1, b"1"]]]]
 
 
+def test_waterfall_over_many_groups_matches_a_python_reference(r):
+    # 17,000 groups: past the 16,384 from which the server merges the shards' parts in two
+    # halves on two threads; the reply, in order, against the reference.
+    rnd = random.Random(17)
+    sources = ["exchange", "vendorA", "vendorB"]
+    series = {}
+    pipe = r.pipeline(transaction=False)
+    for i in range(17000):
+        for src in sources:
+            samples = [(d, round(50 + rnd.random() * 10, 3)) for d in range(6) if rnd.random() < 0.6]
+            key = "m%d:%s" % (i, src)
+            labels = {"instrument": "M%05d" % i, "set": "many", "source": src}
+            series[key] = (labels, samples)
+            pipe.execute_command("TS.CREATE", key, "LABELS", *[x for kv in labels.items() for x in kv])
+            if samples:
+                pipe.execute_command("TS.MADD", *[x for t, v in samples for x in (key, t, v)])
+    pipe.execute()
+    for frm, to in ((3, 3), (0, 5)):
+        got = X(r).execute_command("TS.WATERFALL", frm, to, "SOURCES", *sources, "FILTER", "set=many", "WITHSOURCE")
+        want = waterfall_reference(series, frm, to, sources)
+        assert [name.decode() for name, _, _ in got] == sorted(want)
+        for name, _, points in got:
+            assert [(int(p[0]), float(p[1]), p[2].decode()) for p in points] == want[name.decode()]
+
+
 def test_waterfall_ties_across_shards_order_and_resp3(r):
     # Two series of one group and one source on different shards: at a timestamp both have,
     # the smaller key wins; a better source on a third series wins over both. Groups come

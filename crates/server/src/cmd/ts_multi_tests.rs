@@ -128,10 +128,17 @@ fn check(dbs: &mut [Db; 2], models: &[Model; 2], step: usize) {
                 let whole = WfQuery { resp3, ..ranged(sources, from, to) };
                 let all = [waterfall_shard(&mut dbs[0], &whole, 0), waterfall_shard(&mut dbs[1], &whole, 0)];
                 for with_source in [false, true] {
+                    let reply = waterfall_reply(&parts, &srcs, with_source, resp3);
                     assert_eq!(
-                        waterfall_reply(&parts, &srcs, with_source, resp3),
+                        reply,
                         waterfall_reply(&all, &srcs, with_source, resp3),
                         "step {step}, {sources:?}, {from}..={to}, resp3 {resp3}, withsource {with_source}"
+                    );
+                    // Merged in two halves on two threads: the same bytes.
+                    assert_eq!(
+                        reply,
+                        waterfall_reply_from(&parts, &srcs, with_source, resp3, 0),
+                        "step {step}, {sources:?}, {from}..={to}, resp3 {resp3}, withsource {with_source}, split"
                     );
                 }
             }
