@@ -226,6 +226,10 @@ mod tests {
     }
 
     proptest! {
+        // Under Miri a few cases: it interprets every proptest step (256 cases of the SSE2
+        // test ran for over 25 minutes).
+        #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 8 } else { 256 }, ..ProptestConfig::default() })]
+
         /// The SWAR matches agree with a byte-by-byte loop on every mix of control bytes.
         #[test]
         fn swar_matches_naive(bytes in proptest::collection::vec(byte(), swar::GROUP), tag in 0u8..0x80) {

@@ -2,6 +2,10 @@
 //! whose segments hand their allocator slack back to the OS keep every entry, through
 //! thousands of segment rebuilds and splits (the pages given back are past the bytes a
 //! segment uses, and segments made from reused memory are unaffected).
+//!
+//! Not under Miri: jemalloc is a foreign library Miri cannot run (`scripts/miri.sh` stopped
+//! here at the first allocation).
+#![cfg(not(miri))]
 
 use abacus_table::{return_allocation_slack, Config, Density, Table, U64Table};
 
