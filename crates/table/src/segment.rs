@@ -79,6 +79,16 @@ fn allocate(layout: Layout) -> NonNull<u8> {
     NonNull::new(p).unwrap_or_else(|| handle_alloc_error(layout))
 }
 
+/// A slot array of `layout` (non-zero size); `give_slack`: hand its allocator slack back to
+/// the OS (see [`return_allocation_slack`]).
+fn allocate_slots(layout: Layout, give_slack: bool) -> NonNull<u8> {
+    let p = allocate(layout);
+    if give_slack {
+        return_slack(p, layout.size());
+    }
+    p
+}
+
 /// How the global allocator tells an allocation's usable size (see [`return_allocation_slack`]).
 pub type UsableSize = unsafe fn(*const u8) -> usize;
 
@@ -225,10 +235,7 @@ impl Spare {
         let cap = class_cap(class);
         let ctrl = allocate(ctrl_layout(cap));
         let slots_layout = slots_layout_of(pair, cap);
-        let slots = allocate(slots_layout);
-        if give_slack {
-            return_slack(slots, slots_layout.size());
-        }
+        let slots = allocate_slots(slots_layout, give_slack);
         Spare {
             ctrl,
             slots,
@@ -308,12 +315,18 @@ impl<K: KeyKind, V> Segment<K, V> {
         // The invariant holds: the allocations have this segment's layouts and are now its
         // own (the spare is not dropped), the control bytes are all EMPTY (its first touch),
         // so no slot is initialised.
+        Self::from_parts(spare.ctrl, spare.slots, spare.class, depth)
+    }
+
+    /// A segment of `class` on allocations of its layouts whose control bytes are all
+    /// EMPTY (the callers' half of the invariant).
+    fn from_parts(ctrl: NonNull<u8>, slots: NonNull<u8>, class: u16, depth: u8) -> Segment<K, V> {
         Segment {
-            ctrl: spare.ctrl,
-            slots: spare.slots,
-            cap: cap as u32,
+            ctrl,
+            slots,
+            cap: class_cap(class) as u32,
             depth,
-            class: spare.class,
+            class,
             draining: false,
             _owns: PhantomData,
         }
@@ -328,24 +341,11 @@ impl<K: KeyKind, V> Segment<K, V> {
         let slots = if std::mem::size_of::<Pair<K, V>>() == 0 {
             NonNull::<Pair<K, V>>::dangling().cast()
         } else {
-            let layout = slots_layout::<Pair<K, V>>(cap);
-            let p = allocate(layout);
-            if give_slack {
-                return_slack(p, layout.size());
-            }
-            p
+            allocate_slots(slots_layout::<Pair<K, V>>(cap), give_slack)
         };
         // SAFETY: the control allocation has `cap + GROUP` bytes.
         unsafe { ctrl.as_ptr().write_bytes(EMPTY, cap + GROUP) };
-        Segment {
-            ctrl,
-            slots,
-            cap: cap as u32,
-            depth,
-            class,
-            draining: false,
-            _owns: PhantomData,
-        }
+        Self::from_parts(ctrl, slots, class, depth)
     }
 
     pub(crate) fn class(&self) -> u16 {

@@ -1209,8 +1209,9 @@ fn waterfall_reply_from(parts: &[WfPart], sources: &[Box<[u8]>], with_source: bo
     out.resize(GAP, 0);
     let all: Vec<(usize, usize)> = parts.iter().map(|p| (0, p.groups.len())).collect();
     let merge = |out: &mut Vec<u8>, bounds: &[(usize, usize)]| wf_merge(parts, bounds, sources, with_source, resp3, out);
-    let ngroups = match wf_split(parts) {
-        Some(mid) if all.iter().map(|b| b.1).sum::<usize>() >= parallel_from => {
+    let split = if all.iter().map(|b| b.1).sum::<usize>() >= parallel_from { wf_split(parts) } else { None };
+    let ngroups = match split {
+        Some(mid) => {
             let first: Vec<(usize, usize)> = mid.iter().map(|&m| (0, m)).collect();
             let second: Vec<(usize, usize)> = mid.iter().zip(&all).map(|(&m, b)| (m, b.1)).collect();
             std::thread::scope(|s| {
