@@ -402,8 +402,9 @@ struct KeyTable(Table<Entry>);
 static DENSE_KEY_TABLES: AtomicBool = AtomicBool::new(false);
 
 /// Chooses the density of the key tables created from now on: `true` for `Density::Dense`
-/// (less memory per key, more CPU per new key), `false` for the balanced default. Tables that
-/// exist keep theirs.
+/// (less memory per key, more growth work per new key), `false` for balanced, this crate's
+/// default for embedded users (the server's `keyspace-density` defaults to dense). Tables
+/// that exist keep theirs.
 pub fn set_dense_key_tables(dense: bool) {
     DENSE_KEY_TABLES.store(dense, Ordering::Relaxed);
 }

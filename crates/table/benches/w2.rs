@@ -7,7 +7,8 @@
 //! growing insert over 0.5 ms of CPU with its page faults; `W2_ONLY=abacus` runs Abacus's
 //! table alone, for sizes at which both tables do not fit; `W2_BATCHED=0` skips the last
 //! pass, batched inserts and lookups; `W2_DENSITY=dense` grows Abacus's table as the
-//! keyspace's; `W2_SEGMENT_SLOTS=N` gives it segments of N slots instead of 4096).
+//! keyspace's; `W2_SEGMENT_SLOTS=N` gives it segments of N slots instead of 4096; `W2_BG=0`
+//! leaves jemalloc's background threads off, see `main`).
 //! Needs ~5 GB at 100M (both), ~11 GB at 500M (Abacus alone).
 //!
 //! Reported per table: inserts/s and lookups/s (untimed-per-operation runs), peak and final
@@ -181,6 +182,10 @@ trait Map: Default {
     fn spare_stats(&self) -> Option<(u64, u64)> {
         None
     }
+    /// The table's shape for the trace (Abacus's: segments and directory depth).
+    fn shape(&self) -> String {
+        String::new()
+    }
 }
 
 impl Map for U64Table<u64> {
@@ -212,6 +217,9 @@ impl Map for U64Table<u64> {
     }
     fn spare_stats(&self) -> Option<(u64, u64)> {
         Some(U64Table::spare_stats(self))
+    }
+    fn shape(&self) -> String {
+        format!("{self:?}")
     }
 }
 
@@ -283,6 +291,7 @@ fn run<M: Map>(n: u64, single: bool) -> Figures {
         // and involuntary switches inside it and when it ended (to find it in a profile).
         let trace = std::env::var("W2_TRACE").is_ok_and(|s| s == "1");
         let mut usage = [0u64; 2];
+        let mut last_depth: Option<String> = None;
         for _ in 0..n {
             let k = keys.next().unwrap_or_default();
             let grows = map.grows(k);
@@ -305,13 +314,23 @@ fn run<M: Map>(n: u64, single: bool) -> Figures {
                 if trace && c > Duration::from_micros(500) {
                     let u = thread_usage();
                     eprintln!(
-                        "  slow growing insert at {done} keys: {} us CPU ({} us wall), {} minor faults, {} involuntary switches, ended at {:.6} s monotonic",
+                        "  slow growing insert at {done} keys: {} us CPU ({} us wall), {} minor faults, {} involuntary switches, ended at {:.6} s monotonic {}",
                         c.as_micros(),
                         d.as_micros(),
                         u[0] - usage[0],
                         u[1] - usage[1],
-                        monotonic_s()
+                        monotonic_s(),
+                        map.shape()
                     );
+                }
+                if trace {
+                    // The directory's doublings, to tell slow steps near them from others.
+                    let shape = map.shape();
+                    let depth = shape.split("global_depth: ").nth(1).map(str::to_owned);
+                    if depth != last_depth {
+                        eprintln!("  directory deeper at {done} keys: {shape}");
+                        last_depth = depth;
+                    }
                 }
                 growing_cpu_max = growing_cpu_max.max(c);
                 growing_wall_max = growing_wall_max.max(d);
@@ -401,8 +420,11 @@ fn main() {
         .unwrap_or(100_000_000);
     let single = std::env::var("W2_SINGLE").map_or(true, |s| s != "0");
     // As `abacus serve` does: freed pages are purged by jemalloc's background threads, not
-    // inside the allocation calls of the insert path.
-    if tikv_jemalloc_ctl::background_thread::write(true).is_err() {
+    // inside the allocation calls of the insert path. `W2_BG=0` leaves them off (for a run
+    // with `_RJEM_MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1`: no purge and no wake-up
+    // of a purging thread inside an insert, to tell the table's own cost from the allocator's).
+    let background = std::env::var("W2_BG").map_or(true, |s| s != "0");
+    if background && tikv_jemalloc_ctl::background_thread::write(true).is_err() {
         eprintln!("warning: jemalloc background threads could not be started");
     }
     println!(

@@ -21,8 +21,8 @@
 //!
 //! `Balanced` (the default, W2's `u64 -> u64` table) costs at most 17 / 0.71 = 24 bytes per
 //! entry, about 21 on average, and keeps the moves few: they are most of an insert's cost
-//! when a slot is 17 bytes. `Dense` (the keyspace's, 37-byte slots (40 before issue 27), when the server runs with
-//! `keyspace-density dense`) saves 4.8 of the 51
+//! when a slot is 17 bytes. `Dense` (the keyspace's, 37-byte slots (40 before issue 27), unless the server runs
+//! with `keyspace-density balanced`) saves 4.8 of the 51
 //! bytes a slot costs per key at 80%, for twice the moves and longer probes: linear probing
 //! at 94% has runs of about 130 slots for a miss (8 groups of control bytes, two cache
 //! lines), against 50 at 90%; above ~95% they lengthen fast (230 at 95.3%, 500 at 97%), so

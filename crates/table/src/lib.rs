@@ -22,7 +22,7 @@
 //!   the whole table near 80% full at every size, rather than swinging between the two.
 //!   A large table allocates its next steps' segments ahead and faults them in a page per
 //!   insert (`spare.rs`), so that a growth step writes no fresh page itself.
-//!   [`Density::Dense`] (the keyspace's, with `keyspace-density dense`) steps by x1.12 up to 94%: 84-94% full, 88% on
+//!   [`Density::Dense`] (the server keyspace's, unless `keyspace-density balanced`) steps by x1.12 up to 94%: 84-94% full, 88% on
 //!   average, for twice the entry moves.
 //! - Segments (`segment.rs`, `ctrl.rs`): open addressing with linear probing over one
 //!   control byte per slot (a 7-bit tag), read sixteen at a time (SSE2; eight with SWAR
