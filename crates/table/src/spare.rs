@@ -25,9 +25,12 @@
 //! there, less as it grows).
 //!
 //! What it does not remove: a growth step whose class has no spare (about 1 in 1,000 at
-//! 150M keys) still faults its segment in, and the W2 runs still show a few growing inserts
-//! of 1-4 ms of CPU with no page fault at all, which no work of the table's explains (that
-//! VM's kernel charges interrupt work to the interrupted thread; docs/PERFORMANCE.md, W2).
+//! 150M keys) still faults its segment in, and the W2 runs still show one to six growing
+//! inserts of 1-11 ms of CPU per 500M keys that no work of the table's explains: `perf`
+//! finds no sample in them for milliseconds, inside user-space code (the vCPU was not
+//! running, and that VM's kernel charged the time to the thread), or one page fault whose
+//! zeroing took 3 ms (docs/PERFORMANCE.md, W2, "What the remaining slow growing inserts
+//! are").
 //!
 //! [`HashTable::memory_bytes`]: crate::HashTable::memory_bytes
 

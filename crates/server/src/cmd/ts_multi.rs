@@ -1248,23 +1248,7 @@ fn waterfall_reply_from(parts: &[WfPart], sources: &[Box<[u8]>], with_source: bo
 fn wf_split(parts: &[WfPart]) -> Option<Vec<usize>> {
     let big = parts.iter().max_by_key(|p| p.groups.len()).filter(|p| !p.groups.is_empty())?;
     let pivot = big.id(big.groups.len() / 2);
-    Some(
-        parts
-            .iter()
-            .map(|p| {
-                let (mut lo, mut hi) = (0, p.groups.len());
-                while lo < hi {
-                    let m = (lo + hi) / 2;
-                    if p.id(m) < pivot {
-                        lo = m + 1;
-                    } else {
-                        hi = m;
-                    }
-                }
-                lo
-            })
-            .collect(),
-    )
+    Some(parts.iter().map(|p| p.groups.partition_point(|g| &p.ids[g.id.0 as usize..g.id.1 as usize] < pivot)).collect())
 }
 
 /// The reply's groups from `bounds` (per part, a range of its groups) appended to `out`, in
