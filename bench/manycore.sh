@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The 16-core host's run (../shared/MANYCORE.md): W8's load and ATTRIBUTE over every user at
+# The 16-core host's run (16 cores, 128 GiB, no Python or cargo: see "Benchmark hosts" in docs/PERFORMANCE.md): W8's load and ATTRIBUTE over every user at
 # several thread counts, then W2 at W2N keys (Abacus's table alone, per-insert timing pass).
 # The host has no Python and no cargo, so everything comes prepared in devbench/ (untracked):
 #   mkdir -p devbench/lib

@@ -1,5 +1,5 @@
 //! W8's events, as bench/w8_gen.py writes them, for machines without Python (the 16-core
-//! benchmark host has none; see ../shared/MANYCORE.md): USERS users with 20 events each on
+//! benchmark host has none; see "Benchmark hosts" in docs/PERFORMANCE.md): USERS users with 20 events each on
 //! average (5 to 35), impressions, clicks and visits from 8 channels over 30 days, 3% of the
 //! users converting (a purchase with an amount, after their other events), as explicit-ID
 //! XADDs in RESP for `redis-cli --pipe`, and optionally the same events as CSV.

@@ -904,13 +904,17 @@ impl Stream {
         self.max_deleted = id;
     }
 
-    /// The ID `*` gives at `now_ms` (Redis 7.0's streamNextID: the clock, or the last ID's
-    /// millisecond with the next sequence, which wraps to 0 after the last one).
+    /// The ID `*` gives at `now_ms` (Redis 7.0's streamNextID: the clock, or the last ID
+    /// incremented as streamIncrID does: the next sequence, or after the last sequence of a
+    /// millisecond the next millisecond's sequence 0). The caller refuses a stream whose last
+    /// ID is [`StreamId::MAX`] before asking.
     pub fn next_auto_id(&self, now_ms: u64) -> StreamId {
         if now_ms > self.last_id.ms {
             StreamId { ms: now_ms, seq: 0 }
+        } else if self.last_id.seq == u64::MAX {
+            StreamId { ms: self.last_id.ms.saturating_add(1), seq: 0 }
         } else {
-            StreamId { ms: self.last_id.ms, seq: self.last_id.seq.wrapping_add(1) }
+            StreamId { ms: self.last_id.ms, seq: self.last_id.seq + 1 }
         }
     }
 

@@ -228,3 +228,17 @@ fn compact_for_small_events() {
     let per_entry = s.heap_bytes() as f64 / n as f64;
     assert!(per_entry < 12.0, "{per_entry} bytes per entry");
 }
+
+#[test]
+fn auto_id_after_the_last_sequence_moves_to_the_next_millisecond() {
+    // Redis's streamIncrID: `ms-(2^64-1)` is followed by `(ms+1)-0`, not by a wrap to `ms-0`
+    // (which is smaller, and would make XADD * fail).
+    let mut s = Stream::new();
+    let top = StreamId::new(2_577_343_934_890, u64::MAX);
+    assert!(append(&mut s, top, &vec![(b"f".to_vec(), b"v".to_vec())], &StreamLimits::REDIS_DEFAULT));
+    assert_eq!(s.next_auto_id(0), StreamId::new(2_577_343_934_891, 0));
+    assert_eq!(s.next_auto_id(2_577_343_934_895), StreamId::new(2_577_343_934_895, 0));
+    let mut s = Stream::new();
+    assert!(append(&mut s, StreamId::new(5, 7), &vec![(b"f".to_vec(), b"v".to_vec())], &StreamLimits::REDIS_DEFAULT));
+    assert_eq!(s.next_auto_id(5), StreamId::new(5, 8));
+}

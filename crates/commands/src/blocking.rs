@@ -66,6 +66,10 @@ fn brpop(ctx: &mut Ctx, a: &[Arg]) -> Frame {
 
 /// BLMOVE src dst from to timeout / BRPOPLPUSH src dst timeout: propagated as LMOVE.
 fn bmove(ctx: &mut Ctx, a: &[Arg], from: End, to: End) -> Frame {
+    // Served because its destination became ready: it waits on its source alone.
+    if !ctx.may_serve_from(&a[1]) {
+        return nothing(ctx, Frame::Null);
+    }
     match lists::lmove_once(ctx, &a[1], &a[2], from, to) {
         Ok(Some(reply)) => {
             let side = |e: End| Bytes::from_static(if e == End::Left { b"LEFT" } else { b"RIGHT" });

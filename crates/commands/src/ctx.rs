@@ -73,6 +73,13 @@ impl Hooks {
 }
 
 impl Ctx<'_> {
+    /// Whether a blocking pop may take from `key`: always, except while a blocked client is
+    /// served because one of its keys became ready, when only that key is served (Redis's
+    /// serveClientsBlockedOnKey pops from the ready key alone, whatever the other keys hold).
+    pub fn may_serve_from(&self, key: &[u8]) -> bool {
+        (self.hooks.serving_key)().is_none_or(|k| &k[..] == key)
+    }
+
     /// Records keyspace event `event` of `class` (a `notify::` bit) for `key` in the
     /// selected database, if that class is enabled: one branch when notifications are off.
     #[inline]

@@ -526,6 +526,9 @@ fn move_command(ctx: &mut Ctx, a: &[Arg], from: End, to: End) -> Frame {
 /// Pops from the first non-empty list among `keys` (see the module documentation).
 pub fn pop_from_first(ctx: &mut Ctx, keys: &[Arg], end: End, count: Option<usize>) -> Option<Frame> {
     for (position, key) in keys.iter().enumerate() {
+        if !ctx.may_serve_from(key) {
+            continue;
+        }
         match list_mut(ctx, key) {
             Err(e) => return Some(e),
             Ok(None) => continue,

@@ -845,6 +845,9 @@ pub struct Popped {
 /// popped key was modified. For ZPOPMIN/ZPOPMAX/ZMPOP here and BZPOPMIN/BZPOPMAX/BZMPOP.
 pub fn pop_from_first(ctx: &mut Ctx, keys: &[Arg], max: bool, count: usize) -> Result<Option<Popped>, Frame> {
     for (key_index, key) in keys.iter().enumerate() {
+        if !ctx.may_serve_from(key) {
+            continue;
+        }
         let (members, empty) = match zset_mut(ctx, key)? {
             None => continue,
             Some(z) => {

@@ -1,5 +1,5 @@
-//! Ground-truth vectors produced by the real postgresql-hll 2.17 (see
-//! ../shared/hll/NOTES.md): every row must reproduce byte for byte, and
+//! Ground-truth vectors produced by the real postgresql-hll 2.17 (`tests/vectors/`, provenance
+//! in its README; the format in `tests/HLL_FORMAT_NOTES.md`): every row must reproduce byte for byte, and
 //! cardinalities must agree to the files' 6 decimals. The directory is
 //! required: a missing vectors directory fails the test instead of skipping.
 
@@ -7,10 +7,10 @@ use abacus_hll::{hash_bigint, hash_bytes, Hll, Params};
 use std::path::PathBuf;
 
 fn vectors_dir() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/hll/vectors");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/vectors");
     assert!(
         dir.is_dir(),
-        "vectors directory {} is missing (it is part of ../shared)",
+        "vectors directory {} is missing (it is part of the repository)",
         dir.display()
     );
     dir

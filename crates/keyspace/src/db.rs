@@ -1024,6 +1024,9 @@ impl Db {
     /// (FLUSHDB ASYNC drops them on a background thread).
     pub fn take_all(&mut self) -> Db {
         self.signal_existing(None);
+        // Clients blocked on a key that goes away re-evaluate their wait (XREADGROUP's get
+        // Redis's -UNBLOCKED; the pops find nothing and keep waiting).
+        self.ready_all_blocked();
         // A running snapshot takes what it is still owed first (this stalls for the rest of
         // the sweep; FLUSHDB during a snapshot is rare).
         self.finish_snapshot();
@@ -1040,6 +1043,10 @@ impl Db {
     pub fn swap_contents(&mut self, other: &mut Db) {
         self.signal_existing(Some(other));
         other.signal_existing(Some(self));
+        // A blocked-on key that held data before the swap changed too (a stream swapped
+        // away ends its XREADGROUP waiters' wait, as Redis's scanDatabaseForDeletedStreams).
+        self.ready_all_blocked();
+        other.ready_all_blocked();
         // Each database's snapshot sink writes that database's number: finish both first.
         self.finish_snapshot();
         other.finish_snapshot();
@@ -1309,7 +1316,9 @@ impl Db {
         std::mem::take(&mut self.ready)
     }
 
-    /// Queues as ready every blocked-on key that exists now (SWAPDB brought in other data).
+    /// Queues as ready every blocked-on key that exists now: what FLUSHDB is about to take
+    /// away, what SWAPDB takes away and what it brings in. The waiters themselves decide
+    /// what the change means for them (the server's `blocking.rs`).
     pub fn ready_all_blocked(&mut self) {
         let keys: Vec<Key> = self.blocking.keys().filter(|k| self.map.get(k).is_some()).cloned().collect();
         for k in keys {

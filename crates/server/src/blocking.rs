@@ -42,7 +42,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::mpsc;
 
-use abacus_keyspace::Db;
+use abacus_keyspace::{Db, ValueType};
 use abacus_protocol::{Bytes, Frame};
 
 use crate::config::CmdConfig;
@@ -176,9 +176,13 @@ fn serve_key(s: &mut Shard, d: usize, key: &Bytes, cfg: CmdConfig, shards: usize
     for id in ids {
         let now = crate::shard::now_ms();
         let Some(w) = s.blocked.waiters.get(&id) else { continue };
-        // A missing key has nothing for anyone, except XREADGROUP's waiters, which learn that
-        // their stream is gone (Redis 7.0 unblocks them with an error).
-        if !s.dbs.get_mut(d).is_some_and(|db| db.contains(key, now)) && !serves_missing(w.call.spec) {
+        // Redis 7.0 serves a waiter from a ready key only when the key holds the type its
+        // command pops or reads (a list for BLPOP...): a key that is missing or of another
+        // type has nothing for it, and it keeps waiting. XREADGROUP's waiters are the
+        // exception: they learn that their stream is gone (deleted, flushed, swapped away,
+        // overwritten), and Redis 7.0 unblocks them with an error.
+        let held = s.dbs.get_mut(d).and_then(|db| db.peek(key, now)).map(|e| e.value().value_type());
+        if !serves_missing(w.call.spec) && (held.is_none() || held != waits_for(w.call.spec)) {
             continue;
         }
         if w.tx.is_closed() {
@@ -195,10 +199,12 @@ fn serve_key(s: &mut Shard, d: usize, key: &Bytes, cfg: CmdConfig, shards: usize
         SERVING.with(|k| *k.borrow_mut() = Some(key.clone()));
         let reply = crate::exec::run_lone(&mut s.dbs, &mut s.log, db, spec, args, now, cfg, shards);
         SERVING.with(|k| *k.borrow_mut() = None);
-        // Nothing for it (another type, or a command that wants what is not there): it
-        // keeps waiting, and the next in line may still be served. The stream readers'
-        // errors end their wait (a group destroyed, a stream deleted).
-        if is_null(&reply) || (reply.is_error() && !serves_missing(spec)) {
+        // Nothing for it (a command that wants what is not there: BLMOVE woken by its
+        // destination, XREAD by an entry before its ID): it keeps waiting, and the next in
+        // line may still be served. Anything else ends the wait, errors included: BLMOVE's
+        // destination of another type (-WRONGTYPE, the element stays in the source), a
+        // stream reader's group destroyed or stream gone.
+        if is_null(&reply) {
             continue;
         }
         if let Some(w) = s.blocked.remove(&mut s.dbs, id) {
@@ -207,10 +213,21 @@ fn serve_key(s: &mut Shard, d: usize, key: &Bytes, cfg: CmdConfig, shards: usize
     }
 }
 
-/// Whether a waiter of this command is run when its key is missing, and gets its errors
+/// Whether a waiter of this command is run when its key is missing or holds another type
 /// (see `BLOCKED_SERVES_MISSING`).
 fn serves_missing(spec: &crate::command::Spec) -> bool {
     spec.has(crate::command::flags::BLOCKED_SERVES_MISSING)
+}
+
+/// The type a blocking command waits for, from its family (Redis's BLOCKED_LIST,
+/// BLOCKED_ZSET, BLOCKED_STREAM).
+fn waits_for(spec: &crate::command::Spec) -> Option<ValueType> {
+    match spec.group {
+        "list" => Some(ValueType::List),
+        "sorted-set" => Some(ValueType::ZSet),
+        "stream" => Some(ValueType::Stream),
+        _ => None,
+    }
 }
 
 thread_local! {

@@ -72,6 +72,10 @@ pub const REPL_REPLICA: u8 = 2;
 pub const UNBLOCK_TIMEOUT: u8 = 1;
 /// CLIENT UNBLOCK id ERROR: the command fails with `-UNBLOCKED`.
 pub const UNBLOCK_ERROR: u8 = 2;
+/// The server became a replica (REPLICAOF host port): the command fails with Redis 7.0's
+/// `-UNBLOCKED ... instance state changed` and the connection closes after the reply, as
+/// Redis's disconnectAllBlockedClients (a blocked pop's wait made sense on a primary only).
+pub const UNBLOCK_ROLE: u8 = 3;
 
 impl ClientMeta {
     pub fn kill(&self) {

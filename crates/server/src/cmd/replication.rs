@@ -50,6 +50,10 @@ async fn replicaof(conn: &mut Conn, a: &[Arg]) -> Frame {
         Some(gen) => {
             tracing::info!("REPLICAOF {host}:{port} enabled (user request from id={} addr={})", conn.client.meta.id, conn.client.meta.addr);
             replication::replica::spawn(conn.worker.clone(), gen);
+            // Clients blocked in a pop or a stream read are answered and disconnected.
+            for client in conn.worker.server.clients.all() {
+                client.request_unblock(crate::clients::UNBLOCK_ROLE);
+            }
             Frame::ok()
         }
     }

@@ -18,7 +18,7 @@ use abacus_protocol::{Args, Bytes, Frame};
 
 use super::Conn;
 use crate::blocking::{self, Outcome, Waiter};
-use crate::clients::{UNBLOCK_ERROR, UNBLOCK_TIMEOUT};
+use crate::clients::{UNBLOCK_ERROR, UNBLOCK_ROLE, UNBLOCK_TIMEOUT};
 use crate::command::Spec;
 use crate::exec::{self, shutting_down, Access, Call};
 use crate::shard::{now_ms, shard_of, Shard};
@@ -107,6 +107,10 @@ impl Conn {
                 Woken::Outcome(_) => continue,
                 Woken::Timeout => Some(null),
                 Woken::Unblocked(UNBLOCK_ERROR) => Some(Frame::error("UNBLOCKED client unblocked via CLIENT UNBLOCK")),
+                Woken::Unblocked(UNBLOCK_ROLE) => {
+                    self.close_after_reply = true;
+                    Some(Frame::error("UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)"))
+                }
                 Woken::Unblocked(_) => Some(null),
                 Woken::Gone if self.shutting_down() => Some(shutting_down()),
                 Woken::Gone => None,
@@ -197,7 +201,7 @@ impl Conn {
                 break Woken::Gone;
             }
             let mode = meta.unblock_mode.swap(0, Ordering::AcqRel);
-            if mode == UNBLOCK_TIMEOUT || mode == UNBLOCK_ERROR {
+            if mode == UNBLOCK_TIMEOUT || mode == UNBLOCK_ERROR || mode == UNBLOCK_ROLE {
                 break Woken::Unblocked(mode);
             }
             let sleep = async {
