@@ -896,6 +896,15 @@ impl Stream {
         self.last_id = id;
     }
 
+    /// The recorded first ID of a stream without entries, as a payload gives it (Redis
+    /// records 0-0 when XDEL or XTRIM empties a stream, and a Redis 5/6 payload loads as the
+    /// largest ID). A stream with entries records its first entry's ID, whatever is given.
+    pub fn set_empty_first_id(&mut self, id: StreamId) {
+        if self.len == 0 {
+            self.first_id = id;
+        }
+    }
+
     pub fn set_entries_added(&mut self, n: u64) {
         self.entries_added = n;
     }

@@ -124,6 +124,7 @@ fn stream_from_rdb(r: abacus_rdb::stream::RdbStream, limits: &StreamLimits) -> O
     }
     st.set_last_id(last);
     st.set_entries_added(r.entries_added);
+    st.set_empty_first_id(StreamId::new(r.first_id.0, r.first_id.1));
     st.set_max_deleted_id(StreamId::new(r.max_deleted_id.0, r.max_deleted_id.1));
     for g in r.groups {
         if !st.create_group(&g.name, StreamId::new(g.last_id.0, g.last_id.1), g.entries_read) {

@@ -222,6 +222,36 @@ fn read_node(master_id: Id, lp: &[u8], entries: &mut Vec<(Id, Vec<(Vec<u8>, Vec<
 }
 
 /// Reads a stream object of type `t` (15, 19 or 21), the type byte already read.
+/// A group's entries-read where the payload has none (Redis 5-6.2's `STREAM_LISTPACKS`):
+/// what Redis 7.0 derives on loading, `streamEstimateDistanceFromFirstEverEntry` in
+/// `t_stream.c`. Such a stream has no recorded deletions (its largest deleted ID is 0-0), so
+/// a group at or before the first entry, or at the last ID, has an exact count; any other
+/// position is unknown (-1, Redis's SCG_INVALID_ENTRIES_READ), and XINFO shows its lag as nil.
+pub fn estimate_entries_read(s: &RdbStream, id: Id) -> i64 {
+    let added = s.entries_added as i64;
+    if added == 0 {
+        return 0;
+    }
+    let length = s.entries.len() as i64;
+    if length == 0 && id <= s.last_id {
+        return added;
+    }
+    if id == s.last_id {
+        return added;
+    }
+    if id > s.last_id {
+        return -1;
+    }
+    let no_tombstones = s.max_deleted_id == (0, 0) || s.max_deleted_id < s.first_id;
+    if no_tombstones && id < s.first_id {
+        return added - length;
+    }
+    if no_tombstones && id == s.first_id {
+        return added - length + 1;
+    }
+    -1
+}
+
 pub fn read_stream(r: &mut Reader<'_>, t: u8) -> Result<RdbStream> {
     let mut s = RdbStream::default();
     let nodes = r.read_length()?;
@@ -240,7 +270,9 @@ pub fn read_stream(r: &mut Reader<'_>, t: u8) -> Result<RdbStream> {
     }
     s.last_id = (r.read_length()?, r.read_length()?);
     if t == crate::types::STREAM_LISTPACKS {
-        s.first_id = s.entries.first().map_or((0, 0), |e| e.0);
+        // As Redis 7.0's streamGetEdgeID: the first entry's ID, or the largest ID when
+        // there is none.
+        s.first_id = s.entries.first().map_or((u64::MAX, u64::MAX), |e| e.0);
         s.max_deleted_id = (0, 0);
         s.entries_added = length;
     } else {
@@ -254,9 +286,7 @@ pub fn read_stream(r: &mut Reader<'_>, t: u8) -> Result<RdbStream> {
     let groups = r.read_length()?;
     for _ in 0..groups {
         let mut g = RdbGroup { name: r.read_string()?, last_id: (r.read_length()?, r.read_length()?), entries_read: -1, ..Default::default() };
-        if t != crate::types::STREAM_LISTPACKS {
-            g.entries_read = r.read_length()? as i64;
-        }
+        g.entries_read = if t == crate::types::STREAM_LISTPACKS { estimate_entries_read(&s, g.last_id) } else { r.read_length()? as i64 };
         let pel = r.read_length()?;
         for _ in 0..pel {
             let id = read_raw_id(r)?;
