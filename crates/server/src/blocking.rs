@@ -3,7 +3,7 @@
 //!
 //! A blocking command's handler is its non-blocking form: it serves what it can and replies
 //! null when every key is empty (what a transaction gets, and what a timeout replies). Its
-//! table entry says where the timeout is ([`crate::command::Spec::blocking`]). Outside a
+//! table entry says where the timeout is ([`abacus_commands::command::Spec::blocking`]). Outside a
 //! transaction the connection runs it alone (`conn/block.rs`):
 //!
 //! 1. **Try and register atomically.** When all its keys live on one shard, one job on that
@@ -215,13 +215,13 @@ fn serve_key(s: &mut Shard, d: usize, key: &Bytes, cfg: CmdConfig, shards: usize
 
 /// Whether a waiter of this command is run when its key is missing or holds another type
 /// (see `BLOCKED_SERVES_MISSING`).
-fn serves_missing(spec: &crate::command::Spec) -> bool {
-    spec.has(crate::command::flags::BLOCKED_SERVES_MISSING)
+fn serves_missing(spec: &abacus_commands::command::Spec) -> bool {
+    spec.has(abacus_commands::command::flags::BLOCKED_SERVES_MISSING)
 }
 
 /// The type a blocking command waits for, from its family (Redis's BLOCKED_LIST,
 /// BLOCKED_ZSET, BLOCKED_STREAM).
-fn waits_for(spec: &crate::command::Spec) -> Option<ValueType> {
+fn waits_for(spec: &abacus_commands::command::Spec) -> Option<ValueType> {
     match spec.group {
         "list" => Some(ValueType::List),
         "sorted-set" => Some(ValueType::ZSet),

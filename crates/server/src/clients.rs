@@ -77,6 +77,26 @@ pub const UNBLOCK_ERROR: u8 = 2;
 /// Redis's disconnectAllBlockedClients (a blocked pop's wait made sense on a primary only).
 pub const UNBLOCK_ROLE: u8 = 3;
 
+impl crate::pubsub::SubscriberClient for ClientMeta {
+    fn set_output_bytes(&self, n: usize) {
+        self.omem.store(n, Ordering::Relaxed);
+    }
+
+    fn set_subscriptions(&self, channels: usize, patterns: usize, shard: usize) {
+        self.sub.store(channels, Ordering::Relaxed);
+        self.psub.store(patterns, Ordering::Relaxed);
+        self.ssub.store(shard, Ordering::Relaxed);
+    }
+
+    fn kill(&self) {
+        ClientMeta::kill(self);
+    }
+
+    fn describe(&self, now_ms: u64) -> String {
+        self.info_line(now_ms)
+    }
+}
+
 impl ClientMeta {
     pub fn kill(&self) {
         self.killed.store(true, Ordering::Release);

@@ -142,6 +142,27 @@ pub const PARAMS: &[Param] = &[
 /// The HLL parameters and limit handlers read (defined with them, in `abacus-commands`).
 pub use abacus_commands::config::{HllConfig, HLL_MAX_EXPTHRESH};
 
+/// The pubsub class of `client-output-buffer-limit`, mirrored for publishers (no lock): read by `pubsub.rs`, kept here with the
+/// parameter so that the configuration needs nothing above it.
+#[derive(Default)]
+pub struct OutputLimit {
+    hard: AtomicU64,
+    soft: AtomicU64,
+    soft_secs: AtomicU64,
+}
+
+impl OutputLimit {
+    pub fn set(&self, hard: u64, soft: u64, soft_secs: u64) {
+        self.hard.store(hard, Ordering::Relaxed);
+        self.soft.store(soft, Ordering::Relaxed);
+        self.soft_secs.store(soft_secs, Ordering::Relaxed);
+    }
+
+    pub fn get(&self) -> (u64, u64, u64) {
+        (self.hard.load(Ordering::Relaxed), self.soft.load(Ordering::Relaxed), self.soft_secs.load(Ordering::Relaxed))
+    }
+}
+
 /// The configuration values keyed handlers read, for one batch of commands.
 #[derive(Clone, Copy, Debug)]
 pub struct CmdConfig {
@@ -370,7 +391,7 @@ pub struct Config {
     /// The config file the parameters were read from (absolute), for the banner and INFO.
     config_file: Option<std::path::PathBuf>,
     /// `client-output-buffer-limit`'s pubsub class, for publishers (`pubsub.rs`).
-    pub pubsub_limit: std::sync::Arc<crate::pubsub::OutputLimit>,
+    pub pubsub_limit: std::sync::Arc<OutputLimit>,
     /// `notify-keyspace-events` as set (its flags, `n` included), for [`CmdConfig::notify`].
     keyspace_events: AtomicU64,
 }

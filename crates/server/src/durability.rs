@@ -16,9 +16,10 @@
 //! clients may connect while it loads), and snapshots once the manifest is read, so both are
 //! `OnceLock`s inside this server-owned struct, set once each; reading one is an atomic load.
 //!
-//! What is not here: replication's state (`replication::state()`), still a process-wide
-//! static read by `replication::write_record` when a record is written (once per batch, not
-//! per command).
+//! What is not here: replication. The effects stream's other consumer registers itself as
+//! this server's [`Feed`] at start (`replication::Feed`), so the log and snapshots never name
+//! replication: every record goes through [`Durability::write_record`], which hands it to the
+//! feed when there is one (once per batch, not per command).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,9 +32,25 @@ use crate::snapshot::Snapshots;
 
 pub use crate::aof::ShardLog;
 
+/// What the effects stream feeds besides the log: replication, which registers itself with
+/// [`Durability::set_feed`] at start. A trait object, so that the log, snapshots and
+/// recovery sit below replication and never name it.
+pub trait Feed: Send + Sync {
+    /// Writes one record of log commands (`buf`, after [`abacus_persist::log::HEADER_BYTES`]
+    /// reserved bytes when `framed`) to `log` and to the stream; the log position after it
+    /// (0 without a log).
+    fn write_record(&self, log: Option<&Aof>, buf: &mut Vec<u8>, framed: bool, atomic: bool) -> u64;
+    /// A snapshot started log segment `aof` now writes: its head records the position.
+    fn at_rotation(&self, aof: &Aof, snapshot: &str);
+    /// Snapshot `name` captured the data set now (replicas waiting for a full sync).
+    fn at_snapshot(&self, name: &str);
+}
+
 /// One server's log and snapshots (see the file comment).
 #[derive(Default)]
 pub struct Durability {
+    /// The effects stream's consumer besides the log, once registered.
+    feed: OnceLock<Arc<dyn Feed>>,
     /// The append-only log, once `appendonly yes` opened it (after loading).
     log: OnceLock<Arc<Aof>>,
     /// Whether write commands produce log commands (the effects stream): on once the log is
@@ -95,11 +112,24 @@ impl Durability {
         let _ = self.snapshots.set(Arc::new(Snapshots::open(dir, manifest)));
     }
 
-    /// Writes one record of log commands to this server's log and stream (see
-    /// `replication::write_record`); the log position after it (0 without a log).
+    /// Registers the effects stream's other consumer (see [`Feed`]). Once per server.
+    pub fn set_feed(&self, feed: Arc<dyn Feed>) {
+        let _ = self.feed.set(feed);
+    }
+
+    /// The registered feed, if any.
+    pub fn feed(&self) -> Option<&dyn Feed> {
+        self.feed.get().map(|f| &**f)
+    }
+
+    /// Writes one record of log commands to this server's log and, through its [`Feed`], to
+    /// the stream; the log position after it (0 without a log).
     #[inline]
     pub fn write_record(&self, buf: &mut Vec<u8>, framed: bool, atomic: bool) -> u64 {
-        crate::replication::write_record(self.log(), buf, framed, atomic)
+        match self.feed.get() {
+            Some(feed) => feed.write_record(self.log(), buf, framed, atomic),
+            None => append_record(self.log(), buf, framed),
+        }
     }
 
     /// Counts one write for the `save` schedule directly (a coordinator's write, off the
@@ -119,6 +149,15 @@ impl Durability {
             tracing::info!("append-only log synced to disk");
         }
         Ok(())
+    }
+}
+
+/// Appends one record to `log` alone (no feed): the log position after it, 0 without a log.
+pub fn append_record(log: Option<&Aof>, buf: &mut Vec<u8>, framed: bool) -> u64 {
+    match log {
+        Some(a) if framed => a.append_framed(buf),
+        Some(a) => a.append(buf),
+        None => 0,
     }
 }
 

@@ -28,7 +28,7 @@ use tokio::sync::{mpsc, oneshot};
 use abacus_keyspace::{Db, Detached, EvictionPolicy};
 use abacus_protocol::{Arg, Args, Bytes, Frame};
 
-use crate::command::{Handler, Spec};
+use abacus_commands::command::{Handler, Spec};
 use crate::aof::ShardLog;
 use crate::config::CmdConfig;
 use crate::durability::Durability;
@@ -285,7 +285,7 @@ fn finish(reply: Frame, modified: KeysModified, effect: Effect, spec: &Spec) -> 
 /// the databases' own, and the default ones of a write, published once it has run.
 #[cold]
 #[inline(never)]
-fn run_notifying(mut ctx: Ctx<'_>, f: crate::command::KeyedFn, spec: &'static Spec, args: &[Arg]) -> (Frame, KeysModified, Option<Effect>) {
+fn run_notifying(mut ctx: Ctx<'_>, f: abacus_commands::command::KeyedFn, spec: &'static Spec, args: &[Arg]) -> (Frame, KeysModified, Option<Effect>) {
     let flags = ctx.notify_flags;
     // Events recorded outside any command (keys reclaimed by a fan-out...) happened before.
     crate::notify::publish_journals(ctx.dbs, flags);
@@ -337,12 +337,12 @@ fn signal_modified(dbs: &mut [Db], db: usize, spec: &Spec, args: &[Arg], modifie
 /// Runs one keyed call on the shard that owns its keys, as a lone command: the `maxmemory`
 /// gate, then the command (EXEC of a one-shard transaction).
 pub(crate) fn run_on_shard(s: &mut Shard, db: usize, call: &Call, now: u64, cfg: CmdConfig, shards: usize) -> Frame {
-    let writer = crate::tracking::active().then(|| crate::tracking::set_writer(call.client));
+    let writer = crate::shard::tracking_active().then(|| crate::shard::set_writer(call.client));
     let client = crate::slowlog::set_client(call.client);
     let reply = with_no_touch(untouching(call.spec, call.no_touch), || run_lone(&mut s.dbs, &mut s.log, db, call.spec, &call.args, now, cfg, shards));
     crate::slowlog::set_client(client);
     if let Some(w) = writer {
-        crate::tracking::set_writer(w);
+        crate::shard::set_writer(w);
     }
     reply
 }
@@ -369,7 +369,7 @@ const MAX_EVICTIONS_PER_COMMAND: usize = 256;
 /// of the excess, since every shard sees the same process-wide figure — and refuses the
 /// command with Redis's OOM error only if nothing could be evicted.
 fn admit(dbs: &mut [Db], log: &mut ShardLog, spec: &Spec, args: &[Arg], now: u64, cfg: &CmdConfig, shards: usize) -> Option<Frame> {
-    if cfg.maxmemory == 0 || !spec.has(crate::command::flags::DENYOOM) {
+    if cfg.maxmemory == 0 || !spec.has(abacus_commands::command::flags::DENYOOM) {
         return None;
     }
     let used = memory::used_bytes_cached(now);
@@ -699,9 +699,9 @@ impl Worker {
             let done = self
                 .run(access, shard, move |s| {
                     let now = now_ms();
-                    let tracked = crate::tracking::active();
+                    let tracked = crate::shard::tracking_active();
                     if tracked {
-                        crate::tracking::set_writer(client);
+                        crate::shard::set_writer(client);
                     }
                     let named = crate::slowlog::set_client(client);
                     let reply = with_no_touch(no_touch, || match admit(&mut s.dbs, &mut s.log, spec, &args, now, &cfg, shards_total) {
@@ -710,7 +710,7 @@ impl Worker {
                     });
                     crate::slowlog::set_client(named);
                     if tracked {
-                        crate::tracking::set_writer(0);
+                        crate::shard::set_writer(0);
                     }
                     let log = if in_tx { s.log.take_pending() } else { s.log.flush_pending(); Vec::new() };
                     (reply, log)
@@ -744,7 +744,7 @@ impl Worker {
         // next single-shard write evicts.
         let cfg = self.server.config.cmd_config();
         if cfg.maxmemory > 0
-            && call.spec.has(crate::command::flags::DENYOOM)
+            && call.spec.has(abacus_commands::command::flags::DENYOOM)
             && cfg.eviction == EvictionPolicy::NoEviction
             && memory::used_bytes_cached(now_ms()) > cfg.maxmemory
         {
@@ -815,7 +815,7 @@ impl Worker {
             let client = call.client;
             let done = self
                 .run(access, shard, move |s| {
-                    let writer = crate::tracking::set_writer(client);
+                    let writer = crate::shard::set_writer(client);
                     for (d, k, e, signal, reclaimed) in back {
                         if let Some(e) = e {
                             s.dbs[d].insert_entry(&k, e);
@@ -827,7 +827,7 @@ impl Worker {
                             s.dbs[d].signal_modified(&k);
                         }
                     }
-                    crate::tracking::set_writer(writer);
+                    crate::shard::set_writer(writer);
                 })
                 .await;
             if done.is_none() {
@@ -862,7 +862,7 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
             // not for a group on one hot key, whose value stays in cache anyway. APPEND copies
             // its old bytes when the buffer grows: prefetching them took W1's server CPU per
             // append from 0.77-0.80 to 0.66-0.75 us (`bench/ab.sh`, no persistence).
-            let reads_value = |spec: &Spec| spec.has(crate::command::flags::PREFETCH_VALUE);
+            let reads_value = |spec: &Spec| spec.has(abacus_commands::command::flags::PREFETCH_VALUE);
             let value_reads = group.first().is_some_and(|(_, c)| reads_value(c.spec));
             let mut values: Vec<(u64, &[u8])> = Vec::new();
             let mut previous: &[u8] = &[];
@@ -898,7 +898,7 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
     let cycles_started = if counting { crate::slowlog::cycles() } else { 0 };
     // CLIENT TRACKING's NOLOOP needs the writer (one connection's group): set only while
     // some client tracks.
-    let writer = crate::tracking::active().then(|| crate::tracking::set_writer(group.first().map_or(0, |(_, c)| c.client)));
+    let writer = crate::shard::tracking_active().then(|| crate::shard::set_writer(group.first().map_or(0, |(_, c)| c.client)));
     // The calls stay in `group` (borrowed here) until the durations are known: a slow
     // command's entry keeps its arguments.
     let out: Vec<(usize, Frame, &'static str, u64)> = group
@@ -916,7 +916,7 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
         })
         .collect();
     if let Some(w) = writer {
-        crate::tracking::set_writer(w);
+        crate::shard::set_writer(w);
     }
     let wall = started.elapsed();
     if let Some(threshold) = threshold {

@@ -74,6 +74,7 @@ pub mod shard;
 pub mod stats;
 pub mod summarizer;
 pub mod latency;
+pub mod log_marks;
 pub mod slowlog;
 pub mod metrics;
 pub mod keyspec;

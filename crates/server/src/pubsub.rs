@@ -47,7 +47,21 @@ use tokio::sync::Notify;
 use abacus_keyspace::glob_match;
 use abacus_protocol::{Bytes, BytesMut};
 
-use crate::clients::ClientMeta;
+pub use crate::config::OutputLimit;
+
+/// What pub/sub needs of a subscribed client. The connections' `ClientMeta` implements it
+/// (`clients.rs`), so pub/sub sits below the connections and the keyspace notifications
+/// publish without naming them.
+pub trait SubscriberClient: Send + Sync {
+    /// Bytes published to it and not written yet (CLIENT LIST's `omem`).
+    fn set_output_bytes(&self, n: usize);
+    /// Its subscription counts (CLIENT LIST's `sub`, `psub`, `ssub`).
+    fn set_subscriptions(&self, channels: usize, patterns: usize, shard: usize);
+    /// Closes it (past its output limit).
+    fn kill(&self);
+    /// Its CLIENT LIST line, for the log line that says why it was closed.
+    fn describe(&self, now_ms: u64) -> String;
+}
 
 /// Stripes of each channel map.
 pub const STRIPES: usize = 16;
@@ -81,26 +95,6 @@ impl Kind {
     }
 }
 
-/// The pubsub class of `client-output-buffer-limit`, mirrored for publishers (no lock).
-#[derive(Default)]
-pub struct OutputLimit {
-    hard: AtomicU64,
-    soft: AtomicU64,
-    soft_secs: AtomicU64,
-}
-
-impl OutputLimit {
-    pub fn set(&self, hard: u64, soft: u64, soft_secs: u64) {
-        self.hard.store(hard, Ordering::Relaxed);
-        self.soft.store(soft, Ordering::Relaxed);
-        self.soft_secs.store(soft_secs, Ordering::Relaxed);
-    }
-
-    pub fn get(&self) -> (u64, u64, u64) {
-        (self.hard.load(Ordering::Relaxed), self.soft.load(Ordering::Relaxed), self.soft_secs.load(Ordering::Relaxed))
-    }
-}
-
 /// Clients cut off for exceeding their output buffer limit (INFO stats).
 pub static OBUF_LIMIT_DISCONNECTIONS: AtomicU64 = AtomicU64::new(0);
 
@@ -118,7 +112,7 @@ struct Queue {
 
 /// One subscribed connection, as publishers see it.
 pub struct Subscriber {
-    meta: Arc<ClientMeta>,
+    meta: Arc<dyn SubscriberClient>,
     limit: Arc<OutputLimit>,
     queue: Mutex<Queue>,
     /// Cut off for exceeding its output limit: publishers skip it.
@@ -128,7 +122,7 @@ pub struct Subscriber {
 }
 
 impl Subscriber {
-    pub fn new(meta: Arc<ClientMeta>, limit: Arc<OutputLimit>) -> Subscriber {
+    pub fn new(meta: Arc<dyn SubscriberClient>, limit: Arc<OutputLimit>) -> Subscriber {
         Subscriber {
             meta,
             limit,
@@ -145,7 +139,7 @@ impl Subscriber {
         }
         let mut q = self.queue.lock();
         q.pending += msg.len();
-        self.meta.omem.store(q.pending, Ordering::Relaxed);
+        self.meta.set_output_bytes(q.pending);
         if self.over_limit(&mut q) {
             let pending = q.pending;
             drop(q);
@@ -191,7 +185,7 @@ impl Subscriber {
         OBUF_LIMIT_DISCONNECTIONS.fetch_add(1, Ordering::Relaxed);
         tracing::warn!(
             "Client {} scheduled to be closed ASAP for overcoming of output buffer limits ({pending} bytes pending).",
-            self.meta.info_line(crate::shard::now_ms())
+            self.meta.describe(crate::shard::now_ms())
         );
         self.meta.kill();
     }
@@ -219,7 +213,7 @@ impl Subscriber {
         if n > 0 {
             let mut q = self.queue.lock();
             q.pending = q.pending.saturating_sub(n);
-            self.meta.omem.store(q.pending, Ordering::Relaxed);
+            self.meta.set_output_bytes(q.pending);
         }
     }
 
@@ -440,7 +434,7 @@ pub struct Subscriptions {
 }
 
 impl Subscriptions {
-    pub fn new(meta: Arc<ClientMeta>, limit: Arc<OutputLimit>) -> Subscriptions {
+    pub fn new(meta: Arc<dyn SubscriberClient>, limit: Arc<OutputLimit>) -> Subscriptions {
         Subscriptions { sub: Arc::new(Subscriber::new(meta, limit)), taken: Vec::new(), channels: HashSet::default(), patterns: Vec::new(), shard: HashSet::default() }
     }
 
@@ -521,10 +515,7 @@ impl Subscriptions {
     }
 
     fn publish_counts(&self) {
-        let m = &self.sub.meta;
-        m.sub.store(self.channels.len(), Ordering::Relaxed);
-        m.psub.store(self.patterns.len(), Ordering::Relaxed);
-        m.ssub.store(self.shard.len(), Ordering::Relaxed);
+        self.sub.meta.set_subscriptions(self.channels.len(), self.patterns.len(), self.shard.len());
     }
 }
 
@@ -646,7 +637,7 @@ mod tests {
         for _ in 0..20 {
             delivered += publish(b"t3.c", &payload);
         }
-        assert!(a.sub.meta.killed.load(Ordering::Acquire));
+        assert!(a.sub.dead.load(Ordering::Acquire));
         // Once cut off it receives nothing more.
         assert!(delivered < 20);
         assert_eq!(publish(b"t3.c", &payload), 0);
@@ -663,7 +654,7 @@ mod tests {
             assert_eq!(publish(b"t4.c", &[b'x'; 100]), 1);
             drained(&mut a, false);
         }
-        assert!(!a.sub.meta.killed.load(Ordering::Acquire));
+        assert!(!a.sub.dead.load(Ordering::Acquire));
         assert_eq!(a.sub.pending(), 0);
     }
 }

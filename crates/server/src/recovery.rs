@@ -46,7 +46,7 @@ pub struct Recovered {
     pub commands_replayed: u64,
     /// The replication position the log ends at, if its last record is a position mark
     /// (see "Restarts" in `replication/mod.rs`); None when anything follows the last mark.
-    pub position: Option<crate::replication::Position>,
+    pub position: Option<crate::log_marks::Position>,
 }
 
 /// Loads the data directory's snapshot and log into `threads` fresh shards.
@@ -198,7 +198,7 @@ fn load_snapshot(path: &Path, shards: &mut [Shard], databases: usize) -> Result<
 struct Positions {
     /// The snapshot recovery loaded.
     snapshot: Option<String>,
-    at: Option<crate::replication::Position>,
+    at: Option<crate::log_marks::Position>,
     /// After a barrier (a full sync's load) not followed by the head of the segment of the
     /// snapshot loaded: the data is not the log's history, no mark after it counts.
     broken: bool,
@@ -206,8 +206,8 @@ struct Positions {
 
 impl Positions {
     fn mark(&mut self, args: &[&[u8]]) {
-        use crate::replication::Mark;
-        match crate::replication::parse_mark(args) {
+        use crate::log_marks::Mark;
+        match crate::log_marks::parse_mark(args) {
             Mark::Barrier => {
                 self.broken = true;
                 self.at = None;
@@ -282,7 +282,7 @@ fn replay_log(
     for r in &scan.records {
         let mut in_record = 0;
         for c in fmt::commands(&bytes[r.range.clone()], r.format)? {
-            if c.args.first().is_some_and(|n| n.eq_ignore_ascii_case(crate::replication::POSITION_MARK)) {
+            if c.args.first().is_some_and(|n| n.eq_ignore_ascii_case(crate::log_marks::POSITION_MARK)) {
                 position.mark(&c.args);
                 continue;
             }
@@ -386,7 +386,7 @@ fn replay_command(shards: &mut [Shard], c: &fmt::Command<'_>, databases: usize, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::replication::POSITION_MARK;
+    use crate::log_marks::POSITION_MARK;
 
     const ID: &[u8] = b"0123456789abcdef0123456789abcdef01234567";
 

@@ -213,6 +213,8 @@ pub fn run(config: Config) -> Result<(), String> {
         durability: crate::durability::Durability::new(),
     });
     crate::slowlog::set_server(&server);
+    // Replication consumes the effects stream beside the log (`durability::Feed`).
+    server.durability.set_feed(Arc::new(crate::replication::Feed));
 
     abort_on_worker_panic();
     for (id, (rx, mut crx)) in receivers.into_iter().enumerate() {

@@ -19,6 +19,7 @@
 //! waiting is `async`, so a thread whose shard is locked keeps serving its connections.
 
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::rc::Rc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -174,6 +175,37 @@ pub fn now_us() -> u64 {
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// Whether any client tracks keys (CLIENT TRACKING, `tracking.rs`): the write path's one
+/// check. A process-wide flag because the keyspace's change observer it guards is one too
+/// (`abacus_keyspace::set_modified_observer`).
+static TRACKING_ACTIVE: AtomicBool = AtomicBool::new(false);
+
+#[inline]
+pub fn tracking_active() -> bool {
+    TRACKING_ACTIVE.load(Ordering::Relaxed)
+}
+
+pub fn set_tracking_active(on: bool) {
+    TRACKING_ACTIVE.store(on, Ordering::Relaxed);
+}
+
+thread_local! {
+    /// The client whose command this thread's shard runs (0 = none): CLIENT TRACKING's
+    /// NOLOOP skips the invalidations of a client's own writes.
+    static WRITER: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Sets the client whose commands this thread runs next (0 when done); returns the previous.
+#[inline]
+pub fn set_writer(id: u64) -> u64 {
+    WRITER.with(|w| w.replace(id))
+}
+
+/// The client whose command runs now on this thread (0 = none).
+pub fn current_writer() -> u64 {
+    WRITER.with(|w| w.get())
 }
 
 /// Whether shards run active expiry (DEBUG SET-ACTIVE-EXPIRE, as Redis: tests that need

@@ -191,16 +191,16 @@ pub fn share(wall: std::time::Duration, cycles: u64, cycles_total: u64, n: u32) 
 /// What follows every timed command: the slow log and the latency monitor's `command` /
 /// `fast-command` events (Redis's `call()`).
 #[inline]
-pub fn observe(spec: &crate::command::Spec, took: std::time::Duration, args: &[Arg], client: Option<&crate::clients::ClientMeta>) {
+pub fn observe(spec: &abacus_commands::command::Spec, took: std::time::Duration, args: &[Arg], client: Option<&crate::clients::ClientMeta>) {
     observe_for(spec, took, args, client, CLIENT.with(|c| c.get()));
 }
 
 /// [`observe`] for a command of the client with id `client_id` (a shard's group).
 #[inline]
-pub fn observe_for(spec: &crate::command::Spec, took: std::time::Duration, args: &[Arg], client: Option<&crate::clients::ClientMeta>, client_id: u64) {
+pub fn observe_for(spec: &abacus_commands::command::Spec, took: std::time::Duration, args: &[Arg], client: Option<&crate::clients::ClientMeta>, client_id: u64) {
     check_for(took, args, client, client_id);
     if crate::latency::monitor_threshold_ms() > 0 {
-        let event = if spec.has(crate::command::flags::FAST) { "fast-command" } else { "command" };
+        let event = if spec.has(abacus_commands::command::flags::FAST) { "fast-command" } else { "command" };
         crate::latency::sample_duration(event, took);
     }
 }

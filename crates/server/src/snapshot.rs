@@ -284,7 +284,9 @@ async fn begin_with(
         *m = next;
         aof.rotate(new);
         // The new segment starts at a known replication position (when there is one).
-        crate::replication::log_position_at_rotation(aof, name);
+        if let Some(feed) = worker.server.durability.feed() {
+            feed.at_rotation(aof, name);
+        }
         logs_after.push(seg);
     }
     let tx_for_shards = tx.clone();
@@ -309,7 +311,9 @@ async fn begin_with(
         .ok_or("server is shutting down")?;
     drop(tx);
     // Replicas waiting for a full sync start their stream at this point in time.
-    crate::replication::snapshot_point(name);
+    if let Some(feed) = worker.server.durability.feed() {
+        feed.at_snapshot(name);
+    }
     snaps.changes_at_start.store(snaps.changes.load(Ordering::Relaxed), Ordering::Relaxed);
     // Snapshots never fork and never stop the server: SAVE only waits for one to finish.
     tracing::info!("Snapshot {name} started for {}: the server keeps serving while it is written", reason(snaps));

@@ -39,7 +39,6 @@
 //! Bounds: an inbox holds at most [`INBOX_MAX_MESSAGES`]; a client that does not read its
 //! invalidations past that is disconnected (its cache is then void), not buffered for ever.
 
-use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock, Weak};
@@ -59,24 +58,8 @@ pub const INBOX_MAX_MESSAGES: usize = 1 << 20;
 /// The pub/sub channel RESP2 clients receive redirected invalidations on.
 pub const CHANNEL: &[u8] = b"__redis__:invalidate";
 
-/// Whether any client tracks: the hot path's one check.
-static ACTIVE: AtomicBool = AtomicBool::new(false);
-
-#[inline]
-pub fn active() -> bool {
-    ACTIVE.load(Ordering::Relaxed)
-}
-
-thread_local! {
-    /// The client whose command the shard of this thread runs (0 = none): NOLOOP's writer.
-    static WRITER: Cell<u64> = const { Cell::new(0) };
-}
-
-/// Sets the client whose commands this thread runs next (0 when done); returns the previous.
-#[inline]
-pub fn set_writer(id: u64) -> u64 {
-    WRITER.with(|w| w.replace(id))
-}
+pub use crate::shard::{tracking_active as active, set_writer};
+use crate::shard::{current_writer, set_tracking_active};
 
 /// Invalidation messages waiting for one client's connection.
 #[derive(Default)]
@@ -228,7 +211,7 @@ fn send(t: &mut Tracked, value: &[u8]) {
 
 /// The keyspace's modification observer: invalidates `key` for its clients.
 fn on_modified(key: &[u8]) {
-    let writer = WRITER.with(|w| w.get());
+    let writer = current_writer();
     let mut st = STATE.lock();
     invalidate(&mut st, key, writer);
 }
@@ -318,7 +301,7 @@ pub fn enable(meta: &Arc<ClientMeta>, mut mode: Mode, redirect_to: Option<&Arc<C
     let t = Tracked { meta: meta.clone(), mode: mode.clone(), redirect_to: redirect_to.map(Arc::downgrade), broken: false };
     st.clients.insert(meta.id, t);
     meta.tracking_redir.store(mode.redirect as i64, Ordering::Relaxed);
-    ACTIVE.store(true, Ordering::Relaxed);
+    set_tracking_active(true);
     abacus_keyspace::observe_modifications(true);
     mode
 }
@@ -338,7 +321,7 @@ pub fn disable(id: u64) {
         }
     }
     if st.clients.is_empty() {
-        ACTIVE.store(false, Ordering::Relaxed);
+        set_tracking_active(false);
         abacus_keyspace::observe_modifications(false);
     }
 }

@@ -419,14 +419,28 @@ impl Repl {
 /// the log append and the stream append happen under the replication lock together, so the
 /// log's order is the stream's order and the last record of the log states the offset of
 /// exactly the data before it (see "Restarts" in the module comment).
+/// Replication as the effects stream's feed (`durability::Feed`): registered with each
+/// server's `Durability` at start.
+pub struct Feed;
+
+impl crate::durability::Feed for Feed {
+    fn write_record(&self, log: Option<&crate::aof::Aof>, buf: &mut Vec<u8>, framed: bool, atomic: bool) -> u64 {
+        write_record(log, buf, framed, atomic)
+    }
+
+    fn at_rotation(&self, aof: &crate::aof::Aof, snapshot: &str) {
+        log_position_at_rotation(aof, snapshot)
+    }
+
+    fn at_snapshot(&self, name: &str) {
+        snapshot_point(name)
+    }
+}
+
 pub fn write_record(log: Option<&crate::aof::Aof>, buf: &mut Vec<u8>, framed: bool, atomic: bool) -> u64 {
     let start = if framed { fmt::HEADER_BYTES.min(buf.len()) } else { 0 };
     let aof = log;
-    let append = |buf: &mut Vec<u8>| match aof {
-        Some(a) if framed => a.append_framed(buf),
-        Some(a) => a.append(buf),
-        None => 0,
-    };
+    let append = |buf: &mut Vec<u8>| crate::durability::append_record(aof, buf, framed);
     let feeding = REPL.get().filter(|r| r.feeding.load(Ordering::Acquire));
     let Some(r) = feeding else { return append(buf) };
     if buf.len() <= start {
@@ -472,64 +486,7 @@ fn encode_record(g: &mut Inner, payload: &[u8], atomic: bool) -> Option<Vec<u8>>
     Some(out)
 }
 
-/// The name of the log command that marks a replication position. Never a client command
-/// (a client cannot put it in the log), never fed to replicas; recovery reads it.
-pub const POSITION_MARK: &[u8] = b"abacus-repl-position";
-
-/// A point of the replication stream: the data set is exactly the stream's first `offset`
-/// bytes of history `replid`; `db` is the stream's database there (None: the next command
-/// of the stream selects one).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Position {
-    pub replid: String,
-    pub offset: u64,
-    pub db: Option<u16>,
-}
-
-/// Appends a position mark to a buffer of log commands.
-pub fn push_position(buf: &mut Vec<u8>, p: &Position) {
-    let db = p.db.map_or("-1".to_string(), |d| d.to_string());
-    fmt::push_command(buf, &mut None, now_ms(), 0, &[POSITION_MARK, p.replid.as_bytes(), p.offset.to_string().as_bytes(), db.as_bytes()]);
-}
-
-/// What a position mark in the log says.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Mark {
-    /// The data before it is the stream up to this position.
-    At(Position),
-    /// The head of a segment started by snapshot `.1`: the position holds from there.
-    Segment(Position, String),
-    /// The data set was replaced here without log commands (a full sync's load): the log
-    /// from here on continues only the snapshot taken right after it (a `Segment` mark
-    /// naming the snapshot recovery loaded). A damaged mark reads as one too.
-    Barrier,
-}
-
-/// Reads a position mark's arguments (the mark's name first).
-pub fn parse_mark(args: &[&[u8]]) -> Mark {
-    let (position, snapshot) = match args {
-        [_, replid, offset, db] => (parse_position(replid, offset, db), None),
-        [_, replid, offset, db, snap] => (parse_position(replid, offset, db), Some(String::from_utf8_lossy(snap).into_owned())),
-        _ => (None, None),
-    };
-    match (position, snapshot) {
-        (Some(p), None) => Mark::At(p),
-        (Some(p), Some(s)) => Mark::Segment(p, s),
-        (None, _) => Mark::Barrier,
-    }
-}
-
-fn parse_position(replid: &[u8], offset: &[u8], db: &[u8]) -> Option<Position> {
-    if replid.len() != 40 || !replid.iter().all(u8::is_ascii_hexdigit) {
-        return None;
-    }
-    let offset = std::str::from_utf8(offset).ok()?.parse::<u64>().ok()?;
-    let db = match std::str::from_utf8(db).ok()?.parse::<i64>().ok()? {
-        -1 => None,
-        d => Some(u16::try_from(d).ok()?),
-    };
-    Some(Position { replid: String::from_utf8_lossy(replid).into_owned(), offset, db })
-}
+pub use crate::log_marks::{parse_mark, push_position, Mark, Position, POSITION_MARK};
 
 /// This node's position, if it is exact now: a primary feeding a stream (every shard held by
 /// the caller, so no record is on its way), or a replica between two applied chunks.
