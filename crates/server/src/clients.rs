@@ -98,6 +98,11 @@ impl crate::pubsub::SubscriberClient for ClientMeta {
 }
 
 impl ClientMeta {
+    /// Its address and name, as a slow log entry shows them.
+    pub fn slowlog_label(&self) -> crate::slowlog::ClientLabel {
+        (self.addr.to_string(), self.name.lock().clone().unwrap_or_default())
+    }
+
     pub fn kill(&self) {
         self.killed.store(true, Ordering::Release);
         self.kill.notify_one();

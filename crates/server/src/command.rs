@@ -26,10 +26,12 @@ pub type ConnFuture<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Fra
 /// which cannot name `Conn`): [`conn_handler`] gives it back.
 pub type ConnFn = for<'a> fn(&'a mut crate::conn::Conn, crate::exec::Access<'a>, &'a crate::exec::Call) -> ConnFuture<'a>;
 
-/// How recovery replays a logged connection-level write (FLUSHALL, SWAPDB, DEBUG POPULATE)
-/// over every shard, with no connection or worker running yet: the entry says it, so the
-/// log's reader never matches command names.
-pub type ReplayFn = fn(shards: &mut [crate::shard::Shard], db: usize, args: &[Arg], now_ms: u64) -> Result<(), String>;
+pub use crate::recovery::ReplayFn;
+
+/// This table as recovery reads the log with it (`recovery::Replayer`).
+pub fn replayer() -> crate::recovery::Replayer {
+    crate::recovery::Replayer { lookup: lookup_call, replay: replay_handler }
+}
 
 /// What [`Handler::Conn`] holds, type-erased: the handler, and for a write that recovery
 /// must replay, how. Written with `conn_fn!` in the family files.

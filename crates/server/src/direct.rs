@@ -60,7 +60,7 @@ use tokio::sync::Notify;
 
 use abacus_protocol::{encode, BytesMut, Frame, Protocol};
 
-use crate::server::Server;
+use crate::engine::Engine;
 use crate::stats::ServerStats;
 
 /// What the connection must do itself once the shard is done.
@@ -155,7 +155,7 @@ impl Sink {
 
     /// Sends `replies` with the local ones, in batch order, to the client, on the shard's
     /// thread, after the batch's log records are written.
-    pub fn deliver(mut self, replies: Vec<(usize, Frame)>, server: &Server) {
+    pub fn deliver(mut self, replies: Vec<(usize, Frame)>, server: &Engine) {
         let stats = &server.stats;
         // `finished` is set right before each `finish`: if anything in between panicked,
         // the drop would still complete the batch (with an error) and free the connection.
@@ -222,7 +222,7 @@ impl Joint {
 
     /// One part's replies (indexes into the batch, in order); the last part sends them all
     /// (merged in batch order: with two parts, the second part's replies are merged once).
-    pub fn part_done(&self, replies: Vec<(usize, Frame)>, server: &Server) {
+    pub fn part_done(&self, replies: Vec<(usize, Frame)>, server: &Engine) {
         let ready = {
             let mut s = self.state.lock();
             s.replies = if s.replies.is_empty() { replies } else { merged(std::mem::take(&mut s.replies), replies).collect() };

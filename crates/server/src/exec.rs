@@ -33,7 +33,7 @@ use crate::aof::ShardLog;
 use crate::config::CmdConfig;
 use crate::durability::Durability;
 use crate::hop::Hops;
-use crate::server::Server;
+use crate::engine::Engine;
 use crate::shard::{Effect, now_ms, shard_of, Ctx, Job, KeysModified, Shard, ShardMsg};
 use crate::memory;
 use crate::stats;
@@ -102,7 +102,7 @@ pub fn shutting_down() -> Frame {
 
 /// A worker thread's view: the shared server and the shard this thread owns.
 pub struct Worker {
-    pub server: Arc<Server>,
+    pub engine: Arc<Engine>,
     pub shard_id: usize,
     pub shard: Rc<RefCell<Shard>>,
     /// This thread's outgoing groups for other shards, coalesced per tick (see `hop.rs`).
@@ -443,7 +443,7 @@ fn copy_destination_db(spec: &Spec, args: &[Arg]) -> Option<usize> {
 
 impl Worker {
     pub fn shards(&self) -> usize {
-        self.server.senders.len()
+        self.engine.senders.len()
     }
 
     /// The shard that owns every key of the call, or None if its keys span shards. Keyless
@@ -485,7 +485,7 @@ impl Worker {
                     let mut s = self.shard.borrow_mut();
                     let r = f(&mut s);
                     if !s.blocked.is_empty() {
-                        crate::blocking::serve_ready(&mut s, self.server.config.cmd_config(), self.shards());
+                        crate::blocking::serve_ready(&mut s, self.engine.config.cmd_config(), self.shards());
                     }
                     return Some(r);
                 }
@@ -493,7 +493,7 @@ impl Worker {
                 let job: Job = Box::new(move |s| {
                     let _ = tx.send(f(s));
                 });
-                self.server.senders.get(shard)?.send(ShardMsg::Run(job)).await.ok()?;
+                self.engine.senders.get(shard)?.send(ShardMsg::Run(job)).await.ok()?;
                 rx.await.ok()
             }
         }
@@ -526,7 +526,7 @@ impl Worker {
                 }
                 replies.push(rx);
             }
-            let sent = self.server.order.send_all(&self.server.senders, messages, local, || self.shard.borrow().locked).await.ok()?;
+            let sent = self.engine.order.send_all(&self.engine.senders, messages, local, || self.shard.borrow().locked).await.ok()?;
             if let Some(ShardMsg::RunOrdered(job) | ShardMsg::Run(job)) = sent {
                 job(&mut self.shard.borrow_mut());
             }
@@ -560,7 +560,7 @@ impl Worker {
         });
         match access {
             Access::Locked(locks) if locks.holds(shard) => locks.held.get(&shard)?.send(job).ok()?,
-            _ => self.server.senders.get(shard)?.send(ShardMsg::Run(job)).await.ok()?,
+            _ => self.engine.senders.get(shard)?.send(ShardMsg::Run(job)).await.ok()?,
         }
         Some(rx)
     }
@@ -579,8 +579,8 @@ impl Worker {
             messages.push((shard, ShardMsg::Lock(tx)));
             grants.push((shard, rx));
         }
-        self.server.order.send_all(&self.server.senders, messages, None, || false).await.ok()?;
-        let mut locks = Locks { held: BTreeMap::new(), log: RefCell::default(), durability: self.server.durability.clone() };
+        self.engine.order.send_all(&self.engine.senders, messages, None, || false).await.ok()?;
+        let mut locks = Locks { held: BTreeMap::new(), log: RefCell::default(), durability: self.engine.durability.clone() };
         for (shard, rx) in grants {
             locks.held.insert(shard, rx.await.ok()?);
         }
@@ -591,7 +591,7 @@ impl Worker {
     /// shard is not locked and no part of a multi-shard operation waits in its queue
     /// (`order.rs`).
     pub fn local_runnable(&self) -> bool {
-        !self.shard.borrow().locked && !self.server.order.pending(self.shard_id)
+        !self.shard.borrow().locked && !self.engine.order.pending(self.shard_id)
     }
 
     /// Runs a batch of single-shard calls (each call's keys on one shard) and returns their
@@ -599,7 +599,7 @@ impl Worker {
     /// queued with this tick's other groups for their shards (see `hop.rs`).
     pub async fn run_batch(&self, db: usize, calls: Vec<(usize, Call)>) -> Vec<Frame> {
         let total_shards = self.shards();
-        let cfg = self.server.config.cmd_config();
+        let cfg = self.engine.config.cmd_config();
         let local_free = self.local_runnable();
         let n = calls.len();
         // Fast path: everything on this thread's own, unlocked shard (always so with one
@@ -629,7 +629,7 @@ impl Worker {
         let mut local = Vec::new();
         // A batch on several shards takes effect in order for every other client: its
         // groups, this shard's included, enter their queues together (`order.rs`).
-        let ordered = groups.iter().filter(|g| !g.is_empty()).count() > 1 && !self.server.config.relaxed_batch_order();
+        let ordered = groups.iter().filter(|g| !g.is_empty()).count() > 1 && !self.engine.config.relaxed_batch_order();
         for (shard, group) in groups.into_iter().enumerate() {
             if group.is_empty() {
                 continue;
@@ -681,7 +681,7 @@ impl Worker {
     /// shard (see `blocking::serving_key`): a command spanning shards runs here, on checked-out
     /// keys, as the serving of that key.
     pub async fn run_keyed_serving(&self, access: Access<'_>, db: usize, call: Call, serving: Option<Bytes>) -> Frame {
-        let cfg = self.server.config.cmd_config();
+        let cfg = self.engine.config.cmd_config();
         let keys = command_keys(call.spec, &call.args, db);
         let n = self.shards();
         let mut shards: Vec<usize> = keys.iter().map(|(_, k)| shard_of(k, n)).collect();
@@ -742,7 +742,7 @@ impl Worker {
         // The maxmemory gate for commands spanning shards: they cannot evict from a scratch
         // keyspace, so under noeviction they are refused here; with an eviction policy the
         // next single-shard write evicts.
-        let cfg = self.server.config.cmd_config();
+        let cfg = self.engine.config.cmd_config();
         if cfg.maxmemory > 0
             && call.spec.has(abacus_commands::command::flags::DENYOOM)
             && cfg.eviction == EvictionPolicy::NoEviction
@@ -751,7 +751,7 @@ impl Worker {
             return Frame::error(ERR_OOM);
         }
         let n = self.shards();
-        let databases = self.server.databases;
+        let databases = self.engine.databases;
         let now = now_ms();
         let mut scratch: Vec<Db> = (0..databases).map(|_| Db::new()).collect();
         // Each key with its position among the command's keys (what the handler's
@@ -782,10 +782,10 @@ impl Worker {
                 scratch[d].insert_entry(&k, e);
             }
         }
-        let cfg = self.server.config.cmd_config();
+        let cfg = self.engine.config.cmd_config();
         let named = crate::slowlog::set_client(call.client);
         // The operation's log commands, for the coordinator's record (see `aof.rs`).
-        let mut log = ShardLog::new(self.server.durability.clone());
+        let mut log = ShardLog::new(self.engine.durability.clone());
         let (reply, modified) = with_no_touch(untouching(call.spec, call.no_touch), || {
             crate::blocking::serving(serving, || exec_checked_out(&mut scratch, &mut log, db, call.spec, &call.args, now, cfg))
         });

@@ -40,7 +40,7 @@ use abacus_protocol::Frame;
 use crate::config::CmdConfig;
 use crate::direct::{Joint, Sink};
 use crate::exec::{run_groups, Call, Group};
-use crate::server::Server;
+use crate::engine::Engine;
 use crate::shard::{Shard, ShardMsg};
 
 /// Where a group's replies go.
@@ -67,7 +67,7 @@ struct Pending {
 
 /// The groups this thread's connections queued for each shard during the current tick.
 pub struct Hops {
-    server: Arc<Server>,
+    engine: Arc<Engine>,
     /// This thread's shard.
     shard_id: usize,
     shard: Rc<RefCell<Shard>>,
@@ -80,10 +80,10 @@ pub struct Hops {
 }
 
 impl Hops {
-    pub fn new(server: Arc<Server>, shard_id: usize, shard: Rc<RefCell<Shard>>) -> Rc<Hops> {
-        let shards = server.senders.len();
+    pub fn new(engine: Arc<Engine>, shard_id: usize, shard: Rc<RefCell<Shard>>) -> Rc<Hops> {
+        let shards = engine.senders.len();
         Rc::new(Hops {
-            server,
+            engine,
             shard_id,
             shard,
             queued: RefCell::new((0..shards).map(|_| Vec::new()).collect()),
@@ -143,7 +143,7 @@ async fn flush(hops: Rc<Hops>) {
         let mut q = hops.queued.borrow_mut();
         q.iter_mut().enumerate().filter(|(_, p)| !p.is_empty()).map(|(shard, p)| (shard, std::mem::take(p))).collect()
     };
-    let total_shards = hops.server.senders.len();
+    let total_shards = hops.engine.senders.len();
     // A batch whose commands on this thread's shard already ran sends their replies along:
     // their log commands, deferred on this thread (one write per tick), must be in the log
     // before the other thread writes those replies.
@@ -173,7 +173,7 @@ async fn flush(hops: Rc<Hops>) {
             let (tx, rx) = oneshot::channel();
             (Some(tx), Some(rx))
         };
-        let server = hops.server.clone();
+        let server = hops.engine.clone();
         let job: crate::shard::Job = Box::new(move |s| {
             let results = run_groups(s, groups, total_shards);
             let mut back = Vec::with_capacity(results.len());
@@ -191,7 +191,7 @@ async fn flush(hops: Rc<Hops>) {
         if ordered {
             messages.push((shard, ShardMsg::RunOrdered(job)));
         } else {
-            let Some(sender) = hops.server.senders.get(shard) else { continue };
+            let Some(sender) = hops.engine.senders.get(shard) else { continue };
             if sender.send(ShardMsg::Run(job)).await.is_err() {
                 continue; // shutting down: dropping `replies` and the sinks tells every connection
             }
@@ -203,7 +203,7 @@ async fn flush(hops: Rc<Hops>) {
     if ordered {
         let own = hops.shard_id;
         let local = messages.iter().position(|(s, _)| *s == own).map(|i| messages.swap_remove(i));
-        let sent = hops.server.order.send_all(&hops.server.senders, messages, local, || hops.shard.borrow().locked).await;
+        let sent = hops.engine.order.send_all(&hops.engine.senders, messages, local, || hops.shard.borrow().locked).await;
         // Not sent: this shard's job runs here and now, at the flush's place in the order.
         // (Shutting down: the dropped jobs tell every connection.)
         if let Ok(Some(ShardMsg::RunOrdered(job) | ShardMsg::Run(job))) = sent {

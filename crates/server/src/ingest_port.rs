@@ -34,7 +34,8 @@ use std::rc::Rc;
 use abacus_protocol::{Args, Bytes, Frame};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::exec::{Access, Worker};
+use crate::exec::Access;
+use crate::server::Node;
 
 /// Bytes read at most per batch (more where a feed's `max_line_bytes` is larger).
 pub const READ_BYTES: usize = 256 * 1024;
@@ -49,7 +50,7 @@ pub fn bind(config: &crate::config::Config) -> Result<Vec<std::net::TcpListener>
 }
 
 /// Serves one listener (each worker thread serves its own handle of it) until the server stops.
-pub async fn serve(worker: Rc<Worker>, listener: std::net::TcpListener) {
+pub async fn serve(worker: Rc<Node>, listener: std::net::TcpListener) {
     let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return };
     loop {
         let Ok((stream, addr)) = listener.accept().await else {
@@ -109,7 +110,7 @@ async fn header_by(deadline: tokio::time::Instant, stream: &mut tokio::net::TcpS
 
 /// The checks a write passes on the main port before it runs (`conn/admit.rs`), for one
 /// batch: Err with the refusal.
-async fn admit_batch(worker: &Worker) -> Result<(), String> {
+async fn admit_batch(worker: &Node) -> Result<(), String> {
     let server = &worker.server;
     if crate::stats::LOADING.active.load(std::sync::atomic::Ordering::Relaxed) {
         return Err("LOADING Abacus is loading the dataset in memory".into());
@@ -124,7 +125,7 @@ async fn admit_batch(worker: &Worker) -> Result<(), String> {
     Ok(())
 }
 
-async fn handle(worker: &Worker, stream: &mut tokio::net::TcpStream, addr: std::net::SocketAddr, meta: &crate::clients::ClientMeta) -> Result<(), String> {
+async fn handle(worker: &Node, stream: &mut tokio::net::TcpStream, addr: std::net::SocketAddr, meta: &crate::clients::ClientMeta) -> Result<(), String> {
     let server = &worker.server;
     admit_batch(worker).await?;
     let deadline = tokio::time::Instant::now() + HEADER_TIMEOUT;

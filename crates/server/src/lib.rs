@@ -57,6 +57,7 @@ pub mod config;
 pub mod conn;
 pub mod direct;
 pub mod durability;
+pub mod engine;
 #[cfg(test)]
 mod effects_tests;
 pub mod exec;

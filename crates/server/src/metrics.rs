@@ -24,7 +24,8 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::exec::{Access, Worker};
+use crate::exec::Access;
+use crate::server::Node;
 
 /// Longest request head read (request line and headers).
 pub const REQUEST_MAX: usize = 8192;
@@ -58,7 +59,7 @@ pub fn bind_extra_port(config: &crate::config::Config, param: &str) -> Result<Ve
 }
 
 /// Serves one listener until the server stops.
-pub async fn serve(worker: Rc<Worker>, listener: std::net::TcpListener) {
+pub async fn serve(worker: Rc<Node>, listener: std::net::TcpListener) {
     let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return };
     let busy = Rc::new(std::cell::Cell::new(0usize));
     loop {
@@ -79,7 +80,7 @@ pub async fn serve(worker: Rc<Worker>, listener: std::net::TcpListener) {
     }
 }
 
-async fn handle(worker: &Worker, mut stream: tokio::net::TcpStream) -> std::io::Result<()> {
+async fn handle(worker: &Node, mut stream: tokio::net::TcpStream) -> std::io::Result<()> {
     let mut head = Vec::with_capacity(1024);
     let mut buf = [0u8; 1024];
     let complete = tokio::time::timeout(REQUEST_TIMEOUT, async {
@@ -148,7 +149,7 @@ const COUNTERS: &[&str] = &[
 ];
 
 /// The exposition text.
-pub async fn render(worker: &Worker) -> Option<String> {
+pub async fn render(worker: &Node) -> Option<String> {
     let sections = vec!["everything".to_string(), "summarizer".to_string()];
     let info = crate::cmd::server::info_text(worker, Access::Free, sections).await?;
     let hists = worker.run_all(Access::Free, |_| crate::stats::histograms()).await?;

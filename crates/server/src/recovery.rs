@@ -29,7 +29,8 @@ use abacus_persist::manifest::Manifest;
 use abacus_persist::snapshot;
 use abacus_protocol::{Args, Bytes};
 
-use crate::command::{self, Handler};
+use abacus_commands::command::{Handler, Spec};
+use abacus_protocol::Arg;
 use crate::config::{CmdConfig, Config};
 use crate::exec::{command_keys, exec_keyed_untimed};
 use crate::shard::{shard_of, Shard};
@@ -49,8 +50,23 @@ pub struct Recovered {
     pub position: Option<crate::log_marks::Position>,
 }
 
+/// How recovery replays a logged connection-level write (FLUSHALL, SWAPDB, DEBUG POPULATE)
+/// over every shard, with no connection or worker running yet: the command's entry says it
+/// (`command::ConnEntry`), so the log's reader never matches command names.
+pub type ReplayFn = fn(shards: &mut [Shard], db: usize, args: &[Arg], now_ms: u64) -> Result<(), String>;
+
+/// The command table as recovery reads it: given by the server, whose table holds the
+/// connection-level families above this layer (`command::replayer`).
+#[derive(Clone, Copy)]
+pub struct Replayer {
+    /// A logged command's entry (subcommands resolved), None for an unknown one.
+    pub lookup: fn(&[Arg]) -> Option<&'static Spec>,
+    /// A connection-level entry's replay, None for one that cannot be replayed.
+    pub replay: fn(Handler) -> Option<ReplayFn>,
+}
+
 /// Loads the data directory's snapshot and log into `threads` fresh shards.
-pub fn recover(config: &Config, dir: &Path, threads: usize, databases: usize) -> Result<Recovered, String> {
+pub fn recover(config: &Config, dir: &Path, threads: usize, databases: usize, commands: Replayer) -> Result<Recovered, String> {
     // Durability of their own, whose effects stay off: what is replayed came from the log and
     // is not logged again (the server's log opens once loading is done).
     let unlogged = crate::durability::Durability::new();
@@ -86,7 +102,7 @@ pub fn recover(config: &Config, dir: &Path, threads: usize, databases: usize) ->
         let mut position = Positions { snapshot: manifest.snapshot.clone(), at: None, broken: false };
         for (i, name) in manifest.logs.iter().enumerate() {
             let last = i + 1 == manifest.logs.len();
-            commands_replayed += replay_log(config, &dir.join(name), last, &mut shards, databases, cfg, snap_bytes, &mut position)?;
+            commands_replayed += replay_log(config, &dir.join(name), last, &mut shards, databases, cfg, snap_bytes, &mut position, commands)?;
         }
         let position = position.at;
         Ok::<_, String>((keys_loaded, commands_replayed, position))
@@ -237,6 +253,7 @@ fn replay_log(
     cfg: CmdConfig,
     base: u64,
     position: &mut Positions,
+    commands: Replayer,
 ) -> Result<u64, String> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
@@ -287,7 +304,7 @@ fn replay_log(
                 continue;
             }
             position.at = None;
-            replay_command(shards, &c, databases, cfg).map_err(|e| format!("log {} offset {}: {e}", path.display(), r.range.start))?;
+            replay_command(shards, &c, databases, cfg, commands).map_err(|e| format!("log {} offset {}: {e}", path.display(), r.range.start))?;
             in_record += 1;
         }
         n += in_record;
@@ -334,14 +351,14 @@ impl Drop for Progress {
 }
 
 /// Runs one logged command against the shards.
-fn replay_command(shards: &mut [Shard], c: &fmt::Command<'_>, databases: usize, cfg: CmdConfig) -> Result<(), String> {
+fn replay_command(shards: &mut [Shard], c: &fmt::Command<'_>, databases: usize, cfg: CmdConfig, commands: Replayer) -> Result<(), String> {
     let db = c.db as usize;
     if db >= databases {
         return Err(format!("command on database {db}, but only {databases} databases are configured"));
     }
     let args = Args::from_vec(c.args.iter().map(|a| Bytes::copy_from_slice(a)).collect());
     let name = String::from_utf8_lossy(&args[0]).to_ascii_lowercase();
-    let Some(spec) = command::lookup_call(&args) else { return Err(format!("unknown command '{name}' in the log")) };
+    let Some(spec) = (commands.lookup)(&args) else { return Err(format!("unknown command '{name}' in the log")) };
     let now = c.now_ms;
     let n = shards.len();
     match spec.handler {
@@ -375,7 +392,7 @@ fn replay_command(shards: &mut [Shard], c: &fmt::Command<'_>, databases: usize, 
                 }
             }
         }
-        Handler::Conn(_) => match command::replay_handler(spec.handler) {
+        Handler::Conn(_) => match (commands.replay)(spec.handler) {
             Some(replay) => replay(shards, db, &args, now)?,
             None => return Err(format!("command '{name}' cannot be replayed")),
         },

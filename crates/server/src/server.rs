@@ -20,6 +20,7 @@ use tokio::sync::mpsc;
 
 use crate::clients::Clients;
 use crate::config::Config;
+use crate::engine::Engine;
 use crate::exec::Worker;
 use crate::shard::{shard_loop, Shard, ShardMsg, SHARD_QUEUE_CAPACITY};
 use crate::stats::ServerStats;
@@ -37,31 +38,48 @@ pub enum Incoming {
     Moved(Box<crate::conn::Moved>),
 }
 
-/// State shared by all worker threads.
+/// State shared by all worker threads: the engine's (`engine.rs`), and what only the
+/// connection layer needs. Reads of the engine's fields go through it (`Deref`).
 pub struct Server {
-    pub config: Config,
-    pub senders: Vec<mpsc::Sender<ShardMsg>>,
-    /// Each worker's connection queue, indexed like `senders`.
+    pub engine: Arc<Engine>,
+    /// Each worker's connection queue, indexed like the engine's `senders`.
     pub conn_queues: Vec<mpsc::UnboundedSender<Incoming>>,
     pub clients: Clients,
-    pub stats: ServerStats,
-    pub databases: usize,
     pub started: Instant,
     pub run_id: String,
     pub port: u16,
     pub threads: usize,
     /// DEBUG SLEEP's pause of every connection.
     pub pause: Pause,
-    /// How multi-shard operations enter the shards' queues (see `order.rs`).
-    pub order: crate::order::Order,
     /// The clients in MONITOR mode (see `monitor.rs`).
     pub monitors: crate::monitor::Monitors,
     /// ACL users and log (`acl.rs`).
     pub acl: crate::acl::Acl,
     /// CLIENT PAUSE (`client_pause.rs`).
     pub client_pause: crate::client_pause::ClientPause,
-    /// The log and snapshots (`durability.rs`): each shard holds a handle in its `ShardLog`.
-    pub durability: Arc<crate::durability::Durability>,
+}
+
+impl std::ops::Deref for Server {
+    type Target = Engine;
+    fn deref(&self) -> &Engine {
+        &self.engine
+    }
+}
+
+/// A worker thread as the connection layer sees it: the engine's [`Worker`] (its shard, its
+/// hops, its way to other shards) and the [`Server`]. Reads of the worker's fields and
+/// methods go through it (`Deref`); `worker` is what engine functions that keep a worker
+/// take (snapshots' driver).
+pub struct Node {
+    pub server: Arc<Server>,
+    pub worker: Rc<Worker>,
+}
+
+impl std::ops::Deref for Node {
+    type Target = Worker;
+    fn deref(&self) -> &Worker {
+        &self.worker
+    }
 }
 
 /// A pause of the whole server (DEBUG SLEEP, as Redis's, which blocks its only thread). The
@@ -194,25 +212,29 @@ pub fn run(config: Config) -> Result<(), String> {
         conn_queues.push(ctx);
         receivers.push((rx, crx));
     }
-    let server: Arc<Server> = Arc::new(Server {
+    let engine = Arc::new(Engine {
         config,
         senders,
-        conn_queues,
-        clients: Clients::default(),
         stats: ServerStats::new(threads),
         databases,
+        order: crate::order::Order::new(threads),
+        durability: crate::durability::Durability::new(),
+    });
+    let server: Arc<Server> = Arc::new(Server {
+        engine,
+        conn_queues,
+        clients: Clients::default(),
         started: Instant::now(),
         run_id: format!("{:040x}", rand::random::<u128>()),
         port,
         threads,
         pause: Pause::default(),
-        order: crate::order::Order::new(threads),
         monitors: crate::monitor::Monitors::default(),
         acl,
         client_pause: crate::client_pause::ClientPause::default(),
-        durability: crate::durability::Durability::new(),
     });
-    crate::slowlog::set_server(&server);
+    let registry = Arc::downgrade(&server);
+    crate::slowlog::set_client_lookup(Box::new(move |id| registry.upgrade()?.clients.get(id).map(|c| c.slowlog_label())));
     // Replication consumes the effects stream beside the log (`durability::Feed`).
     server.durability.set_feed(Arc::new(crate::replication::Feed));
 
@@ -236,12 +258,13 @@ pub fn run(config: Config) -> Result<(), String> {
                 let local = tokio::task::LocalSet::new();
                 local.block_on(&rt, async move {
                     let shard = Rc::new(RefCell::new(Shard::new(id, databases, server.durability.clone())));
-                    tokio::task::spawn_local(shard_loop(shard.clone(), rx, server.clone()));
-                    let hops = crate::hop::Hops::new(server.clone(), id, shard.clone());
-                    let worker = Rc::new(Worker { server, shard_id: id, shard, hops });
+                    tokio::task::spawn_local(shard_loop(shard.clone(), rx, server.engine.clone()));
+                    let hops = crate::hop::Hops::new(server.engine.clone(), id, shard.clone());
+                    let engine_worker = Rc::new(Worker { engine: server.engine.clone(), shard_id: id, shard, hops });
                     if id == 0 {
-                        tokio::task::spawn_local(crate::snapshot::driver(worker.clone()));
+                        tokio::task::spawn_local(crate::snapshot::driver(engine_worker.clone()));
                     }
+                    let worker = Rc::new(Node { server, worker: engine_worker });
                     for l in metrics {
                         tokio::task::spawn_local(crate::metrics::serve(worker.clone(), l));
                     }
@@ -364,7 +387,7 @@ pub fn banner(config: &Config, addrs: &[String], threads: usize, dir: &str) -> S
 /// the workers' empty shards (no write reaches a worker while loading: they are refused).
 fn load_data(server: &Arc<Server>, dir_path: &std::path::Path, threads: usize, databases: usize) -> Result<(), String> {
     let config = &server.config;
-    let recovered = crate::recovery::recover(config, dir_path, threads, databases)?;
+    let recovered = crate::recovery::recover(config, dir_path, threads, databases, crate::command::replayer())?;
     let mut manifest = recovered.manifest;
     let (ack_tx, ack_rx) = std::sync::mpsc::channel();
     for (id, shard) in recovered.shards.into_iter().enumerate() {

@@ -289,7 +289,7 @@ fn run_job(shard: &RefCell<Shard>, job: Job, snapshotting: bool) -> usize {
 }
 
 /// Serves the clients blocked on keys that the last job made ready (`blocking.rs`).
-fn serve_blocked(shard: &RefCell<Shard>, server: &crate::server::Server) {
+fn serve_blocked(shard: &RefCell<Shard>, server: &crate::engine::Engine) {
     let mut s = shard.borrow_mut();
     if !s.blocked.is_empty() {
         crate::blocking::serve_ready(&mut s, server.config.cmd_config(), server.senders.len());
@@ -297,7 +297,7 @@ fn serve_blocked(shard: &RefCell<Shard>, server: &crate::server::Server) {
 }
 
 /// Runs the jobs sent to `shard` until every sender is gone, and its active expiry.
-pub async fn shard_loop(shard: Rc<RefCell<Shard>>, mut rx: mpsc::Receiver<ShardMsg>, server: std::sync::Arc<crate::server::Server>) {
+pub async fn shard_loop(shard: Rc<RefCell<Shard>>, mut rx: mpsc::Receiver<ShardMsg>, server: std::sync::Arc<crate::engine::Engine>) {
     let hz = server.config.get_u64("hz");
     let mut meter = crate::stats::OpsMeter::default();
     let period = Duration::from_millis(1000 / hz.clamp(1, 500));

@@ -70,12 +70,18 @@ pub fn is_slow(us: u64) -> bool {
     t >= 0 && us >= t as u64
 }
 
-/// The server whose client registry names the clients of keyed commands' entries.
-static SERVER: Mutex<Option<std::sync::Weak<crate::server::Server>>> = parking_lot::const_mutex(None);
+/// An entry's client: its address and name (CLIENT LIST's `addr` and `name`).
+pub type ClientLabel = (String, String);
 
-/// Installs the server whose clients the entries name (one per process, as the log).
-pub fn set_server(server: &std::sync::Arc<crate::server::Server>) {
-    *SERVER.lock() = Some(std::sync::Arc::downgrade(server));
+/// Names a client by id, from the connections' registry: installed by the server at start,
+/// so that the slow log sits below the connections. (The log itself is process-wide, and so
+/// is this: one per process.)
+type ClientLookup = Box<dyn Fn(u64) -> Option<ClientLabel> + Send + Sync>;
+static CLIENTS: Mutex<Option<ClientLookup>> = parking_lot::const_mutex(None);
+
+/// Installs how the entries of keyed commands name their clients (see [`ClientLookup`]).
+pub fn set_client_lookup(lookup: ClientLookup) {
+    *CLIENTS.lock() = Some(lookup);
     calibrate();
 }
 
@@ -94,35 +100,28 @@ pub fn set_client(id: u64) -> u64 {
 /// Logs a command that took `took`, if it is slow; `client` when known, else the client of
 /// [`set_client`].
 #[inline]
-pub fn check(took: std::time::Duration, args: &[Arg], client: Option<&crate::clients::ClientMeta>) {
+pub fn check(took: std::time::Duration, args: &[Arg], client: Option<&dyn Fn() -> ClientLabel>) {
     check_for(took, args, client, CLIENT.with(|c| c.get()));
 }
 
 /// [`check`] for a command of the client with id `client_id` (0 = unknown) when `client`
 /// is not at hand.
 #[inline]
-pub fn check_for(took: std::time::Duration, args: &[Arg], client: Option<&crate::clients::ClientMeta>, client_id: u64) {
+pub fn check_for(took: std::time::Duration, args: &[Arg], client: Option<&dyn Fn() -> ClientLabel>, client_id: u64) {
     let us = took.as_secs().saturating_mul(1_000_000).saturating_add(u64::from(took.subsec_micros()));
     if is_slow(us) {
         let (addr, name) = match client {
-            Some(c) => describe(c),
+            Some(c) => c(),
             None => lookup(client_id),
         };
         push(us, args, addr, name);
     }
 }
 
-fn describe(c: &crate::clients::ClientMeta) -> (String, String) {
-    (c.addr.to_string(), c.name.lock().clone().unwrap_or_default())
-}
-
 #[cold]
-fn lookup(client_id: u64) -> (String, String) {
-    let server = if client_id == 0 { None } else { SERVER.lock().as_ref().and_then(std::sync::Weak::upgrade) };
-    match server.and_then(|s| s.clients.get(client_id)) {
-        Some(c) => describe(&c),
-        None => (String::new(), String::new()),
-    }
+fn lookup(client_id: u64) -> ClientLabel {
+    let found = if client_id == 0 { None } else { CLIENTS.lock().as_ref().and_then(|f| f(client_id)) };
+    found.unwrap_or_default()
 }
 
 /// Whether commands must be timed one by one: the slow log or the latency monitor is on.
@@ -191,13 +190,13 @@ pub fn share(wall: std::time::Duration, cycles: u64, cycles_total: u64, n: u32) 
 /// What follows every timed command: the slow log and the latency monitor's `command` /
 /// `fast-command` events (Redis's `call()`).
 #[inline]
-pub fn observe(spec: &abacus_commands::command::Spec, took: std::time::Duration, args: &[Arg], client: Option<&crate::clients::ClientMeta>) {
+pub fn observe(spec: &abacus_commands::command::Spec, took: std::time::Duration, args: &[Arg], client: Option<&dyn Fn() -> ClientLabel>) {
     observe_for(spec, took, args, client, CLIENT.with(|c| c.get()));
 }
 
 /// [`observe`] for a command of the client with id `client_id` (a shard's group).
 #[inline]
-pub fn observe_for(spec: &abacus_commands::command::Spec, took: std::time::Duration, args: &[Arg], client: Option<&crate::clients::ClientMeta>, client_id: u64) {
+pub fn observe_for(spec: &abacus_commands::command::Spec, took: std::time::Duration, args: &[Arg], client: Option<&dyn Fn() -> ClientLabel>, client_id: u64) {
     check_for(took, args, client, client_id);
     if crate::latency::monitor_threshold_ms() > 0 {
         let event = if spec.has(abacus_commands::command::flags::FAST) { "fast-command" } else { "command" };

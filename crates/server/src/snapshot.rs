@@ -190,7 +190,7 @@ fn snapshot_name(seq: u64) -> String {
 /// before this one, for [`wait`].
 /// `why` names the cause in the log ("SAVE", "BGSAVE", "the save schedule"...).
 pub async fn start(worker: &Worker, access: Access<'_>, why: &'static str) -> Result<u64, String> {
-    let snaps = worker.server.durability.snapshots().cloned().ok_or("ERR snapshots are not initialised")?;
+    let snaps = worker.engine.durability.snapshots().cloned().ok_or("ERR snapshots are not initialised")?;
     if snaps.in_progress.swap(true, Ordering::AcqRel) {
         return Err("ERR Background save already in progress".into());
     }
@@ -269,7 +269,7 @@ async fn begin_with(
     // names the new segment before the first write goes there: a crash in between finds an
     // empty last segment, never writes it does not know of.
     let mut logs_after = Vec::new();
-    if let Some(aof) = worker.server.durability.log() {
+    if let Some(aof) = worker.engine.durability.log() {
         // Commands deferred for a shared write (`ShardLog::defer_pending`) before this point were
         // written when the shards were locked (`shard_loop`): they are in the old segment.
         let seg = crate::aof::segment_name(seq);
@@ -284,7 +284,7 @@ async fn begin_with(
         *m = next;
         aof.rotate(new);
         // The new segment starts at a known replication position (when there is one).
-        if let Some(feed) = worker.server.durability.feed() {
+        if let Some(feed) = worker.engine.durability.feed() {
             feed.at_rotation(aof, name);
         }
         logs_after.push(seg);
@@ -311,7 +311,7 @@ async fn begin_with(
         .ok_or("server is shutting down")?;
     drop(tx);
     // Replicas waiting for a full sync start their stream at this point in time.
-    if let Some(feed) = worker.server.durability.feed() {
+    if let Some(feed) = worker.engine.durability.feed() {
         feed.at_snapshot(name);
     }
     snaps.changes_at_start.store(snaps.changes.load(Ordering::Relaxed), Ordering::Relaxed);
@@ -421,7 +421,7 @@ pub fn parse_schedule(s: &str) -> Result<Vec<(u64, u64)>, String> {
 pub async fn driver(worker: std::rc::Rc<Worker>) {
     // Unbounded, but fed once per shutdown signal.
     let (tx, mut final_rx) = tokio::sync::mpsc::unbounded_channel();
-    let durability = worker.server.durability.clone();
+    let durability = worker.engine.durability.clone();
     // Requests for a final snapshot at shutdown, from the main thread (`final_save_blocking`).
     let _ = durability.final_save.set(tx);
     let mut tick = tokio::time::interval(Duration::from_millis(250));
@@ -454,7 +454,7 @@ pub async fn driver(worker: std::rc::Rc<Worker>) {
         if crate::stats::LOADING.active.load(Ordering::Acquire) || snaps.in_progress.load(Ordering::Acquire) {
             continue;
         }
-        let cfg = &worker.server.config;
+        let cfg = &worker.engine.config;
         let now_s = now_ms() / 1000;
         let since = now_s.saturating_sub(snaps.last_save_s.load(Ordering::Relaxed));
         let changes = snaps.changes.load(Ordering::Relaxed);

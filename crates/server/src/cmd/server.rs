@@ -461,7 +461,7 @@ pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
 
 /// INFO's text for the sections asked (lower case; none = the default ones); None when the
 /// server is shutting down. The metrics endpoint (`metrics.rs`) reads the same text.
-pub async fn info_text(worker: &crate::exec::Worker, access: Access<'_>, mut sections: Vec<String>) -> Option<String> {
+pub async fn info_text(worker: &crate::server::Node, access: Access<'_>, mut sections: Vec<String>) -> Option<String> {
     if sections.is_empty() || sections.iter().any(|s| s == "default") {
         sections.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string()));
     }

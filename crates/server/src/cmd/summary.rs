@@ -241,7 +241,7 @@ async fn ingest(conn: &mut Conn, access: Access<'_>, a: &[Arg], with_source: boo
 /// client's, or the raw line port's (`ingest_port.rs`). `label` names the lines' source in
 /// SUMMARY.REJECTS when the batch has no source id, `first_line` the number of its first line.
 #[allow(clippy::too_many_arguments)]
-pub async fn ingest_on(worker: &crate::exec::Worker, db: usize, access: Access<'_>, a: &[Arg], with_source: bool, label: String, first_line: u64) -> Frame {
+pub async fn ingest_on(worker: &crate::server::Node, db: usize, access: Access<'_>, a: &[Arg], with_source: bool, label: String, first_line: u64) -> Frame {
     let Some(rules) = summarizer::rules() else { return err(ERR_NO_RULES) };
     let feed_name = text(&a[1]);
     let Some(fi) = rules.feed(&feed_name) else { return Frame::error(format!("ERR no such feed '{feed_name}'")) };

@@ -57,7 +57,7 @@ pub(super) struct Handoff {
 }
 
 /// Continues serving a connection that moved to this thread (see the file comment).
-pub async fn resume(worker: Rc<Worker>, m: Moved) {
+pub async fn resume(worker: Rc<Node>, m: Moved) {
     let stream = match TcpStream::from_std(m.stream) {
         Ok(stream) => stream,
         Err(e) => {
@@ -71,7 +71,7 @@ pub async fn resume(worker: Rc<Worker>, m: Moved) {
 }
 
 impl Conn {
-    pub(super) fn new(worker: Rc<Worker>, client: Client) -> Conn {
+    pub(super) fn new(worker: Rc<Node>, client: Client) -> Conn {
         Conn {
             worker,
             client,

@@ -36,7 +36,8 @@ use abacus_protocol::{encode, Arg, Args, Bytes, BytesMut, Frame, Limits, Protoco
 use crate::clients::ClientMeta;
 use crate::command::{self, flags, Handler, Spec};
 use crate::direct::{Completion, Joint, Leftover, Sink};
-use crate::exec::{Access, Call, Worker};
+use crate::exec::{Access, Call};
+use crate::server::Node;
 use crate::shard::now_ms;
 use crate::stats::{self, ServerStats};
 
@@ -75,7 +76,7 @@ pub enum ReplyMode {
 }
 
 pub struct Conn {
-    pub worker: Rc<Worker>,
+    pub worker: Rc<Node>,
     /// Who the client is and what its commands set: the state that goes with it when the
     /// connection moves to another thread (`migrate.rs`). Everything else below belongs to
     /// this thread's serving of the socket and starts afresh after a move.
@@ -188,7 +189,7 @@ async fn write_unless_killed(stream: &mut TcpStream, bytes: &[u8], killed: &mut 
     }
 }
 
-pub async fn serve(worker: Rc<Worker>, stream: TcpStream, addr: SocketAddr) {
+pub async fn serve(worker: Rc<Node>, stream: TcpStream, addr: SocketAddr) {
     let server = worker.server.clone();
     let laddr = stream.local_addr().unwrap_or(addr);
     let _ = stream.set_nodelay(true);
@@ -208,7 +209,7 @@ impl Conn {
     /// The connection a replica applies its primary's stream through (see
     /// `replication/replica.rs`): registered as a client of type master, authenticated, in
     /// database `db`. None when `maxclients` are connected.
-    pub fn for_master(worker: Rc<Worker>, peer: SocketAddr, laddr: SocketAddr, db: usize) -> Option<Conn> {
+    pub fn for_master(worker: Rc<Node>, peer: SocketAddr, laddr: SocketAddr, db: usize) -> Option<Conn> {
         let server = worker.server.clone();
         let meta = server.clients.register(peer, laddr, usize::MAX, now_ms())?;
         meta.repl_kind.store(crate::clients::REPL_MASTER, Ordering::Release);
@@ -838,7 +839,7 @@ impl Conn {
                 // the arguments), as Redis's CMD_SKIP_SLOWLOG.
                 use crate::command::flags::{BLOCKING, NO_AUTH, RUNS_QUEUED};
                 if crate::slowlog::timing_each() && !call.spec.has(BLOCKING | RUNS_QUEUED | NO_AUTH) {
-                    crate::slowlog::observe(call.spec, took, &call.args, Some(&self.client.meta));
+                    crate::slowlog::observe(call.spec, took, &call.args, Some(&|| self.client.meta.slowlog_label()));
                 }
                 reply
             }

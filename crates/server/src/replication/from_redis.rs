@@ -34,7 +34,8 @@ use abacus_rdb::DecodeLimits;
 use parking_lot::Mutex;
 
 use crate::cmd::dump::{from_rdb, BuildLimits};
-use crate::exec::{Access, Worker};
+use crate::exec::Access;
+use crate::server::Node;
 use crate::shard::{now_ms, shard_of, Shard};
 
 /// Whether a received full-sync payload is a Redis RDB file rather than an Abacus snapshot.
@@ -49,7 +50,7 @@ type Bucket = Vec<Entry>;
 
 /// Decodes the RDB file whole, then replaces the data set with it holding every shard.
 /// Returns the keys loaded.
-pub async fn load(worker: &Rc<Worker>, path: &std::path::Path, gen: u64, replid: &str, offset: u64) -> Result<u64, String> {
+pub async fn load(worker: &Rc<Node>, path: &std::path::Path, gen: u64, replid: &str, offset: u64) -> Result<u64, String> {
     let n = worker.shards();
     let cfg = worker.server.config.cmd_config();
     let max_string_bytes = usize::try_from(cfg.max_string_len).unwrap_or(usize::MAX);

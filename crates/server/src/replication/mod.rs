@@ -533,7 +533,7 @@ pub fn log_position_at_rotation(aof: &crate::aof::Aof, snapshot: &str) {
 /// durable must not claim a replication position, since the data set was replaced without
 /// log commands), and start the snapshot that makes the data directory the loaded data set.
 /// Err when REPLICAOF changed during the sync.
-pub(crate) async fn finish_full_sync(worker: &std::rc::Rc<crate::exec::Worker>, locks: &crate::exec::Locks, gen: u64, replid: &str, offset: u64, source: &'static str) -> Result<(), String> {
+pub(crate) async fn finish_full_sync(worker: &std::rc::Rc<crate::server::Node>, locks: &crate::exec::Locks, gen: u64, replid: &str, offset: u64, source: &'static str) -> Result<(), String> {
     if !reset_to(gen, replid, offset) {
         return Err("REPLICAOF changed during the sync".into());
     }

@@ -31,7 +31,8 @@ use tokio::net::TcpStream;
 use super::{generation, psync_position, push_resp, set_link, state, LinkState, MasterAddr};
 use crate::command::flags;
 use crate::conn::Conn;
-use crate::exec::{Access, Worker};
+use crate::exec::Access;
+use crate::server::Node;
 use crate::shard::{shard_of, Shard};
 
 /// Commands applied per chunk at most.
@@ -40,11 +41,11 @@ const CHUNK_COMMANDS: usize = 1024;
 const MAX_LINE_BYTES: usize = 64 * 1024;
 
 /// Starts the link task for generation `gen` on this worker's thread.
-pub fn spawn(worker: Rc<Worker>, gen: u64) {
+pub fn spawn(worker: Rc<Node>, gen: u64) {
     tokio::task::spawn_local(run(worker, gen));
 }
 
-async fn run(worker: Rc<Worker>, gen: u64) {
+async fn run(worker: Rc<Node>, gen: u64) {
     loop {
         if generation() != gen {
             return;
@@ -92,7 +93,7 @@ async fn command(s: &mut TcpStream, rbuf: &mut BytesMut, args: &[&[u8]], timeout
     read_line(s, rbuf, timeout).await
 }
 
-async fn link_once(worker: &Rc<Worker>, gen: u64, master: &MasterAddr) -> Result<(), String> {
+async fn link_once(worker: &Rc<Node>, gen: u64, master: &MasterAddr) -> Result<(), String> {
     let server = worker.server.clone();
     let config = &server.config;
     let timeout = Duration::from_secs(config.get("repl-timeout").parse::<u64>().unwrap_or(60).max(1));
@@ -237,7 +238,7 @@ async fn receive_snapshot(s: &mut TcpStream, rbuf: &mut BytesMut, timeout: Durat
 
 /// Checks the received snapshot whole, then replaces the data set with it, holding every
 /// shard. Returns the keys loaded.
-async fn load(worker: &Rc<Worker>, path: &std::path::Path, gen: u64, replid: &str, offset: u64) -> Result<u64, String> {
+async fn load(worker: &Rc<Node>, path: &std::path::Path, gen: u64, replid: &str, offset: u64) -> Result<u64, String> {
     // Read back everything first: a damaged transfer must not cost the current data set.
     let checked = path.to_path_buf();
     let keys = tokio::task::spawn_blocking(move || -> Result<u64, String> {
@@ -289,7 +290,7 @@ async fn load(worker: &Rc<Worker>, path: &std::path::Path, gen: u64, replid: &st
 }
 
 /// Applies the primary's stream until the link ends or REPLICAOF changes.
-async fn apply_stream(worker: &Rc<Worker>, gen: u64, mut s: TcpStream, mut rbuf: BytesMut, db: usize) -> Result<(), String> {
+async fn apply_stream(worker: &Rc<Node>, gen: u64, mut s: TcpStream, mut rbuf: BytesMut, db: usize) -> Result<(), String> {
     let repl = state();
     let peer = s.peer_addr().map_err(|e| e.to_string())?;
     let mut conn = Conn::for_master(worker.clone(), peer, s.local_addr().unwrap_or(peer), db).ok_or("max number of clients reached")?;
