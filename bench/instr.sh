@@ -8,7 +8,7 @@
 #   ABACUS_ARGS="--threads 1" bench/instr.sh
 #   CLIENTS=1 bench/instr.sh                   one connection: stable per-request counts
 #   ABACUS_BIN=/path/to/other/abacus bench/instr.sh    compare two builds
-#   FUNC=abacus_server::exec::run_group CLIENTS=1 bench/instr.sh
+#   FUNC=abacus_engine::exec::run_group CLIENTS=1 bench/instr.sh
 #                                               also the instructions per request inside one
 #                                               function (inclusive): the shard's work alone,
 #                                               without the event loop's, which on a loaded

@@ -13,7 +13,7 @@
 #   CLIENTS=1 ROUNDS=2 THROUGHPUT=0 bench/latency.sh
 #                                             one connection (bench/instr.sh): -P 1 cells
 #                                             that do not move between runs
-#   FUNC=abacus_server::exec::run_group CLIENTS=1 ROUNDS=2 THROUGHPUT=0 bench/latency.sh
+#   FUNC=abacus_engine::exec::run_group CLIENTS=1 ROUNDS=2 THROUGHPUT=0 bench/latency.sh
 #                                             also the instructions inside the shard's run
 #                                             of a group (where the feature's cost is), which
 #                                             a loaded machine does not move

@@ -1,6 +1,6 @@
 """Blocking commands: BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, BZPOPMIN, BZPOPMAX, BZMPOP.
 
-What `crates/server/src/blocking.rs` promises, checked through real clients: a blocked client
+What `crates/engine/src/blocking.rs` promises, checked through real clients: a blocked client
 is served by a write from another client (on either shard), clients are served in the order
 they blocked, a timeout replies null, MULTI never blocks, CLIENT UNBLOCK and CLIENT KILL end
 the wait, a client that disconnects while blocked loses nothing (the element stays for the

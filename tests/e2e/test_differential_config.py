@@ -1,7 +1,7 @@
 """Differential test of CONFIG GET / CONFIG SET / CONFIG RESETSTAT against the real Redis.
 
 The parameters compared are those both servers have: Abacus's table (PARAMS and ALIASES
-in crates/server/src/config.rs, read from the source so that a new parameter is picked up
+in crates/engine/src/config.rs, read from the source so that a new parameter is picked up
 by itself) intersected with Redis's `CONFIG GET *` at run time, minus the ones that would
 break the test servers or that differ by design (SKIP, below). Each parameter's kind
 (integer and its range, memory amount, yes/no, enum) also comes from config.rs and decides
@@ -91,7 +91,7 @@ def _abacus_params():
     """{name: kind} of Abacus's parameters (aliases get their target's kind).
     kind: ("int", min, max) | ("clamped", min, max) | ("memory", min, max) | ("bool",) |
     ("enum", [values]) | ("other",)."""
-    with open(os.path.join(REPO_ROOT, "crates", "server", "src", "config.rs")) as f:
+    with open(os.path.join(REPO_ROOT, "crates", "engine", "src", "config.rs")) as f:
         src = f.read()
     consts = {"i64::MAX": I64_MAX, "i64::MAX as u64": I64_MAX, "u64::MAX": 2**64 - 1,
               "i32::MAX as i64": 2**31 - 1, "i32::MIN as i64": -2**31, "u32::MAX as i64": 2**32 - 1}

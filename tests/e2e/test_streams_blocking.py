@@ -1,5 +1,5 @@
 """Blocking stream reads: XREAD BLOCK and XREADGROUP BLOCK on the shared blocking mechanism
-(`crates/server/src/blocking.rs`).
+(`crates/engine/src/blocking.rs`).
 
 Checked through real clients: a blocked reader is woken by an XADD from another client on
 either shard, readers are served in the order they blocked, `$` means "after what existed

@@ -16,7 +16,7 @@ mod ingest;
 mod w1z;
 
 // jemalloc: fast under multi-threaded allocation, and its statistics give INFO an exact
-// `used_memory` (see abacus-server's memory.rs).
+// `used_memory` (see abacus-engine's memory.rs).
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
@@ -133,7 +133,7 @@ enum BenchCommand {
 
 fn params_help() -> String {
     let mut s = String::from("Parameters (default in brackets):\n");
-    for p in abacus_server::config::PARAMS {
+    for p in abacus_engine::config::PARAMS {
         s.push_str(&format!("  --{:<28} {} [{}]\n", p.name, p.help, p.default));
     }
     s
@@ -190,7 +190,7 @@ fn main() {
                 },
                 None => None,
             };
-            let mut cfg = match abacus_server::Config::from_sources(text.as_deref(), &params) {
+            let mut cfg = match abacus_engine::Config::from_sources(text.as_deref(), &params) {
                 Ok(c) => c,
                 Err(e) => fail(&e),
             };
@@ -201,7 +201,7 @@ fn main() {
             if cfg.get("huge-pages") == "yes" {
                 huge_pages();
             }
-            if !abacus_server::memory::enable_background_purge() {
+            if !abacus_engine::memory::enable_background_purge() {
                 tracing::warn!("jemalloc background threads did not start: freed memory returns to the OS only while allocating");
             }
             // SAFETY: the global allocator is jemalloc (GLOBAL above), and its usable_size

@@ -115,6 +115,12 @@ pub mod flags {
     /// May run while a RESP2 connection is subscribed (Redis 7.0's list: (P|S)SUBSCRIBE,
     /// (P|S)UNSUBSCRIBE, PING, QUIT, RESET); anything else is refused there.
     pub const ALLOWED_SUBSCRIBED: u32 = 1 << 26;
+    /// Never queued inside MULTI although it does not control the transaction: it runs at
+    /// once (QUIT closes the connection inside MULTI too, as in Redis 7.0).
+    pub const NEVER_QUEUED: u32 = 1 << 27;
+    /// CLIENT CACHING's flag lasts over it to the next command (the CLIENT container, all
+    /// of whose subcommands keep it).
+    pub const KEEPS_CLIENT_CACHING: u32 = 1 << 31;
 }
 
 /// Finds a key that only parsing the options reveals ([`Spec::trailing_key`]): its index.
@@ -175,16 +181,22 @@ pub struct Spec {
     pub key_range: Option<KeyRangeFinder>,
     /// A blocking command's rewrite of its arguments before it waits ([`WaitArgsFn`]).
     pub wait_args: Option<WaitArgsFn>,
+    /// The arguments MONITOR must not show (AUTH's, HELLO's after AUTH), as Redis's command
+    /// redacts its own (`redactClientCommandArgument`).
+    pub redacted_args: Option<RedactFn>,
 }
+
+/// Which of a call's arguments (the name first) are secret: MONITOR shows `(redacted)`.
+pub type RedactFn = fn(args: &[&[u8]]) -> std::ops::Range<usize>;
 
 impl Spec {
     pub const fn keyed(name: &'static str, arity: i32, flags: u32, keys: (i32, i32, i32), f: KeyedFn, group: &'static str, summary: &'static str) -> Spec {
-        Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, numkeys_index: 0, handler: Handler::Keyed(f), group, summary, subcommands: &[], block_timeout: None, trailing_key: None, key_range: None, wait_args: None }
+        Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, numkeys_index: 0, handler: Handler::Keyed(f), group, summary, subcommands: &[], block_timeout: None, trailing_key: None, key_range: None, wait_args: None, redacted_args: None }
     }
 
     /// A connection-level entry: `f` is the server's `ConnEntry` (see `Handler::Conn`).
     pub const fn conn(name: &'static str, arity: i32, flags: u32, keys: (i32, i32, i32), f: &'static (dyn std::any::Any + Send + Sync), group: &'static str, summary: &'static str) -> Spec {
-        Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, numkeys_index: 0, handler: Handler::Conn(f), group, summary, subcommands: &[], block_timeout: None, trailing_key: None, key_range: None, wait_args: None }
+        Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, numkeys_index: 0, handler: Handler::Conn(f), group, summary, subcommands: &[], block_timeout: None, trailing_key: None, key_range: None, wait_args: None, redacted_args: None }
     }
 
     /// A container command's own entry (no keys, no handler of its own) and its subcommands.
@@ -227,6 +239,12 @@ impl Spec {
     }
 
     /// Declares the rewrite of a blocking call's arguments before it waits.
+    /// Declares the arguments MONITOR redacts ([`RedactFn`]).
+    pub const fn with_redacted_args(mut self, f: RedactFn) -> Spec {
+        self.redacted_args = Some(f);
+        self
+    }
+
     pub const fn with_wait_args(mut self, f: WaitArgsFn) -> Spec {
         self.wait_args = Some(f);
         self

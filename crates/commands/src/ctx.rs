@@ -7,7 +7,7 @@
 //! command (a relative expiry, SPOP's random draw, INCRBYFLOAT's rounding would replay
 //! differently), so every write says what replays it deterministically, as Redis's
 //! `alsoPropagate` and rewritten argument vectors do. The server builds a `Ctx` per command
-//! (`abacus_server::exec::run_handler`) and reads these back once the handler returns.
+//! (`abacus_engine::exec::run_handler`) and reads these back once the handler returns.
 
 use abacus_keyspace::Db;
 use abacus_protocol::{Bytes, Frame};

@@ -25,7 +25,7 @@ pub struct Defaults {
 
 /// proto-max-bulk-len 512 MiB, set- and zset-max-listpack 128 entries of 64 bytes,
 /// hash-max-listpack 512 of 64, list-max-listpack-size -2, stream nodes 4096 bytes / 100
-/// entries: the defaults of `abacus_server::config`.
+/// entries: the defaults of `abacus_engine::config`.
 pub fn defaults() -> Defaults {
     Defaults {
         max_string_len: 512 * 1024 * 1024,

@@ -74,7 +74,7 @@ fn main() {
     let prefetch = std::env::var("W1_PREFETCH").map_or(true, |v| v != "0");
     // The server's `keyspace-density`: W1_DENSITY=dense for the dense key table.
     abacus_keyspace::set_dense_key_tables(std::env::var("W1_DENSITY").is_ok_and(|v| v == "dense"));
-    // As `abacus serve` (abacus-server's memory.rs): freed pages return to the kernel in the
+    // As `abacus serve` (abacus-engine's memory.rs): freed pages return to the kernel in the
     // background instead of only while allocating.
     let background_purge = tikv_jemalloc_ctl::background_thread::write(true).is_ok();
     let baseline_kb = status_kb("VmRSS:");

@@ -20,10 +20,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use abacus_protocol::{Arg, Args, Frame};
 use tokio::sync::Notify;
 
-use crate::cmd::args::{err, is, parse_i64};
+use abacus_commands::args::{err, is, parse_i64};
 use crate::command::{self, flags};
 use crate::conn::Conn;
-use crate::shard::now_ms;
+use abacus_engine::shard::now_ms;
 
 #[derive(Default)]
 pub struct ClientPause {

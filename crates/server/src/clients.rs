@@ -77,7 +77,7 @@ pub const UNBLOCK_ERROR: u8 = 2;
 /// Redis's disconnectAllBlockedClients (a blocked pop's wait made sense on a primary only).
 pub const UNBLOCK_ROLE: u8 = 3;
 
-impl crate::pubsub::SubscriberClient for ClientMeta {
+impl abacus_engine::pubsub::SubscriberClient for ClientMeta {
     fn set_output_bytes(&self, n: usize) {
         self.omem.store(n, Ordering::Relaxed);
     }
@@ -99,7 +99,7 @@ impl crate::pubsub::SubscriberClient for ClientMeta {
 
 impl ClientMeta {
     /// Its address and name, as a slow log entry shows them.
-    pub fn slowlog_label(&self) -> crate::slowlog::ClientLabel {
+    pub fn slowlog_label(&self) -> abacus_engine::slowlog::ClientLabel {
         (self.addr.to_string(), self.name.lock().clone().unwrap_or_default())
     }
 

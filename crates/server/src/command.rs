@@ -5,73 +5,55 @@
 //! WATCH, and later replication and cluster slots). A command family's file declares its own
 //! entries next to its handlers: the data families in `abacus-commands` (below the network
 //! layer), the connection-level ones in `cmd/`. The entry itself ([`Spec`]) is defined there
-//! too; this file only stitches the families together, types the connection-level handlers
-//! ([`ConnFn`]) and finds commands by name without allocating.
+//! too; this file holds the table the families are installed in at start (`install`) and finds
+//! commands by name without allocating. The connection-level handlers' type is the
+//! connection's (`conn::handler::ConnFn`).
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use abacus_protocol::{Arg, Frame};
+use abacus_protocol::Arg;
 
 pub use abacus_commands::command::{flags, is_name, Handler, KeyFinder, KeyIndexes, KeyRangeFinder, KeyedFn, Spec, TimeoutArg, WaitArgsFn};
 
-use crate::cmd;
-
-/// What a connection-level handler returns: it may wait (for shards, a snapshot, a lock).
-pub type ConnFuture<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Frame> + 'a>>;
-
-/// A handler that runs in the connection's task, given the shard access of its caller (free,
-/// or the locks of the EXEC running it). Written with `conn_fn!` in the family files, and
-/// stored type-erased in [`Handler::Conn`] (the entry is defined below the network layer,
-/// which cannot name `Conn`): [`conn_handler`] gives it back.
-pub type ConnFn = for<'a> fn(&'a mut crate::conn::Conn, crate::exec::Access<'a>, &'a crate::exec::Call) -> ConnFuture<'a>;
-
-pub use crate::recovery::ReplayFn;
-
-/// This table as recovery reads the log with it (`recovery::Replayer`).
-pub fn replayer() -> crate::recovery::Replayer {
-    crate::recovery::Replayer { lookup: lookup_call, replay: replay_handler }
-}
-
-/// What [`Handler::Conn`] holds, type-erased: the handler, and for a write that recovery
-/// must replay, how. Written with `conn_fn!` in the family files.
-pub struct ConnEntry {
-    pub run: ConnFn,
-    pub replay: Option<ReplayFn>,
-}
-
-/// The connection-level handler of an entry: None for a container's own entry (which never
-/// runs: `Conn::resolve` picks a subcommand) and for keyed entries. One type-id compare.
-#[inline]
-pub fn conn_handler(handler: Handler) -> Option<ConnFn> {
-    match handler {
-        Handler::Conn(f) => f.downcast_ref::<ConnEntry>().map(|e| e.run),
-        Handler::Keyed(_) => None,
-    }
-}
-
-/// How recovery replays a connection-level write (see [`ReplayFn`]); None for any other.
-pub fn replay_handler(handler: Handler) -> Option<ReplayFn> {
-    match handler {
-        Handler::Conn(f) => f.downcast_ref::<ConnEntry>().and_then(|e| e.replay),
-        Handler::Keyed(_) => None,
-    }
-}
 
 type Table = HashMap<&'static str, &'static Spec, foldhash::fast::FixedState>;
 
-fn table() -> &'static Table {
-    static TABLE: OnceLock<Table> = OnceLock::new();
+/// The table, once start-up installed it.
+static TABLE: OnceLock<Table> = OnceLock::new();
+
+/// Builds the table from the families the server is made of: `cmd::install_table` at start
+/// (`abacus-commands`' data families and this crate's connection-level ones). The table
+/// does not name the families itself, so that what reads it (connections, ACL, key specs)
+/// sits below the command families, which run on connections. Once per process: a later
+/// call keeps the first table.
+pub fn install(families: &[&'static [Spec]]) {
     TABLE.get_or_init(|| {
         let mut m = Table::default();
-        for family in abacus_commands::FAMILIES.iter().chain(cmd::FAMILIES) {
+        for family in families {
             for spec in family.iter() {
                 let prev = m.insert(spec.name, spec);
                 assert!(prev.is_none(), "command {} declared twice", spec.name);
             }
         }
         m
-    })
+    });
+}
+
+fn table() -> &'static Table {
+    if let Some(t) = TABLE.get() {
+        return t;
+    }
+    // Unit tests run without start-up: the first lookup installs the server's families.
+    #[cfg(test)]
+    {
+        crate::cmd::install_table();
+        return table();
+    }
+    #[allow(unreachable_code)]
+    {
+        panic!("the command table is read before start-up installed it (cmd::install_table)")
+    }
 }
 
 /// All commands, in no particular order.
@@ -108,6 +90,7 @@ pub fn lookup_call(args: &[Arg]) -> Option<&'static Spec> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::conn::handler::conn_handler;
 
     #[test]
     fn table_is_consistent() {
@@ -178,7 +161,7 @@ mod tests {
     #[test]
     fn the_commands_crate_tests_under_the_default_configuration() {
         // `abacus_commands::testing` runs handlers outside a server with these values.
-        let cfg = crate::config::Config::default().cmd_config();
+        let cfg = abacus_engine::config::Config::default().cmd_config();
         let d = abacus_commands::testing::defaults();
         assert_eq!(d.max_string_len, cfg.max_string_len);
         assert_eq!(format!("{:?}", d.hll), format!("{:?}", cfg.hll));

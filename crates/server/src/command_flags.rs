@@ -9,7 +9,8 @@
 //! already stays out of the slow log (it is timed command by command). Keeping them here,
 //! by name, leaves the family files' entries readable and touches none of them. Only
 //! `pubsub` is derived rather than listed: it is Redis's flag of the pubsub group's
-//! commands, as the @pubsub category is (`cmd::connection::acl_categories`).
+//! commands, as the @pubsub category is ([`acl_categories`], also here: the command facts
+//! COMMAND INFO and ACL read beside the table).
 //!
 //! The lists are Redis 7.0.15's flags (its `src/commands/*.json`) for the commands Abacus
 //! shares with it; `tests/e2e/test_command_info.py` compares every shared command's flags
@@ -39,6 +40,56 @@ const NO_ASYNC_LOADING: &[&str] = &["bgrewriteaof", "bgsave", "psync", "replicao
 /// Redis's `skip_slowlog`: commands the slow log leaves out (their queued commands are
 /// logged instead).
 const SKIP_SLOWLOG: &[&str] = &["exec"];
+
+/// A command's ACL categories, derived as Redis 7.0 derives most of them: from its flags
+/// (write, read, admin + dangerous, fast or else slow) and its command group (string, hash,
+/// set, keyspace, ...), plus the categories Redis declares explicitly, which the table says
+/// with its `ACL_*` flags. Listed in Redis's category order, as COMMAND INFO shows them.
+pub fn acl_categories(spec: &Spec) -> Vec<&'static str> {
+    use crate::command::flags::{ACL_ADMIN, ACL_COLLECTIONS, ACL_CONNECTION, ACL_DANGEROUS, ACL_KEYSPACE, ADMIN, BLOCKING, FAST, READONLY, WRITE};
+    // Containers (CLIENT, OBJECT, CONFIG, FUNCTION) carry no category but @slow.
+    let container = !spec.subcommands.is_empty() && !spec.has(ACL_CONNECTION);
+    // Redis's explicit categories where the group alone does not give them (the table's
+    // ACL_* flags).
+    let group = match spec.group {
+        _ if spec.has(ACL_CONNECTION) => "connection",
+        _ if spec.has(ACL_KEYSPACE) => "keyspace",
+        // SORT touches the three collection types (no @keyspace).
+        _ if spec.has(ACL_COLLECTIONS) => "sort",
+        "generic" => "keyspace",
+        "transactions" => "transaction",
+        "sorted-set" => "sortedset",
+        "server" => "",
+        g => g,
+    };
+    if container {
+        return vec!["slow"];
+    }
+    let admin = spec.has(ADMIN) || spec.has(ACL_ADMIN);
+    let dangerous = admin || spec.has(ACL_DANGEROUS);
+    // Redis's order: keyspace, read, write, set, sortedset, list, hash, string, bitmap,
+    // hyperloglog, ..., admin, fast, slow, blocking, dangerous, connection, transaction,
+    // scripting.
+    let mut out = Vec::new();
+    out.extend((group == "keyspace").then_some("keyspace"));
+    out.extend((spec.has(READONLY) && group != "scripting").then_some("read"));
+    out.extend(spec.has(WRITE).then_some("write"));
+    // The sorted-set group is "sorted-set" in COMMAND DOCS and "sortedset" as a category.
+    let category = if group == "sorted-set" { "sortedset" } else { group };
+    for g in ["set", "sortedset", "list", "hash", "string", "bitmap", "hyperloglog", "geo", "stream"] {
+        out.extend((category == g || (category == "sort" && matches!(g, "set" | "sortedset" | "list"))).then_some(g));
+    }
+    // Redis's @pubsub comes from the command's `pubsub` flag, which PUBSUB HELP lacks.
+    out.extend((group == "pubsub" && !spec.name.ends_with("|help")).then_some("pubsub"));
+    out.extend(admin.then_some("admin"));
+    out.push(if spec.has(FAST) { "fast" } else { "slow" });
+    out.extend(spec.has(BLOCKING).then_some("blocking"));
+    out.extend(dangerous.then_some("dangerous"));
+    for g in ["connection", "transaction", "scripting"] {
+        out.extend((group == g).then_some(g));
+    }
+    out
+}
 
 /// Every table, for the unit test.
 #[cfg(test)]

@@ -12,9 +12,9 @@ use abacus_keyspace::Db;
 use abacus_protocol::{Args, Bytes};
 
 use crate::command::{self, Spec};
-use crate::config::{CmdConfig, Config};
-use crate::exec::run_handler;
-use crate::shard::Effect;
+use abacus_engine::config::{CmdConfig, Config};
+use abacus_engine::exec::run_handler;
+use abacus_engine::shard::Effect;
 
 const DATABASES: usize = 2;
 const KEYS: &[&[u8]] = &[b"s", b"n", b"h", b"z", b"i", b"p", b"l", b"{t}a", b"{t}b", b"gone"];

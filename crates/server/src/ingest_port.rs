@@ -34,8 +34,8 @@ use std::rc::Rc;
 use abacus_protocol::{Args, Bytes, Frame};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::exec::Access;
-use crate::server::Node;
+use abacus_engine::exec::Access;
+use crate::node::Node;
 
 /// Bytes read at most per batch (more where a feed's `max_line_bytes` is larger).
 pub const READ_BYTES: usize = 256 * 1024;
@@ -45,7 +45,7 @@ const HEADER_LINE_BYTES: usize = 1024;
 pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Binds the port's listeners, when `ingest-port` is set.
-pub fn bind(config: &crate::config::Config) -> Result<Vec<std::net::TcpListener>, String> {
+pub fn bind(config: &abacus_engine::config::Config) -> Result<Vec<std::net::TcpListener>, String> {
     crate::metrics::bind_extra_port(config, "ingest-port")
 }
 
@@ -62,7 +62,7 @@ pub async fn serve(worker: Rc<Node>, listener: std::net::TcpListener) {
             let mut stream = stream;
             let server = worker.server.clone();
             let laddr = stream.local_addr().unwrap_or(addr);
-            let Some(meta) = server.clients.register(addr, laddr, server.config.maxclients() as usize, crate::shard::now_ms()) else {
+            let Some(meta) = server.clients.register(addr, laddr, server.config.maxclients() as usize, abacus_engine::shard::now_ms()) else {
                 let _ = stream.write_all(b"-ERR max number of clients reached\r\n").await;
                 return;
             };
@@ -112,7 +112,7 @@ async fn header_by(deadline: tokio::time::Instant, stream: &mut tokio::net::TcpS
 /// batch: Err with the refusal.
 async fn admit_batch(worker: &Node) -> Result<(), String> {
     let server = &worker.server;
-    if crate::stats::LOADING.active.load(std::sync::atomic::Ordering::Relaxed) {
+    if abacus_engine::stats::LOADING.active.load(std::sync::atomic::Ordering::Relaxed) {
         return Err("LOADING Abacus is loading the dataset in memory".into());
     }
     if let Some(Frame::Error(e)) = crate::replication::refuse(&server.config, true, false, false) {
@@ -184,7 +184,7 @@ async fn handle(worker: &Node, stream: &mut tokio::net::TcpStream, addr: std::ne
             .map_err(|e| format!("ERR {e}"))?;
             buf.truncate(at + n);
             eof = n == 0;
-            meta.last_interaction_ms.store(crate::shard::now_ms(), std::sync::atomic::Ordering::Relaxed);
+            meta.last_interaction_ms.store(abacus_engine::shard::now_ms(), std::sync::atomic::Ordering::Relaxed);
         }
         if skipping {
             match buf.iter().position(|&b| b == b'\n') {
@@ -239,7 +239,7 @@ async fn handle(worker: &Node, stream: &mut tokio::net::TcpStream, addr: std::ne
     // With `appendfsync always`, OK only once the batches' log records are on disk, as the
     // main port's replies to writes.
     if let Some(aof) = worker.server.durability.log() {
-        if aof.mode() == crate::aof::Fsync::Always {
+        if aof.mode() == abacus_engine::aof::Fsync::Always {
             aof.wait_durable(aof.appended()).await;
         }
     }

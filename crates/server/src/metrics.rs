@@ -24,8 +24,8 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::exec::Access;
-use crate::server::Node;
+use abacus_engine::exec::Access;
+use crate::node::Node;
 
 /// Longest request head read (request line and headers).
 pub const REQUEST_MAX: usize = 8192;
@@ -35,14 +35,14 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 const CONNECTIONS_MAX: usize = 64;
 
 /// Binds the endpoint's listeners, when `metrics-port` is set.
-pub fn bind(config: &crate::config::Config) -> Result<Vec<std::net::TcpListener>, String> {
+pub fn bind(config: &abacus_engine::config::Config) -> Result<Vec<std::net::TcpListener>, String> {
     bind_extra_port(config, "metrics-port")
 }
 
 /// Binds the listeners of a side port (`metrics-port`, `ingest-port`) on the `bind`
 /// addresses, when the parameter `param` is set (0 = off): the main port's addresses, so the
 /// same protected-mode rules hold.
-pub fn bind_extra_port(config: &crate::config::Config, param: &str) -> Result<Vec<std::net::TcpListener>, String> {
+pub fn bind_extra_port(config: &abacus_engine::config::Config, param: &str) -> Result<Vec<std::net::TcpListener>, String> {
     let port = config.get_u64(param) as u16;
     if port == 0 {
         return Ok(Vec::new());
@@ -152,7 +152,7 @@ const COUNTERS: &[&str] = &[
 pub async fn render(worker: &Node) -> Option<String> {
     let sections = vec!["everything".to_string(), "summarizer".to_string()];
     let info = crate::cmd::server::info_text(worker, Access::Free, sections).await?;
-    let hists = worker.run_all(Access::Free, |_| crate::stats::histograms()).await?;
+    let hists = worker.run_all(Access::Free, |_| abacus_engine::stats::histograms()).await?;
     let hists = crate::cmd::latency::merge(hists);
     let mut out = String::with_capacity(16 * 1024);
     info_to_metrics(&info, &mut out);
@@ -174,10 +174,10 @@ pub async fn render(worker: &Node) -> Option<String> {
     }
     let _ = writeln!(out, "# HELP abacus_slowlog_length Entries in the slow log.");
     let _ = writeln!(out, "# TYPE abacus_slowlog_length gauge");
-    let _ = writeln!(out, "abacus_slowlog_length {}", crate::slowlog::len());
+    let _ = writeln!(out, "abacus_slowlog_length {}", abacus_engine::slowlog::len());
     let _ = writeln!(out, "# HELP abacus_latency_spike_milliseconds Latest latency monitor sample per event (latency-monitor-threshold).");
     let _ = writeln!(out, "# TYPE abacus_latency_spike_milliseconds gauge");
-    for (event, e) in crate::latency::events() {
+    for (event, e) in abacus_engine::latency::events() {
         if let Some(last) = e.samples.back() {
             let _ = writeln!(out, "abacus_latency_spike_milliseconds{{event=\"{event}\"}} {}", last.1);
         }

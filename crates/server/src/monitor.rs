@@ -64,7 +64,7 @@ impl Monitors {
     /// Sends one command's line to every monitor (a monitor's own commands included, as in
     /// Redis).
     pub fn feed(&self, db: usize, addr: &SocketAddr, args: &[impl AsRef<[u8]>]) {
-        let line = format_line(crate::shard::now_us(), db, addr, args);
+        let line = format_line(abacus_engine::shard::now_us(), db, addr, args);
         let mut sinks = self.sinks.lock();
         // A full queue: the monitor is too slow; dropping its sender ends its stream.
         sinks.retain(|(_, tx)| !matches!(tx.try_send(line.clone()), Err(mpsc::error::TrySendError::Full(_) | mpsc::error::TrySendError::Closed(_))));
@@ -89,20 +89,11 @@ pub fn format_line(now_us: u64, db: usize, addr: &SocketAddr, args: &[impl AsRef
     Bytes::from(out)
 }
 
-/// Which arguments Redis hides: every argument of AUTH, and the user name and password after
-/// HELLO's AUTH.
+/// Which arguments Redis hides: what the command's entry says (AUTH's, HELLO's after AUTH).
 fn redacted_args(args: &[impl AsRef<[u8]>]) -> std::ops::Range<usize> {
-    let name = args.first().map(|a| a.as_ref()).unwrap_or_default();
-    let is = |spec: &crate::command::Spec| crate::command::is_name(spec.name.as_bytes(), name);
-    if is(&crate::cmd::connection::AUTH) {
-        return 1..args.len();
-    }
-    if is(&crate::cmd::connection::HELLO) {
-        if let Some(at) = args.iter().position(|a| a.as_ref().eq_ignore_ascii_case(b"auth")) {
-            return at + 1..(at + 3).min(args.len());
-        }
-    }
-    0..0
+    let Some(redact) = args.first().and_then(|n| crate::command::lookup(n.as_ref())).and_then(|s| s.redacted_args) else { return 0..0 };
+    let refs: Vec<&[u8]> = args.iter().map(|a| a.as_ref()).collect();
+    redact(&refs)
 }
 
 /// Redis's `sdscatrepr`.

@@ -19,110 +19,13 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 use crate::clients::Clients;
-use crate::config::Config;
-use crate::engine::Engine;
-use crate::exec::Worker;
-use crate::shard::{shard_loop, Shard, ShardMsg, SHARD_QUEUE_CAPACITY};
-use crate::stats::ServerStats;
+use abacus_engine::config::Config;
+use abacus_engine::engine::Engine;
+use abacus_engine::exec::Worker;
+use abacus_engine::shard::{shard_loop, Shard, ShardMsg, SHARD_QUEUE_CAPACITY};
+use abacus_engine::stats::ServerStats;
 
-/// The Redis version Abacus reports (INFO, HELLO): the command set and replies follow it.
-pub const REDIS_VERSION: &str = "7.0.15";
-pub const ABACUS_VERSION: &str = env!("CARGO_PKG_VERSION");
-
-/// What a worker thread's connection queue brings it.
-pub enum Incoming {
-    /// A freshly accepted connection.
-    New(std::net::TcpStream, SocketAddr),
-    /// A connection moving in from another worker (`conn/migrate.rs`).
-    /// Boxed: a moving connection carries its buffers and state, and is rare.
-    Moved(Box<crate::conn::Moved>),
-}
-
-/// State shared by all worker threads: the engine's (`engine.rs`), and what only the
-/// connection layer needs. Reads of the engine's fields go through it (`Deref`).
-pub struct Server {
-    pub engine: Arc<Engine>,
-    /// Each worker's connection queue, indexed like the engine's `senders`.
-    pub conn_queues: Vec<mpsc::UnboundedSender<Incoming>>,
-    pub clients: Clients,
-    pub started: Instant,
-    pub run_id: String,
-    pub port: u16,
-    pub threads: usize,
-    /// DEBUG SLEEP's pause of every connection.
-    pub pause: Pause,
-    /// The clients in MONITOR mode (see `monitor.rs`).
-    pub monitors: crate::monitor::Monitors,
-    /// ACL users and log (`acl.rs`).
-    pub acl: crate::acl::Acl,
-    /// CLIENT PAUSE (`client_pause.rs`).
-    pub client_pause: crate::client_pause::ClientPause,
-}
-
-impl std::ops::Deref for Server {
-    type Target = Engine;
-    fn deref(&self) -> &Engine {
-        &self.engine
-    }
-}
-
-/// A worker thread as the connection layer sees it: the engine's [`Worker`] (its shard, its
-/// hops, its way to other shards) and the [`Server`]. Reads of the worker's fields and
-/// methods go through it (`Deref`); `worker` is what engine functions that keep a worker
-/// take (snapshots' driver).
-pub struct Node {
-    pub server: Arc<Server>,
-    pub worker: Rc<Worker>,
-}
-
-impl std::ops::Deref for Node {
-    type Target = Worker;
-    fn deref(&self) -> &Worker {
-        &self.worker
-    }
-}
-
-/// A pause of the whole server (DEBUG SLEEP, as Redis's, which blocks its only thread). The
-/// pauser holds every shard, so no command on data runs; connections also wait here before
-/// each batch, so connection-level commands (PING, INFO...) wait too. Not paused, a
-/// connection pays one atomic load per batch.
-///
-/// No deadlock: the pauser takes the gate only once it holds every shard (so two pausers
-/// cannot each hold a part), and a connection waits at the gate holding nothing.
-#[derive(Default)]
-pub struct Pause {
-    active: std::sync::atomic::AtomicBool,
-    gate: tokio::sync::RwLock<()>,
-}
-
-impl Pause {
-    /// Waits while the server is paused.
-    pub async fn wait(&self) {
-        if self.active.load(std::sync::atomic::Ordering::Acquire) {
-            drop(self.gate.read().await);
-        }
-    }
-
-    /// Pauses the server until the guard drops. The caller must hold every shard.
-    pub async fn hold(&self) -> PauseGuard<'_> {
-        let gate = self.gate.write().await;
-        self.active.store(true, std::sync::atomic::Ordering::Release);
-        PauseGuard { pause: self, _gate: gate }
-    }
-}
-
-/// The server is paused while this lives.
-pub struct PauseGuard<'a> {
-    pause: &'a Pause,
-    _gate: tokio::sync::RwLockWriteGuard<'a, ()>,
-}
-
-impl Drop for PauseGuard<'_> {
-    /// Clears the flag before the gate opens (the fields drop after this).
-    fn drop(&mut self) {
-        self.pause.active.store(false, std::sync::atomic::Ordering::Release);
-    }
-}
+pub use crate::node::{Incoming, Node, Pause, PauseGuard, Server, ABACUS_VERSION, REDIS_VERSION};
 
 /// Checks the configuration for start-up errors a user must fix.
 pub fn check_startup(config: &Config) -> Result<(), String> {
@@ -173,6 +76,7 @@ const WORKER_THREAD_PREFIX: &str = "abacus-worker-";
 
 /// Runs the server until SIGINT or SIGTERM.
 pub fn run(config: Config) -> Result<(), String> {
+    crate::cmd::install_table();
     check_startup(&config)?;
     let acl = crate::acl::Acl::at_startup(&config)?;
     crate::summarizer::load_at_startup(&config)?;
@@ -199,7 +103,7 @@ pub fn run(config: Config) -> Result<(), String> {
     abacus_keyspace::set_dense_key_tables(config.get("keyspace-density") == "dense");
     let dir_path = std::path::PathBuf::from(&dir);
     // Clients may connect while the data loads: they get -LOADING (INFO shows the progress).
-    crate::stats::LOADING.start(0);
+    abacus_engine::stats::LOADING.start(0);
     let mut senders = Vec::with_capacity(threads);
     let mut receivers = Vec::with_capacity(threads);
     let mut conn_queues = Vec::with_capacity(threads);
@@ -217,8 +121,8 @@ pub fn run(config: Config) -> Result<(), String> {
         senders,
         stats: ServerStats::new(threads),
         databases,
-        order: crate::order::Order::new(threads),
-        durability: crate::durability::Durability::new(),
+        order: abacus_engine::order::Order::new(threads),
+        durability: abacus_engine::durability::Durability::new(),
     });
     let server: Arc<Server> = Arc::new(Server {
         engine,
@@ -234,7 +138,7 @@ pub fn run(config: Config) -> Result<(), String> {
         client_pause: crate::client_pause::ClientPause::default(),
     });
     let registry = Arc::downgrade(&server);
-    crate::slowlog::set_client_lookup(Box::new(move |id| registry.upgrade()?.clients.get(id).map(|c| c.slowlog_label())));
+    abacus_engine::slowlog::set_client_lookup(Box::new(move |id| registry.upgrade()?.clients.get(id).map(|c| c.slowlog_label())));
     // Replication consumes the effects stream beside the log (`durability::Feed`).
     server.durability.set_feed(Arc::new(crate::replication::Feed));
 
@@ -259,10 +163,10 @@ pub fn run(config: Config) -> Result<(), String> {
                 local.block_on(&rt, async move {
                     let shard = Rc::new(RefCell::new(Shard::new(id, databases, server.durability.clone())));
                     tokio::task::spawn_local(shard_loop(shard.clone(), rx, server.engine.clone()));
-                    let hops = crate::hop::Hops::new(server.engine.clone(), id, shard.clone());
+                    let hops = abacus_engine::hop::Hops::new(server.engine.clone(), id, shard.clone());
                     let engine_worker = Rc::new(Worker { engine: server.engine.clone(), shard_id: id, shard, hops });
                     if id == 0 {
-                        tokio::task::spawn_local(crate::snapshot::driver(engine_worker.clone()));
+                        tokio::task::spawn_local(abacus_engine::snapshot::driver(engine_worker.clone()));
                     }
                     let worker = Rc::new(Node { server, worker: engine_worker });
                     for l in metrics {
@@ -326,7 +230,7 @@ pub fn run(config: Config) -> Result<(), String> {
             })
             .map_err(|e| format!("cannot start acceptor thread: {e}"))?;
     }
-    crate::memory::note_startup();
+    abacus_engine::memory::note_startup();
     load_data(&server, &dir_path, threads, databases)?;
     // Only now: until the data is loaded, clients that connect get -LOADING.
     for a in &addrs {
@@ -338,7 +242,7 @@ pub fn run(config: Config) -> Result<(), String> {
         // As Redis: with snapshots scheduled and the log off, a clean stop saves a snapshot.
         if !server.config.get("save").trim().is_empty() && !server.config.get_bool("appendonly") {
             tracing::info!("Saving the final snapshot before exiting");
-            if !crate::snapshot::final_save_blocking(&server.durability) {
+            if !abacus_engine::snapshot::final_save_blocking(&server.durability) {
                 // As Redis: exiting now would lose every write since the last snapshot.
                 tracing::error!("Error trying to save the DB, can't exit.");
                 tracing::error!("SIGTERM received but errors trying to shut down the server, check the logs for more information");
@@ -387,12 +291,12 @@ pub fn banner(config: &Config, addrs: &[String], threads: usize, dir: &str) -> S
 /// the workers' empty shards (no write reaches a worker while loading: they are refused).
 fn load_data(server: &Arc<Server>, dir_path: &std::path::Path, threads: usize, databases: usize) -> Result<(), String> {
     let config = &server.config;
-    let recovered = crate::recovery::recover(config, dir_path, threads, databases, crate::command::replayer())?;
+    let recovered = abacus_engine::recovery::recover(config, dir_path, threads, databases, crate::conn::handler::replayer())?;
     let mut manifest = recovered.manifest;
     let (ack_tx, ack_rx) = std::sync::mpsc::channel();
     for (id, shard) in recovered.shards.into_iter().enumerate() {
         let ack = ack_tx.clone();
-        let job: crate::shard::Job = Box::new(move |s: &mut Shard| {
+        let job: abacus_engine::shard::Job = Box::new(move |s: &mut Shard| {
             // The data only: the worker's shard keeps its own log buffer and server handle.
             s.dbs = shard.dbs;
             let _ = ack.send(());
@@ -408,21 +312,21 @@ fn load_data(server: &Arc<Server>, dir_path: &std::path::Path, threads: usize, d
         let segment = match manifest.logs.last() {
             Some(last) => last.clone(),
             None => {
-                let seq = manifest.files().map(|f| crate::aof::file_seq(f)).max().unwrap_or(0) + 1;
-                let name = crate::aof::segment_name(seq);
+                let seq = manifest.files().map(|f| abacus_engine::aof::file_seq(f)).max().unwrap_or(0) + 1;
+                let name = abacus_engine::aof::segment_name(seq);
                 manifest.logs.push(name.clone());
                 manifest.write(dir_path)?;
                 name
             }
         };
-        server.durability.start_log(dir_path, &segment, crate::aof::Fsync::from_name(&config.get("appendfsync")))?;
+        server.durability.start_log(dir_path, &segment, abacus_engine::aof::Fsync::from_name(&config.get("appendfsync")))?;
     }
     server.durability.init_snapshots(dir_path.to_path_buf(), manifest);
     crate::replication::configure(config);
     if let Some(p) = &recovered.position {
         crate::replication::restore(p, &server.durability);
     }
-    crate::stats::LOADING.finish();
+    abacus_engine::stats::LOADING.finish();
     Ok(())
 }
 

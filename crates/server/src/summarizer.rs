@@ -67,7 +67,7 @@ pub fn install_text(text: &str) -> Result<(), String> {
 }
 
 /// Loads `summarizer-rules` at start-up, if set.
-pub fn load_at_startup(config: &crate::config::Config) -> Result<(), String> {
+pub fn load_at_startup(config: &abacus_engine::config::Config) -> Result<(), String> {
     let path = config.get("summarizer-rules");
     if path.trim().is_empty() {
         return Ok(());

@@ -50,7 +50,7 @@ use tokio::sync::Notify;
 use abacus_protocol::{Bytes, BytesMut};
 
 use crate::clients::ClientMeta;
-use crate::pubsub::bulk;
+use abacus_engine::pubsub::bulk;
 
 /// Messages an inbox holds before its client is disconnected.
 pub const INBOX_MAX_MESSAGES: usize = 1 << 20;
@@ -58,8 +58,8 @@ pub const INBOX_MAX_MESSAGES: usize = 1 << 20;
 /// The pub/sub channel RESP2 clients receive redirected invalidations on.
 pub const CHANNEL: &[u8] = b"__redis__:invalidate";
 
-pub use crate::shard::{tracking_active as active, set_writer};
-use crate::shard::{current_writer, set_tracking_active};
+pub use abacus_engine::shard::{tracking_active as active, set_writer};
+use abacus_engine::shard::{current_writer, set_tracking_active};
 
 /// Invalidation messages waiting for one client's connection.
 #[derive(Default)]
@@ -395,7 +395,7 @@ fn is_tracked_read(spec: &crate::command::Spec) -> bool {
 /// Remembers the keys `call` reads (or, for EXEC, the transaction's reads) for a tracking
 /// connection, as Redis's `trackingRememberKeys`: not in BCAST mode, with OPTIN only after
 /// CLIENT CACHING YES, with OPTOUT unless after CLIENT CACHING NO.
-pub fn note_command(conn: &crate::conn::Conn, call: &crate::exec::Call) {
+pub fn note_command(conn: &crate::conn::Conn, call: &abacus_engine::exec::Call) {
     let Some(t) = conn.tracking.as_deref() else { return };
     if t.mode.bcast || (t.mode.optin && !t.caching) || (t.mode.optout && t.caching) {
         return;

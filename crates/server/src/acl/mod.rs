@@ -124,7 +124,7 @@ impl Acl {
 
     /// The users at start-up: the default user's password from `requirepass`, then the
     /// `aclfile` if one is configured (an error in it stops the start, as in Redis).
-    pub fn at_startup(config: &crate::config::Config) -> Result<Acl, String> {
+    pub fn at_startup(config: &abacus_engine::config::Config) -> Result<Acl, String> {
         let acl = Acl::new();
         acl.set_requirepass(config.requirepass().as_deref());
         let path = config.get("aclfile");

@@ -36,7 +36,7 @@ fn category_members() -> &'static HashMap<&'static str, Vec<&'static Spec>> {
     M.get_or_init(|| {
         let mut m: HashMap<&'static str, Vec<&'static Spec>> = CATEGORIES.iter().map(|c| (*c, Vec::new())).collect();
         for spec in universe() {
-            for c in crate::cmd::connection::acl_categories(spec) {
+            for c in crate::command_flags::acl_categories(spec) {
                 if let Some(v) = m.get_mut(c) {
                     v.push(spec);
                 }

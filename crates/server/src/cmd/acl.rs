@@ -17,7 +17,7 @@ use crate::conn::Conn;
 const S: &str = "server";
 const NONE: (i32, i32, i32) = (0, 0, 0);
 
-pub const COMMANDS: &[Spec] = &[Spec::conn("acl", -2, 0, NONE, conn_fn!(|_, _, _| super::container()), S, "A container for Access List Control commands.").with_subcommands(ACL)];
+pub const COMMANDS: &[Spec] = &[Spec::conn("acl", -2, 0, NONE, conn_fn!(|_, _, _| crate::conn::container()), S, "A container for Access List Control commands.").with_subcommands(ACL)];
 
 const ACL: &[Spec] = &[
     Spec::conn("acl|cat", -2, LOADING | STALE, NONE, conn_fn!(|_, _, call| cat(&call.args)), S, "Lists the ACL categories, or the commands inside a category."),
@@ -187,7 +187,7 @@ fn log(conn: &mut Conn, a: &[Arg]) -> Frame {
     } else if a.len() > 3 {
         return err("ERR unknown subcommand or wrong number of arguments for 'log'. Try ACL HELP.");
     }
-    let now = crate::shard::now_ms();
+    let now = abacus_engine::shard::now_ms();
     acl.log_entries(count, |entries| {
         Frame::Array(
             entries

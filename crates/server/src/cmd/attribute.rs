@@ -33,8 +33,8 @@ use abacus_protocol::{Arg, Frame};
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::conn::Conn;
-use crate::exec::Access;
-use crate::shard::{now_ms, shard_of, Shard};
+use abacus_engine::exec::Access;
+use abacus_engine::shard::{now_ms, shard_of, Shard};
 
 pub const COMMANDS: &[Spec] = &[Spec::conn(
     "attribute",
@@ -61,7 +61,7 @@ async fn attribute(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
                 .run(access, shard, move |s: &mut Shard| key_job(&mut s.dbs[db], &key, &q2, now_ms()))
                 .await;
             match done {
-                None => crate::exec::shutting_down(),
+                None => abacus_engine::exec::shutting_down(),
                 Some(Err(e)) => e,
                 Some(Ok((a, paths))) => {
                     let mut m = summary(&a, &q);
@@ -76,7 +76,7 @@ async fn attribute(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
                 .worker
                 .run_all(access, move |s: &mut Shard| match_job(&mut s.dbs[db], &pattern, &q2, now_ms()))
                 .await;
-            let Some(per_shard) = per_shard else { return crate::exec::shutting_down() };
+            let Some(per_shard) = per_shard else { return abacus_engine::exec::shutting_down() };
             let mut total = Attribution::new(&q);
             for a in &per_shard {
                 total.merge(a);

@@ -9,11 +9,12 @@ use std::sync::atomic::Ordering;
 use abacus_protocol::{Arg, Bytes, Frame, Protocol};
 
 use super::args::*;
+use crate::command_flags::acl_categories;
 use crate::command::flags::*;
 use crate::command::{self, Spec};
 use crate::conn::{Conn, ReplyMode};
-use crate::server::REDIS_VERSION;
-use crate::shard::now_ms;
+use crate::node::REDIS_VERSION;
+use abacus_engine::shard::now_ms;
 
 const G: &str = "connection";
 const NONE: (i32, i32, i32) = (0, 0, 0);
@@ -32,16 +33,24 @@ pub const COMMANDS: &[Spec] = &[
 ];
 
 /// CLIENT's entry: any CLIENT subcommand keeps CLIENT CACHING's one-command flag (`conn/mod.rs`).
-pub const CLIENT_ENTRY: Spec = Spec::conn("client", -2, 0, NONE, conn_fn!(|_, _, _| super::container()), G, "A container for client connection commands.").with_subcommands(CLIENT);
+pub const CLIENT_ENTRY: Spec = Spec::conn("client", -2, KEEPS_CLIENT_CACHING, NONE, conn_fn!(|_, _, _| crate::conn::container()), G, "A container for client connection commands.").with_subcommands(CLIENT);
 
 /// QUIT's entry: never queued inside MULTI (`conn/admit.rs`).
-pub const QUIT: Spec = Spec::conn("quit", -1, NO_AUTH | FAST | LOADING | STALE | ALLOWED_SUBSCRIBED, NONE, conn_fn!(|conn, _, _| quit(conn)), G, "Closes the connection.");
+pub const QUIT: Spec = Spec::conn("quit", -1, NO_AUTH | FAST | LOADING | STALE | ALLOWED_SUBSCRIBED | NEVER_QUEUED, NONE, conn_fn!(|conn, _, _| quit(conn)), G, "Closes the connection.");
 
 /// AUTH's entry: MONITOR redacts its arguments (`monitor.rs`).
-pub const AUTH: Spec = Spec::conn("auth", -2, NO_AUTH | FAST | LOADING | STALE, NONE, conn_fn!(|conn, _, call| auth(conn, &call.args)), G, "Authenticates the connection.");
+pub const AUTH: Spec = Spec::conn("auth", -2, NO_AUTH | FAST | LOADING | STALE, NONE, conn_fn!(|conn, _, call| auth(conn, &call.args)), G, "Authenticates the connection.").with_redacted_args(|args| 1..args.len());
 
 /// HELLO's entry: MONITOR redacts its AUTH arguments (`monitor.rs`).
-pub const HELLO: Spec = Spec::conn("hello", -1, NO_AUTH | FAST | LOADING | STALE, NONE, conn_fn!(|conn, _, call| hello(conn, &call.args)), G, "Handshakes with the Redis server.");
+pub const HELLO: Spec = Spec::conn("hello", -1, NO_AUTH | FAST | LOADING | STALE, NONE, conn_fn!(|conn, _, call| hello(conn, &call.args)), G, "Handshakes with the Redis server.").with_redacted_args(hello_redacted);
+
+/// HELLO's secret arguments: the user name and password after AUTH (MONITOR hides them).
+fn hello_redacted(args: &[&[u8]]) -> std::ops::Range<usize> {
+    match args.iter().position(|a| a.eq_ignore_ascii_case(b"auth")) {
+        Some(at) => at + 1..(at + 3).min(args.len()),
+        None => 0..0,
+    }
+}
 
 const CLIENT: &[Spec] = &[
     Spec::conn("client|id", 2, LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Id, &call.args)), G, "Returns the unique client ID of the connection."),
@@ -504,56 +513,6 @@ fn flag_names(spec: &Spec) -> Vec<Frame> {
     }
     names.extend(extra(spec, Position::Last));
     names.into_iter().map(|n| Frame::Simple(Bytes::from_static(n.as_bytes()))).collect()
-}
-
-/// A command's ACL categories, derived as Redis 7.0 derives most of them: from its flags
-/// (write, read, admin + dangerous, fast or else slow) and its command group (string, hash,
-/// set, keyspace, ...), plus the categories Redis declares explicitly, which the table says
-/// with its `ACL_*` flags. Listed in Redis's category order, as COMMAND INFO shows them.
-pub fn acl_categories(spec: &Spec) -> Vec<&'static str> {
-    use crate::command::flags::{ACL_ADMIN, ACL_COLLECTIONS, ACL_CONNECTION, ACL_DANGEROUS, ACL_KEYSPACE, ADMIN, FAST, READONLY, WRITE};
-    // Containers (CLIENT, OBJECT, CONFIG, FUNCTION) carry no category but @slow.
-    let container = !spec.subcommands.is_empty() && !spec.has(ACL_CONNECTION);
-    // Redis's explicit categories where the group alone does not give them (the table's
-    // ACL_* flags).
-    let group = match spec.group {
-        _ if spec.has(ACL_CONNECTION) => "connection",
-        _ if spec.has(ACL_KEYSPACE) => "keyspace",
-        // SORT touches the three collection types (no @keyspace).
-        _ if spec.has(ACL_COLLECTIONS) => "sort",
-        "generic" => "keyspace",
-        "transactions" => "transaction",
-        "sorted-set" => "sortedset",
-        "server" => "",
-        g => g,
-    };
-    if container {
-        return vec!["slow"];
-    }
-    let admin = spec.has(ADMIN) || spec.has(ACL_ADMIN);
-    let dangerous = admin || spec.has(ACL_DANGEROUS);
-    // Redis's order: keyspace, read, write, set, sortedset, list, hash, string, bitmap,
-    // hyperloglog, ..., admin, fast, slow, blocking, dangerous, connection, transaction,
-    // scripting.
-    let mut out = Vec::new();
-    out.extend((group == "keyspace").then_some("keyspace"));
-    out.extend((spec.has(READONLY) && group != "scripting").then_some("read"));
-    out.extend(spec.has(WRITE).then_some("write"));
-    // The sorted-set group is "sorted-set" in COMMAND DOCS and "sortedset" as a category.
-    let category = if group == "sorted-set" { "sortedset" } else { group };
-    for g in ["set", "sortedset", "list", "hash", "string", "bitmap", "hyperloglog", "geo", "stream"] {
-        out.extend((category == g || (category == "sort" && matches!(g, "set" | "sortedset" | "list"))).then_some(g));
-    }
-    // Redis's @pubsub comes from the command's `pubsub` flag, which PUBSUB HELP lacks.
-    out.extend((group == "pubsub" && !spec.name.ends_with("|help")).then_some("pubsub"));
-    out.extend(admin.then_some("admin"));
-    out.push(if spec.has(FAST) { "fast" } else { "slow" });
-    out.extend(spec.has(BLOCKING).then_some("blocking"));
-    out.extend(dangerous.then_some("dangerous"));
-    for g in ["connection", "transaction", "scripting"] {
-        out.extend((group == g).then_some(g));
-    }
-    out
 }
 
 fn command_info(spec: &Spec) -> Frame {

@@ -14,16 +14,16 @@ use super::args::*;
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::conn::Conn;
-use crate::exec::Access;
-use crate::latency::{self, Histogram};
-use crate::slowlog;
+use abacus_engine::exec::Access;
+use abacus_engine::latency::{self, Histogram};
+use abacus_engine::slowlog;
 
 const S: &str = "server";
 const NONE: (i32, i32, i32) = (0, 0, 0);
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::conn("slowlog", -2, 0, NONE, conn_fn!(|_, _, _| super::container()), S, "A container for slow log commands.").with_subcommands(SLOWLOG),
-    Spec::conn("latency", -2, 0, NONE, conn_fn!(|_, _, _| super::container()), S, "A container for latency diagnostics commands.").with_subcommands(LATENCY),
+    Spec::conn("slowlog", -2, 0, NONE, conn_fn!(|_, _, _| crate::conn::container()), S, "A container for slow log commands.").with_subcommands(SLOWLOG),
+    Spec::conn("latency", -2, 0, NONE, conn_fn!(|_, _, _| crate::conn::container()), S, "A container for latency diagnostics commands.").with_subcommands(LATENCY),
 ];
 
 const SLOWLOG: &[Spec] = &[
@@ -146,7 +146,7 @@ fn graph(event: &[u8]) -> Frame {
 /// LATENCY HISTOGRAM [command ...]: per command (all that ran when none is named), its calls
 /// and the cumulative distribution of its latencies in powers of two of microseconds.
 async fn histogram(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
-    let Some(per_shard) = conn.worker.run_all(access, |_| crate::stats::histograms()).await else {
+    let Some(per_shard) = conn.worker.run_all(access, |_| abacus_engine::stats::histograms()).await else {
         return Frame::error("ERR server is shutting down");
     };
     let merged = merge(per_shard);

@@ -24,14 +24,14 @@ use abacus_protocol::{Bytes, Frame};
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::conn::Conn;
-use crate::exec::Access;
-use crate::memory;
+use abacus_engine::exec::Access;
+use abacus_engine::memory;
 
 const S: &str = "server";
 const NONE: (i32, i32, i32) = (0, 0, 0);
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::conn("memory", -2, 0, NONE, conn_fn!(|_, _, _| super::container()), S, "A container for memory diagnostics commands.").with_subcommands(MEMORY),
+    Spec::conn("memory", -2, 0, NONE, conn_fn!(|_, _, _| crate::conn::container()), S, "A container for memory diagnostics commands.").with_subcommands(MEMORY),
 ];
 
 const MEMORY: &[Spec] = &[
@@ -108,7 +108,7 @@ fn ratio(a: u64, b: u64) -> f64 {
 }
 
 async fn stats_reply(conn: &mut Conn, access: Access<'_>) -> Frame {
-    let Some(st) = gather(conn, access).await else { return crate::exec::shutting_down() };
+    let Some(st) = gather(conn, access).await else { return abacus_engine::exec::shutting_down() };
     let int = |n: u64| Frame::Integer(n as i64);
     let diff = |a: u64, b: u64| Frame::Integer(a as i64 - b as i64);
     let key = |k: &str| Frame::Bulk(Bytes::copy_from_slice(k.as_bytes()));
@@ -167,7 +167,7 @@ const DOCTOR_MIN_BYTES: u64 = 5 << 20;
 /// Redis's memory doctor, for the conditions Abacus measures: a past peak, allocator
 /// fragmentation, RSS far above what is allocated.
 async fn doctor(conn: &mut Conn, access: Access<'_>) -> Frame {
-    let Some(st) = gather(conn, access).await else { return crate::exec::shutting_down() };
+    let Some(st) = gather(conn, access).await else { return abacus_engine::exec::shutting_down() };
     Frame::Verbatim { format: *b"txt", text: Bytes::from(doctor_report(&st)) }
 }
 

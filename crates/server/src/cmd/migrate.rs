@@ -30,8 +30,8 @@ use super::args::*;
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::conn::Conn;
-use crate::exec::{shutting_down, Access, Call, Locks};
-use crate::shard::shard_of;
+use abacus_engine::exec::{shutting_down, Access, Call, Locks};
+use abacus_engine::shard::shard_of;
 
 const G: &str = "generic";
 

@@ -12,22 +12,22 @@
 
 /// A connection-level handler for a table entry: `conn_fn!(|conn, access, call| body)`, where
 /// `body` is a `Frame` expression that may `.await` (the caller's `&mut Conn`, its
-/// [`Access`](crate::exec::Access) and the [`Call`](crate::exec::Call)).
+/// [`Access`](abacus_engine::exec::Access) and the [`Call`](abacus_engine::exec::Call)).
 /// It gives a `&'static ConnFn`, which the entry stores type-erased (`Handler::Conn`).
 macro_rules! conn_fn {
     (|$conn:pat_param, $access:pat_param, $call:pat_param| $body:expr) => {
         conn_fn!(replay = None, |$conn, $access, $call| $body)
     };
-    // A write that recovery replays from the log: `replay` is a `command::ReplayFn`.
+    // A write that recovery replays from the log: `replay` is a `conn::handler::ReplayFn`.
     (replay = $replay:expr, |$conn:pat_param, $access:pat_param, $call:pat_param| $body:expr) => {{
         fn handler<'a>(
             $conn: &'a mut crate::conn::Conn,
-            $access: crate::exec::Access<'a>,
-            $call: &'a crate::exec::Call,
-        ) -> crate::command::ConnFuture<'a> {
+            $access: abacus_engine::exec::Access<'a>,
+            $call: &'a abacus_engine::exec::Call,
+        ) -> crate::conn::handler::ConnFuture<'a> {
             Box::pin(async move { $body })
         }
-        const HANDLER: crate::command::ConnEntry = crate::command::ConnEntry { run: handler, replay: $replay };
+        const HANDLER: crate::conn::handler::ConnEntry = crate::conn::handler::ConnEntry { run: handler, replay: $replay };
         &HANDLER
     }};
 }
@@ -73,14 +73,8 @@ pub mod tracking;
 
 use crate::command::Spec;
 
-/// The handler of a container's own entry (CLIENT, CONFIG, OBJECT...): never called, since a
-/// container runs only as one of its subcommands (`Conn::resolve` picks it, or replies the
-/// arity or unknown-subcommand error).
-pub(crate) fn container() -> abacus_protocol::Frame {
-    abacus_protocol::Frame::error("ERR internal error: a container command has no handler of its own")
-}
-
-/// This crate's families' tables, read by `command.rs` after `abacus_commands::FAMILIES`.
+/// This crate's families' tables, installed in the command table after
+/// `abacus_commands::FAMILIES` ([`install_table`]).
 pub const FAMILIES: &[&[Spec]] = &[
     connection::COMMANDS,
     server::COMMANDS,
@@ -98,3 +92,10 @@ pub const FAMILIES: &[&[Spec]] = &[
     acl::COMMANDS,
     replication::COMMANDS,
 ];
+
+/// Installs the command table (`command::install`): the data families of `abacus-commands`,
+/// then this crate's. Start-up's first step, before anything looks a command up.
+pub fn install_table() {
+    let families: Vec<&'static [Spec]> = abacus_commands::FAMILIES.iter().chain(FAMILIES).copied().collect();
+    crate::command::install(&families);
+}

@@ -10,7 +10,7 @@ use super::args::*;
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::conn::Conn;
-use crate::exec::Access;
+use abacus_engine::exec::Access;
 
 const G: &str = "server";
 const NONE: (i32, i32, i32) = (0, 0, 0);
@@ -24,8 +24,8 @@ pub const COMMANDS: &[Spec] = &[
 ];
 
 pub async fn save(conn: &mut Conn) -> Frame {
-    match crate::snapshot::start(&conn.worker, Access::Free, "SAVE").await {
-        Ok(before) => match crate::snapshot::wait(&conn.worker.server.durability, before).await {
+    match abacus_engine::snapshot::start(&conn.worker, Access::Free, "SAVE").await {
+        Ok(before) => match abacus_engine::snapshot::wait(&conn.worker.server.durability, before).await {
             Ok(()) => Frame::ok(),
             Err(e) => Frame::error(e),
         },
@@ -43,7 +43,7 @@ pub async fn bgsave(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         // Inside EXEC: only scheduled (see `SCHEDULED_IN_EXEC`).
         return Frame::simple("Background saving scheduled");
     }
-    match crate::snapshot::start(&conn.worker, Access::Free, "BGSAVE").await {
+    match abacus_engine::snapshot::start(&conn.worker, Access::Free, "BGSAVE").await {
         Ok(_) => Frame::simple("Background saving started"),
         Err(e) if schedule && e.contains("already in progress") => {
             // As Redis: run one as soon as the current one is over.
@@ -59,7 +59,7 @@ pub async fn bgsave(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
 /// Starts the snapshot an EXEC scheduled, now that its locks are released; if one is already
 /// running, the next starts when it ends.
 pub async fn start_scheduled(conn: &mut Conn) {
-    match crate::snapshot::start(&conn.worker, Access::Free, "a BGSAVE scheduled by EXEC").await {
+    match abacus_engine::snapshot::start(&conn.worker, Access::Free, "a BGSAVE scheduled by EXEC").await {
         Ok(_) => {}
         Err(e) if e.contains("already in progress") => {
             if let Some(s) = conn.worker.server.durability.snapshots() {
@@ -75,7 +75,7 @@ pub async fn bgrewriteaof(conn: &mut Conn, access: Access<'_>) -> Frame {
         // Inside EXEC: only scheduled (see `SCHEDULED_IN_EXEC`).
         return Frame::simple("Background append only file rewriting scheduled");
     }
-    match crate::snapshot::start(&conn.worker, Access::Free, "BGREWRITEAOF").await {
+    match abacus_engine::snapshot::start(&conn.worker, Access::Free, "BGREWRITEAOF").await {
         Ok(_) => Frame::simple("Background append only file rewriting started"),
         Err(e) if e.contains("already in progress") => {
             Frame::error("ERR Background append only file rewriting already in progress")
@@ -113,11 +113,11 @@ pub async fn shutdown(conn: &mut Conn, a: &[Arg]) -> Frame {
     }
     let cfg = &conn.worker.server.config;
     // Nothing to save while the data is still loading: the files on disk are the data.
-    let loading = crate::stats::LOADING.active.load(std::sync::atomic::Ordering::Acquire);
+    let loading = abacus_engine::stats::LOADING.active.load(std::sync::atomic::Ordering::Acquire);
     let scheduled = !cfg.get("save").trim().is_empty() && !cfg.get_bool("appendonly") && !loading;
     if (save && !loading) || (scheduled && !nosave) {
-        let result = match crate::snapshot::start(&conn.worker, Access::Free, "SHUTDOWN").await {
-            Ok(before) => crate::snapshot::wait(&conn.worker.server.durability, before).await,
+        let result = match abacus_engine::snapshot::start(&conn.worker, Access::Free, "SHUTDOWN").await {
+            Ok(before) => abacus_engine::snapshot::wait(&conn.worker.server.durability, before).await,
             Err(e) => Err(e),
         };
         if let Err(e) = result {

@@ -19,8 +19,8 @@ use super::args::*;
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::conn::Conn;
-use crate::exec::Access;
-use crate::pubsub::{registry, Kind, Subscriptions};
+use abacus_engine::exec::Access;
+use abacus_engine::pubsub::{registry, Kind, Subscriptions};
 
 const G: &str = "pubsub";
 const NONE: (i32, i32, i32) = (0, 0, 0);
@@ -35,7 +35,7 @@ pub const COMMANDS: &[Spec] = &[
     Spec::conn("sunsubscribe", -1, LOADING | STALE | ALLOWED_SUBSCRIBED, ALL_ARGS, conn_fn!(|conn, _, call| unsubscribe(conn, Kind::Shard, &call.args)), G, "Stops listening to messages posted to shard channels."),
     Spec::conn("publish", 3, LOADING | STALE | FAST | CHANNEL_PUBLISH, NONE, conn_fn!(|conn, _, call| publish(conn, Kind::Channel, &call.args)), G, "Posts a message to a channel."),
     Spec::conn("spublish", 3, LOADING | STALE | FAST | CHANNEL_PUBLISH, (1, 1, 1), conn_fn!(|conn, _, call| publish(conn, Kind::Shard, &call.args)), G, "Post a message to a shard channel"),
-    Spec::conn("pubsub", -2, 0, NONE, conn_fn!(|_, _, _| super::container()), G, "A container for Pub/Sub commands.").with_subcommands(PUBSUB),
+    Spec::conn("pubsub", -2, 0, NONE, conn_fn!(|_, _, _| crate::conn::container()), G, "A container for Pub/Sub commands.").with_subcommands(PUBSUB),
 ];
 
 const PUBSUB: &[Spec] = &[
@@ -110,8 +110,8 @@ fn unsubscribe(conn: &mut Conn, kind: Kind, a: &[Arg]) -> Frame {
 
 fn publish(conn: &mut Conn, kind: Kind, a: &[Arg]) -> Frame {
     let n = match kind {
-        Kind::Shard => crate::pubsub::spublish(&a[1], &a[2]),
-        _ => crate::pubsub::publish(&a[1], &a[2]),
+        Kind::Shard => abacus_engine::pubsub::spublish(&a[1], &a[2]),
+        _ => abacus_engine::pubsub::publish(&a[1], &a[2]),
     };
     // A (RESP3) subscriber publishing to itself gets the message before the reply, as in
     // Redis, where PUBLISH writes it to the output first.

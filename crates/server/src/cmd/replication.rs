@@ -164,7 +164,7 @@ pub fn config_rewrite(conn: &mut Conn) -> Frame {
     for line in text.lines() {
         let t = line.trim();
         let name = t.split_whitespace().next().unwrap_or("");
-        match crate::config::param(name) {
+        match abacus_engine::config::param(name) {
             Some(p) if !t.starts_with('#') && p.mutable && seen.insert(p.name) => {
                 out.push_str(&format!("{} {}\n", p.name, quote(&cfg.get(p.name))));
             }
@@ -174,7 +174,7 @@ pub fn config_rewrite(conn: &mut Conn) -> Frame {
             }
         }
     }
-    for p in crate::config::PARAMS.iter().filter(|p| p.mutable && !seen.contains(p.name)) {
+    for p in abacus_engine::config::PARAMS.iter().filter(|p| p.mutable && !seen.contains(p.name)) {
         let v = cfg.get(p.name);
         if v != p.default {
             out.push_str(&format!("{} {}\n", p.name, quote(&v)));

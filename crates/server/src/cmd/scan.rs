@@ -11,8 +11,8 @@ use super::args::*;
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::conn::Conn;
-use crate::exec::Access;
-use crate::shard::now_ms;
+use abacus_engine::exec::Access;
+use abacus_engine::shard::now_ms;
 
 const G: &str = "generic";
 
@@ -26,7 +26,7 @@ pub async fn keys(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     let db = conn.client.db;
     let pattern = Bytes::copy_from_slice(&a[1]);
     let Some(per_shard) = conn.worker.run_all(access, move |s| s.dbs[db].keys_matching(&pattern, now_ms())).await else {
-        return crate::exec::shutting_down();
+        return abacus_engine::exec::shutting_down();
     };
     Frame::Array(per_shard.into_iter().flatten().map(|k| Frame::Bulk(Bytes::from(k.into_vec()))).collect())
 }
@@ -90,7 +90,7 @@ pub async fn scan(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
                 (next, found, visited)
             })
             .await;
-        let Some((next_pos, found, visited)) = res else { return crate::exec::shutting_down() };
+        let Some((next_pos, found, visited)) = res else { return abacus_engine::exec::shutting_down() };
         keys.extend(found);
         budget = budget.saturating_sub(visited.max(1));
         if next_pos != 0 {
@@ -116,7 +116,7 @@ pub async fn scan(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
 pub async fn randomkey(conn: &mut Conn, access: Access<'_>) -> Frame {
     let db = conn.client.db;
     let Some(sizes) = conn.worker.run_all(access, move |s| s.dbs[db].len()).await else {
-        return crate::exec::shutting_down();
+        return abacus_engine::exec::shutting_down();
     };
     let total: usize = sizes.iter().sum();
     if total == 0 {
@@ -135,6 +135,6 @@ pub async fn randomkey(conn: &mut Conn, access: Access<'_>) -> Frame {
     match conn.worker.run(access, shard, move |s| s.dbs[db].random_key(now_ms())).await {
         Some(Some(k)) => Frame::Bulk(Bytes::from(k.into_vec())),
         Some(None) => Frame::Null,
-        None => crate::exec::shutting_down(),
+        None => abacus_engine::exec::shutting_down(),
     }
 }

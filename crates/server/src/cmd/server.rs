@@ -15,10 +15,10 @@ use super::args::*;
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::conn::Conn;
-use crate::exec::{shutting_down, Access, Locks};
-use crate::memory;
-use crate::server::{ABACUS_VERSION, REDIS_VERSION};
-use crate::stats::{self, CmdStat};
+use abacus_engine::exec::{shutting_down, Access, Locks};
+use abacus_engine::memory;
+use crate::node::{ABACUS_VERSION, REDIS_VERSION};
+use abacus_engine::stats::{self, CmdStat};
 
 const G: &str = "server";
 const NONE: (i32, i32, i32) = (0, 0, 0);
@@ -32,8 +32,8 @@ pub const COMMANDS: &[Spec] = &[
     Spec::conn("debug", -2, ADMIN | LOADING | STALE | ALL_SHARDS, NONE, conn_fn!(replay = Some(replay_debug), |conn, access, call| debug(conn, access, &call.args).await), G, "A container for debugging commands."),
     Spec::conn("lolwut", -1, READONLY | FAST, NONE, conn_fn!(|conn, _, call| lolwut(conn, &call.args)), G, "Displays computer art and the Redis version"),
     Spec::conn("monitor", 1, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, access, _| monitor(conn, access)), G, "Listens for all requests received by the server in real-time."),
-    Spec::conn("config", -2, 0, NONE, conn_fn!(|_, _, _| super::container()), G, "A container for server configuration commands.").with_subcommands(CONFIG),
-    Spec::conn("function", -2, 0, NONE, conn_fn!(|_, _, _| super::container()), "scripting", "A container for function commands.").with_subcommands(FUNCTION),
+    Spec::conn("config", -2, 0, NONE, conn_fn!(|_, _, _| crate::conn::container()), G, "A container for server configuration commands.").with_subcommands(CONFIG),
+    Spec::conn("function", -2, 0, NONE, conn_fn!(|_, _, _| crate::conn::container()), "scripting", "A container for function commands.").with_subcommands(FUNCTION),
 ];
 
 const CONFIG: &[Spec] = &[
@@ -51,7 +51,7 @@ const FUNCTION: &[Spec] = &[
 /// Logs a server-level write with the atomic operation holding the shards: the caller's own
 /// locks, or the transaction's.
 fn log_under<A: AsRef<[u8]>>(access: Access<'_>, own: Option<&Locks>, db: usize, args: &[A]) {
-    let now = crate::shard::now_ms();
+    let now = abacus_engine::shard::now_ms();
     match (own, access) {
         (Some(l), _) | (None, Access::Locked(l)) => l.log_command(now, db, args),
         (None, Access::Free) => {}
@@ -84,7 +84,7 @@ fn flush_mode(a: &[Arg], at: usize) -> Result<bool, Frame> {
 }
 
 /// FLUSHDB (`current_db_only`) and FLUSHALL; logged under the command's own name.
-pub async fn flush(conn: &mut Conn, access: Access<'_>, call: &crate::exec::Call, current_db_only: bool) -> Frame {
+pub async fn flush(conn: &mut Conn, access: Access<'_>, call: &abacus_engine::exec::Call, current_db_only: bool) -> Frame {
     let a = &call.args;
     let asynchronous = match flush_mode(a, 1) {
         Ok(m) => m,
@@ -175,7 +175,7 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: ConfigSub, a: &[Ar
             // A name asked for without glob characters is echoed as given (`MAXMEMORY`), as Redis,
             // unless an earlier glob pattern matched it (then it is shown as the glob found it).
             let shown = |n: &str| {
-                patterns.iter().find(|p| crate::config::pattern_matches(p, n)).filter(|p| !crate::config::is_glob(p)).map_or(n.as_bytes(), |p| *p).to_vec()
+                patterns.iter().find(|p| abacus_engine::config::pattern_matches(p, n)).filter(|p| !abacus_engine::config::is_glob(p)).map_or(n.as_bytes(), |p| *p).to_vec()
             };
             Frame::Map(pairs.into_iter().map(|(n, v)| (Frame::bulk(shown(n)), Frame::bulk(v.into_bytes()))).collect())
         }
@@ -188,7 +188,7 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: ConfigSub, a: &[Ar
             match cfg.set_many(&pairs) {
                 Ok(()) => {
                     if let Some(aof) = conn.worker.server.durability.log() {
-                        aof.set_mode(crate::aof::Fsync::from_name(&cfg.get("appendfsync")));
+                        aof.set_mode(abacus_engine::aof::Fsync::from_name(&cfg.get("appendfsync")));
                     }
                     if pairs.iter().any(|(n, _)| n.eq_ignore_ascii_case("requirepass")) {
                         // requirepass is the default ACL user's password (`acl.rs`).
@@ -203,8 +203,8 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: ConfigSub, a: &[Ar
         ConfigSub::ResetStat => {
             conn.worker.server.stats.reset();
             stats::ERRORS.reset();
-            crate::pubsub::OBUF_LIMIT_DISCONNECTIONS.store(0, Ordering::Relaxed);
-            let reset = |s: &mut crate::shard::Shard| {
+            abacus_engine::pubsub::OBUF_LIMIT_DISCONNECTIONS.store(0, Ordering::Relaxed);
+            let reset = |s: &mut abacus_engine::shard::Shard| {
                 stats::reset();
                 for d in &mut s.dbs {
                     d.hits_total = 0;
@@ -265,7 +265,7 @@ pub async fn debug(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         // else that is a number resumes it.
         return match parse_i64(&a[2]) {
             Ok(v) => {
-                crate::shard::ACTIVE_EXPIRE.store(v != 0, std::sync::atomic::Ordering::Relaxed);
+                abacus_engine::shard::ACTIVE_EXPIRE.store(v != 0, std::sync::atomic::Ordering::Relaxed);
                 Frame::ok()
             }
             Err(e) => e,
@@ -315,7 +315,7 @@ async fn populate(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         Ok(n) if n >= 0 => Ok(n as u64),
         _ => Err(err("ERR value is out of range, must be positive")),
     };
-    if crate::stats::LOADING.active.load(std::sync::atomic::Ordering::Acquire) {
+    if abacus_engine::stats::LOADING.active.load(std::sync::atomic::Ordering::Acquire) {
         return err("LOADING Abacus is loading the dataset in memory");
     }
     let count = match positive(&a[2]) {
@@ -345,8 +345,8 @@ async fn populate(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     };
     let logged: Vec<&[u8]> = a.iter().map(|x| &x[..]).collect();
     log_under(access, own.as_ref(), db, &logged);
-    let now = crate::shard::now_ms();
-    let job = move |s: &mut crate::shard::Shard| populate_shard(s, db, count, &prefix, size, shards, now);
+    let now = abacus_engine::shard::now_ms();
+    let job = move |s: &mut abacus_engine::shard::Shard| populate_shard(s, db, count, &prefix, size, shards, now);
     let done = conn.worker.run_all(access, job).await;
     drop(own);
     match done {
@@ -355,20 +355,20 @@ async fn populate(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     }
 }
 
-/// Recovery's FLUSHDB (see `command::ReplayFn`).
-fn replay_flushdb(shards: &mut [crate::shard::Shard], db: usize, _args: &[Arg], _now: u64) -> Result<(), String> {
+/// Recovery's FLUSHDB (see `conn::handler::ReplayFn`).
+fn replay_flushdb(shards: &mut [abacus_engine::shard::Shard], db: usize, _args: &[Arg], _now: u64) -> Result<(), String> {
     shards.iter_mut().for_each(|s| drop(s.dbs[db].take_all()));
     Ok(())
 }
 
 /// Recovery's FLUSHALL.
-fn replay_flushall(shards: &mut [crate::shard::Shard], _db: usize, _args: &[Arg], _now: u64) -> Result<(), String> {
+fn replay_flushall(shards: &mut [abacus_engine::shard::Shard], _db: usize, _args: &[Arg], _now: u64) -> Result<(), String> {
     shards.iter_mut().for_each(|s| s.dbs.iter_mut().for_each(|d| drop(d.take_all())));
     Ok(())
 }
 
 /// Recovery's SWAPDB.
-fn replay_swapdb(shards: &mut [crate::shard::Shard], _db: usize, args: &[Arg], _now: u64) -> Result<(), String> {
+fn replay_swapdb(shards: &mut [abacus_engine::shard::Shard], _db: usize, args: &[Arg], _now: u64) -> Result<(), String> {
     let databases = shards.first().map_or(0, |s| s.dbs.len());
     let parse = |a: &Arg| std::str::from_utf8(a).ok().and_then(|s| s.parse::<usize>().ok()).filter(|&v| v < databases);
     let (Some(x), Some(y)) = (args.get(1).and_then(parse), args.get(2).and_then(parse)) else {
@@ -385,7 +385,7 @@ fn replay_swapdb(shards: &mut [crate::shard::Shard], _db: usize, args: &[Arg], _
 }
 
 /// Recovery's DEBUG: only POPULATE writes (and is logged).
-fn replay_debug(shards: &mut [crate::shard::Shard], db: usize, args: &[Arg], now: u64) -> Result<(), String> {
+fn replay_debug(shards: &mut [abacus_engine::shard::Shard], db: usize, args: &[Arg], now: u64) -> Result<(), String> {
     if args.len() < 3 || !is(&args[1], "populate") {
         return Err("only DEBUG POPULATE can be replayed".into());
     }
@@ -402,7 +402,7 @@ fn replay_debug(shards: &mut [crate::shard::Shard], db: usize, args: &[Arg], now
 
 /// DEBUG POPULATE's work on one shard: creates the missing keys of the sequence that hash
 /// to this shard. Recovery replays a logged DEBUG POPULATE through it too.
-pub fn populate_shard(s: &mut crate::shard::Shard, db: usize, count: u64, prefix: &[u8], size: usize, shards: usize, now: u64) {
+pub fn populate_shard(s: &mut abacus_engine::shard::Shard, db: usize, count: u64, prefix: &[u8], size: usize, shards: usize, now: u64) {
     let mut key = Vec::with_capacity(prefix.len() + 21);
     let mut digits = itoa::Buffer::new();
     for j in 0..count {
@@ -411,7 +411,7 @@ pub fn populate_shard(s: &mut crate::shard::Shard, db: usize, count: u64, prefix
         key.extend_from_slice(prefix);
         key.push(b':');
         key.extend_from_slice(num);
-        if crate::shard::shard_of(&key, shards) != s.id || s.dbs[db].contains(&key, now) {
+        if abacus_engine::shard::shard_of(&key, shards) != s.id || s.dbs[db].contains(&key, now) {
             continue;
         }
         let mut value = Vec::with_capacity(size.max(6 + num.len()));
@@ -442,7 +442,7 @@ struct ShardInfo {
     evicted: u64,
     commands: std::collections::HashMap<&'static str, CmdStat>,
     /// This thread's latency histograms, when `latencystats` is asked.
-    histograms: Vec<(&'static str, crate::latency::Histogram)>,
+    histograms: Vec<(&'static str, abacus_engine::latency::Histogram)>,
 }
 
 /// INFO's sections without an argument (or `default`), as Redis 7.0 lists them; `all` and
@@ -461,7 +461,7 @@ pub async fn info(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
 
 /// INFO's text for the sections asked (lower case; none = the default ones); None when the
 /// server is shutting down. The metrics endpoint (`metrics.rs`) reads the same text.
-pub async fn info_text(worker: &crate::server::Node, access: Access<'_>, mut sections: Vec<String>) -> Option<String> {
+pub async fn info_text(worker: &crate::node::Node, access: Access<'_>, mut sections: Vec<String>) -> Option<String> {
     if sections.is_empty() || sections.iter().any(|s| s == "default") {
         sections.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string()));
     }
@@ -544,13 +544,13 @@ pub async fn info_text(worker: &crate::server::Node, access: Access<'_>, mut sec
         );
     }
     if want("persistence") {
-        out.push_str(&crate::snapshot::info_persistence(&server.durability));
+        out.push_str(&abacus_engine::snapshot::info_persistence(&server.durability));
     }
     if want("stats") {
         let st = &server.stats;
         let total: u64 = cmds.values().map(|c| c.calls).sum();
         let expired: u64 = shards.iter().map(|s| s.expired).sum();
-        let pubsub = crate::pubsub::registry().counts();
+        let pubsub = abacus_engine::pubsub::registry().counts();
         let tracking = crate::tracking::counts();
         let _ = write!(
             out,
@@ -570,7 +570,7 @@ pub async fn info_text(worker: &crate::server::Node, access: Access<'_>, mut sec
             tracking.2,
             tracking.3,
             stats::ERRORS.total(),
-            crate::pubsub::OBUF_LIMIT_DISCONNECTIONS.load(Ordering::Relaxed),
+            abacus_engine::pubsub::OBUF_LIMIT_DISCONNECTIONS.load(Ordering::Relaxed),
             st.migrated_connections.load(Ordering::Relaxed),
             st.direct_replies.load(Ordering::Relaxed),
             st.direct_replies_partial.load(Ordering::Relaxed),
@@ -597,8 +597,8 @@ pub async fn info_text(worker: &crate::server::Node, access: Access<'_>, mut sec
     }
     if want_latency {
         let merged = super::latency::merge(shards.iter_mut().map(|s| std::mem::take(&mut s.histograms)).collect());
-        let percentiles = crate::latency::parse_percentiles(&server.config.get("latency-tracking-info-percentiles")).unwrap_or_default();
-        out.push_str(&crate::latency::info_section(&merged, &percentiles));
+        let percentiles = abacus_engine::latency::parse_percentiles(&server.config.get("latency-tracking-info-percentiles")).unwrap_or_default();
+        out.push_str(&abacus_engine::latency::info_section(&merged, &percentiles));
     }
     if want("errorstats") {
         out.push_str(&stats::ERRORS.info());

@@ -34,8 +34,8 @@ use super::args::*;
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::conn::Conn;
-use crate::exec::{shutting_down, Access, Locks};
-use crate::shard::{now_ms, shard_of, Shard};
+use abacus_engine::exec::{shutting_down, Access, Locks};
+use abacus_engine::shard::{now_ms, shard_of, Shard};
 
 const G: &str = "generic";
 
@@ -123,7 +123,7 @@ pub async fn sort(conn: &mut Conn, access: Access<'_>, a: &[Arg], read_only: boo
             .await;
         match loaded {
             Some((source, journal)) => {
-                crate::notify::publish_all(flags, &journal);
+                abacus_engine::notify::publish_all(flags, &journal);
                 match source {
                     Ok(source) => source,
                     Err(e) => return e,
@@ -150,7 +150,7 @@ pub async fn sort(conn: &mut Conn, access: Access<'_>, a: &[Arg], read_only: boo
         let weights = match &by {
             Some(pattern) => match fetch(conn, access, db, pattern, &elements).await {
                 Some((w, journals)) => {
-                    journals.iter().for_each(|j| crate::notify::publish_all(flags, j));
+                    journals.iter().for_each(|j| abacus_engine::notify::publish_all(flags, j));
                     Some(w)
                 }
                 None => return shutting_down(),
@@ -231,7 +231,7 @@ pub async fn sort(conn: &mut Conn, access: Access<'_>, a: &[Arg], read_only: boo
         }
         for i in 0..window.len() {
             for (c, journals) in &columns {
-                crate::notify::publish_all(flags, &journals[i]);
+                abacus_engine::notify::publish_all(flags, &journals[i]);
                 out.push(c[i].clone());
             }
         }
@@ -249,12 +249,12 @@ pub async fn sort(conn: &mut Conn, access: Access<'_>, a: &[Arg], read_only: boo
         .run(access, shard_of(&dst, n), move |s: &mut Shard| store(&mut s.dbs, db, &dst_job, &logged, &limits, now))
         .await;
     let Some((changed, journal)) = changed else { return shutting_down() };
-    crate::notify::publish_all(flags, &journal);
+    abacus_engine::notify::publish_all(flags, &journal);
     if changed {
         if items.is_empty() {
-            crate::notify::publish(flags, crate::notify::GENERIC, db, "del", &dst);
+            abacus_engine::notify::publish(flags, abacus_engine::notify::GENERIC, db, "del", &dst);
         } else {
-            crate::notify::publish(flags, crate::notify::LIST, db, "sortstore", &dst);
+            abacus_engine::notify::publish(flags, abacus_engine::notify::LIST, db, "sortstore", &dst);
         }
         locks.log_command(now, db, &[&b"DEL"[..], &dst[..]]);
         if !items.is_empty() {

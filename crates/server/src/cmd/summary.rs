@@ -38,13 +38,13 @@ use abacus_protocol::{Arg, Args, Bytes, Frame};
 use abacus_summarizer::{parse_key, Acc, Batch, Cell, Group, GroupBy, HllOptions, KeyChange, MetricKind, Packed, Part, Query, Rules, Slot};
 
 use super::args::*;
-use crate::aof::ShardLog;
+use abacus_engine::aof::ShardLog;
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::conn::Conn;
-use crate::exec::{Access, Call, Locks};
-use crate::notify;
-use crate::shard::{now_ms, shard_of, Ctx};
+use abacus_engine::exec::{Access, Call, Locks};
+use abacus_engine::notify;
+use abacus_engine::shard::{now_ms, shard_of, Ctx};
 use crate::summarizer;
 
 const K1: (i32, i32, i32) = (1, 1, 1);
@@ -241,7 +241,7 @@ async fn ingest(conn: &mut Conn, access: Access<'_>, a: &[Arg], with_source: boo
 /// client's, or the raw line port's (`ingest_port.rs`). `label` names the lines' source in
 /// SUMMARY.REJECTS when the batch has no source id, `first_line` the number of its first line.
 #[allow(clippy::too_many_arguments)]
-pub async fn ingest_on(worker: &crate::server::Node, db: usize, access: Access<'_>, a: &[Arg], with_source: bool, label: String, first_line: u64) -> Frame {
+pub async fn ingest_on(worker: &crate::node::Node, db: usize, access: Access<'_>, a: &[Arg], with_source: bool, label: String, first_line: u64) -> Frame {
     let Some(rules) = summarizer::rules() else { return err(ERR_NO_RULES) };
     let feed_name = text(&a[1]);
     let Some(fi) = rules.feed(&feed_name) else { return Frame::error(format!("ERR no such feed '{feed_name}'")) };
@@ -264,7 +264,7 @@ pub async fn ingest_on(worker: &crate::server::Node, db: usize, access: Access<'
         source = Some((format!("{SOURCE_PREFIX}{}", text(&a[2])), text(&a[2]), start, end));
         payload_at = 6;
     }
-    if let Some(refused) = crate::snapshot::refusing_writes(&worker.server.durability, &worker.server.config) {
+    if let Some(refused) = abacus_engine::snapshot::refusing_writes(&worker.server.durability, &worker.server.config) {
         return Frame::error(refused);
     }
     let mut batch = Batch::new(&rules, fi);
@@ -340,14 +340,14 @@ pub async fn ingest_on(worker: &crate::server::Node, db: usize, access: Access<'
                 own_locks = l;
                 &own_locks
             }
-            None => return crate::exec::shutting_down(),
+            None => return abacus_engine::exec::shutting_down(),
         },
     };
     if let Some((key, _, start, end)) = &source {
         let shard = shard_of(key.as_bytes(), n);
         let k = key.clone().into_bytes();
         let Some(at) = worker.run(Access::Locked(locks), shard, move |s| source_position(&mut s.dbs[db], &k)).await else {
-            return crate::exec::shutting_down();
+            return abacus_engine::exec::shutting_down();
         };
         match at {
             Err(e) => return e,
@@ -378,7 +378,7 @@ pub async fn ingest_on(worker: &crate::server::Node, db: usize, access: Access<'
                 let mut failed = (0u64, None);
                 let mut log = apply_parts(&mut s.dbs, &mut s.log, db, &rules, &groups, &keys, &work.parts, now, cfg, n, &mut failed);
                 for c in &work.calls {
-                    if let Frame::Error(e) = crate::exec::run_lone(&mut s.dbs, &mut s.log, db, c.spec, &c.args, now, cfg, n) {
+                    if let Frame::Error(e) = abacus_engine::exec::run_lone(&mut s.dbs, &mut s.log, db, c.spec, &c.args, now, cfg, n) {
                         failed.0 += 1;
                         failed.1.get_or_insert(e);
                     }
@@ -389,7 +389,7 @@ pub async fn ingest_on(worker: &crate::server::Node, db: usize, access: Access<'
                             let mut args = w.head;
                             args.push(Bytes::from(id.to_bytes()));
                             args.extend(w.tail);
-                            crate::exec::run_lone(&mut s.dbs, &mut s.log, db, xadd, &Args::from_vec(args), now, cfg, n)
+                            abacus_engine::exec::run_lone(&mut s.dbs, &mut s.log, db, xadd, &Args::from_vec(args), now, cfg, n)
                         }
                         Err(e) => e,
                     };
@@ -412,12 +412,12 @@ pub async fn ingest_on(worker: &crate::server::Node, db: usize, access: Access<'
             .await;
         match job {
             Some(rx) => jobs.push(rx),
-            None => return crate::exec::shutting_down(),
+            None => return abacus_engine::exec::shutting_down(),
         }
     }
     let mut failed = (0u64, None);
     for rx in jobs {
-        let Ok((log, (count, first))) = rx.await else { return crate::exec::shutting_down() };
+        let Ok((log, (count, first))) = rx.await else { return abacus_engine::exec::shutting_down() };
         locks.add_log(log);
         failed.0 += count;
         if failed.1.is_none() {
@@ -592,7 +592,7 @@ impl Scratch {
 /// or error as before; so does a ttl's PEXPIREAT. Returns the direct writes' log commands
 /// (a log payload; the keyed path's are in the shard's pending buffer, after them).
 #[allow(clippy::too_many_arguments)]
-fn apply_parts(dbs: &mut [Db], log: &mut ShardLog, db: usize, rules: &Rules, groups: &[(String, KeyChange)], keys: &str, parts: &[PartWork], now: u64, cfg: crate::config::CmdConfig, shards: usize, failed: &mut (u64, Option<Bytes>)) -> Vec<u8> {
+fn apply_parts(dbs: &mut [Db], log: &mut ShardLog, db: usize, rules: &Rules, groups: &[(String, KeyChange)], keys: &str, parts: &[PartWork], now: u64, cfg: abacus_engine::config::CmdConfig, shards: usize, failed: &mut (u64, Option<Bytes>)) -> Vec<u8> {
     let direct = cfg.maxmemory == 0 && cfg.notify == 0;
     if direct {
         // As `exec::run_handler`: lookups maintain the metadata the eviction policy needs.
@@ -667,7 +667,7 @@ fn apply_parts(dbs: &mut [Db], log: &mut ShardLog, db: usize, rules: &Rules, gro
                             })
                             .collect(),
                     );
-                    crate::exec::run_lone(dbs, log, db, spec, &args, now, cfg, shards)
+                    abacus_engine::exec::run_lone(dbs, log, db, spec, &args, now, cfg, shards)
                 }
                 None => err("ERR internal error: the summarizer generated an unknown command"),
             };
@@ -769,7 +769,7 @@ fn hash_writes(h: Option<&CompactHash>, s: &abacus_summarizer::Summary, g: &KeyC
 
 /// SUMMARY.UPDATE applied directly (see [`apply_parts`]); false to run the command instead.
 #[allow(clippy::too_many_arguments)]
-fn apply_hash(d: &mut Db, log: &mut ShardLog, db: usize, rules: &Rules, g: &KeyChange, key: &[u8], now: u64, cfg: &crate::config::CmdConfig, sc: &mut Scratch) -> bool {
+fn apply_hash(d: &mut Db, log: &mut ShardLog, db: usize, rules: &Rules, g: &KeyChange, key: &[u8], now: u64, cfg: &abacus_engine::config::CmdConfig, sc: &mut Scratch) -> bool {
     let s = &rules.summaries[g.summary];
     let fields = g.slots.iter().filter(|x| matches!(x, Slot::Hash(Some(_)))).count();
     sc.start(Logged::Update, key, 2 + 3 * fields, now, db);
@@ -811,7 +811,7 @@ fn apply_hash(d: &mut Db, log: &mut ShardLog, db: usize, rules: &Rules, g: &KeyC
 
 /// An HLL metric's parameters: its own where it names them, the `hll-*` defaults for the
 /// rest, checked as HLL.CREATE checks them (postgresql-hll's ranges, `hll-max-log2m`).
-fn metric_hll_params(opts: &HllOptions, cfg: &crate::config::HllConfig) -> Result<abacus_hll::Params, String> {
+fn metric_hll_params(opts: &HllOptions, cfg: &abacus_engine::config::HllConfig) -> Result<abacus_hll::Params, String> {
     let p = abacus_hll::Params::new(
         opts.log2m.unwrap_or(cfg.log2m),
         opts.regwidth.unwrap_or(cfg.regwidth),
@@ -822,8 +822,8 @@ fn metric_hll_params(opts: &HllOptions, cfg: &crate::config::HllConfig) -> Resul
     if p.log2m() > cfg.max_log2m {
         return Err(format!("log2m {} exceeds the server limit hll-max-log2m {}", p.log2m(), cfg.max_log2m));
     }
-    if p.expthresh() > crate::config::HLL_MAX_EXPTHRESH {
-        return Err(format!("expthresh {} exceeds the server limit {}", p.expthresh(), crate::config::HLL_MAX_EXPTHRESH));
+    if p.expthresh() > abacus_engine::config::HLL_MAX_EXPTHRESH {
+        return Err(format!("expthresh {} exceeds the server limit {}", p.expthresh(), abacus_engine::config::HLL_MAX_EXPTHRESH));
     }
     Ok(p)
 }
@@ -831,7 +831,7 @@ fn metric_hll_params(opts: &HllOptions, cfg: &crate::config::HllConfig) -> Resul
 /// `HLL.CREATE key LOG2M n REGWIDTH n EXPTHRESH n SPARSEON n` for a metric with its own
 /// parameters (checked by the caller), every one stated: the log replays it whatever the
 /// defaults are then.
-fn hll_create_command(key: &[u8], opts: &HllOptions, cfg: &crate::config::HllConfig) -> Packed {
+fn hll_create_command(key: &[u8], opts: &HllOptions, cfg: &abacus_engine::config::HllConfig) -> Packed {
     let mut c = Packed { buf: Vec::with_capacity(64 + key.len()), ends: Vec::with_capacity(10) };
     let push = |c: &mut Packed, a: &[u8]| {
         c.buf.extend_from_slice(a);
@@ -853,7 +853,7 @@ fn hll_create_command(key: &[u8], opts: &HllOptions, cfg: &crate::config::HllCon
 /// HLL.ADDRAW applied directly; false to run the command instead (a key holding a string,
 /// which the command decodes, or another type; parameters the server refuses).
 #[allow(clippy::too_many_arguments)]
-fn apply_hll(d: &mut Db, log: &mut ShardLog, db: usize, hashes: &[i64], opts: &HllOptions, key: &[u8], now: u64, cfg: &crate::config::CmdConfig, sc: &mut Scratch) -> bool {
+fn apply_hll(d: &mut Db, log: &mut ShardLog, db: usize, hashes: &[i64], opts: &HllOptions, key: &[u8], now: u64, cfg: &abacus_engine::config::CmdConfig, sc: &mut Scratch) -> bool {
     let changed = match d.get_mut(key, now) {
         Some(e) => match e.as_hll_mut() {
             Some(h) => hashes.iter().fold(false, |changed, &x| h.add_raw(x) | changed),
@@ -897,7 +897,7 @@ fn apply_hll(d: &mut Db, log: &mut ShardLog, db: usize, hashes: &[i64], opts: &H
 
 /// SADD applied directly; false to run the command instead (a key of another type).
 #[allow(clippy::too_many_arguments)]
-fn apply_set(d: &mut Db, log: &mut ShardLog, db: usize, members: &abacus_summarizer::Members, key: &[u8], now: u64, cfg: &crate::config::CmdConfig, sc: &mut Scratch) -> bool {
+fn apply_set(d: &mut Db, log: &mut ShardLog, db: usize, members: &abacus_summarizer::Members, key: &[u8], now: u64, cfg: &abacus_engine::config::CmdConfig, sc: &mut Scratch) -> bool {
     let all: Vec<&[u8]> = members.iter().collect();
     let added = match d.get_mut(key, now) {
         Some(e) => match e.as_set_mut() {
@@ -980,7 +980,7 @@ async fn source(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     match conn.worker.run(access, shard, move |s| source_position(&mut s.dbs[db], &key)).await {
         Some(Ok((offset, line))) => Frame::Array(vec![Frame::Integer(offset as i64), Frame::Integer(line as i64)]),
         Some(Err(e)) => e,
-        None => crate::exec::shutting_down(),
+        None => abacus_engine::exec::shutting_down(),
     }
 }
 
@@ -1030,7 +1030,7 @@ async fn query(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     let db = conn.client.db;
     let (r, q2) = (rules.clone(), q.clone());
     let Some(parts) = conn.worker.run_all(access, move |s| shard_groups(&r, &q2, &mut s.dbs[db])).await else {
-        return crate::exec::shutting_down();
+        return abacus_engine::exec::shutting_down();
     };
     let s = &rules.summaries[q.summary];
     let mut merged: HashMap<Vec<String>, Group> = HashMap::new();

@@ -16,8 +16,8 @@ use super::args::*;
 use crate::command::flags::*;
 use crate::command::{Handler, Spec};
 use crate::conn::{Conn, Multi};
-use crate::exec::{command_keys, Access};
-use crate::shard::shard_of;
+use abacus_engine::exec::{command_keys, Access};
+use abacus_engine::shard::shard_of;
 
 const G: &str = "transactions";
 
@@ -87,7 +87,7 @@ async fn exec_queued(conn: &mut Conn, multi: crate::conn::Multi) -> Frame {
     }
     if multi.queued.iter().any(|c| c.spec.is_write()) {
         // Persistence failed after these writes were queued: Redis refuses the EXEC (MISCONF).
-        if let Some(refused) = crate::snapshot::refusing_writes(&conn.worker.server.durability, &conn.worker.server.config) {
+        if let Some(refused) = abacus_engine::snapshot::refusing_writes(&conn.worker.server.durability, &conn.worker.server.config) {
             conn.unwatch_all().await;
             return Frame::error(refused);
         }
@@ -117,7 +117,7 @@ async fn exec_queued(conn: &mut Conn, multi: crate::conn::Multi) -> Frame {
             return exec_on_one_shard(conn, shard, multi.queued).await;
         }
     }
-    let Some(locks) = conn.worker.lock(wanted).await else { return crate::exec::shutting_down() };
+    let Some(locks) = conn.worker.lock(wanted).await else { return abacus_engine::exec::shutting_down() };
     if conn.client.watch_flag.load(Ordering::Acquire) {
         drop(locks);
         conn.unwatch_all().await;
@@ -138,7 +138,7 @@ async fn exec_queued(conn: &mut Conn, multi: crate::conn::Multi) -> Frame {
         // the locks are released.
         save |= scheduled && !reply.is_error();
         // Inside the EXEC array the connection does not see it as an error: count it here.
-        crate::stats::count_error_reply(&reply);
+        abacus_engine::stats::count_error_reply(&reply);
         replies.push(reply);
     }
     drop(locks);
@@ -159,11 +159,11 @@ pub async fn watch(conn: &mut Conn, a: &[Arg]) -> Frame {
             continue;
         }
         let (db, k, flag) = (conn.client.db, Bytes::copy_from_slice(key), conn.client.watch_flag.clone());
-        let register = move |s: &mut crate::shard::Shard| {
+        let register = move |s: &mut abacus_engine::shard::Shard| {
             if let Some(d) = s.dbs.get_mut(db) {
                 // A key already expired is reclaimed now: as in Redis 7.0, its later
                 // (lazy or active) deletion is no change for this watcher.
-                d.contains(&k, crate::shard::now_ms());
+                d.contains(&k, abacus_engine::shard::now_ms());
                 d.watch(&k, &flag);
             }
         };
@@ -172,7 +172,7 @@ pub async fn watch(conn: &mut Conn, a: &[Arg]) -> Frame {
             // In place, or awaited behind whatever holds the shard: this thread's later
             // commands may run in place, ahead of the queue.
             if conn.worker.run(Access::Free, shard, register).await.is_none() {
-                return crate::exec::shutting_down();
+                return abacus_engine::exec::shutting_down();
             }
         } else {
             // Sent, not awaited: this connection's later commands on that shard all go
@@ -180,7 +180,7 @@ pub async fn watch(conn: &mut Conn, a: &[Arg]) -> Frame {
             // before its next reply or non-batch command (`Conn::settle_watches`).
             match conn.worker.spawn_job(Access::Free, shard, register).await {
                 Some(done) => conn.watch_pending.push(done),
-                None => return crate::exec::shutting_down(),
+                None => return abacus_engine::exec::shutting_down(),
             }
         }
         conn.watched.push((conn.client.db, Bytes::copy_from_slice(key)));
@@ -194,7 +194,7 @@ pub async fn watch(conn: &mut Conn, a: &[Arg]) -> Frame {
 /// runs one job at a time), and one hop instead of a lock, a hop per command and a hop per
 /// watched key: the time between a client's WATCH and its EXEC's check, in which another
 /// client's write aborts it, is what a retry loop under contention pays for.
-async fn exec_on_one_shard(conn: &mut Conn, shard: usize, calls: Vec<crate::exec::Call>) -> Frame {
+async fn exec_on_one_shard(conn: &mut Conn, shard: usize, calls: Vec<abacus_engine::exec::Call>) -> Frame {
     let (db, flag) = (conn.client.db, conn.client.watch_flag.clone());
     let watched = std::mem::take(&mut conn.watched);
     let cfg = conn.worker.server.config.cmd_config();
@@ -205,8 +205,8 @@ async fn exec_on_one_shard(conn: &mut Conn, shard: usize, calls: Vec<crate::exec
             // Raised by a write on this shard's thread, so exact here.
             let aborted = flag.load(Ordering::Acquire);
             let replies = (!aborted).then(|| {
-                let now = crate::shard::now_ms();
-                let replies: Vec<Frame> = calls.iter().map(|c| crate::exec::run_on_shard(s, db, c, now, cfg, shards)).collect();
+                let now = abacus_engine::shard::now_ms();
+                let replies: Vec<Frame> = calls.iter().map(|c| abacus_engine::exec::run_on_shard(s, db, c, now, cfg, shards)).collect();
                 // The transaction's writes are one log record, written before the reply.
                 s.log.flush_pending();
                 replies
@@ -223,11 +223,11 @@ async fn exec_on_one_shard(conn: &mut Conn, shard: usize, calls: Vec<crate::exec
     match done {
         Some(Some(replies)) => {
             // Inside the EXEC array the connection does not see them as errors: count here.
-            replies.iter().for_each(crate::stats::count_error_reply);
+            replies.iter().for_each(abacus_engine::stats::count_error_reply);
             Frame::Array(replies)
         }
         Some(None) => Frame::NullArray,
-        None => crate::exec::shutting_down(),
+        None => abacus_engine::exec::shutting_down(),
     }
 }
 

@@ -43,8 +43,8 @@ use super::ts_range::{self, find, samples_frame, RangeOpts};
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::conn::Conn;
-use crate::exec::{shutting_down, Access};
-use crate::shard::now_ms;
+use abacus_engine::exec::{shutting_down, Access};
+use abacus_engine::shard::now_ms;
 
 const NONE: (i32, i32, i32) = (0, 0, 0);
 const G: &str = "timeseries";

@@ -88,7 +88,7 @@ impl Conn {
                 return Step::Reply(e);
             }
         };
-        if !spec.has(flags::LOADING) && crate::stats::LOADING.active.load(Ordering::Relaxed) {
+        if !spec.has(flags::LOADING) && abacus_engine::stats::LOADING.active.load(Ordering::Relaxed) {
             self.fail_multi();
             return Step::Reply(Frame::error("LOADING Abacus is loading the dataset in memory"));
         }
@@ -111,7 +111,7 @@ impl Conn {
             // Redis refuses writes, queued ones included, while persistence fails (MISCONF),
             // and PING too, so that health checks see it; a refused queued command aborts
             // the transaction like any other.
-            if let Some(refused) = crate::snapshot::refusing_writes(&self.worker.server.durability, &self.worker.server.config) {
+            if let Some(refused) = abacus_engine::snapshot::refusing_writes(&self.worker.server.durability, &self.worker.server.config) {
                 stats::record_rejected(spec.name);
                 self.fail_multi();
                 return Step::Reply(Frame::error(refused));
@@ -139,7 +139,7 @@ impl Conn {
                 return Step::Reply(Frame::error("ERR Command not allowed inside a transaction"));
             }
             // As Redis 7.0, QUIT is never queued: it closes the connection inside MULTI too.
-            if !spec.has(flags::CONTROLS_MULTI) && spec.name != crate::cmd::connection::QUIT.name {
+            if !spec.has(flags::CONTROLS_MULTI) && !spec.has(flags::NEVER_QUEUED) {
                 if self.worker.server.monitors.active() && !spec.has(flags::ADMIN) {
                     multi.monitor_args.push(args.to_vec());
                 }

@@ -17,11 +17,11 @@ use tokio::sync::mpsc;
 use abacus_protocol::{Args, Bytes, Frame};
 
 use super::Conn;
-use crate::blocking::{self, Outcome, Waiter};
+use abacus_engine::blocking::{self, Outcome, Waiter};
 use crate::clients::{UNBLOCK_ERROR, UNBLOCK_ROLE, UNBLOCK_TIMEOUT};
 use crate::command::Spec;
-use crate::exec::{self, shutting_down, Access, Call};
-use crate::shard::{now_ms, shard_of, Shard};
+use abacus_engine::exec::{self, shutting_down, Access, Call};
+use abacus_engine::shard::{now_ms, shard_of, Shard};
 
 /// What a try gave.
 enum Attempt {

@@ -23,12 +23,12 @@ use super::*;
 /// close, an error, a panic in its task, a move whose message is never received) forgets the
 /// client exactly once.
 pub(super) struct Registration {
-    server: Arc<crate::server::Server>,
+    server: Arc<crate::node::Server>,
     id: u64,
 }
 
 impl Registration {
-    pub(super) fn new(server: &Arc<crate::server::Server>, id: u64) -> Registration {
+    pub(super) fn new(server: &Arc<crate::node::Server>, id: u64) -> Registration {
         Registration { server: server.clone(), id }
     }
 }
@@ -132,7 +132,7 @@ impl Conn {
         let client = self.client;
         let moved = Moved { client, stream, addr, parser: h.parser, rbuf: h.rbuf };
         let queue = server.conn_queues.get(h.target).ok_or_else(|| std::io::Error::other("no such worker"))?;
-        queue.send(crate::server::Incoming::Moved(Box::new(moved))).map_err(|_| std::io::Error::other("worker stopped"))?;
+        queue.send(crate::node::Incoming::Moved(Box::new(moved))).map_err(|_| std::io::Error::other("worker stopped"))?;
         ServerStats::add(&server.stats.migrated_connections, 1);
         Ok(())
     }

@@ -16,6 +16,7 @@
 //! that owns its keys.
 
 mod admit;
+pub mod handler;
 mod block;
 mod migrate;
 
@@ -35,11 +36,11 @@ use abacus_protocol::{encode, Arg, Args, Bytes, BytesMut, Frame, Limits, Protoco
 
 use crate::clients::ClientMeta;
 use crate::command::{self, flags, Handler, Spec};
-use crate::direct::{Completion, Joint, Leftover, Sink};
-use crate::exec::{Access, Call};
-use crate::server::Node;
-use crate::shard::now_ms;
-use crate::stats::{self, ServerStats};
+use abacus_engine::direct::{Completion, Joint, Leftover, Sink};
+use abacus_engine::exec::{Access, Call};
+use crate::node::Node;
+use abacus_engine::shard::now_ms;
+use abacus_engine::stats::{self, ServerStats};
 
 pub use admit::{error_arity, error_unknown_command};
 pub use migrate::{resume, Moved};
@@ -109,7 +110,7 @@ pub struct Conn {
     pub monitor: Option<tokio::sync::mpsc::Receiver<Bytes>>,
     /// The client's subscriptions, while it has any (see `pubsub.rs`). A subscribed
     /// connection stays on its thread.
-    pub pubsub: Option<Box<crate::pubsub::Subscriptions>>,
+    pub pubsub: Option<Box<abacus_engine::pubsub::Subscriptions>>,
     /// Bytes of published messages moved into `out` and not yet written: given back to the
     /// subscriber's output accounting once written.
     pubsub_unreleased: usize,
@@ -154,7 +155,7 @@ pub struct Client {
 }
 
 impl Client {
-    fn fresh(server: &Arc<crate::server::Server>, meta: Arc<ClientMeta>, addr: SocketAddr) -> Client {
+    fn fresh(server: &Arc<crate::node::Server>, meta: Arc<ClientMeta>, addr: SocketAddr) -> Client {
         Client {
             _registration: Registration::new(server, meta.id),
             meta,
@@ -488,7 +489,7 @@ impl Conn {
     /// includes this connection's, is on stable storage (group commit: see `aof.rs`).
     async fn wait_durable(&self) {
         if let Some(aof) = self.worker.server.durability.log() {
-            if aof.mode() == crate::aof::Fsync::Always {
+            if aof.mode() == abacus_engine::aof::Fsync::Always {
                 aof.wait_durable(self.client.wait_lsn).await;
             }
         }
@@ -519,7 +520,7 @@ impl Conn {
                 break;
             }
             // CLIENT CACHING's flag lasts for the next command (any CLIENT one keeps it).
-            let keeps_caching = self.tracking.is_some() && abacus_commands::command::is_name(crate::cmd::connection::CLIENT_ENTRY.name.as_bytes(), &args[0]);
+            let keeps_caching = self.tracking.is_some() && crate::command::lookup(&args[0]).is_some_and(|s| s.has(flags::KEEPS_CLIENT_CACHING));
             let step = self.prepare(args);
             if self.tracking.is_some() {
                 if let Step::Batch(_, call) | Step::Dispatch(call) = &step {
@@ -702,7 +703,7 @@ impl Conn {
             }
         }
         let local_replies = match &mut here {
-            Some(shard) => crate::exec::run_group_deferred(shard, self.client.db, local, cfg, worker.shards()),
+            Some(shard) => abacus_engine::exec::run_group_deferred(shard, self.client.db, local, cfg, worker.shards()),
             None => Vec::new(),
         };
         drop(here);
@@ -827,10 +828,10 @@ impl Conn {
             Handler::Conn(_) => {
                 let started = std::time::Instant::now();
                 let name = call.spec.name;
-                let reply = match command::conn_handler(call.spec.handler) {
+                let reply = match handler::conn_handler(call.spec.handler) {
                     Some(f) => f(self, access, &call).await,
                     // A container's own entry: `resolve` never lets one run.
-                    None => crate::cmd::container(),
+                    None => container(),
                 };
                 let took = started.elapsed();
                 stats::record(name, took, reply.is_error());
@@ -838,8 +839,8 @@ impl Conn {
                 // EXEC (its commands are logged one by one) and AUTH/HELLO (a password in
                 // the arguments), as Redis's CMD_SKIP_SLOWLOG.
                 use crate::command::flags::{BLOCKING, NO_AUTH, RUNS_QUEUED};
-                if crate::slowlog::timing_each() && !call.spec.has(BLOCKING | RUNS_QUEUED | NO_AUTH) {
-                    crate::slowlog::observe(call.spec, took, &call.args, Some(&|| self.client.meta.slowlog_label()));
+                if abacus_engine::slowlog::timing_each() && !call.spec.has(BLOCKING | RUNS_QUEUED | NO_AUTH) {
+                    abacus_engine::slowlog::observe(call.spec, took, &call.args, Some(&|| self.client.meta.slowlog_label()));
                 }
                 reply
             }
@@ -863,7 +864,7 @@ impl Conn {
         let n = self.worker.shards();
         for (db, key) in watched {
             let flag = self.client.watch_flag.clone();
-            let shard = crate::shard::shard_of(&key, n);
+            let shard = abacus_engine::shard::shard_of(&key, n);
             self.worker.run(Access::Free, shard, move |s| {
                 if let Some(d) = s.dbs.get_mut(db) {
                     d.unwatch(&key, &flag);
@@ -872,4 +873,11 @@ impl Conn {
         }
         self.client.watch_flag.store(false, Ordering::Release);
     }
+}
+
+/// The handler of a container's own entry (CLIENT, CONFIG, OBJECT...): never called, since a
+/// container runs only as one of its subcommands (`Conn::resolve` picks it, or replies the
+/// arity or unknown-subcommand error).
+pub(crate) fn container() -> Frame {
+    Frame::error("ERR internal error: a container command has no handler of its own")
 }

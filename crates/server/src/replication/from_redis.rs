@@ -33,10 +33,10 @@ use abacus_rdb::file::{read_file, Entry};
 use abacus_rdb::DecodeLimits;
 use parking_lot::Mutex;
 
-use crate::cmd::dump::{from_rdb, BuildLimits};
-use crate::exec::Access;
-use crate::server::Node;
-use crate::shard::{now_ms, shard_of, Shard};
+use abacus_commands::dump::{from_rdb, BuildLimits};
+use abacus_engine::exec::Access;
+use crate::node::Node;
+use abacus_engine::shard::{now_ms, shard_of, Shard};
 
 /// Whether a received full-sync payload is a Redis RDB file rather than an Abacus snapshot.
 pub fn is_rdb(path: &std::path::Path) -> bool {
@@ -88,7 +88,7 @@ pub async fn load(worker: &Rc<Node>, path: &std::path::Path, gen: u64, replid: &
     let loaded = worker
         .run_all(Access::Locked(&locks), move |s: &mut Shard| -> u64 {
             let olds: Vec<_> = s.dbs.iter_mut().map(|d| d.take_all()).collect();
-            crate::memory::free_later(olds);
+            abacus_engine::memory::free_later(olds);
             let Some(bucket) = buckets.lock().get_mut(s.id).and_then(Option::take) else { return 0 };
             let build = BuildLimits { set: cfg.set_limits, hash: cfg.hash_limits, zset: cfg.zset_limits, list: cfg.list_limits, stream: cfg.stream_limits };
             let now = now_ms();

@@ -115,7 +115,7 @@ use abacus_protocol::Bytes;
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
 
-use crate::shard::now_ms;
+use abacus_engine::shard::now_ms;
 
 /// A replica's state as INFO shows it.
 pub const WAIT_BGSAVE: u8 = 0;
@@ -282,7 +282,7 @@ pub fn is_replica() -> bool {
 }
 
 /// Applies `repl-backlog-size` (and the replica queue limit) from the configuration.
-pub fn configure(config: &crate::config::Config) {
+pub fn configure(config: &abacus_engine::config::Config) {
     let r = state();
     let mut cap = config.get("repl-backlog-size").parse::<u64>().unwrap_or(1 << 20) as usize;
     if cap < MIN_BACKLOG_BYTES {
@@ -322,7 +322,7 @@ impl Repl {
     }
 
     /// Starts feeding local writes into the stream (the first replica's PSYNC).
-    pub fn start_feeding(&self, durability: &crate::durability::Durability) {
+    pub fn start_feeding(&self, durability: &abacus_engine::durability::Durability) {
         if !self.feeding.swap(true, Ordering::AcqRel) {
             durability.enable_effects();
         }
@@ -369,7 +369,7 @@ impl Repl {
     }
 
     /// Injects `REPLCONF GETACK *` into the stream (WAIT).
-    pub fn request_acks(&self, log: Option<&crate::aof::Aof>) {
+    pub fn request_acks(&self, log: Option<&abacus_engine::aof::Aof>) {
         let mut g = self.inner.lock();
         if g.replicas.is_empty() {
             return;
@@ -423,12 +423,12 @@ impl Repl {
 /// server's `Durability` at start.
 pub struct Feed;
 
-impl crate::durability::Feed for Feed {
-    fn write_record(&self, log: Option<&crate::aof::Aof>, buf: &mut Vec<u8>, framed: bool, atomic: bool) -> u64 {
+impl abacus_engine::durability::Feed for Feed {
+    fn write_record(&self, log: Option<&abacus_engine::aof::Aof>, buf: &mut Vec<u8>, framed: bool, atomic: bool) -> u64 {
         write_record(log, buf, framed, atomic)
     }
 
-    fn at_rotation(&self, aof: &crate::aof::Aof, snapshot: &str) {
+    fn at_rotation(&self, aof: &abacus_engine::aof::Aof, snapshot: &str) {
         log_position_at_rotation(aof, snapshot)
     }
 
@@ -437,10 +437,10 @@ impl crate::durability::Feed for Feed {
     }
 }
 
-pub fn write_record(log: Option<&crate::aof::Aof>, buf: &mut Vec<u8>, framed: bool, atomic: bool) -> u64 {
+pub fn write_record(log: Option<&abacus_engine::aof::Aof>, buf: &mut Vec<u8>, framed: bool, atomic: bool) -> u64 {
     let start = if framed { fmt::HEADER_BYTES.min(buf.len()) } else { 0 };
     let aof = log;
-    let append = |buf: &mut Vec<u8>| crate::durability::append_record(aof, buf, framed);
+    let append = |buf: &mut Vec<u8>| abacus_engine::durability::append_record(aof, buf, framed);
     let feeding = REPL.get().filter(|r| r.feeding.load(Ordering::Acquire));
     let Some(r) = feeding else { return append(buf) };
     if buf.len() <= start {
@@ -486,7 +486,7 @@ fn encode_record(g: &mut Inner, payload: &[u8], atomic: bool) -> Option<Vec<u8>>
     Some(out)
 }
 
-pub use crate::log_marks::{parse_mark, push_position, Mark, Position, POSITION_MARK};
+pub use abacus_engine::log_marks::{parse_mark, push_position, Mark, Position, POSITION_MARK};
 
 /// This node's position, if it is exact now: a primary feeding a stream (every shard held by
 /// the caller, so no record is on its way), or a replica between two applied chunks.
@@ -518,7 +518,7 @@ fn exact_position() -> Option<Position> {
 /// (`snapshot.rs`, right after the switch to it, every shard held, for `snapshot`): the
 /// segment, replayed after that snapshot, starts from a known point even when older
 /// segments are gone.
-pub fn log_position_at_rotation(aof: &crate::aof::Aof, snapshot: &str) {
+pub fn log_position_at_rotation(aof: &abacus_engine::aof::Aof, snapshot: &str) {
     if let Some(p) = exact_position() {
         let mut buf = Vec::new();
         let db = p.db.map_or("-1".to_string(), |d| d.to_string());
@@ -533,14 +533,14 @@ pub fn log_position_at_rotation(aof: &crate::aof::Aof, snapshot: &str) {
 /// durable must not claim a replication position, since the data set was replaced without
 /// log commands), and start the snapshot that makes the data directory the loaded data set.
 /// Err when REPLICAOF changed during the sync.
-pub(crate) async fn finish_full_sync(worker: &std::rc::Rc<crate::server::Node>, locks: &crate::exec::Locks, gen: u64, replid: &str, offset: u64, source: &'static str) -> Result<(), String> {
+pub(crate) async fn finish_full_sync(worker: &abacus_engine::exec::Worker, locks: &abacus_engine::exec::Locks, gen: u64, replid: &str, offset: u64, source: &'static str) -> Result<(), String> {
     if !reset_to(gen, replid, offset) {
         return Err("REPLICAOF changed during the sync".into());
     }
-    let durability = &worker.server.durability;
+    let durability = &worker.engine.durability;
     log_barrier(durability.log());
     if durability.log().is_some() || durability.snapshots().is_some() {
-        if let Err(e) = crate::snapshot::start(worker, crate::exec::Access::Locked(locks), source).await {
+        if let Err(e) = abacus_engine::snapshot::start(worker, abacus_engine::exec::Access::Locked(locks), source).await {
             tracing::warn!("snapshot after the full sync did not start ({e}): the data directory holds the previous data set until the next one");
         }
     }
@@ -549,7 +549,7 @@ pub(crate) async fn finish_full_sync(worker: &std::rc::Rc<crate::server::Node>, 
 
 /// A full sync replaced the data set without log commands (`replica.rs`, every shard held,
 /// before the snapshot that records the new data set): see [`Mark::Barrier`].
-pub(crate) fn log_barrier(log: Option<&crate::aof::Aof>) {
+pub(crate) fn log_barrier(log: Option<&abacus_engine::aof::Aof>) {
     if let Some(aof) = log {
         let mut buf = Vec::new();
         fmt::push_command(&mut buf, &mut None, now_ms(), 0, &[POSITION_MARK]);
@@ -562,7 +562,7 @@ pub(crate) fn log_barrier(log: Option<&crate::aof::Aof>) {
 /// the replica link's thread's shard,
 /// written with the chunk's last commands. Every other effect of the chunk is already in the
 /// log: a command's record is written before its reply, and the chunk's replies are in.
-pub(crate) fn log_applied_position(log: &mut crate::aof::ShardLog, applied: usize, db: usize) {
+pub(crate) fn log_applied_position(log: &mut abacus_engine::aof::ShardLog, applied: usize, db: usize) {
     if !log.durability().effects_on() || log.durability().log().is_none() {
         return;
     }
@@ -578,7 +578,7 @@ pub(crate) fn log_applied_position(log: &mut crate::aof::ShardLog, applied: usiz
 /// replication ID and offset, with an empty backlog that starts there, and feeds its writes
 /// into the stream from now on (as Redis, which keeps a backlog once it had replicas), so
 /// its offset keeps meaning its data set.
-pub fn restore(p: &Position, durability: &crate::durability::Durability) {
+pub fn restore(p: &Position, durability: &abacus_engine::durability::Durability) {
     let r = state();
     {
         let mut g = r.inner.lock();
@@ -718,7 +718,7 @@ pub fn become_replica(addr: MasterAddr) -> Option<u64> {
 
 /// REPLICAOF NO ONE: becomes a primary. The link task stops at a command boundary first
 /// (the caller waits for it); then the replication ID moves to replid2.
-pub fn become_primary(durability: &crate::durability::Durability) -> bool {
+pub fn become_primary(durability: &abacus_engine::durability::Durability) -> bool {
     let r = state();
     let mut g = r.inner.lock();
     if g.master.is_none() {
@@ -808,7 +808,7 @@ pub(crate) fn switch_id(replid: &str) {
 /// The write refusals of replication (checked before a write runs; `master` is the
 /// master's own link): READONLY on a read-only replica, MASTERDOWN when stale data must not
 /// be served, NOREPLICAS under `min-replicas-to-write`.
-pub fn refuse(config: &crate::config::Config, write: bool, stale_ok: bool, master: bool) -> Option<abacus_protocol::Frame> {
+pub fn refuse(config: &abacus_engine::config::Config, write: bool, stale_ok: bool, master: bool) -> Option<abacus_protocol::Frame> {
     if master {
         return None;
     }
@@ -835,7 +835,7 @@ pub fn refuse(config: &crate::config::Config, write: bool, stale_ok: bool, maste
 }
 
 /// INFO's `# Replication` section, with Redis's field names.
-pub fn info(config: &crate::config::Config) -> String {
+pub fn info(config: &abacus_engine::config::Config) -> String {
     use std::fmt::Write;
     let r = state();
     let g = r.inner.lock();

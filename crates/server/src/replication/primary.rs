@@ -19,8 +19,8 @@ use tokio::net::TcpStream;
 
 use super::{state, try_partial, wait_for_snapshot, Psync, ReplicaInfo, Waiter, ONLINE, SEND_BULK};
 use crate::conn::Conn;
-use crate::exec::Access;
-use crate::shard::now_ms;
+use abacus_engine::exec::Access;
+use abacus_engine::shard::now_ms;
 
 /// What a PSYNC asked for, kept on the connection until its socket is handed over.
 pub struct PsyncRequest {
@@ -94,7 +94,7 @@ async fn full_sync(conn: &mut Conn, stream: &mut TcpStream, info: &Arc<ReplicaIn
     // A snapshot of our own; or, if one is running, the next one (which we start when it is
     // done: the running one's point in time came before we asked).
     let started = loop {
-        match crate::snapshot::start(&conn.worker, Access::Free, "a replica's full sync").await {
+        match abacus_engine::snapshot::start(&conn.worker, Access::Free, "a replica's full sync").await {
             Ok(before) => break Ok(before),
             Err(_) => {
                 if conn.client.meta.killed.load(Ordering::Acquire) {
@@ -114,7 +114,7 @@ async fn full_sync(conn: &mut Conn, stream: &mut TcpStream, info: &Arc<ReplicaIn
     let db = db.map(|d| format!(" {d}")).unwrap_or_default();
     stream.write_all(format!("+FULLRESYNC {replid} {offset}{db}\r\n").as_bytes()).await?;
     // Keep the link alive while the snapshot is written (Redis sends newlines likewise).
-    let done = crate::snapshot::wait(&conn.worker.server.durability, before);
+    let done = abacus_engine::snapshot::wait(&conn.worker.server.durability, before);
     tokio::pin!(done);
     let result = loop {
         tokio::select! {

@@ -31,9 +31,9 @@ use tokio::net::TcpStream;
 use super::{generation, psync_position, push_resp, set_link, state, LinkState, MasterAddr};
 use crate::command::flags;
 use crate::conn::Conn;
-use crate::exec::Access;
-use crate::server::Node;
-use crate::shard::{shard_of, Shard};
+use abacus_engine::exec::Access;
+use crate::node::Node;
+use abacus_engine::shard::{shard_of, Shard};
 
 /// Commands applied per chunk at most.
 const CHUNK_COMMANDS: usize = 1024;
@@ -178,7 +178,7 @@ const EOF_MARK_BYTES: usize = 40;
 /// Receives the snapshot bulk into a temporary file: `$<len>\r\n<bytes>`, or, from a Redis
 /// primary's diskless sync (we announce `capa eof`), `$EOF:<40-byte mark>\r\n<bytes><mark>`
 /// (Redis sends nothing after the mark until our first ACK).
-async fn receive_snapshot(s: &mut TcpStream, rbuf: &mut BytesMut, timeout: Duration, gen: u64, durability: &crate::durability::Durability) -> Result<PathBuf, String> {
+async fn receive_snapshot(s: &mut TcpStream, rbuf: &mut BytesMut, timeout: Duration, gen: u64, durability: &abacus_engine::durability::Durability) -> Result<PathBuf, String> {
     let line = read_line(s, rbuf, timeout).await?;
     let bad_header = || format!("bad snapshot header from the primary: {}", &line[..line.len().min(64)]);
     let mark: Option<Vec<u8>> = match line.strip_prefix("$EOF:") {
@@ -259,11 +259,11 @@ async fn load(worker: &Rc<Node>, path: &std::path::Path, gen: u64, replid: &str,
     let loaded = worker
         .run_all(Access::Locked(&locks), move |s: &mut Shard| -> Result<u64, String> {
             let olds: Vec<_> = s.dbs.iter_mut().map(|d| d.take_all()).collect();
-            crate::memory::free_later(olds);
+            abacus_engine::memory::free_later(olds);
             let idx = snapshot::index(&p)?;
             let f = std::fs::File::open(&p).map_err(|e| e.to_string())?;
             let id = s.id;
-            let now = crate::shard::now_ms();
+            let now = abacus_engine::shard::now_ms();
             let mut loaded = 0;
             for b in &idx.blocks {
                 let raw = snapshot::read_block(&f, &p, b)?;

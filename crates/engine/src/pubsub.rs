@@ -164,7 +164,7 @@ impl Subscriber {
             return true;
         }
         if soft > 0 && pending >= soft {
-            let now = crate::shard::now_ms().max(1);
+            let now = crate::clock::now_ms().max(1);
             if q.soft_since_ms == 0 {
                 q.soft_since_ms = now;
                 return false;
@@ -185,7 +185,7 @@ impl Subscriber {
         OBUF_LIMIT_DISCONNECTIONS.fetch_add(1, Ordering::Relaxed);
         tracing::warn!(
             "Client {} scheduled to be closed ASAP for overcoming of output buffer limits ({pending} bytes pending).",
-            self.meta.describe(crate::shard::now_ms())
+            self.meta.describe(crate::clock::now_ms())
         );
         self.meta.kill();
     }
@@ -412,7 +412,7 @@ pub fn encode_message(kind: &[u8], pattern: Option<&[u8]>, channel: &[u8], paylo
 }
 
 /// One RESP bulk string (also CLIENT TRACKING's invalidation messages, `tracking.rs`).
-pub(crate) fn bulk(out: &mut impl BufMut, b: &[u8]) {
+pub fn bulk(out: &mut impl BufMut, b: &[u8]) {
     let mut n = itoa::Buffer::new();
     out.put_u8(b'$');
     out.put_slice(n.format(b.len()).as_bytes());
@@ -539,10 +539,28 @@ impl Drop for Subscriptions {
 mod tests {
     use super::*;
 
+    /// A subscribed client as the connection layer's would be, its counters kept.
+    #[derive(Default)]
+    struct TestClient {
+        omem: AtomicUsize,
+        killed: AtomicBool,
+    }
+
+    impl SubscriberClient for TestClient {
+        fn set_output_bytes(&self, n: usize) {
+            self.omem.store(n, Ordering::Relaxed);
+        }
+        fn set_subscriptions(&self, _: usize, _: usize, _: usize) {}
+        fn kill(&self) {
+            self.killed.store(true, Ordering::Release);
+        }
+        fn describe(&self, _: u64) -> String {
+            "id=1 addr=127.0.0.1:1".into()
+        }
+    }
+
     fn client(limit: &Arc<OutputLimit>) -> Subscriptions {
-        let clients = crate::clients::Clients::default();
-        let addr: std::net::SocketAddr = "127.0.0.1:1".parse().unwrap();
-        Subscriptions::new(clients.register(addr, addr, 10, 0).unwrap(), limit.clone())
+        Subscriptions::new(Arc::new(TestClient::default()), limit.clone())
     }
 
     fn drained(s: &mut Subscriptions, resp3: bool) -> Vec<u8> {

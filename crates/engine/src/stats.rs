@@ -282,7 +282,7 @@ impl Loading {
         self.loaded.store(0, Ordering::Relaxed);
         self.keys.store(0, Ordering::Relaxed);
         self.commands.store(0, Ordering::Relaxed);
-        self.start_ms.store(crate::shard::now_ms(), Ordering::Relaxed);
+        self.start_ms.store(crate::clock::now_ms(), Ordering::Relaxed);
         self.active.store(true, Ordering::Release);
     }
 
@@ -296,7 +296,7 @@ impl Loading {
         const MB: f64 = 1e6;
         let total = self.total.load(Ordering::Relaxed).max(1);
         let done = self.loaded.load(Ordering::Relaxed).min(total);
-        let elapsed_s = (crate::shard::now_ms().saturating_sub(self.start_ms.load(Ordering::Relaxed))) as f64 / 1000.0;
+        let elapsed_s = (crate::clock::now_ms().saturating_sub(self.start_ms.load(Ordering::Relaxed))) as f64 / 1000.0;
         let rate = if elapsed_s > 0.0 { done as f64 / elapsed_s } else { 0.0 };
         let eta = if rate > 0.0 { format!("{:.0}s", (total - done) as f64 / rate) } else { "unknown".to_string() };
         format!(

@@ -21,7 +21,7 @@
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::rc::Rc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 
@@ -167,15 +167,7 @@ pub fn shard_of(key: &[u8], shards: usize) -> usize {
     key_slot(key) % shards
 }
 
-/// Microseconds since the Unix epoch.
-pub fn now_us() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
-}
-
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
-}
+pub use crate::clock::{now_ms, now_us};
 
 /// Whether any client tracks keys (CLIENT TRACKING, `tracking.rs`): the write path's one
 /// check. A process-wide flag because the keyspace's change observer it guards is one too

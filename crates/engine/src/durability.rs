@@ -28,7 +28,7 @@ use std::sync::{Arc, OnceLock};
 use abacus_persist::manifest::Manifest;
 
 use crate::aof::{Aof, Fsync};
-use crate::snapshot::Snapshots;
+use crate::snapshot_state::Snapshots;
 
 pub use crate::aof::ShardLog;
 
@@ -60,7 +60,7 @@ pub struct Durability {
     snapshots: OnceLock<Arc<Snapshots>>,
     /// The final snapshot's requests at shutdown (see `snapshot::driver`): set by the driver
     /// on worker 0, used by the main thread when a signal arrives. Not on the request path.
-    pub(crate) final_save: OnceLock<tokio::sync::mpsc::UnboundedSender<std::sync::mpsc::Sender<bool>>>,
+    pub final_save: OnceLock<tokio::sync::mpsc::UnboundedSender<std::sync::mpsc::Sender<bool>>>,
 }
 
 impl Durability {

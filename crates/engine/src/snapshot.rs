@@ -23,7 +23,7 @@
 //! snapshots are configured and the log is off.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -127,60 +127,7 @@ impl Shard {
     }
 }
 
-/// Snapshot state shared by the whole server.
-pub struct Snapshots {
-    pub dir: PathBuf,
-    manifest: Mutex<Manifest>,
-    pub in_progress: AtomicBool,
-    /// BGSAVE SCHEDULE arrived while one was running: the driver starts another after it.
-    pub scheduled: AtomicBool,
-    /// Unix seconds of the last successful snapshot (LASTSAVE).
-    pub last_save_s: AtomicU64,
-    pub last_ok: AtomicBool,
-    pub last_duration_ms: AtomicU64,
-    pub last_keys: AtomicU64,
-    pub last_bytes: AtomicU64,
-    /// The last snapshot's blocks before compression: the base of
-    /// auto-aof-rewrite-percentage (see [`driver`]).
-    pub last_raw_bytes: AtomicU64,
-    pub started_ms: AtomicU64,
-    /// Writes since the last successful snapshot (rdb_changes_since_last_save).
-    pub changes: AtomicU64,
-    changes_at_start: AtomicU64,
-    /// Completed snapshots (successful or not), for SAVE to wait on.
-    done_tx: tokio::sync::watch::Sender<u64>,
-    /// Why the running snapshot was taken (SAVE, BGSAVE, the save schedule...), for the log.
-    /// Set by [`start`] under `in_progress`, so one snapshot at a time writes it.
-    reason: Mutex<&'static str>,
-}
-
-impl Snapshots {
-    /// The snapshot state of a data directory whose manifest is `manifest` (after recovery);
-    /// held by the server's `Durability`.
-    pub fn open(dir: PathBuf, manifest: Manifest) -> Snapshots {
-        let index = manifest.snapshot.as_ref().and_then(|s| abacus_persist::snapshot::index(&dir.join(s)).ok());
-        let last = index.as_ref().map_or(now_ms(), |i| i.created_ms);
-        let (snapshot_bytes, raw_bytes) = index.as_ref().map_or((0, 0), |i| (i.file_bytes, i.raw_bytes()));
-        let (done_tx, _) = tokio::sync::watch::channel(0);
-        Snapshots {
-            dir,
-            manifest: Mutex::new(manifest),
-            in_progress: AtomicBool::new(false),
-            scheduled: AtomicBool::new(false),
-            reason: Mutex::new(""),
-            last_save_s: AtomicU64::new(last / 1000),
-            last_ok: AtomicBool::new(true),
-            last_duration_ms: AtomicU64::new(0),
-            last_keys: AtomicU64::new(0),
-            last_bytes: AtomicU64::new(snapshot_bytes),
-            last_raw_bytes: AtomicU64::new(raw_bytes),
-            started_ms: AtomicU64::new(0),
-            changes: AtomicU64::new(0),
-            changes_at_start: AtomicU64::new(0),
-            done_tx,
-        }
-    }
-}
+pub use crate::snapshot_state::Snapshots;
 
 fn snapshot_name(seq: u64) -> String {
     format!("snap-{seq:06}.abs")
@@ -401,20 +348,7 @@ fn write_snapshot(
     snaps.done_tx.send_modify(|n| *n += 1);
 }
 
-/// The `save` schedule: pairs of (seconds, changes).
-pub fn parse_schedule(s: &str) -> Result<Vec<(u64, u64)>, String> {
-    let parts: Vec<&str> = s.split_whitespace().collect();
-    if !parts.len().is_multiple_of(2) {
-        return Err("save: expected pairs of 'seconds changes'".into());
-    }
-    parts
-        .chunks(2)
-        .map(|p| match (p[0].parse::<u64>(), p[1].parse::<u64>()) {
-            (Ok(a), Ok(b)) => Ok((a, b)),
-            _ => Err(format!("save: '{} {}' is not a pair of integers", p[0], p[1])),
-        })
-        .collect()
-}
+pub use crate::config::parse_schedule;
 
 /// Starts snapshots when the `save` schedule or the log's growth calls for one, and serves
 /// shutdown's final snapshot. Runs on worker 0.

@@ -147,7 +147,7 @@ impl Aof {
             wake: (Mutex::new(false), Condvar::new()),
             error: Mutex::new(None),
             failed: AtomicBool::new(false),
-            last_fsync_ms: AtomicU64::new(crate::shard::now_ms()),
+            last_fsync_ms: AtomicU64::new(crate::clock::now_ms()),
         })
     }
 
@@ -337,7 +337,7 @@ impl Aof {
         // LATENCY: Redis's event names for the log's fsync under each policy.
         let event = if self.mode() == Fsync::Always { "aof-fsync-always" } else { "aof-fsync" };
         crate::latency::sample_since(event, started);
-        self.last_fsync_ms.store(crate::shard::now_ms(), Ordering::Relaxed);
+        self.last_fsync_ms.store(crate::clock::now_ms(), Ordering::Relaxed);
         if self.durable.fetch_max(upto, Ordering::AcqRel) < upto {
             self.durable_tx.send_replace(upto);
         }
@@ -349,7 +349,7 @@ impl Aof {
     }
 
     /// The fsync thread's loop (see the file comment); never returns.
-    pub(crate) fn fsync_loop(&self) {
+    pub fn fsync_loop(&self) {
         loop {
             let mode = self.mode();
             {
@@ -550,16 +550,16 @@ impl ShardLog {
     /// command it propagates as (absolute expiries, SPOP's chosen members...), or nothing. The
     /// log never interprets a command: what a write means is its handler's to say.
     ///
-    /// [`Effect`]: crate::shard::Effect
+    /// [`Effect`]: abacus_commands::ctx::Effect
     #[inline]
-    pub fn log_effect(&mut self, args: &[Arg], effect: &crate::shard::Effect, now_ms: u64, db: usize) {
+    pub fn log_effect(&mut self, args: &[Arg], effect: &abacus_commands::ctx::Effect, now_ms: u64, db: usize) {
         if !self.durability.effects_on() {
             return;
         }
         match effect {
-            crate::shard::Effect::Args => self.log_command(now_ms, db, args),
-            crate::shard::Effect::As(command) => self.log_command(now_ms, db, command),
-            crate::shard::Effect::Nothing => {}
+            abacus_commands::ctx::Effect::Args => self.log_command(now_ms, db, args),
+            abacus_commands::ctx::Effect::As(command) => self.log_command(now_ms, db, command),
+            abacus_commands::ctx::Effect::Nothing => {}
         }
     }
 }

@@ -280,7 +280,7 @@ fn canonical(p: &Param, value: &str) -> Result<String, String> {
             }
             Ok(v.clamp(lo, hi).to_string())
         }
-        Kind::Schedule => crate::snapshot::parse_schedule(value).map(|_| value.to_string()).map_err(|_| "Invalid save parameters".to_string()),
+        Kind::Schedule => parse_schedule(value).map(|_| value.to_string()).map_err(|_| "Invalid save parameters".to_string()),
         Kind::Memory { min, max } => {
             let v = parse_memory(value).ok_or_else(|| "argument must be a memory value".to_string())?;
             if v < min || v > max {
@@ -303,7 +303,7 @@ fn canonical(p: &Param, value: &str) -> Result<String, String> {
             }
         }
         Kind::OutputBufferLimit => parse_output_limits(value).map(|_| value.to_string()),
-        Kind::KeyspaceEvents => crate::notify::parse_flags(value).map(crate::notify::flags_to_string).ok_or_else(|| crate::notify::ERR_CLASS.to_string()),
+        Kind::KeyspaceEvents => abacus_commands::notify::parse_flags(value).map(abacus_commands::notify::flags_to_string).ok_or_else(|| abacus_commands::notify::ERR_CLASS.to_string()),
         Kind::Percentiles => crate::latency::canonical_percentiles(value),
         Kind::Expthresh { max } => {
             let v = parse_int(value)?;
@@ -479,7 +479,7 @@ fn numeric(p: &Param, value: &str) -> u64 {
         Kind::Str | Kind::Schedule | Kind::OutputBufferLimit | Kind::Percentiles => 0,
         // The flags as set are kept in `Config::keyspace_events` instead: the canonical
         // string omits `n` next to `A`, as Redis's does.
-        Kind::KeyspaceEvents => crate::notify::parse_flags(value).unwrap_or(0).into(),
+        Kind::KeyspaceEvents => abacus_commands::notify::parse_flags(value).unwrap_or(0).into(),
     }
 }
 
@@ -586,7 +586,7 @@ impl Config {
     /// `notify-keyspace-events`).
     fn note_raw(&self, p: &Param, value: &str) {
         if let Kind::KeyspaceEvents = p.kind {
-            let flags = crate::notify::parse_flags(value).unwrap_or(0);
+            let flags = abacus_commands::notify::parse_flags(value).unwrap_or(0);
             self.keyspace_events.store(u64::from(flags), Ordering::Relaxed);
         }
     }
@@ -694,7 +694,7 @@ impl Config {
             eviction_samples: self.num_usize(MAXMEMORY_SAMPLES),
             lfu_log_factor: self.num_u32(LFU_LOG_FACTOR),
             lfu_decay_time_min: self.num_u32(LFU_DECAY_TIME),
-            notify: crate::notify::effective(self.keyspace_events.load(Ordering::Relaxed) as u32),
+            notify: abacus_commands::notify::effective(self.keyspace_events.load(Ordering::Relaxed) as u32),
         }
     }
 
@@ -751,6 +751,21 @@ fn unquote(v: &str) -> String {
     } else {
         v.to_string()
     }
+}
+
+/// The `save` schedule: pairs of (seconds, changes).
+pub fn parse_schedule(s: &str) -> Result<Vec<(u64, u64)>, String> {
+    let parts: Vec<&str> = s.split_whitespace().collect();
+    if !parts.len().is_multiple_of(2) {
+        return Err("save: expected pairs of 'seconds changes'".into());
+    }
+    parts
+        .chunks(2)
+        .map(|p| match (p[0].parse::<u64>(), p[1].parse::<u64>()) {
+            (Ok(a), Ok(b)) => Ok((a, b)),
+            _ => Err(format!("save: '{} {}' is not a pair of integers", p[0], p[1])),
+        })
+        .collect()
 }
 
 #[cfg(test)]

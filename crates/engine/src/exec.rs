@@ -151,7 +151,7 @@ pub struct Group {
 
 /// Runs several connections' groups on one shard, one after the other, each exactly as
 /// [`Worker::run_batch`] runs a lone group (the coalesced path of `hop.rs`).
-pub(crate) fn run_groups(s: &mut Shard, groups: Vec<Group>, shards: usize) -> Vec<Vec<(usize, Frame)>> {
+pub fn run_groups(s: &mut Shard, groups: Vec<Group>, shards: usize) -> Vec<Vec<(usize, Frame)>> {
     // A fresh vector: collecting in place would shrink `groups`' buffer with a realloc.
     let mut out = Vec::with_capacity(groups.len());
     for g in groups {
@@ -173,7 +173,7 @@ fn run_group_logged(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: Cm
 /// for the log: its log commands are deferred so that the connections woken in the same
 /// tick share one write (the connection flushes them before replying: `Conn::serve`; for a
 /// batch whose replies another thread writes, `hop.rs` writes them before the batch leaves).
-pub(crate) fn run_group_deferred(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig, shards: usize) -> Vec<(usize, Frame)> {
+pub fn run_group_deferred(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig, shards: usize) -> Vec<(usize, Frame)> {
     let out = run_group(s, db, group, cfg, shards);
     s.log.defer_pending();
     out
@@ -193,7 +193,7 @@ pub fn exec_keyed(dbs: &mut [Db], log: &mut ShardLog, db: usize, spec: &'static 
 
 /// [`exec_keyed`] without the per-command clock reads: batches time the whole group once.
 /// Recovery replays the log through it too.
-pub(crate) fn exec_keyed_untimed(dbs: &mut [Db], log: &mut ShardLog, db: usize, spec: &'static Spec, args: &[Arg], now_ms: u64, cfg: CmdConfig) -> Frame {
+pub fn exec_keyed_untimed(dbs: &mut [Db], log: &mut ShardLog, db: usize, spec: &'static Spec, args: &[Arg], now_ms: u64, cfg: CmdConfig) -> Frame {
     let (reply, modified) = exec_unsignalled(dbs, log, db, spec, args, now_ms, cfg);
     if !modified.is_none() {
         signal_modified(dbs, db, spec, args, modified);
@@ -229,7 +229,7 @@ fn exec_unsignalled(dbs: &mut [Db], log: &mut ShardLog, db: usize, spec: &'stati
 /// Runs the handler: its reply, the keys it modified, and what it propagates (None for a
 /// read or a failure; a read that changed stored bytes, PFCOUNT's cache, propagates too,
 /// and has signalled WATCH itself).
-pub(crate) fn run_handler(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Arg], now_ms: u64, cfg: CmdConfig) -> (Frame, KeysModified, Option<Effect>) {
+pub fn run_handler(dbs: &mut [Db], db: usize, spec: &'static Spec, args: &[Arg], now_ms: u64, cfg: CmdConfig) -> (Frame, KeysModified, Option<Effect>) {
     let Handler::Keyed(f) = spec.handler else {
         return (Frame::error("ERR internal error: not a keyed command"), KeysModified::NONE, None);
     };
@@ -336,7 +336,7 @@ fn signal_modified(dbs: &mut [Db], db: usize, spec: &Spec, args: &[Arg], modifie
 
 /// Runs one keyed call on the shard that owns its keys, as a lone command: the `maxmemory`
 /// gate, then the command (EXEC of a one-shard transaction).
-pub(crate) fn run_on_shard(s: &mut Shard, db: usize, call: &Call, now: u64, cfg: CmdConfig, shards: usize) -> Frame {
+pub fn run_on_shard(s: &mut Shard, db: usize, call: &Call, now: u64, cfg: CmdConfig, shards: usize) -> Frame {
     let writer = crate::shard::tracking_active().then(|| crate::shard::set_writer(call.client));
     let client = crate::slowlog::set_client(call.client);
     let reply = with_no_touch(untouching(call.spec, call.no_touch), || run_lone(&mut s.dbs, &mut s.log, db, call.spec, &call.args, now, cfg, shards));
@@ -350,7 +350,7 @@ pub(crate) fn run_on_shard(s: &mut Shard, db: usize, call: &Call, now: u64, cfg:
 /// [`run_on_shard`] over a shard's databases and log buffer (a blocked client served by
 /// `blocking.rs`).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn run_lone(dbs: &mut [Db], log: &mut ShardLog, db: usize, spec: &'static Spec, args: &[Arg], now: u64, cfg: CmdConfig, shards: usize) -> Frame {
+pub fn run_lone(dbs: &mut [Db], log: &mut ShardLog, db: usize, spec: &'static Spec, args: &[Arg], now: u64, cfg: CmdConfig, shards: usize) -> Frame {
     match admit(dbs, log, spec, args, now, &cfg, shards) {
         Some(refused) => refused,
         None => exec_keyed(dbs, log, db, spec, args, now, cfg),

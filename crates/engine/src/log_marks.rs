@@ -8,7 +8,7 @@
 
 use abacus_persist::log as fmt;
 
-use crate::shard::now_ms;
+use crate::clock::now_ms;
 
 /// The name of the log command that marks a replication position. Never a client command
 /// (a client cannot put it in the log), never fed to replicas; recovery reads it.
