@@ -19,7 +19,11 @@ pub use abacus_commands::command::{flags, is_name, Handler, KeyFinder, KeyIndexe
 
 type Table = HashMap<&'static str, &'static Spec, foldhash::fast::FixedState>;
 
-/// The table, once start-up installed it.
+/// The table, once start-up installed it. Why a static and not a field of the `Server`: the
+/// entries are `&'static Spec`s looked up from every layer, several without a server handle
+/// (ACL rules parsed before the server is built, MONITOR's lines, the replication stream's
+/// commands, recovery's `Replayer`, key specs); it is written once, at start, and only read
+/// after.
 static TABLE: OnceLock<Table> = OnceLock::new();
 
 /// Builds the table from the families the server is made of: `cmd::install_table` at start
@@ -54,6 +58,30 @@ fn table() -> &'static Table {
     {
         panic!("the command table is read before start-up installed it (cmd::install_table)")
     }
+}
+
+/// What is derived from the table and the command families' constant texts once, on first
+/// use: key specs (COMMAND INFO, GETKEYS, ACL), docs and arguments (COMMAND DOCS), and the
+/// ACL's views (every command in ACL order, each category's commands).
+pub struct Facts {
+    pub key_specs: HashMap<&'static str, Vec<crate::keyspec::KeySpec>>,
+    pub docs: HashMap<&'static str, crate::command_docs::Docs>,
+    pub args: HashMap<&'static str, crate::command_docs_args::CommandArgs>,
+    pub universe: Vec<&'static Spec>,
+    pub categories: HashMap<&'static str, Vec<&'static Spec>>,
+}
+
+/// The derived facts, once built. A process-wide static beside the table it derives from
+/// (see [`TABLE`]).
+static FACTS: OnceLock<Facts> = OnceLock::new();
+
+/// The table's derived facts (see [`Facts`]), built on first use.
+pub fn facts() -> &'static Facts {
+    FACTS.get_or_init(|| {
+        let universe = crate::acl::rules::build_universe();
+        let categories = crate::acl::rules::build_categories(&universe);
+        Facts { key_specs: crate::keyspec::build_all(), docs: crate::command_docs::build_all(), args: crate::command_docs_args::build_all(), universe, categories }
+    })
 }
 
 /// All commands, in no particular order.

@@ -11,7 +11,6 @@
 //! `src/commands/*.json`); Abacus's own commands carry Abacus's version as `since`.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
 
 use crate::command::Spec;
 
@@ -447,9 +446,14 @@ const TIPS: &[(&str, &str)] = &[
     ("zscan", "nondeterministic_output"),
 ];
 
+/// Every command's docs by full name: built once, with the command table's other derived
+/// facts (`command::facts`).
+pub fn build_all() -> HashMap<&'static str, Docs> {
+    DOCS.iter().map(|&(name, since, complexity, doc_flags, deprecated_since, replaced_by)| (name, Docs { since, complexity, doc_flags, deprecated_since, replaced_by })).collect()
+}
+
 fn docs_map() -> &'static HashMap<&'static str, Docs> {
-    static MAP: OnceLock<HashMap<&'static str, Docs>> = OnceLock::new();
-    MAP.get_or_init(|| DOCS.iter().map(|&(name, since, complexity, doc_flags, deprecated_since, replaced_by)| (name, Docs { since, complexity, doc_flags, deprecated_since, replaced_by })).collect())
+    &crate::command::facts().docs
 }
 
 /// A command's docs; a command missing from the table (a test failure) gets empty texts.

@@ -12,7 +12,6 @@
 //! command without arguments has none.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
 
 const TEXT: &str = include_str!("command_docs_args.txt");
 
@@ -33,8 +32,13 @@ pub struct CommandArgs {
 
 /// The entry of a command by full name (`client|list`), if Redis has one.
 pub fn of(name: &str) -> Option<&'static CommandArgs> {
-    static TABLE: OnceLock<HashMap<&'static str, CommandArgs>> = OnceLock::new();
-    TABLE.get_or_init(|| parse(TEXT)).get(name)
+    crate::command::facts().args.get(name)
+}
+
+/// Every command's history and arguments by full name: parsed once, with the command table's
+/// other derived facts (`command::facts`).
+pub fn build_all() -> HashMap<&'static str, CommandArgs> {
+    parse(TEXT)
 }
 
 /// Parses the file's format (see the script). A malformed line is a bug in the generated

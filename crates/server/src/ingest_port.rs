@@ -144,7 +144,7 @@ async fn handle(worker: &Node, stream: &mut tokio::net::TcpStream, addr: std::ne
         None if server.acl.auth_required() => return Err("NOAUTH Authentication required.".into()),
         None => {}
     }
-    let rules = crate::summarizer::rules().ok_or("ERR no summarizer rules loaded (start with --summarizer-rules FILE or run SUMMARY.RULES LOAD FILE)")?;
+    let rules = worker.server.summarizer.rules().ok_or("ERR no summarizer rules loaded (start with --summarizer-rules FILE or run SUMMARY.RULES LOAD FILE)")?;
     let feed = match header_by(deadline, stream, &mut buf, "FEED").await? {
         Some(words) if words.len() == 2 => words[1].clone(),
         Some(_) => return Err("ERR syntax error: FEED name".into()),

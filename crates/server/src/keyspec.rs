@@ -27,7 +27,6 @@
 //! `insert`/`update`/`delete`, as Redis's ACLSelectorCheckKey).
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
 
 use abacus_protocol::Arg;
 
@@ -351,19 +350,22 @@ pub fn build(spec: &Spec, annotation: Option<&'static str>) -> Result<Vec<KeySpe
         .collect())
 }
 
+/// Every command's key specs by full name: built once, with the command table's other derived
+/// facts (`command::facts`).
+pub fn build_all() -> HashMap<&'static str, Vec<KeySpec>> {
+    let notes: HashMap<&str, &'static str> = ANNOTATIONS.iter().copied().collect();
+    let mut m = HashMap::new();
+    for spec in command::all().flat_map(|c| std::iter::once(c).chain(c.subcommands.iter())) {
+        // A malformed annotation is a programmer error the unit tests catch; at run time
+        // the command keeps the derived specs rather than taking the server down.
+        let ks = build(spec, notes.get(spec.name).copied()).or_else(|_| build(spec, None)).unwrap_or_default();
+        m.insert(spec.name, ks);
+    }
+    m
+}
+
 fn all_specs() -> &'static HashMap<&'static str, Vec<KeySpec>> {
-    static SPECS: OnceLock<HashMap<&'static str, Vec<KeySpec>>> = OnceLock::new();
-    SPECS.get_or_init(|| {
-        let notes: HashMap<&str, &'static str> = ANNOTATIONS.iter().copied().collect();
-        let mut m = HashMap::new();
-        for spec in command::all().flat_map(|c| std::iter::once(c).chain(c.subcommands.iter())) {
-            // A malformed annotation is a programmer error the unit tests catch; at run time
-            // the command keeps the derived specs rather than taking the server down.
-            let ks = build(spec, notes.get(spec.name).copied()).or_else(|_| build(spec, None)).unwrap_or_default();
-            m.insert(spec.name, ks);
-        }
-        m
-    })
+    &command::facts().key_specs
 }
 
 /// A command's key specs (empty for a command without keys).

@@ -48,6 +48,8 @@ pub struct Server {
     pub acl: crate::acl::Acl,
     /// CLIENT PAUSE (`client_pause.rs`).
     pub client_pause: crate::client_pause::ClientPause,
+    /// The summarizer's rules, counts and queue (`summarizer.rs`).
+    pub summarizer: crate::summarizer::Summarizer,
 }
 
 impl std::ops::Deref for Server {

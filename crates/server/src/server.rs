@@ -55,6 +55,7 @@ pub fn check_startup(config: &Config) -> Result<(), String> {
 /// nothing to tell a supervisor. Failing fast instead (after the default hook has logged the
 /// panic and its backtrace) lets a supervisor restart the server and recovery reload the data.
 fn abort_on_worker_panic() {
+    // A static because the panic hook it guards is the process's, not a server's.
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let previous = std::panic::take_hook();
@@ -79,7 +80,8 @@ pub fn run(config: Config) -> Result<(), String> {
     crate::cmd::install_table();
     check_startup(&config)?;
     let acl = crate::acl::Acl::at_startup(&config)?;
-    crate::summarizer::load_at_startup(&config)?;
+    let summarizer = crate::summarizer::Summarizer::default();
+    summarizer.load_at_startup(&config)?;
     let dir = config.get("dir");
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create data directory '{dir}': {e}"))?;
     // One server per data directory, taken before anything is read or bound: a second server
@@ -136,6 +138,7 @@ pub fn run(config: Config) -> Result<(), String> {
         monitors: crate::monitor::Monitors::default(),
         acl,
         client_pause: crate::client_pause::ClientPause::default(),
+        summarizer,
     });
     let registry = Arc::downgrade(&server);
     abacus_engine::slowlog::set_client_lookup(Box::new(move |id| registry.upgrade()?.clients.get(id).map(|c| c.slowlog_label())));

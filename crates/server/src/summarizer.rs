@@ -18,8 +18,13 @@ use abacus_summarizer::{Batch, Rules};
 /// How many rejected lines each feed keeps (the first ones; all are counted).
 pub const REJECTS_KEPT: usize = 100;
 
-static RULES: RwLock<Option<Arc<Rules>>> = RwLock::new(None);
-static STATS: Mutex<Option<Stats>> = Mutex::new(None);
+/// One server's summarizer state (see the file comment): a field of the `Server`.
+#[derive(Default)]
+pub struct Summarizer {
+    rules: RwLock<Option<Arc<Rules>>>,
+    stats: Mutex<Option<Stats>>,
+    queue: Arc<Queue>,
+}
 
 /// A rejected line as SUMMARY.REJECTS shows it.
 #[derive(Clone, Debug)]
@@ -47,162 +52,171 @@ struct Stats {
     summaries: BTreeMap<String, u64>,
 }
 
-/// The loaded rules, if any.
-pub fn rules() -> Option<Arc<Rules>> {
-    RULES.read().unwrap_or_else(|e| e.into_inner()).clone()
-}
-
-/// Reads, checks and installs a rules file; on error nothing changes and the message names
-/// the file, the line and the reason.
-pub fn load(path: &str) -> Result<(), String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read rules file '{path}': {e}"))?;
-    install_text(&text).map_err(|e| format!("rules file '{path}': {e}"))
-}
-
-/// Checks and installs rules given as text.
-pub fn install_text(text: &str) -> Result<(), String> {
-    let rules = Rules::parse(text).map_err(|e| e.to_string())?;
-    *RULES.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(rules));
-    Ok(())
-}
-
-/// Loads `summarizer-rules` at start-up, if set.
-pub fn load_at_startup(config: &abacus_engine::config::Config) -> Result<(), String> {
-    let path = config.get("summarizer-rules");
-    if path.trim().is_empty() {
-        return Ok(());
+impl Summarizer {
+    /// The loaded rules, if any.
+    pub fn rules(&self) -> Option<Arc<Rules>> {
+        self.rules.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
-    load(path.trim())
-}
 
-/// Counts a batch that was applied.
-pub fn record(rules: &Rules, feed: usize, batch: &Batch, source: &str) {
-    record_batch(rules, feed, batch, source, false)
-}
-
-/// Counts a batch dropped because the queue was full: its events as dropped, its rejected
-/// lines as rejected (they were parsed), no update of any summary.
-pub fn record_dropped(rules: &Rules, feed: usize, batch: &Batch, source: &str) {
-    record_batch(rules, feed, batch, source, true)
-}
-
-fn record_batch(rules: &Rules, feed: usize, batch: &Batch, source: &str, dropped: bool) {
-    let mut g = STATS.lock().unwrap_or_else(|e| e.into_inner());
-    let stats = g.get_or_insert_with(|| Stats { since: Instant::now(), feeds: BTreeMap::new(), summaries: BTreeMap::new() });
-    let f = stats.feeds.entry(rules.feeds[feed].name.clone()).or_default();
-    if dropped {
-        f.dropped += batch.events;
-    } else {
-        f.events += batch.events;
+    /// Reads, checks and installs a rules file; on error nothing changes and the message names
+    /// the file, the line and the reason.
+    pub fn load(&self, path: &str) -> Result<(), String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read rules file '{path}': {e}"))?;
+        self.install_text(&text).map_err(|e| format!("rules file '{path}': {e}"))
     }
-    f.rejected += batch.rejected;
-    f.bytes += batch.bytes;
-    f.batches += 1;
-    for r in &batch.rejects {
-        if f.rejects.len() >= REJECTS_KEPT {
-            break;
+
+    /// Checks and installs rules given as text.
+    pub fn install_text(&self, text: &str) -> Result<(), String> {
+        let rules = Rules::parse(text).map_err(|e| e.to_string())?;
+        *self.rules.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(rules));
+        Ok(())
+    }
+
+    /// Loads `summarizer-rules` at start-up, if set.
+    pub fn load_at_startup(&self, config: &abacus_engine::config::Config) -> Result<(), String> {
+        let path = config.get("summarizer-rules");
+        if path.trim().is_empty() {
+            return Ok(());
         }
-        f.rejects.push_back(Rejected { source: source.to_string(), line_no: r.line_no, reason: r.reason.clone(), line: r.line.clone() });
+        self.load(path.trim())
     }
-    for (si, n) in batch.updates.iter().enumerate() {
-        if *n > 0 && !dropped {
-            *stats.summaries.entry(rules.summaries[si].name.clone()).or_default() += n;
-        }
-    }
-}
 
-/// A feed's rejected count and kept lines.
-pub fn rejects(feed: &str) -> (u64, Vec<Rejected>) {
-    let g = STATS.lock().unwrap_or_else(|e| e.into_inner());
-    match g.as_ref().and_then(|s| s.feeds.get(feed)) {
-        Some(f) => (f.rejected, f.rejects.iter().cloned().collect()),
-        None => (0, Vec::new()),
+    /// Counts a batch that was applied.
+    pub fn record(&self, rules: &Rules, feed: usize, batch: &Batch, source: &str) {
+        self.record_batch(rules, feed, batch, source, false)
     }
-}
 
-/// INFO's `summarizer` section.
-pub fn info() -> String {
-    use std::fmt::Write;
-    let mut out = String::from("# Summarizer\r\n");
-    let rules = rules();
-    let _ = write!(out, "summarizer_rules_loaded:{}\r\n", u8::from(rules.is_some()));
-    if let Some(r) = &rules {
-        let _ = write!(out, "summarizer_feeds:{}\r\nsummarizer_summaries:{}\r\n", r.feeds.len(), r.summaries.len());
+    /// Counts a batch dropped because the queue was full: its events as dropped, its rejected
+    /// lines as rejected (they were parsed), no update of any summary.
+    pub fn record_dropped(&self, rules: &Rules, feed: usize, batch: &Batch, source: &str) {
+        self.record_batch(rules, feed, batch, source, true)
     }
-    let _ = write!(out, "summarizer_queue_batches:{}\r\nsummarizer_queue_waiting:{}\r\n", QUEUED.load(Ordering::Relaxed), WAITING.load(Ordering::Relaxed));
-    let g = STATS.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(s) = g.as_ref() {
-        let secs = s.since.elapsed().as_secs_f64().max(1e-3);
-        for (name, f) in &s.feeds {
-            let _ = write!(
-                out,
-                "feed_{name}:events={},rejected={},dropped={},bytes={},batches={},events_per_sec={:.0}\r\n",
-                f.events,
-                f.rejected,
-                f.dropped,
-                f.bytes,
-                f.batches,
-                f.events as f64 / secs
-            );
+
+    fn record_batch(&self, rules: &Rules, feed: usize, batch: &Batch, source: &str, dropped: bool) {
+        let mut g = self.stats.lock().unwrap_or_else(|e| e.into_inner());
+        let stats = g.get_or_insert_with(|| Stats { since: Instant::now(), feeds: BTreeMap::new(), summaries: BTreeMap::new() });
+        let f = stats.feeds.entry(rules.feeds[feed].name.clone()).or_default();
+        if dropped {
+            f.dropped += batch.events;
+        } else {
+            f.events += batch.events;
         }
-        for (name, n) in &s.summaries {
-            let _ = write!(out, "summary_{name}:updates={n}\r\n");
+        f.rejected += batch.rejected;
+        f.bytes += batch.bytes;
+        f.batches += 1;
+        for r in &batch.rejects {
+            if f.rejects.len() >= REJECTS_KEPT {
+                break;
+            }
+            f.rejects.push_back(Rejected { source: source.to_string(), line_no: r.line_no, reason: r.reason.clone(), line: r.line.clone() });
+        }
+        for (si, n) in batch.updates.iter().enumerate() {
+            if *n > 0 && !dropped {
+                *stats.summaries.entry(rules.summaries[si].name.clone()).or_default() += n;
+            }
         }
     }
-    out.push_str("\r\n");
-    out
+
+    /// A feed's rejected count and kept lines.
+    pub fn rejects(&self, feed: &str) -> (u64, Vec<Rejected>) {
+        let g = self.stats.lock().unwrap_or_else(|e| e.into_inner());
+        match g.as_ref().and_then(|s| s.feeds.get(feed)) {
+            Some(f) => (f.rejected, f.rejects.iter().cloned().collect()),
+            None => (0, Vec::new()),
+        }
+    }
+
+    /// INFO's `summarizer` section.
+    pub fn info(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::from("# Summarizer\r\n");
+        let rules = self.rules();
+        let _ = write!(out, "summarizer_rules_loaded:{}\r\n", u8::from(rules.is_some()));
+        if let Some(r) = &rules {
+            let _ = write!(out, "summarizer_feeds:{}\r\nsummarizer_summaries:{}\r\n", r.feeds.len(), r.summaries.len());
+        }
+        let _ = write!(out, "summarizer_queue_batches:{}\r\nsummarizer_queue_waiting:{}\r\n", self.queue.queued.load(Ordering::Relaxed), self.queue.waiting.load(Ordering::Relaxed));
+        let g = self.stats.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = g.as_ref() {
+            let secs = s.since.elapsed().as_secs_f64().max(1e-3);
+            for (name, f) in &s.feeds {
+                let _ = write!(
+                    out,
+                    "feed_{name}:events={},rejected={},dropped={},bytes={},batches={},events_per_sec={:.0}\r\n",
+                    f.events,
+                    f.rejected,
+                    f.dropped,
+                    f.bytes,
+                    f.batches,
+                    f.events as f64 / secs
+                );
+            }
+            for (name, n) in &s.summaries {
+                let _ = write!(out, "summary_{name}:updates={n}\r\n");
+            }
+        }
+        out.push_str("\r\n");
+        out
+    }
 }
 
 // ---------------------------------------------------------------------------------------
 // The queue between parsers and shards
 
-/// Parsed batches holding a place (waiting for their shards or being applied).
-static QUEUED: AtomicUsize = AtomicUsize::new(0);
-/// Parsed batches waiting for a place.
-static WAITING: AtomicUsize = AtomicUsize::new(0);
-/// Wakes a waiting batch when a place frees up (any worker thread's runtime).
-static ROOM: tokio::sync::Notify = tokio::sync::Notify::const_new();
+/// The queue's counts, shared with the places batches hold.
+#[derive(Default)]
+struct Queue {
+    /// Parsed batches holding a place (waiting for their shards or being applied).
+    queued: AtomicUsize,
+    /// Parsed batches waiting for a place.
+    waiting: AtomicUsize,
+    /// Wakes a waiting batch when a place frees up (any worker thread's runtime).
+    room: tokio::sync::Notify,
+}
 
 /// A batch's place in the queue, given back when it drops.
-pub struct Place(());
+pub struct Place(Arc<Queue>);
 
 impl Drop for Place {
     fn drop(&mut self) {
-        QUEUED.fetch_sub(1, Ordering::AcqRel);
-        ROOM.notify_one();
+        self.0.queued.fetch_sub(1, Ordering::AcqRel);
+        self.0.room.notify_one();
     }
 }
 
-/// A place if fewer than `capacity` batches hold one.
-pub fn queue_try_enter(capacity: usize) -> Option<Place> {
-    QUEUED.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < capacity).then_some(n + 1)).ok().map(|_| Place(()))
-}
+impl Summarizer {
+    /// A place if fewer than `capacity` batches hold one.
+    pub fn queue_try_enter(&self, capacity: usize) -> Option<Place> {
+        let q = &self.queue;
+        q.queued.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < capacity).then_some(n + 1)).ok().map(|_| Place(q.clone()))
+    }
 
-/// Waits for a place. Waiting holds no shard, so the batches holding places always finish.
-pub async fn queue_enter(capacity: usize) -> Place {
-    if let Some(p) = queue_try_enter(capacity) {
-        return p;
-    }
-    // Counted while waiting, also when the wait is abandoned (the connection closed).
-    struct Waiting;
-    impl Drop for Waiting {
-        fn drop(&mut self) {
-            WAITING.fetch_sub(1, Ordering::Relaxed);
+    /// Waits for a place. Waiting holds no shard, so the batches holding places always finish.
+    pub async fn queue_enter(&self, capacity: usize) -> Place {
+        if let Some(p) = self.queue_try_enter(capacity) {
+            return p;
         }
-    }
-    WAITING.fetch_add(1, Ordering::Relaxed);
-    let waiting = Waiting;
-    let place = loop {
-        let notified = ROOM.notified();
-        tokio::pin!(notified);
-        notified.as_mut().enable();
-        if let Some(p) = queue_try_enter(capacity) {
-            break p;
+        // Counted while waiting, also when the wait is abandoned (the connection closed).
+        struct Waiting<'a>(&'a AtomicUsize);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::Relaxed);
+            }
         }
-        notified.await;
-    };
-    drop(waiting);
-    // A wake-up this waiter consumed may have been meant for room another can use too.
-    ROOM.notify_one();
-    place
+        self.queue.waiting.fetch_add(1, Ordering::Relaxed);
+        let waiting = Waiting(&self.queue.waiting);
+        let place = loop {
+            let notified = self.queue.room.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if let Some(p) = self.queue_try_enter(capacity) {
+                break p;
+            }
+            notified.await;
+        };
+        drop(waiting);
+        // A wake-up this waiter consumed may have been meant for room another can use too.
+        self.queue.room.notify_one();
+        place
+    }
 }

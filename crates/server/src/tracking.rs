@@ -162,6 +162,10 @@ struct State {
     over_limit_runs: u32,
 }
 
+/// The tracking table. Why a static and not a field of the `Server`: it is fed by the
+/// keyspace's modification observer, a plain `fn(&[u8])` with no context argument
+/// (`abacus_keyspace::set_modified_observer`, called on the shard threads for every modified
+/// key while a client tracks), so the table must be reachable without a handle.
 static STATE: LazyLock<Mutex<State>> = LazyLock::new(Default::default);
 
 /// The "value" part of a message: an array of one key.

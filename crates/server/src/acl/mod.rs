@@ -34,7 +34,7 @@
 //! Files: this one holds the users, the log and the ACL file; `rules.rs` one user's rules
 //! (parsing, describing, checking); `sha256.rs` the password digest.
 
-mod rules;
+pub(crate) mod rules;
 pub mod sha256;
 
 use std::collections::{BTreeMap, VecDeque};

@@ -7,7 +7,6 @@
 //! table's `CHANNEL_*` flags: nothing here names a command.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::OnceLock;
 
 use abacus_protocol::Arg;
 
@@ -22,28 +21,32 @@ pub const CATEGORIES: &[&str] = &[
 /// Every command and subcommand, sorted by name with each container followed by its
 /// subcommands: the order ACL descriptions list single-command rules in.
 pub fn universe() -> &'static [&'static Spec] {
-    static U: OnceLock<Vec<&'static Spec>> = OnceLock::new();
-    U.get_or_init(|| {
-        let mut top: Vec<&'static Spec> = command::all().collect();
-        top.sort_by_key(|s| s.name);
-        top.into_iter().flat_map(|c| std::iter::once(c).chain(c.subcommands.iter())).collect()
-    })
+    &command::facts().universe
+}
+
+/// [`universe`], built once with the command table's other derived facts (`command::facts`).
+pub fn build_universe() -> Vec<&'static Spec> {
+    let mut top: Vec<&'static Spec> = command::all().collect();
+    top.sort_by_key(|s| s.name);
+    top.into_iter().flat_map(|c| std::iter::once(c).chain(c.subcommands.iter())).collect()
 }
 
 /// The commands (full names) of each category.
 fn category_members() -> &'static HashMap<&'static str, Vec<&'static Spec>> {
-    static M: OnceLock<HashMap<&'static str, Vec<&'static Spec>>> = OnceLock::new();
-    M.get_or_init(|| {
-        let mut m: HashMap<&'static str, Vec<&'static Spec>> = CATEGORIES.iter().map(|c| (*c, Vec::new())).collect();
-        for spec in universe() {
-            for c in crate::command_flags::acl_categories(spec) {
-                if let Some(v) = m.get_mut(c) {
-                    v.push(spec);
-                }
+    &command::facts().categories
+}
+
+/// [`category_members`] of the commands of `universe`, built once (`command::facts`).
+pub fn build_categories(universe: &[&'static Spec]) -> HashMap<&'static str, Vec<&'static Spec>> {
+    let mut m: HashMap<&'static str, Vec<&'static Spec>> = CATEGORIES.iter().map(|c| (*c, Vec::new())).collect();
+    for spec in universe {
+        for c in crate::command_flags::acl_categories(spec) {
+            if let Some(v) = m.get_mut(c) {
+                v.push(spec);
             }
         }
-        m
-    })
+    }
+    m
 }
 
 /// The commands of a category (ACL CAT <category>), or None for an unknown one.

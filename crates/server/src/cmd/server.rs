@@ -610,7 +610,7 @@ pub async fn info_text(worker: &crate::node::Node, access: Access<'_>, mut secti
     // Abacus's own section: only when asked by name, so that `all` and `everything` list
     // Redis 7.0's sections as Redis does.
     if want("summarizer") {
-        out.push_str(&crate::summarizer::info());
+        out.push_str(&worker.server.summarizer.info());
     }
     if want("keyspace") {
         out.push_str("# Keyspace\r\n");

@@ -66,8 +66,8 @@ pub const COMMANDS: &[Spec] = &[
     Spec::conn("summary.ingestsource", -7, WRITE | DENYOOM | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| ingest(conn, access, &call.args, true).await), G, "SUMMARY.INGEST exactly once: SUMMARY.INGESTSOURCE feed source start-offset end-offset first-line payload [payload ...]."),
     Spec::conn("summary.source", 2, READONLY | FAST, NONE, conn_fn!(|conn, access, call| source(conn, access, &call.args).await), G, "Returns where a source's exactly-once ingest stopped: [offset, next line]."),
     Spec::conn("summary.query", -2, READONLY | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| query(conn, access, &call.args).await), G, "Merges a summary: SUMMARY.QUERY name [FROM t] [TO t] [WHERE dim value ...] [GROUPBY dim ... | GROUPBY BUCKET]."),
-    Spec::conn("summary.rejects", 2, READONLY, NONE, conn_fn!(|_conn, _, call| rejects(&call.args)), G, "Returns a feed's rejected line count and the first rejected lines."),
-    Spec::conn("summary.rules", -2, ADMIN, NONE, conn_fn!(|_conn, _, call| rules_cmd(&call.args)), G, "SUMMARY.RULES LOAD path | GET: loads or shows the summarizer rules."),
+    Spec::conn("summary.rejects", 2, READONLY, NONE, conn_fn!(|conn, _, call| rejects(conn, &call.args)), G, "Returns a feed's rejected line count and the first rejected lines."),
+    Spec::conn("summary.rules", -2, ADMIN, NONE, conn_fn!(|conn, _, call| rules_cmd(conn, &call.args)), G, "SUMMARY.RULES LOAD path | GET: loads or shows the summarizer rules."),
 ];
 
 /// SUMMARY.INGEST's entry: the ingest port checks its producers' ACL rights against it.
@@ -242,7 +242,7 @@ async fn ingest(conn: &mut Conn, access: Access<'_>, a: &[Arg], with_source: boo
 /// SUMMARY.REJECTS when the batch has no source id, `first_line` the number of its first line.
 #[allow(clippy::too_many_arguments)]
 pub async fn ingest_on(worker: &crate::node::Node, db: usize, access: Access<'_>, a: &[Arg], with_source: bool, label: String, first_line: u64) -> Frame {
-    let Some(rules) = summarizer::rules() else { return err(ERR_NO_RULES) };
+    let Some(rules) = worker.server.summarizer.rules() else { return err(ERR_NO_RULES) };
     let feed_name = text(&a[1]);
     let Some(fi) = rules.feed(&feed_name) else { return Frame::error(format!("ERR no such feed '{feed_name}'")) };
     let mut source = None;
@@ -278,18 +278,18 @@ pub async fn ingest_on(worker: &crate::node::Node, db: usize, access: Access<'_>
     let capacity = worker.server.config.get_u64("summarizer-queue-batches").max(1) as usize;
     let _place = match access {
         Access::Locked(_) => None,
-        Access::Free if rules.feeds[fi].drop_when_full && source.is_none() => match summarizer::queue_try_enter(capacity) {
+        Access::Free if rules.feeds[fi].drop_when_full && source.is_none() => match worker.server.summarizer.queue_try_enter(capacity) {
             Some(p) => Some(p),
             None => {
                 let label = match &source {
                     Some((_, id, ..)) => id.clone(),
                     None => label,
                 };
-                summarizer::record_dropped(&rules, fi, &batch, &label);
+                worker.server.summarizer.record_dropped(&rules, fi, &batch, &label);
                 return Frame::Array(vec![Frame::Integer(0), Frame::Integer(batch.rejected as i64)]);
             }
         },
-        Access::Free => Some(summarizer::queue_enter(capacity).await),
+        Access::Free => Some(worker.server.summarizer.queue_enter(capacity).await),
     };
     let n = worker.shards();
     let mut per_shard: BTreeMap<usize, ShardWork> = BTreeMap::new();
@@ -329,7 +329,7 @@ pub async fn ingest_on(worker: &crate::node::Node, db: usize, access: Access<'_>
         None => label,
     };
     if per_shard.is_empty() {
-        summarizer::record(&rules, fi, &batch, &source_label);
+        worker.server.summarizer.record(&rules, fi, &batch, &source_label);
         return ingest_reply(&batch);
     }
     let own_locks;
@@ -424,7 +424,7 @@ pub async fn ingest_on(worker: &crate::node::Node, db: usize, access: Access<'_>
             failed.1 = first;
         }
     }
-    summarizer::record(&rules, fi, &batch, &source_label);
+    worker.server.summarizer.record(&rules, fi, &batch, &source_label);
     if let (count, Some(first)) = failed {
         return Frame::error(format!("ERR {count} summary writes failed, the first with: {}", String::from_utf8_lossy(&first)));
     }
@@ -1021,7 +1021,7 @@ fn shard_groups(rules: &Rules, q: &Query, db: &mut Db) -> Result<Vec<Group>, Str
 }
 
 async fn query(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
-    let Some(rules) = summarizer::rules() else { return err(ERR_NO_RULES) };
+    let Some(rules) = conn.worker.server.summarizer.rules() else { return err(ERR_NO_RULES) };
     let args: Vec<&[u8]> = a[1..].iter().map(|x| &x[..]).collect();
     let q = match Query::parse(&rules, &args) {
         Ok(q) => Arc::new(q),
@@ -1087,13 +1087,14 @@ async fn query(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
 // ---------------------------------------------------------------------------------------
 // SUMMARY.REJECTS, SUMMARY.RULES
 
-fn rejects(a: &[Arg]) -> Frame {
-    let Some(rules) = summarizer::rules() else { return err(ERR_NO_RULES) };
+fn rejects(conn: &Conn, a: &[Arg]) -> Frame {
+    let summarizer = &conn.worker.server.summarizer;
+    let Some(rules) = summarizer.rules() else { return err(ERR_NO_RULES) };
     let feed = text(&a[1]);
     if rules.feed(&feed).is_none() {
         return Frame::error(format!("ERR no such feed '{feed}'"));
     }
-    let (count, kept) = summarizer::rejects(&feed);
+    let (count, kept) = summarizer.rejects(&feed);
     let lines = kept
         .into_iter()
         .map(|r| {
@@ -1108,15 +1109,16 @@ fn rejects(a: &[Arg]) -> Frame {
     Frame::Map(vec![(bulk(b"rejected"), Frame::Integer(count as i64)), (bulk(b"lines"), Frame::Array(lines))])
 }
 
-fn rules_cmd(a: &[Arg]) -> Frame {
+fn rules_cmd(conn: &Conn, a: &[Arg]) -> Frame {
+    let summarizer = &conn.worker.server.summarizer;
     if a[1].eq_ignore_ascii_case(b"load") && a.len() == 3 {
-        return match summarizer::load(&text(&a[2])) {
+        return match summarizer.load(&text(&a[2])) {
             Ok(()) => Frame::ok(),
             Err(e) => Frame::error(format!("ERR {e}")),
         };
     }
     if a[1].eq_ignore_ascii_case(b"get") && a.len() == 2 {
-        return match summarizer::rules() {
+        return match summarizer.rules() {
             Some(r) => bulk(r.text.as_bytes()),
             None => Frame::Null,
         };

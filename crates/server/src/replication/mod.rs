@@ -230,6 +230,11 @@ pub struct Repl {
     pub sync_point: AtomicBool,
 }
 
+/// The replication state. Why a static and not a field of the `Server`: a process is one
+/// replication node (one replication ID, one backlog, one link to a primary), and the state is
+/// read where no server handle reaches yet (recovery's position before the server is built,
+/// the effects stream's `Feed`, which durability holds as a trait object). Moving it into the
+/// `Server` is the next step once those paths carry the handle.
 static REPL: OnceLock<Repl> = OnceLock::new();
 
 /// The smallest backlog (Redis's `CONFIG_REPL_BACKLOG_MIN_SIZE`).
