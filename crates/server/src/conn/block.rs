@@ -27,8 +27,8 @@ use abacus_engine::shard::{now_ms, shard_of, Shard};
 enum Attempt {
     /// Served, or an error: the reply.
     Done(Frame),
-    /// Registered; the null reply a timeout gives.
-    Blocked(Frame),
+    /// Registered: it waits.
+    Blocked,
 }
 
 /// Why the wait ended.
@@ -76,11 +76,11 @@ impl Conn {
             } else {
                 self.try_across(spec, &mut argv, &keys, &shards, id, tx, ready.take()).await
             };
-            let null = match attempt {
+            match attempt {
                 None => return Some(shutting_down()),
                 Some(Attempt::Done(reply)) => return Some(reply),
-                Some(Attempt::Blocked(null)) => null,
-            };
+                Some(Attempt::Blocked) => {}
+            }
             let woken = self.wait_blocked(&mut rx, deadline, stream, &mut socket_open).await;
             if let Woken::Outcome(Outcome::Served(reply)) = woken {
                 // Removed from the shard by the shard itself (one-shard waiters only).
@@ -105,13 +105,16 @@ impl Conn {
                     continue;
                 }
                 Woken::Outcome(_) => continue,
-                Woken::Timeout => Some(null),
+                // Redis 7.0 answers every timed-out wait with a null array (its
+                // replyToBlockedClientTimedOut), BLMOVE's and BRPOPLPUSH's too, although
+                // their null inside MULTI is a null bulk string.
+                Woken::Timeout => Some(Frame::NullArray),
                 Woken::Unblocked(UNBLOCK_ERROR) => Some(Frame::error("UNBLOCKED client unblocked via CLIENT UNBLOCK")),
                 Woken::Unblocked(UNBLOCK_ROLE) => {
                     self.close_after_reply = true;
                     Some(Frame::error("UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)"))
                 }
-                Woken::Unblocked(_) => Some(null),
+                Woken::Unblocked(_) => Some(Frame::NullArray),
                 Woken::Gone if self.shutting_down() => Some(shutting_down()),
                 Woken::Gone => None,
             };
@@ -147,7 +150,7 @@ impl Conn {
                 }
                 let waiter = Waiter { db, call: Call { spec, args, client: 0, no_touch: false }, keys, tx, serve_here: true };
                 s.blocked.register(&mut s.dbs, id, waiter);
-                Attempt::Blocked(reply)
+                Attempt::Blocked
             })
             .await
     }
@@ -182,7 +185,7 @@ impl Conn {
             let waiter = Waiter { db, call: Call { spec, args: Args::from_vec(argv.to_vec()), client: 0, no_touch: false }, keys: here, tx: tx.clone(), serve_here: false };
             self.worker.run(Access::Locked(&locks), shard, move |s: &mut Shard| s.blocked.register(&mut s.dbs, id, waiter)).await?;
         }
-        Some(Attempt::Blocked(reply))
+        Some(Attempt::Blocked)
     }
 
     /// Waits for a shard's outcome, the deadline, CLIENT UNBLOCK / KILL, or the socket's end.
