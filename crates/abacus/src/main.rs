@@ -197,8 +197,8 @@ fn main() {
             if let Some(path) = &config {
                 cfg.set_config_file(std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()));
             }
-            init_logging(&cfg.get("loglevel"));
-            if cfg.get("huge-pages") == "yes" {
+            init_logging(&cfg.get(abacus_engine::param!("loglevel")));
+            if cfg.get(abacus_engine::param!("huge-pages")) == "yes" {
                 huge_pages();
             }
             if !abacus_engine::memory::enable_background_purge() {

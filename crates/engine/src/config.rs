@@ -9,8 +9,10 @@
 //! Values are kept in their canonical string form (what CONFIG GET prints). Every numeric,
 //! boolean or enumerated value is also mirrored into an atomic, one per parameter, indexed by
 //! the parameter's position in [`PARAMS`], so the hot path reads it without a lock. Code names a
-//! parameter by a constant made from its name at compile time ([`param_index`]: a misspelt
-//! name fails the build), so adding a parameter is one line of [`PARAMS`], whatever reads it.
+//! parameter by a constant made from its name at compile time (`param!("maxmemory")`, a
+//! [`ParamId`]; the mirrors' constants likewise, [`param_index`]): a misspelt name fails the
+//! build, and no read goes by a string; a name known only at run time (a client's CONFIG GET)
+//! goes through [`Config::get_by_name`]. Adding a parameter is one line of [`PARAMS`].
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -405,6 +407,43 @@ impl Default for Config {
     }
 }
 
+/// A parameter, by its position in [`PARAMS`]: made by [`param!`] from the parameter's name at
+/// compile time, so that every read goes through the parameter's declaration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParamId(pub usize);
+
+impl ParamId {
+    /// The parameter named `name`; in a constant (what [`param!`] makes), an unknown name is a
+    /// build error.
+    pub const fn of(name: &str) -> ParamId {
+        ParamId(param_index(name))
+    }
+
+    pub fn name(self) -> &'static str {
+        PARAMS[self.0].name
+    }
+}
+
+/// The [`ParamId`] of a parameter named by a literal, checked at compile time:
+/// `config.get(param!("maxmemory"))`.
+///
+/// ```
+/// let c = abacus_engine::Config::default();
+/// assert_eq!(c.get(abacus_engine::param!("maxmemory-policy")), "noeviction");
+/// ```
+///
+/// A name no parameter has does not build (it used to read an empty value):
+///
+/// ```compile_fail
+/// let _ = abacus_engine::param!("maxmemory-polcy");
+/// ```
+#[macro_export]
+macro_rules! param {
+    ($name:literal) => {
+        const { $crate::config::ParamId::of($name) }
+    };
+}
+
 /// The position of parameter `name` in [`PARAMS`]. Evaluated at compile time where it makes a
 /// constant, so an unknown name is a build error, not a zero read at run time.
 pub const fn param_index(name: &str) -> usize {
@@ -604,23 +643,33 @@ impl Config {
             .collect()
     }
 
-    pub fn get(&self, name: &str) -> String {
-        self.values.read().get(name).cloned().unwrap_or_default()
+    /// A parameter's canonical value (CONFIG GET's form). `p` comes from [`param!`], so a
+    /// misspelt name fails the build instead of reading empty.
+    pub fn get(&self, p: ParamId) -> String {
+        self.values.read().get(PARAMS[p.0].name).cloned().unwrap_or_default()
     }
 
-    pub fn get_u64(&self, name: &str) -> u64 {
-        self.get(name).parse().unwrap_or(0)
+    /// A parameter by a name known only at run time (a client's CONFIG GET, a rewrite of the
+    /// config file): None for a name no parameter has.
+    pub fn get_by_name(&self, name: &str) -> Option<String> {
+        self.values.read().get(name).cloned()
     }
 
-    pub fn get_bool(&self, name: &str) -> bool {
-        self.get(name) == "yes"
+    /// A numeric parameter's value (0 for one that is not a plain number).
+    pub fn get_u64(&self, p: ParamId) -> u64 {
+        self.get(p).parse().unwrap_or(0)
+    }
+
+    /// A yes/no parameter's value.
+    pub fn get_bool(&self, p: ParamId) -> bool {
+        self.get(p) == "yes"
     }
 
     /// A set value as stored: `client-output-buffer-limit` keeps the classes the set does not
     /// name, as Redis's.
     fn merged(&self, p: &Param, v: String) -> String {
         match p.kind {
-            Kind::OutputBufferLimit => merge_output_limits(&self.get(p.name), &v),
+            Kind::OutputBufferLimit => merge_output_limits(&self.get_by_name(p.name).unwrap_or_default(), &v),
             _ => v,
         }
     }
@@ -731,13 +780,13 @@ impl Config {
 
     /// The password clients must give, if any.
     pub fn requirepass(&self) -> Option<String> {
-        let p = self.get("requirepass");
+        let p = self.get(crate::param!("requirepass"));
         (!p.is_empty()).then_some(p)
     }
 
     /// Worker thread count with 0 resolved to the number of cores.
     pub fn threads(&self) -> usize {
-        match self.get_u64("threads") {
+        match self.get_u64(crate::param!("threads")) {
             0 => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
             n => n as usize,
         }
@@ -800,11 +849,11 @@ mod tests {
         assert!(Config::from_sources(None, &args("--save abc")).is_err());
         assert!(Config::from_sources(Some("save 60\n"), &[]).is_err());
         let c = Config::from_sources(Some("save \"\"\n"), &args("--hz 1000")).unwrap();
-        assert_eq!(c.get("save"), "");
+        assert_eq!(c.get(crate::param!("save")), "");
         // hz is clamped to 1..=500 as Redis does, at start-up and by CONFIG SET alike.
-        assert_eq!(c.get("hz"), "500");
+        assert_eq!(c.get(crate::param!("hz")), "500");
         c.set_many(&[("hz".into(), "0".into())]).unwrap();
-        assert_eq!(c.get("hz"), "1");
+        assert_eq!(c.get(crate::param!("hz")), "1");
         assert!(c.set_many(&[("save".into(), "1 2 3".into())]).unwrap_err().ends_with("Invalid save parameters"));
         // An alias is found, and errors name it as given.
         assert!(c.set_many(&[("hash-max-ziplist-entries".into(), "x".into())]).unwrap_err().contains("'hash-max-ziplist-entries'"));
@@ -813,8 +862,8 @@ mod tests {
     #[test]
     fn command_line_overrides_file() {
         let c = Config::from_sources(Some("port 7000\n# comment\nrequirepass \"pw\"\n"), &args("--port 7001 --bind 127.0.0.1 ::1")).unwrap();
-        assert_eq!(c.get("port"), "7001");
-        assert_eq!(c.get("bind"), "127.0.0.1 ::1");
+        assert_eq!(c.get(crate::param!("port")), "7001");
+        assert_eq!(c.get(crate::param!("bind")), "127.0.0.1 ::1");
         assert_eq!(c.requirepass().as_deref(), Some("pw"));
     }
 
@@ -879,7 +928,7 @@ mod tests {
         for &p in EvictionPolicy::ALL {
             set("maxmemory-policy", &p.name().to_uppercase()).unwrap();
             assert_eq!(c.cmd_config().eviction, p);
-            assert_eq!(c.get("maxmemory-policy"), p.name());
+            assert_eq!(c.get(crate::param!("maxmemory-policy")), p.name());
         }
         set("lfu-log-factor", "0").unwrap();
         set("lfu-decay-time", "30").unwrap();
@@ -896,12 +945,12 @@ mod tests {
         assert_eq!(c.pubsub_limit.get(), (32 << 20, 8 << 20, 60));
         let set = |v: &str| c.set_many(&[("client-output-buffer-limit".into(), v.into())]);
         set("PUBSUB 1mb 2k 5").unwrap();
-        assert_eq!(c.get("client-output-buffer-limit"), "normal 0 0 0 slave 268435456 67108864 60 pubsub 1048576 2000 5");
+        assert_eq!(c.get(crate::param!("client-output-buffer-limit")), "normal 0 0 0 slave 268435456 67108864 60 pubsub 1048576 2000 5");
         assert_eq!(c.pubsub_limit.get(), (1 << 20, 2000, 5));
         set("replica 1 2 3 normal 4 5 6").unwrap();
-        assert_eq!(c.get("client-output-buffer-limit"), "normal 4 5 6 slave 1 2 3 pubsub 1048576 2000 5");
+        assert_eq!(c.get(crate::param!("client-output-buffer-limit")), "normal 4 5 6 slave 1 2 3 pubsub 1048576 2000 5");
         set("").unwrap();
-        assert_eq!(c.get("client-output-buffer-limit"), "normal 4 5 6 slave 1 2 3 pubsub 1048576 2000 5");
+        assert_eq!(c.get(crate::param!("client-output-buffer-limit")), "normal 4 5 6 slave 1 2 3 pubsub 1048576 2000 5");
         for (bad, why) in [("pubsub 1 2", "Wrong number"), (" ", "Wrong number"), ("pubsub  1 2 3", "Wrong number"), ("master 1 2 3", "Invalid client class"), ("pubsub x 2 3", "Error in hard"), ("pubsub 1 2 -3", "Error in hard"), ("pubsub 1 2 3x", "Error in hard")] {
             let e = set(bad).unwrap_err();
             assert!(e.contains("(possibly related to argument 'client-output-buffer-limit') - ") && e.contains(why), "{bad}: {e}");

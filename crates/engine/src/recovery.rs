@@ -265,7 +265,7 @@ fn replay_log(
     match &scan.problem {
         None => {}
         Some(Problem::TornTail { offset, dropped_bytes }) if last => {
-            if !config.get_bool("aof-load-truncated") {
+            if !config.get_bool(crate::param!("aof-load-truncated")) {
                 return Err(format!(
                     "log {} ends with an incomplete record at offset {offset} ({dropped_bytes} bytes). Start with \
                      aof-load-truncated yes to drop it, or run `abacus check-aof --fix {}`",

@@ -290,7 +290,7 @@ fn serve_blocked(shard: &RefCell<Shard>, server: &crate::engine::Engine) {
 
 /// Runs the jobs sent to `shard` until every sender is gone, and its active expiry.
 pub async fn shard_loop(shard: Rc<RefCell<Shard>>, mut rx: mpsc::Receiver<ShardMsg>, server: std::sync::Arc<crate::engine::Engine>) {
-    let hz = server.config.get_u64("hz");
+    let hz = server.config.get_u64(crate::param!("hz"));
     let mut meter = crate::stats::OpsMeter::default();
     let period = Duration::from_millis(1000 / hz.clamp(1, 500));
     let mut tick = tokio::time::interval(period);

@@ -392,13 +392,13 @@ pub async fn driver(worker: std::rc::Rc<Worker>) {
         let now_s = now_ms() / 1000;
         let since = now_s.saturating_sub(snaps.last_save_s.load(Ordering::Relaxed));
         let changes = snaps.changes.load(Ordering::Relaxed);
-        let scheduled = parse_schedule(&cfg.get("save")).unwrap_or_default().iter().any(|&(secs, n)| changes >= n.max(1) && since >= secs);
+        let scheduled = parse_schedule(&cfg.get(crate::param!("save"))).unwrap_or_default().iter().any(|&(secs, n)| changes >= n.max(1) && since >= secs);
         // A failed snapshot is retried after a pause, not in a loop.
         let retry_ok = snaps.last_ok.load(Ordering::Relaxed) || now_s.saturating_sub(snaps.started_ms.load(Ordering::Relaxed) / 1000) >= 5;
         let mut grow = false;
         if let Some(aof) = durability.log() {
-            let pct = cfg.get_u64("auto-aof-rewrite-percentage");
-            let min = cfg.get_u64("auto-aof-rewrite-min-size");
+            let pct = cfg.get_u64(crate::param!("auto-aof-rewrite-percentage"));
+            let min = cfg.get_u64(crate::param!("auto-aof-rewrite-min-size"));
             // As Redis's rule, with the snapshot as the rewritten base: compact when the data
             // on disk (snapshot + log since) is at least the minimum and the log has grown by
             // the percentage of the snapshot. Without a snapshot, at the minimum.
@@ -428,8 +428,8 @@ pub async fn driver(worker: std::rc::Rc<Worker>) {
 /// One atomic load each when all is well.
 pub fn refusing_writes(durability: &Durability, config: &crate::config::Config) -> Option<String> {
     if durability.snapshots().is_some_and(|s| !s.last_ok.load(Ordering::Relaxed))
-        && config.get_bool("stop-writes-on-bgsave-error")
-        && !config.get("save").trim().is_empty()
+        && config.get_bool(crate::param!("stop-writes-on-bgsave-error"))
+        && !config.get(crate::param!("save")).trim().is_empty()
     {
         return Some(
             "MISCONF Abacus is configured to save snapshots, but it's currently unable to persist to disk. \

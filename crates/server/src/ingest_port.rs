@@ -46,7 +46,7 @@ pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1
 
 /// Binds the port's listeners, when `ingest-port` is set.
 pub fn bind(config: &abacus_engine::config::Config) -> Result<Vec<std::net::TcpListener>, String> {
-    crate::metrics::bind_extra_port(config, "ingest-port")
+    crate::metrics::bind_extra_port(config, abacus_engine::param!("ingest-port"))
 }
 
 /// Serves one listener (each worker thread serves its own handle of it) until the server stops.
@@ -165,7 +165,7 @@ async fn handle(worker: &Node, stream: &mut tokio::net::TcpStream, addr: std::ne
     // Skipping the rest of a line already rejected as too long.
     let mut skipping = false;
     let mut eof = false;
-    let idle = match server.config.get_u64("timeout") {
+    let idle = match server.config.get_u64(abacus_engine::param!("timeout")) {
         0 => None,
         s => Some(std::time::Duration::from_secs(s)),
     };

@@ -36,19 +36,20 @@ const CONNECTIONS_MAX: usize = 64;
 
 /// Binds the endpoint's listeners, when `metrics-port` is set.
 pub fn bind(config: &abacus_engine::config::Config) -> Result<Vec<std::net::TcpListener>, String> {
-    bind_extra_port(config, "metrics-port")
+    bind_extra_port(config, abacus_engine::param!("metrics-port"))
 }
 
 /// Binds the listeners of a side port (`metrics-port`, `ingest-port`) on the `bind`
 /// addresses, when the parameter `param` is set (0 = off): the main port's addresses, so the
 /// same protected-mode rules hold.
-pub fn bind_extra_port(config: &abacus_engine::config::Config, param: &str) -> Result<Vec<std::net::TcpListener>, String> {
+pub fn bind_extra_port(config: &abacus_engine::config::Config, param: abacus_engine::config::ParamId) -> Result<Vec<std::net::TcpListener>, String> {
     let port = config.get_u64(param) as u16;
+    let param = param.name();
     if port == 0 {
         return Ok(Vec::new());
     }
     let mut out = Vec::new();
-    for b in config.get("bind").split_whitespace() {
+    for b in config.get(abacus_engine::param!("bind")).split_whitespace() {
         let ip: std::net::IpAddr = b.trim_start_matches('-').parse().map_err(|_| format!("bind: '{b}' is not an IP address"))?;
         let addr = std::net::SocketAddr::new(ip, port);
         let l = std::net::TcpListener::bind(addr).map_err(|e| format!("{param}: cannot listen on {addr}: {e}"))?;

@@ -29,16 +29,16 @@ pub use crate::node::{Incoming, Node, Pause, PauseGuard, Server, ABACUS_VERSION,
 
 /// Checks the configuration for start-up errors a user must fix.
 pub fn check_startup(config: &Config) -> Result<(), String> {
-    if config.get("dir").trim().is_empty() {
+    if config.get(abacus_engine::param!("dir")).trim().is_empty() {
         return Err("dir: the data directory must not be empty".into());
     }
-    let binds: Vec<String> = config.get("bind").split_whitespace().map(String::from).collect();
+    let binds: Vec<String> = config.get(abacus_engine::param!("bind")).split_whitespace().map(String::from).collect();
     if binds.is_empty() {
         return Err("bind: at least one address is required".into());
     }
     for b in &binds {
         let ip: IpAddr = b.trim_start_matches('-').parse().map_err(|_| format!("bind: '{b}' is not an IP address"))?;
-        if !ip.is_loopback() && config.get_bool("protected-mode") && config.requirepass().is_none() {
+        if !ip.is_loopback() && config.get_bool(abacus_engine::param!("protected-mode")) && config.requirepass().is_none() {
             return Err(format!(
                 "refusing to listen on non-loopback address {b} without a password: anyone who can reach this \
                  address could read and change all data. Set a password with --requirepass, or, if the network \
@@ -82,16 +82,16 @@ pub fn run(config: Config) -> Result<(), String> {
     let acl = crate::acl::Acl::at_startup(&config)?;
     let summarizer = crate::summarizer::Summarizer::default();
     summarizer.load_at_startup(&config)?;
-    let dir = config.get("dir");
+    let dir = config.get(abacus_engine::param!("dir"));
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create data directory '{dir}': {e}"))?;
     // One server per data directory, taken before anything is read or bound: a second server
     // started on it by mistake stops here, before it could append to the same log. Held until
     // the process ends (SHUTDOWN exits without unwinding: the kernel releases it then).
     let _dir_lock = abacus_persist::dirlock::DirLock::acquire(std::path::Path::new(&dir), "abacus serve")?;
     let dir = abacus_persist::dirlock::absolute(std::path::Path::new(&dir)).display().to_string();
-    let port = config.get_u64("port") as u16;
+    let port = config.get_u64(abacus_engine::param!("port")) as u16;
     let mut listeners = Vec::new();
-    for b in config.get("bind").split_whitespace() {
+    for b in config.get(abacus_engine::param!("bind")).split_whitespace() {
         let ip: IpAddr = b.trim_start_matches('-').parse().map_err(|_| format!("bind: '{b}' is not an IP address"))?;
         let addr = SocketAddr::new(ip, port);
         let l = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
@@ -100,9 +100,9 @@ pub fn run(config: Config) -> Result<(), String> {
     let mut metrics_listeners = crate::metrics::bind(&config)?;
     let ingest_listeners = crate::ingest_port::bind(&config)?;
     let threads = config.threads();
-    let databases = config.get_u64("databases") as usize;
+    let databases = config.get_u64(abacus_engine::param!("databases")) as usize;
     // Before any database exists: the key tables are created with their density.
-    abacus_keyspace::set_dense_key_tables(config.get("keyspace-density") == "dense");
+    abacus_keyspace::set_dense_key_tables(config.get(abacus_engine::param!("keyspace-density")) == "dense");
     let dir_path = std::path::PathBuf::from(&dir);
     // Clients may connect while the data loads: they get -LOADING (INFO shows the progress).
     abacus_engine::stats::LOADING.start(0);
@@ -202,7 +202,7 @@ pub fn run(config: Config) -> Result<(), String> {
     tracing::info!("{}", banner(&server.config, &addrs, threads, &dir));
     for l in listeners {
         let server = server.clone();
-        let keepalive = server.config.get_u64("tcp-keepalive");
+        let keepalive = server.config.get_u64(abacus_engine::param!("tcp-keepalive"));
         std::thread::Builder::new()
             .name("abacus-accept".into())
             .spawn(move || {
@@ -243,7 +243,7 @@ pub fn run(config: Config) -> Result<(), String> {
         wait_for_signal();
         tracing::info!("Received shutdown signal, scheduling shutdown...");
         // As Redis: with snapshots scheduled and the log off, a clean stop saves a snapshot.
-        if !server.config.get("save").trim().is_empty() && !server.config.get_bool("appendonly") {
+        if !server.config.get(abacus_engine::param!("save")).trim().is_empty() && !server.config.get_bool(abacus_engine::param!("appendonly")) {
             tracing::info!("Saving the final snapshot before exiting");
             if !abacus_engine::snapshot::final_save_blocking(&server.durability) {
                 // As Redis: exiting now would lose every write since the last snapshot.
@@ -265,16 +265,16 @@ pub fn run(config: Config) -> Result<(), String> {
 
 /// The start-up banner: what an operator needs to know about this process in one line.
 pub fn banner(config: &Config, addrs: &[String], threads: usize, dir: &str) -> String {
-    let maxmemory = match config.get_u64("maxmemory") {
+    let maxmemory = match config.get_u64(abacus_engine::param!("maxmemory")) {
         0 => "none".to_string(),
         m => format!("{m} bytes ({:.1} MiB)", m as f64 / (1024.0 * 1024.0)),
     };
-    let persistence = if config.get_bool("appendonly") {
-        format!("appendonly yes, appendfsync {}", config.get("appendfsync"))
+    let persistence = if config.get_bool(abacus_engine::param!("appendonly")) {
+        format!("appendonly yes, appendfsync {}", config.get(abacus_engine::param!("appendfsync")))
     } else {
         "appendonly no".to_string()
     };
-    let save = config.get("save");
+    let save = config.get(abacus_engine::param!("save"));
     let save = if save.trim().is_empty() { "none".to_string() } else { format!("\"{save}\"") };
     let file = match config.config_file() {
         Some(f) => format!(", config file {}", f.display()),
@@ -285,7 +285,7 @@ pub fn banner(config: &Config, addrs: &[String], threads: usize, dir: &str) -> S
          data directory {dir}, maxmemory {maxmemory}, maxmemory-policy {}, {persistence}, save {save}{file}",
         std::process::id(),
         addrs.join(" "),
-        config.get("maxmemory-policy"),
+        config.get(abacus_engine::param!("maxmemory-policy")),
     )
 }
 
@@ -309,7 +309,7 @@ fn load_data(server: &Arc<Server>, dir_path: &std::path::Path, threads: usize, d
     for _ in 0..threads {
         ack_rx.recv().map_err(|_| "a worker stopped while loading".to_string())?;
     }
-    if config.get_bool("appendonly") {
+    if config.get_bool(abacus_engine::param!("appendonly")) {
         // Keep appending to the last segment (its torn tail, if any, was cut off), or start
         // the first one.
         let segment = match manifest.logs.last() {
@@ -322,7 +322,7 @@ fn load_data(server: &Arc<Server>, dir_path: &std::path::Path, threads: usize, d
                 name
             }
         };
-        server.durability.start_log(dir_path, &segment, abacus_engine::aof::Fsync::from_name(&config.get("appendfsync")))?;
+        server.durability.start_log(dir_path, &segment, abacus_engine::aof::Fsync::from_name(&config.get(abacus_engine::param!("appendfsync"))))?;
     }
     server.durability.init_snapshots(dir_path.to_path_buf(), manifest);
     crate::replication::configure(config);

@@ -74,7 +74,7 @@ impl Summarizer {
 
     /// Loads `summarizer-rules` at start-up, if set.
     pub fn load_at_startup(&self, config: &abacus_engine::config::Config) -> Result<(), String> {
-        let path = config.get("summarizer-rules");
+        let path = config.get(abacus_engine::param!("summarizer-rules"));
         if path.trim().is_empty() {
             return Ok(());
         }

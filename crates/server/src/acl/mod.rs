@@ -127,7 +127,7 @@ impl Acl {
     pub fn at_startup(config: &abacus_engine::config::Config) -> Result<Acl, String> {
         let acl = Acl::new();
         acl.set_requirepass(config.requirepass().as_deref());
-        let path = config.get("aclfile");
+        let path = config.get(abacus_engine::param!("aclfile"));
         if !path.is_empty() {
             let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read the ACL file '{path}': {e}"))?;
             let users = parse_file(&path, &text)?;

@@ -208,7 +208,7 @@ fn log(conn: &mut Conn, a: &[Arg]) -> Frame {
 }
 
 fn save(conn: &mut Conn) -> Frame {
-    let path = conn.worker.server.config.get("aclfile");
+    let path = conn.worker.server.config.get(abacus_engine::param!("aclfile"));
     if path.is_empty() {
         return err(NO_ACLFILE);
     }
@@ -222,7 +222,7 @@ fn save(conn: &mut Conn) -> Frame {
 }
 
 fn load(conn: &mut Conn) -> Frame {
-    let path = conn.worker.server.config.get("aclfile");
+    let path = conn.worker.server.config.get(abacus_engine::param!("aclfile"));
     if path.is_empty() {
         return err(NO_ACLFILE);
     }

@@ -114,7 +114,7 @@ pub async fn shutdown(conn: &mut Conn, a: &[Arg]) -> Frame {
     let cfg = &conn.worker.server.config;
     // Nothing to save while the data is still loading: the files on disk are the data.
     let loading = abacus_engine::stats::LOADING.active.load(std::sync::atomic::Ordering::Acquire);
-    let scheduled = !cfg.get("save").trim().is_empty() && !cfg.get_bool("appendonly") && !loading;
+    let scheduled = !cfg.get(abacus_engine::param!("save")).trim().is_empty() && !cfg.get_bool(abacus_engine::param!("appendonly")) && !loading;
     if (save && !loading) || (scheduled && !nosave) {
         let result = match abacus_engine::snapshot::start(&conn.worker, Access::Free, "SHUTDOWN").await {
             Ok(before) => abacus_engine::snapshot::wait(&conn.worker.server.durability, before).await,

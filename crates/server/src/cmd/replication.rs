@@ -166,7 +166,7 @@ pub fn config_rewrite(conn: &mut Conn) -> Frame {
         let name = t.split_whitespace().next().unwrap_or("");
         match abacus_engine::config::param(name) {
             Some(p) if !t.starts_with('#') && p.mutable && seen.insert(p.name) => {
-                out.push_str(&format!("{} {}\n", p.name, quote(&cfg.get(p.name))));
+                out.push_str(&format!("{} {}\n", p.name, quote(&cfg.get_by_name(p.name).unwrap_or_default())));
             }
             _ => {
                 out.push_str(line);
@@ -175,7 +175,7 @@ pub fn config_rewrite(conn: &mut Conn) -> Frame {
         }
     }
     for p in abacus_engine::config::PARAMS.iter().filter(|p| p.mutable && !seen.contains(p.name)) {
-        let v = cfg.get(p.name);
+        let v = cfg.get_by_name(p.name).unwrap_or_default();
         if v != p.default {
             out.push_str(&format!("{} {}\n", p.name, quote(&v)));
         }

@@ -188,7 +188,7 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: ConfigSub, a: &[Ar
             match cfg.set_many(&pairs) {
                 Ok(()) => {
                     if let Some(aof) = conn.worker.server.durability.log() {
-                        aof.set_mode(abacus_engine::aof::Fsync::from_name(&cfg.get("appendfsync")));
+                        aof.set_mode(abacus_engine::aof::Fsync::from_name(&cfg.get(abacus_engine::param!("appendfsync"))));
                     }
                     if pairs.iter().any(|(n, _)| n.eq_ignore_ascii_case("requirepass")) {
                         // requirepass is the default ACL user's password (`acl.rs`).
@@ -229,7 +229,7 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: ConfigSub, a: &[Ar
 
 pub async fn debug(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     // The primary's stream carries the DEBUG POPULATE its clients ran: a replica applies it.
-    let allowed = conn.is_master || match conn.worker.server.config.get("enable-debug-command").as_str() {
+    let allowed = conn.is_master || match conn.worker.server.config.get(abacus_engine::param!("enable-debug-command")).as_str() {
         "yes" => true,
         "local" => conn.client.peer_is_loopback,
         _ => false,
@@ -508,7 +508,7 @@ pub async fn info_text(worker: &crate::node::Node, access: Access<'_>, mut secti
             server.port,
             now.as_micros(),
             uptime / 86400,
-            server.config.get("hz"),
+            server.config.get(abacus_engine::param!("hz")),
             std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
             server.config.config_file().map(|p| p.display().to_string()).unwrap_or_default(),
             server.threads,
@@ -536,9 +536,9 @@ pub async fn info_text(worker: &crate::node::Node, access: Access<'_>, mut secti
             memory::human(rss),
             memory::peak_bytes(),
             memory::human(memory::peak_bytes()),
-            server.config.get_u64("maxmemory"),
-            memory::human(server.config.get_u64("maxmemory")),
-            server.config.get("maxmemory-policy"),
+            server.config.get_u64(abacus_engine::param!("maxmemory")),
+            memory::human(server.config.get_u64(abacus_engine::param!("maxmemory"))),
+            server.config.get(abacus_engine::param!("maxmemory-policy")),
             if used > 0 { rss as f64 / used as f64 } else { 0.0 },
             memory::ALLOCATOR,
         );
@@ -597,7 +597,7 @@ pub async fn info_text(worker: &crate::node::Node, access: Access<'_>, mut secti
     }
     if want_latency {
         let merged = super::latency::merge(shards.iter_mut().map(|s| std::mem::take(&mut s.histograms)).collect());
-        let percentiles = abacus_engine::latency::parse_percentiles(&server.config.get("latency-tracking-info-percentiles")).unwrap_or_default();
+        let percentiles = abacus_engine::latency::parse_percentiles(&server.config.get(abacus_engine::param!("latency-tracking-info-percentiles"))).unwrap_or_default();
         out.push_str(&abacus_engine::latency::info_section(&merged, &percentiles));
     }
     if want("errorstats") {

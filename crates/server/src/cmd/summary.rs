@@ -268,14 +268,14 @@ pub async fn ingest_on(worker: &crate::node::Node, db: usize, access: Access<'_>
         return Frame::error(refused);
     }
     let mut batch = Batch::new(&rules, fi);
-    let slice_bytes = worker.server.config.get_u64("summarizer-parse-slice-bytes") as usize;
+    let slice_bytes = worker.server.config.get_u64(abacus_engine::param!("summarizer-parse-slice-bytes")) as usize;
     let line = parse_payloads(&mut batch, &rules, &a[payload_at..], first_line, if matches!(access, Access::Free) { slice_bytes } else { 0 }).await;
     // The bounded queue between parsers and shards (`summarizer-queue-batches`): a parsed
     // batch takes a place until it is applied. A feed with `when_full = "drop"` drops a batch
     // that finds no place (counted; its events are not applied); the others wait, and so does
     // an exactly-once batch (a dropped one would be a gap in its source). Inside a
     // transaction the shards are already held: no place is taken, as waiting could deadlock.
-    let capacity = worker.server.config.get_u64("summarizer-queue-batches").max(1) as usize;
+    let capacity = worker.server.config.get_u64(abacus_engine::param!("summarizer-queue-batches")).max(1) as usize;
     let _place = match access {
         Access::Locked(_) => None,
         Access::Free if rules.feeds[fi].drop_when_full && source.is_none() => match worker.server.summarizer.queue_try_enter(capacity) {

@@ -195,7 +195,7 @@ impl Conn {
     pub fn acl_log_as(&self, reason: &'static str, context: &'static str, object: Vec<u8>, username: &[u8]) {
         let server = &self.worker.server;
         let now = now_ms();
-        let max_len = server.config.get_u64("acllog-max-len") as usize;
+        let max_len = server.config.get_u64(abacus_engine::param!("acllog-max-len")) as usize;
         server.acl.log(reason, context, object, username, self.client.meta.info_line(now), now, max_len);
     }
 

@@ -289,7 +289,7 @@ pub fn is_replica() -> bool {
 /// Applies `repl-backlog-size` (and the replica queue limit) from the configuration.
 pub fn configure(config: &abacus_engine::config::Config) {
     let r = state();
-    let mut cap = config.get("repl-backlog-size").parse::<u64>().unwrap_or(1 << 20) as usize;
+    let mut cap = config.get(abacus_engine::param!("repl-backlog-size")).parse::<u64>().unwrap_or(1 << 20) as usize;
     if cap < MIN_BACKLOG_BYTES {
         // As Redis: a smaller value is raised to the minimum, and CONFIG GET shows it.
         cap = MIN_BACKLOG_BYTES;
@@ -300,7 +300,7 @@ pub fn configure(config: &abacus_engine::config::Config) {
     while g.backlog.len() > cap {
         g.backlog.pop_front();
     }
-    let limit = config.get("client-output-buffer-limit");
+    let limit = config.get(abacus_engine::param!("client-output-buffer-limit"));
     let words: Vec<&str> = limit.split_whitespace().collect();
     if let Some(i) = words.iter().position(|w| *w == "slave" || *w == "replica") {
         if let Some(hard) = words.get(i + 1).and_then(|h| h.parse::<u64>().ok()) {
@@ -819,18 +819,18 @@ pub fn refuse(config: &abacus_engine::config::Config, write: bool, stale_ok: boo
     }
     let r = REPL.get()?;
     if r.replica.load(Ordering::Acquire) {
-        if !stale_ok && r.link() != LinkState::Connected && !config.get_bool("replica-serve-stale-data") {
+        if !stale_ok && r.link() != LinkState::Connected && !config.get_bool(abacus_engine::param!("replica-serve-stale-data")) {
             return Some(abacus_protocol::Frame::error("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."));
         }
-        if write && config.get_bool("replica-read-only") {
+        if write && config.get_bool(abacus_engine::param!("replica-read-only")) {
             return Some(abacus_protocol::Frame::error("READONLY You can't write against a read only replica."));
         }
         return None;
     }
     if write {
-        let min: usize = config.get("min-replicas-to-write").parse().unwrap_or(0);
+        let min: usize = config.get(abacus_engine::param!("min-replicas-to-write")).parse().unwrap_or(0);
         if min > 0 {
-            let lag: u64 = config.get("min-replicas-max-lag").parse().unwrap_or(10);
+            let lag: u64 = config.get(abacus_engine::param!("min-replicas-max-lag")).parse().unwrap_or(10);
             if r.good_replicas(lag) < min {
                 return Some(abacus_protocol::Frame::error("NOREPLICAS Not enough good replicas to write."));
             }
@@ -859,8 +859,8 @@ pub fn info(config: &abacus_engine::config::Config) -> String {
         let _ = write!(
             out,
             "slave_priority:{}\r\nslave_read_only:{}\r\nreplica_announced:1\r\n",
-            config.get("replica-priority"),
-            config.get_bool("replica-read-only") as u8
+            config.get(abacus_engine::param!("replica-priority")),
+            config.get_bool(abacus_engine::param!("replica-read-only")) as u8
         );
         let _ = write!(
             out,

@@ -96,7 +96,7 @@ async fn command(s: &mut TcpStream, rbuf: &mut BytesMut, args: &[&[u8]], timeout
 async fn link_once(worker: &Rc<Node>, gen: u64, master: &MasterAddr) -> Result<(), String> {
     let server = worker.server.clone();
     let config = &server.config;
-    let timeout = Duration::from_secs(config.get("repl-timeout").parse::<u64>().unwrap_or(60).max(1));
+    let timeout = Duration::from_secs(config.get(abacus_engine::param!("repl-timeout")).parse::<u64>().unwrap_or(60).max(1));
     set_link(gen, LinkState::Connecting);
     let mut s = tokio::time::timeout(timeout, TcpStream::connect((master.host.as_str(), master.port)))
         .await
@@ -111,9 +111,9 @@ async fn link_once(worker: &Rc<Node>, gen: u64, master: &MasterAddr) -> Result<(
     if pong.starts_with('-') && !pong.starts_with("-NOAUTH") {
         return Err(format!("error reply to PING: {pong}"));
     }
-    let pass = config.get("masterauth");
+    let pass = config.get(abacus_engine::param!("masterauth"));
     if !pass.is_empty() {
-        let user = config.get("masteruser");
+        let user = config.get(abacus_engine::param!("masteruser"));
         let reply = if user.is_empty() {
             command(&mut s, &mut rbuf, &[b"AUTH", pass.as_bytes()], timeout).await?
         } else {
@@ -123,10 +123,10 @@ async fn link_once(worker: &Rc<Node>, gen: u64, master: &MasterAddr) -> Result<(
             return Err(format!("unable to AUTH to the primary: {reply}"));
         }
     }
-    let announce_port = config.get("replica-announce-port").parse::<u16>().unwrap_or(0);
+    let announce_port = config.get(abacus_engine::param!("replica-announce-port")).parse::<u16>().unwrap_or(0);
     let port = if announce_port > 0 { announce_port } else { server.port };
     command(&mut s, &mut rbuf, &[b"REPLCONF", b"listening-port", port.to_string().as_bytes()], timeout).await?;
-    let ip = config.get("replica-announce-ip");
+    let ip = config.get(abacus_engine::param!("replica-announce-ip"));
     if !ip.is_empty() {
         command(&mut s, &mut rbuf, &[b"REPLCONF", b"ip-address", ip.as_bytes()], timeout).await?;
     }
