@@ -66,8 +66,9 @@ fn brpop(ctx: &mut Ctx, a: &[Arg]) -> Frame {
 
 /// BLMOVE src dst from to timeout / BRPOPLPUSH src dst timeout: propagated as LMOVE.
 fn bmove(ctx: &mut Ctx, a: &[Arg], from: End, to: End) -> Frame {
-    // Served because its destination became ready: it waits on its source alone.
-    if !ctx.may_serve_from(&a[1]) {
+    // Served because its destination became ready: it waits on its source alone, and on a
+    // source that holds a list (another type is no list to pop from while it waits).
+    if !ctx.may_serve_from(&a[1]) || (ctx.serving() && lists::holds_other_type(ctx, &a[1])) {
         return nothing(ctx, Frame::Null);
     }
     match lists::lmove_once(ctx, &a[1], &a[2], from, to) {

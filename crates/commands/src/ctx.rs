@@ -80,6 +80,13 @@ impl Ctx<'_> {
         (self.hooks.serving_key)().is_none_or(|k| &k[..] == key)
     }
 
+    /// Whether a blocked client is being served now (see [`Ctx::may_serve_from`]): its pop
+    /// then treats a key of another type as empty, as Redis serves only a key of the type
+    /// the client waits for; outside serving, such a key is the command's WRONGTYPE error.
+    pub fn serving(&self) -> bool {
+        (self.hooks.serving_key)().is_some()
+    }
+
     /// Records keyspace event `event` of `class` (a `notify::` bit) for `key` in the
     /// selected database, if that class is enabled: one branch when notifications are off.
     #[inline]

@@ -113,6 +113,11 @@ fn list_mut<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a mut List>, Fr
     }
 }
 
+/// Whether `key` holds a value that is not a list (a blocked move's source being served).
+pub fn holds_other_type(ctx: &mut Ctx, key: &[u8]) -> bool {
+    list_mut(ctx, key).is_err()
+}
+
 /// Stores a new list (callers never store an empty one).
 fn store_new(ctx: &mut Ctx, key: &[u8], list: List) {
     debug_assert!(!list.is_empty(), "a key never holds an empty list");
@@ -525,11 +530,13 @@ fn move_command(ctx: &mut Ctx, a: &[Arg], from: End, to: End) -> Frame {
 
 /// Pops from the first non-empty list among `keys` (see the module documentation).
 pub fn pop_from_first(ctx: &mut Ctx, keys: &[Arg], end: End, count: Option<usize>) -> Option<Frame> {
+    let serving = ctx.serving();
     for (position, key) in keys.iter().enumerate() {
         if !ctx.may_serve_from(key) {
             continue;
         }
         match list_mut(ctx, key) {
+            Err(_) if serving => continue,
             Err(e) => return Some(e),
             Ok(None) => continue,
             Ok(Some(list)) if list.is_empty() => continue,

@@ -844,11 +844,16 @@ pub struct Popped {
 /// when every key is missing. States the effect (ZPOPMIN/ZPOPMAX key count) and that only the
 /// popped key was modified. For ZPOPMIN/ZPOPMAX/ZMPOP here and BZPOPMIN/BZPOPMAX/BZMPOP.
 pub fn pop_from_first(ctx: &mut Ctx, keys: &[Arg], max: bool, count: usize) -> Result<Option<Popped>, Frame> {
+    let serving = ctx.serving();
     for (key_index, key) in keys.iter().enumerate() {
         if !ctx.may_serve_from(key) {
             continue;
         }
-        let (members, empty) = match zset_mut(ctx, key)? {
+        let found = match zset_mut(ctx, key) {
+            Err(_) if serving => continue,
+            found => found?,
+        };
+        let (members, empty) = match found {
             None => continue,
             Some(z) => {
                 let n = count.min(z.len());

@@ -176,7 +176,22 @@ impl Conn {
             }
         }
         let call = Call { spec, args: Args::from_vec(argv.to_vec()), client: self.client.meta.id, no_touch: self.client.meta.no_touch() };
-        let reply = self.worker.run_keyed_serving(Access::Locked(&locks), db, call, ready).await;
+        let woken_by = ready.clone();
+        let mut reply = self.worker.run_keyed_serving(Access::Locked(&locks), db, call, ready).await;
+        if let Some(woken_by) = woken_by {
+            // The key that woke it had nothing for it, but between that wake-up and these
+            // locks it was registered nowhere: another key of it may have become ready
+            // meanwhile (BRPOPLPUSH woken by its destination while the source got an
+            // element). Each of its other keys is served as if it had woken it, so no
+            // wake-up is lost and none is invented (a key of another type serves nothing).
+            for (_, key) in keys.iter().filter(|(_, k)| *k != woken_by) {
+                if !blocking::is_null(&reply) {
+                    break;
+                }
+                let call = Call { spec, args: Args::from_vec(argv.to_vec()), client: self.client.meta.id, no_touch: self.client.meta.no_touch() };
+                reply = self.worker.run_keyed_serving(Access::Locked(&locks), db, call, Some(key.clone())).await;
+            }
+        }
         if !blocking::is_null(&reply) {
             return Some(Attempt::Done(reply));
         }
