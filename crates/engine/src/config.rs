@@ -655,14 +655,23 @@ impl Config {
         self.values.read().get(name).cloned()
     }
 
-    /// A numeric parameter's value (0 for one that is not a plain number).
+    /// A numeric parameter's value (0 for one that is not a plain number, or is negative).
+    /// Integers, sizes and yes/no read the parameter's lock-free mirror (one atomic load: a
+    /// write's checks read some on every command); other kinds parse the stored text.
     pub fn get_u64(&self, p: ParamId) -> u64 {
-        self.get(p).parse().unwrap_or(0)
+        match PARAMS[p.0].kind {
+            Kind::Int { .. } | Kind::ClampedInt { .. } | Kind::Expthresh { .. } => u64::try_from(self.num(p.0) as i64).unwrap_or(0),
+            Kind::Memory { .. } | Kind::Bool => self.num(p.0),
+            _ => self.get(p).parse().unwrap_or(0),
+        }
     }
 
-    /// A yes/no parameter's value.
+    /// A yes/no parameter's value (from its mirror, see [`Config::get_u64`]).
     pub fn get_bool(&self, p: ParamId) -> bool {
-        self.get(p) == "yes"
+        match PARAMS[p.0].kind {
+            Kind::Bool => self.num(p.0) != 0,
+            _ => self.get(p) == "yes",
+        }
     }
 
     /// A set value as stored: `client-output-buffer-limit` keeps the classes the set does not

@@ -828,9 +828,10 @@ pub fn refuse(config: &abacus_engine::config::Config, write: bool, stale_ok: boo
         return None;
     }
     if write {
-        let min: usize = config.get(abacus_engine::param!("min-replicas-to-write")).parse().unwrap_or(0);
+        // Mirrors, not the stored text: this runs before every write on a primary.
+        let min = config.get_u64(abacus_engine::param!("min-replicas-to-write")) as usize;
         if min > 0 {
-            let lag: u64 = config.get(abacus_engine::param!("min-replicas-max-lag")).parse().unwrap_or(10);
+            let lag = config.get_u64(abacus_engine::param!("min-replicas-max-lag"));
             if r.good_replicas(lag) < min {
                 return Some(abacus_protocol::Frame::error("NOREPLICAS Not enough good replicas to write."));
             }
