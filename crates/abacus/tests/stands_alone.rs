@@ -19,8 +19,9 @@ const CODE: &[&str] = &["rs", "py", "sh", "toml", "txt", "cfg", "ini", "json", "
 /// Folders made by the build, the tests or the user, not part of the repository.
 const SKIP_DIRS: &[&str] = &[".git", "target", ".venv-tests", ".venv-python-hll", "abacus-data", "__pycache__", ".pytest_cache", "devbench", "node_modules"];
 
-/// Text that names a place outside the repository.
-const OUTSIDE: &[&str] = &["../shared", "/work/", "/home/", "/root/", "../../../"];
+/// Text that names a place outside the repository (spelt in pieces, so that this file does
+/// not name them itself).
+const OUTSIDE: &[&str] = &[concat!("..", "/shared"), concat!("/wo", "rk/"), concat!("/ho", "me/"), concat!("/ro", "ot/"), concat!("../", "../../")];
 
 fn root() -> PathBuf {
     // crates/abacus -> the repository's root.
@@ -81,7 +82,9 @@ fn no_file_reads_a_path_outside_the_repository() {
 #[test]
 fn the_patterns_catch_what_broke_a_fresh_clone() {
     // The two references issue 47 found on a fresh clone.
-    assert_eq!(outside_refs(r#"let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/hll/vectors");"#).len(), 1);
-    assert_eq!(outside_refs(r#"MODULE = os.environ.get("REDISTIMESERIES_SO", "/work/shared/peers/x.so")"#).len(), 1);
+    let vectors = format!("let dir = PathBuf::from(env!(\"CARGO_MANIFEST_DIR\")).join(\"{}/hll/vectors\");", concat!("../../..", "/shared"));
+    let module = format!("MODULE = os.environ.get(\"REDISTIMESERIES_SO\", \"{}/{}/peers/x.so\")", concat!("/wo", "rk"), concat!("sha", "red"));
+    assert_eq!(outside_refs(&vectors).len(), 1);
+    assert_eq!(outside_refs(&module).len(), 1);
     assert!(outside_refs("let dir = root.join(\"tests/vectors\");\n// ../src is fine").is_empty());
 }
