@@ -2,7 +2,7 @@
 //!
 //! A clone of the project with nothing beside it must build and pass its tests, so no test,
 //! script, benchmark or source file may name a file outside the repository: not the team's
-//! `../shared` folder, not a machine's absolute path (`/work/...`, `/home/...`, `/root/...`),
+//! `shared` folder beside it, not a machine's absolute path (`/work/...`, `/home/...`, `/root/...`),
 //! not a climb out of the repository from a crate (`CARGO_MANIFEST_DIR` joined with more `..`
 //! than the crate is deep). A peer that cannot ship with the repository (a licensed Redis
 //! module) is named by an environment variable, and its tests skip with a hint when unset.
