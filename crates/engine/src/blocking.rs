@@ -15,16 +15,20 @@
 //!    an operation that held its lock) it calls [`serve_ready`]: for every key modified since
 //!    (`Db::take_ready`) it goes through that key's waiters in the order they blocked and
 //!    runs each one's command on the spot, before anything else runs on the shard, as Redis's
-//!    `handleClientsBlockedOnKeys` does after each command. A waiter whose command served
-//!    something is removed and gets the reply; one that found nothing (or the wrong type)
-//!    stays. The served command writes its effect to the log as any write does (BLPOP's is an
+//!    `handleClientsBlockedOnKeys` does after each command. A waiter is run only when the key
+//!    holds the type its family waits for (XREADGROUP's also when the key is gone or holds
+//!    another type), serving from that key alone; a null reply keeps it waiting, any other
+//!    (errors included: BLMOVE's destination of another type) is removed and sent. This
+//!    is the one place where a change is weighed against a wait (see `serve_key`). The served command writes its effect to the log as any write does (BLPOP's is an
 //!    LPOP), and the log record is written before the reply leaves the shard, as everywhere.
 //!    A waiter's own write (BLMOVE's push) can make another key ready: the loop runs until no
 //!    key is ready.
 //! 3. **Keys on several shards.** The command's try runs as any multi-shard command (the
 //!    shards locked, the keys checked out), and while the locks are still held the waiter is
 //!    registered on each shard with a *retry* mark. A ready key then wakes it (it is removed
-//!    from every shard) and the connection tries again from step 3. Weaker than the one-shard
+//!    from every shard) and the connection tries again from step 3: the key that woke it,
+//!    then each of its other keys as if it had woken it, so that a key readied while it was
+//!    registered nowhere is not missed. Weaker than the one-shard
 //!    case: another client's pop may win the race, and the order among such waiters is not
 //!    kept. Redis Cluster refuses such commands altogether (CROSSSLOT); standalone Redis serves
 //!    them, so Abacus does too.
