@@ -39,9 +39,46 @@ const DEST_AND_SOURCES: (i32, i32, i32) = (2, -1, 1);
 const G: &str = "bitmap";
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::keyed("bitop", -4, WRITE | DENYOOM, DEST_AND_SOURCES, bitop, G, "Performs bitwise operations on multiple strings, and stores the result."),
-    Spec::keyed("bitfield", -2, WRITE | DENYOOM, K1, bitfield, G, "Performs arbitrary bitfield integer operations on strings."),
-    Spec::keyed("bitfield_ro", -2, READONLY | FAST, K1, bitfield_ro, G, "Performs arbitrary read-only bitfield integer operations on strings."),
+    Spec::keyed("bitop", -4, WRITE | DENYOOM, DEST_AND_SOURCES, bitop, G, "Performs bitwise operations on multiple strings, and stores the result.")
+        .docs("2.6.0", "O(N)")
+        .key_specs("OW update; RO access")
+        .args("
+            operation type=string
+            destkey type=key key_spec_index=0
+            key type=key key_spec_index=1 flags=multiple
+        "),
+    Spec::keyed("bitfield", -2, WRITE | DENYOOM, K1, bitfield, G, "Performs arbitrary bitfield integer operations on strings.")
+        .docs("3.2.0", "O(1) for each subcommand specified")
+        .key_specs("RW access update variable_flags")
+        .args("
+            key type=key key_spec_index=0
+            operation type=oneof flags=optional,multiple
+              encoding_offset type=block token=GET
+                encoding type=string
+                offset type=integer
+              write type=block
+                wrap_sat_fail type=oneof token=OVERFLOW flags=optional
+                  wrap type=pure-token token=WRAP
+                  sat type=pure-token token=SAT
+                  fail type=pure-token token=FAIL
+                write_operation type=oneof
+                  encoding_offset_value type=block token=SET
+                    encoding type=string
+                    offset type=integer
+                    value type=integer
+                  encoding_offset_increment type=block token=INCRBY
+                    encoding type=string
+                    offset type=integer
+                    increment type=integer
+        "),
+    Spec::keyed("bitfield_ro", -2, READONLY | FAST, K1, bitfield_ro, G, "Performs arbitrary read-only bitfield integer operations on strings.")
+        .docs("6.0.0", "O(1) for each subcommand specified")
+        .args("
+            key type=key key_spec_index=0
+            encoding_offset type=block token=GET flags=optional,multiple,multiple_token
+              encoding type=string
+              offset type=integer
+        "),
 ];
 
 // ---------------------------------------------------------------------------------------------

@@ -17,10 +17,46 @@ const K1: (i32, i32, i32) = (1, 1, 1);
 const G: &str = "bitmap";
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::keyed("setbit", 4, WRITE | DENYOOM, K1, setbit, G, "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist."),
-    Spec::keyed("getbit", 3, READONLY | FAST, K1, getbit, G, "Returns a bit value by offset."),
-    Spec::keyed("bitcount", -2, READONLY, K1, bitcount, G, "Counts the number of set bits (population counting) in a string."),
-    Spec::keyed("bitpos", -3, READONLY, K1, bitpos, G, "Finds the first set (1) or clear (0) bit in a string."),
+    Spec::keyed("setbit", 4, WRITE | DENYOOM, K1, setbit, G, "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist.")
+        .docs("2.2.0", "O(1)")
+        .key_specs("RW access update")
+        .args("
+            key type=key key_spec_index=0
+            offset type=integer
+            value type=integer
+        "),
+    Spec::keyed("getbit", 3, READONLY | FAST, K1, getbit, G, "Returns a bit value by offset.")
+        .docs("2.2.0", "O(1)")
+        .args("
+            key type=key key_spec_index=0
+            offset type=integer
+        "),
+    Spec::keyed("bitcount", -2, READONLY, K1, bitcount, G, "Counts the number of set bits (population counting) in a string.")
+        .docs("2.6.0", "O(N)")
+        .history(&[("7.0.0", "Added the `BYTE|BIT` option.")])
+        .args("
+            key type=key key_spec_index=0
+            index type=block flags=optional
+              start type=integer
+              end type=integer
+              index_unit type=oneof since=7.0.0 flags=optional
+                byte type=pure-token token=BYTE
+                bit type=pure-token token=BIT
+        "),
+    Spec::keyed("bitpos", -3, READONLY, K1, bitpos, G, "Finds the first set (1) or clear (0) bit in a string.")
+        .docs("2.8.7", "O(N)")
+        .history(&[("7.0.0", "Added the `BYTE|BIT` option.")])
+        .args("
+            key type=key key_spec_index=0
+            bit type=integer
+            index type=block flags=optional
+              start type=integer
+              end_index type=block flags=optional
+                end type=integer
+                index_unit type=oneof since=7.0.0 flags=optional
+                  byte type=pure-token token=BYTE
+                  bit type=pure-token token=BIT
+        "),
 ];
 
 fn bit_offset(a: &[u8], max_string_len: u64) -> Result<u64, Frame> {

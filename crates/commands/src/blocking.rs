@@ -22,14 +22,92 @@ const LAST_BEFORE_TIMEOUT: (i32, i32, i32) = (1, -2, 1);
 const K2: (i32, i32, i32) = (1, 2, 1);
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::keyed("blpop", -3, WRITE, LAST_BEFORE_TIMEOUT, blpop, "list", "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.").blocking(TimeoutArg::Last),
-    Spec::keyed("brpop", -3, WRITE, LAST_BEFORE_TIMEOUT, brpop, "list", "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.").blocking(TimeoutArg::Last),
-    Spec::keyed("blmove", 6, WRITE | DENYOOM, K2, blmove, "list", "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.").blocking(TimeoutArg::Last),
-    Spec::keyed("brpoplpush", 4, WRITE | DENYOOM, K2, brpoplpush, "list", "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.").blocking(TimeoutArg::Last),
-    Spec::keyed("blmpop", -5, WRITE, (0, 0, 0), blmpop, "list", "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.").with_numkeys(2).blocking(TimeoutArg::At(1)),
-    Spec::keyed("bzpopmin", -3, WRITE | FAST, LAST_BEFORE_TIMEOUT, bzpopmin, zsets::G, "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.").blocking(TimeoutArg::Last),
-    Spec::keyed("bzpopmax", -3, WRITE | FAST, LAST_BEFORE_TIMEOUT, bzpopmax, zsets::G, "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.").blocking(TimeoutArg::Last),
-    Spec::keyed("bzmpop", -5, WRITE, (0, 0, 0), bzmpop, zsets::G, "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.").with_numkeys(2).blocking(TimeoutArg::At(1)),
+    Spec::keyed("blpop", -3, WRITE, LAST_BEFORE_TIMEOUT, blpop, "list", "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.").blocking(TimeoutArg::Last)
+        .docs("2.0.0", "O(N) where N is the number of provided keys.")
+        .history(&[("6.0.0", "`timeout` is interpreted as a double instead of an integer.")])
+        .key_specs("RW access delete")
+        .noscript()
+        .args("
+            key type=key key_spec_index=0 flags=multiple
+            timeout type=double
+        "),
+    Spec::keyed("brpop", -3, WRITE, LAST_BEFORE_TIMEOUT, brpop, "list", "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.").blocking(TimeoutArg::Last)
+        .docs("2.0.0", "O(N) where N is the number of provided keys.")
+        .history(&[("6.0.0", "`timeout` is interpreted as a double instead of an integer.")])
+        .key_specs("RW access delete")
+        .noscript()
+        .args("
+            key type=key key_spec_index=0 flags=multiple
+            timeout type=double
+        "),
+    Spec::keyed("blmove", 6, WRITE | DENYOOM, K2, blmove, "list", "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.").blocking(TimeoutArg::Last)
+        .docs("6.2.0", "O(1)")
+        .key_specs("RW access delete; RW insert")
+        .noscript()
+        .args("
+            source type=key key_spec_index=0
+            destination type=key key_spec_index=1
+            wherefrom type=oneof
+              left type=pure-token token=LEFT
+              right type=pure-token token=RIGHT
+            whereto type=oneof
+              left type=pure-token token=LEFT
+              right type=pure-token token=RIGHT
+            timeout type=double
+        "),
+    Spec::keyed("brpoplpush", 4, WRITE | DENYOOM, K2, brpoplpush, "list", "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.").blocking(TimeoutArg::Last)
+        .docs("2.2.0", "O(1)")
+        .deprecated("6.2.0", "`BLMOVE` with the `RIGHT` and `LEFT` arguments")
+        .history(&[("6.0.0", "`timeout` is interpreted as a double instead of an integer.")])
+        .key_specs("RW access delete; RW insert")
+        .noscript()
+        .args("
+            source type=key key_spec_index=0
+            destination type=key key_spec_index=1
+            timeout type=double
+        "),
+    Spec::keyed("blmpop", -5, WRITE, (0, 0, 0), blmpop, "list", "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.").with_numkeys(2).blocking(TimeoutArg::At(1))
+        .docs("7.0.0", "O(N+M) where N is the number of provided keys and M is the number of elements returned.")
+        .key_specs("RW access delete")
+        .args("
+            timeout type=double
+            numkeys type=integer
+            key type=key key_spec_index=0 flags=multiple
+            where type=oneof
+              left type=pure-token token=LEFT
+              right type=pure-token token=RIGHT
+            count type=integer token=COUNT flags=optional
+        "),
+    Spec::keyed("bzpopmin", -3, WRITE | FAST, LAST_BEFORE_TIMEOUT, bzpopmin, zsets::G, "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.").blocking(TimeoutArg::Last)
+        .docs("5.0.0", "O(log(N)) with N being the number of elements in the sorted set.")
+        .history(&[("6.0.0", "`timeout` is interpreted as a double instead of an integer.")])
+        .key_specs("RW access delete")
+        .noscript()
+        .args("
+            key type=key key_spec_index=0 flags=multiple
+            timeout type=double
+        "),
+    Spec::keyed("bzpopmax", -3, WRITE | FAST, LAST_BEFORE_TIMEOUT, bzpopmax, zsets::G, "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.").blocking(TimeoutArg::Last)
+        .docs("5.0.0", "O(log(N)) with N being the number of elements in the sorted set.")
+        .history(&[("6.0.0", "`timeout` is interpreted as a double instead of an integer.")])
+        .key_specs("RW access delete")
+        .noscript()
+        .args("
+            key type=key key_spec_index=0 flags=multiple
+            timeout type=double
+        "),
+    Spec::keyed("bzmpop", -5, WRITE, (0, 0, 0), bzmpop, zsets::G, "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.").with_numkeys(2).blocking(TimeoutArg::At(1))
+        .docs("7.0.0", "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.")
+        .key_specs("RW access delete")
+        .args("
+            timeout type=double
+            numkeys type=integer
+            key type=key key_spec_index=0 flags=multiple
+            where type=oneof
+              min type=pure-token token=MIN
+              max type=pure-token token=MAX
+            count type=integer token=COUNT flags=optional
+        "),
 ];
 
 /// The timeout's error, if it is bad: checked before anything else.

@@ -184,6 +184,67 @@ pub struct Spec {
     /// The arguments MONITOR must not show (AUTH's, HELLO's after AUTH), as Redis's command
     /// redacts its own (`redactClientCommandArgument`).
     pub redacted_args: Option<RedactFn>,
+    /// What the command's documentation says (COMMAND DOCS, COMMAND INFO's tips, key specs
+    /// and informational flags): set by the builders below, next to the entry ([`Doc`]).
+    pub doc: Doc,
+}
+
+/// Abacus's version: the `since` of Abacus's own commands ([`Spec::abacus_docs`]).
+pub const ABACUS: &str = env!("CARGO_PKG_VERSION");
+
+/// Everything Redis's `src/commands/<name>.json` says of a command that the entry's other
+/// fields do not: its documentation, tips, key spec flags, the flags that change nothing in
+/// Abacus but that COMMAND INFO reports, and its argument tree. Each entry states them with
+/// builder calls right after the entry (`.docs(..)`, `.key_specs(..)`, `.args(..)`), so a
+/// command's facts have one home; the server derives COMMAND INFO, COMMAND DOCS and COMMAND
+/// GETKEYS from them once, when it installs the table (`abacus_server::command::facts`).
+///
+/// The commands Abacus shares with Redis carry Redis 7.0's texts (Redis is BSD-3-Clause);
+/// `scripts/command_docs.py` prints a shared command's builder calls from a running
+/// Redis, and `tests/e2e/test_command_info.py` compares them with one.
+#[derive(Clone, Copy, Debug)]
+pub struct Doc {
+    /// The version the command appeared in.
+    pub since: &'static str,
+    pub complexity: &'static str,
+    /// COMMAND DOCS's `doc_flags`: `deprecated`, `syscmd`, or empty.
+    pub doc_flags: &'static str,
+    pub deprecated_since: &'static str,
+    pub replaced_by: &'static str,
+    /// (version, what changed), oldest first.
+    pub history: &'static [(&'static str, &'static str)],
+    /// COMMAND INFO's tips, space separated (`nondeterministic_output`,
+    /// `request_policy:all_shards`, ...): what cluster clients and proxies read.
+    pub tips: &'static str,
+    /// Key spec annotation: each spec's flags separated by `;`, where the default (`RO
+    /// access` for a read-only command, `RW update` for a write) does not fit, and the shape
+    /// where the entry's key positions cannot give it (`abacus_server::keyspec` has the
+    /// grammar). Empty: the defaults.
+    pub key_specs: &'static str,
+    /// Redis's flags that drive nothing here yet: [`info`] bits.
+    pub info: u8,
+    /// COMMAND DOCS's `arguments`: one argument a line, `name field=value...` in Redis's
+    /// field order (`flags` comma separated), a `oneof` or `block` argument's own arguments
+    /// indented two spaces deeper.
+    pub args: &'static str,
+}
+
+/// Redis 7.0's COMMAND INFO flags that Abacus reports but that change nothing in it (there
+/// is no script to run them in, no busy script to interrupt, no asynchronous replica load).
+pub mod info {
+    /// `noscript`: a script may not call it.
+    pub const NOSCRIPT: u8 = 1;
+    /// `allow_busy`: served while a script runs too long.
+    pub const ALLOW_BUSY: u8 = 1 << 1;
+    /// `no_async_loading`: refused while a replica loads its primary's data in the background.
+    pub const NO_ASYNC_LOADING: u8 = 1 << 2;
+    /// `skip_slowlog`: the slow log leaves it out (EXEC: its queued commands are logged).
+    pub const SKIP_SLOWLOG: u8 = 1 << 3;
+}
+
+impl Doc {
+    /// No documentation (a test fails for an entry left so).
+    pub const NONE: Doc = Doc { since: "", complexity: "", doc_flags: "", deprecated_since: "", replaced_by: "", history: &[], tips: "", key_specs: "", info: 0, args: "" };
 }
 
 /// Which of a call's arguments (the name first) are secret: MONITOR shows `(redacted)`.
@@ -191,12 +252,12 @@ pub type RedactFn = fn(args: &[&[u8]]) -> std::ops::Range<usize>;
 
 impl Spec {
     pub const fn keyed(name: &'static str, arity: i32, flags: u32, keys: (i32, i32, i32), f: KeyedFn, group: &'static str, summary: &'static str) -> Spec {
-        Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, numkeys_index: 0, handler: Handler::Keyed(f), group, summary, subcommands: &[], block_timeout: None, trailing_key: None, key_range: None, wait_args: None, redacted_args: None }
+        Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, numkeys_index: 0, handler: Handler::Keyed(f), group, summary, subcommands: &[], block_timeout: None, trailing_key: None, key_range: None, wait_args: None, redacted_args: None, doc: Doc::NONE }
     }
 
     /// A connection-level entry: `f` is the server's `ConnEntry` (see `Handler::Conn`).
     pub const fn conn(name: &'static str, arity: i32, flags: u32, keys: (i32, i32, i32), f: &'static (dyn std::any::Any + Send + Sync), group: &'static str, summary: &'static str) -> Spec {
-        Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, numkeys_index: 0, handler: Handler::Conn(f), group, summary, subcommands: &[], block_timeout: None, trailing_key: None, key_range: None, wait_args: None, redacted_args: None }
+        Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, numkeys_index: 0, handler: Handler::Conn(f), group, summary, subcommands: &[], block_timeout: None, trailing_key: None, key_range: None, wait_args: None, redacted_args: None, doc: Doc::NONE }
     }
 
     /// A container command's own entry (no keys, no handler of its own) and its subcommands.
@@ -238,15 +299,83 @@ impl Spec {
         self
     }
 
-    /// Declares the rewrite of a blocking call's arguments before it waits.
     /// Declares the arguments MONITOR redacts ([`RedactFn`]).
     pub const fn with_redacted_args(mut self, f: RedactFn) -> Spec {
         self.redacted_args = Some(f);
         self
     }
 
+    /// Declares the rewrite of a blocking call's arguments before it waits.
     pub const fn with_wait_args(mut self, f: WaitArgsFn) -> Spec {
         self.wait_args = Some(f);
+        self
+    }
+
+    // The documentation builders ([`Doc`]).
+
+    /// Since which version the command exists, and its complexity.
+    pub const fn docs(mut self, since: &'static str, complexity: &'static str) -> Spec {
+        self.doc.since = since;
+        self.doc.complexity = complexity;
+        self
+    }
+
+    /// One of Abacus's own commands: since this version of Abacus.
+    pub const fn abacus_docs(self, complexity: &'static str) -> Spec {
+        self.docs(ABACUS, complexity)
+    }
+
+    /// Deprecated since `since`; `replaced_by` says with what (markdown, as Redis's).
+    pub const fn deprecated(mut self, since: &'static str, replaced_by: &'static str) -> Spec {
+        self.doc.doc_flags = "deprecated";
+        self.doc.deprecated_since = since;
+        self.doc.replaced_by = replaced_by;
+        self
+    }
+
+    /// A system command (doc flag `syscmd`: DEBUG, PFDEBUG, ...).
+    pub const fn syscmd(mut self) -> Spec {
+        self.doc.doc_flags = "syscmd";
+        self
+    }
+
+    pub const fn history(mut self, history: &'static [(&'static str, &'static str)]) -> Spec {
+        self.doc.history = history;
+        self
+    }
+
+    pub const fn tips(mut self, tips: &'static str) -> Spec {
+        self.doc.tips = tips;
+        self
+    }
+
+    pub const fn key_specs(mut self, annotation: &'static str) -> Spec {
+        self.doc.key_specs = annotation;
+        self
+    }
+
+    pub const fn noscript(mut self) -> Spec {
+        self.doc.info |= info::NOSCRIPT;
+        self
+    }
+
+    pub const fn allow_busy(mut self) -> Spec {
+        self.doc.info |= info::ALLOW_BUSY;
+        self
+    }
+
+    pub const fn no_async_loading(mut self) -> Spec {
+        self.doc.info |= info::NO_ASYNC_LOADING;
+        self
+    }
+
+    pub const fn skip_slowlog(mut self) -> Spec {
+        self.doc.info |= info::SKIP_SLOWLOG;
+        self
+    }
+
+    pub const fn args(mut self, args: &'static str) -> Spec {
+        self.doc.args = args;
         self
     }
 

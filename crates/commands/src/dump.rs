@@ -35,11 +35,32 @@ const G: &str = "generic";
 
 pub const COMMANDS: &[Spec] = &[
     DUMP,
-    Spec::keyed("restore", -4, WRITE | DENYOOM | ACL_DANGEROUS, K1, restore, G, "Creates a key from the serialized representation of a value."),
+    Spec::keyed("restore", -4, WRITE | DENYOOM | ACL_DANGEROUS, K1, restore, G, "Creates a key from the serialized representation of a value.")
+        .docs("2.6.0", "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).")
+        .history(&[
+            ("3.0.0", "Added the `REPLACE` modifier."),
+            ("5.0.0", "Added the `ABSTTL` modifier."),
+            ("5.0.0", "Added the `IDLETIME` and `FREQ` options."),
+        ])
+        .key_specs("OW update")
+        .args("
+            key type=key key_spec_index=0
+            ttl type=integer
+            serialized-value type=string
+            replace type=pure-token token=REPLACE since=3.0.0 flags=optional
+            absttl type=pure-token token=ABSTTL since=5.0.0 flags=optional
+            seconds type=integer token=IDLETIME since=5.0.0 flags=optional
+            frequency type=integer token=FREQ since=5.0.0 flags=optional
+        "),
 ];
 
 /// DUMP's entry, named by callers that run it (MIGRATE).
-pub const DUMP: Spec = Spec::keyed("dump", 2, READONLY, K1, dump, G, "Returns a serialized representation of the value stored at a key.");
+pub const DUMP: Spec = Spec::keyed("dump", 2, READONLY, K1, dump, G, "Returns a serialized representation of the value stored at a key.")
+    .docs("2.6.0", "O(1) to access the key and additional O(N*M) to serialize it, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1).")
+    .tips("nondeterministic_output")
+    .args("
+        key type=key key_spec_index=0
+    ");
 
 const ERR_PAYLOAD: &str = "ERR DUMP payload version or checksum are wrong";
 const ERR_BAD_FORMAT: &str = "ERR Bad data format";

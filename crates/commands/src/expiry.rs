@@ -17,19 +17,87 @@ const K1: (i32, i32, i32) = (1, 1, 1);
 const G: &str = "generic";
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::keyed("expire", -3, WRITE | FAST, K1, expire, G, "Sets the expiration time of a key in seconds."),
-    Spec::keyed("pexpire", -3, WRITE | FAST, K1, pexpire, G, "Sets the expiration time of a key in milliseconds."),
-    Spec::keyed("expireat", -3, WRITE | FAST, K1, expireat, G, "Sets the expiration time of a key to a Unix timestamp."),
-    Spec::keyed("pexpireat", -3, WRITE | FAST, K1, pexpireat, G, "Sets the expiration time of a key to a Unix milliseconds timestamp."),
-    Spec::keyed("ttl", 2, READONLY | FAST, K1, ttl, G, "Returns the expiration time in seconds of a key."),
+    Spec::keyed("expire", -3, WRITE | FAST, K1, expire, G, "Sets the expiration time of a key in seconds.")
+        .docs("1.0.0", "O(1)")
+        .history(&[("7.0.0", "Added options: `NX`, `XX`, `GT` and `LT`.")])
+        .args("
+            key type=key key_spec_index=0
+            seconds type=integer
+            condition type=oneof since=7.0.0 flags=optional
+              nx type=pure-token token=NX
+              xx type=pure-token token=XX
+              gt type=pure-token token=GT
+              lt type=pure-token token=LT
+        "),
+    Spec::keyed("pexpire", -3, WRITE | FAST, K1, pexpire, G, "Sets the expiration time of a key in milliseconds.")
+        .docs("2.6.0", "O(1)")
+        .history(&[("7.0.0", "Added options: `NX`, `XX`, `GT` and `LT`.")])
+        .args("
+            key type=key key_spec_index=0
+            milliseconds type=integer
+            condition type=oneof since=7.0.0 flags=optional
+              nx type=pure-token token=NX
+              xx type=pure-token token=XX
+              gt type=pure-token token=GT
+              lt type=pure-token token=LT
+        "),
+    Spec::keyed("expireat", -3, WRITE | FAST, K1, expireat, G, "Sets the expiration time of a key to a Unix timestamp.")
+        .docs("1.2.0", "O(1)")
+        .history(&[("7.0.0", "Added options: `NX`, `XX`, `GT` and `LT`.")])
+        .args("
+            key type=key key_spec_index=0
+            unix-time-seconds type=unix-time
+            condition type=oneof since=7.0.0 flags=optional
+              nx type=pure-token token=NX
+              xx type=pure-token token=XX
+              gt type=pure-token token=GT
+              lt type=pure-token token=LT
+        "),
+    Spec::keyed("pexpireat", -3, WRITE | FAST, K1, pexpireat, G, "Sets the expiration time of a key to a Unix milliseconds timestamp.")
+        .docs("2.6.0", "O(1)")
+        .history(&[("7.0.0", "Added options: `NX`, `XX`, `GT` and `LT`.")])
+        .args("
+            key type=key key_spec_index=0
+            unix-time-milliseconds type=unix-time
+            condition type=oneof since=7.0.0 flags=optional
+              nx type=pure-token token=NX
+              xx type=pure-token token=XX
+              gt type=pure-token token=GT
+              lt type=pure-token token=LT
+        "),
+    Spec::keyed("ttl", 2, READONLY | FAST, K1, ttl, G, "Returns the expiration time in seconds of a key.")
+        .docs("1.0.0", "O(1)")
+        .history(&[("2.8.0", "Added the -2 reply.")])
+        .tips("nondeterministic_output")
+        .args("
+            key type=key key_spec_index=0
+        "),
     PTTL,
-    Spec::keyed("expiretime", 2, READONLY | FAST, K1, expiretime, G, "Returns the expiration time of a key as a Unix timestamp."),
-    Spec::keyed("pexpiretime", 2, READONLY | FAST, K1, pexpiretime, G, "Returns the expiration time of a key as a Unix milliseconds timestamp."),
-    Spec::keyed("persist", 2, WRITE | FAST, K1, persist, G, "Removes the expiration time of a key."),
+    Spec::keyed("expiretime", 2, READONLY | FAST, K1, expiretime, G, "Returns the expiration time of a key as a Unix timestamp.")
+        .docs("7.0.0", "O(1)")
+        .args("
+            key type=key key_spec_index=0
+        "),
+    Spec::keyed("pexpiretime", 2, READONLY | FAST, K1, pexpiretime, G, "Returns the expiration time of a key as a Unix milliseconds timestamp.")
+        .docs("7.0.0", "O(1)")
+        .args("
+            key type=key key_spec_index=0
+        "),
+    Spec::keyed("persist", 2, WRITE | FAST, K1, persist, G, "Removes the expiration time of a key.")
+        .docs("2.2.0", "O(1)")
+        .args("
+            key type=key key_spec_index=0
+        "),
 ];
 
 /// PTTL's entry, named by callers that run it (MIGRATE).
-pub const PTTL: Spec = Spec::keyed("pttl", 2, READONLY | FAST, K1, pttl, G, "Returns the expiration time in milliseconds of a key.");
+pub const PTTL: Spec = Spec::keyed("pttl", 2, READONLY | FAST, K1, pttl, G, "Returns the expiration time in milliseconds of a key.")
+    .docs("2.6.0", "O(1)")
+    .history(&[("2.8.0", "Added the -2 reply.")])
+    .tips("nondeterministic_output")
+    .args("
+        key type=key key_spec_index=0
+    ");
 
 fn expire_generic(ctx: &mut Ctx, a: &[Arg], unit_ms: i64, relative: bool, cmd: &str) -> Frame {
     let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);

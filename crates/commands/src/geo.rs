@@ -49,16 +49,218 @@ const K1: (i32, i32, i32) = (1, 1, 1);
 const G: &str = "geo";
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::keyed("geoadd", -5, WRITE | DENYOOM, K1, geoadd, G, "Adds one or more members to a geospatial index. The key is created if it doesn't exist."),
-    Spec::keyed("geopos", -2, READONLY, K1, geopos, G, "Returns the longitude and latitude of members from a geospatial index."),
-    Spec::keyed("geodist", -4, READONLY, K1, geodist, G, "Returns the distance between two members of a geospatial index."),
-    Spec::keyed("geohash", -2, READONLY, K1, geohash_cmd, G, "Returns members from a geospatial index as geohash strings."),
-    Spec::keyed("georadius", -6, WRITE | DENYOOM, K1, georadius, G, "Queries a geospatial index for members within a distance from a coordinate, optionally stores the result.").with_trailing_key(georadius_store_key),
-    Spec::keyed("georadius_ro", -6, READONLY, K1, georadius_ro, G, "Returns members from a geospatial index that are within a distance from a coordinate."),
-    Spec::keyed("georadiusbymember", -5, WRITE | DENYOOM, K1, georadiusbymember, G, "Queries a geospatial index for members within a distance from a member, optionally stores the result.").with_trailing_key(georadiusbymember_store_key),
-    Spec::keyed("georadiusbymember_ro", -5, READONLY, K1, georadiusbymember_ro, G, "Returns members from a geospatial index that are within a distance from a member."),
-    Spec::keyed("geosearch", -7, READONLY, K1, geosearch, G, "Queries a geospatial index for members inside an area of a box or a circle."),
-    Spec::keyed("geosearchstore", -8, WRITE | DENYOOM, (1, 2, 1), geosearchstore, G, "Queries a geospatial index for members inside an area of a box or a circle, optionally stores the result."),
+    Spec::keyed("geoadd", -5, WRITE | DENYOOM, K1, geoadd, G, "Adds one or more members to a geospatial index. The key is created if it doesn't exist.")
+        .docs("3.2.0", "O(log(N)) for each item added, where N is the number of elements in the sorted set.")
+        .history(&[("6.2.0", "Added the `CH`, `NX` and `XX` options.")])
+        .args("
+            key type=key key_spec_index=0
+            condition type=oneof since=6.2.0 flags=optional
+              nx type=pure-token token=NX
+              xx type=pure-token token=XX
+            change type=pure-token token=CH since=6.2.0 flags=optional
+            longitude_latitude_member type=block flags=multiple
+              longitude type=double
+              latitude type=double
+              member type=string
+        "),
+    Spec::keyed("geopos", -2, READONLY, K1, geopos, G, "Returns the longitude and latitude of members from a geospatial index.")
+        .docs("3.2.0", "O(N) where N is the number of members requested.")
+        .args("
+            key type=key key_spec_index=0
+            member type=string flags=multiple
+        "),
+    Spec::keyed("geodist", -4, READONLY, K1, geodist, G, "Returns the distance between two members of a geospatial index.")
+        .docs("3.2.0", "O(log(N))")
+        .args("
+            key type=key key_spec_index=0
+            member1 type=string
+            member2 type=string
+            unit type=oneof flags=optional
+              m type=pure-token token=M
+              km type=pure-token token=KM
+              ft type=pure-token token=FT
+              mi type=pure-token token=MI
+        "),
+    Spec::keyed("geohash", -2, READONLY, K1, geohash_cmd, G, "Returns members from a geospatial index as geohash strings.")
+        .docs("3.2.0", "O(log(N)) for each member requested, where N is the number of elements in the sorted set.")
+        .args("
+            key type=key key_spec_index=0
+            member type=string flags=multiple
+        "),
+    Spec::keyed("georadius", -6, WRITE | DENYOOM, K1, georadius, G, "Queries a geospatial index for members within a distance from a coordinate, optionally stores the result.").with_trailing_key(georadius_store_key)
+        .docs("3.2.0", "O(N+log(M)) where N is the number of elements inside the bounding box of the circular area delimited by center and radius and M is the number of items inside the index.")
+        .deprecated("6.2.0", "`GEOSEARCH` and `GEOSEARCHSTORE` with the `BYRADIUS` argument")
+        .history(&[
+            ("6.2.0", "Added the `ANY` option for `COUNT`."),
+            ("7.0.0", "Added support for uppercase unit names."),
+        ])
+        .key_specs("RO access index=1 range=0,1,0; OW update kw=STORE,6 range=0,1,0; OW update kw=STOREDIST,6 range=0,1,0")
+        .args("
+            key type=key key_spec_index=0
+            longitude type=double
+            latitude type=double
+            radius type=double
+            unit type=oneof
+              m type=pure-token token=M
+              km type=pure-token token=KM
+              ft type=pure-token token=FT
+              mi type=pure-token token=MI
+            withcoord type=pure-token token=WITHCOORD flags=optional
+            withdist type=pure-token token=WITHDIST flags=optional
+            withhash type=pure-token token=WITHHASH flags=optional
+            count type=block flags=optional
+              count type=integer token=COUNT
+              any type=pure-token token=ANY since=6.2.0 flags=optional
+            order type=oneof flags=optional
+              asc type=pure-token token=ASC
+              desc type=pure-token token=DESC
+            key type=key key_spec_index=1 token=STORE flags=optional
+            key type=key key_spec_index=2 token=STOREDIST flags=optional
+        "),
+    Spec::keyed("georadius_ro", -6, READONLY, K1, georadius_ro, G, "Returns members from a geospatial index that are within a distance from a coordinate.")
+        .docs("3.2.10", "O(N+log(M)) where N is the number of elements inside the bounding box of the circular area delimited by center and radius and M is the number of items inside the index.")
+        .deprecated("6.2.0", "`GEOSEARCH` with the `BYRADIUS` argument")
+        .history(&[("6.2.0", "Added the `ANY` option for `COUNT`.")])
+        .args("
+            key type=key key_spec_index=0
+            longitude type=double
+            latitude type=double
+            radius type=double
+            unit type=oneof
+              m type=pure-token token=M
+              km type=pure-token token=KM
+              ft type=pure-token token=FT
+              mi type=pure-token token=MI
+            withcoord type=pure-token token=WITHCOORD flags=optional
+            withdist type=pure-token token=WITHDIST flags=optional
+            withhash type=pure-token token=WITHHASH flags=optional
+            count type=block flags=optional
+              count type=integer token=COUNT
+              any type=pure-token token=ANY since=6.2.0 flags=optional
+            order type=oneof flags=optional
+              asc type=pure-token token=ASC
+              desc type=pure-token token=DESC
+        "),
+    Spec::keyed("georadiusbymember", -5, WRITE | DENYOOM, K1, georadiusbymember, G, "Queries a geospatial index for members within a distance from a member, optionally stores the result.").with_trailing_key(georadiusbymember_store_key)
+        .docs("3.2.0", "O(N+log(M)) where N is the number of elements inside the bounding box of the circular area delimited by center and radius and M is the number of items inside the index.")
+        .deprecated("6.2.0", "`GEOSEARCH` and `GEOSEARCHSTORE` with the `BYRADIUS` and `FROMMEMBER` arguments")
+        .history(&[("7.0.0", "Added support for uppercase unit names.")])
+        .key_specs("RO access index=1 range=0,1,0; OW update kw=STORE,5 range=0,1,0; OW update kw=STOREDIST,5 range=0,1,0")
+        .args("
+            key type=key key_spec_index=0
+            member type=string
+            radius type=double
+            unit type=oneof
+              m type=pure-token token=M
+              km type=pure-token token=KM
+              ft type=pure-token token=FT
+              mi type=pure-token token=MI
+            withcoord type=pure-token token=WITHCOORD flags=optional
+            withdist type=pure-token token=WITHDIST flags=optional
+            withhash type=pure-token token=WITHHASH flags=optional
+            count type=block flags=optional
+              count type=integer token=COUNT
+              any type=pure-token token=ANY flags=optional
+            order type=oneof flags=optional
+              asc type=pure-token token=ASC
+              desc type=pure-token token=DESC
+            key type=key key_spec_index=1 token=STORE flags=optional
+            key type=key key_spec_index=2 token=STOREDIST flags=optional
+        "),
+    Spec::keyed("georadiusbymember_ro", -5, READONLY, K1, georadiusbymember_ro, G, "Returns members from a geospatial index that are within a distance from a member.")
+        .docs("3.2.10", "O(N+log(M)) where N is the number of elements inside the bounding box of the circular area delimited by center and radius and M is the number of items inside the index.")
+        .deprecated("6.2.0", "`GEOSEARCH` with the `BYRADIUS` and `FROMMEMBER` arguments")
+        .args("
+            key type=key key_spec_index=0
+            member type=string
+            radius type=double
+            unit type=oneof
+              m type=pure-token token=M
+              km type=pure-token token=KM
+              ft type=pure-token token=FT
+              mi type=pure-token token=MI
+            withcoord type=pure-token token=WITHCOORD flags=optional
+            withdist type=pure-token token=WITHDIST flags=optional
+            withhash type=pure-token token=WITHHASH flags=optional
+            count type=block flags=optional
+              count type=integer token=COUNT
+              any type=pure-token token=ANY flags=optional
+            order type=oneof flags=optional
+              asc type=pure-token token=ASC
+              desc type=pure-token token=DESC
+        "),
+    Spec::keyed("geosearch", -7, READONLY, K1, geosearch, G, "Queries a geospatial index for members inside an area of a box or a circle.")
+        .docs("6.2.0", "O(N+log(M)) where N is the number of elements in the grid-aligned bounding box area around the shape provided as the filter and M is the number of items inside the shape")
+        .history(&[("7.0.0", "Added support for uppercase unit names.")])
+        .args("
+            key type=key key_spec_index=0
+            from type=oneof
+              member type=string token=FROMMEMBER
+              longitude_latitude type=block token=FROMLONLAT
+                longitude type=double
+                latitude type=double
+            by type=oneof
+              circle type=block
+                radius type=double token=BYRADIUS
+                unit type=oneof
+                  m type=pure-token token=M
+                  km type=pure-token token=KM
+                  ft type=pure-token token=FT
+                  mi type=pure-token token=MI
+              box type=block
+                width type=double token=BYBOX
+                height type=double
+                unit type=oneof
+                  m type=pure-token token=M
+                  km type=pure-token token=KM
+                  ft type=pure-token token=FT
+                  mi type=pure-token token=MI
+            order type=oneof flags=optional
+              asc type=pure-token token=ASC
+              desc type=pure-token token=DESC
+            count type=block flags=optional
+              count type=integer token=COUNT
+              any type=pure-token token=ANY flags=optional
+            withcoord type=pure-token token=WITHCOORD flags=optional
+            withdist type=pure-token token=WITHDIST flags=optional
+            withhash type=pure-token token=WITHHASH flags=optional
+        "),
+    Spec::keyed("geosearchstore", -8, WRITE | DENYOOM, (1, 2, 1), geosearchstore, G, "Queries a geospatial index for members inside an area of a box or a circle, optionally stores the result.")
+        .docs("6.2.0", "O(N+log(M)) where N is the number of elements in the grid-aligned bounding box area around the shape provided as the filter and M is the number of items inside the shape")
+        .history(&[("7.0.0", "Added support for uppercase unit names.")])
+        .key_specs("OW update; RO access")
+        .args("
+            destination type=key key_spec_index=0
+            source type=key key_spec_index=1
+            from type=oneof
+              member type=string token=FROMMEMBER
+              longitude_latitude type=block token=FROMLONLAT
+                longitude type=double
+                latitude type=double
+            by type=oneof
+              circle type=block
+                radius type=double token=BYRADIUS
+                unit type=oneof
+                  m type=pure-token token=M
+                  km type=pure-token token=KM
+                  ft type=pure-token token=FT
+                  mi type=pure-token token=MI
+              box type=block
+                width type=double token=BYBOX
+                height type=double
+                unit type=oneof
+                  m type=pure-token token=M
+                  km type=pure-token token=KM
+                  ft type=pure-token token=FT
+                  mi type=pure-token token=MI
+            order type=oneof flags=optional
+              asc type=pure-token token=ASC
+              desc type=pure-token token=DESC
+            count type=block flags=optional
+              count type=integer token=COUNT
+              any type=pure-token token=ANY flags=optional
+            storedist type=pure-token token=STOREDIST flags=optional
+        "),
 ];
 
 // ---------------------------------------------------------------------------------------

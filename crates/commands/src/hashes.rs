@@ -26,25 +26,127 @@ const G: &str = "hash";
 
 pub const COMMANDS: &[Spec] = &[
     HSET,
-    Spec::keyed("hmset", -4, WRITE | DENYOOM | FAST, K1, hmset, G, "Sets the values of multiple fields."),
-    Spec::keyed("hsetnx", 4, WRITE | DENYOOM | FAST, K1, hsetnx, G, "Sets the value of a field in a hash only when the field doesn't exist."),
-    Spec::keyed("hget", 3, READONLY | FAST, K1, hget, G, "Returns the value of a field in a hash."),
-    Spec::keyed("hmget", -3, READONLY | FAST, K1, hmget, G, "Returns the values of all fields in a hash."),
-    Spec::keyed("hgetall", 2, READONLY, K1, hgetall, G, "Returns all fields and values in a hash."),
-    Spec::keyed("hdel", -3, WRITE | FAST, K1, hdel, G, "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain."),
-    Spec::keyed("hlen", 2, READONLY | FAST, K1, hlen, G, "Returns the number of fields in a hash."),
-    Spec::keyed("hexists", 3, READONLY | FAST, K1, hexists, G, "Determines whether a field exists in a hash."),
-    Spec::keyed("hkeys", 2, READONLY, K1, hkeys, G, "Returns all fields in a hash."),
-    Spec::keyed("hvals", 2, READONLY, K1, hvals, G, "Returns all values in a hash."),
-    Spec::keyed("hstrlen", 3, READONLY | FAST, K1, hstrlen, G, "Returns the length of the value of a field."),
-    Spec::keyed("hincrby", 4, WRITE | DENYOOM | FAST, K1, hincrby, G, "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist."),
-    Spec::keyed("hincrbyfloat", 4, WRITE | DENYOOM | FAST, K1, hincrbyfloat, G, "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist."),
-    Spec::keyed("hrandfield", -2, READONLY, K1, hrandfield, G, "Returns one or more random fields from a hash."),
-    Spec::keyed("hscan", -3, READONLY, K1, hscan, G, "Iterates over fields and values of a hash."),
+    Spec::keyed("hmset", -4, WRITE | DENYOOM | FAST, K1, hmset, G, "Sets the values of multiple fields.")
+        .docs("2.0.0", "O(N) where N is the number of fields being set.")
+        .deprecated("4.0.0", "`HSET` with multiple field-value pairs")
+        .args("
+            key type=key key_spec_index=0
+            field_value type=block flags=multiple
+              field type=string
+              value type=string
+        "),
+    Spec::keyed("hsetnx", 4, WRITE | DENYOOM | FAST, K1, hsetnx, G, "Sets the value of a field in a hash only when the field doesn't exist.")
+        .docs("2.0.0", "O(1)")
+        .key_specs("RW insert")
+        .args("
+            key type=key key_spec_index=0
+            field type=string
+            value type=string
+        "),
+    Spec::keyed("hget", 3, READONLY | FAST, K1, hget, G, "Returns the value of a field in a hash.")
+        .docs("2.0.0", "O(1)")
+        .args("
+            key type=key key_spec_index=0
+            field type=string
+        "),
+    Spec::keyed("hmget", -3, READONLY | FAST, K1, hmget, G, "Returns the values of all fields in a hash.")
+        .docs("2.0.0", "O(N) where N is the number of fields being requested.")
+        .args("
+            key type=key key_spec_index=0
+            field type=string flags=multiple
+        "),
+    Spec::keyed("hgetall", 2, READONLY, K1, hgetall, G, "Returns all fields and values in a hash.")
+        .docs("2.0.0", "O(N) where N is the size of the hash.")
+        .tips("nondeterministic_output_order")
+        .args("
+            key type=key key_spec_index=0
+        "),
+    Spec::keyed("hdel", -3, WRITE | FAST, K1, hdel, G, "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.")
+        .docs("2.0.0", "O(N) where N is the number of fields to be removed.")
+        .history(&[("2.4.0", "Accepts multiple `field` arguments.")])
+        .key_specs("RW delete")
+        .args("
+            key type=key key_spec_index=0
+            field type=string flags=multiple
+        "),
+    Spec::keyed("hlen", 2, READONLY | FAST, K1, hlen, G, "Returns the number of fields in a hash.")
+        .docs("2.0.0", "O(1)")
+        .key_specs("RO")
+        .args("
+            key type=key key_spec_index=0
+        "),
+    Spec::keyed("hexists", 3, READONLY | FAST, K1, hexists, G, "Determines whether a field exists in a hash.")
+        .docs("2.0.0", "O(1)")
+        .key_specs("RO")
+        .args("
+            key type=key key_spec_index=0
+            field type=string
+        "),
+    Spec::keyed("hkeys", 2, READONLY, K1, hkeys, G, "Returns all fields in a hash.")
+        .docs("2.0.0", "O(N) where N is the size of the hash.")
+        .tips("nondeterministic_output_order")
+        .args("
+            key type=key key_spec_index=0
+        "),
+    Spec::keyed("hvals", 2, READONLY, K1, hvals, G, "Returns all values in a hash.")
+        .docs("2.0.0", "O(N) where N is the size of the hash.")
+        .tips("nondeterministic_output_order")
+        .args("
+            key type=key key_spec_index=0
+        "),
+    Spec::keyed("hstrlen", 3, READONLY | FAST, K1, hstrlen, G, "Returns the length of the value of a field.")
+        .docs("3.2.0", "O(1)")
+        .key_specs("RO")
+        .args("
+            key type=key key_spec_index=0
+            field type=string
+        "),
+    Spec::keyed("hincrby", 4, WRITE | DENYOOM | FAST, K1, hincrby, G, "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.")
+        .docs("2.0.0", "O(1)")
+        .key_specs("RW access update")
+        .args("
+            key type=key key_spec_index=0
+            field type=string
+            increment type=integer
+        "),
+    Spec::keyed("hincrbyfloat", 4, WRITE | DENYOOM | FAST, K1, hincrbyfloat, G, "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.")
+        .docs("2.6.0", "O(1)")
+        .key_specs("RW access update")
+        .args("
+            key type=key key_spec_index=0
+            field type=string
+            increment type=double
+        "),
+    Spec::keyed("hrandfield", -2, READONLY, K1, hrandfield, G, "Returns one or more random fields from a hash.")
+        .docs("6.2.0", "O(N) where N is the number of fields returned")
+        .tips("nondeterministic_output")
+        .args("
+            key type=key key_spec_index=0
+            options type=block flags=optional
+              count type=integer
+              withvalues type=pure-token token=WITHVALUES flags=optional
+        "),
+    Spec::keyed("hscan", -3, READONLY, K1, hscan, G, "Iterates over fields and values of a hash.")
+        .docs("2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..")
+        .tips("nondeterministic_output")
+        .args("
+            key type=key key_spec_index=0
+            cursor type=integer
+            pattern type=pattern token=MATCH flags=optional
+            count type=integer token=COUNT flags=optional
+        "),
 ];
 
 /// HSET's entry, named by callers that run it (the summarizer's exactly-once offsets).
-pub const HSET: Spec = Spec::keyed("hset", -4, WRITE | DENYOOM | FAST, K1, hset, G, "Creates or modifies the value of a field in a hash.");
+pub const HSET: Spec = Spec::keyed("hset", -4, WRITE | DENYOOM | FAST, K1, hset, G, "Creates or modifies the value of a field in a hash.")
+    .docs("2.0.0", "O(1) for each field/value pair added, so O(N) to add N field/value pairs when the command is called with multiple field/value pairs.")
+    .history(&[("4.0.0", "Accepts multiple `field` and `value` arguments.")])
+    .args("
+        key type=key key_spec_index=0
+        field_value type=block flags=multiple
+          field type=string
+          value type=string
+    ");
 
 /// The hash at `key` for reading, counted in keyspace hits/misses. Ok(None) if missing.
 fn read_hash<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a CompactHash>, Frame> {

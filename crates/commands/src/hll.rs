@@ -43,15 +43,26 @@ const NONE: (i32, i32, i32) = (0, 0, 0);
 const G: &str = "hyperloglog";
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::keyed("hll.create", -2, WRITE | DENYOOM, K1, create, G, "Creates an empty postgresql-hll sketch: HLL.CREATE key [LOG2M n] [REGWIDTH n] [EXPTHRESH n] [SPARSEON 0|1]."),
-    Spec::keyed("hll.add", -2, WRITE | DENYOOM | FAST | PREFETCH_VALUE, K1, add, G, "Adds elements hashed as hll_hash_bytea(element, 0) to a sketch, created with the defaults if missing."),
-    Spec::keyed("hll.addint", -2, WRITE | DENYOOM | FAST | PREFETCH_VALUE, K1, addint, G, "Adds 64-bit integers hashed as hll_hash_bigint(integer, 0) to a sketch, created with the defaults if missing."),
-    Spec::keyed("hll.addraw", -2, WRITE | DENYOOM | FAST | PREFETCH_VALUE, K1, addraw, G, "Adds already-hashed signed 64-bit values to a sketch, created with the defaults if missing."),
-    Spec::keyed("hll.card", -2, READONLY, ALL, card, G, "Returns the estimated cardinality of the union of the sketches, unrounded (postgresql-hll's hll_cardinality)."),
-    Spec::keyed("hll.union", -3, WRITE | DENYOOM, ALL, union, G, "Merges the source sketches into the destination sketch."),
-    Spec::keyed("hll.info", 2, READONLY, K1, info, G, "Returns a sketch's representation, parameters, explicit values or non-zero registers, and size."),
-    Spec::keyed("hll.hash", -2, FAST, NONE, hash, G, "Returns hll_hash_bytea(bytes, seed) as a signed 64-bit integer: HLL.HASH bytes [SEED n]."),
-    Spec::keyed("hll.hashint", -2, FAST, NONE, hashint, G, "Returns hll_hash_bigint(integer, seed) as a signed 64-bit integer: HLL.HASHINT integer [SEED n]."),
+    Spec::keyed("hll.create", -2, WRITE | DENYOOM, K1, create, G, "Creates an empty postgresql-hll sketch: HLL.CREATE key [LOG2M n] [REGWIDTH n] [EXPTHRESH n] [SPARSEON 0|1].")
+        .abacus_docs("O(1)")
+        .key_specs("RW insert"),
+    Spec::keyed("hll.add", -2, WRITE | DENYOOM | FAST | PREFETCH_VALUE, K1, add, G, "Adds elements hashed as hll_hash_bytea(element, 0) to a sketch, created with the defaults if missing.")
+        .abacus_docs("O(1) for each element added."),
+    Spec::keyed("hll.addint", -2, WRITE | DENYOOM | FAST | PREFETCH_VALUE, K1, addint, G, "Adds 64-bit integers hashed as hll_hash_bigint(integer, 0) to a sketch, created with the defaults if missing.")
+        .abacus_docs("O(1) for each integer added."),
+    Spec::keyed("hll.addraw", -2, WRITE | DENYOOM | FAST | PREFETCH_VALUE, K1, addraw, G, "Adds already-hashed signed 64-bit values to a sketch, created with the defaults if missing.")
+        .abacus_docs("O(1) for each value added."),
+    Spec::keyed("hll.card", -2, READONLY, ALL, card, G, "Returns the estimated cardinality of the union of the sketches, unrounded (postgresql-hll's hll_cardinality).")
+        .abacus_docs("O(R) per sketch, where R is its number of registers (or explicit values)."),
+    Spec::keyed("hll.union", -3, WRITE | DENYOOM, ALL, union, G, "Merges the source sketches into the destination sketch.")
+        .abacus_docs("O(N*R) where N is the number of sketches and R their number of registers.")
+        .key_specs("RW access update; RO access"),
+    Spec::keyed("hll.info", 2, READONLY, K1, info, G, "Returns a sketch's representation, parameters, explicit values or non-zero registers, and size.")
+        .abacus_docs("O(R) where R is the sketch's number of registers (or explicit values)."),
+    Spec::keyed("hll.hash", -2, FAST, NONE, hash, G, "Returns hll_hash_bytea(bytes, seed) as a signed 64-bit integer: HLL.HASH bytes [SEED n].")
+        .abacus_docs("O(N) where N is the length of the bytes."),
+    Spec::keyed("hll.hashint", -2, FAST, NONE, hashint, G, "Returns hll_hash_bigint(integer, seed) as a signed 64-bit integer: HLL.HASHINT integer [SEED n].")
+        .abacus_docs("O(1)"),
 ];
 
 const ERR_KEY_EXISTS: &str = "ERR key already exists";

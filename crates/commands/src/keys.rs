@@ -18,32 +18,115 @@ const G: &str = "generic";
 
 pub const COMMANDS: &[Spec] = &[
     DEL,
-    Spec::keyed("unlink", -2, WRITE | FAST, ALL, unlink, G, "Asynchronously deletes one or more keys."),
-    Spec::keyed("exists", -2, READONLY | FAST, ALL, exists, G, "Determines whether one or more keys exist."),
+    Spec::keyed("unlink", -2, WRITE | FAST, ALL, unlink, G, "Asynchronously deletes one or more keys.")
+        .docs("4.0.0", "O(1) for each key removed regardless of its size. Then the command does O(N) work in a different thread in order to reclaim memory, where N is the number of allocations the deleted objects where composed of.")
+        .tips("request_policy:multi_shard response_policy:agg_sum")
+        .key_specs("RM delete")
+        .args("
+            key type=key key_spec_index=0 flags=multiple
+        "),
+    Spec::keyed("exists", -2, READONLY | FAST, ALL, exists, G, "Determines whether one or more keys exist.")
+        .docs("1.0.0", "O(N) where N is the number of keys to check.")
+        .history(&[("3.0.3", "Accepts multiple `key` arguments.")])
+        .tips("request_policy:multi_shard response_policy:agg_sum")
+        .key_specs("RO")
+        .args("
+            key type=key key_spec_index=0 flags=multiple
+        "),
     TOUCH,
-    Spec::keyed("type", 2, READONLY | FAST, K1, type_cmd, G, "Determines the type of value stored at a key."),
-    Spec::keyed("rename", 3, WRITE, (1, 2, 1), rename, G, "Renames a key and overwrites the destination."),
-    Spec::keyed("renamenx", 3, WRITE | FAST, (1, 2, 1), renamenx, G, "Renames a key only when the target key name doesn't exist."),
-    Spec::keyed("move", 3, WRITE | FAST, K1, move_cmd, G, "Moves a key to another database."),
+    Spec::keyed("type", 2, READONLY | FAST, K1, type_cmd, G, "Determines the type of value stored at a key.")
+        .docs("1.0.0", "O(1)")
+        .key_specs("RO")
+        .args("
+            key type=key key_spec_index=0
+        "),
+    Spec::keyed("rename", 3, WRITE, (1, 2, 1), rename, G, "Renames a key and overwrites the destination.")
+        .docs("1.0.0", "O(1)")
+        .key_specs("RW access delete; OW update")
+        .args("
+            key type=key key_spec_index=0
+            newkey type=key key_spec_index=1
+        "),
+    Spec::keyed("renamenx", 3, WRITE | FAST, (1, 2, 1), renamenx, G, "Renames a key only when the target key name doesn't exist.")
+        .docs("1.0.0", "O(1)")
+        .history(&[("3.2.0", "The command no longer returns an error when source and destination names are the same.")])
+        .key_specs("RW access delete; OW insert")
+        .args("
+            key type=key key_spec_index=0
+            newkey type=key key_spec_index=1
+        "),
+    Spec::keyed("move", 3, WRITE | FAST, K1, move_cmd, G, "Moves a key to another database.")
+        .docs("1.0.0", "O(1)")
+        .key_specs("RW access update")
+        .args("
+            key type=key key_spec_index=0
+            db type=integer
+        "),
     COPY,
-    Spec::container("object", -2, 0, G, "A container for object introspection commands.", OBJECT),
+    Spec::container("object", -2, 0, G, "A container for object introspection commands.", OBJECT)
+        .docs("2.2.3", "Depends on subcommand."),
 ];
 
 /// COPY's entry: its destination lives in the database its `DB` option names (the server's `exec.rs`).
-pub const COPY: Spec = Spec::keyed("copy", -3, WRITE | DENYOOM, (1, 2, 1), copy, G, "Copies the value of a key to a new key.");
+pub const COPY: Spec = Spec::keyed("copy", -3, WRITE | DENYOOM, (1, 2, 1), copy, G, "Copies the value of a key to a new key.")
+    .docs("6.2.0", "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.")
+    .key_specs("RO access; OW update")
+    .args("
+        source type=key key_spec_index=0
+        destination type=key key_spec_index=1
+        destination-db type=integer token=DB flags=optional
+        replace type=pure-token token=REPLACE flags=optional
+    ");
 
 /// TOUCH's entry: the one lookup CLIENT NO-TOUCH leaves touching (the server's `exec.rs`).
-pub const TOUCH: Spec = Spec::keyed("touch", -2, READONLY | FAST, ALL, exists, G, "Returns the number of existing keys out of those specified after updating the time they were last accessed.");
+pub const TOUCH: Spec = Spec::keyed("touch", -2, READONLY | FAST, ALL, exists, G, "Returns the number of existing keys out of those specified after updating the time they were last accessed.")
+    .docs("3.2.1", "O(N) where N is the number of keys that will be touched.")
+    .tips("request_policy:multi_shard response_policy:agg_sum")
+    .key_specs("RO")
+    .args("
+        key type=key key_spec_index=0 flags=multiple
+    ");
 
 /// DEL's entry, named by callers that run or log a DEL (MIGRATE).
-pub const DEL: Spec = Spec::keyed("del", -2, WRITE, ALL, del, G, "Deletes one or more keys.");
+pub const DEL: Spec = Spec::keyed("del", -2, WRITE, ALL, del, G, "Deletes one or more keys.")
+    .docs("1.0.0", "O(N) where N is the number of keys that will be removed. When a key to remove holds a value other than a string, the individual complexity for this key is O(M) where M is the number of elements in the list, set, sorted set or hash. Removing a single key that holds a string value is O(1).")
+    .tips("request_policy:multi_shard response_policy:agg_sum")
+    .key_specs("RM delete")
+    .args("
+        key type=key key_spec_index=0 flags=multiple
+    ");
 
 const OBJECT: &[Spec] = &[
-    Spec::keyed("object|encoding", 3, READONLY, (2, 2, 1), object_encoding, G, "Returns the internal encoding of a Redis object."),
-    Spec::keyed("object|freq", 3, READONLY, (2, 2, 1), object_freq, G, "Returns the logarithmic access frequency counter of a Redis object."),
-    Spec::keyed("object|idletime", 3, READONLY, (2, 2, 1), object_idletime, G, "Returns the time since the last access to a Redis object."),
-    Spec::keyed("object|refcount", 3, READONLY, (2, 2, 1), object_refcount, G, "Returns the reference count of a value of a key."),
-    Spec::keyed("object|help", 2, LOADING | STALE, (0, 0, 0), object_help, G, "Returns helpful text about the different subcommands."),
+    Spec::keyed("object|encoding", 3, READONLY, (2, 2, 1), object_encoding, G, "Returns the internal encoding of a Redis object.")
+        .docs("2.2.3", "O(1)")
+        .tips("nondeterministic_output")
+        .key_specs("RO")
+        .args("
+            key type=key key_spec_index=0
+        "),
+    Spec::keyed("object|freq", 3, READONLY, (2, 2, 1), object_freq, G, "Returns the logarithmic access frequency counter of a Redis object.")
+        .docs("4.0.0", "O(1)")
+        .tips("nondeterministic_output")
+        .key_specs("RO")
+        .args("
+            key type=key key_spec_index=0
+        "),
+    Spec::keyed("object|idletime", 3, READONLY, (2, 2, 1), object_idletime, G, "Returns the time since the last access to a Redis object.")
+        .docs("2.2.3", "O(1)")
+        .tips("nondeterministic_output")
+        .key_specs("RO")
+        .args("
+            key type=key key_spec_index=0
+        "),
+    Spec::keyed("object|refcount", 3, READONLY, (2, 2, 1), object_refcount, G, "Returns the reference count of a value of a key.")
+        .docs("2.2.3", "O(1)")
+        .tips("nondeterministic_output")
+        .key_specs("RO")
+        .args("
+            key type=key key_spec_index=0
+        "),
+    Spec::keyed("object|help", 2, LOADING | STALE, (0, 0, 0), object_help, G, "Returns helpful text about the different subcommands.")
+        .docs("6.2.0", "O(1)"),
 ];
 
 fn del(ctx: &mut Ctx, a: &[Arg]) -> Frame {

@@ -42,23 +42,148 @@ const K2: (i32, i32, i32) = (1, 2, 1);
 const G: &str = "list";
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::keyed("lpush", -3, WRITE | DENYOOM | FAST, K1, lpush, G, "Prepends one or more elements to a list. Creates the key if it doesn't exist."),
-    Spec::keyed("rpush", -3, WRITE | DENYOOM | FAST, K1, rpush, G, "Appends one or more elements to a list. Creates the key if it doesn't exist."),
-    Spec::keyed("lpushx", -3, WRITE | DENYOOM | FAST, K1, lpushx, G, "Prepends one or more elements to a list only when the list exists."),
-    Spec::keyed("rpushx", -3, WRITE | DENYOOM | FAST, K1, rpushx, G, "Appends an element to a list only when the list exists."),
-    Spec::keyed("lpop", -2, WRITE | FAST, K1, lpop, G, "Returns the first elements in a list after removing it. Deletes the list if the last element was popped."),
-    Spec::keyed("rpop", -2, WRITE | FAST, K1, rpop, G, "Returns and removes the last elements of a list. Deletes the list if the last element was popped."),
-    Spec::keyed("llen", 2, READONLY | FAST, K1, llen, G, "Returns the length of a list."),
-    Spec::keyed("lrange", 4, READONLY, K1, lrange, G, "Returns a range of elements from a list."),
-    Spec::keyed("lindex", 3, READONLY, K1, lindex, G, "Returns an element from a list by its index."),
-    Spec::keyed("lset", 4, WRITE | DENYOOM, K1, lset, G, "Sets the value of an element in a list by its index."),
-    Spec::keyed("linsert", 5, WRITE | DENYOOM, K1, linsert, G, "Inserts an element before or after another element in a list."),
-    Spec::keyed("lrem", 4, WRITE, K1, lrem, G, "Removes elements from a list. Deletes the list if the last element was removed."),
-    Spec::keyed("ltrim", 4, WRITE, K1, ltrim, G, "Removes elements from both ends a list. Deletes the list if all elements were trimmed."),
-    Spec::keyed("lpos", -3, READONLY, K1, lpos, G, "Returns the index of matching elements in a list."),
-    Spec::keyed("lmove", 5, WRITE | DENYOOM, K2, lmove, G, "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved."),
-    Spec::keyed("rpoplpush", 3, WRITE | DENYOOM, K2, rpoplpush, G, "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped."),
-    Spec::keyed("lmpop", -4, WRITE, (0, 0, 0), lmpop, G, "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.").with_numkeys(1),
+    Spec::keyed("lpush", -3, WRITE | DENYOOM | FAST, K1, lpush, G, "Prepends one or more elements to a list. Creates the key if it doesn't exist.")
+        .docs("1.0.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.")
+        .history(&[("2.4.0", "Accepts multiple `element` arguments.")])
+        .key_specs("RW insert")
+        .args("
+            key type=key key_spec_index=0
+            element type=string flags=multiple
+        "),
+    Spec::keyed("rpush", -3, WRITE | DENYOOM | FAST, K1, rpush, G, "Appends one or more elements to a list. Creates the key if it doesn't exist.")
+        .docs("1.0.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.")
+        .history(&[("2.4.0", "Accepts multiple `element` arguments.")])
+        .key_specs("RW insert")
+        .args("
+            key type=key key_spec_index=0
+            element type=string flags=multiple
+        "),
+    Spec::keyed("lpushx", -3, WRITE | DENYOOM | FAST, K1, lpushx, G, "Prepends one or more elements to a list only when the list exists.")
+        .docs("2.2.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.")
+        .history(&[("4.0.0", "Accepts multiple `element` arguments.")])
+        .key_specs("RW insert")
+        .args("
+            key type=key key_spec_index=0
+            element type=string flags=multiple
+        "),
+    Spec::keyed("rpushx", -3, WRITE | DENYOOM | FAST, K1, rpushx, G, "Appends an element to a list only when the list exists.")
+        .docs("2.2.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.")
+        .history(&[("4.0.0", "Accepts multiple `element` arguments.")])
+        .key_specs("RW insert")
+        .args("
+            key type=key key_spec_index=0
+            element type=string flags=multiple
+        "),
+    Spec::keyed("lpop", -2, WRITE | FAST, K1, lpop, G, "Returns the first elements in a list after removing it. Deletes the list if the last element was popped.")
+        .docs("1.0.0", "O(N) where N is the number of elements returned")
+        .history(&[("6.2.0", "Added the `count` argument.")])
+        .key_specs("RW access delete")
+        .args("
+            key type=key key_spec_index=0
+            count type=integer since=6.2.0 flags=optional
+        "),
+    Spec::keyed("rpop", -2, WRITE | FAST, K1, rpop, G, "Returns and removes the last elements of a list. Deletes the list if the last element was popped.")
+        .docs("1.0.0", "O(N) where N is the number of elements returned")
+        .history(&[("6.2.0", "Added the `count` argument.")])
+        .key_specs("RW access delete")
+        .args("
+            key type=key key_spec_index=0
+            count type=integer since=6.2.0 flags=optional
+        "),
+    Spec::keyed("llen", 2, READONLY | FAST, K1, llen, G, "Returns the length of a list.")
+        .docs("1.0.0", "O(1)")
+        .key_specs("RO")
+        .args("
+            key type=key key_spec_index=0
+        "),
+    Spec::keyed("lrange", 4, READONLY, K1, lrange, G, "Returns a range of elements from a list.")
+        .docs("1.0.0", "O(S+N) where S is the distance of start offset from HEAD for small lists, from nearest end (HEAD or TAIL) for large lists; and N is the number of elements in the specified range.")
+        .args("
+            key type=key key_spec_index=0
+            start type=integer
+            stop type=integer
+        "),
+    Spec::keyed("lindex", 3, READONLY, K1, lindex, G, "Returns an element from a list by its index.")
+        .docs("1.0.0", "O(N) where N is the number of elements to traverse to get to the element at index. This makes asking for the first or the last element of the list O(1).")
+        .args("
+            key type=key key_spec_index=0
+            index type=integer
+        "),
+    Spec::keyed("lset", 4, WRITE | DENYOOM, K1, lset, G, "Sets the value of an element in a list by its index.")
+        .docs("1.0.0", "O(N) where N is the length of the list. Setting either the first or the last element of the list is O(1).")
+        .args("
+            key type=key key_spec_index=0
+            index type=integer
+            element type=string
+        "),
+    Spec::keyed("linsert", 5, WRITE | DENYOOM, K1, linsert, G, "Inserts an element before or after another element in a list.")
+        .docs("2.2.0", "O(N) where N is the number of elements to traverse before seeing the value pivot. This means that inserting somewhere on the left end on the list (head) can be considered O(1) and inserting somewhere on the right end (tail) is O(N).")
+        .key_specs("RW insert")
+        .args("
+            key type=key key_spec_index=0
+            where type=oneof
+              before type=pure-token token=BEFORE
+              after type=pure-token token=AFTER
+            pivot type=string
+            element type=string
+        "),
+    Spec::keyed("lrem", 4, WRITE, K1, lrem, G, "Removes elements from a list. Deletes the list if the last element was removed.")
+        .docs("1.0.0", "O(N+M) where N is the length of the list and M is the number of elements removed.")
+        .key_specs("RW delete")
+        .args("
+            key type=key key_spec_index=0
+            count type=integer
+            element type=string
+        "),
+    Spec::keyed("ltrim", 4, WRITE, K1, ltrim, G, "Removes elements from both ends a list. Deletes the list if all elements were trimmed.")
+        .docs("1.0.0", "O(N) where N is the number of elements to be removed by the operation.")
+        .key_specs("RW delete")
+        .args("
+            key type=key key_spec_index=0
+            start type=integer
+            stop type=integer
+        "),
+    Spec::keyed("lpos", -3, READONLY, K1, lpos, G, "Returns the index of matching elements in a list.")
+        .docs("6.0.6", "O(N) where N is the number of elements in the list, for the average case. When searching for elements near the head or the tail of the list, or when the MAXLEN option is provided, the command may run in constant time.")
+        .args("
+            key type=key key_spec_index=0
+            element type=string
+            rank type=integer token=RANK flags=optional
+            num-matches type=integer token=COUNT flags=optional
+            len type=integer token=MAXLEN flags=optional
+        "),
+    Spec::keyed("lmove", 5, WRITE | DENYOOM, K2, lmove, G, "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.")
+        .docs("6.2.0", "O(1)")
+        .key_specs("RW access delete; RW insert")
+        .args("
+            source type=key key_spec_index=0
+            destination type=key key_spec_index=1
+            wherefrom type=oneof
+              left type=pure-token token=LEFT
+              right type=pure-token token=RIGHT
+            whereto type=oneof
+              left type=pure-token token=LEFT
+              right type=pure-token token=RIGHT
+        "),
+    Spec::keyed("rpoplpush", 3, WRITE | DENYOOM, K2, rpoplpush, G, "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.")
+        .docs("1.2.0", "O(1)")
+        .deprecated("6.2.0", "`LMOVE` with the `RIGHT` and `LEFT` arguments")
+        .key_specs("RW access delete; RW insert")
+        .args("
+            source type=key key_spec_index=0
+            destination type=key key_spec_index=1
+        "),
+    Spec::keyed("lmpop", -4, WRITE, (0, 0, 0), lmpop, G, "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.").with_numkeys(1)
+        .docs("7.0.0", "O(N+M) where N is the number of provided keys and M is the number of elements returned.")
+        .key_specs("RW access delete")
+        .args("
+            numkeys type=integer
+            key type=key key_spec_index=0 flags=multiple
+            where type=oneof
+              left type=pure-token token=LEFT
+              right type=pure-token token=RIGHT
+            count type=integer token=COUNT flags=optional
+        "),
 ];
 
 /// Which end of a list (LEFT is the head).

@@ -19,7 +19,13 @@ use crate::ctx::Ctx;
 
 /// MEMORY USAGE's entry, for the server's MEMORY container (a `const`, so the server's
 /// `const` subcommand list can hold it by value).
-pub const USAGE: Spec = Spec::keyed("memory|usage", -3, READONLY, (2, 2, 1), usage, "server", "Estimates the memory usage of a key.");
+pub const USAGE: Spec = Spec::keyed("memory|usage", -3, READONLY, (2, 2, 1), usage, "server", "Estimates the memory usage of a key.")
+    .docs("4.0.0", "O(N) where N is the number of samples.")
+    .key_specs("RO")
+    .args("
+        key type=key key_spec_index=0
+        count type=integer token=SAMPLES flags=optional
+    ");
 
 /// MEMORY USAGE key [SAMPLES count]: bytes, or nil for a missing key.
 fn usage(ctx: &mut Ctx, a: &[Arg]) -> Frame {

@@ -32,11 +32,37 @@ const ALL: (i32, i32, i32) = (1, -1, 1);
 const G: &str = "hyperloglog";
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::keyed("pfadd", -2, WRITE | DENYOOM | FAST | PREFETCH_VALUE, (1, 1, 1), pfadd, G, "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist."),
-    Spec::keyed("pfcount", -2, READONLY, ALL, pfcount, G, "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s)."),
-    Spec::keyed("pfmerge", -2, WRITE | DENYOOM, ALL, pfmerge, G, "Merges one or more HyperLogLog values into a single key."),
-    Spec::keyed("pfdebug", 3, WRITE | DENYOOM | ADMIN, (2, 2, 1), pfdebug, G, "Internal commands for debugging HyperLogLog values."),
-    Spec::keyed("pfselftest", 1, ADMIN, (0, 0, 0), pfselftest, G, "An internal command for testing HyperLogLog values."),
+    Spec::keyed("pfadd", -2, WRITE | DENYOOM | FAST | PREFETCH_VALUE, (1, 1, 1), pfadd, G, "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist.")
+        .docs("2.8.9", "O(1) to add every element.")
+        .key_specs("RW insert")
+        .args("
+            key type=key key_spec_index=0
+            element type=string flags=optional,multiple
+        "),
+    Spec::keyed("pfcount", -2, READONLY, ALL, pfcount, G, "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).")
+        .docs("2.8.9", "O(1) with a very small average constant time when called with a single key. O(N) with N being the number of keys, and much bigger constant times, when called with multiple keys.")
+        .key_specs("RW access")
+        .args("
+            key type=key key_spec_index=0 flags=multiple
+        "),
+    Spec::keyed("pfmerge", -2, WRITE | DENYOOM, ALL, pfmerge, G, "Merges one or more HyperLogLog values into a single key.")
+        .docs("2.8.9", "O(N) to merge N HyperLogLogs, but with high constant times.")
+        .key_specs("RW access insert; RO access")
+        .args("
+            destkey type=key key_spec_index=0
+            sourcekey type=key key_spec_index=1 flags=multiple
+        "),
+    Spec::keyed("pfdebug", 3, WRITE | DENYOOM | ADMIN, (2, 2, 1), pfdebug, G, "Internal commands for debugging HyperLogLog values.")
+        .docs("2.8.9", "N/A")
+        .syscmd()
+        .key_specs("RW access")
+        .args("
+            subcommand type=string
+            key type=key key_spec_index=0
+        "),
+    Spec::keyed("pfselftest", 1, ADMIN, (0, 0, 0), pfselftest, G, "An internal command for testing HyperLogLog values.")
+        .docs("2.8.9", "N/A")
+        .syscmd(),
 ];
 
 fn hll_error(e: HllError) -> Frame {

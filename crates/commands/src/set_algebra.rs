@@ -28,13 +28,52 @@ const ALL: (i32, i32, i32) = (1, -1, 1);
 const G: &str = "set";
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::keyed("sinter", -2, READONLY, ALL, sinter, G, "Returns the intersect of multiple sets."),
-    Spec::keyed("sintercard", -3, READONLY, (0, 0, 0), sintercard, G, "Returns the number of members of the intersect of multiple sets.").with_numkeys(1),
-    Spec::keyed("sinterstore", -3, WRITE | DENYOOM, ALL, sinterstore, G, "Stores the intersect of multiple sets in a key."),
-    Spec::keyed("sunion", -2, READONLY, ALL, sunion, G, "Returns the union of multiple sets."),
-    Spec::keyed("sunionstore", -3, WRITE | DENYOOM, ALL, sunionstore, G, "Stores the union of multiple sets in a key."),
-    Spec::keyed("sdiff", -2, READONLY, ALL, sdiff, G, "Returns the difference of multiple sets."),
-    Spec::keyed("sdiffstore", -3, WRITE | DENYOOM, ALL, sdiffstore, G, "Stores the difference of multiple sets in a key."),
+    Spec::keyed("sinter", -2, READONLY, ALL, sinter, G, "Returns the intersect of multiple sets.")
+        .docs("1.0.0", "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.")
+        .tips("nondeterministic_output_order")
+        .args("
+            key type=key key_spec_index=0 flags=multiple
+        "),
+    Spec::keyed("sintercard", -3, READONLY, (0, 0, 0), sintercard, G, "Returns the number of members of the intersect of multiple sets.").with_numkeys(1)
+        .docs("7.0.0", "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.")
+        .args("
+            numkeys type=integer
+            key type=key key_spec_index=0 flags=multiple
+            limit type=integer token=LIMIT flags=optional
+        "),
+    Spec::keyed("sinterstore", -3, WRITE | DENYOOM, ALL, sinterstore, G, "Stores the intersect of multiple sets in a key.")
+        .docs("1.0.0", "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.")
+        .key_specs("RW update; RO access")
+        .args("
+            destination type=key key_spec_index=0
+            key type=key key_spec_index=1 flags=multiple
+        "),
+    Spec::keyed("sunion", -2, READONLY, ALL, sunion, G, "Returns the union of multiple sets.")
+        .docs("1.0.0", "O(N) where N is the total number of elements in all given sets.")
+        .tips("nondeterministic_output_order")
+        .args("
+            key type=key key_spec_index=0 flags=multiple
+        "),
+    Spec::keyed("sunionstore", -3, WRITE | DENYOOM, ALL, sunionstore, G, "Stores the union of multiple sets in a key.")
+        .docs("1.0.0", "O(N) where N is the total number of elements in all given sets.")
+        .key_specs("OW update; RO access")
+        .args("
+            destination type=key key_spec_index=0
+            key type=key key_spec_index=1 flags=multiple
+        "),
+    Spec::keyed("sdiff", -2, READONLY, ALL, sdiff, G, "Returns the difference of multiple sets.")
+        .docs("1.0.0", "O(N) where N is the total number of elements in all given sets.")
+        .tips("nondeterministic_output_order")
+        .args("
+            key type=key key_spec_index=0 flags=multiple
+        "),
+    Spec::keyed("sdiffstore", -3, WRITE | DENYOOM, ALL, sdiffstore, G, "Stores the difference of multiple sets in a key.")
+        .docs("1.0.0", "O(N) where N is the total number of elements in all given sets.")
+        .key_specs("OW update; RO access")
+        .args("
+            destination type=key key_spec_index=0
+            key type=key key_spec_index=1 flags=multiple
+        "),
 ];
 
 #[derive(Clone, Copy)]

@@ -28,16 +28,81 @@ const K1: (i32, i32, i32) = (1, 1, 1);
 const G: &str = "set";
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::keyed("sadd", -3, WRITE | DENYOOM | FAST, K1, sadd, G, "Adds one or more members to a set. Creates the key if it doesn't exist."),
-    Spec::keyed("srem", -3, WRITE | FAST, K1, srem, G, "Removes one or more members from a set. Deletes the set if the last member was removed."),
-    Spec::keyed("sismember", 3, READONLY | FAST, K1, sismember, G, "Determines whether a member belongs to a set."),
-    Spec::keyed("smismember", -3, READONLY | FAST, K1, smismember, G, "Determines whether multiple members belong to a set."),
-    Spec::keyed("scard", 2, READONLY | FAST, K1, scard, G, "Returns the number of members in a set."),
-    Spec::keyed("smembers", 2, READONLY, K1, smembers, G, "Returns all members of a set."),
-    Spec::keyed("srandmember", -2, READONLY, K1, srandmember, G, "Get one or multiple random members from a set"),
-    Spec::keyed("spop", -2, WRITE | FAST, K1, spop, G, "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped."),
-    Spec::keyed("smove", 4, WRITE | FAST, (1, 2, 1), smove, G, "Moves a member from one set to another."),
-    Spec::keyed("sscan", -3, READONLY, K1, sscan, G, "Iterates over members of a set."),
+    Spec::keyed("sadd", -3, WRITE | DENYOOM | FAST, K1, sadd, G, "Adds one or more members to a set. Creates the key if it doesn't exist.")
+        .docs("1.0.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.")
+        .history(&[("2.4.0", "Accepts multiple `member` arguments.")])
+        .key_specs("RW insert")
+        .args("
+            key type=key key_spec_index=0
+            member type=string flags=multiple
+        "),
+    Spec::keyed("srem", -3, WRITE | FAST, K1, srem, G, "Removes one or more members from a set. Deletes the set if the last member was removed.")
+        .docs("1.0.0", "O(N) where N is the number of members to be removed.")
+        .history(&[("2.4.0", "Accepts multiple `member` arguments.")])
+        .key_specs("RW delete")
+        .args("
+            key type=key key_spec_index=0
+            member type=string flags=multiple
+        "),
+    Spec::keyed("sismember", 3, READONLY | FAST, K1, sismember, G, "Determines whether a member belongs to a set.")
+        .docs("1.0.0", "O(1)")
+        .key_specs("RO")
+        .args("
+            key type=key key_spec_index=0
+            member type=string
+        "),
+    Spec::keyed("smismember", -3, READONLY | FAST, K1, smismember, G, "Determines whether multiple members belong to a set.")
+        .docs("6.2.0", "O(N) where N is the number of elements being checked for membership")
+        .args("
+            key type=key key_spec_index=0
+            member type=string flags=multiple
+        "),
+    Spec::keyed("scard", 2, READONLY | FAST, K1, scard, G, "Returns the number of members in a set.")
+        .docs("1.0.0", "O(1)")
+        .key_specs("RO")
+        .args("
+            key type=key key_spec_index=0
+        "),
+    Spec::keyed("smembers", 2, READONLY, K1, smembers, G, "Returns all members of a set.")
+        .docs("1.0.0", "O(N) where N is the set cardinality.")
+        .tips("nondeterministic_output_order")
+        .args("
+            key type=key key_spec_index=0
+        "),
+    Spec::keyed("srandmember", -2, READONLY, K1, srandmember, G, "Get one or multiple random members from a set")
+        .docs("1.0.0", "Without the count argument O(1), otherwise O(N) where N is the absolute value of the passed count.")
+        .history(&[("2.6.0", "Added the optional `count` argument.")])
+        .tips("nondeterministic_output")
+        .args("
+            key type=key key_spec_index=0
+            count type=integer since=2.6.0 flags=optional
+        "),
+    Spec::keyed("spop", -2, WRITE | FAST, K1, spop, G, "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.")
+        .docs("1.0.0", "Without the count argument O(1), otherwise O(N) where N is the value of the passed count.")
+        .history(&[("3.2.0", "Added the `count` argument.")])
+        .tips("nondeterministic_output")
+        .key_specs("RW access delete")
+        .args("
+            key type=key key_spec_index=0
+            count type=integer since=3.2.0 flags=optional
+        "),
+    Spec::keyed("smove", 4, WRITE | FAST, (1, 2, 1), smove, G, "Moves a member from one set to another.")
+        .docs("1.0.0", "O(1)")
+        .key_specs("RW access delete; RW insert")
+        .args("
+            source type=key key_spec_index=0
+            destination type=key key_spec_index=1
+            member type=string
+        "),
+    Spec::keyed("sscan", -3, READONLY, K1, sscan, G, "Iterates over members of a set.")
+        .docs("2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..")
+        .tips("nondeterministic_output")
+        .args("
+            key type=key key_spec_index=0
+            cursor type=integer
+            pattern type=pattern token=MATCH flags=optional
+            count type=integer token=COUNT flags=optional
+        "),
 ];
 
 /// The set at `key` for reading, counted in keyspace hits/misses. Ok(None) if missing.

@@ -42,44 +42,256 @@ pub const G: &str = "stream";
 
 pub const COMMANDS: &[Spec] = &[
     XADD,
-    Spec::keyed("xrange", -4, READONLY, K1, xrange, G, "Return a range of elements in a stream, with IDs matching the specified IDs interval"),
-    Spec::keyed("xrevrange", -4, READONLY, K1, xrevrange, G, "Return a range of elements in a stream, with IDs matching the specified IDs interval, in reverse order (from greater to smaller IDs) compared to XRANGE"),
-    Spec::keyed("xlen", 2, READONLY | FAST, K1, xlen, G, "Return the number of entries in a stream"),
-    Spec::keyed("xdel", -3, WRITE | FAST, K1, xdel, G, "Removes the specified entries from the stream. Returns the number of items actually deleted, that may be different from the number of IDs passed in case certain IDs do not exist."),
-    Spec::keyed("xtrim", -4, WRITE, K1, xtrim, G, "Trims the stream to (approximately if '~' is passed) a certain size"),
-    Spec::keyed("xsetid", -3, WRITE | DENYOOM | FAST, K1, xsetid, G, "An internal command for replicating stream values"),
+    Spec::keyed("xrange", -4, READONLY, K1, xrange, G, "Return a range of elements in a stream, with IDs matching the specified IDs interval")
+        .docs("5.0.0", "O(N) with N being the number of elements being returned. If N is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1).")
+        .history(&[("6.2.0", "Added exclusive ranges.")])
+        .args("
+            key type=key key_spec_index=0
+            start type=string
+            end type=string
+            count type=integer token=COUNT flags=optional
+        "),
+    Spec::keyed("xrevrange", -4, READONLY, K1, xrevrange, G, "Return a range of elements in a stream, with IDs matching the specified IDs interval, in reverse order (from greater to smaller IDs) compared to XRANGE")
+        .docs("5.0.0", "O(N) with N being the number of elements returned. If N is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1).")
+        .history(&[("6.2.0", "Added exclusive ranges.")])
+        .args("
+            key type=key key_spec_index=0
+            end type=string
+            start type=string
+            count type=integer token=COUNT flags=optional
+        "),
+    Spec::keyed("xlen", 2, READONLY | FAST, K1, xlen, G, "Return the number of entries in a stream")
+        .docs("5.0.0", "O(1)")
+        .key_specs("RO")
+        .args("
+            key type=key key_spec_index=0
+        "),
+    Spec::keyed("xdel", -3, WRITE | FAST, K1, xdel, G, "Removes the specified entries from the stream. Returns the number of items actually deleted, that may be different from the number of IDs passed in case certain IDs do not exist.")
+        .docs("5.0.0", "O(1) for each single item to delete in the stream, regardless of the stream size.")
+        .key_specs("RW delete")
+        .args("
+            key type=key key_spec_index=0
+            id type=string flags=multiple
+        "),
+    Spec::keyed("xtrim", -4, WRITE, K1, xtrim, G, "Trims the stream to (approximately if '~' is passed) a certain size")
+        .docs("5.0.0", "O(N), with N being the number of evicted entries. Constant times are very small however, since entries are organized in macro nodes containing multiple entries that can be released with a single deallocation.")
+        .history(&[("6.2.0", "Added the `MINID` trimming strategy and the `LIMIT` option.")])
+        .tips("nondeterministic_output")
+        .key_specs("RW delete")
+        .args("
+            key type=key key_spec_index=0
+            trim type=block
+              strategy type=oneof
+                maxlen type=pure-token token=MAXLEN
+                minid type=pure-token token=MINID since=6.2.0
+              operator type=oneof flags=optional
+                equal type=pure-token token==
+                approximately type=pure-token token=~
+              threshold type=string
+              count type=integer token=LIMIT since=6.2.0 flags=optional
+        "),
+    Spec::keyed("xsetid", -3, WRITE | DENYOOM | FAST, K1, xsetid, G, "An internal command for replicating stream values")
+        .docs("5.0.0", "O(1)")
+        .history(&[("7.0.0", "Added the `entries_added` and `max_deleted_entry_id` arguments.")])
+        .args("
+            key type=key key_spec_index=0
+            last-id type=string
+            entries_added type=integer token=ENTRIESADDED since=7.0.0 flags=optional
+            max_deleted_entry_id type=string token=MAXDELETEDID since=7.0.0 flags=optional
+        "),
     Spec::keyed("xread", -4, READONLY, (0, 0, 0), xread, G, "Return never seen elements in multiple streams, with IDs greater than the ones reported by the caller for each stream. Can block.")
         .with_key_range(streams_keys)
         .blocking(TimeoutArg::Parsed(block_option))
-        .with_wait_args(resolve_dollar),
+        .with_wait_args(resolve_dollar)
+        .docs("5.0.0", "For each stream mentioned: O(N) with N being the number of elements being returned, it means that XREAD-ing with a fixed COUNT is O(1). Note that when the BLOCK option is used, XADD will pay O(M) time in order to serve the M clients blocked on the stream getting new data.")
+        .key_specs("RO access kw=STREAMS,1 range=-1,1,2")
+        .args("
+            count type=integer token=COUNT flags=optional
+            milliseconds type=integer token=BLOCK flags=optional
+            streams type=block token=STREAMS
+              key type=key key_spec_index=0 flags=multiple
+              id type=string flags=multiple
+        "),
     Spec::keyed("xreadgroup", -7, WRITE | BLOCKED_SERVES_MISSING, (0, 0, 0), xreadgroup, G, "Return new entries from a stream using a consumer group, or access the history of the pending entries for a given consumer. Can block.")
         .with_key_range(streams_keys)
-        .blocking(TimeoutArg::Parsed(block_option)),
-    Spec::container("xgroup", -2, 0, G, "A container for consumer groups commands", XGROUP),
-    Spec::keyed("xack", -4, WRITE | FAST, K1, xack, G, "Marks a pending message as correctly processed, effectively removing it from the pending entries list of the consumer group. Return value of the command is the number of messages successfully acknowledged, that is, the IDs we were actually able to resolve in the PEL."),
-    Spec::keyed("xpending", -3, READONLY, K1, xpending, G, "Return information and entries from a stream consumer group pending entries list, that are messages fetched but never acknowledged."),
-    Spec::keyed("xclaim", -6, WRITE | FAST, K1, xclaim, G, "Changes (or acquires) ownership of a message in a consumer group, as if the message was delivered to the specified consumer."),
-    Spec::keyed("xautoclaim", -6, WRITE | FAST, K1, xautoclaim, G, "Changes (or acquires) ownership of messages in a consumer group, as if the messages were delivered to the specified consumer."),
-    Spec::container("xinfo", -2, 0, G, "A container for stream introspection commands", XINFO),
+        .blocking(TimeoutArg::Parsed(block_option))
+        .docs("5.0.0", "For each stream mentioned: O(M) with M being the number of elements returned. If M is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1). On the other side when XREADGROUP blocks, XADD will pay the O(N) time in order to serve the N clients blocked on the stream getting new data.")
+        .key_specs("RO access kw=STREAMS,4 range=-1,1,2")
+        .args("
+            group_consumer type=block token=GROUP
+              group type=string
+              consumer type=string
+            count type=integer token=COUNT flags=optional
+            milliseconds type=integer token=BLOCK flags=optional
+            noack type=pure-token token=NOACK flags=optional
+            streams type=block token=STREAMS
+              key type=key key_spec_index=0 flags=multiple
+              id type=string flags=multiple
+        "),
+    Spec::container("xgroup", -2, 0, G, "A container for consumer groups commands", XGROUP)
+        .docs("5.0.0", "Depends on subcommand."),
+    Spec::keyed("xack", -4, WRITE | FAST, K1, xack, G, "Marks a pending message as correctly processed, effectively removing it from the pending entries list of the consumer group. Return value of the command is the number of messages successfully acknowledged, that is, the IDs we were actually able to resolve in the PEL.")
+        .docs("5.0.0", "O(1) for each message ID processed.")
+        .args("
+            key type=key key_spec_index=0
+            group type=string
+            id type=string flags=multiple
+        "),
+    Spec::keyed("xpending", -3, READONLY, K1, xpending, G, "Return information and entries from a stream consumer group pending entries list, that are messages fetched but never acknowledged.")
+        .docs("5.0.0", "O(N) with N being the number of elements returned, so asking for a small fixed number of entries per call is O(1). O(M), where M is the total number of entries scanned when used with the IDLE filter. When the command returns just the summary and the list of consumers is small, it runs in O(1) time; otherwise, an additional O(N) time for iterating every consumer.")
+        .history(&[("6.2.0", "Added the `IDLE` option and exclusive range intervals.")])
+        .tips("nondeterministic_output")
+        .args("
+            key type=key key_spec_index=0
+            group type=string
+            filters type=block flags=optional
+              min-idle-time type=integer token=IDLE since=6.2.0 flags=optional
+              start type=string
+              end type=string
+              count type=integer
+              consumer type=string flags=optional
+        "),
+    Spec::keyed("xclaim", -6, WRITE | FAST, K1, xclaim, G, "Changes (or acquires) ownership of a message in a consumer group, as if the message was delivered to the specified consumer.")
+        .docs("5.0.0", "O(log N) with N being the number of messages in the PEL of the consumer group.")
+        .tips("nondeterministic_output")
+        .args("
+            key type=key key_spec_index=0
+            group type=string
+            consumer type=string
+            min-idle-time type=string
+            id type=string flags=multiple
+            ms type=integer token=IDLE flags=optional
+            unix-time-milliseconds type=unix-time token=TIME flags=optional
+            count type=integer token=RETRYCOUNT flags=optional
+            force type=pure-token token=FORCE flags=optional
+            justid type=pure-token token=JUSTID flags=optional
+            id type=string token=LASTID flags=optional
+        "),
+    Spec::keyed("xautoclaim", -6, WRITE | FAST, K1, xautoclaim, G, "Changes (or acquires) ownership of messages in a consumer group, as if the messages were delivered to the specified consumer.")
+        .docs("6.2.0", "O(1) if COUNT is small.")
+        .history(&[("7.0.0", "Added an element to the reply array, containing deleted entries the command cleared from the PEL")])
+        .tips("nondeterministic_output")
+        .key_specs("RW delete")
+        .args("
+            key type=key key_spec_index=0
+            group type=string
+            consumer type=string
+            min-idle-time type=string
+            start type=string
+            count type=integer token=COUNT flags=optional
+            justid type=pure-token token=JUSTID flags=optional
+        "),
+    Spec::container("xinfo", -2, 0, G, "A container for stream introspection commands", XINFO)
+        .docs("5.0.0", "Depends on subcommand."),
 ];
 
 /// XADD's entry, named by callers that run it (the summarizer's raw-event streams).
-pub const XADD: Spec = Spec::keyed("xadd", -5, WRITE | DENYOOM | FAST, K1, xadd, G, "Appends a new entry to a stream");
+pub const XADD: Spec = Spec::keyed("xadd", -5, WRITE | DENYOOM | FAST, K1, xadd, G, "Appends a new entry to a stream")
+    .docs("5.0.0", "O(1) when adding a new entry, O(N) when trimming where N being the number of entries evicted.")
+    .history(&[
+        ("6.2.0", "Added the `NOMKSTREAM` option, `MINID` trimming strategy and the `LIMIT` option."),
+        ("7.0.0", "Added support for the `<ms>-*` explicit ID form."),
+    ])
+    .tips("nondeterministic_output")
+    .args("
+        key type=key key_spec_index=0
+        nomkstream type=pure-token token=NOMKSTREAM since=6.2.0 flags=optional
+        trim type=block flags=optional
+          strategy type=oneof
+            maxlen type=pure-token token=MAXLEN
+            minid type=pure-token token=MINID since=6.2.0
+          operator type=oneof flags=optional
+            equal type=pure-token token==
+            approximately type=pure-token token=~
+          threshold type=string
+          count type=integer token=LIMIT since=6.2.0 flags=optional
+        id_or_auto type=oneof
+          auto_id type=pure-token token=*
+          id type=string
+        field_value type=block flags=multiple
+          field type=string
+          value type=string
+    ");
 
 const XGROUP: &[Spec] = &[
-    Spec::keyed("xgroup|create", -5, WRITE | DENYOOM, K2, xgroup, G, "Create a consumer group."),
-    Spec::keyed("xgroup|setid", -5, WRITE, K2, xgroup, G, "Set a consumer group to an arbitrary last delivered ID value."),
-    Spec::keyed("xgroup|destroy", 4, WRITE, K2, xgroup, G, "Destroy a consumer group."),
-    Spec::keyed("xgroup|createconsumer", 5, WRITE | DENYOOM, K2, xgroup, G, "Create a consumer in a consumer group."),
-    Spec::keyed("xgroup|delconsumer", 5, WRITE, K2, xgroup, G, "Delete a consumer from a consumer group."),
-    Spec::keyed("xgroup|help", 2, LOADING | STALE, (0, 0, 0), xgroup_help, G, "Show helpful text about the different subcommands"),
+    Spec::keyed("xgroup|create", -5, WRITE | DENYOOM, K2, xgroup, G, "Create a consumer group.")
+        .docs("5.0.0", "O(1)")
+        .history(&[("7.0.0", "Added the `entries_read` named argument.")])
+        .key_specs("RW insert")
+        .args("
+            key type=key key_spec_index=0
+            groupname type=string
+            id type=oneof
+              id type=string
+              new_id type=pure-token token=$
+            mkstream type=pure-token token=MKSTREAM flags=optional
+            entries_read type=integer token=ENTRIESREAD flags=optional
+        "),
+    Spec::keyed("xgroup|setid", -5, WRITE, K2, xgroup, G, "Set a consumer group to an arbitrary last delivered ID value.")
+        .docs("5.0.0", "O(1)")
+        .history(&[("7.0.0", "Added the optional `entries_read` argument.")])
+        .args("
+            key type=key key_spec_index=0
+            groupname type=string
+            id type=oneof
+              id type=string
+              new_id type=pure-token token=$
+            entries_read type=integer token=ENTRIESREAD flags=optional
+        "),
+    Spec::keyed("xgroup|destroy", 4, WRITE, K2, xgroup, G, "Destroy a consumer group.")
+        .docs("5.0.0", "O(N) where N is the number of entries in the group's pending entries list (PEL).")
+        .key_specs("RW delete")
+        .args("
+            key type=key key_spec_index=0
+            groupname type=string
+        "),
+    Spec::keyed("xgroup|createconsumer", 5, WRITE | DENYOOM, K2, xgroup, G, "Create a consumer in a consumer group.")
+        .docs("6.2.0", "O(1)")
+        .key_specs("RW insert")
+        .args("
+            key type=key key_spec_index=0
+            groupname type=string
+            consumername type=string
+        "),
+    Spec::keyed("xgroup|delconsumer", 5, WRITE, K2, xgroup, G, "Delete a consumer from a consumer group.")
+        .docs("5.0.0", "O(1)")
+        .key_specs("RW delete")
+        .args("
+            key type=key key_spec_index=0
+            groupname type=string
+            consumername type=string
+        "),
+    Spec::keyed("xgroup|help", 2, LOADING | STALE, (0, 0, 0), xgroup_help, G, "Show helpful text about the different subcommands")
+        .docs("5.0.0", "O(1)"),
 ];
 
 const XINFO: &[Spec] = &[
-    Spec::keyed("xinfo|consumers", 4, READONLY, K2, xinfo, G, "List the consumers in a consumer group"),
-    Spec::keyed("xinfo|groups", 3, READONLY, K2, xinfo, G, "List the consumer groups of a stream"),
-    Spec::keyed("xinfo|stream", -3, READONLY, K2, xinfo, G, "Get information about a stream"),
-    Spec::keyed("xinfo|help", 2, LOADING | STALE, (0, 0, 0), xinfo_help, G, "Show helpful text about the different subcommands"),
+    Spec::keyed("xinfo|consumers", 4, READONLY, K2, xinfo, G, "List the consumers in a consumer group")
+        .docs("5.0.0", "O(1)")
+        .tips("nondeterministic_output")
+        .args("
+            key type=key key_spec_index=0
+            groupname type=string
+        "),
+    Spec::keyed("xinfo|groups", 3, READONLY, K2, xinfo, G, "List the consumer groups of a stream")
+        .docs("5.0.0", "O(1)")
+        .history(&[("7.0.0", "Added the `entries-read` and `lag` fields")])
+        .args("
+            key type=key key_spec_index=0
+        "),
+    Spec::keyed("xinfo|stream", -3, READONLY, K2, xinfo, G, "Get information about a stream")
+        .docs("5.0.0", "O(1)")
+        .history(&[
+            ("6.0.0", "Added the `FULL` modifier."),
+            ("7.0.0", "Added the `max-deleted-entry-id`, `entries-added`, `recorded-first-entry-id`, `entries-read` and `lag` fields"),
+        ])
+        .args("
+            key type=key key_spec_index=0
+            full type=block token=FULL flags=optional
+              count type=integer token=COUNT flags=optional
+        "),
+    Spec::keyed("xinfo|help", 2, LOADING | STALE, (0, 0, 0), xinfo_help, G, "Show helpful text about the different subcommands")
+        .docs("5.0.0", "O(1)"),
 ];
 
 const ERR_INVALID_ID: &str = "ERR Invalid stream ID specified as stream command argument";

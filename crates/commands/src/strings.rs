@@ -20,28 +20,185 @@ const PAIRS: (i32, i32, i32) = (1, -1, 2);
 const G: &str = "string";
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::keyed("get", 2, READONLY | FAST, K1, get, G, "Returns the string value of a key."),
-    Spec::keyed("set", -3, WRITE | DENYOOM, K1, set, G, "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist."),
-    Spec::keyed("setnx", 3, WRITE | DENYOOM | FAST, K1, setnx, G, "Set the string value of a key only when the key doesn't exist."),
-    Spec::keyed("setex", 4, WRITE | DENYOOM, K1, setex, G, "Sets the string value and expiration time of a key. Creates the key if it doesn't exist."),
-    Spec::keyed("psetex", 4, WRITE | DENYOOM, K1, psetex, G, "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist."),
-    Spec::keyed("getset", 3, WRITE | DENYOOM | FAST, K1, getset, G, "Returns the previous string value of a key after setting it to a new value."),
-    Spec::keyed("getdel", 2, WRITE | FAST, K1, getdel, G, "Returns the string value of a key after deleting the key."),
-    Spec::keyed("getex", -2, WRITE | FAST, K1, getex, G, "Returns the string value of a key after setting its expiration time."),
-    Spec::keyed("mget", -2, READONLY | FAST, ALL, mget, G, "Atomically returns the string values of one or more keys."),
-    Spec::keyed("mset", -3, WRITE | DENYOOM, PAIRS, mset, G, "Atomically creates or modifies the string values of one or more keys."),
-    Spec::keyed("msetnx", -3, WRITE | DENYOOM, PAIRS, msetnx, G, "Atomically modifies the string values of one or more keys only when all keys don't exist."),
-    Spec::keyed("append", 3, WRITE | DENYOOM | FAST | PREFETCH_VALUE, K1, append, G, "Appends a string to the value of a key. Creates the key if it doesn't exist."),
-    Spec::keyed("strlen", 2, READONLY | FAST, K1, strlen, G, "Returns the length of a string value."),
-    Spec::keyed("getrange", 4, READONLY, K1, getrange, G, "Returns a substring of the string stored at a key."),
-    Spec::keyed("substr", 4, READONLY, K1, getrange, G, "Returns a substring from a string value."),
-    Spec::keyed("setrange", 4, WRITE | DENYOOM, K1, setrange, G, "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist."),
-    Spec::keyed("incr", 2, WRITE | DENYOOM | FAST, K1, incr, G, "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist."),
-    Spec::keyed("decr", 2, WRITE | DENYOOM | FAST, K1, decr, G, "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist."),
-    Spec::keyed("incrby", 3, WRITE | DENYOOM | FAST, K1, incrby, G, "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist."),
-    Spec::keyed("decrby", 3, WRITE | DENYOOM | FAST, K1, decrby, G, "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist."),
-    Spec::keyed("incrbyfloat", 3, WRITE | DENYOOM | FAST, K1, incrbyfloat, G, "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist."),
-    Spec::keyed("lcs", -3, READONLY, (1, 2, 1), lcs, G, "Finds the longest common substring."),
+    Spec::keyed("get", 2, READONLY | FAST, K1, get, G, "Returns the string value of a key.")
+        .docs("1.0.0", "O(1)")
+        .args("
+            key type=key key_spec_index=0
+        "),
+    Spec::keyed("set", -3, WRITE | DENYOOM, K1, set, G, "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.")
+        .docs("1.0.0", "O(1)")
+        .history(&[
+            ("2.6.12", "Added the `EX`, `PX`, `NX` and `XX` options."),
+            ("6.0.0", "Added the `KEEPTTL` option."),
+            ("6.2.0", "Added the `GET`, `EXAT` and `PXAT` option."),
+            ("7.0.0", "Allowed the `NX` and `GET` options to be used together."),
+        ])
+        .key_specs("RW access update variable_flags")
+        .args("
+            key type=key key_spec_index=0
+            value type=string
+            condition type=oneof since=2.6.12 flags=optional
+              nx type=pure-token token=NX
+              xx type=pure-token token=XX
+            get type=pure-token token=GET since=6.2.0 flags=optional
+            expiration type=oneof flags=optional
+              seconds type=integer token=EX since=2.6.12
+              milliseconds type=integer token=PX since=2.6.12
+              unix-time-seconds type=unix-time token=EXAT since=6.2.0
+              unix-time-milliseconds type=unix-time token=PXAT since=6.2.0
+              keepttl type=pure-token token=KEEPTTL since=6.0.0
+        "),
+    Spec::keyed("setnx", 3, WRITE | DENYOOM | FAST, K1, setnx, G, "Set the string value of a key only when the key doesn't exist.")
+        .docs("1.0.0", "O(1)")
+        .key_specs("OW insert")
+        .args("
+            key type=key key_spec_index=0
+            value type=string
+        "),
+    Spec::keyed("setex", 4, WRITE | DENYOOM, K1, setex, G, "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.")
+        .docs("2.0.0", "O(1)")
+        .key_specs("OW update")
+        .args("
+            key type=key key_spec_index=0
+            seconds type=integer
+            value type=string
+        "),
+    Spec::keyed("psetex", 4, WRITE | DENYOOM, K1, psetex, G, "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.")
+        .docs("2.6.0", "O(1)")
+        .key_specs("OW update")
+        .args("
+            key type=key key_spec_index=0
+            milliseconds type=integer
+            value type=string
+        "),
+    Spec::keyed("getset", 3, WRITE | DENYOOM | FAST, K1, getset, G, "Returns the previous string value of a key after setting it to a new value.")
+        .docs("1.0.0", "O(1)")
+        .deprecated("6.2.0", "`SET` with the `!GET` argument")
+        .key_specs("RW access update")
+        .args("
+            key type=key key_spec_index=0
+            value type=string
+        "),
+    Spec::keyed("getdel", 2, WRITE | FAST, K1, getdel, G, "Returns the string value of a key after deleting the key.")
+        .docs("6.2.0", "O(1)")
+        .key_specs("RW access delete")
+        .args("
+            key type=key key_spec_index=0
+        "),
+    Spec::keyed("getex", -2, WRITE | FAST, K1, getex, G, "Returns the string value of a key after setting its expiration time.")
+        .docs("6.2.0", "O(1)")
+        .key_specs("RW access update")
+        .args("
+            key type=key key_spec_index=0
+            expiration type=oneof flags=optional
+              seconds type=integer token=EX
+              milliseconds type=integer token=PX
+              unix-time-seconds type=unix-time token=EXAT
+              unix-time-milliseconds type=unix-time token=PXAT
+              persist type=pure-token token=PERSIST
+        "),
+    Spec::keyed("mget", -2, READONLY | FAST, ALL, mget, G, "Atomically returns the string values of one or more keys.")
+        .docs("1.0.0", "O(N) where N is the number of keys to retrieve.")
+        .tips("request_policy:multi_shard")
+        .args("
+            key type=key key_spec_index=0 flags=multiple
+        "),
+    Spec::keyed("mset", -3, WRITE | DENYOOM, PAIRS, mset, G, "Atomically creates or modifies the string values of one or more keys.")
+        .docs("1.0.1", "O(N) where N is the number of keys to set.")
+        .tips("request_policy:multi_shard response_policy:all_succeeded")
+        .key_specs("OW update")
+        .args("
+            key_value type=block flags=multiple
+              key type=key key_spec_index=0
+              value type=string
+        "),
+    Spec::keyed("msetnx", -3, WRITE | DENYOOM, PAIRS, msetnx, G, "Atomically modifies the string values of one or more keys only when all keys don't exist.")
+        .docs("1.0.1", "O(N) where N is the number of keys to set.")
+        .tips("request_policy:multi_shard response_policy:agg_min")
+        .key_specs("OW insert")
+        .args("
+            key_value type=block flags=multiple
+              key type=key key_spec_index=0
+              value type=string
+        "),
+    Spec::keyed("append", 3, WRITE | DENYOOM | FAST | PREFETCH_VALUE, K1, append, G, "Appends a string to the value of a key. Creates the key if it doesn't exist.")
+        .docs("2.0.0", "O(1). The amortized time complexity is O(1) assuming the appended value is small and the already present value is of any size, since the dynamic string library used by Redis will double the free space available on every reallocation.")
+        .key_specs("RW insert")
+        .args("
+            key type=key key_spec_index=0
+            value type=string
+        "),
+    Spec::keyed("strlen", 2, READONLY | FAST, K1, strlen, G, "Returns the length of a string value.")
+        .docs("2.2.0", "O(1)")
+        .key_specs("RO")
+        .args("
+            key type=key key_spec_index=0
+        "),
+    Spec::keyed("getrange", 4, READONLY, K1, getrange, G, "Returns a substring of the string stored at a key.")
+        .docs("2.4.0", "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings.")
+        .args("
+            key type=key key_spec_index=0
+            start type=integer
+            end type=integer
+        "),
+    Spec::keyed("substr", 4, READONLY, K1, getrange, G, "Returns a substring from a string value.")
+        .docs("1.0.0", "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings.")
+        .deprecated("2.0.0", "`GETRANGE`")
+        .args("
+            key type=key key_spec_index=0
+            start type=integer
+            end type=integer
+        "),
+    Spec::keyed("setrange", 4, WRITE | DENYOOM, K1, setrange, G, "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.")
+        .docs("2.2.0", "O(1), not counting the time taken to copy the new string in place. Usually, this string is very small so the amortized complexity is O(1). Otherwise, complexity is O(M) with M being the length of the value argument.")
+        .args("
+            key type=key key_spec_index=0
+            offset type=integer
+            value type=string
+        "),
+    Spec::keyed("incr", 2, WRITE | DENYOOM | FAST, K1, incr, G, "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.")
+        .docs("1.0.0", "O(1)")
+        .key_specs("RW access update")
+        .args("
+            key type=key key_spec_index=0
+        "),
+    Spec::keyed("decr", 2, WRITE | DENYOOM | FAST, K1, decr, G, "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.")
+        .docs("1.0.0", "O(1)")
+        .key_specs("RW access update")
+        .args("
+            key type=key key_spec_index=0
+        "),
+    Spec::keyed("incrby", 3, WRITE | DENYOOM | FAST, K1, incrby, G, "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.")
+        .docs("1.0.0", "O(1)")
+        .key_specs("RW access update")
+        .args("
+            key type=key key_spec_index=0
+            increment type=integer
+        "),
+    Spec::keyed("decrby", 3, WRITE | DENYOOM | FAST, K1, decrby, G, "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.")
+        .docs("1.0.0", "O(1)")
+        .key_specs("RW access update")
+        .args("
+            key type=key key_spec_index=0
+            decrement type=integer
+        "),
+    Spec::keyed("incrbyfloat", 3, WRITE | DENYOOM | FAST, K1, incrbyfloat, G, "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.")
+        .docs("2.6.0", "O(1)")
+        .key_specs("RW access update")
+        .args("
+            key type=key key_spec_index=0
+            increment type=double
+        "),
+    Spec::keyed("lcs", -3, READONLY, (1, 2, 1), lcs, G, "Finds the longest common substring.")
+        .docs("7.0.0", "O(N*M) where N and M are the lengths of s1 and s2, respectively")
+        .args("
+            key1 type=key key_spec_index=0
+            key2 type=key key_spec_index=0
+            len type=pure-token token=LEN flags=optional
+            idx type=pure-token token=IDX flags=optional
+            len type=integer token=MINMATCHLEN flags=optional
+            withmatchlen type=pure-token token=WITHMATCHLEN flags=optional
+        "),
 ];
 
 /// The string stored at `key`: Ok(None) if missing, Err(WRONGTYPE) if not a string. A

@@ -35,19 +35,40 @@ const K2: (i32, i32, i32) = (1, 2, 1);
 const G: &str = "timeseries";
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::keyed("ts.create", -2, WRITE | DENYOOM, K1, ts_create, G, "Create a new time series"),
-    Spec::keyed("ts.alter", -2, WRITE | DENYOOM, K1, ts_alter, G, "Update the retention, chunk size, duplicate policy, and labels of an existing time series"),
-    Spec::keyed("ts.add", -4, WRITE | DENYOOM, K1, ts_add, G, "Append a sample to a time series"),
-    Spec::keyed("ts.madd", -4, WRITE | DENYOOM, (1, -1, 3), ts_madd, G, "Append new samples to one or more time series"),
-    Spec::keyed("ts.incrby", -3, WRITE | DENYOOM, K1, ts_incrby, G, "Increase the value of the sample with the maximum existing timestamp, or create a new sample with a value equal to the value of the sample with the maximum existing timestamp with a given increment"),
-    Spec::keyed("ts.decrby", -3, WRITE | DENYOOM, K1, ts_decrby, G, "Decrease the value of the sample with the maximum existing timestamp, or create a new sample with a value equal to the value of the sample with the maximum existing timestamp with a given decrement"),
-    Spec::keyed("ts.del", 4, WRITE, K1, ts_del, G, "Delete all samples between two timestamps for a given time series"),
-    Spec::keyed("ts.get", -2, READONLY, K1, ts_get, G, "Get the sample with the highest timestamp from a given time series"),
-    Spec::keyed("ts.range", -4, READONLY, K1, ts_range, G, "Query a range in forward direction"),
-    Spec::keyed("ts.revrange", -4, READONLY, K1, ts_revrange, G, "Query a range in reverse direction"),
-    Spec::keyed("ts.info", -2, READONLY, K1, ts_info, G, "Returns information and statistics for a time series"),
-    Spec::keyed("ts.createrule", -6, WRITE, K2, ts_createrule, G, "Create a compaction rule"),
-    Spec::keyed("ts.deleterule", 3, WRITE, K2, ts_deleterule, G, "Delete a compaction rule"),
+    Spec::keyed("ts.create", -2, WRITE | DENYOOM, K1, ts_create, G, "Create a new time series")
+        .abacus_docs("O(N) where N is the number of labels.")
+        .key_specs("RW insert"),
+    Spec::keyed("ts.alter", -2, WRITE | DENYOOM, K1, ts_alter, G, "Update the retention, chunk size, duplicate policy, and labels of an existing time series")
+        .abacus_docs("O(N) where N is the number of labels."),
+    Spec::keyed("ts.add", -4, WRITE | DENYOOM, K1, ts_add, G, "Append a sample to a time series")
+        .abacus_docs("O(M) where M is the number of compaction rules, O(1) with none.")
+        .key_specs("RW access insert"),
+    Spec::keyed("ts.madd", -4, WRITE | DENYOOM, (1, -1, 3), ts_madd, G, "Append new samples to one or more time series")
+        .abacus_docs("O(N*M) where N is the number of samples and M the number of compaction rules.")
+        .key_specs("RW access insert"),
+    Spec::keyed("ts.incrby", -3, WRITE | DENYOOM, K1, ts_incrby, G, "Increase the value of the sample with the maximum existing timestamp, or create a new sample with a value equal to the value of the sample with the maximum existing timestamp with a given increment")
+        .abacus_docs("O(M) where M is the number of compaction rules, O(1) with none.")
+        .key_specs("RW access update"),
+    Spec::keyed("ts.decrby", -3, WRITE | DENYOOM, K1, ts_decrby, G, "Decrease the value of the sample with the maximum existing timestamp, or create a new sample with a value equal to the value of the sample with the maximum existing timestamp with a given decrement")
+        .abacus_docs("O(M) where M is the number of compaction rules, O(1) with none.")
+        .key_specs("RW access update"),
+    Spec::keyed("ts.del", 4, WRITE, K1, ts_del, G, "Delete all samples between two timestamps for a given time series")
+        .abacus_docs("O(N) where N is the number of samples removed.")
+        .key_specs("RW delete"),
+    Spec::keyed("ts.get", -2, READONLY, K1, ts_get, G, "Get the sample with the highest timestamp from a given time series")
+        .abacus_docs("O(1)"),
+    Spec::keyed("ts.range", -4, READONLY, K1, ts_range, G, "Query a range in forward direction")
+        .abacus_docs("O(N/C + M) where N is the number of samples, C the chunk size and M the samples returned."),
+    Spec::keyed("ts.revrange", -4, READONLY, K1, ts_revrange, G, "Query a range in reverse direction")
+        .abacus_docs("O(N/C + M) where N is the number of samples, C the chunk size and M the samples returned."),
+    Spec::keyed("ts.info", -2, READONLY, K1, ts_info, G, "Returns information and statistics for a time series")
+        .abacus_docs("O(1)"),
+    Spec::keyed("ts.createrule", -6, WRITE, K2, ts_createrule, G, "Create a compaction rule")
+        .abacus_docs("O(1)")
+        .key_specs("RW access update; RW update"),
+    Spec::keyed("ts.deleterule", 3, WRITE, K2, ts_deleterule, G, "Delete a compaction rule")
+        .abacus_docs("O(1)")
+        .key_specs("RW access update; RW update"),
 ];
 
 pub const ERR_NO_KEY: &str = "ERR TSDB: the key does not exist";

@@ -30,13 +30,78 @@ const DST: (i32, i32, i32) = (1, 1, 1);
 const NONE: (i32, i32, i32) = (0, 0, 0);
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::keyed("zunion", -3, READONLY, NONE, zunion, G, "Returns the union of multiple sorted sets.").with_numkeys(1),
-    Spec::keyed("zinter", -3, READONLY, NONE, zinter, G, "Returns the intersect of multiple sorted sets.").with_numkeys(1),
-    Spec::keyed("zdiff", -3, READONLY, NONE, zdiff, G, "Returns the difference between multiple sorted sets.").with_numkeys(1),
-    Spec::keyed("zunionstore", -4, WRITE | DENYOOM, DST, zunionstore, G, "Stores the union of multiple sorted sets in a key.").with_numkeys(2),
-    Spec::keyed("zinterstore", -4, WRITE | DENYOOM, DST, zinterstore, G, "Stores the intersect of multiple sorted sets in a key.").with_numkeys(2),
-    Spec::keyed("zdiffstore", -4, WRITE | DENYOOM, DST, zdiffstore, G, "Stores the difference of multiple sorted sets in a key.").with_numkeys(2),
-    Spec::keyed("zintercard", -3, READONLY, NONE, zintercard, G, "Returns the number of members of the intersect of multiple sorted sets.").with_numkeys(1),
+    Spec::keyed("zunion", -3, READONLY, NONE, zunion, G, "Returns the union of multiple sorted sets.").with_numkeys(1)
+        .docs("6.2.0", "O(N)+O(M*log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.")
+        .args("
+            numkeys type=integer
+            key type=key key_spec_index=0 flags=multiple
+            weight type=integer token=WEIGHTS flags=optional,multiple
+            aggregate type=oneof token=AGGREGATE flags=optional
+              sum type=pure-token token=SUM
+              min type=pure-token token=MIN
+              max type=pure-token token=MAX
+            withscores type=pure-token token=WITHSCORES flags=optional
+        "),
+    Spec::keyed("zinter", -3, READONLY, NONE, zinter, G, "Returns the intersect of multiple sorted sets.").with_numkeys(1)
+        .docs("6.2.0", "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.")
+        .args("
+            numkeys type=integer
+            key type=key key_spec_index=0 flags=multiple
+            weight type=integer token=WEIGHTS flags=optional,multiple
+            aggregate type=oneof token=AGGREGATE flags=optional
+              sum type=pure-token token=SUM
+              min type=pure-token token=MIN
+              max type=pure-token token=MAX
+            withscores type=pure-token token=WITHSCORES flags=optional
+        "),
+    Spec::keyed("zdiff", -3, READONLY, NONE, zdiff, G, "Returns the difference between multiple sorted sets.").with_numkeys(1)
+        .docs("6.2.0", "O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.")
+        .args("
+            numkeys type=integer
+            key type=key key_spec_index=0 flags=multiple
+            withscores type=pure-token token=WITHSCORES flags=optional
+        "),
+    Spec::keyed("zunionstore", -4, WRITE | DENYOOM, DST, zunionstore, G, "Stores the union of multiple sorted sets in a key.").with_numkeys(2)
+        .docs("2.0.0", "O(N)+O(M log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.")
+        .key_specs("OW update; RO access")
+        .args("
+            destination type=key key_spec_index=0
+            numkeys type=integer
+            key type=key key_spec_index=1 flags=multiple
+            weight type=integer token=WEIGHTS flags=optional,multiple
+            aggregate type=oneof token=AGGREGATE flags=optional
+              sum type=pure-token token=SUM
+              min type=pure-token token=MIN
+              max type=pure-token token=MAX
+        "),
+    Spec::keyed("zinterstore", -4, WRITE | DENYOOM, DST, zinterstore, G, "Stores the intersect of multiple sorted sets in a key.").with_numkeys(2)
+        .docs("2.0.0", "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.")
+        .key_specs("OW update; RO access")
+        .args("
+            destination type=key key_spec_index=0
+            numkeys type=integer
+            key type=key key_spec_index=1 flags=multiple
+            weight type=integer token=WEIGHTS flags=optional,multiple
+            aggregate type=oneof token=AGGREGATE flags=optional
+              sum type=pure-token token=SUM
+              min type=pure-token token=MIN
+              max type=pure-token token=MAX
+        "),
+    Spec::keyed("zdiffstore", -4, WRITE | DENYOOM, DST, zdiffstore, G, "Stores the difference of multiple sorted sets in a key.").with_numkeys(2)
+        .docs("6.2.0", "O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.")
+        .key_specs("OW update; RO access")
+        .args("
+            destination type=key key_spec_index=0
+            numkeys type=integer
+            key type=key key_spec_index=1 flags=multiple
+        "),
+    Spec::keyed("zintercard", -3, READONLY, NONE, zintercard, G, "Returns the number of members of the intersect of multiple sorted sets.").with_numkeys(1)
+        .docs("7.0.0", "O(N*K) worst case with N being the smallest input sorted set, K being the number of input sorted sets.")
+        .args("
+            numkeys type=integer
+            key type=key key_spec_index=0 flags=multiple
+            limit type=integer token=LIMIT flags=optional
+        "),
 ];
 
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -39,31 +39,243 @@ const K1: (i32, i32, i32) = (1, 1, 1);
 pub const G: &str = "sorted-set";
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::keyed("zadd", -4, WRITE | DENYOOM | FAST, K1, zadd, G, "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist."),
-    Spec::keyed("zincrby", 4, WRITE | DENYOOM | FAST, K1, zincrby, G, "Increments the score of a member in a sorted set."),
-    Spec::keyed("zrem", -3, WRITE | FAST, K1, zrem, G, "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed."),
-    Spec::keyed("zcard", 2, READONLY | FAST, K1, zcard, G, "Returns the number of members in a sorted set."),
-    Spec::keyed("zscore", 3, READONLY | FAST, K1, zscore, G, "Returns the score of a member in a sorted set."),
-    Spec::keyed("zmscore", -3, READONLY | FAST, K1, zmscore, G, "Returns the score of one or more members in a sorted set."),
-    Spec::keyed("zrank", 3, READONLY | FAST, K1, zrank, G, "Returns the index of a member in a sorted set ordered by ascending scores."),
-    Spec::keyed("zrevrank", 3, READONLY | FAST, K1, zrevrank, G, "Returns the index of a member in a sorted set ordered by descending scores."),
-    Spec::keyed("zcount", 4, READONLY | FAST, K1, zcount, G, "Returns the count of members in a sorted set that have scores within a range."),
-    Spec::keyed("zlexcount", 4, READONLY | FAST, K1, zlexcount, G, "Returns the number of members in a sorted set within a lexicographical range."),
-    Spec::keyed("zrange", -4, READONLY, K1, zrange, G, "Returns members in a sorted set within a range of indexes."),
-    Spec::keyed("zrangestore", -5, WRITE | DENYOOM, (1, 2, 1), zrangestore, G, "Stores a range of members from sorted set in a key."),
-    Spec::keyed("zrevrange", -4, READONLY, K1, zrevrange, G, "Returns members in a sorted set within a range of indexes in reverse order."),
-    Spec::keyed("zrangebyscore", -4, READONLY, K1, zrangebyscore, G, "Returns members in a sorted set within a range of scores."),
-    Spec::keyed("zrevrangebyscore", -4, READONLY, K1, zrevrangebyscore, G, "Returns members in a sorted set within a range of scores in reverse order."),
-    Spec::keyed("zrangebylex", -4, READONLY, K1, zrangebylex, G, "Returns members in a sorted set within a lexicographical range."),
-    Spec::keyed("zrevrangebylex", -4, READONLY, K1, zrevrangebylex, G, "Returns members in a sorted set within a lexicographical range in reverse order."),
-    Spec::keyed("zremrangebyrank", 4, WRITE, K1, zremrangebyrank, G, "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed."),
-    Spec::keyed("zremrangebyscore", 4, WRITE, K1, zremrangebyscore, G, "Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed."),
-    Spec::keyed("zremrangebylex", 4, WRITE, K1, zremrangebylex, G, "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed."),
-    Spec::keyed("zrandmember", -2, READONLY, K1, zrandmember, G, "Returns one or more random members from a sorted set."),
-    Spec::keyed("zpopmin", -2, WRITE | FAST, K1, zpopmin, G, "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped."),
-    Spec::keyed("zpopmax", -2, WRITE | FAST, K1, zpopmax, G, "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped."),
-    Spec::keyed("zmpop", -4, WRITE, (0, 0, 0), zmpop, G, "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.").with_numkeys(1),
-    Spec::keyed("zscan", -3, READONLY, K1, zscan, G, "Iterates over members and scores of a sorted set."),
+    Spec::keyed("zadd", -4, WRITE | DENYOOM | FAST, K1, zadd, G, "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.")
+        .docs("1.2.0", "O(log(N)) for each item added, where N is the number of elements in the sorted set.")
+        .history(&[
+            ("2.4.0", "Accepts multiple elements."),
+            ("3.0.2", "Added the `XX`, `NX`, `CH` and `INCR` options."),
+            ("6.2.0", "Added the `GT` and `LT` options."),
+        ])
+        .args("
+            key type=key key_spec_index=0
+            condition type=oneof since=3.0.2 flags=optional
+              nx type=pure-token token=NX
+              xx type=pure-token token=XX
+            comparison type=oneof since=6.2.0 flags=optional
+              gt type=pure-token token=GT
+              lt type=pure-token token=LT
+            change type=pure-token token=CH since=3.0.2 flags=optional
+            increment type=pure-token token=INCR since=3.0.2 flags=optional
+            score_member type=block flags=multiple
+              score type=double
+              member type=string
+        "),
+    Spec::keyed("zincrby", 4, WRITE | DENYOOM | FAST, K1, zincrby, G, "Increments the score of a member in a sorted set.")
+        .docs("1.2.0", "O(log(N)) where N is the number of elements in the sorted set.")
+        .key_specs("RW access update")
+        .args("
+            key type=key key_spec_index=0
+            increment type=integer
+            member type=string
+        "),
+    Spec::keyed("zrem", -3, WRITE | FAST, K1, zrem, G, "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed.")
+        .docs("1.2.0", "O(M*log(N)) with N being the number of elements in the sorted set and M the number of elements to be removed.")
+        .history(&[("2.4.0", "Accepts multiple elements.")])
+        .key_specs("RW delete")
+        .args("
+            key type=key key_spec_index=0
+            member type=string flags=multiple
+        "),
+    Spec::keyed("zcard", 2, READONLY | FAST, K1, zcard, G, "Returns the number of members in a sorted set.")
+        .docs("1.2.0", "O(1)")
+        .key_specs("RO")
+        .args("
+            key type=key key_spec_index=0
+        "),
+    Spec::keyed("zscore", 3, READONLY | FAST, K1, zscore, G, "Returns the score of a member in a sorted set.")
+        .docs("1.2.0", "O(1)")
+        .args("
+            key type=key key_spec_index=0
+            member type=string
+        "),
+    Spec::keyed("zmscore", -3, READONLY | FAST, K1, zmscore, G, "Returns the score of one or more members in a sorted set.")
+        .docs("6.2.0", "O(N) where N is the number of members being requested.")
+        .args("
+            key type=key key_spec_index=0
+            member type=string flags=multiple
+        "),
+    Spec::keyed("zrank", 3, READONLY | FAST, K1, zrank, G, "Returns the index of a member in a sorted set ordered by ascending scores.")
+        .docs("2.0.0", "O(log(N))")
+        .args("
+            key type=key key_spec_index=0
+            member type=string
+        "),
+    Spec::keyed("zrevrank", 3, READONLY | FAST, K1, zrevrank, G, "Returns the index of a member in a sorted set ordered by descending scores.")
+        .docs("2.0.0", "O(log(N))")
+        .args("
+            key type=key key_spec_index=0
+            member type=string
+        "),
+    Spec::keyed("zcount", 4, READONLY | FAST, K1, zcount, G, "Returns the count of members in a sorted set that have scores within a range.")
+        .docs("2.0.0", "O(log(N)) with N being the number of elements in the sorted set.")
+        .args("
+            key type=key key_spec_index=0
+            min type=double
+            max type=double
+        "),
+    Spec::keyed("zlexcount", 4, READONLY | FAST, K1, zlexcount, G, "Returns the number of members in a sorted set within a lexicographical range.")
+        .docs("2.8.9", "O(log(N)) with N being the number of elements in the sorted set.")
+        .args("
+            key type=key key_spec_index=0
+            min type=string
+            max type=string
+        "),
+    Spec::keyed("zrange", -4, READONLY, K1, zrange, G, "Returns members in a sorted set within a range of indexes.")
+        .docs("1.2.0", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements returned.")
+        .history(&[("6.2.0", "Added the `REV`, `BYSCORE`, `BYLEX` and `LIMIT` options.")])
+        .args("
+            key type=key key_spec_index=0
+            start type=string
+            stop type=string
+            sortby type=oneof since=6.2.0 flags=optional
+              byscore type=pure-token token=BYSCORE
+              bylex type=pure-token token=BYLEX
+            rev type=pure-token token=REV since=6.2.0 flags=optional
+            offset_count type=block token=LIMIT since=6.2.0 flags=optional
+              offset type=integer
+              count type=integer
+            withscores type=pure-token token=WITHSCORES flags=optional
+        "),
+    Spec::keyed("zrangestore", -5, WRITE | DENYOOM, (1, 2, 1), zrangestore, G, "Stores a range of members from sorted set in a key.")
+        .docs("6.2.0", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements stored into the destination key.")
+        .key_specs("OW update; RO access")
+        .args("
+            dst type=key key_spec_index=0
+            src type=key key_spec_index=1
+            min type=string
+            max type=string
+            sortby type=oneof flags=optional
+              byscore type=pure-token token=BYSCORE
+              bylex type=pure-token token=BYLEX
+            rev type=pure-token token=REV flags=optional
+            offset_count type=block token=LIMIT flags=optional
+              offset type=integer
+              count type=integer
+        "),
+    Spec::keyed("zrevrange", -4, READONLY, K1, zrevrange, G, "Returns members in a sorted set within a range of indexes in reverse order.")
+        .docs("1.2.0", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements returned.")
+        .deprecated("6.2.0", "`ZRANGE` with the `REV` argument")
+        .args("
+            key type=key key_spec_index=0
+            start type=integer
+            stop type=integer
+            withscores type=pure-token token=WITHSCORES flags=optional
+        "),
+    Spec::keyed("zrangebyscore", -4, READONLY, K1, zrangebyscore, G, "Returns members in a sorted set within a range of scores.")
+        .docs("1.0.5", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements being returned. If M is constant (e.g. always asking for the first 10 elements with LIMIT), you can consider it O(log(N)).")
+        .deprecated("6.2.0", "`ZRANGE` with the `BYSCORE` argument")
+        .history(&[("2.0.0", "Added the `WITHSCORES` modifier.")])
+        .args("
+            key type=key key_spec_index=0
+            min type=double
+            max type=double
+            withscores type=pure-token token=WITHSCORES since=2.0.0 flags=optional
+            offset_count type=block token=LIMIT flags=optional
+              offset type=integer
+              count type=integer
+        "),
+    Spec::keyed("zrevrangebyscore", -4, READONLY, K1, zrevrangebyscore, G, "Returns members in a sorted set within a range of scores in reverse order.")
+        .docs("2.2.0", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements being returned. If M is constant (e.g. always asking for the first 10 elements with LIMIT), you can consider it O(log(N)).")
+        .deprecated("6.2.0", "`ZRANGE` with the `REV` and `BYSCORE` arguments")
+        .history(&[("2.1.6", "`min` and `max` can be exclusive.")])
+        .args("
+            key type=key key_spec_index=0
+            max type=double
+            min type=double
+            withscores type=pure-token token=WITHSCORES flags=optional
+            offset_count type=block token=LIMIT flags=optional
+              offset type=integer
+              count type=integer
+        "),
+    Spec::keyed("zrangebylex", -4, READONLY, K1, zrangebylex, G, "Returns members in a sorted set within a lexicographical range.")
+        .docs("2.8.9", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements being returned. If M is constant (e.g. always asking for the first 10 elements with LIMIT), you can consider it O(log(N)).")
+        .deprecated("6.2.0", "`ZRANGE` with the `BYLEX` argument")
+        .args("
+            key type=key key_spec_index=0
+            min type=string
+            max type=string
+            offset_count type=block token=LIMIT flags=optional
+              offset type=integer
+              count type=integer
+        "),
+    Spec::keyed("zrevrangebylex", -4, READONLY, K1, zrevrangebylex, G, "Returns members in a sorted set within a lexicographical range in reverse order.")
+        .docs("2.8.9", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements being returned. If M is constant (e.g. always asking for the first 10 elements with LIMIT), you can consider it O(log(N)).")
+        .deprecated("6.2.0", "`ZRANGE` with the `REV` and `BYLEX` arguments")
+        .args("
+            key type=key key_spec_index=0
+            max type=string
+            min type=string
+            offset_count type=block token=LIMIT flags=optional
+              offset type=integer
+              count type=integer
+        "),
+    Spec::keyed("zremrangebyrank", 4, WRITE, K1, zremrangebyrank, G, "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed.")
+        .docs("2.0.0", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements removed by the operation.")
+        .key_specs("RW delete")
+        .args("
+            key type=key key_spec_index=0
+            start type=integer
+            stop type=integer
+        "),
+    Spec::keyed("zremrangebyscore", 4, WRITE, K1, zremrangebyscore, G, "Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed.")
+        .docs("1.2.0", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements removed by the operation.")
+        .key_specs("RW delete")
+        .args("
+            key type=key key_spec_index=0
+            min type=double
+            max type=double
+        "),
+    Spec::keyed("zremrangebylex", 4, WRITE, K1, zremrangebylex, G, "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed.")
+        .docs("2.8.9", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements removed by the operation.")
+        .key_specs("RW delete")
+        .args("
+            key type=key key_spec_index=0
+            min type=string
+            max type=string
+        "),
+    Spec::keyed("zrandmember", -2, READONLY, K1, zrandmember, G, "Returns one or more random members from a sorted set.")
+        .docs("6.2.0", "O(N) where N is the number of elements returned")
+        .tips("nondeterministic_output")
+        .args("
+            key type=key key_spec_index=0
+            options type=block flags=optional
+              count type=integer
+              withscores type=pure-token token=WITHSCORES flags=optional
+        "),
+    Spec::keyed("zpopmin", -2, WRITE | FAST, K1, zpopmin, G, "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.")
+        .docs("5.0.0", "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.")
+        .key_specs("RW access delete")
+        .args("
+            key type=key key_spec_index=0
+            count type=integer flags=optional
+        "),
+    Spec::keyed("zpopmax", -2, WRITE | FAST, K1, zpopmax, G, "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.")
+        .docs("5.0.0", "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.")
+        .key_specs("RW access delete")
+        .args("
+            key type=key key_spec_index=0
+            count type=integer flags=optional
+        "),
+    Spec::keyed("zmpop", -4, WRITE, (0, 0, 0), zmpop, G, "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.").with_numkeys(1)
+        .docs("7.0.0", "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.")
+        .key_specs("RW access delete")
+        .args("
+            numkeys type=integer
+            key type=key key_spec_index=0 flags=multiple
+            where type=oneof
+              min type=pure-token token=MIN
+              max type=pure-token token=MAX
+            count type=integer token=COUNT flags=optional
+        "),
+    Spec::keyed("zscan", -3, READONLY, K1, zscan, G, "Iterates over members and scores of a sorted set.")
+        .docs("2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..")
+        .tips("nondeterministic_output")
+        .args("
+            key type=key key_spec_index=0
+            cursor type=integer
+            pattern type=pattern token=MATCH flags=optional
+            count type=integer token=COUNT flags=optional
+        "),
 ];
 
 // ---------------------------------------------------------------------------------------

@@ -65,8 +65,7 @@ fn table() -> &'static Table {
 /// ACL's views (every command in ACL order, each category's commands).
 pub struct Facts {
     pub key_specs: HashMap<&'static str, Vec<crate::keyspec::KeySpec>>,
-    pub docs: HashMap<&'static str, crate::command_docs::Docs>,
-    pub args: HashMap<&'static str, crate::command_docs_args::CommandArgs>,
+    pub args: HashMap<&'static str, Vec<crate::command_docs::Argument>>,
     pub universe: Vec<&'static Spec>,
     pub categories: HashMap<&'static str, Vec<&'static Spec>>,
 }
@@ -80,7 +79,8 @@ pub fn facts() -> &'static Facts {
     FACTS.get_or_init(|| {
         let universe = crate::acl::rules::build_universe();
         let categories = crate::acl::rules::build_categories(&universe);
-        Facts { key_specs: crate::keyspec::build_all(), docs: crate::command_docs::build_all(), args: crate::command_docs_args::build_all(), universe, categories }
+        let args = crate::command_docs::build_all(all().flat_map(|c| std::iter::once(c).chain(c.subcommands.iter())));
+        Facts { key_specs: crate::keyspec::build_all(), args, universe, categories }
     })
 }
 

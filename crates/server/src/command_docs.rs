@@ -1,495 +1,113 @@
-//! COMMAND DOCS's and COMMAND INFO's descriptive fields the command table does not carry:
-//! since, complexity, doc flags, and the tips (`nondeterministic_output`,
-//! `request_policy:...`, `response_policy:...`) that cluster clients and proxies read.
+//! COMMAND DOCS's `arguments`: the argument tree each table entry states in its `.args(..)`
+//! ([`Doc::args`](abacus_commands::command::Doc::args)), parsed once when the server builds
+//! the table's facts (`command::facts`) into slices of the entry's text (no copies).
 //!
-//! Why a table apart: these are documentation, not behaviour, and long; putting them in
-//! every family's table entries would bury the entries' key positions and flags. A unit test
-//! checks that every command has docs here and that every name here is a real command, so
-//! the two cannot drift: a command added without docs fails the tests.
-//!
-//! The commands Abacus shares with Redis have Redis 7.0's texts and tips (from its
-//! `src/commands/*.json`); Abacus's own commands carry Abacus's version as `since`.
+//! The notation, one argument a line: `name field=value...` in Redis's field order (`flags`
+//! comma separated); a `oneof` or `block` argument's own arguments follow it indented two
+//! spaces deeper. The shared commands' trees are Redis 7.0.15's (BSD-3-Clause, from its
+//! `src/commands/*.json`): `scripts/command_docs.py` prints them from a running Redis.
+//! A command without arguments (or one of Abacus's own that states none) has no
+//! `arguments` field, as a Redis command without arguments has none.
 
 use std::collections::HashMap;
 
 use crate::command::Spec;
 
-/// A command's documentation fields.
-#[derive(Clone, Copy, Debug)]
-pub struct Docs {
-    pub since: &'static str,
-    pub complexity: &'static str,
-    /// `deprecated`, `syscmd`, or empty.
-    pub doc_flags: &'static str,
-    pub deprecated_since: &'static str,
-    pub replaced_by: &'static str,
+/// One argument: its fields in Redis's order (values as text; `flags` comma-separated) and,
+/// for a `oneof` or `block`, its own arguments.
+#[derive(Debug, Default)]
+pub struct Argument {
+    pub fields: Vec<(&'static str, &'static str)>,
+    pub arguments: Vec<Argument>,
 }
 
-/// (full name, since, complexity, doc flags, deprecated since, replaced by).
-type Row = (&'static str, &'static str, &'static str, &'static str, &'static str, &'static str);
-
-const ABACUS: &str = env!("CARGO_PKG_VERSION");
-
-const DOCS: &[Row] = &[
-    ("acl", "6.0.0", "Depends on subcommand.", "", "", ""),
-    ("acl|cat", "6.0.0", "O(1) since the categories and commands are a fixed set.", "", "", ""),
-    ("acl|deluser", "6.0.0", "O(1) amortized time considering the typical user.", "", "", ""),
-    ("acl|dryrun", "7.0.0", "O(1).", "", "", ""),
-    ("acl|genpass", "6.0.0", "O(1)", "", "", ""),
-    ("acl|getuser", "6.0.0", "O(N). Where N is the number of password, command and pattern rules that the user has.", "", "", ""),
-    ("acl|help", "6.0.0", "O(1)", "", "", ""),
-    ("acl|list", "6.0.0", "O(N). Where N is the number of configured users.", "", "", ""),
-    ("acl|load", "6.0.0", "O(N). Where N is the number of configured users.", "", "", ""),
-    ("acl|log", "6.0.0", "O(N) with N being the number of entries shown.", "", "", ""),
-    ("acl|save", "6.0.0", "O(N). Where N is the number of configured users.", "", "", ""),
-    ("acl|setuser", "6.0.0", "O(N). Where N is the number of rules provided.", "", "", ""),
-    ("acl|users", "6.0.0", "O(N). Where N is the number of configured users.", "", "", ""),
-    ("acl|whoami", "6.0.0", "O(1)", "", "", ""),
-    ("append", "2.0.0", "O(1). The amortized time complexity is O(1) assuming the appended value is small and the already present value is of any size, since the dynamic string library used by Redis will double the free space available on every reallocation.", "", "", ""),
-    ("auth", "1.0.0", "O(N) where N is the number of passwords defined for the user", "", "", ""),
-    ("bgrewriteaof", "1.0.0", "O(1)", "", "", ""),
-    ("bgsave", "1.0.0", "O(1)", "", "", ""),
-    ("bitcount", "2.6.0", "O(N)", "", "", ""),
-    ("bitfield", "3.2.0", "O(1) for each subcommand specified", "", "", ""),
-    ("bitfield_ro", "6.0.0", "O(1) for each subcommand specified", "", "", ""),
-    ("bitop", "2.6.0", "O(N)", "", "", ""),
-    ("bitpos", "2.8.7", "O(N)", "", "", ""),
-    ("blmove", "6.2.0", "O(1)", "", "", ""),
-    ("blmpop", "7.0.0", "O(N+M) where N is the number of provided keys and M is the number of elements returned.", "", "", ""),
-    ("blpop", "2.0.0", "O(N) where N is the number of provided keys.", "", "", ""),
-    ("brpop", "2.0.0", "O(N) where N is the number of provided keys.", "", "", ""),
-    ("brpoplpush", "2.2.0", "O(1)", "deprecated", "6.2.0", "`BLMOVE` with the `RIGHT` and `LEFT` arguments"),
-    ("bzmpop", "7.0.0", "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.", "", "", ""),
-    ("bzpopmax", "5.0.0", "O(log(N)) with N being the number of elements in the sorted set.", "", "", ""),
-    ("bzpopmin", "5.0.0", "O(log(N)) with N being the number of elements in the sorted set.", "", "", ""),
-    ("client", "2.4.0", "Depends on subcommand.", "", "", ""),
-    ("client|caching", "6.0.0", "O(1)", "", "", ""),
-    ("client|getname", "2.6.9", "O(1)", "", "", ""),
-    ("client|getredir", "6.0.0", "O(1)", "", "", ""),
-    ("client|help", "5.0.0", "O(1)", "", "", ""),
-    ("client|id", "5.0.0", "O(1)", "", "", ""),
-    ("client|info", "6.2.0", "O(1)", "", "", ""),
-    ("client|kill", "2.4.0", "O(N) where N is the number of client connections", "", "", ""),
-    ("client|list", "2.4.0", "O(N) where N is the number of client connections", "", "", ""),
-    ("client|no-evict", "7.0.0", "O(1)", "", "", ""),
-    ("client|no-touch", "7.2.0", "O(1)", "", "", ""),
-    ("client|pause", "2.9.50", "O(1)", "", "", ""),
-    ("client|reply", "3.2.0", "O(1)", "", "", ""),
-    ("client|setname", "2.6.9", "O(1)", "", "", ""),
-    ("client|tracking", "6.0.0", "O(1). Some options may introduce additional complexity.", "", "", ""),
-    ("client|trackinginfo", "6.2.0", "O(1)", "", "", ""),
-    ("client|unblock", "5.0.0", "O(log N) where N is the number of client connections", "", "", ""),
-    ("client|unpause", "6.2.0", "O(N) Where N is the number of paused clients", "", "", ""),
-    ("command", "2.8.13", "O(N) where N is the total number of Redis commands", "", "", ""),
-    ("command|count", "2.8.13", "O(1)", "", "", ""),
-    ("command|docs", "7.0.0", "O(N) where N is the number of commands to look up", "", "", ""),
-    ("command|getkeys", "2.8.13", "O(N) where N is the number of arguments to the command", "", "", ""),
-    ("command|getkeysandflags", "7.0.0", "O(N) where N is the number of arguments to the command", "", "", ""),
-    ("command|help", "5.0.0", "O(1)", "", "", ""),
-    ("command|info", "2.8.13", "O(N) where N is the number of commands to look up", "", "", ""),
-    ("command|list", "7.0.0", "O(N) where N is the total number of Redis commands", "", "", ""),
-    ("config", "2.0.0", "Depends on subcommand.", "", "", ""),
-    ("config|get", "2.0.0", "O(N) when N is the number of configuration parameters provided", "", "", ""),
-    ("config|help", "5.0.0", "O(1)", "", "", ""),
-    ("config|resetstat", "2.0.0", "O(1)", "", "", ""),
-    ("config|rewrite", "2.8.0", "O(1)", "", "", ""),
-    ("config|set", "2.0.0", "O(N) when N is the number of configuration parameters provided", "", "", ""),
-    ("copy", "6.2.0", "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.", "", "", ""),
-    ("dbsize", "1.0.0", "O(1)", "", "", ""),
-    ("debug", "1.0.0", "Depends on subcommand.", "syscmd", "", ""),
-    ("decr", "1.0.0", "O(1)", "", "", ""),
-    ("decrby", "1.0.0", "O(1)", "", "", ""),
-    ("del", "1.0.0", "O(N) where N is the number of keys that will be removed. When a key to remove holds a value other than a string, the individual complexity for this key is O(M) where M is the number of elements in the list, set, sorted set or hash. Removing a single key that holds a string value is O(1).", "", "", ""),
-    ("discard", "2.0.0", "O(N), when N is the number of queued commands", "", "", ""),
-    ("dump", "2.6.0", "O(1) to access the key and additional O(N*M) to serialize it, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1).", "", "", ""),
-    ("echo", "1.0.0", "O(1)", "", "", ""),
-    ("exec", "1.2.0", "Depends on commands in the transaction", "", "", ""),
-    ("exists", "1.0.0", "O(N) where N is the number of keys to check.", "", "", ""),
-    ("expire", "1.0.0", "O(1)", "", "", ""),
-    ("expireat", "1.2.0", "O(1)", "", "", ""),
-    ("expiretime", "7.0.0", "O(1)", "", "", ""),
-    ("flushall", "1.0.0", "O(N) where N is the total number of keys in all databases", "", "", ""),
-    ("flushdb", "1.0.0", "O(N) where N is the number of keys in the selected database", "", "", ""),
-    ("function", "7.0.0", "Depends on subcommand.", "", "", ""),
-    ("function|flush", "7.0.0", "O(N) where N is the number of functions deleted", "", "", ""),
-    ("geoadd", "3.2.0", "O(log(N)) for each item added, where N is the number of elements in the sorted set.", "", "", ""),
-    ("geodist", "3.2.0", "O(log(N))", "", "", ""),
-    ("geohash", "3.2.0", "O(log(N)) for each member requested, where N is the number of elements in the sorted set.", "", "", ""),
-    ("geopos", "3.2.0", "O(N) where N is the number of members requested.", "", "", ""),
-    ("georadius", "3.2.0", "O(N+log(M)) where N is the number of elements inside the bounding box of the circular area delimited by center and radius and M is the number of items inside the index.", "deprecated", "6.2.0", "`GEOSEARCH` and `GEOSEARCHSTORE` with the `BYRADIUS` argument"),
-    ("georadius_ro", "3.2.10", "O(N+log(M)) where N is the number of elements inside the bounding box of the circular area delimited by center and radius and M is the number of items inside the index.", "deprecated", "6.2.0", "`GEOSEARCH` with the `BYRADIUS` argument"),
-    ("georadiusbymember", "3.2.0", "O(N+log(M)) where N is the number of elements inside the bounding box of the circular area delimited by center and radius and M is the number of items inside the index.", "deprecated", "6.2.0", "`GEOSEARCH` and `GEOSEARCHSTORE` with the `BYRADIUS` and `FROMMEMBER` arguments"),
-    ("georadiusbymember_ro", "3.2.10", "O(N+log(M)) where N is the number of elements inside the bounding box of the circular area delimited by center and radius and M is the number of items inside the index.", "deprecated", "6.2.0", "`GEOSEARCH` with the `BYRADIUS` and `FROMMEMBER` arguments"),
-    ("geosearch", "6.2.0", "O(N+log(M)) where N is the number of elements in the grid-aligned bounding box area around the shape provided as the filter and M is the number of items inside the shape", "", "", ""),
-    ("geosearchstore", "6.2.0", "O(N+log(M)) where N is the number of elements in the grid-aligned bounding box area around the shape provided as the filter and M is the number of items inside the shape", "", "", ""),
-    ("get", "1.0.0", "O(1)", "", "", ""),
-    ("getbit", "2.2.0", "O(1)", "", "", ""),
-    ("getdel", "6.2.0", "O(1)", "", "", ""),
-    ("getex", "6.2.0", "O(1)", "", "", ""),
-    ("getrange", "2.4.0", "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings.", "", "", ""),
-    ("getset", "1.0.0", "O(1)", "deprecated", "6.2.0", "`SET` with the `!GET` argument"),
-    ("hdel", "2.0.0", "O(N) where N is the number of fields to be removed.", "", "", ""),
-    ("hello", "6.0.0", "O(1)", "", "", ""),
-    ("hexists", "2.0.0", "O(1)", "", "", ""),
-    ("hget", "2.0.0", "O(1)", "", "", ""),
-    ("hgetall", "2.0.0", "O(N) where N is the size of the hash.", "", "", ""),
-    ("hincrby", "2.0.0", "O(1)", "", "", ""),
-    ("hincrbyfloat", "2.6.0", "O(1)", "", "", ""),
-    ("hkeys", "2.0.0", "O(N) where N is the size of the hash.", "", "", ""),
-    ("hlen", "2.0.0", "O(1)", "", "", ""),
-    ("hmget", "2.0.0", "O(N) where N is the number of fields being requested.", "", "", ""),
-    ("hmset", "2.0.0", "O(N) where N is the number of fields being set.", "deprecated", "4.0.0", "`HSET` with multiple field-value pairs"),
-    ("hrandfield", "6.2.0", "O(N) where N is the number of fields returned", "", "", ""),
-    ("hscan", "2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..", "", "", ""),
-    ("hset", "2.0.0", "O(1) for each field/value pair added, so O(N) to add N field/value pairs when the command is called with multiple field/value pairs.", "", "", ""),
-    ("hsetnx", "2.0.0", "O(1)", "", "", ""),
-    ("hstrlen", "3.2.0", "O(1)", "", "", ""),
-    ("hvals", "2.0.0", "O(N) where N is the size of the hash.", "", "", ""),
-    ("incr", "1.0.0", "O(1)", "", "", ""),
-    ("incrby", "1.0.0", "O(1)", "", "", ""),
-    ("incrbyfloat", "2.6.0", "O(1)", "", "", ""),
-    ("info", "1.0.0", "O(1)", "", "", ""),
-    ("keys", "1.0.0", "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.", "", "", ""),
-    ("lastsave", "1.0.0", "O(1)", "", "", ""),
-    ("latency", "2.8.13", "Depends on subcommand.", "", "", ""),
-    ("latency|doctor", "2.8.13", "O(1)", "", "", ""),
-    ("latency|graph", "2.8.13", "O(1)", "", "", ""),
-    ("latency|help", "2.8.13", "O(1)", "", "", ""),
-    ("latency|histogram", "7.0.0", "O(N) where N is the number of commands with latency information being retrieved.", "", "", ""),
-    ("latency|history", "2.8.13", "O(1)", "", "", ""),
-    ("latency|latest", "2.8.13", "O(1)", "", "", ""),
-    ("latency|reset", "2.8.13", "O(1)", "", "", ""),
-    ("lcs", "7.0.0", "O(N*M) where N and M are the lengths of s1 and s2, respectively", "", "", ""),
-    ("lindex", "1.0.0", "O(N) where N is the number of elements to traverse to get to the element at index. This makes asking for the first or the last element of the list O(1).", "", "", ""),
-    ("linsert", "2.2.0", "O(N) where N is the number of elements to traverse before seeing the value pivot. This means that inserting somewhere on the left end on the list (head) can be considered O(1) and inserting somewhere on the right end (tail) is O(N).", "", "", ""),
-    ("llen", "1.0.0", "O(1)", "", "", ""),
-    ("lmove", "6.2.0", "O(1)", "", "", ""),
-    ("lmpop", "7.0.0", "O(N+M) where N is the number of provided keys and M is the number of elements returned.", "", "", ""),
-    ("lolwut", "5.0.0", "", "", "", ""),
-    ("lpop", "1.0.0", "O(N) where N is the number of elements returned", "", "", ""),
-    ("lpos", "6.0.6", "O(N) where N is the number of elements in the list, for the average case. When searching for elements near the head or the tail of the list, or when the MAXLEN option is provided, the command may run in constant time.", "", "", ""),
-    ("lpush", "1.0.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.", "", "", ""),
-    ("lpushx", "2.2.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.", "", "", ""),
-    ("lrange", "1.0.0", "O(S+N) where S is the distance of start offset from HEAD for small lists, from nearest end (HEAD or TAIL) for large lists; and N is the number of elements in the specified range.", "", "", ""),
-    ("lrem", "1.0.0", "O(N+M) where N is the length of the list and M is the number of elements removed.", "", "", ""),
-    ("lset", "1.0.0", "O(N) where N is the length of the list. Setting either the first or the last element of the list is O(1).", "", "", ""),
-    ("ltrim", "1.0.0", "O(N) where N is the number of elements to be removed by the operation.", "", "", ""),
-    ("memory", "4.0.0", "Depends on subcommand.", "", "", ""),
-    ("memory|doctor", "4.0.0", "O(1)", "", "", ""),
-    ("memory|help", "4.0.0", "O(1)", "", "", ""),
-    ("memory|malloc-stats", "4.0.0", "Depends on how much memory is allocated, could be slow", "", "", ""),
-    ("memory|purge", "4.0.0", "Depends on how much memory is allocated, could be slow", "", "", ""),
-    ("memory|stats", "4.0.0", "O(1)", "", "", ""),
-    ("memory|usage", "4.0.0", "O(N) where N is the number of samples.", "", "", ""),
-    ("mget", "1.0.0", "O(N) where N is the number of keys to retrieve.", "", "", ""),
-    ("migrate", "2.6.0", "This command actually executes a DUMP+DEL in the source instance, and a RESTORE in the target instance. See the pages of these commands for time complexity. Also an O(N) data transfer between the two instances is performed.", "", "", ""),
-    ("monitor", "1.0.0", "", "", "", ""),
-    ("move", "1.0.0", "O(1)", "", "", ""),
-    ("mset", "1.0.1", "O(N) where N is the number of keys to set.", "", "", ""),
-    ("msetnx", "1.0.1", "O(N) where N is the number of keys to set.", "", "", ""),
-    ("multi", "1.2.0", "O(1)", "", "", ""),
-    ("object", "2.2.3", "Depends on subcommand.", "", "", ""),
-    ("object|encoding", "2.2.3", "O(1)", "", "", ""),
-    ("object|freq", "4.0.0", "O(1)", "", "", ""),
-    ("object|help", "6.2.0", "O(1)", "", "", ""),
-    ("object|idletime", "2.2.3", "O(1)", "", "", ""),
-    ("object|refcount", "2.2.3", "O(1)", "", "", ""),
-    ("persist", "2.2.0", "O(1)", "", "", ""),
-    ("pexpire", "2.6.0", "O(1)", "", "", ""),
-    ("pexpireat", "2.6.0", "O(1)", "", "", ""),
-    ("pexpiretime", "7.0.0", "O(1)", "", "", ""),
-    ("pfadd", "2.8.9", "O(1) to add every element.", "", "", ""),
-    ("pfcount", "2.8.9", "O(1) with a very small average constant time when called with a single key. O(N) with N being the number of keys, and much bigger constant times, when called with multiple keys.", "", "", ""),
-    ("pfdebug", "2.8.9", "N/A", "syscmd", "", ""),
-    ("pfmerge", "2.8.9", "O(N) to merge N HyperLogLogs, but with high constant times.", "", "", ""),
-    ("pfselftest", "2.8.9", "N/A", "syscmd", "", ""),
-    ("ping", "1.0.0", "O(1)", "", "", ""),
-    ("psetex", "2.6.0", "O(1)", "", "", ""),
-    ("psubscribe", "2.0.0", "O(N) where N is the number of patterns the client is already subscribed to.", "", "", ""),
-    ("psync", "2.8.0", "", "", "", ""),
-    ("pttl", "2.6.0", "O(1)", "", "", ""),
-    ("publish", "2.0.0", "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).", "", "", ""),
-    ("pubsub", "2.8.0", "Depends on subcommand.", "", "", ""),
-    ("pubsub|channels", "2.8.0", "O(N) where N is the number of active channels, and assuming constant time pattern matching (relatively short channels and patterns)", "", "", ""),
-    ("pubsub|help", "6.2.0", "O(1)", "", "", ""),
-    ("pubsub|numpat", "2.8.0", "O(1)", "", "", ""),
-    ("pubsub|numsub", "2.8.0", "O(N) for the NUMSUB subcommand, where N is the number of requested channels", "", "", ""),
-    ("pubsub|shardchannels", "7.0.0", "O(N) where N is the number of active shard channels, and assuming constant time pattern matching (relatively short shard channels).", "", "", ""),
-    ("pubsub|shardnumsub", "7.0.0", "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels", "", "", ""),
-    ("punsubscribe", "2.0.0", "O(N+M) where N is the number of patterns the client is already subscribed and M is the number of total patterns subscribed in the system (by any client).", "", "", ""),
-    ("quit", "1.0.0", "O(1)", "", "", ""),
-    ("randomkey", "1.0.0", "O(1)", "", "", ""),
-    ("rename", "1.0.0", "O(1)", "", "", ""),
-    ("renamenx", "1.0.0", "O(1)", "", "", ""),
-    ("replconf", "3.0.0", "O(1)", "syscmd", "", ""),
-    ("replicaof", "5.0.0", "O(1)", "", "", ""),
-    ("reset", "6.2.0", "O(1)", "", "", ""),
-    ("restore", "2.6.0", "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).", "", "", ""),
-    ("role", "2.8.12", "O(1)", "", "", ""),
-    ("rpop", "1.0.0", "O(N) where N is the number of elements returned", "", "", ""),
-    ("rpoplpush", "1.2.0", "O(1)", "deprecated", "6.2.0", "`LMOVE` with the `RIGHT` and `LEFT` arguments"),
-    ("rpush", "1.0.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.", "", "", ""),
-    ("rpushx", "2.2.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.", "", "", ""),
-    ("sadd", "1.0.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.", "", "", ""),
-    ("save", "1.0.0", "O(N) where N is the total number of keys in all databases", "", "", ""),
-    ("scan", "2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.", "", "", ""),
-    ("scard", "1.0.0", "O(1)", "", "", ""),
-    ("sdiff", "1.0.0", "O(N) where N is the total number of elements in all given sets.", "", "", ""),
-    ("sdiffstore", "1.0.0", "O(N) where N is the total number of elements in all given sets.", "", "", ""),
-    ("select", "1.0.0", "O(1)", "", "", ""),
-    ("set", "1.0.0", "O(1)", "", "", ""),
-    ("setbit", "2.2.0", "O(1)", "", "", ""),
-    ("setex", "2.0.0", "O(1)", "", "", ""),
-    ("setnx", "1.0.0", "O(1)", "", "", ""),
-    ("setrange", "2.2.0", "O(1), not counting the time taken to copy the new string in place. Usually, this string is very small so the amortized complexity is O(1). Otherwise, complexity is O(M) with M being the length of the value argument.", "", "", ""),
-    ("shutdown", "1.0.0", "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)", "", "", ""),
-    ("sinter", "1.0.0", "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.", "", "", ""),
-    ("sintercard", "7.0.0", "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.", "", "", ""),
-    ("sinterstore", "1.0.0", "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.", "", "", ""),
-    ("sismember", "1.0.0", "O(1)", "", "", ""),
-    ("slaveof", "1.0.0", "O(1)", "deprecated", "5.0.0", "`REPLICAOF`"),
-    ("slowlog", "2.2.12", "Depends on subcommand.", "", "", ""),
-    ("slowlog|get", "2.2.12", "O(N) where N is the number of entries returned", "", "", ""),
-    ("slowlog|help", "6.2.0", "O(1)", "", "", ""),
-    ("slowlog|len", "2.2.12", "O(1)", "", "", ""),
-    ("slowlog|reset", "2.2.12", "O(N) where N is the number of entries in the slowlog", "", "", ""),
-    ("smembers", "1.0.0", "O(N) where N is the set cardinality.", "", "", ""),
-    ("smismember", "6.2.0", "O(N) where N is the number of elements being checked for membership", "", "", ""),
-    ("smove", "1.0.0", "O(1)", "", "", ""),
-    ("sort", "1.0.0", "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N).", "", "", ""),
-    ("sort_ro", "7.0.0", "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N).", "", "", ""),
-    ("spop", "1.0.0", "Without the count argument O(1), otherwise O(N) where N is the value of the passed count.", "", "", ""),
-    ("spublish", "7.0.0", "O(N) where N is the number of clients subscribed to the receiving shard channel.", "", "", ""),
-    ("srandmember", "1.0.0", "Without the count argument O(1), otherwise O(N) where N is the absolute value of the passed count.", "", "", ""),
-    ("srem", "1.0.0", "O(N) where N is the number of members to be removed.", "", "", ""),
-    ("sscan", "2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..", "", "", ""),
-    ("ssubscribe", "7.0.0", "O(N) where N is the number of shard channels to subscribe to.", "", "", ""),
-    ("strlen", "2.2.0", "O(1)", "", "", ""),
-    ("subscribe", "2.0.0", "O(N) where N is the number of channels to subscribe to.", "", "", ""),
-    ("substr", "1.0.0", "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings.", "deprecated", "2.0.0", "`GETRANGE`"),
-    ("sunion", "1.0.0", "O(N) where N is the total number of elements in all given sets.", "", "", ""),
-    ("sunionstore", "1.0.0", "O(N) where N is the total number of elements in all given sets.", "", "", ""),
-    ("sunsubscribe", "7.0.0", "O(N) where N is the number of clients already subscribed to a shard channel.", "", "", ""),
-    ("swapdb", "4.0.0", "O(N) where N is the count of clients watching or blocking on keys from both databases.", "", "", ""),
-    ("time", "2.6.0", "O(1)", "", "", ""),
-    ("touch", "3.2.1", "O(N) where N is the number of keys that will be touched.", "", "", ""),
-    ("ttl", "1.0.0", "O(1)", "", "", ""),
-    ("type", "1.0.0", "O(1)", "", "", ""),
-    ("unlink", "4.0.0", "O(1) for each key removed regardless of its size. Then the command does O(N) work in a different thread in order to reclaim memory, where N is the number of allocations the deleted objects where composed of.", "", "", ""),
-    ("unsubscribe", "2.0.0", "O(N) where N is the number of clients already subscribed to a channel.", "", "", ""),
-    ("unwatch", "2.2.0", "O(1)", "", "", ""),
-    ("wait", "3.0.0", "O(1)", "", "", ""),
-    ("watch", "2.2.0", "O(1) for every key.", "", "", ""),
-    ("xack", "5.0.0", "O(1) for each message ID processed.", "", "", ""),
-    ("xadd", "5.0.0", "O(1) when adding a new entry, O(N) when trimming where N being the number of entries evicted.", "", "", ""),
-    ("xautoclaim", "6.2.0", "O(1) if COUNT is small.", "", "", ""),
-    ("xclaim", "5.0.0", "O(log N) with N being the number of messages in the PEL of the consumer group.", "", "", ""),
-    ("xdel", "5.0.0", "O(1) for each single item to delete in the stream, regardless of the stream size.", "", "", ""),
-    ("xgroup", "5.0.0", "Depends on subcommand.", "", "", ""),
-    ("xgroup|create", "5.0.0", "O(1)", "", "", ""),
-    ("xgroup|createconsumer", "6.2.0", "O(1)", "", "", ""),
-    ("xgroup|delconsumer", "5.0.0", "O(1)", "", "", ""),
-    ("xgroup|destroy", "5.0.0", "O(N) where N is the number of entries in the group's pending entries list (PEL).", "", "", ""),
-    ("xgroup|help", "5.0.0", "O(1)", "", "", ""),
-    ("xgroup|setid", "5.0.0", "O(1)", "", "", ""),
-    ("xinfo", "5.0.0", "Depends on subcommand.", "", "", ""),
-    ("xinfo|consumers", "5.0.0", "O(1)", "", "", ""),
-    ("xinfo|groups", "5.0.0", "O(1)", "", "", ""),
-    ("xinfo|help", "5.0.0", "O(1)", "", "", ""),
-    ("xinfo|stream", "5.0.0", "O(1)", "", "", ""),
-    ("xlen", "5.0.0", "O(1)", "", "", ""),
-    ("xpending", "5.0.0", "O(N) with N being the number of elements returned, so asking for a small fixed number of entries per call is O(1). O(M), where M is the total number of entries scanned when used with the IDLE filter. When the command returns just the summary and the list of consumers is small, it runs in O(1) time; otherwise, an additional O(N) time for iterating every consumer.", "", "", ""),
-    ("xrange", "5.0.0", "O(N) with N being the number of elements being returned. If N is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1).", "", "", ""),
-    ("xread", "5.0.0", "For each stream mentioned: O(N) with N being the number of elements being returned, it means that XREAD-ing with a fixed COUNT is O(1). Note that when the BLOCK option is used, XADD will pay O(M) time in order to serve the M clients blocked on the stream getting new data.", "", "", ""),
-    ("xreadgroup", "5.0.0", "For each stream mentioned: O(M) with M being the number of elements returned. If M is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1). On the other side when XREADGROUP blocks, XADD will pay the O(N) time in order to serve the N clients blocked on the stream getting new data.", "", "", ""),
-    ("xrevrange", "5.0.0", "O(N) with N being the number of elements returned. If N is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1).", "", "", ""),
-    ("xsetid", "5.0.0", "O(1)", "", "", ""),
-    ("xtrim", "5.0.0", "O(N), with N being the number of evicted entries. Constant times are very small however, since entries are organized in macro nodes containing multiple entries that can be released with a single deallocation.", "", "", ""),
-    ("zadd", "1.2.0", "O(log(N)) for each item added, where N is the number of elements in the sorted set.", "", "", ""),
-    ("zcard", "1.2.0", "O(1)", "", "", ""),
-    ("zcount", "2.0.0", "O(log(N)) with N being the number of elements in the sorted set.", "", "", ""),
-    ("zdiff", "6.2.0", "O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.", "", "", ""),
-    ("zdiffstore", "6.2.0", "O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.", "", "", ""),
-    ("zincrby", "1.2.0", "O(log(N)) where N is the number of elements in the sorted set.", "", "", ""),
-    ("zinter", "6.2.0", "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.", "", "", ""),
-    ("zintercard", "7.0.0", "O(N*K) worst case with N being the smallest input sorted set, K being the number of input sorted sets.", "", "", ""),
-    ("zinterstore", "2.0.0", "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.", "", "", ""),
-    ("zlexcount", "2.8.9", "O(log(N)) with N being the number of elements in the sorted set.", "", "", ""),
-    ("zmpop", "7.0.0", "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.", "", "", ""),
-    ("zmscore", "6.2.0", "O(N) where N is the number of members being requested.", "", "", ""),
-    ("zpopmax", "5.0.0", "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.", "", "", ""),
-    ("zpopmin", "5.0.0", "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.", "", "", ""),
-    ("zrandmember", "6.2.0", "O(N) where N is the number of elements returned", "", "", ""),
-    ("zrange", "1.2.0", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements returned.", "", "", ""),
-    ("zrangebylex", "2.8.9", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements being returned. If M is constant (e.g. always asking for the first 10 elements with LIMIT), you can consider it O(log(N)).", "deprecated", "6.2.0", "`ZRANGE` with the `BYLEX` argument"),
-    ("zrangebyscore", "1.0.5", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements being returned. If M is constant (e.g. always asking for the first 10 elements with LIMIT), you can consider it O(log(N)).", "deprecated", "6.2.0", "`ZRANGE` with the `BYSCORE` argument"),
-    ("zrangestore", "6.2.0", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements stored into the destination key.", "", "", ""),
-    ("zrank", "2.0.0", "O(log(N))", "", "", ""),
-    ("zrem", "1.2.0", "O(M*log(N)) with N being the number of elements in the sorted set and M the number of elements to be removed.", "", "", ""),
-    ("zremrangebylex", "2.8.9", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements removed by the operation.", "", "", ""),
-    ("zremrangebyrank", "2.0.0", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements removed by the operation.", "", "", ""),
-    ("zremrangebyscore", "1.2.0", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements removed by the operation.", "", "", ""),
-    ("zrevrange", "1.2.0", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements returned.", "deprecated", "6.2.0", "`ZRANGE` with the `REV` argument"),
-    ("zrevrangebylex", "2.8.9", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements being returned. If M is constant (e.g. always asking for the first 10 elements with LIMIT), you can consider it O(log(N)).", "deprecated", "6.2.0", "`ZRANGE` with the `REV` and `BYLEX` arguments"),
-    ("zrevrangebyscore", "2.2.0", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements being returned. If M is constant (e.g. always asking for the first 10 elements with LIMIT), you can consider it O(log(N)).", "deprecated", "6.2.0", "`ZRANGE` with the `REV` and `BYSCORE` arguments"),
-    ("zrevrank", "2.0.0", "O(log(N))", "", "", ""),
-    ("zscan", "2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..", "", "", ""),
-    ("zscore", "1.2.0", "O(1)", "", "", ""),
-    ("zunion", "6.2.0", "O(N)+O(M*log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.", "", "", ""),
-    ("zunionstore", "2.0.0", "O(N)+O(M log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.", "", "", ""),
-    ("attribute", ABACUS, "O(N) where N is the number of events read from the streams.", "", "", ""),
-    ("client|setinfo", "7.2.0", "O(1)", "", "", ""),
-    ("hll.add", ABACUS, "O(1) for each element added.", "", "", ""),
-    ("hll.addint", ABACUS, "O(1) for each integer added.", "", "", ""),
-    ("hll.addraw", ABACUS, "O(1) for each value added.", "", "", ""),
-    ("hll.card", ABACUS, "O(R) per sketch, where R is its number of registers (or explicit values).", "", "", ""),
-    ("hll.create", ABACUS, "O(1)", "", "", ""),
-    ("hll.hash", ABACUS, "O(N) where N is the length of the bytes.", "", "", ""),
-    ("hll.hashint", ABACUS, "O(1)", "", "", ""),
-    ("hll.info", ABACUS, "O(R) where R is the sketch's number of registers (or explicit values).", "", "", ""),
-    ("hll.union", ABACUS, "O(N*R) where N is the number of sketches and R their number of registers.", "", "", ""),
-    ("summary.ingest", ABACUS, "O(N*M) where N is the number of lines and M the number of rules each matches.", "", "", ""),
-    ("summary.ingestsource", ABACUS, "O(N*M) where N is the number of lines and M the number of rules each matches.", "", "", ""),
-    ("summary.query", ABACUS, "O(N) where N is the number of summary keys in the time range.", "", "", ""),
-    ("summary.rejects", ABACUS, "O(1)", "", "", ""),
-    ("summary.rules", ABACUS, "O(N) where N is the size of the rules.", "", "", ""),
-    ("summary.source", ABACUS, "O(1)", "", "", ""),
-    ("summary.update", ABACUS, "O(N) where N is the number of field operations.", "", "", ""),
-    ("ts.add", ABACUS, "O(M) where M is the number of compaction rules, O(1) with none.", "", "", ""),
-    ("ts.alter", ABACUS, "O(N) where N is the number of labels.", "", "", ""),
-    ("ts.create", ABACUS, "O(N) where N is the number of labels.", "", "", ""),
-    ("ts.createrule", ABACUS, "O(1)", "", "", ""),
-    ("ts.decrby", ABACUS, "O(M) where M is the number of compaction rules, O(1) with none.", "", "", ""),
-    ("ts.del", ABACUS, "O(N) where N is the number of samples removed.", "", "", ""),
-    ("ts.deleterule", ABACUS, "O(1)", "", "", ""),
-    ("ts.get", ABACUS, "O(1)", "", "", ""),
-    ("ts.incrby", ABACUS, "O(M) where M is the number of compaction rules, O(1) with none.", "", "", ""),
-    ("ts.info", ABACUS, "O(1)", "", "", ""),
-    ("ts.madd", ABACUS, "O(N*M) where N is the number of samples and M the number of compaction rules.", "", "", ""),
-    ("ts.mget", ABACUS, "O(N) where N is the number of time series matching the filters.", "", "", ""),
-    ("ts.mrange", ABACUS, "O(N*M) where N is the number of matching series and M the samples in the range.", "", "", ""),
-    ("ts.mrevrange", ABACUS, "O(N*M) where N is the number of matching series and M the samples in the range.", "", "", ""),
-    ("ts.queryindex", ABACUS, "O(N) where N is the number of time series matching the filters.", "", "", ""),
-    ("ts.range", ABACUS, "O(N/C + M) where N is the number of samples, C the chunk size and M the samples returned.", "", "", ""),
-    ("ts.revrange", ABACUS, "O(N/C + M) where N is the number of samples, C the chunk size and M the samples returned.", "", "", ""),
-    ("ts.waterfall", ABACUS, "O(N*M) where N is the number of matching series and M the points in the range.", "", "", ""),
-];
-
-/// Tips by full name (space separated), Redis 7.0's for the shared commands.
-const TIPS: &[(&str, &str)] = &[
-    ("client|info", "nondeterministic_output"),
-    ("client|list", "nondeterministic_output"),
-    ("command", "nondeterministic_output_order"),
-    ("command|docs", "nondeterministic_output_order"),
-    ("command|info", "nondeterministic_output_order"),
-    ("command|list", "nondeterministic_output_order"),
-    ("config|set", "request_policy:all_nodes response_policy:all_succeeded"),
-    ("dbsize", "request_policy:all_shards response_policy:agg_sum"),
-    ("del", "request_policy:multi_shard response_policy:agg_sum"),
-    ("dump", "nondeterministic_output"),
-    ("exists", "request_policy:multi_shard response_policy:agg_sum"),
-    ("flushall", "request_policy:all_shards response_policy:all_succeeded"),
-    ("flushdb", "request_policy:all_shards response_policy:all_succeeded"),
-    ("function|flush", "request_policy:all_shards response_policy:all_succeeded"),
-    ("hgetall", "nondeterministic_output_order"),
-    ("hkeys", "nondeterministic_output_order"),
-    ("hrandfield", "nondeterministic_output"),
-    ("hscan", "nondeterministic_output"),
-    ("hvals", "nondeterministic_output_order"),
-    ("info", "nondeterministic_output request_policy:all_shards response_policy:special"),
-    ("keys", "request_policy:all_shards nondeterministic_output_order"),
-    ("lastsave", "nondeterministic_output"),
-    ("latency|doctor", "nondeterministic_output request_policy:all_nodes response_policy:special"),
-    ("latency|graph", "nondeterministic_output request_policy:all_nodes response_policy:special"),
-    ("latency|histogram", "nondeterministic_output request_policy:all_nodes response_policy:special"),
-    ("latency|history", "nondeterministic_output request_policy:all_nodes response_policy:special"),
-    ("latency|latest", "nondeterministic_output request_policy:all_nodes response_policy:special"),
-    ("latency|reset", "request_policy:all_nodes response_policy:all_succeeded"),
-    ("memory|doctor", "nondeterministic_output request_policy:all_shards response_policy:special"),
-    ("memory|malloc-stats", "nondeterministic_output request_policy:all_shards response_policy:special"),
-    ("memory|purge", "request_policy:all_shards response_policy:all_succeeded"),
-    ("memory|stats", "nondeterministic_output request_policy:all_shards response_policy:special"),
-    ("mget", "request_policy:multi_shard"),
-    ("migrate", "nondeterministic_output"),
-    ("mset", "request_policy:multi_shard response_policy:all_succeeded"),
-    ("msetnx", "request_policy:multi_shard response_policy:agg_min"),
-    ("object|encoding", "nondeterministic_output"),
-    ("object|freq", "nondeterministic_output"),
-    ("object|idletime", "nondeterministic_output"),
-    ("object|refcount", "nondeterministic_output"),
-    ("ping", "request_policy:all_shards response_policy:all_succeeded"),
-    ("pttl", "nondeterministic_output"),
-    ("randomkey", "request_policy:all_shards nondeterministic_output"),
-    ("scan", "nondeterministic_output request_policy:special"),
-    ("sdiff", "nondeterministic_output_order"),
-    ("sinter", "nondeterministic_output_order"),
-    ("slowlog|get", "request_policy:all_nodes nondeterministic_output"),
-    ("slowlog|len", "request_policy:all_nodes response_policy:agg_sum nondeterministic_output"),
-    ("slowlog|reset", "request_policy:all_nodes response_policy:all_succeeded"),
-    ("smembers", "nondeterministic_output_order"),
-    ("spop", "nondeterministic_output"),
-    ("srandmember", "nondeterministic_output"),
-    ("sscan", "nondeterministic_output"),
-    ("sunion", "nondeterministic_output_order"),
-    ("time", "nondeterministic_output"),
-    ("touch", "request_policy:multi_shard response_policy:agg_sum"),
-    ("ttl", "nondeterministic_output"),
-    ("unlink", "request_policy:multi_shard response_policy:agg_sum"),
-    ("wait", "request_policy:all_shards response_policy:agg_min"),
-    ("xadd", "nondeterministic_output"),
-    ("xautoclaim", "nondeterministic_output"),
-    ("xclaim", "nondeterministic_output"),
-    ("xinfo|consumers", "nondeterministic_output"),
-    ("xpending", "nondeterministic_output"),
-    ("xtrim", "nondeterministic_output"),
-    ("zrandmember", "nondeterministic_output"),
-    ("zscan", "nondeterministic_output"),
-];
-
-/// Every command's docs by full name: built once, with the command table's other derived
-/// facts (`command::facts`).
-pub fn build_all() -> HashMap<&'static str, Docs> {
-    DOCS.iter().map(|&(name, since, complexity, doc_flags, deprecated_since, replaced_by)| (name, Docs { since, complexity, doc_flags, deprecated_since, replaced_by })).collect()
+/// The arguments of a command by full name (`client|list`); empty when it states none.
+pub fn of(name: &str) -> &'static [Argument] {
+    crate::command::facts().args.get(name).map(|v| &v[..]).unwrap_or(&[])
 }
 
-fn docs_map() -> &'static HashMap<&'static str, Docs> {
-    &crate::command::facts().docs
+/// Every command's arguments by full name: parsed once, with the command table's other
+/// derived facts (`command::facts`).
+pub fn build_all<'a>(specs: impl Iterator<Item = &'a Spec>) -> HashMap<&'static str, Vec<Argument>> {
+    // A malformed tree is a bug in the entry, which the unit test below catches; at run
+    // time the command then documents no arguments rather than take the server down.
+    specs.map(|s| (s.name, parse(s.doc.args).unwrap_or_default())).collect()
 }
 
-/// A command's docs; a command missing from the table (a test failure) gets empty texts.
-pub fn docs(spec: &Spec) -> Docs {
-    docs_map().get(spec.name).copied().unwrap_or(Docs { since: ABACUS, complexity: "", doc_flags: "", deprecated_since: "", replaced_by: "" })
-}
-
-/// A command's tips, in Redis's order.
-pub fn tips(spec: &Spec) -> impl Iterator<Item = &'static str> {
-    TIPS.iter().find(|(n, _)| *n == spec.name).map(|(_, t)| *t).unwrap_or("").split_whitespace()
+/// Parses the notation (see the top of this file).
+fn parse(text: &'static str) -> Result<Vec<Argument>, String> {
+    let lines: Vec<(usize, &'static str)> = text.lines().filter(|l| !l.trim().is_empty()).map(|l| (l.len() - l.trim_start().len(), l.trim())).collect();
+    let base = lines.iter().map(|(indent, _)| *indent).min().unwrap_or(0);
+    let mut out: Vec<Argument> = Vec::new();
+    for (indent, line) in lines {
+        let depth = (indent - base) / 2;
+        if (indent - base) % 2 != 0 {
+            return Err(format!("odd indentation: {line:?}"));
+        }
+        let mut words = line.split(' ');
+        let name = words.next().unwrap_or_default();
+        let mut fields = vec![("name", name)];
+        for w in words {
+            fields.push(w.split_once('=').ok_or_else(|| format!("a field without =: {w:?} in {line:?}"))?);
+        }
+        // The argument list at `depth`: the last argument's, `depth` times down.
+        let mut list = &mut out;
+        for _ in 0..depth {
+            list = &mut list.last_mut().ok_or_else(|| format!("too deep: {line:?}"))?.arguments;
+        }
+        list.push(Argument { fields, arguments: Vec::new() });
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command;
 
     #[test]
-    fn every_command_has_docs_and_every_row_is_a_command() {
-        let names: std::collections::HashSet<&str> = command::all().flat_map(|c| std::iter::once(c).chain(c.subcommands.iter())).map(|s| s.name).collect();
-        for name in &names {
-            let d = docs_map().get(name).unwrap_or_else(|| panic!("{name} has no docs"));
+    fn every_command_is_documented() {
+        use abacus_commands::command::ABACUS;
+        for spec in crate::command::all().flat_map(|c| std::iter::once(c).chain(c.subcommands.iter())) {
+            let d = &spec.doc;
             // Redis documents no complexity for a few commands (MONITOR, QUIT...); Abacus's
             // own commands all have one.
-            assert!(!d.since.is_empty() && (!d.complexity.is_empty() || d.since != ABACUS), "{name}");
-        }
-        for (name, ..) in DOCS {
-            assert!(names.contains(name), "docs for unknown command {name}");
-        }
-        for (name, tips) in TIPS {
-            assert!(names.contains(name), "tips for unknown command {name}");
-            for t in tips.split_whitespace() {
+            assert!(!d.since.is_empty() && (!d.complexity.is_empty() || d.since != ABACUS), "{} has no docs", spec.name);
+            assert!(matches!(d.doc_flags, "" | "deprecated" | "syscmd"), "{}", spec.name);
+            assert_eq!(d.doc_flags == "deprecated", !d.deprecated_since.is_empty() && !d.replaced_by.is_empty(), "{}", spec.name);
+            for t in d.tips.split_whitespace() {
                 let ok = t == "nondeterministic_output" || t == "nondeterministic_output_order" || t.starts_with("request_policy:") || t.starts_with("response_policy:");
-                assert!(ok, "{name}: {t}");
+                assert!(ok, "{}: {t}", spec.name);
             }
         }
-        assert_eq!(docs_map().len(), DOCS.len(), "a command documented twice");
+    }
+
+    #[test]
+    fn every_entry_parses_and_the_shared_commands_have_arguments() {
+        let mut with_args = 0;
+        for spec in crate::command::all().flat_map(|c| std::iter::once(c).chain(c.subcommands.iter())) {
+            let args = parse(spec.doc.args).unwrap_or_else(|e| panic!("{}: {e}", spec.name));
+            with_args += usize::from(!args.is_empty());
+        }
+        assert!(with_args > 200, "{with_args}");
+        let set = crate::command::lookup(b"set").unwrap();
+        assert_eq!(set.doc.history.first(), Some(&("2.6.12", "Added the `EX`, `PX`, `NX` and `XX` options.")));
+        let args = parse(set.doc.args).unwrap();
+        assert_eq!(args[0].fields, [("name", "key"), ("type", "key"), ("key_spec_index", "0")]);
+        let expiration = args.iter().find(|a| a.fields[0] == ("name", "expiration")).unwrap();
+        assert_eq!(expiration.arguments.len(), 5);
+        assert_eq!(expiration.arguments[0].fields[2], ("token", "EX"));
+    }
+
+    #[test]
+    fn nesting_follows_indentation() {
+        let x = parse("\n    a flags=optional\n      b\n        c\n      d\n    e token==\n  ").unwrap();
+        assert_eq!(x.len(), 2);
+        assert_eq!(x[0].arguments.len(), 2);
+        assert_eq!(x[0].arguments[0].arguments[0].fields, [("name", "c")]);
+        assert_eq!(x[0].fields[1], ("flags", "optional"));
+        assert_eq!(x[1].fields[1], ("token", "="));
+        assert!(parse("a\n   b").is_err());
+        assert!(parse("a\n  b c").is_err());
+        assert!(parse("").unwrap().is_empty());
     }
 }

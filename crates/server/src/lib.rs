@@ -17,8 +17,8 @@
 //!   the data families (strings, keys, expiry, bits, hashes, sets, lists, sorted sets, geo,
 //!   streams, HLL, PF, DUMP/RESTORE, MEMORY USAGE, one-series TS.*) are `abacus-commands`', re-exported there
 //!   under their names
-//! - `keyspec.rs`, `command_docs.rs`, `command_flags.rs`, `command_docs_args.rs`: what
-//!   COMMAND INFO / DOCS / GETKEYS report beyond the table entries
+//! - `keyspec.rs`, `command_docs.rs`, `command_flags.rs`: what COMMAND INFO / DOCS / GETKEYS
+//!   derive from the table entries (key specs, argument trees, categories and flags)
 //! - `monitor.rs`  MONITOR's stream
 //! - `clients.rs`  the client registry (`ClientMeta`: CLIENT LIST, KILL, UNBLOCK)
 //! - `acl/`, `client_pause.rs`, `tracking.rs`: ACL users, CLIENT PAUSE, client-side caching
@@ -54,7 +54,6 @@ pub mod keyspec;
 pub mod command_docs;
 pub mod tracking;
 pub mod command_flags;
-pub mod command_docs_args;
 pub mod ingest_port;
 
 pub use abacus_engine::Config;

@@ -17,22 +17,82 @@ use crate::conn::Conn;
 const S: &str = "server";
 const NONE: (i32, i32, i32) = (0, 0, 0);
 
-pub const COMMANDS: &[Spec] = &[Spec::conn("acl", -2, 0, NONE, conn_fn!(|_, _, _| crate::conn::container()), S, "A container for Access List Control commands.").with_subcommands(ACL)];
+pub const COMMANDS: &[Spec] = &[Spec::conn("acl", -2, 0, NONE, conn_fn!(|_, _, _| crate::conn::container()), S, "A container for Access List Control commands.").with_subcommands(ACL)
+    .docs("6.0.0", "Depends on subcommand.")];
 
 const ACL: &[Spec] = &[
-    Spec::conn("acl|cat", -2, LOADING | STALE, NONE, conn_fn!(|_, _, call| cat(&call.args)), S, "Lists the ACL categories, or the commands inside a category."),
-    Spec::conn("acl|deluser", -3, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, call| deluser(conn, &call.args)), S, "Deletes ACL users, and terminates their connections."),
-    Spec::conn("acl|dryrun", -4, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, call| dryrun(conn, &call.args)), S, "Simulates the execution of a command by a user, without executing the command."),
-    Spec::conn("acl|genpass", -2, LOADING | STALE, NONE, conn_fn!(|_, _, call| genpass(&call.args)), S, "Generates a pseudorandom, secure password that can be used to identify ACL users."),
-    Spec::conn("acl|getuser", 3, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, call| getuser(conn, &call.args)), S, "Lists the ACL rules of a user."),
-    Spec::conn("acl|list", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, _| list(conn)), S, "Dumps the effective rules in ACL file format."),
-    Spec::conn("acl|load", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, _| load(conn)), S, "Reloads the rules from the configured ACL file."),
-    Spec::conn("acl|log", -2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, call| log(conn, &call.args)), S, "Lists recent security events generated due to ACL rules."),
-    Spec::conn("acl|save", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, _| save(conn)), S, "Saves the effective ACL rules in the configured ACL file."),
-    Spec::conn("acl|setuser", -3, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, call| setuser(conn, &call.args)), S, "Creates and modifies an ACL user and its rules."),
-    Spec::conn("acl|users", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, _| users(conn)), S, "Lists all ACL users."),
-    Spec::conn("acl|whoami", 2, LOADING | STALE, NONE, conn_fn!(|conn, _, _| Frame::bulk(conn.client.user.name.as_bytes().to_vec())), S, "Returns the authenticated username of the current connection."),
-    Spec::conn("acl|help", 2, LOADING | STALE, NONE, conn_fn!(|_, _, _| help()), S, "Returns helpful text about the different subcommands."),
+    Spec::conn("acl|cat", -2, LOADING | STALE, NONE, conn_fn!(|_, _, call| cat(&call.args)), S, "Lists the ACL categories, or the commands inside a category.")
+        .docs("6.0.0", "O(1) since the categories and commands are a fixed set.")
+        .noscript()
+        .args("
+            categoryname type=string flags=optional
+        "),
+    Spec::conn("acl|deluser", -3, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, call| deluser(conn, &call.args)), S, "Deletes ACL users, and terminates their connections.")
+        .docs("6.0.0", "O(1) amortized time considering the typical user.")
+        .noscript()
+        .args("
+            username type=string flags=multiple
+        "),
+    Spec::conn("acl|dryrun", -4, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, call| dryrun(conn, &call.args)), S, "Simulates the execution of a command by a user, without executing the command.")
+        .docs("7.0.0", "O(1).")
+        .noscript()
+        .args("
+            username type=string
+            command type=string
+            arg type=string flags=optional,multiple
+        "),
+    Spec::conn("acl|genpass", -2, LOADING | STALE, NONE, conn_fn!(|_, _, call| genpass(&call.args)), S, "Generates a pseudorandom, secure password that can be used to identify ACL users.")
+        .docs("6.0.0", "O(1)")
+        .noscript()
+        .args("
+            bits type=integer flags=optional
+        "),
+    Spec::conn("acl|getuser", 3, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, call| getuser(conn, &call.args)), S, "Lists the ACL rules of a user.")
+        .docs("6.0.0", "O(N). Where N is the number of password, command and pattern rules that the user has.")
+        .history(&[
+            ("6.2.0", "Added Pub/Sub channel patterns."),
+            ("7.0.0", "Added selectors and changed the format of key and channel patterns from a list to their rule representation."),
+        ])
+        .noscript()
+        .args("
+            username type=string
+        "),
+    Spec::conn("acl|list", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, _| list(conn)), S, "Dumps the effective rules in ACL file format.")
+        .docs("6.0.0", "O(N). Where N is the number of configured users.")
+        .noscript(),
+    Spec::conn("acl|load", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, _| load(conn)), S, "Reloads the rules from the configured ACL file.")
+        .docs("6.0.0", "O(N). Where N is the number of configured users.")
+        .noscript(),
+    Spec::conn("acl|log", -2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, call| log(conn, &call.args)), S, "Lists recent security events generated due to ACL rules.")
+        .docs("6.0.0", "O(N) with N being the number of entries shown.")
+        .noscript()
+        .args("
+            operation type=oneof flags=optional
+              count type=integer
+              reset type=pure-token token=RESET
+        "),
+    Spec::conn("acl|save", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, _| save(conn)), S, "Saves the effective ACL rules in the configured ACL file.")
+        .docs("6.0.0", "O(N). Where N is the number of configured users.")
+        .noscript(),
+    Spec::conn("acl|setuser", -3, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, call| setuser(conn, &call.args)), S, "Creates and modifies an ACL user and its rules.")
+        .docs("6.0.0", "O(N). Where N is the number of rules provided.")
+        .history(&[
+            ("6.2.0", "Added Pub/Sub channel patterns."),
+            ("7.0.0", "Added selectors and key based permissions."),
+        ])
+        .noscript()
+        .args("
+            username type=string
+            rule type=string flags=optional,multiple
+        "),
+    Spec::conn("acl|users", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, _| users(conn)), S, "Lists all ACL users.")
+        .docs("6.0.0", "O(N). Where N is the number of configured users.")
+        .noscript(),
+    Spec::conn("acl|whoami", 2, LOADING | STALE, NONE, conn_fn!(|conn, _, _| Frame::bulk(conn.client.user.name.as_bytes().to_vec())), S, "Returns the authenticated username of the current connection.")
+        .docs("6.0.0", "O(1)")
+        .noscript(),
+    Spec::conn("acl|help", 2, LOADING | STALE, NONE, conn_fn!(|_, _, _| help()), S, "Returns helpful text about the different subcommands.")
+        .docs("6.0.0", "O(1)"),
 ];
 
 const NO_ACLFILE: &str = "ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration.";

@@ -44,7 +44,8 @@ pub const COMMANDS: &[Spec] = &[Spec::conn(
     conn_fn!(|conn, access, call| attribute(conn, access, &call.args).await),
     super::streams::G,
     "Computes multi-touch attribution (first, last, linear, position, decay) over event streams.",
-)];
+)
+    .abacus_docs("O(N) where N is the number of events read from the streams.")];
 
 async fn attribute(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     let (scope, q) = match parse(a) {

@@ -20,29 +20,73 @@ const G: &str = "connection";
 const NONE: (i32, i32, i32) = (0, 0, 0);
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::conn("ping", -1, FAST | DENY_ON_DISK_ERROR | ALLOWED_SUBSCRIBED, NONE, conn_fn!(|conn, _, call| ping(conn, &call.args)), G, "Returns the server's liveliness response."),
-    Spec::conn("echo", 2, FAST | LOADING | STALE, NONE, conn_fn!(|_, _, call| Frame::Bulk(call.args.bytes(1))), G, "Returns the given string."),
+    Spec::conn("ping", -1, FAST | DENY_ON_DISK_ERROR | ALLOWED_SUBSCRIBED, NONE, conn_fn!(|conn, _, call| ping(conn, &call.args)), G, "Returns the server's liveliness response.")
+        .docs("1.0.0", "O(1)")
+        .tips("request_policy:all_shards response_policy:all_succeeded")
+        .args("
+            message type=string flags=optional
+        "),
+    Spec::conn("echo", 2, FAST | LOADING | STALE, NONE, conn_fn!(|_, _, call| Frame::Bulk(call.args.bytes(1))), G, "Returns the given string.")
+        .docs("1.0.0", "O(1)")
+        .args("
+            message type=string
+        "),
     HELLO,
     AUTH,
-    Spec::conn("select", 2, FAST | LOADING | STALE, NONE, conn_fn!(|conn, _, call| select(conn, &call.args)), G, "Changes the selected database."),
+    Spec::conn("select", 2, FAST | LOADING | STALE, NONE, conn_fn!(|conn, _, call| select(conn, &call.args)), G, "Changes the selected database.")
+        .docs("1.0.0", "O(1)")
+        .args("
+            index type=integer
+        "),
     QUIT,
-    Spec::conn("reset", 1, NO_AUTH | FAST | CONTROLS_MULTI | LOADING | STALE | ALLOWED_SUBSCRIBED, NONE, conn_fn!(|conn, _, _| reset(conn).await), G, "Resets the connection."),
-    Spec::conn("time", 1, FAST | LOADING | STALE, NONE, conn_fn!(|_, _, _| time()), "server", "Returns the server time."),
+    Spec::conn("reset", 1, NO_AUTH | FAST | CONTROLS_MULTI | LOADING | STALE | ALLOWED_SUBSCRIBED, NONE, conn_fn!(|conn, _, _| reset(conn).await), G, "Resets the connection.")
+        .docs("6.2.0", "O(1)")
+        .noscript()
+        .allow_busy(),
+    Spec::conn("time", 1, FAST | LOADING | STALE, NONE, conn_fn!(|_, _, _| time()), "server", "Returns the server time.")
+        .docs("2.6.0", "O(1)")
+        .tips("nondeterministic_output"),
     CLIENT_ENTRY,
-    Spec::conn("command", -1, LOADING | STALE | ACL_CONNECTION, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::All)), "server", "Returns detailed information about all commands.").with_subcommands(COMMAND),
+    Spec::conn("command", -1, LOADING | STALE | ACL_CONNECTION, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::All)), "server", "Returns detailed information about all commands.").with_subcommands(COMMAND)
+        .docs("2.8.13", "O(N) where N is the total number of Redis commands")
+        .tips("nondeterministic_output_order"),
 ];
 
 /// CLIENT's entry: any CLIENT subcommand keeps CLIENT CACHING's one-command flag (`conn/mod.rs`).
-pub const CLIENT_ENTRY: Spec = Spec::conn("client", -2, KEEPS_CLIENT_CACHING, NONE, conn_fn!(|_, _, _| crate::conn::container()), G, "A container for client connection commands.").with_subcommands(CLIENT);
+pub const CLIENT_ENTRY: Spec = Spec::conn("client", -2, KEEPS_CLIENT_CACHING, NONE, conn_fn!(|_, _, _| crate::conn::container()), G, "A container for client connection commands.").with_subcommands(CLIENT)
+    .docs("2.4.0", "Depends on subcommand.");
 
 /// QUIT's entry: never queued inside MULTI (`conn/admit.rs`).
-pub const QUIT: Spec = Spec::conn("quit", -1, NO_AUTH | FAST | LOADING | STALE | ALLOWED_SUBSCRIBED | NEVER_QUEUED, NONE, conn_fn!(|conn, _, _| quit(conn)), G, "Closes the connection.");
+pub const QUIT: Spec = Spec::conn("quit", -1, NO_AUTH | FAST | LOADING | STALE | ALLOWED_SUBSCRIBED | NEVER_QUEUED, NONE, conn_fn!(|conn, _, _| quit(conn)), G, "Closes the connection.")
+    .docs("1.0.0", "O(1)")
+    .noscript()
+    .allow_busy();
 
 /// AUTH's entry: MONITOR redacts its arguments (`monitor.rs`).
-pub const AUTH: Spec = Spec::conn("auth", -2, NO_AUTH | FAST | LOADING | STALE, NONE, conn_fn!(|conn, _, call| auth(conn, &call.args)), G, "Authenticates the connection.").with_redacted_args(|args| 1..args.len());
+pub const AUTH: Spec = Spec::conn("auth", -2, NO_AUTH | FAST | LOADING | STALE, NONE, conn_fn!(|conn, _, call| auth(conn, &call.args)), G, "Authenticates the connection.").with_redacted_args(|args| 1..args.len())
+    .docs("1.0.0", "O(N) where N is the number of passwords defined for the user")
+    .history(&[("6.0.0", "Added ACL style (username and password).")])
+    .noscript()
+    .allow_busy()
+    .args("
+        username type=string since=6.0.0 flags=optional
+        password type=string
+    ");
 
 /// HELLO's entry: MONITOR redacts its AUTH arguments (`monitor.rs`).
-pub const HELLO: Spec = Spec::conn("hello", -1, NO_AUTH | FAST | LOADING | STALE, NONE, conn_fn!(|conn, _, call| hello(conn, &call.args)), G, "Handshakes with the Redis server.").with_redacted_args(hello_redacted);
+pub const HELLO: Spec = Spec::conn("hello", -1, NO_AUTH | FAST | LOADING | STALE, NONE, conn_fn!(|conn, _, call| hello(conn, &call.args)), G, "Handshakes with the Redis server.").with_redacted_args(hello_redacted)
+    .docs("6.0.0", "O(1)")
+    .history(&[("6.2.0", "`protover` made optional; when called without arguments the command reports the current connection's context.")])
+    .noscript()
+    .allow_busy()
+    .args("
+        arguments type=block flags=optional
+          protover type=integer
+          username_password type=block token=AUTH flags=optional
+            username type=string
+            password type=string
+          clientname type=string token=SETNAME flags=optional
+    ");
 
 /// HELLO's secret arguments: the user name and password after AUTH (MONITOR hides them).
 fn hello_redacted(args: &[&[u8]]) -> std::ops::Range<usize> {
@@ -53,34 +97,175 @@ fn hello_redacted(args: &[&[u8]]) -> std::ops::Range<usize> {
 }
 
 const CLIENT: &[Spec] = &[
-    Spec::conn("client|id", 2, LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Id, &call.args)), G, "Returns the unique client ID of the connection."),
-    Spec::conn("client|setname", 3, LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::SetName, &call.args)), G, "Sets the connection name."),
-    Spec::conn("client|getname", 2, LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::GetName, &call.args)), G, "Returns the name of the connection."),
-    Spec::conn("client|list", -2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::List, &call.args)), G, "Lists open connections."),
-    Spec::conn("client|info", 2, LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Info, &call.args)), G, "Returns information about the connection."),
-    Spec::conn("client|kill", -3, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Kill, &call.args)), G, "Terminates open connections."),
-    Spec::conn("client|unblock", -3, ADMIN | FAST | LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Unblock, &call.args)), G, "Unblocks a client blocked by a blocking command from a different connection."),
-    Spec::conn("client|no-evict", 3, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::NoEvict, &call.args)), G, "Sets the client eviction mode of the connection."),
-    Spec::conn("client|reply", 3, LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Reply, &call.args)), G, "Instructs the server whether to reply to commands."),
-    Spec::conn("client|setinfo", 4, FAST, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::SetInfo, &call.args)), G, "Sets information specific to the client or connection."),
-    Spec::conn("client|help", 2, LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Help, &call.args)), G, "Returns helpful text about the different subcommands."),
-    Spec::conn("client|pause", -3, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, call| crate::client_pause::pause_command(conn, &call.args)), G, "Suspends commands processing."),
-    Spec::conn("client|unpause", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, _| crate::client_pause::unpause_command(conn)), G, "Resumes processing commands from paused clients."),
-    Spec::conn("client|tracking", -3, LOADING | STALE, NONE, conn_fn!(|conn, _, call| super::tracking::client_tracking(conn, &call.args)), G, "Controls server-assisted client-side caching for the connection."),
-    Spec::conn("client|trackinginfo", 2, LOADING | STALE, NONE, conn_fn!(|conn, _, _| super::tracking::client_trackinginfo(conn)), G, "Returns information about server-assisted client-side caching for the connection."),
-    Spec::conn("client|getredir", 2, LOADING | STALE, NONE, conn_fn!(|conn, _, _| super::tracking::client_getredir(conn)), G, "Returns the client ID to which the connection's tracking notifications are redirected."),
-    Spec::conn("client|caching", 3, LOADING | STALE, NONE, conn_fn!(|conn, _, call| super::tracking::client_caching(conn, &call.args)), G, "Instructs the server whether to track the keys in the next request."),
-    Spec::conn("client|no-touch", 3, LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::NoTouch, &call.args)), G, "Controls whether commands sent by the client affect the LRU/LFU of accessed keys."),
+    Spec::conn("client|id", 2, LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Id, &call.args)), G, "Returns the unique client ID of the connection.")
+        .docs("5.0.0", "O(1)")
+        .noscript(),
+    Spec::conn("client|setname", 3, LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::SetName, &call.args)), G, "Sets the connection name.")
+        .docs("2.6.9", "O(1)")
+        .noscript()
+        .args("
+            connection-name type=string
+        "),
+    Spec::conn("client|getname", 2, LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::GetName, &call.args)), G, "Returns the name of the connection.")
+        .docs("2.6.9", "O(1)")
+        .noscript(),
+    Spec::conn("client|list", -2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::List, &call.args)), G, "Lists open connections.")
+        .docs("2.4.0", "O(N) where N is the number of client connections")
+        .history(&[
+            ("2.8.12", "Added unique client `id` field."),
+            ("5.0.0", "Added optional `TYPE` filter."),
+            ("6.0.0", "Added `user` field."),
+            ("6.2.0", "Added `argv-mem`, `tot-mem`, `laddr` and `redir` fields and the optional `ID` filter."),
+            ("7.0.0", "Added `resp`, `multi-mem`, `rbs` and `rbp` fields."),
+            ("7.0.3", "Added `ssub` field."),
+        ])
+        .tips("nondeterministic_output")
+        .noscript()
+        .args("
+            normal_master_replica_pubsub type=oneof token=TYPE since=5.0.0 flags=optional
+              normal type=pure-token token=NORMAL
+              master type=pure-token token=MASTER
+              replica type=pure-token token=REPLICA
+              pubsub type=pure-token token=PUBSUB
+            id type=block token=ID since=6.2.0 flags=optional
+              client-id type=integer flags=multiple
+        "),
+    Spec::conn("client|info", 2, LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Info, &call.args)), G, "Returns information about the connection.")
+        .docs("6.2.0", "O(1)")
+        .tips("nondeterministic_output")
+        .noscript(),
+    Spec::conn("client|kill", -3, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Kill, &call.args)), G, "Terminates open connections.")
+        .docs("2.4.0", "O(N) where N is the number of client connections")
+        .history(&[
+            ("2.8.12", "Added new filter format."),
+            ("2.8.12", "`ID` option."),
+            ("3.2.0", "Added `master` type in for `TYPE` option."),
+            ("5.0.0", "Replaced `slave` `TYPE` with `replica`. `slave` still supported for backward compatibility."),
+            ("6.2.0", "`LADDR` option."),
+        ])
+        .noscript()
+        .args("
+            filter type=oneof
+              ip:port type=string deprecated_since=2.8.12
+              new-format type=oneof flags=multiple
+                client-id type=integer token=ID since=2.8.12 flags=optional
+                normal_master_slave_pubsub type=oneof token=TYPE since=2.8.12 flags=optional
+                  normal type=pure-token token=NORMAL
+                  master type=pure-token token=MASTER since=3.2.0
+                  slave type=pure-token token=SLAVE
+                  replica type=pure-token token=REPLICA since=5.0.0
+                  pubsub type=pure-token token=PUBSUB
+                username type=string token=USER flags=optional
+                ip:port type=string token=ADDR flags=optional
+                ip:port type=string token=LADDR since=6.2.0 flags=optional
+                yes/no type=string token=SKIPME flags=optional
+        "),
+    Spec::conn("client|unblock", -3, ADMIN | FAST | LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Unblock, &call.args)), G, "Unblocks a client blocked by a blocking command from a different connection.")
+        .docs("5.0.0", "O(log N) where N is the number of client connections")
+        .noscript()
+        .args("
+            client-id type=integer
+            timeout_error type=oneof flags=optional
+              timeout type=pure-token token=TIMEOUT
+              error type=pure-token token=ERROR
+        "),
+    Spec::conn("client|no-evict", 3, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::NoEvict, &call.args)), G, "Sets the client eviction mode of the connection.")
+        .docs("7.0.0", "O(1)")
+        .noscript()
+        .args("
+            enabled type=oneof
+              on type=pure-token token=ON
+              off type=pure-token token=OFF
+        "),
+    Spec::conn("client|reply", 3, LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Reply, &call.args)), G, "Instructs the server whether to reply to commands.")
+        .docs("3.2.0", "O(1)")
+        .noscript()
+        .args("
+            on_off_skip type=oneof
+              on type=pure-token token=ON
+              off type=pure-token token=OFF
+              skip type=pure-token token=SKIP
+        "),
+    Spec::conn("client|setinfo", 4, FAST, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::SetInfo, &call.args)), G, "Sets information specific to the client or connection.")
+        .docs("7.2.0", "O(1)"),
+    Spec::conn("client|help", 2, LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::Help, &call.args)), G, "Returns helpful text about the different subcommands.")
+        .docs("5.0.0", "O(1)"),
+    Spec::conn("client|pause", -3, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, call| crate::client_pause::pause_command(conn, &call.args)), G, "Suspends commands processing.")
+        .docs("2.9.50", "O(1)")
+        .history(&[("6.2.0", "`CLIENT PAUSE WRITE` mode added along with the `mode` option.")])
+        .noscript()
+        .args("
+            timeout type=integer
+            mode type=oneof since=6.2.0 flags=optional
+              write type=pure-token token=WRITE
+              all type=pure-token token=ALL
+        "),
+    Spec::conn("client|unpause", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, _| crate::client_pause::unpause_command(conn)), G, "Resumes processing commands from paused clients.")
+        .docs("6.2.0", "O(N) Where N is the number of paused clients")
+        .noscript(),
+    Spec::conn("client|tracking", -3, LOADING | STALE, NONE, conn_fn!(|conn, _, call| super::tracking::client_tracking(conn, &call.args)), G, "Controls server-assisted client-side caching for the connection.")
+        .docs("6.0.0", "O(1). Some options may introduce additional complexity.")
+        .noscript()
+        .args("
+            status type=oneof
+              on type=pure-token token=ON
+              off type=pure-token token=OFF
+            client-id type=integer token=REDIRECT flags=optional
+            prefix type=string token=PREFIX flags=optional,multiple,multiple_token
+            bcast type=pure-token token=BCAST flags=optional
+            optin type=pure-token token=OPTIN flags=optional
+            optout type=pure-token token=OPTOUT flags=optional
+            noloop type=pure-token token=NOLOOP flags=optional
+        "),
+    Spec::conn("client|trackinginfo", 2, LOADING | STALE, NONE, conn_fn!(|conn, _, _| super::tracking::client_trackinginfo(conn)), G, "Returns information about server-assisted client-side caching for the connection.")
+        .docs("6.2.0", "O(1)")
+        .noscript(),
+    Spec::conn("client|getredir", 2, LOADING | STALE, NONE, conn_fn!(|conn, _, _| super::tracking::client_getredir(conn)), G, "Returns the client ID to which the connection's tracking notifications are redirected.")
+        .docs("6.0.0", "O(1)")
+        .noscript(),
+    Spec::conn("client|caching", 3, LOADING | STALE, NONE, conn_fn!(|conn, _, call| super::tracking::client_caching(conn, &call.args)), G, "Instructs the server whether to track the keys in the next request.")
+        .docs("6.0.0", "O(1)")
+        .noscript()
+        .args("
+            mode type=oneof
+              yes type=pure-token token=YES
+              no type=pure-token token=NO
+        "),
+    Spec::conn("client|no-touch", 3, LOADING | STALE, NONE, conn_fn!(|conn, _, call| client(conn, ClientSub::NoTouch, &call.args)), G, "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.")
+        .docs("7.2.0", "O(1)"),
 ];
 
 const COMMAND: &[Spec] = &[
-    Spec::conn("command|count", 2, LOADING | STALE | ACL_CONNECTION, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::Count)), "server", "Returns a count of commands."),
-    Spec::conn("command|info", -2, LOADING | STALE | ACL_CONNECTION, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::Info)), "server", "Returns information about one, multiple or all commands."),
-    Spec::conn("command|docs", -2, LOADING | STALE | ACL_CONNECTION, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::Docs)), "server", "Returns documentary information about one, multiple or all commands."),
-    Spec::conn("command|list", -2, LOADING | STALE | ACL_CONNECTION, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::List)), "server", "Returns a list of command names."),
-    Spec::conn("command|help", 2, LOADING | STALE | ACL_CONNECTION, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::Help)), "server", "Returns helpful text about the different subcommands."),
-    Spec::conn("command|getkeys", -4, LOADING | STALE | ACL_CONNECTION, NONE, conn_fn!(|_, _, call| super::getkeys::getkeys(&call.args, false)), "server", "Extracts the key names from an arbitrary command."),
-    Spec::conn("command|getkeysandflags", -4, LOADING | STALE | ACL_CONNECTION, NONE, conn_fn!(|_, _, call| super::getkeys::getkeys(&call.args, true)), "server", "Extracts the key names and access flags for an arbitrary command."),
+    Spec::conn("command|count", 2, LOADING | STALE | ACL_CONNECTION, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::Count)), "server", "Returns a count of commands.")
+        .docs("2.8.13", "O(1)"),
+    Spec::conn("command|info", -2, LOADING | STALE | ACL_CONNECTION, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::Info)), "server", "Returns information about one, multiple or all commands.")
+        .docs("2.8.13", "O(N) where N is the number of commands to look up")
+        .history(&[("7.0.0", "Allowed to be called with no argument to get info on all commands.")])
+        .tips("nondeterministic_output_order")
+        .args("
+            command-name type=string flags=optional,multiple
+        "),
+    Spec::conn("command|docs", -2, LOADING | STALE | ACL_CONNECTION, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::Docs)), "server", "Returns documentary information about one, multiple or all commands.")
+        .docs("7.0.0", "O(N) where N is the number of commands to look up")
+        .tips("nondeterministic_output_order")
+        .args("
+            command-name type=string flags=optional,multiple
+        "),
+    Spec::conn("command|list", -2, LOADING | STALE | ACL_CONNECTION, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::List)), "server", "Returns a list of command names.")
+        .docs("7.0.0", "O(N) where N is the total number of Redis commands")
+        .tips("nondeterministic_output_order")
+        .args("
+            filterby type=oneof token=FILTERBY flags=optional
+              module-name type=string token=MODULE
+              category type=string token=ACLCAT
+              pattern type=pattern token=PATTERN
+        "),
+    Spec::conn("command|help", 2, LOADING | STALE | ACL_CONNECTION, NONE, conn_fn!(|_, _, call| command(&call.args, CommandSub::Help)), "server", "Returns helpful text about the different subcommands.")
+        .docs("5.0.0", "O(1)"),
+    Spec::conn("command|getkeys", -4, LOADING | STALE | ACL_CONNECTION, NONE, conn_fn!(|_, _, call| super::getkeys::getkeys(&call.args, false)), "server", "Extracts the key names from an arbitrary command.")
+        .docs("2.8.13", "O(N) where N is the number of arguments to the command"),
+    Spec::conn("command|getkeysandflags", -4, LOADING | STALE | ACL_CONNECTION, NONE, conn_fn!(|_, _, call| super::getkeys::getkeys(&call.args, true)), "server", "Extracts the key names and access flags for an arbitrary command.")
+        .docs("7.0.0", "O(N) where N is the number of arguments to the command"),
 ];
 
 pub fn ping(conn: &mut Conn, a: &[Arg]) -> Frame {
@@ -526,7 +711,7 @@ fn command_info(spec: &Spec) -> Frame {
         Frame::Set(acl_categories(spec).into_iter().map(|c| Frame::Simple(Bytes::from(format!("@{c}")))).collect()),
         // tips and key specs: sets in RESP3, as Redis 7.0 replies them; subcommands an
         // empty set when there are none, else an array (Redis's addReplyCommandSubCommands)
-        Frame::Set(crate::command_docs::tips(spec).map(|t| Frame::bulk(t.as_bytes().to_vec())).collect()),
+        Frame::Set(spec.doc.tips.split_whitespace().map(|t| Frame::bulk(t.as_bytes().to_vec())).collect()),
         Frame::Set(crate::keyspec::of(spec).iter().map(key_spec_frame).collect()),
         if spec.subcommands.is_empty() {
             Frame::Set(vec![])
@@ -562,7 +747,7 @@ fn key_spec_frame(k: &crate::keyspec::KeySpec) -> Frame {
 
 fn command_docs(spec: &Spec) -> Frame {
     let s = |v: &str| Frame::bulk(v.as_bytes().to_vec());
-    let d = crate::command_docs::docs(spec);
+    let d = &spec.doc;
     let mut fields = vec![(s("summary"), s(spec.summary)), (s("since"), s(d.since)), (s("group"), s(spec.group))];
     if !d.complexity.is_empty() {
         fields.push((s("complexity"), s(d.complexity)));
@@ -574,13 +759,12 @@ fn command_docs(spec: &Spec) -> Frame {
         fields.push((s("deprecated_since"), s(d.deprecated_since)));
         fields.push((s("replaced_by"), s(d.replaced_by)));
     }
-    if let Some(entry) = crate::command_docs_args::of(spec.name) {
-        if !entry.history.is_empty() {
-            fields.push((s("history"), Frame::Array(entry.history.iter().map(|(v, t)| Frame::Array(vec![s(v), s(t)])).collect())));
-        }
-        if !entry.arguments.is_empty() {
-            fields.push((s("arguments"), argument_frames(&entry.arguments)));
-        }
+    if !d.history.is_empty() {
+        fields.push((s("history"), Frame::Array(d.history.iter().map(|(v, t)| Frame::Array(vec![s(v), s(t)])).collect())));
+    }
+    let arguments = crate::command_docs::of(spec.name);
+    if !arguments.is_empty() {
+        fields.push((s("arguments"), argument_frames(arguments)));
     }
     if !spec.subcommands.is_empty() {
         fields.push((s("subcommands"), Frame::Map(spec.subcommands.iter().map(|c| (s(c.name), command_docs(c))).collect())));
@@ -590,7 +774,7 @@ fn command_docs(spec: &Spec) -> Frame {
 
 /// COMMAND DOCS's `arguments`: each argument a map of its fields as Redis's
 /// addReplyCommandArgList replies them (`key_spec_index` an integer, `flags` a set).
-fn argument_frames(args: &[crate::command_docs_args::Argument]) -> Frame {
+fn argument_frames(args: &[crate::command_docs::Argument]) -> Frame {
     let s = |v: &str| Frame::bulk(v.as_bytes().to_vec());
     Frame::Array(
         args.iter()

@@ -22,25 +22,69 @@ const S: &str = "server";
 const NONE: (i32, i32, i32) = (0, 0, 0);
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::conn("slowlog", -2, 0, NONE, conn_fn!(|_, _, _| crate::conn::container()), S, "A container for slow log commands.").with_subcommands(SLOWLOG),
-    Spec::conn("latency", -2, 0, NONE, conn_fn!(|_, _, _| crate::conn::container()), S, "A container for latency diagnostics commands.").with_subcommands(LATENCY),
+    Spec::conn("slowlog", -2, 0, NONE, conn_fn!(|_, _, _| crate::conn::container()), S, "A container for slow log commands.").with_subcommands(SLOWLOG)
+        .docs("2.2.12", "Depends on subcommand."),
+    Spec::conn("latency", -2, 0, NONE, conn_fn!(|_, _, _| crate::conn::container()), S, "A container for latency diagnostics commands.").with_subcommands(LATENCY)
+        .docs("2.8.13", "Depends on subcommand."),
 ];
 
 const SLOWLOG: &[Spec] = &[
-    Spec::conn("slowlog|get", -2, ADMIN | LOADING | STALE, NONE, conn_fn!(|_, _, call| slowlog_get(&call.args)), S, "Returns the slow log's entries."),
-    Spec::conn("slowlog|len", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|_, _, _| Frame::Integer(slowlog::len() as i64)), S, "Returns the number of entries in the slow log."),
-    Spec::conn("slowlog|reset", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|_, _, _| { slowlog::reset(); Frame::ok() }), S, "Clears all entries from the slow log."),
-    Spec::conn("slowlog|help", 2, LOADING | STALE, NONE, conn_fn!(|_, _, _| help(SLOWLOG_HELP)), S, "Show helpful text about the different subcommands"),
+    Spec::conn("slowlog|get", -2, ADMIN | LOADING | STALE, NONE, conn_fn!(|_, _, call| slowlog_get(&call.args)), S, "Returns the slow log's entries.")
+        .docs("2.2.12", "O(N) where N is the number of entries returned")
+        .history(&[("4.0.0", "Added client IP address, port and name to the reply.")])
+        .tips("request_policy:all_nodes nondeterministic_output")
+        .args("
+            count type=integer flags=optional
+        "),
+    Spec::conn("slowlog|len", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|_, _, _| Frame::Integer(slowlog::len() as i64)), S, "Returns the number of entries in the slow log.")
+        .docs("2.2.12", "O(1)")
+        .tips("request_policy:all_nodes response_policy:agg_sum nondeterministic_output"),
+    Spec::conn("slowlog|reset", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|_, _, _| { slowlog::reset(); Frame::ok() }), S, "Clears all entries from the slow log.")
+        .docs("2.2.12", "O(N) where N is the number of entries in the slowlog")
+        .tips("request_policy:all_nodes response_policy:all_succeeded"),
+    Spec::conn("slowlog|help", 2, LOADING | STALE, NONE, conn_fn!(|_, _, _| help(SLOWLOG_HELP)), S, "Show helpful text about the different subcommands")
+        .docs("6.2.0", "O(1)"),
 ];
 
 const LATENCY: &[Spec] = &[
-    Spec::conn("latency|latest", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|_, _, _| latest()), S, "Returns the latest latency samples for all events."),
-    Spec::conn("latency|history", 3, ADMIN | LOADING | STALE, NONE, conn_fn!(|_, _, call| history(&call.args[2])), S, "Returns timestamp-latency samples for an event."),
-    Spec::conn("latency|reset", -2, ADMIN | LOADING | STALE, NONE, conn_fn!(|_, _, call| reset(&call.args)), S, "Resets the latency data for one or more events."),
-    Spec::conn("latency|doctor", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|_, _, _| verbatim(latency::doctor())), S, "Returns a human-readable latency analysis report."),
-    Spec::conn("latency|graph", 3, ADMIN | LOADING | STALE, NONE, conn_fn!(|_, _, call| graph(&call.args[2])), S, "Returns a latency graph for an event."),
-    Spec::conn("latency|histogram", -2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, access, call| histogram(conn, access, &call.args).await), S, "Returns the cumulative distribution of latencies of a subset or all commands."),
-    Spec::conn("latency|help", 2, LOADING | STALE, NONE, conn_fn!(|_, _, _| help(LATENCY_HELP)), S, "Returns helpful text about the different subcommands."),
+    Spec::conn("latency|latest", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|_, _, _| latest()), S, "Returns the latest latency samples for all events.")
+        .docs("2.8.13", "O(1)")
+        .tips("nondeterministic_output request_policy:all_nodes response_policy:special")
+        .noscript(),
+    Spec::conn("latency|history", 3, ADMIN | LOADING | STALE, NONE, conn_fn!(|_, _, call| history(&call.args[2])), S, "Returns timestamp-latency samples for an event.")
+        .docs("2.8.13", "O(1)")
+        .tips("nondeterministic_output request_policy:all_nodes response_policy:special")
+        .noscript()
+        .args("
+            event type=string
+        "),
+    Spec::conn("latency|reset", -2, ADMIN | LOADING | STALE, NONE, conn_fn!(|_, _, call| reset(&call.args)), S, "Resets the latency data for one or more events.")
+        .docs("2.8.13", "O(1)")
+        .tips("request_policy:all_nodes response_policy:all_succeeded")
+        .noscript()
+        .args("
+            event type=string flags=optional,multiple
+        "),
+    Spec::conn("latency|doctor", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|_, _, _| verbatim(latency::doctor())), S, "Returns a human-readable latency analysis report.")
+        .docs("2.8.13", "O(1)")
+        .tips("nondeterministic_output request_policy:all_nodes response_policy:special")
+        .noscript(),
+    Spec::conn("latency|graph", 3, ADMIN | LOADING | STALE, NONE, conn_fn!(|_, _, call| graph(&call.args[2])), S, "Returns a latency graph for an event.")
+        .docs("2.8.13", "O(1)")
+        .tips("nondeterministic_output request_policy:all_nodes response_policy:special")
+        .noscript()
+        .args("
+            event type=string
+        "),
+    Spec::conn("latency|histogram", -2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, access, call| histogram(conn, access, &call.args).await), S, "Returns the cumulative distribution of latencies of a subset or all commands.")
+        .docs("7.0.0", "O(N) where N is the number of commands with latency information being retrieved.")
+        .tips("nondeterministic_output request_policy:all_nodes response_policy:special")
+        .noscript()
+        .args("
+            command type=string flags=optional,multiple
+        "),
+    Spec::conn("latency|help", 2, LOADING | STALE, NONE, conn_fn!(|_, _, _| help(LATENCY_HELP)), S, "Returns helpful text about the different subcommands.")
+        .docs("2.8.13", "O(1)"),
 ];
 
 const SLOWLOG_HELP: &[&str] = &[

@@ -31,16 +31,26 @@ const S: &str = "server";
 const NONE: (i32, i32, i32) = (0, 0, 0);
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::conn("memory", -2, 0, NONE, conn_fn!(|_, _, _| crate::conn::container()), S, "A container for memory diagnostics commands.").with_subcommands(MEMORY),
+    Spec::conn("memory", -2, 0, NONE, conn_fn!(|_, _, _| crate::conn::container()), S, "A container for memory diagnostics commands.").with_subcommands(MEMORY)
+        .docs("4.0.0", "Depends on subcommand."),
 ];
 
 const MEMORY: &[Spec] = &[
     abacus_commands::memory::USAGE,
-    Spec::conn("memory|stats", 2, 0, NONE, conn_fn!(|conn, access, _| stats_reply(conn, access).await), S, "Returns details about memory usage."),
-    Spec::conn("memory|doctor", 2, 0, NONE, conn_fn!(|conn, access, _| doctor(conn, access).await), S, "Outputs a memory problems report."),
-    Spec::conn("memory|malloc-stats", 2, 0, NONE, conn_fn!(|_, _, _| malloc_stats()), S, "Returns the allocator statistics."),
-    Spec::conn("memory|purge", 2, 0, NONE, conn_fn!(|_, _, _| Frame::ok()), S, "Asks the allocator to release memory."),
-    Spec::conn("memory|help", 2, LOADING | STALE, NONE, conn_fn!(|_, _, _| help()), S, "Returns helpful text about the different subcommands."),
+    Spec::conn("memory|stats", 2, 0, NONE, conn_fn!(|conn, access, _| stats_reply(conn, access).await), S, "Returns details about memory usage.")
+        .docs("4.0.0", "O(1)")
+        .tips("nondeterministic_output request_policy:all_shards response_policy:special"),
+    Spec::conn("memory|doctor", 2, 0, NONE, conn_fn!(|conn, access, _| doctor(conn, access).await), S, "Outputs a memory problems report.")
+        .docs("4.0.0", "O(1)")
+        .tips("nondeterministic_output request_policy:all_shards response_policy:special"),
+    Spec::conn("memory|malloc-stats", 2, 0, NONE, conn_fn!(|_, _, _| malloc_stats()), S, "Returns the allocator statistics.")
+        .docs("4.0.0", "Depends on how much memory is allocated, could be slow")
+        .tips("nondeterministic_output request_policy:all_shards response_policy:special"),
+    Spec::conn("memory|purge", 2, 0, NONE, conn_fn!(|_, _, _| Frame::ok()), S, "Asks the allocator to release memory.")
+        .docs("4.0.0", "Depends on how much memory is allocated, could be slow")
+        .tips("request_policy:all_shards response_policy:all_succeeded"),
+    Spec::conn("memory|help", 2, LOADING | STALE, NONE, conn_fn!(|_, _, _| help()), S, "Returns helpful text about the different subcommands.")
+        .docs("4.0.0", "O(1)"),
 ];
 
 /// Per database, summed over the shards: (keys, main table bytes, expiry index bytes).

@@ -44,7 +44,33 @@ pub const COMMANDS: &[Spec] = &[Spec::conn(
     G,
     "Atomically transfers a key from one Redis instance to another.",
 )
-.with_key_range(key_range)];
+.with_key_range(key_range)
+    .docs("2.6.0", "This command actually executes a DUMP+DEL in the source instance, and a RESTORE in the target instance. See the pages of these commands for time complexity. Also an O(N) data transfer between the two instances is performed.")
+    .history(&[
+        ("3.0.0", "Added the `COPY` and `REPLACE` options."),
+        ("3.0.6", "Added the `KEYS` option."),
+        ("4.0.7", "Added the `AUTH` option."),
+        ("6.0.0", "Added the `AUTH2` option."),
+    ])
+    .tips("nondeterministic_output")
+    .key_specs("RW access delete index=3 range=0,1,0; RW access delete incomplete kw=KEYS,-2 range=-1,1,0")
+    .args("
+        host type=string
+        port type=integer
+        key_or_empty_string type=oneof
+          key type=key key_spec_index=0
+          empty_string type=pure-token token=
+        destination-db type=integer
+        timeout type=integer
+        copy type=pure-token token=COPY since=3.0.0 flags=optional
+        replace type=pure-token token=REPLACE since=3.0.0 flags=optional
+        authentication type=oneof flags=optional
+          password type=string token=AUTH since=4.0.7 flags=optional
+          username_password type=block token=AUTH2 since=6.0.0 flags=optional
+            username type=string
+            password type=string
+        key type=key key_spec_index=1 token=KEYS since=3.0.6 flags=optional,multiple
+    ")];
 
 /// The keys: `args[3]`, or after KEYS when `args[3]` is empty (Redis's migrateGetKeys).
 fn key_range(a: &[Arg]) -> Option<(usize, usize)> {

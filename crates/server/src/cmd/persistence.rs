@@ -16,11 +16,38 @@ const G: &str = "server";
 const NONE: (i32, i32, i32) = (0, 0, 0);
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::conn("save", 1, ADMIN | NO_MULTI | ALL_SHARDS, NONE, conn_fn!(|conn, _, _| save(conn).await), G, "Synchronously saves the database(s) to disk."),
-    Spec::conn("bgsave", -1, ADMIN | SCHEDULED_IN_EXEC, NONE, conn_fn!(|conn, access, call| bgsave(conn, access, &call.args).await), G, "Asynchronously saves the database(s) to disk."),
-    Spec::conn("bgrewriteaof", 1, ADMIN | SCHEDULED_IN_EXEC, NONE, conn_fn!(|conn, access, _| bgrewriteaof(conn, access).await), G, "Asynchronously rewrites the append-only file to disk."),
-    Spec::conn("lastsave", 1, LOADING | STALE | FAST | ACL_ADMIN, NONE, conn_fn!(|conn, _, _| lastsave(conn)), G, "Returns the Unix timestamp of the last successful save to disk."),
-    Spec::conn("shutdown", -1, ADMIN | NO_MULTI | LOADING | STALE, NONE, conn_fn!(|conn, _, call| shutdown(conn, &call.args).await), G, "Synchronously saves the database(s) to disk and shuts down the server."),
+    Spec::conn("save", 1, ADMIN | NO_MULTI | ALL_SHARDS, NONE, conn_fn!(|conn, _, _| save(conn).await), G, "Synchronously saves the database(s) to disk.")
+        .docs("1.0.0", "O(N) where N is the total number of keys in all databases")
+        .noscript()
+        .no_async_loading(),
+    Spec::conn("bgsave", -1, ADMIN | SCHEDULED_IN_EXEC, NONE, conn_fn!(|conn, access, call| bgsave(conn, access, &call.args).await), G, "Asynchronously saves the database(s) to disk.")
+        .docs("1.0.0", "O(1)")
+        .history(&[("3.2.2", "Added the `SCHEDULE` option.")])
+        .noscript()
+        .no_async_loading()
+        .args("
+            schedule type=pure-token token=SCHEDULE since=3.2.2 flags=optional
+        "),
+    Spec::conn("bgrewriteaof", 1, ADMIN | SCHEDULED_IN_EXEC, NONE, conn_fn!(|conn, access, _| bgrewriteaof(conn, access).await), G, "Asynchronously rewrites the append-only file to disk.")
+        .docs("1.0.0", "O(1)")
+        .noscript()
+        .no_async_loading(),
+    Spec::conn("lastsave", 1, LOADING | STALE | FAST | ACL_ADMIN, NONE, conn_fn!(|conn, _, _| lastsave(conn)), G, "Returns the Unix timestamp of the last successful save to disk.")
+        .docs("1.0.0", "O(1)")
+        .tips("nondeterministic_output"),
+    Spec::conn("shutdown", -1, ADMIN | NO_MULTI | LOADING | STALE, NONE, conn_fn!(|conn, _, call| shutdown(conn, &call.args).await), G, "Synchronously saves the database(s) to disk and shuts down the server.")
+        .docs("1.0.0", "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)")
+        .history(&[("7.0.0", "Added the `NOW`, `FORCE` and `ABORT` modifiers.")])
+        .noscript()
+        .allow_busy()
+        .args("
+            nosave_save type=oneof flags=optional
+              nosave type=pure-token token=NOSAVE
+              save type=pure-token token=SAVE
+            now type=pure-token token=NOW since=7.0.0 flags=optional
+            force type=pure-token token=FORCE since=7.0.0 flags=optional
+            abort type=pure-token token=ABORT since=7.0.0 flags=optional
+        "),
 ];
 
 pub async fn save(conn: &mut Conn) -> Frame {

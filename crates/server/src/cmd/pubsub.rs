@@ -27,24 +27,87 @@ const NONE: (i32, i32, i32) = (0, 0, 0);
 const ALL_ARGS: (i32, i32, i32) = (1, -1, 1);
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::conn("subscribe", -2, LOADING | STALE | ALLOWED_SUBSCRIBED | CHANNEL_SUBSCRIBE, NONE, conn_fn!(|conn, _, call| subscribe(conn, Kind::Channel, &call.args)), G, "Listens for messages published to channels."),
-    Spec::conn("unsubscribe", -1, LOADING | STALE | ALLOWED_SUBSCRIBED, NONE, conn_fn!(|conn, _, call| unsubscribe(conn, Kind::Channel, &call.args)), G, "Stops listening to messages posted to channels."),
-    Spec::conn("psubscribe", -2, LOADING | STALE | ALLOWED_SUBSCRIBED | CHANNEL_PATTERN, NONE, conn_fn!(|conn, _, call| subscribe(conn, Kind::Pattern, &call.args)), G, "Listens for messages published to channels that match one or more patterns."),
-    Spec::conn("punsubscribe", -1, LOADING | STALE | ALLOWED_SUBSCRIBED, NONE, conn_fn!(|conn, _, call| unsubscribe(conn, Kind::Pattern, &call.args)), G, "Stops listening to messages published to channels that match one or more patterns."),
-    Spec::conn("ssubscribe", -2, LOADING | STALE | ALLOWED_SUBSCRIBED | CHANNEL_SUBSCRIBE, ALL_ARGS, conn_fn!(|conn, access, call| ssubscribe(conn, access, &call.args)), G, "Listens for messages published to shard channels."),
-    Spec::conn("sunsubscribe", -1, LOADING | STALE | ALLOWED_SUBSCRIBED, ALL_ARGS, conn_fn!(|conn, _, call| unsubscribe(conn, Kind::Shard, &call.args)), G, "Stops listening to messages posted to shard channels."),
-    Spec::conn("publish", 3, LOADING | STALE | FAST | CHANNEL_PUBLISH, NONE, conn_fn!(|conn, _, call| publish(conn, Kind::Channel, &call.args)), G, "Posts a message to a channel."),
-    Spec::conn("spublish", 3, LOADING | STALE | FAST | CHANNEL_PUBLISH, (1, 1, 1), conn_fn!(|conn, _, call| publish(conn, Kind::Shard, &call.args)), G, "Post a message to a shard channel"),
-    Spec::conn("pubsub", -2, 0, NONE, conn_fn!(|_, _, _| crate::conn::container()), G, "A container for Pub/Sub commands.").with_subcommands(PUBSUB),
+    Spec::conn("subscribe", -2, LOADING | STALE | ALLOWED_SUBSCRIBED | CHANNEL_SUBSCRIBE, NONE, conn_fn!(|conn, _, call| subscribe(conn, Kind::Channel, &call.args)), G, "Listens for messages published to channels.")
+        .docs("2.0.0", "O(N) where N is the number of channels to subscribe to.")
+        .noscript()
+        .args("
+            channel type=string flags=multiple
+        "),
+    Spec::conn("unsubscribe", -1, LOADING | STALE | ALLOWED_SUBSCRIBED, NONE, conn_fn!(|conn, _, call| unsubscribe(conn, Kind::Channel, &call.args)), G, "Stops listening to messages posted to channels.")
+        .docs("2.0.0", "O(N) where N is the number of clients already subscribed to a channel.")
+        .noscript()
+        .args("
+            channel type=string flags=optional,multiple
+        "),
+    Spec::conn("psubscribe", -2, LOADING | STALE | ALLOWED_SUBSCRIBED | CHANNEL_PATTERN, NONE, conn_fn!(|conn, _, call| subscribe(conn, Kind::Pattern, &call.args)), G, "Listens for messages published to channels that match one or more patterns.")
+        .docs("2.0.0", "O(N) where N is the number of patterns the client is already subscribed to.")
+        .noscript()
+        .args("
+            pattern type=block flags=multiple
+              pattern type=pattern
+        "),
+    Spec::conn("punsubscribe", -1, LOADING | STALE | ALLOWED_SUBSCRIBED, NONE, conn_fn!(|conn, _, call| unsubscribe(conn, Kind::Pattern, &call.args)), G, "Stops listening to messages published to channels that match one or more patterns.")
+        .docs("2.0.0", "O(N+M) where N is the number of patterns the client is already subscribed and M is the number of total patterns subscribed in the system (by any client).")
+        .noscript()
+        .args("
+            pattern type=pattern flags=optional,multiple
+        "),
+    Spec::conn("ssubscribe", -2, LOADING | STALE | ALLOWED_SUBSCRIBED | CHANNEL_SUBSCRIBE, ALL_ARGS, conn_fn!(|conn, access, call| ssubscribe(conn, access, &call.args)), G, "Listens for messages published to shard channels.")
+        .docs("7.0.0", "O(N) where N is the number of shard channels to subscribe to.")
+        .key_specs("not_key")
+        .noscript()
+        .args("
+            shardchannel type=string flags=multiple
+        "),
+    Spec::conn("sunsubscribe", -1, LOADING | STALE | ALLOWED_SUBSCRIBED, ALL_ARGS, conn_fn!(|conn, _, call| unsubscribe(conn, Kind::Shard, &call.args)), G, "Stops listening to messages posted to shard channels.")
+        .docs("7.0.0", "O(N) where N is the number of clients already subscribed to a shard channel.")
+        .key_specs("not_key")
+        .noscript()
+        .args("
+            shardchannel type=string flags=optional,multiple
+        "),
+    Spec::conn("publish", 3, LOADING | STALE | FAST | CHANNEL_PUBLISH, NONE, conn_fn!(|conn, _, call| publish(conn, Kind::Channel, &call.args)), G, "Posts a message to a channel.")
+        .docs("2.0.0", "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).")
+        .args("
+            channel type=string
+            message type=string
+        "),
+    Spec::conn("spublish", 3, LOADING | STALE | FAST | CHANNEL_PUBLISH, (1, 1, 1), conn_fn!(|conn, _, call| publish(conn, Kind::Shard, &call.args)), G, "Post a message to a shard channel")
+        .docs("7.0.0", "O(N) where N is the number of clients subscribed to the receiving shard channel.")
+        .key_specs("not_key")
+        .args("
+            shardchannel type=string
+            message type=string
+        "),
+    Spec::conn("pubsub", -2, 0, NONE, conn_fn!(|_, _, _| crate::conn::container()), G, "A container for Pub/Sub commands.").with_subcommands(PUBSUB)
+        .docs("2.8.0", "Depends on subcommand."),
 ];
 
 const PUBSUB: &[Spec] = &[
-    Spec::conn("pubsub|channels", -2, LOADING | STALE, NONE, conn_fn!(|_, _, call| channels(Kind::Channel, &call.args)), G, "Returns the active channels."),
-    Spec::conn("pubsub|numsub", -2, LOADING | STALE, NONE, conn_fn!(|_, _, call| numsub(Kind::Channel, &call.args)), G, "Returns a count of subscribers to channels."),
-    Spec::conn("pubsub|numpat", 2, LOADING | STALE, NONE, conn_fn!(|_, _, _| Frame::Integer(registry().counts().1 as i64)), G, "Returns a count of unique pattern subscriptions."),
-    Spec::conn("pubsub|shardchannels", -2, LOADING | STALE, NONE, conn_fn!(|_, _, call| channels(Kind::Shard, &call.args)), G, "Returns the active shard channels."),
-    Spec::conn("pubsub|shardnumsub", -2, LOADING | STALE, NONE, conn_fn!(|_, _, call| numsub(Kind::Shard, &call.args)), G, "Returns the count of subscribers of shard channels."),
-    Spec::conn("pubsub|help", 2, LOADING | STALE, NONE, conn_fn!(|_, _, _| help()), G, "Returns helpful text about the different subcommands."),
+    Spec::conn("pubsub|channels", -2, LOADING | STALE, NONE, conn_fn!(|_, _, call| channels(Kind::Channel, &call.args)), G, "Returns the active channels.")
+        .docs("2.8.0", "O(N) where N is the number of active channels, and assuming constant time pattern matching (relatively short channels and patterns)")
+        .args("
+            pattern type=pattern flags=optional
+        "),
+    Spec::conn("pubsub|numsub", -2, LOADING | STALE, NONE, conn_fn!(|_, _, call| numsub(Kind::Channel, &call.args)), G, "Returns a count of subscribers to channels.")
+        .docs("2.8.0", "O(N) for the NUMSUB subcommand, where N is the number of requested channels")
+        .args("
+            channel type=string flags=optional,multiple
+        "),
+    Spec::conn("pubsub|numpat", 2, LOADING | STALE, NONE, conn_fn!(|_, _, _| Frame::Integer(registry().counts().1 as i64)), G, "Returns a count of unique pattern subscriptions.")
+        .docs("2.8.0", "O(1)"),
+    Spec::conn("pubsub|shardchannels", -2, LOADING | STALE, NONE, conn_fn!(|_, _, call| channels(Kind::Shard, &call.args)), G, "Returns the active shard channels.")
+        .docs("7.0.0", "O(N) where N is the number of active shard channels, and assuming constant time pattern matching (relatively short shard channels).")
+        .args("
+            pattern type=pattern flags=optional
+        "),
+    Spec::conn("pubsub|shardnumsub", -2, LOADING | STALE, NONE, conn_fn!(|_, _, call| numsub(Kind::Shard, &call.args)), G, "Returns the count of subscribers of shard channels.")
+        .docs("7.0.0", "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels")
+        .args("
+            shardchannel type=string flags=optional,multiple
+        "),
+    Spec::conn("pubsub|help", 2, LOADING | STALE, NONE, conn_fn!(|_, _, _| help()), G, "Returns helpful text about the different subcommands.")
+        .docs("6.2.0", "O(1)"),
 ];
 
 fn confirmation(verb: &'static str, name: Option<&[u8]>, count: usize) -> Frame {

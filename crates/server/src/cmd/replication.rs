@@ -20,12 +20,57 @@ const G: &str = "server";
 const NONE: (i32, i32, i32) = (0, 0, 0);
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::conn("replicaof", 3, ADMIN | STALE, NONE, conn_fn!(|conn, _, call| replicaof(conn, &call.args).await), G, "Configures a server as replica of another, or promotes it to a master."),
-    Spec::conn("slaveof", 3, ADMIN | STALE, NONE, conn_fn!(|conn, _, call| replicaof(conn, &call.args).await), G, "Sets a Redis server as a replica of another, or promotes it to being a master."),
-    Spec::conn("role", 1, LOADING | STALE | FAST | ACL_ADMIN, NONE, conn_fn!(|_, _, _| replication::role()), G, "Returns the replication role."),
-    Spec::conn("replconf", -1, ADMIN | REPLICATION_LINK | LOADING | STALE, NONE, conn_fn!(|conn, _, call| replconf(conn, &call.args)), G, "An internal command for configuring the replication stream."),
-    Spec::conn("psync", -3, ADMIN | NO_MULTI, NONE, conn_fn!(|conn, _, call| psync(conn, &call.args)), G, "An internal command used in replication."),
-    Spec::conn("wait", 3, ACL_CONNECTION, NONE, conn_fn!(|conn, _, call| wait(conn, &call.args).await), "generic", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed."),
+    Spec::conn("replicaof", 3, ADMIN | STALE, NONE, conn_fn!(|conn, _, call| replicaof(conn, &call.args).await), G, "Configures a server as replica of another, or promotes it to a master.")
+        .docs("5.0.0", "O(1)")
+        .noscript()
+        .no_async_loading()
+        .args("
+            args type=oneof
+              host-port type=block
+                host type=string
+                port type=integer
+              no-one type=block
+                no type=pure-token token=NO
+                one type=pure-token token=ONE
+        "),
+    Spec::conn("slaveof", 3, ADMIN | STALE, NONE, conn_fn!(|conn, _, call| replicaof(conn, &call.args).await), G, "Sets a Redis server as a replica of another, or promotes it to being a master.")
+        .docs("1.0.0", "O(1)")
+        .deprecated("5.0.0", "`REPLICAOF`")
+        .noscript()
+        .no_async_loading()
+        .args("
+            args type=oneof
+              host-port type=block
+                host type=string
+                port type=integer
+              no-one type=block
+                no type=pure-token token=NO
+                one type=pure-token token=ONE
+        "),
+    Spec::conn("role", 1, LOADING | STALE | FAST | ACL_ADMIN, NONE, conn_fn!(|_, _, _| replication::role()), G, "Returns the replication role.")
+        .docs("2.8.12", "O(1)")
+        .noscript(),
+    Spec::conn("replconf", -1, ADMIN | REPLICATION_LINK | LOADING | STALE, NONE, conn_fn!(|conn, _, call| replconf(conn, &call.args)), G, "An internal command for configuring the replication stream.")
+        .docs("3.0.0", "O(1)")
+        .syscmd()
+        .noscript()
+        .allow_busy(),
+    Spec::conn("psync", -3, ADMIN | NO_MULTI, NONE, conn_fn!(|conn, _, call| psync(conn, &call.args)), G, "An internal command used in replication.")
+        .docs("2.8.0", "")
+        .noscript()
+        .no_async_loading()
+        .args("
+            replicationid type=string
+            offset type=integer
+        "),
+    Spec::conn("wait", 3, ACL_CONNECTION, NONE, conn_fn!(|conn, _, call| wait(conn, &call.args).await), "generic", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.")
+        .docs("3.0.0", "O(1)")
+        .tips("request_policy:all_shards response_policy:agg_min")
+        .noscript()
+        .args("
+            numreplicas type=integer
+            timeout type=integer
+        "),
 ];
 
 async fn replicaof(conn: &mut Conn, a: &[Arg]) -> Frame {

@@ -17,9 +17,25 @@ use abacus_engine::shard::now_ms;
 const G: &str = "generic";
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::conn("keys", 2, READONLY | ALL_SHARDS | ACL_DANGEROUS, (0, 0, 0), conn_fn!(|conn, access, call| keys(conn, access, &call.args).await), G, "Returns all key names that match a pattern."),
-    Spec::conn("scan", -2, READONLY | ALL_SHARDS, (0, 0, 0), conn_fn!(|conn, access, call| scan(conn, access, &call.args).await), G, "Iterates over the key names in the database."),
-    Spec::conn("randomkey", 1, READONLY | ALL_SHARDS, (0, 0, 0), conn_fn!(|conn, access, _| randomkey(conn, access).await), G, "Returns a random key name from the database."),
+    Spec::conn("keys", 2, READONLY | ALL_SHARDS | ACL_DANGEROUS, (0, 0, 0), conn_fn!(|conn, access, call| keys(conn, access, &call.args).await), G, "Returns all key names that match a pattern.")
+        .docs("1.0.0", "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.")
+        .tips("request_policy:all_shards nondeterministic_output_order")
+        .args("
+            pattern type=pattern
+        "),
+    Spec::conn("scan", -2, READONLY | ALL_SHARDS, (0, 0, 0), conn_fn!(|conn, access, call| scan(conn, access, &call.args).await), G, "Iterates over the key names in the database.")
+        .docs("2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.")
+        .history(&[("6.0.0", "Added the `TYPE` subcommand.")])
+        .tips("nondeterministic_output request_policy:special")
+        .args("
+            cursor type=integer
+            pattern type=pattern token=MATCH flags=optional
+            count type=integer token=COUNT flags=optional
+            type type=string token=TYPE since=6.0.0 flags=optional
+        "),
+    Spec::conn("randomkey", 1, READONLY | ALL_SHARDS, (0, 0, 0), conn_fn!(|conn, access, _| randomkey(conn, access).await), G, "Returns a random key name from the database.")
+        .docs("1.0.0", "O(1)")
+        .tips("request_policy:all_shards nondeterministic_output"),
 ];
 
 pub async fn keys(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {

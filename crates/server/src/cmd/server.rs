@@ -24,28 +24,103 @@ const G: &str = "server";
 const NONE: (i32, i32, i32) = (0, 0, 0);
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::conn("info", -1, LOADING | STALE | ALL_SHARDS | ACL_DANGEROUS, NONE, conn_fn!(|conn, access, call| info(conn, access, &call.args).await), G, "Returns information and statistics about the server."),
-    Spec::conn("dbsize", 1, READONLY | FAST | ALL_SHARDS | ACL_KEYSPACE, NONE, conn_fn!(|conn, access, _| dbsize(conn, access).await), G, "Returns the number of keys in the database."),
-    Spec::conn("flushdb", -1, WRITE | ALL_SHARDS | ACL_KEYSPACE | ACL_DANGEROUS, NONE, conn_fn!(replay = Some(replay_flushdb), |conn, access, call| flush(conn, access, call, true).await), G, "Removes all keys from the current database."),
-    Spec::conn("flushall", -1, WRITE | ALL_SHARDS | ACL_KEYSPACE | ACL_DANGEROUS, NONE, conn_fn!(replay = Some(replay_flushall), |conn, access, call| flush(conn, access, call, false).await), G, "Removes all keys from all databases."),
-    Spec::conn("swapdb", 3, WRITE | FAST | ALL_SHARDS | ACL_KEYSPACE | ACL_DANGEROUS, NONE, conn_fn!(replay = Some(replay_swapdb), |conn, access, call| swapdb(conn, access, &call.args).await), G, "Swaps two Redis databases."),
-    Spec::conn("debug", -2, ADMIN | LOADING | STALE | ALL_SHARDS, NONE, conn_fn!(replay = Some(replay_debug), |conn, access, call| debug(conn, access, &call.args).await), G, "A container for debugging commands."),
-    Spec::conn("lolwut", -1, READONLY | FAST, NONE, conn_fn!(|conn, _, call| lolwut(conn, &call.args)), G, "Displays computer art and the Redis version"),
-    Spec::conn("monitor", 1, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, access, _| monitor(conn, access)), G, "Listens for all requests received by the server in real-time."),
-    Spec::conn("config", -2, 0, NONE, conn_fn!(|_, _, _| crate::conn::container()), G, "A container for server configuration commands.").with_subcommands(CONFIG),
-    Spec::conn("function", -2, 0, NONE, conn_fn!(|_, _, _| crate::conn::container()), "scripting", "A container for function commands.").with_subcommands(FUNCTION),
+    Spec::conn("info", -1, LOADING | STALE | ALL_SHARDS | ACL_DANGEROUS, NONE, conn_fn!(|conn, access, call| info(conn, access, &call.args).await), G, "Returns information and statistics about the server.")
+        .docs("1.0.0", "O(1)")
+        .history(&[("7.0.0", "Added support for taking multiple section arguments.")])
+        .tips("nondeterministic_output request_policy:all_shards response_policy:special")
+        .args("
+            section type=string flags=optional,multiple
+        "),
+    Spec::conn("dbsize", 1, READONLY | FAST | ALL_SHARDS | ACL_KEYSPACE, NONE, conn_fn!(|conn, access, _| dbsize(conn, access).await), G, "Returns the number of keys in the database.")
+        .docs("1.0.0", "O(1)")
+        .tips("request_policy:all_shards response_policy:agg_sum"),
+    Spec::conn("flushdb", -1, WRITE | ALL_SHARDS | ACL_KEYSPACE | ACL_DANGEROUS, NONE, conn_fn!(replay = Some(replay_flushdb), |conn, access, call| flush(conn, access, call, true).await), G, "Removes all keys from the current database.")
+        .docs("1.0.0", "O(N) where N is the number of keys in the selected database")
+        .history(&[
+            ("4.0.0", "Added the `ASYNC` flushing mode modifier."),
+            ("6.2.0", "Added the `SYNC` flushing mode modifier."),
+        ])
+        .tips("request_policy:all_shards response_policy:all_succeeded")
+        .args("
+            async type=oneof flags=optional
+              async type=pure-token token=ASYNC since=4.0.0
+              sync type=pure-token token=SYNC since=6.2.0
+        "),
+    Spec::conn("flushall", -1, WRITE | ALL_SHARDS | ACL_KEYSPACE | ACL_DANGEROUS, NONE, conn_fn!(replay = Some(replay_flushall), |conn, access, call| flush(conn, access, call, false).await), G, "Removes all keys from all databases.")
+        .docs("1.0.0", "O(N) where N is the total number of keys in all databases")
+        .history(&[
+            ("4.0.0", "Added the `ASYNC` flushing mode modifier."),
+            ("6.2.0", "Added the `SYNC` flushing mode modifier."),
+        ])
+        .tips("request_policy:all_shards response_policy:all_succeeded")
+        .args("
+            async type=oneof flags=optional
+              async type=pure-token token=ASYNC since=4.0.0
+              sync type=pure-token token=SYNC since=6.2.0
+        "),
+    Spec::conn("swapdb", 3, WRITE | FAST | ALL_SHARDS | ACL_KEYSPACE | ACL_DANGEROUS, NONE, conn_fn!(replay = Some(replay_swapdb), |conn, access, call| swapdb(conn, access, &call.args).await), G, "Swaps two Redis databases.")
+        .docs("4.0.0", "O(N) where N is the count of clients watching or blocking on keys from both databases.")
+        .args("
+            index1 type=integer
+            index2 type=integer
+        "),
+    Spec::conn("debug", -2, ADMIN | LOADING | STALE | ALL_SHARDS, NONE, conn_fn!(replay = Some(replay_debug), |conn, access, call| debug(conn, access, &call.args).await), G, "A container for debugging commands.")
+        .docs("1.0.0", "Depends on subcommand.")
+        .syscmd()
+        .noscript(),
+    Spec::conn("lolwut", -1, READONLY | FAST, NONE, conn_fn!(|conn, _, call| lolwut(conn, &call.args)), G, "Displays computer art and the Redis version")
+        .docs("5.0.0", "")
+        .args("
+            version type=integer token=VERSION flags=optional
+        "),
+    Spec::conn("monitor", 1, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, access, _| monitor(conn, access)), G, "Listens for all requests received by the server in real-time.")
+        .docs("1.0.0", "")
+        .noscript(),
+    Spec::conn("config", -2, 0, NONE, conn_fn!(|_, _, _| crate::conn::container()), G, "A container for server configuration commands.").with_subcommands(CONFIG)
+        .docs("2.0.0", "Depends on subcommand."),
+    Spec::conn("function", -2, 0, NONE, conn_fn!(|_, _, _| crate::conn::container()), "scripting", "A container for function commands.").with_subcommands(FUNCTION)
+        .docs("7.0.0", "Depends on subcommand."),
 ];
 
 const CONFIG: &[Spec] = &[
-    Spec::conn("config|get", -3, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, access, call| config(conn, access, ConfigSub::Get, &call.args).await), G, "Returns the effective values of configuration parameters."),
-    Spec::conn("config|set", -4, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, access, call| config(conn, access, ConfigSub::Set, &call.args).await), G, "Sets configuration parameters in-flight."),
-    Spec::conn("config|resetstat", 2, ADMIN | LOADING | STALE | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| config(conn, access, ConfigSub::ResetStat, &call.args).await), G, "Resets the server's statistics."),
-    Spec::conn("config|help", 2, LOADING | STALE, NONE, conn_fn!(|conn, access, call| config(conn, access, ConfigSub::Help, &call.args).await), G, "Returns helpful text about the different subcommands."),
-    Spec::conn("config|rewrite", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, _| super::replication::config_rewrite(conn)), G, "Persists the effective configuration to file."),
+    Spec::conn("config|get", -3, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, access, call| config(conn, access, ConfigSub::Get, &call.args).await), G, "Returns the effective values of configuration parameters.")
+        .docs("2.0.0", "O(N) when N is the number of configuration parameters provided")
+        .history(&[("7.0.0", "Added the ability to pass multiple pattern parameters in one call")])
+        .noscript()
+        .args("
+            parameter type=block flags=multiple
+              parameter type=string
+        "),
+    Spec::conn("config|set", -4, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, access, call| config(conn, access, ConfigSub::Set, &call.args).await), G, "Sets configuration parameters in-flight.")
+        .docs("2.0.0", "O(N) when N is the number of configuration parameters provided")
+        .history(&[("7.0.0", "Added the ability to set multiple parameters in one call.")])
+        .tips("request_policy:all_nodes response_policy:all_succeeded")
+        .noscript()
+        .args("
+            parameter_value type=block flags=multiple
+              parameter type=string
+              value type=string
+        "),
+    Spec::conn("config|resetstat", 2, ADMIN | LOADING | STALE | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| config(conn, access, ConfigSub::ResetStat, &call.args).await), G, "Resets the server's statistics.")
+        .docs("2.0.0", "O(1)")
+        .noscript(),
+    Spec::conn("config|help", 2, LOADING | STALE, NONE, conn_fn!(|conn, access, call| config(conn, access, ConfigSub::Help, &call.args).await), G, "Returns helpful text about the different subcommands.")
+        .docs("5.0.0", "O(1)"),
+    Spec::conn("config|rewrite", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, _| super::replication::config_rewrite(conn)), G, "Persists the effective configuration to file.")
+        .docs("2.8.0", "O(1)")
+        .noscript(),
 ];
 
 const FUNCTION: &[Spec] = &[
-    Spec::conn("function|flush", -2, WRITE, NONE, conn_fn!(|_, _, call| function_flush(&call.args)), "scripting", "Deletes all libraries and functions."),
+    Spec::conn("function|flush", -2, WRITE, NONE, conn_fn!(|_, _, call| function_flush(&call.args)), "scripting", "Deletes all libraries and functions.")
+        .docs("7.0.0", "O(N) where N is the number of functions deleted")
+        .tips("request_policy:all_shards response_policy:all_succeeded")
+        .noscript()
+        .args("
+            async type=oneof flags=optional
+              async type=pure-token token=ASYNC
+              sync type=pure-token token=SYNC
+        "),
 ];
 
 /// Logs a server-level write with the atomic operation holding the shards: the caller's own

@@ -40,8 +40,37 @@ use abacus_engine::shard::{now_ms, shard_of, Shard};
 const G: &str = "generic";
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::conn("sort", -2, WRITE | DENYOOM | ALL_SHARDS | ACL_COLLECTIONS | ACL_DANGEROUS, (1, 1, 1), conn_fn!(|conn, access, call| sort(conn, access, &call.args, false).await), G, "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.").with_trailing_key(store_key),
-    Spec::conn("sort_ro", -2, READONLY | ALL_SHARDS | ACL_COLLECTIONS | ACL_DANGEROUS, (1, 1, 1), conn_fn!(|conn, access, call| sort(conn, access, &call.args, true).await), G, "Returns the sorted elements of a list, a set, or a sorted set."),
+    Spec::conn("sort", -2, WRITE | DENYOOM | ALL_SHARDS | ACL_COLLECTIONS | ACL_DANGEROUS, (1, 1, 1), conn_fn!(|conn, access, call| sort(conn, access, &call.args, false).await), G, "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.").with_trailing_key(store_key)
+        .docs("1.0.0", "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N).")
+        .key_specs("RO access index=1 range=0,1,0; RO access unknown; OW update unknown")
+        .args("
+            key type=key key_spec_index=0
+            pattern type=pattern key_spec_index=1 token=BY flags=optional
+            offset_count type=block token=LIMIT flags=optional
+              offset type=integer
+              count type=integer
+            pattern type=pattern key_spec_index=1 token=GET flags=optional,multiple,multiple_token
+            order type=oneof flags=optional
+              asc type=pure-token token=ASC
+              desc type=pure-token token=DESC
+            sorting type=pure-token token=ALPHA flags=optional
+            destination type=key key_spec_index=2 token=STORE flags=optional
+        "),
+    Spec::conn("sort_ro", -2, READONLY | ALL_SHARDS | ACL_COLLECTIONS | ACL_DANGEROUS, (1, 1, 1), conn_fn!(|conn, access, call| sort(conn, access, &call.args, true).await), G, "Returns the sorted elements of a list, a set, or a sorted set.")
+        .docs("7.0.0", "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N).")
+        .key_specs("RO access index=1 range=0,1,0; RO access unknown")
+        .args("
+            key type=key key_spec_index=0
+            pattern type=pattern key_spec_index=1 token=BY flags=optional
+            offset_count type=block token=LIMIT flags=optional
+              offset type=integer
+              count type=integer
+            pattern type=pattern key_spec_index=1 token=GET flags=optional,multiple,multiple_token
+            order type=oneof flags=optional
+              asc type=pure-token token=ASC
+              desc type=pure-token token=DESC
+            sorting type=pure-token token=ALPHA flags=optional
+        "),
 ];
 
 /// Looks up `pattern` for every element: one job per shard holding any of the keys. Returns

@@ -61,17 +61,25 @@ const MAX_GENERATED_ARGS: usize = 1024;
 const ERR_NO_RULES: &str = "ERR no summarizer rules loaded (start with --summarizer-rules FILE or run SUMMARY.RULES LOAD FILE)";
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::keyed("summary.update", -5, WRITE | DENYOOM | FAST, K1, update, G, "Updates a summary hash: SUMMARY.UPDATE key field INCRBY|INCRBYFLOAT|MIN|MAX|SET value [field op value ...]."),
+    Spec::keyed("summary.update", -5, WRITE | DENYOOM | FAST, K1, update, G, "Updates a summary hash: SUMMARY.UPDATE key field INCRBY|INCRBYFLOAT|MIN|MAX|SET value [field op value ...].")
+        .abacus_docs("O(N) where N is the number of field operations.")
+        .key_specs("RW access update"),
     INGEST,
-    Spec::conn("summary.ingestsource", -7, WRITE | DENYOOM | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| ingest(conn, access, &call.args, true).await), G, "SUMMARY.INGEST exactly once: SUMMARY.INGESTSOURCE feed source start-offset end-offset first-line payload [payload ...]."),
-    Spec::conn("summary.source", 2, READONLY | FAST, NONE, conn_fn!(|conn, access, call| source(conn, access, &call.args).await), G, "Returns where a source's exactly-once ingest stopped: [offset, next line]."),
-    Spec::conn("summary.query", -2, READONLY | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| query(conn, access, &call.args).await), G, "Merges a summary: SUMMARY.QUERY name [FROM t] [TO t] [WHERE dim value ...] [GROUPBY dim ... | GROUPBY BUCKET]."),
-    Spec::conn("summary.rejects", 2, READONLY, NONE, conn_fn!(|conn, _, call| rejects(conn, &call.args)), G, "Returns a feed's rejected line count and the first rejected lines."),
-    Spec::conn("summary.rules", -2, ADMIN, NONE, conn_fn!(|conn, _, call| rules_cmd(conn, &call.args)), G, "SUMMARY.RULES LOAD path | GET: loads or shows the summarizer rules."),
+    Spec::conn("summary.ingestsource", -7, WRITE | DENYOOM | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| ingest(conn, access, &call.args, true).await), G, "SUMMARY.INGEST exactly once: SUMMARY.INGESTSOURCE feed source start-offset end-offset first-line payload [payload ...].")
+        .abacus_docs("O(N*M) where N is the number of lines and M the number of rules each matches."),
+    Spec::conn("summary.source", 2, READONLY | FAST, NONE, conn_fn!(|conn, access, call| source(conn, access, &call.args).await), G, "Returns where a source's exactly-once ingest stopped: [offset, next line].")
+        .abacus_docs("O(1)"),
+    Spec::conn("summary.query", -2, READONLY | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| query(conn, access, &call.args).await), G, "Merges a summary: SUMMARY.QUERY name [FROM t] [TO t] [WHERE dim value ...] [GROUPBY dim ... | GROUPBY BUCKET].")
+        .abacus_docs("O(N) where N is the number of summary keys in the time range."),
+    Spec::conn("summary.rejects", 2, READONLY, NONE, conn_fn!(|conn, _, call| rejects(conn, &call.args)), G, "Returns a feed's rejected line count and the first rejected lines.")
+        .abacus_docs("O(1)"),
+    Spec::conn("summary.rules", -2, ADMIN, NONE, conn_fn!(|conn, _, call| rules_cmd(conn, &call.args)), G, "SUMMARY.RULES LOAD path | GET: loads or shows the summarizer rules.")
+        .abacus_docs("O(N) where N is the size of the rules."),
 ];
 
 /// SUMMARY.INGEST's entry: the ingest port checks its producers' ACL rights against it.
-pub const INGEST: Spec = Spec::conn("summary.ingest", -3, WRITE | DENYOOM | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| ingest(conn, access, &call.args, false).await), G, "Parses feed lines and updates the summaries: SUMMARY.INGEST feed payload [payload ...].");
+pub const INGEST: Spec = Spec::conn("summary.ingest", -3, WRITE | DENYOOM | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| ingest(conn, access, &call.args, false).await), G, "Parses feed lines and updates the summaries: SUMMARY.INGEST feed payload [payload ...].")
+    .abacus_docs("O(N*M) where N is the number of lines and M the number of rules each matches.");
 
 fn text(a: &[u8]) -> String {
     String::from_utf8_lossy(a).into_owned()

@@ -22,12 +22,31 @@ use abacus_engine::shard::shard_of;
 const G: &str = "transactions";
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::conn("multi", 1, CONTROLS_MULTI | TX_BEGIN | FAST | LOADING | STALE, (0, 0, 0), conn_fn!(|conn, _, _| multi(conn)), G, "Starts a transaction."),
-    Spec::conn("exec", 1, CONTROLS_MULTI | TX_END | RUNS_QUEUED | LOADING | STALE, (0, 0, 0), conn_fn!(|conn, _, _| exec(conn).await), G, "Executes all commands in a transaction."),
-    Spec::conn("discard", 1, CONTROLS_MULTI | TX_END | FAST | LOADING | STALE, (0, 0, 0), conn_fn!(|conn, _, _| discard(conn).await), G, "Discards a transaction."),
-    Spec::conn("watch", -2, CONTROLS_MULTI | FAST | LOADING | STALE, (1, -1, 1), conn_fn!(|conn, _, call| watch(conn, &call.args).await), G, "Monitors changes to keys to determine the execution of a transaction."),
+    Spec::conn("multi", 1, CONTROLS_MULTI | TX_BEGIN | FAST | LOADING | STALE, (0, 0, 0), conn_fn!(|conn, _, _| multi(conn)), G, "Starts a transaction.")
+        .docs("1.2.0", "O(1)")
+        .noscript()
+        .allow_busy(),
+    Spec::conn("exec", 1, CONTROLS_MULTI | TX_END | RUNS_QUEUED | LOADING | STALE, (0, 0, 0), conn_fn!(|conn, _, _| exec(conn).await), G, "Executes all commands in a transaction.")
+        .docs("1.2.0", "Depends on commands in the transaction")
+        .noscript()
+        .skip_slowlog(),
+    Spec::conn("discard", 1, CONTROLS_MULTI | TX_END | FAST | LOADING | STALE, (0, 0, 0), conn_fn!(|conn, _, _| discard(conn).await), G, "Discards a transaction.")
+        .docs("2.0.0", "O(N), when N is the number of queued commands")
+        .noscript()
+        .allow_busy(),
+    Spec::conn("watch", -2, CONTROLS_MULTI | FAST | LOADING | STALE, (1, -1, 1), conn_fn!(|conn, _, call| watch(conn, &call.args).await), G, "Monitors changes to keys to determine the execution of a transaction.")
+        .docs("2.2.0", "O(1) for every key.")
+        .key_specs("RO")
+        .noscript()
+        .allow_busy()
+        .args("
+            key type=key key_spec_index=0 flags=multiple
+        "),
     // Not CONTROLS_MULTI: as in Redis, UNWATCH inside MULTI is queued (and a no-op in EXEC).
-    Spec::conn("unwatch", 1, FAST | NOOP_IN_EXEC | LOADING | STALE, (0, 0, 0), conn_fn!(|conn, _, _| unwatch(conn).await), G, "Forgets about watched keys of a transaction."),
+    Spec::conn("unwatch", 1, FAST | NOOP_IN_EXEC | LOADING | STALE, (0, 0, 0), conn_fn!(|conn, _, _| unwatch(conn).await), G, "Forgets about watched keys of a transaction.")
+        .docs("2.2.0", "O(1)")
+        .noscript()
+        .allow_busy(),
 ];
 
 pub fn multi(conn: &mut Conn) -> Frame {

@@ -50,11 +50,16 @@ const NONE: (i32, i32, i32) = (0, 0, 0);
 const G: &str = "timeseries";
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::conn("ts.mget", -3, READONLY | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| mget(conn, access, &call.args).await), G, "Get the sample with the highest timestamp from each time series matching a specific filter"),
-    Spec::conn("ts.mrange", -4, READONLY | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| mrange(conn, access, &call.args, false).await), G, "Query a range across multiple time series by filters in forward direction"),
-    Spec::conn("ts.mrevrange", -4, READONLY | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| mrange(conn, access, &call.args, true).await), G, "Query a range across multiple time series by filters in reverse direction"),
-    Spec::conn("ts.queryindex", -2, READONLY | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| queryindex(conn, access, &call.args).await), G, "Get all time series keys matching a filter list"),
-    Spec::conn("ts.waterfall", -4, READONLY | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| waterfall(conn, access, &call.args).await), G, "For each point of the matching series grouped by all labels but the source, the value of the first source in precedence order that has it"),
+    Spec::conn("ts.mget", -3, READONLY | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| mget(conn, access, &call.args).await), G, "Get the sample with the highest timestamp from each time series matching a specific filter")
+        .abacus_docs("O(N) where N is the number of time series matching the filters."),
+    Spec::conn("ts.mrange", -4, READONLY | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| mrange(conn, access, &call.args, false).await), G, "Query a range across multiple time series by filters in forward direction")
+        .abacus_docs("O(N*M) where N is the number of matching series and M the samples in the range."),
+    Spec::conn("ts.mrevrange", -4, READONLY | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| mrange(conn, access, &call.args, true).await), G, "Query a range across multiple time series by filters in reverse direction")
+        .abacus_docs("O(N*M) where N is the number of matching series and M the samples in the range."),
+    Spec::conn("ts.queryindex", -2, READONLY | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| queryindex(conn, access, &call.args).await), G, "Get all time series keys matching a filter list")
+        .abacus_docs("O(N) where N is the number of time series matching the filters."),
+    Spec::conn("ts.waterfall", -4, READONLY | ALL_SHARDS, NONE, conn_fn!(|conn, access, call| waterfall(conn, access, &call.args).await), G, "For each point of the matching series grouped by all labels but the source, the value of the first source in precedence order that has it")
+        .abacus_docs("O(N*M) where N is the number of matching series and M the points in the range."),
 ];
 
 /// One FILTER expression.
