@@ -16,7 +16,7 @@ use super::zsets;
 use crate::command::parse_timeout;
 use crate::command::flags::*;
 use crate::command::{Spec, TimeoutArg};
-use crate::ctx::Ctx;
+use crate::ctx::{Call, Ctx};
 
 const LAST_BEFORE_TIMEOUT: (i32, i32, i32) = (1, -2, 1);
 const K2: (i32, i32, i32) = (1, 2, 1);
@@ -152,7 +152,7 @@ fn bmove(ctx: &mut Ctx, a: &[Arg], from: End, to: End) -> Frame {
     match lists::lmove_once(ctx, &a[1], &a[2], from, to) {
         Ok(Some(reply)) => {
             let side = |e: End| Bytes::from_static(if e == End::Left { b"LEFT" } else { b"RIGHT" });
-            ctx.propagate_as(vec![Bytes::from_static(b"LMOVE"), Bytes::copy_from_slice(&a[1]), Bytes::copy_from_slice(&a[2]), side(from), side(to)]);
+            ctx.propagate_as(Call::with_capacity(&lists::LMOVE, 4).arg(Bytes::copy_from_slice(&a[1])).arg(Bytes::copy_from_slice(&a[2])).arg(side(from)).arg(side(to)));
             reply
         }
         Ok(None) => nothing(ctx, Frame::Null),

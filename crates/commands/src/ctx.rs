@@ -138,11 +138,11 @@ impl Ctx<'_> {
         self.modified = modified;
     }
 
-    /// The write is propagated as this command instead of its own arguments (an absolute
+    /// The write is propagated as this call instead of its own arguments (an absolute
     /// expiry for a relative one, SREM of what SPOP chose...).
     #[inline]
-    pub fn propagate_as(&mut self, command: Vec<Bytes>) {
-        self.effect = Effect::As(command);
+    pub fn propagate_as(&mut self, call: Call) {
+        self.effect = Effect::As(call.0);
     }
 
     /// A read that changed stored bytes after all (PFCOUNT's cache refresh) is propagated as
@@ -155,6 +155,58 @@ impl Ctx<'_> {
     #[inline]
     pub fn propagate_nothing(&mut self) {
         self.effect = Effect::Nothing;
+    }
+}
+
+/// An effect record's command line: a command named by its table entry ([`Call::of`]), never
+/// by a byte literal, so that what the log and the replicas replay is always a command the
+/// table has (a renamed or misspelt command fails to compile, not to replay); or the
+/// caller's own command with its arguments rewritten ([`Call::as_sent`]).
+#[derive(Debug, PartialEq)]
+pub struct Call(Vec<Bytes>);
+
+impl Call {
+    /// A call of `spec` (a top-level command: its name is the entry's, no allocation).
+    pub fn of(spec: &'static crate::command::Spec) -> Call {
+        Call::with_capacity(spec, 4)
+    }
+
+    /// A call of `spec` with room for `args` arguments.
+    pub fn with_capacity(spec: &'static crate::command::Spec, args: usize) -> Call {
+        debug_assert!(!spec.name.contains('|'), "{} is a subcommand", spec.name);
+        let mut v = Vec::with_capacity(args + 1);
+        v.push(Bytes::from_static(spec.name.as_bytes()));
+        Call(v)
+    }
+
+    /// The command as the client sent it (its name first), with arguments rewritten.
+    pub fn as_sent(args: Vec<Bytes>) -> Call {
+        Call(args)
+    }
+
+    pub fn arg(mut self, a: Bytes) -> Call {
+        self.0.push(a);
+        self
+    }
+
+    pub fn push(&mut self, a: Bytes) {
+        self.0.push(a);
+    }
+
+    /// Its number of arguments (the name not counted).
+    pub fn args(&self) -> usize {
+        self.0.len() - 1
+    }
+
+    /// The command line, its name first.
+    pub fn into_vec(self) -> Vec<Bytes> {
+        self.0
+    }
+}
+
+impl Extend<Bytes> for Call {
+    fn extend<I: IntoIterator<Item = Bytes>>(&mut self, iter: I) {
+        self.0.extend(iter);
     }
 }
 

@@ -28,7 +28,7 @@ use super::args::*;
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::notify;
-use crate::ctx::Ctx;
+use crate::ctx::{Call, Ctx};
 
 const K1: (i32, i32, i32) = (1, 1, 1);
 const G: &str = "generic";
@@ -320,7 +320,7 @@ fn restore(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         // Already expired: the key ends up deleted (Redis propagates a DEL when one existed).
         if deleted {
             ctx.notify(notify::GENERIC, "del", &a[1]);
-            ctx.propagate_as(vec![Bytes::from_static(b"DEL"), Bytes::copy_from_slice(&a[1])]);
+            ctx.propagate_as(Call::of(&crate::keys::DEL).arg(Bytes::copy_from_slice(&a[1])));
             ctx.notify_none();
             return Frame::ok();
         }
@@ -346,7 +346,7 @@ fn restore(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         let mut cmd: Vec<Bytes> = a.iter().map(|x| Bytes::copy_from_slice(x)).collect();
         cmd[2] = Bytes::from(expire_at.to_string());
         cmd.push(Bytes::from_static(b"ABSTTL"));
-        ctx.propagate_as(cmd);
+        ctx.propagate_as(Call::as_sent(cmd));
     }
     ctx.notify(notify::GENERIC, "restore", &a[1]);
     Frame::ok()

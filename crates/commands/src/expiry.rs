@@ -11,7 +11,7 @@ use super::args::*;
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::notify;
-use crate::ctx::Ctx;
+use crate::ctx::{Call, Ctx};
 
 const K1: (i32, i32, i32) = (1, 1, 1);
 const G: &str = "generic";
@@ -53,18 +53,7 @@ pub const COMMANDS: &[Spec] = &[
               gt type=pure-token token=GT
               lt type=pure-token token=LT
         "),
-    Spec::keyed("pexpireat", -3, WRITE | FAST, K1, pexpireat, G, "Sets the expiration time of a key to a Unix milliseconds timestamp.")
-        .docs("2.6.0", "O(1)")
-        .history(&[("7.0.0", "Added options: `NX`, `XX`, `GT` and `LT`.")])
-        .args("
-            key type=key key_spec_index=0
-            unix-time-milliseconds type=unix-time
-            condition type=oneof since=7.0.0 flags=optional
-              nx type=pure-token token=NX
-              xx type=pure-token token=XX
-              gt type=pure-token token=GT
-              lt type=pure-token token=LT
-        "),
+    PEXPIREAT,
     Spec::keyed("ttl", 2, READONLY | FAST, K1, ttl, G, "Returns the expiration time in seconds of a key.")
         .docs("1.0.0", "O(1)")
         .history(&[("2.8.0", "Added the -2 reply.")])
@@ -83,12 +72,29 @@ pub const COMMANDS: &[Spec] = &[
         .args("
             key type=key key_spec_index=0
         "),
-    Spec::keyed("persist", 2, WRITE | FAST, K1, persist, G, "Removes the expiration time of a key.")
-        .docs("2.2.0", "O(1)")
-        .args("
-            key type=key key_spec_index=0
-        "),
+    PERSIST,
 ];
+
+/// Named: effect records call it (`ctx::Call::of`).
+pub const PERSIST: Spec = Spec::keyed("persist", 2, WRITE | FAST, K1, persist, G, "Removes the expiration time of a key.")
+    .docs("2.2.0", "O(1)")
+    .args("
+        key type=key key_spec_index=0
+    ");
+
+/// Named: effect records call it (`ctx::Call::of`).
+pub const PEXPIREAT: Spec = Spec::keyed("pexpireat", -3, WRITE | FAST, K1, pexpireat, G, "Sets the expiration time of a key to a Unix milliseconds timestamp.")
+    .docs("2.6.0", "O(1)")
+    .history(&[("7.0.0", "Added options: `NX`, `XX`, `GT` and `LT`.")])
+    .args("
+        key type=key key_spec_index=0
+        unix-time-milliseconds type=unix-time
+        condition type=oneof since=7.0.0 flags=optional
+          nx type=pure-token token=NX
+          xx type=pure-token token=XX
+          gt type=pure-token token=GT
+          lt type=pure-token token=LT
+    ");
 
 /// PTTL's entry, named by callers that run it (MIGRATE).
 pub const PTTL: Spec = Spec::keyed("pttl", 2, READONLY | FAST, K1, pttl, G, "Returns the expiration time in milliseconds of a key.")
@@ -166,7 +172,7 @@ fn expire_generic(ctx: &mut Ctx, a: &[Arg], unit_ms: i64, relative: bool, cmd: &
         ctx.notify(notify::GENERIC, "expire", &a[1]);
     }
     // Propagated with the absolute time, options resolved: exact at any replay time.
-    ctx.propagate_as(vec![Bytes::from_static(b"PEXPIREAT"), Bytes::copy_from_slice(&a[1]), Bytes::from(at.to_string())]);
+    ctx.propagate_as(Call::of(&PEXPIREAT).arg(Bytes::copy_from_slice(&a[1])).arg(Bytes::from(at.to_string())));
     Frame::Integer(1)
 }
 

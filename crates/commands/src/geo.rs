@@ -43,7 +43,7 @@ use super::args::*;
 use super::zsets::{parse_score, read_zset, store_result, zadd};
 use crate::command::flags::*;
 use crate::command::Spec;
-use crate::ctx::{Ctx, Effect, KeysModified};
+use crate::ctx::{Call, Ctx, Effect, KeysModified};
 
 const K1: (i32, i32, i32) = (1, 1, 1);
 const G: &str = "geo";
@@ -377,7 +377,7 @@ fn geoadd(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         return err(ERR_SYNTAX);
     }
     let mut zargs: Vec<Bytes> = Vec::with_capacity(at + (a.len() - at) / 3 * 2);
-    zargs.push(Bytes::from_static(b"ZADD"));
+    zargs.push(Bytes::from_static(crate::zsets::ZADD.name.as_bytes()));
     zargs.extend(a[1..at].iter().map(|x| Bytes::copy_from_slice(x)));
     for triple in a[at..].chunks(3) {
         let (lon, lat) = match parse_lon_lat(&triple[0], &triple[1]) {
@@ -392,7 +392,9 @@ fn geoadd(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let reply = zadd(ctx, &zargs);
     if !reply.is_error() && ctx.effect == Effect::Args {
         // Propagated as the ZADD it ran, as Redis does (replay needs no floating point).
-        ctx.propagate_as(zargs.iter().map(|x| Bytes::copy_from_slice(x)).collect());
+        let mut call = Call::with_capacity(&crate::zsets::ZADD, zargs.len() - 1);
+        call.extend(zargs[1..].iter().map(|x| Bytes::copy_from_slice(x)));
+        ctx.propagate_as(call);
     }
     reply
 }

@@ -19,7 +19,7 @@ use super::ldouble;
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::notify;
-use crate::ctx::Ctx;
+use crate::ctx::{Call, Ctx};
 
 const K1: (i32, i32, i32) = (1, 1, 1);
 const G: &str = "hash";
@@ -349,7 +349,7 @@ fn hincrbyfloat(ctx: &mut Ctx, a: &[Arg]) -> Frame {
             hash.insert_with_limits(&a[2], &text, &limits);
             // As Redis: the result is propagated, not the increment.
             let text = Bytes::from(text);
-            ctx.propagate_as(vec![Bytes::from_static(b"HSET"), Bytes::copy_from_slice(&a[1]), Bytes::copy_from_slice(&a[2]), text.clone()]);
+            ctx.propagate_as(Call::of(&HSET).arg(Bytes::copy_from_slice(&a[1])).arg(Bytes::copy_from_slice(&a[2])).arg(text.clone()));
             Frame::Bulk(text)
         }
         Err(e) => e,

@@ -35,7 +35,7 @@ use super::args::*;
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::notify;
-use crate::ctx::{Ctx, KeysModified};
+use crate::ctx::{Call, Ctx, KeysModified};
 
 const K1: (i32, i32, i32) = (1, 1, 1);
 const K2: (i32, i32, i32) = (1, 2, 1);
@@ -50,14 +50,7 @@ pub const COMMANDS: &[Spec] = &[
             key type=key key_spec_index=0
             element type=string flags=multiple
         "),
-    Spec::keyed("rpush", -3, WRITE | DENYOOM | FAST, K1, rpush, G, "Appends one or more elements to a list. Creates the key if it doesn't exist.")
-        .docs("1.0.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.")
-        .history(&[("2.4.0", "Accepts multiple `element` arguments.")])
-        .key_specs("RW insert")
-        .args("
-            key type=key key_spec_index=0
-            element type=string flags=multiple
-        "),
+    RPUSH,
     Spec::keyed("lpushx", -3, WRITE | DENYOOM | FAST, K1, lpushx, G, "Prepends one or more elements to a list only when the list exists.")
         .docs("2.2.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.")
         .history(&[("4.0.0", "Accepts multiple `element` arguments.")])
@@ -74,22 +67,8 @@ pub const COMMANDS: &[Spec] = &[
             key type=key key_spec_index=0
             element type=string flags=multiple
         "),
-    Spec::keyed("lpop", -2, WRITE | FAST, K1, lpop, G, "Returns the first elements in a list after removing it. Deletes the list if the last element was popped.")
-        .docs("1.0.0", "O(N) where N is the number of elements returned")
-        .history(&[("6.2.0", "Added the `count` argument.")])
-        .key_specs("RW access delete")
-        .args("
-            key type=key key_spec_index=0
-            count type=integer since=6.2.0 flags=optional
-        "),
-    Spec::keyed("rpop", -2, WRITE | FAST, K1, rpop, G, "Returns and removes the last elements of a list. Deletes the list if the last element was popped.")
-        .docs("1.0.0", "O(N) where N is the number of elements returned")
-        .history(&[("6.2.0", "Added the `count` argument.")])
-        .key_specs("RW access delete")
-        .args("
-            key type=key key_spec_index=0
-            count type=integer since=6.2.0 flags=optional
-        "),
+    LPOP,
+    RPOP,
     Spec::keyed("llen", 2, READONLY | FAST, K1, llen, G, "Returns the length of a list.")
         .docs("1.0.0", "O(1)")
         .key_specs("RO")
@@ -152,19 +131,7 @@ pub const COMMANDS: &[Spec] = &[
             num-matches type=integer token=COUNT flags=optional
             len type=integer token=MAXLEN flags=optional
         "),
-    Spec::keyed("lmove", 5, WRITE | DENYOOM, K2, lmove, G, "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.")
-        .docs("6.2.0", "O(1)")
-        .key_specs("RW access delete; RW insert")
-        .args("
-            source type=key key_spec_index=0
-            destination type=key key_spec_index=1
-            wherefrom type=oneof
-              left type=pure-token token=LEFT
-              right type=pure-token token=RIGHT
-            whereto type=oneof
-              left type=pure-token token=LEFT
-              right type=pure-token token=RIGHT
-        "),
+    LMOVE,
     Spec::keyed("rpoplpush", 3, WRITE | DENYOOM, K2, rpoplpush, G, "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.")
         .docs("1.2.0", "O(1)")
         .deprecated("6.2.0", "`LMOVE` with the `RIGHT` and `LEFT` arguments")
@@ -186,6 +153,51 @@ pub const COMMANDS: &[Spec] = &[
         "),
 ];
 
+/// Named: effect records call it (`ctx::Call::of`).
+pub const RPUSH: Spec = Spec::keyed("rpush", -3, WRITE | DENYOOM | FAST, K1, rpush, G, "Appends one or more elements to a list. Creates the key if it doesn't exist.")
+    .docs("1.0.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.")
+    .history(&[("2.4.0", "Accepts multiple `element` arguments.")])
+    .key_specs("RW insert")
+    .args("
+        key type=key key_spec_index=0
+        element type=string flags=multiple
+    ");
+
+/// Named: effect records call it (`ctx::Call::of`).
+pub const RPOP: Spec = Spec::keyed("rpop", -2, WRITE | FAST, K1, rpop, G, "Returns and removes the last elements of a list. Deletes the list if the last element was popped.")
+    .docs("1.0.0", "O(N) where N is the number of elements returned")
+    .history(&[("6.2.0", "Added the `count` argument.")])
+    .key_specs("RW access delete")
+    .args("
+        key type=key key_spec_index=0
+        count type=integer since=6.2.0 flags=optional
+    ");
+
+/// Named: effect records call it (`ctx::Call::of`).
+pub const LPOP: Spec = Spec::keyed("lpop", -2, WRITE | FAST, K1, lpop, G, "Returns the first elements in a list after removing it. Deletes the list if the last element was popped.")
+    .docs("1.0.0", "O(N) where N is the number of elements returned")
+    .history(&[("6.2.0", "Added the `count` argument.")])
+    .key_specs("RW access delete")
+    .args("
+        key type=key key_spec_index=0
+        count type=integer since=6.2.0 flags=optional
+    ");
+
+/// Named: effect records call it (`ctx::Call::of`).
+pub const LMOVE: Spec = Spec::keyed("lmove", 5, WRITE | DENYOOM, K2, lmove, G, "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.")
+    .docs("6.2.0", "O(1)")
+    .key_specs("RW access delete; RW insert")
+    .args("
+        source type=key key_spec_index=0
+        destination type=key key_spec_index=1
+        wherefrom type=oneof
+          left type=pure-token token=LEFT
+          right type=pure-token token=RIGHT
+        whereto type=oneof
+          left type=pure-token token=LEFT
+          right type=pure-token token=RIGHT
+    ");
+
 /// Which end of a list (LEFT is the head).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum End {
@@ -205,8 +217,8 @@ impl End {
         }
     }
 
-    fn pop_command(self) -> Bytes {
-        Bytes::from_static(if self == End::Left { b"LPOP" } else { b"RPOP" })
+    fn pop_command(self) -> &'static Spec {
+        if self == End::Left { &LPOP } else { &RPOP }
     }
 
     /// The keyspace event of a pop from this end (also LMOVE's source, LMPOP, BLPOP...).
@@ -670,7 +682,7 @@ pub fn pop_from_first(ctx: &mut Ctx, keys: &[Arg], end: End, count: Option<usize
         let key_frame = Frame::Bulk(Bytes::copy_from_slice(key));
         let popped = pop_many(ctx, key, end, count.unwrap_or(1));
         ctx.modified_only(KeysModified::key(position));
-        let mut effect = vec![end.pop_command(), Bytes::copy_from_slice(key)];
+        let mut effect = Call::of(end.pop_command()).arg(Bytes::copy_from_slice(key));
         if count.is_some() {
             effect.push(Bytes::from(popped.len().to_string()));
         }

@@ -22,7 +22,7 @@ use super::args::*;
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::notify;
-use crate::ctx::{Ctx, KeysModified};
+use crate::ctx::{Call, Ctx, KeysModified};
 
 const K1: (i32, i32, i32) = (1, 1, 1);
 const G: &str = "set";
@@ -36,14 +36,7 @@ pub const COMMANDS: &[Spec] = &[
             key type=key key_spec_index=0
             member type=string flags=multiple
         "),
-    Spec::keyed("srem", -3, WRITE | FAST, K1, srem, G, "Removes one or more members from a set. Deletes the set if the last member was removed.")
-        .docs("1.0.0", "O(N) where N is the number of members to be removed.")
-        .history(&[("2.4.0", "Accepts multiple `member` arguments.")])
-        .key_specs("RW delete")
-        .args("
-            key type=key key_spec_index=0
-            member type=string flags=multiple
-        "),
+    SREM,
     Spec::keyed("sismember", 3, READONLY | FAST, K1, sismember, G, "Determines whether a member belongs to a set.")
         .docs("1.0.0", "O(1)")
         .key_specs("RO")
@@ -104,6 +97,16 @@ pub const COMMANDS: &[Spec] = &[
             count type=integer token=COUNT flags=optional
         "),
 ];
+
+/// Named: effect records call it (`ctx::Call::of`).
+pub const SREM: Spec = Spec::keyed("srem", -3, WRITE | FAST, K1, srem, G, "Removes one or more members from a set. Deletes the set if the last member was removed.")
+    .docs("1.0.0", "O(N) where N is the number of members to be removed.")
+    .history(&[("2.4.0", "Accepts multiple `member` arguments.")])
+    .key_specs("RW delete")
+    .args("
+        key type=key key_spec_index=0
+        member type=string flags=multiple
+    ");
 
 /// The set at `key` for reading, counted in keyspace hits/misses. Ok(None) if missing.
 pub fn read_set<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a IdSet>, Frame> {
@@ -270,7 +273,7 @@ fn spop(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         ctx.notify(notify::GENERIC, "del", &a[1]);
     }
     // The members were drawn at random: propagated as SREM of the ones drawn.
-    let mut effect = vec![Bytes::from_static(b"SREM"), Bytes::copy_from_slice(&a[1])];
+    let mut effect = Call::of(&SREM).arg(Bytes::copy_from_slice(&a[1]));
     match &reply {
         Frame::Bulk(m) => effect.push(m.clone()),
         Frame::Set(ms) => effect.extend(ms.iter().filter_map(|m| if let Frame::Bulk(m) = m { Some(m.clone()) } else { None })),

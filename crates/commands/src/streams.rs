@@ -34,7 +34,7 @@ use super::args::*;
 use crate::command::flags::*;
 use crate::command::{Spec, TimeoutArg};
 use crate::notify;
-use crate::ctx::{Ctx, KeysModified};
+use crate::ctx::{Call, Ctx, KeysModified};
 
 const K1: (i32, i32, i32) = (1, 1, 1);
 const K2: (i32, i32, i32) = (2, 2, 1);
@@ -73,23 +73,7 @@ pub const COMMANDS: &[Spec] = &[
             key type=key key_spec_index=0
             id type=string flags=multiple
         "),
-    Spec::keyed("xtrim", -4, WRITE, K1, xtrim, G, "Trims the stream to (approximately if '~' is passed) a certain size")
-        .docs("5.0.0", "O(N), with N being the number of evicted entries. Constant times are very small however, since entries are organized in macro nodes containing multiple entries that can be released with a single deallocation.")
-        .history(&[("6.2.0", "Added the `MINID` trimming strategy and the `LIMIT` option.")])
-        .tips("nondeterministic_output")
-        .key_specs("RW delete")
-        .args("
-            key type=key key_spec_index=0
-            trim type=block
-              strategy type=oneof
-                maxlen type=pure-token token=MAXLEN
-                minid type=pure-token token=MINID since=6.2.0
-              operator type=oneof flags=optional
-                equal type=pure-token token==
-                approximately type=pure-token token=~
-              threshold type=string
-              count type=integer token=LIMIT since=6.2.0 flags=optional
-        "),
+    XTRIM,
     Spec::keyed("xsetid", -3, WRITE | DENYOOM | FAST, K1, xsetid, G, "An internal command for replicating stream values")
         .docs("5.0.0", "O(1)")
         .history(&[("7.0.0", "Added the `entries_added` and `max_deleted_entry_id` arguments.")])
@@ -112,22 +96,7 @@ pub const COMMANDS: &[Spec] = &[
               key type=key key_spec_index=0 flags=multiple
               id type=string flags=multiple
         "),
-    Spec::keyed("xreadgroup", -7, WRITE | BLOCKED_SERVES_MISSING, (0, 0, 0), xreadgroup, G, "Return new entries from a stream using a consumer group, or access the history of the pending entries for a given consumer. Can block.")
-        .with_key_range(streams_keys)
-        .blocking(TimeoutArg::Parsed(block_option))
-        .docs("5.0.0", "For each stream mentioned: O(M) with M being the number of elements returned. If M is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1). On the other side when XREADGROUP blocks, XADD will pay the O(N) time in order to serve the N clients blocked on the stream getting new data.")
-        .key_specs("RO access kw=STREAMS,4 range=-1,1,2")
-        .args("
-            group_consumer type=block token=GROUP
-              group type=string
-              consumer type=string
-            count type=integer token=COUNT flags=optional
-            milliseconds type=integer token=BLOCK flags=optional
-            noack type=pure-token token=NOACK flags=optional
-            streams type=block token=STREAMS
-              key type=key key_spec_index=0 flags=multiple
-              id type=string flags=multiple
-        "),
+    XREADGROUP,
     Spec::container("xgroup", -2, 0, G, "A container for consumer groups commands", XGROUP)
         .docs("5.0.0", "Depends on subcommand."),
     Spec::keyed("xack", -4, WRITE | FAST, K1, xack, G, "Marks a pending message as correctly processed, effectively removing it from the pending entries list of the consumer group. Return value of the command is the number of messages successfully acknowledged, that is, the IDs we were actually able to resolve in the PEL.")
@@ -184,6 +153,43 @@ pub const COMMANDS: &[Spec] = &[
     Spec::container("xinfo", -2, 0, G, "A container for stream introspection commands", XINFO)
         .docs("5.0.0", "Depends on subcommand."),
 ];
+
+/// Named: effect records call it (`ctx::Call::of`).
+pub const XREADGROUP: Spec = Spec::keyed("xreadgroup", -7, WRITE | BLOCKED_SERVES_MISSING, (0, 0, 0), xreadgroup, G, "Return new entries from a stream using a consumer group, or access the history of the pending entries for a given consumer. Can block.")
+    .with_key_range(streams_keys)
+    .blocking(TimeoutArg::Parsed(block_option))
+    .docs("5.0.0", "For each stream mentioned: O(M) with M being the number of elements returned. If M is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1). On the other side when XREADGROUP blocks, XADD will pay the O(N) time in order to serve the N clients blocked on the stream getting new data.")
+    .key_specs("RO access kw=STREAMS,4 range=-1,1,2")
+    .args("
+        group_consumer type=block token=GROUP
+          group type=string
+          consumer type=string
+        count type=integer token=COUNT flags=optional
+        milliseconds type=integer token=BLOCK flags=optional
+        noack type=pure-token token=NOACK flags=optional
+        streams type=block token=STREAMS
+          key type=key key_spec_index=0 flags=multiple
+          id type=string flags=multiple
+    ");
+
+/// Named: effect records call it (`ctx::Call::of`).
+pub const XTRIM: Spec = Spec::keyed("xtrim", -4, WRITE, K1, xtrim, G, "Trims the stream to (approximately if '~' is passed) a certain size")
+    .docs("5.0.0", "O(N), with N being the number of evicted entries. Constant times are very small however, since entries are organized in macro nodes containing multiple entries that can be released with a single deallocation.")
+    .history(&[("6.2.0", "Added the `MINID` trimming strategy and the `LIMIT` option.")])
+    .tips("nondeterministic_output")
+    .key_specs("RW delete")
+    .args("
+        key type=key key_spec_index=0
+        trim type=block
+          strategy type=oneof
+            maxlen type=pure-token token=MAXLEN
+            minid type=pure-token token=MINID since=6.2.0
+          operator type=oneof flags=optional
+            equal type=pure-token token==
+            approximately type=pure-token token=~
+          threshold type=string
+          count type=integer token=LIMIT since=6.2.0 flags=optional
+    ");
 
 /// XADD's entry, named by callers that run it (the summarizer's raw-event streams).
 pub const XADD: Spec = Spec::keyed("xadd", -5, WRITE | DENYOOM | FAST, K1, xadd, G, "Appends a new entry to a stream")
@@ -617,7 +623,7 @@ fn xadd(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     if p.trim.is_some() && p.approx {
         // What `~` and LIMIT removed depends on the node layout: the log gets the exact
         // trim it amounted to, with the ID that was added.
-        let mut cmd = vec![Bytes::from_static(b"XADD"), Bytes::copy_from_slice(key), Bytes::from_static(b"MAXLEN"), Bytes::from_static(b"="), Bytes::from(int_bytes(len as i64)), Bytes::from(id.to_bytes())];
+        let mut cmd = Call::with_capacity(&XADD, 5 + a.len() - field_pos).arg(Bytes::copy_from_slice(key)).arg(Bytes::from_static(b"MAXLEN")).arg(Bytes::from_static(b"=")).arg(Bytes::from(int_bytes(len as i64))).arg(Bytes::from(id.to_bytes()));
         cmd.extend(a[field_pos..].iter().map(|x| Bytes::copy_from_slice(x)));
         ctx.propagate_as(cmd);
     } else if a[field_pos - 1].contains(&b'*') {
@@ -626,7 +632,7 @@ fn xadd(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         let mut cmd: Vec<Bytes> = a[..field_pos - 1].iter().map(|x| Bytes::copy_from_slice(x)).collect();
         cmd.push(Bytes::from(id.to_bytes()));
         cmd.extend(a[field_pos..].iter().map(|x| Bytes::copy_from_slice(x)));
-        ctx.propagate_as(cmd);
+        ctx.propagate_as(Call::as_sent(cmd));
     }
     id_frame(id)
 }
@@ -649,7 +655,7 @@ fn xtrim(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         return no_change(ctx, Frame::Integer(0));
     }
     if p.approx {
-        ctx.propagate_as(vec![Bytes::from_static(b"XTRIM"), Bytes::copy_from_slice(key), Bytes::from_static(b"MAXLEN"), Bytes::from_static(b"="), Bytes::from(int_bytes(len as i64))]);
+        ctx.propagate_as(Call::of(&XTRIM).arg(Bytes::copy_from_slice(key)).arg(Bytes::from_static(b"MAXLEN")).arg(Bytes::from_static(b"=")).arg(Bytes::from(int_bytes(len as i64))));
     }
     Frame::Integer(deleted as i64)
 }
@@ -1161,7 +1167,7 @@ fn serve_blocked(ctx: &mut Ctx, a: &[Arg], r: &ReadArgs, key: &[u8]) -> Frame {
     }
     ctx.modified_only(KeysModified::NONE);
     // The log gets the plain read of this key that the wake-up amounted to.
-    let mut cmd = vec![Bytes::from_static(b"XREADGROUP"), Bytes::from_static(b"GROUP"), Bytes::copy_from_slice(gname), Bytes::copy_from_slice(cname)];
+    let mut cmd = Call::with_capacity(&XREADGROUP, 8).arg(Bytes::from_static(b"GROUP")).arg(Bytes::copy_from_slice(gname)).arg(Bytes::copy_from_slice(cname));
     if r.count != 0 {
         cmd.push(Bytes::from_static(b"COUNT"));
         cmd.push(Bytes::from(int_bytes(r.count as i64)));

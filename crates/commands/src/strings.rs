@@ -12,7 +12,7 @@ use super::ldouble;
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::notify;
-use crate::ctx::Ctx;
+use crate::ctx::{Call, Ctx};
 
 const K1: (i32, i32, i32) = (1, 1, 1);
 const ALL: (i32, i32, i32) = (1, -1, 1);
@@ -25,29 +25,7 @@ pub const COMMANDS: &[Spec] = &[
         .args("
             key type=key key_spec_index=0
         "),
-    Spec::keyed("set", -3, WRITE | DENYOOM, K1, set, G, "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.")
-        .docs("1.0.0", "O(1)")
-        .history(&[
-            ("2.6.12", "Added the `EX`, `PX`, `NX` and `XX` options."),
-            ("6.0.0", "Added the `KEEPTTL` option."),
-            ("6.2.0", "Added the `GET`, `EXAT` and `PXAT` option."),
-            ("7.0.0", "Allowed the `NX` and `GET` options to be used together."),
-        ])
-        .key_specs("RW access update variable_flags")
-        .args("
-            key type=key key_spec_index=0
-            value type=string
-            condition type=oneof since=2.6.12 flags=optional
-              nx type=pure-token token=NX
-              xx type=pure-token token=XX
-            get type=pure-token token=GET since=6.2.0 flags=optional
-            expiration type=oneof flags=optional
-              seconds type=integer token=EX since=2.6.12
-              milliseconds type=integer token=PX since=2.6.12
-              unix-time-seconds type=unix-time token=EXAT since=6.2.0
-              unix-time-milliseconds type=unix-time token=PXAT since=6.2.0
-              keepttl type=pure-token token=KEEPTTL since=6.0.0
-        "),
+    SET,
     Spec::keyed("setnx", 3, WRITE | DENYOOM | FAST, K1, setnx, G, "Set the string value of a key only when the key doesn't exist.")
         .docs("1.0.0", "O(1)")
         .key_specs("OW insert")
@@ -201,6 +179,31 @@ pub const COMMANDS: &[Spec] = &[
         "),
 ];
 
+/// Named: effect records call it (`ctx::Call::of`).
+pub const SET: Spec = Spec::keyed("set", -3, WRITE | DENYOOM, K1, set, G, "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.")
+    .docs("1.0.0", "O(1)")
+    .history(&[
+        ("2.6.12", "Added the `EX`, `PX`, `NX` and `XX` options."),
+        ("6.0.0", "Added the `KEEPTTL` option."),
+        ("6.2.0", "Added the `GET`, `EXAT` and `PXAT` option."),
+        ("7.0.0", "Allowed the `NX` and `GET` options to be used together."),
+    ])
+    .key_specs("RW access update variable_flags")
+    .args("
+        key type=key key_spec_index=0
+        value type=string
+        condition type=oneof since=2.6.12 flags=optional
+          nx type=pure-token token=NX
+          xx type=pure-token token=XX
+        get type=pure-token token=GET since=6.2.0 flags=optional
+        expiration type=oneof flags=optional
+          seconds type=integer token=EX since=2.6.12
+          milliseconds type=integer token=PX since=2.6.12
+          unix-time-seconds type=unix-time token=EXAT since=6.2.0
+          unix-time-milliseconds type=unix-time token=PXAT since=6.2.0
+          keepttl type=pure-token token=KEEPTTL since=6.0.0
+    ");
+
 /// The string stored at `key`: Ok(None) if missing, Err(WRONGTYPE) if not a string. A
 /// decoded HLL sketch is a string: it is serialized in place first (see `Value`), so every
 /// string command reads exactly the bytes GET returns.
@@ -328,7 +331,7 @@ fn set(ctx: &mut Ctx, a: &[Arg]) -> Frame {
                 }
                 effect.push(Bytes::from_static(b"PXAT"));
                 effect.push(Bytes::from(at.to_string()));
-                ctx.propagate_as(effect);
+                ctx.propagate_as(Call::as_sent(effect));
             }
             Err(e) => return e,
         }
@@ -402,7 +405,7 @@ fn setex_generic(ctx: &mut Ctx, a: &[Arg], kind: &str, cmd: &str) -> Frame {
     let now = ctx.now_ms;
     ctx.db().set(&a[1], Value::str(&a[3]), at, now);
     set_events(ctx, &a[1], true);
-    ctx.propagate_as(vec![Bytes::from_static(b"SET"), Bytes::copy_from_slice(&a[1]), Bytes::copy_from_slice(&a[3]), Bytes::from_static(b"PXAT"), Bytes::from(at.to_string())]);
+    ctx.propagate_as(Call::with_capacity(&SET, 4).arg(Bytes::copy_from_slice(&a[1])).arg(Bytes::copy_from_slice(&a[3])).arg(Bytes::from_static(b"PXAT")).arg(Bytes::from(at.to_string())));
     Frame::ok()
 }
 
@@ -477,18 +480,18 @@ fn getex(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         ExpireOpt::At(at) if at <= now => {
             ctx.db().remove(&a[1], now);
             ctx.notify(notify::GENERIC, "del", &a[1]);
-            ctx.propagate_as(vec![Bytes::from_static(b"PEXPIREAT"), Bytes::copy_from_slice(&a[1]), Bytes::from(at.to_string())]);
+            ctx.propagate_as(Call::of(&crate::expiry::PEXPIREAT).arg(Bytes::copy_from_slice(&a[1])).arg(Bytes::from(at.to_string())));
         }
         ExpireOpt::At(at) => {
             ctx.db().set_expire(&a[1], at);
             ctx.notify(notify::GENERIC, "expire", &a[1]);
-            ctx.propagate_as(vec![Bytes::from_static(b"PEXPIREAT"), Bytes::copy_from_slice(&a[1]), Bytes::from(at.to_string())]);
+            ctx.propagate_as(Call::of(&crate::expiry::PEXPIREAT).arg(Bytes::copy_from_slice(&a[1])).arg(Bytes::from(at.to_string())));
         }
         // As Redis: only removing a time is a change.
         ExpireOpt::Persist if ctx.db().expire_at(&a[1]) != 0 => {
             ctx.db().set_expire(&a[1], 0);
             ctx.notify(notify::GENERIC, "persist", &a[1]);
-            ctx.propagate_as(vec![Bytes::from_static(b"PERSIST"), Bytes::copy_from_slice(&a[1])]);
+            ctx.propagate_as(Call::of(&crate::expiry::PERSIST).arg(Bytes::copy_from_slice(&a[1])));
         }
         _ => {
             ctx.propagate_nothing();
@@ -689,7 +692,7 @@ fn incrbyfloat(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     ctx.db().set_text_encoding(&a[1]);
     // As Redis: the result is propagated, not the increment (no float arithmetic at replay).
     let text = Bytes::from(text);
-    ctx.propagate_as(vec![Bytes::from_static(b"SET"), Bytes::copy_from_slice(&a[1]), text.clone(), Bytes::from_static(b"KEEPTTL")]);
+    ctx.propagate_as(Call::of(&SET).arg(Bytes::copy_from_slice(&a[1])).arg(text.clone()).arg(Bytes::from_static(b"KEEPTTL")));
     Frame::Bulk(text)
 }
 

@@ -27,7 +27,7 @@ use abacus_protocol::{Arg, Bytes, Frame};
 use crate::args::*;
 use crate::command::flags::*;
 use crate::command::Spec;
-use crate::ctx::Ctx;
+use crate::ctx::{Call, Ctx};
 use crate::ts_range::{self, find, samples_frame};
 
 const K1: (i32, i32, i32) = (1, 1, 1);
@@ -43,9 +43,7 @@ pub const COMMANDS: &[Spec] = &[
     Spec::keyed("ts.add", -4, WRITE | DENYOOM, K1, ts_add, G, "Append a sample to a time series")
         .abacus_docs("O(M) where M is the number of compaction rules, O(1) with none.")
         .key_specs("RW access insert"),
-    Spec::keyed("ts.madd", -4, WRITE | DENYOOM, (1, -1, 3), ts_madd, G, "Append new samples to one or more time series")
-        .abacus_docs("O(N*M) where N is the number of samples and M the number of compaction rules.")
-        .key_specs("RW access insert"),
+    TS_MADD,
     Spec::keyed("ts.incrby", -3, WRITE | DENYOOM, K1, ts_incrby, G, "Increase the value of the sample with the maximum existing timestamp, or create a new sample with a value equal to the value of the sample with the maximum existing timestamp with a given increment")
         .abacus_docs("O(M) where M is the number of compaction rules, O(1) with none.")
         .key_specs("RW access update"),
@@ -70,6 +68,11 @@ pub const COMMANDS: &[Spec] = &[
         .abacus_docs("O(1)")
         .key_specs("RW access update; RW update"),
 ];
+
+/// Named: effect records call it (`ctx::Call::of`).
+pub const TS_MADD: Spec = Spec::keyed("ts.madd", -4, WRITE | DENYOOM, (1, -1, 3), ts_madd, G, "Append new samples to one or more time series")
+    .abacus_docs("O(N*M) where N is the number of samples and M the number of compaction rules.")
+    .key_specs("RW access insert");
 
 pub const ERR_NO_KEY: &str = "ERR TSDB: the key does not exist";
 const ERR_NOT_TS: &str = "ERR TSDB: the key is not a TSDB key";
@@ -306,7 +309,7 @@ fn ts_add(ctx: &mut Ctx, a: &[Arg]) -> Frame {
             if &a[2][..] == b"*" {
                 let mut args: Vec<Bytes> = a.iter().map(|x| Bytes::copy_from_slice(x)).collect();
                 args[2] = Bytes::from(t.to_string());
-                ctx.propagate_as(args);
+                ctx.propagate_as(Call::as_sent(args));
             }
             ctx.notify(crate::notify::MODULE, "ts.add", &a[1]);
             Frame::Integer(t as i64)
@@ -328,7 +331,7 @@ fn ts_madd(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     }
     let now = ctx.now_ms;
     let mut replies = Vec::new();
-    let mut prop: Vec<Bytes> = vec![Bytes::from_static(b"TS.MADD")];
+    let mut prop = Call::of(&TS_MADD);
     for trip in a[1..].chunks_exact(3) {
         let r = parse_sample_ts(&trip[1], now).and_then(|t| parse_value(&trip[2]).map(|v| (t, v)));
         let r = r.and_then(|(t, v)| add_sample(ctx.db(), &trip[0], t, v, None, None, now));
@@ -341,7 +344,7 @@ fn ts_madd(ctx: &mut Ctx, a: &[Arg]) -> Frame {
             Err(e) => replies.push(e),
         }
     }
-    if prop.len() == 1 {
+    if prop.args() == 0 {
         ctx.propagate_nothing();
         return ctx.unchanged(Frame::Array(replies));
     }
@@ -391,7 +394,7 @@ fn incr(ctx: &mut Ctx, a: &[Arg], sign: f64) -> Frame {
             if find(a, 3, "timestamp").is_none() {
                 let mut args: Vec<Bytes> = a.iter().map(|x| Bytes::copy_from_slice(x)).collect();
                 args.extend([Bytes::from_static(b"TIMESTAMP"), Bytes::from(t.to_string())]);
-                ctx.propagate_as(args);
+                ctx.propagate_as(Call::as_sent(args));
             }
             ctx.notify(crate::notify::MODULE, if sign > 0.0 { "ts.incrby" } else { "ts.decrby" }, &a[1]);
             Frame::Integer(t as i64)

@@ -33,33 +33,13 @@ use super::args::*;
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::notify;
-use crate::ctx::{Ctx, KeysModified};
+use crate::ctx::{Call, Ctx, KeysModified};
 
 const K1: (i32, i32, i32) = (1, 1, 1);
 pub const G: &str = "sorted-set";
 
 pub const COMMANDS: &[Spec] = &[
-    Spec::keyed("zadd", -4, WRITE | DENYOOM | FAST, K1, zadd, G, "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.")
-        .docs("1.2.0", "O(log(N)) for each item added, where N is the number of elements in the sorted set.")
-        .history(&[
-            ("2.4.0", "Accepts multiple elements."),
-            ("3.0.2", "Added the `XX`, `NX`, `CH` and `INCR` options."),
-            ("6.2.0", "Added the `GT` and `LT` options."),
-        ])
-        .args("
-            key type=key key_spec_index=0
-            condition type=oneof since=3.0.2 flags=optional
-              nx type=pure-token token=NX
-              xx type=pure-token token=XX
-            comparison type=oneof since=6.2.0 flags=optional
-              gt type=pure-token token=GT
-              lt type=pure-token token=LT
-            change type=pure-token token=CH since=3.0.2 flags=optional
-            increment type=pure-token token=INCR since=3.0.2 flags=optional
-            score_member type=block flags=multiple
-              score type=double
-              member type=string
-        "),
+    ZADD,
     Spec::keyed("zincrby", 4, WRITE | DENYOOM | FAST, K1, zincrby, G, "Increments the score of a member in a sorted set.")
         .docs("1.2.0", "O(log(N)) where N is the number of elements in the sorted set.")
         .key_specs("RW access update")
@@ -242,20 +222,8 @@ pub const COMMANDS: &[Spec] = &[
               count type=integer
               withscores type=pure-token token=WITHSCORES flags=optional
         "),
-    Spec::keyed("zpopmin", -2, WRITE | FAST, K1, zpopmin, G, "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.")
-        .docs("5.0.0", "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.")
-        .key_specs("RW access delete")
-        .args("
-            key type=key key_spec_index=0
-            count type=integer flags=optional
-        "),
-    Spec::keyed("zpopmax", -2, WRITE | FAST, K1, zpopmax, G, "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.")
-        .docs("5.0.0", "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.")
-        .key_specs("RW access delete")
-        .args("
-            key type=key key_spec_index=0
-            count type=integer flags=optional
-        "),
+    ZPOPMIN,
+    ZPOPMAX,
     Spec::keyed("zmpop", -4, WRITE, (0, 0, 0), zmpop, G, "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.").with_numkeys(1)
         .docs("7.0.0", "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.")
         .key_specs("RW access delete")
@@ -277,6 +245,47 @@ pub const COMMANDS: &[Spec] = &[
             count type=integer token=COUNT flags=optional
         "),
 ];
+
+/// Named: effect records call it (`ctx::Call::of`).
+pub const ZPOPMIN: Spec = Spec::keyed("zpopmin", -2, WRITE | FAST, K1, zpopmin, G, "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.")
+    .docs("5.0.0", "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.")
+    .key_specs("RW access delete")
+    .args("
+        key type=key key_spec_index=0
+        count type=integer flags=optional
+    ");
+
+/// Named: effect records call it (`ctx::Call::of`).
+pub const ZPOPMAX: Spec = Spec::keyed("zpopmax", -2, WRITE | FAST, K1, zpopmax, G, "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.")
+    .docs("5.0.0", "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.")
+    .key_specs("RW access delete")
+    .args("
+        key type=key key_spec_index=0
+        count type=integer flags=optional
+    ");
+
+/// Named: effect records call it (`ctx::Call::of`).
+pub const ZADD: Spec = Spec::keyed("zadd", -4, WRITE | DENYOOM | FAST, K1, zadd, G, "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.")
+    .docs("1.2.0", "O(log(N)) for each item added, where N is the number of elements in the sorted set.")
+    .history(&[
+        ("2.4.0", "Accepts multiple elements."),
+        ("3.0.2", "Added the `XX`, `NX`, `CH` and `INCR` options."),
+        ("6.2.0", "Added the `GT` and `LT` options."),
+    ])
+    .args("
+        key type=key key_spec_index=0
+        condition type=oneof since=3.0.2 flags=optional
+          nx type=pure-token token=NX
+          xx type=pure-token token=XX
+        comparison type=oneof since=6.2.0 flags=optional
+          gt type=pure-token token=GT
+          lt type=pure-token token=LT
+        change type=pure-token token=CH since=3.0.2 flags=optional
+        increment type=pure-token token=INCR since=3.0.2 flags=optional
+        score_member type=block flags=multiple
+          score type=double
+          member type=string
+    ");
 
 // ---------------------------------------------------------------------------------------
 // Lookups
@@ -1082,11 +1091,7 @@ pub fn pop_from_first(ctx: &mut Ctx, keys: &[Arg], max: bool, count: usize) -> R
         };
         ctx.notify(notify::ZSET, if max { "zpopmax" } else { "zpopmin" }, key);
         delete_if_empty(ctx, key, empty);
-        ctx.propagate_as(vec![
-            Bytes::from_static(if max { b"ZPOPMAX" } else { b"ZPOPMIN" }),
-            Bytes::copy_from_slice(key),
-            Bytes::from(int_bytes(members.len() as i64)),
-        ]);
+        ctx.propagate_as(Call::of(if max { &ZPOPMAX } else { &ZPOPMIN }).arg(Bytes::copy_from_slice(key)).arg(Bytes::from(int_bytes(members.len() as i64))));
         ctx.modified_only(KeysModified::key(key_index));
         return Ok(Some(Popped { key_index, members }));
     }

@@ -391,7 +391,7 @@ fn admit(dbs: &mut [Db], log: &mut ShardLog, spec: &Spec, args: &[Arg], now: u64
             let d = (start + k) % dbs.len();
             if let Some((key, freed)) = dbs[d].evict_one(cfg.eviction, cfg.eviction_samples) {
                 // Replay must not depend on which keys a random sample chose.
-                log.log_command(now, d, &[&b"DEL"[..], &key]);
+                log.log_command(now, d, &[abacus_commands::keys::DEL.name.as_bytes(), &key]);
                 crate::notify::publish(cfg.notify, crate::notify::EVICTED, d, "evicted", &key);
                 evicted += 1;
                 memory::note_freed(freed as u64);

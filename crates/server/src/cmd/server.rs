@@ -58,12 +58,7 @@ pub const COMMANDS: &[Spec] = &[
               async type=pure-token token=ASYNC since=4.0.0
               sync type=pure-token token=SYNC since=6.2.0
         "),
-    Spec::conn("swapdb", 3, WRITE | FAST | ALL_SHARDS | ACL_KEYSPACE | ACL_DANGEROUS, NONE, conn_fn!(replay = Some(replay_swapdb), |conn, access, call| swapdb(conn, access, &call.args).await), G, "Swaps two Redis databases.")
-        .docs("4.0.0", "O(N) where N is the count of clients watching or blocking on keys from both databases.")
-        .args("
-            index1 type=integer
-            index2 type=integer
-        "),
+    SWAPDB,
     Spec::conn("debug", -2, ADMIN | LOADING | STALE | ALL_SHARDS, NONE, conn_fn!(replay = Some(replay_debug), |conn, access, call| debug(conn, access, &call.args).await), G, "A container for debugging commands.")
         .docs("1.0.0", "Depends on subcommand.")
         .syscmd()
@@ -81,6 +76,14 @@ pub const COMMANDS: &[Spec] = &[
     Spec::conn("function", -2, 0, NONE, conn_fn!(|_, _, _| crate::conn::container()), "scripting", "A container for function commands.").with_subcommands(FUNCTION)
         .docs("7.0.0", "Depends on subcommand."),
 ];
+
+/// Named: its effect record names it.
+pub const SWAPDB: Spec = Spec::conn("swapdb", 3, WRITE | FAST | ALL_SHARDS | ACL_KEYSPACE | ACL_DANGEROUS, NONE, conn_fn!(replay = Some(replay_swapdb), |conn, access, call| swapdb(conn, access, &call.args).await), G, "Swaps two Redis databases.")
+    .docs("4.0.0", "O(N) where N is the count of clients watching or blocking on keys from both databases.")
+    .args("
+        index1 type=integer
+        index2 type=integer
+    ");
 
 const CONFIG: &[Spec] = &[
     Spec::conn("config|get", -3, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, access, call| config(conn, access, ConfigSub::Get, &call.args).await), G, "Returns the effective values of configuration parameters.")
@@ -215,7 +218,7 @@ pub async fn swapdb(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         None => access,
     };
     let (x, y) = (first.min(second) as usize, first.max(second) as usize);
-    log_under(access, own.as_ref(), conn.client.db, &[&b"SWAPDB"[..], x.to_string().as_bytes(), y.to_string().as_bytes()]);
+    log_under(access, own.as_ref(), conn.client.db, &[SWAPDB.name.as_bytes(), x.to_string().as_bytes(), y.to_string().as_bytes()]);
     let done = conn
         .worker
         .run_all(access, move |s| {

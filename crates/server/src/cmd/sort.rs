@@ -285,10 +285,10 @@ pub async fn sort(conn: &mut Conn, access: Access<'_>, a: &[Arg], read_only: boo
         } else {
             abacus_engine::notify::publish(flags, abacus_engine::notify::LIST, db, "sortstore", &dst);
         }
-        locks.log_command(now, db, &[&b"DEL"[..], &dst[..]]);
+        locks.log_command(now, db, &[abacus_commands::keys::DEL.name.as_bytes(), &dst[..]]);
         if !items.is_empty() {
             let mut cmd: Vec<&[u8]> = Vec::with_capacity(items.len() + 2);
-            cmd.push(b"RPUSH");
+            cmd.push(abacus_commands::lists::RPUSH.name.as_bytes());
             cmd.push(&dst[..]);
             cmd.extend(items.iter().map(|v| &v[..]));
             locks.log_command(now, db, &cmd);
