@@ -107,7 +107,7 @@ pub enum Error {
 
 /// A node name: 40 bytes (hex characters; all zeros for "none", as Redis's
 /// CLUSTER_NODE_NULL_NAME).
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct NodeName(pub [u8; NAME_LEN]);
 
 impl Default for NodeName {

@@ -5,5 +5,7 @@
 //! with simulated time and links.
 
 pub mod nodes_conf;
+pub mod state;
 
 pub use nodes_conf::{NodeEntry, NodesConf};
+pub use state::{Action, Cluster, Config, LinkId};

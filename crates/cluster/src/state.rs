@@ -1,0 +1,882 @@
+//! A node's view of its cluster and the rules that keep it, after Redis 7.0's `cluster.c`:
+//! the node table, the handshake (MEET, then PING/PONG renaming a handshake node to its real
+//! name), gossip (learning nodes from other nodes' pings, failure reports), slot ownership
+//! by config epoch (`clusterUpdateSlotsConfigWith`), failure detection (PFAIL after a node
+//! timeout without a pong, FAIL on a majority of primaries' reports, broadcast as a FAIL
+//! message), and the cron's pings and reconnections.
+//!
+//! Why a state machine without I/O: the rules are long and timing-dependent, and Redis's are
+//! tested by running clusters; here every input is a call (a message arrived on a link, a
+//! link opened or closed, a tick of the clock, a CLUSTER command) and every output an
+//! [`Action`] the caller carries out (send, connect, close, save nodes.conf). The same code
+//! then runs under a real event loop and under tests that drive it against real redis-server
+//! nodes with plain sockets (`tests/join_redis.rs`).
+//!
+//! Not yet here (they come with cluster mode in the server): replicas' elections and
+//! automatic failover, manual failover, replica migration, config epoch collision handling,
+//! UPDATE messages sent (received ones are applied), PUBLISH, blacklists of forgotten nodes.
+
+use std::collections::{BTreeMap, HashMap};
+
+use abacus_cluster_bus::{kind, node_flags, Body, Extension, Gossip, Header, Message, NodeName, Slots, SLOTS};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::nodes_conf::{NodeEntry, NodesConf};
+
+/// What the caller tells this state about a connection it holds.
+pub type LinkId = u64;
+
+/// Settings the state reads (Redis's parameters of the same names).
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// `cluster-node-timeout`, milliseconds.
+    pub node_timeout_ms: u64,
+    /// The client port announced.
+    pub port: u16,
+    /// The bus port announced.
+    pub cport: u16,
+    /// `cluster-announce-ip`; empty: learnt from the first MEET.
+    pub announce_ip: String,
+    /// `cluster-announce-hostname`.
+    pub hostname: String,
+    /// `cluster-require-full-coverage`.
+    pub require_full_coverage: bool,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config { node_timeout_ms: 15_000, port: 6379, cport: 16379, announce_ip: String::new(), hostname: String::new(), require_full_coverage: true }
+    }
+}
+
+/// What the caller must do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Send this message on this link.
+    Send(LinkId, Message),
+    /// Open a link to this node's bus port; report it with [`Cluster::link_connected`] (or
+    /// nothing on failure: the cron retries).
+    Connect { node: NodeName, ip: String, cport: u16 },
+    /// Close this link.
+    Close(LinkId),
+    /// Write nodes.conf ([`Cluster::nodes_conf`]) and fsync it.
+    SaveConfig,
+}
+
+/// One node as this node knows it.
+#[derive(Clone, Debug)]
+pub struct Node {
+    pub name: NodeName,
+    pub flags: u16,
+    pub ip: String,
+    pub port: u16,
+    pub cport: u16,
+    pub pport: u16,
+    pub hostname: String,
+    pub config_epoch: u64,
+    pub slots: Slots,
+    pub primary: Option<NodeName>,
+    pub ping_sent: u64,
+    pub pong_received: u64,
+    pub data_received: u64,
+    pub fail_time: u64,
+    pub repl_offset: u64,
+    /// When the node entered the table (handshake timeouts).
+    pub ctime: u64,
+    /// Primaries that reported it failing, and when.
+    pub fail_reports: Vec<(NodeName, u64)>,
+    /// The outbound link, if connected.
+    pub link: Option<LinkId>,
+    pub inbound_link: Option<LinkId>,
+}
+
+impl Node {
+    fn new(name: NodeName, flags: u16, now: u64) -> Node {
+        Node {
+            name,
+            flags,
+            ip: String::new(),
+            port: 0,
+            cport: 0,
+            pport: 0,
+            hostname: String::new(),
+            config_epoch: 0,
+            slots: Slots::default(),
+            primary: None,
+            ping_sent: 0,
+            pong_received: 0,
+            data_received: 0,
+            fail_time: 0,
+            repl_offset: 0,
+            ctime: now,
+            fail_reports: Vec::new(),
+            link: None,
+            inbound_link: None,
+        }
+    }
+
+    pub fn is(&self, flag: u16) -> bool {
+        self.flags & flag != 0
+    }
+}
+
+struct Link {
+    node: Option<NodeName>,
+    inbound: bool,
+    ctime: u64,
+}
+
+/// The cluster as this node sees it.
+pub struct Cluster {
+    pub config: Config,
+    pub myself: NodeName,
+    pub nodes: BTreeMap<NodeName, Node>,
+    pub current_epoch: u64,
+    pub last_vote_epoch: u64,
+    /// Each slot's owner.
+    owners: Vec<Option<NodeName>>,
+    pub migrating: BTreeMap<u16, NodeName>,
+    pub importing: BTreeMap<u16, NodeName>,
+    /// Whether the cluster is OK from here (CLUSTER INFO's cluster_state).
+    pub ok: bool,
+    /// Messages sent and received by type (CLUSTER INFO).
+    pub sent: [u64; kind::COUNT as usize],
+    pub received: [u64; kind::COUNT as usize],
+    links: HashMap<LinkId, Link>,
+    next_link: LinkId,
+    actions: Vec<Action>,
+    rng: StdRng,
+    ticks: u64,
+}
+
+/// A random node name, as Redis makes one (40 hex characters).
+pub fn random_name(rng: &mut impl Rng) -> NodeName {
+    const HEX: &[u8] = b"0123456789abcdef";
+    let mut n = [0u8; 40];
+    for c in n.iter_mut() {
+        *c = HEX[rng.gen_range(0..16)];
+    }
+    NodeName(n)
+}
+
+impl Cluster {
+    /// A new one-node cluster: this node, a primary without slots.
+    pub fn new(config: Config, seed: u64, now: u64) -> Cluster {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let myself = random_name(&mut rng);
+        let mut me = Node::new(myself, node_flags::MYSELF | node_flags::MASTER, now);
+        me.ip = config.announce_ip.clone();
+        me.port = config.port;
+        me.cport = config.cport;
+        me.hostname = config.hostname.clone();
+        let mut nodes = BTreeMap::new();
+        nodes.insert(myself, me);
+        Cluster {
+            config,
+            myself,
+            nodes,
+            current_epoch: 0,
+            last_vote_epoch: 0,
+            owners: vec![None; SLOTS],
+            migrating: BTreeMap::new(),
+            importing: BTreeMap::new(),
+            ok: false,
+            sent: [0; kind::COUNT as usize],
+            received: [0; kind::COUNT as usize],
+            links: HashMap::new(),
+            next_link: 1,
+            actions: Vec::new(),
+            rng,
+            ticks: 0,
+        }
+    }
+
+    /// The actions to carry out, in order.
+    pub fn take_actions(&mut self) -> Vec<Action> {
+        std::mem::take(&mut self.actions)
+    }
+
+    pub fn me(&self) -> &Node {
+        &self.nodes[&self.myself]
+    }
+
+    pub fn owner(&self, slot: u16) -> Option<NodeName> {
+        self.owners[slot as usize]
+    }
+
+    fn save(&mut self) {
+        if !self.actions.contains(&Action::SaveConfig) {
+            self.actions.push(Action::SaveConfig);
+        }
+    }
+
+    // ---- Links ----
+
+    /// A connection accepted on the bus port.
+    pub fn link_accepted(&mut self, now: u64) -> LinkId {
+        let id = self.new_link(None, true, now);
+        id
+    }
+
+    /// A connection this node opened to `node` (after [`Action::Connect`]): sends it a PING,
+    /// or a MEET if the node was met with CLUSTER MEET.
+    pub fn link_connected(&mut self, node: NodeName, now: u64) -> Option<LinkId> {
+        let n = self.nodes.get(&node)?;
+        if n.link.is_some() {
+            return None;
+        }
+        let meet = n.is(node_flags::MEET);
+        let id = self.new_link(Some(node), false, now);
+        let n = self.nodes.get_mut(&node).expect("looked up above");
+        n.link = Some(id);
+        let old_ping_sent = n.ping_sent;
+        n.flags &= !node_flags::MEET;
+        self.send_ping(id, if meet { kind::MEET } else { kind::PING }, now);
+        // Keep the time of a ping pending before the reconnection: the failure detector
+        // measures from the first unanswered one.
+        if old_ping_sent != 0 {
+            if let Some(n) = self.nodes.get_mut(&node) {
+                n.ping_sent = old_ping_sent;
+            }
+        }
+        Some(id)
+    }
+
+    fn new_link(&mut self, node: Option<NodeName>, inbound: bool, now: u64) -> LinkId {
+        let id = self.next_link;
+        self.next_link += 1;
+        self.links.insert(id, Link { node, inbound, ctime: now });
+        id
+    }
+
+    /// A link closed (by the peer, an error, or a [`Action::Close`]).
+    pub fn link_closed(&mut self, link: LinkId) {
+        let Some(l) = self.links.remove(&link) else { return };
+        if let Some(n) = l.node.and_then(|name| self.nodes.get_mut(&name)) {
+            if n.link == Some(link) {
+                n.link = None;
+            }
+            if n.inbound_link == Some(link) {
+                n.inbound_link = None;
+            }
+        }
+    }
+
+    fn close(&mut self, link: LinkId) {
+        self.link_closed(link);
+        self.actions.push(Action::Close(link));
+    }
+
+    // ---- Messages out ----
+
+    /// The header this node sends (clusterBuildMessageHdr).
+    fn header(&self, kind: u16) -> Header {
+        let me = self.me();
+        // A replica announces its primary's slots and config epoch.
+        let primary = me.primary.and_then(|p| self.nodes.get(&p));
+        let (slots, config_epoch) = match (me.is(node_flags::SLAVE), primary) {
+            (true, Some(p)) => (p.slots.clone(), p.config_epoch),
+            _ => (me.slots.clone(), me.config_epoch),
+        };
+        Header {
+            kind,
+            port: self.config.port,
+            current_epoch: self.current_epoch,
+            config_epoch,
+            offset: me.repl_offset,
+            sender: self.myself,
+            slots,
+            replica_of: me.primary.unwrap_or(NodeName::NULL),
+            ip: self.config.announce_ip.as_bytes().to_vec(),
+            pport: 0,
+            cport: self.config.cport,
+            flags: me.flags,
+            state: if self.ok { 0 } else { 1 },
+            mflags: [0, 0, 0],
+        }
+    }
+
+    fn send(&mut self, link: LinkId, msg: Message) {
+        if let Some(c) = self.sent.get_mut(msg.header.kind as usize) {
+            *c += 1;
+        }
+        self.actions.push(Action::Send(link, msg));
+    }
+
+    /// PING, PONG or MEET with gossip about some other nodes (clusterSendPing).
+    fn send_ping(&mut self, link: LinkId, kind: u16, now: u64) {
+        let target = self.links.get(&link).and_then(|l| l.node);
+        if kind == kind::PING || kind == kind::MEET {
+            if let Some(n) = target.and_then(|t| self.nodes.get_mut(&t)) {
+                if n.ping_sent == 0 {
+                    n.ping_sent = now;
+                }
+            }
+        }
+        // About a tenth of the nodes, at least 3, never more than the others (Redis's
+        // wanted/freshnodes), then every node this node suspects (PFAIL).
+        let fresh = self.nodes.len().saturating_sub(2);
+        let wanted = (self.nodes.len() / 10).max(3).min(fresh);
+        let candidates: Vec<NodeName> = self
+            .nodes
+            .values()
+            .filter(|n| n.name != self.myself && !n.is(node_flags::PFAIL) && !n.is(node_flags::HANDSHAKE) && !n.is(node_flags::NOADDR) && !(n.link.is_none() && n.slots.count() == 0))
+            .map(|n| n.name)
+            .collect();
+        let mut chosen: Vec<NodeName> = Vec::new();
+        let mut tries = wanted * 3;
+        while chosen.len() < wanted && tries > 0 && !candidates.is_empty() {
+            tries -= 1;
+            let c = candidates[self.rng.gen_range(0..candidates.len())];
+            if !chosen.contains(&c) {
+                chosen.push(c);
+            }
+        }
+        chosen.extend(self.nodes.values().filter(|n| n.is(node_flags::PFAIL) && !n.is(node_flags::HANDSHAKE) && !n.is(node_flags::NOADDR)).map(|n| n.name));
+        let gossip = chosen.iter().filter_map(|c| self.nodes.get(c)).map(gossip_of).collect();
+        let mut extensions = Vec::new();
+        if !self.config.hostname.is_empty() {
+            extensions.push(Extension::Hostname(self.config.hostname.as_bytes().to_vec()));
+        }
+        let msg = Message { header: self.header(kind), body: Body::Ping { gossip, extensions } };
+        self.send(link, msg);
+    }
+
+    fn broadcast(&mut self, msg: &Message) {
+        let links: Vec<LinkId> = self.nodes.values().filter(|n| n.name != self.myself && !n.is(node_flags::HANDSHAKE)).filter_map(|n| n.link).collect();
+        for l in links {
+            self.send(l, msg.clone());
+        }
+    }
+
+    // ---- Messages in ----
+
+    /// A message arrived on `link`. `peer_ip` is the link's remote address, `local_ip` this
+    /// end's (a node learns its own IP from the first MEET, as Redis does).
+    pub fn message(&mut self, link: LinkId, peer_ip: &str, local_ip: &str, msg: Message, now: u64) {
+        let Some(l) = self.links.get(&link) else { return };
+        let (link_node, inbound) = (l.node, l.inbound);
+        let h = &msg.header;
+        if let Some(c) = self.received.get_mut(h.kind as usize) {
+            *c += 1;
+        }
+        let kind = h.kind;
+        // getNodeFromLinkAndMsg: the link's node unless it is still in handshake, else the
+        // node the header names, if known.
+        let handshake = |n: &NodeName| self.nodes.get(n).is_some_and(|n| n.is(node_flags::HANDSHAKE));
+        let sender = match link_node {
+            Some(n) if !handshake(&n) => Some(n),
+            _ => (self.nodes.contains_key(&h.sender) && !handshake(&h.sender)).then_some(h.sender),
+        };
+        if let Some(s) = sender {
+            // The inbound link is how this node hears from the sender.
+            if inbound {
+                if let Some(n) = self.nodes.get_mut(&s) {
+                    n.inbound_link = Some(link);
+                }
+                if let Some(l) = self.links.get_mut(&link) {
+                    l.node = Some(s);
+                }
+            }
+            if h.current_epoch > self.current_epoch {
+                self.current_epoch = h.current_epoch;
+                self.save();
+            }
+            let n = self.nodes.get_mut(&s).expect("known sender");
+            n.data_received = now;
+            if h.config_epoch > n.config_epoch {
+                n.config_epoch = h.config_epoch;
+                self.save();
+            }
+            let n = self.nodes.get_mut(&s).expect("known sender");
+            n.repl_offset = h.offset;
+        }
+        match kind {
+            kind::PING | kind::PONG | kind::MEET => self.ping_like(link, link_node, inbound, sender, peer_ip, local_ip, &msg, now),
+            kind::FAIL => {
+                let Body::Fail { node } = &msg.body else { return };
+                if sender.is_some() {
+                    if let Some(f) = self.nodes.get_mut(node) {
+                        if !f.is(node_flags::FAIL) && !f.is(node_flags::MYSELF) {
+                            f.flags = (f.flags | node_flags::FAIL) & !node_flags::PFAIL;
+                            f.fail_time = now;
+                            self.update_state();
+                            self.save();
+                        }
+                    }
+                }
+            }
+            kind::UPDATE => {
+                let Body::Update { config_epoch, node, slots } = &msg.body else { return };
+                if sender.is_none() {
+                    return;
+                }
+                let Some(n) = self.nodes.get(node) else { return };
+                if n.config_epoch >= *config_epoch {
+                    return;
+                }
+                if n.is(node_flags::SLAVE) {
+                    self.set_as_primary(*node);
+                }
+                if let Some(n) = self.nodes.get_mut(node) {
+                    n.config_epoch = *config_epoch;
+                }
+                self.update_slots_with(*node, *config_epoch, slots);
+                self.save();
+            }
+            _ => {}
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn ping_like(&mut self, link: LinkId, link_node: Option<NodeName>, inbound: bool, sender: Option<NodeName>, peer_ip: &str, local_ip: &str, msg: &Message, now: u64) {
+        let h = &msg.header;
+        let kind = h.kind;
+        if kind == kind::PING || kind == kind::MEET {
+            // Learn our own address from a MEET (or the first ping) unless it is announced.
+            if self.config.announce_ip.is_empty() && (kind == kind::MEET || self.me().ip.is_empty()) && !local_ip.is_empty() {
+                let me = self.myself;
+                if let Some(m) = self.nodes.get_mut(&me) {
+                    if m.ip != local_ip {
+                        m.ip = local_ip.to_string();
+                        self.save();
+                    }
+                }
+            }
+            // A MEET from a node we do not know: add it in handshake, trusting its gossip.
+            if sender.is_none() && kind == kind::MEET && !self.nodes.contains_key(&h.sender) {
+                let name = random_name(&mut self.rng);
+                let mut n = Node::new(name, node_flags::HANDSHAKE, now);
+                n.ip = if h.ip.is_empty() { peer_ip.to_string() } else { String::from_utf8_lossy(&h.ip).into_owned() };
+                n.port = h.port;
+                n.pport = h.pport;
+                n.cport = h.cport;
+                self.nodes.insert(name, n);
+                self.save();
+                self.process_gossip(None, msg, now);
+            }
+            self.send_ping(link, kind::PONG, now);
+        }
+        if let Some(ln) = link_node {
+            let in_handshake = self.nodes.get(&ln).is_some_and(|n| n.is(node_flags::HANDSHAKE));
+            if in_handshake {
+                if self.nodes.contains_key(&h.sender) && h.sender != ln {
+                    // We already know this node under its real name: drop the handshake
+                    // node (its address may be new, a later ping updates it).
+                    self.nodes.remove(&ln);
+                    self.close(link);
+                    self.save();
+                    return;
+                }
+                // The handshake node takes its real name.
+                let mut n = self.nodes.remove(&ln).expect("handshake node");
+                n.name = h.sender;
+                n.flags &= !node_flags::HANDSHAKE;
+                n.flags |= h.flags & (node_flags::MASTER | node_flags::SLAVE);
+                self.nodes.insert(h.sender, n);
+                if let Some(l) = self.links.get_mut(&link) {
+                    l.node = Some(h.sender);
+                }
+                self.save();
+            } else if ln != h.sender {
+                // The node at that address is another node now: forget the address.
+                if let Some(n) = self.nodes.get_mut(&ln) {
+                    n.flags |= node_flags::NOADDR;
+                    n.ip.clear();
+                    n.port = 0;
+                    n.cport = 0;
+                }
+                self.close(link);
+                self.save();
+                return;
+            }
+        }
+        if let Some(s) = sender {
+            let n = self.nodes.get_mut(&s).expect("known sender");
+            n.flags = (n.flags & !node_flags::NOFAILOVER) | (h.flags & node_flags::NOFAILOVER);
+            if let Some(Extension::Hostname(host)) = match &msg.body {
+                Body::Ping { extensions, .. } => extensions.iter().find(|e| matches!(e, Extension::Hostname(_))),
+                _ => None,
+            } {
+                n.hostname = String::from_utf8_lossy(host).into_owned();
+            } else if matches!(&msg.body, Body::Ping { .. }) {
+                n.hostname.clear();
+            }
+            if kind == kind::PING && !n.is(node_flags::HANDSHAKE) {
+                let ip = if h.ip.is_empty() { peer_ip.to_string() } else { String::from_utf8_lossy(&h.ip).into_owned() };
+                if n.ip != ip || n.port != h.port || n.cport != h.cport {
+                    n.ip = ip;
+                    n.port = h.port;
+                    n.cport = h.cport;
+                    let old = n.link.take();
+                    if let Some(old) = old {
+                        self.close(old);
+                    }
+                    self.save();
+                }
+            }
+        }
+        if !inbound && kind == kind::PONG {
+            if let Some(n) = self.links.get(&link).and_then(|l| l.node).and_then(|name| self.nodes.get_mut(&name)) {
+                n.pong_received = now;
+                n.ping_sent = 0;
+                if n.is(node_flags::PFAIL) {
+                    n.flags &= !node_flags::PFAIL;
+                    self.update_state();
+                } else if n.is(node_flags::FAIL) {
+                    let name = n.name;
+                    self.clear_failure_if_needed(name, now);
+                }
+            }
+        }
+        let Some(s) = sender else { return };
+        // Role changes.
+        if h.replica_of.is_null() {
+            self.set_as_primary(s);
+        } else {
+            let n = self.nodes.get_mut(&s).expect("known sender");
+            if n.is(node_flags::MASTER) {
+                n.flags = (n.flags & !(node_flags::MASTER | node_flags::MIGRATE_TO)) | node_flags::SLAVE;
+                self.del_node_slots(s);
+                self.save();
+            }
+            let known_primary = self.nodes_has(&h.replica_of);
+            if known_primary && self.nodes[&s].primary != Some(h.replica_of) {
+                let n = self.nodes.get_mut(&s).expect("known sender");
+                n.primary = Some(h.replica_of);
+                self.save();
+            }
+        }
+        // Slots: a primary claiming slots at a newer config epoch takes them.
+        let sender_primary = {
+            let n = &self.nodes[&s];
+            if n.is(node_flags::MASTER) { Some(s) } else { n.primary }
+        };
+        let dirty = sender_primary.and_then(|p| self.nodes.get(&p)).is_some_and(|p| p.slots != h.slots);
+        if dirty && self.nodes[&s].is(node_flags::MASTER) {
+            self.update_slots_with(s, h.config_epoch, &h.slots);
+        }
+        self.process_gossip(Some(s), msg, now);
+    }
+
+    fn nodes_has(&self, n: &NodeName) -> bool {
+        self.nodes.contains_key(n)
+    }
+
+    fn set_as_primary(&mut self, name: NodeName) {
+        let Some(n) = self.nodes.get_mut(&name) else { return };
+        if n.is(node_flags::MASTER) {
+            return;
+        }
+        n.flags = (n.flags & !node_flags::SLAVE) | node_flags::MASTER;
+        n.primary = None;
+        self.save();
+    }
+
+    fn del_node_slots(&mut self, name: NodeName) {
+        for s in 0..SLOTS {
+            if self.owners[s] == Some(name) {
+                self.owners[s] = None;
+            }
+        }
+        if let Some(n) = self.nodes.get_mut(&name) {
+            n.slots = Slots::default();
+        }
+    }
+
+    /// clusterUpdateSlotsConfigWith: every slot `sender` claims whose owner is unknown or has
+    /// an older config epoch moves to `sender` (except slots this node is importing).
+    fn update_slots_with(&mut self, sender: NodeName, epoch: u64, slots: &Slots) {
+        if sender == self.myself {
+            return;
+        }
+        let mut changed = false;
+        for s in slots.iter() {
+            let cur = self.owners[s as usize];
+            if cur == Some(sender) || self.importing.contains_key(&s) {
+                continue;
+            }
+            let older = cur.and_then(|c| self.nodes.get(&c)).is_none_or(|c| c.config_epoch < epoch);
+            if older {
+                if let Some(c) = cur.and_then(|c| self.nodes.get_mut(&c)) {
+                    c.slots.remove(s);
+                }
+                self.owners[s as usize] = Some(sender);
+                if let Some(n) = self.nodes.get_mut(&sender) {
+                    n.slots.insert(s);
+                }
+                changed = true;
+            }
+        }
+        if changed {
+            self.update_state();
+            self.save();
+        }
+    }
+
+    fn process_gossip(&mut self, sender: Option<NodeName>, msg: &Message, now: u64) {
+        let Body::Ping { gossip, .. } = &msg.body else { return };
+        let sender_is_primary = sender.and_then(|s| self.nodes.get(&s)).is_some_and(|n| n.is(node_flags::MASTER));
+        for g in gossip {
+            if let Some(node) = self.nodes.get(&g.name) {
+                let name = node.name;
+                if let (Some(s), true) = (sender, sender_is_primary) {
+                    if name != self.myself {
+                        if g.flags & (node_flags::FAIL | node_flags::PFAIL) != 0 {
+                            let n = self.nodes.get_mut(&name).expect("known");
+                            match n.fail_reports.iter_mut().find(|(r, _)| *r == s) {
+                                Some(r) => r.1 = now,
+                                None => n.fail_reports.push((s, now)),
+                            }
+                            self.mark_failing_if_needed(name, now);
+                        } else {
+                            self.nodes.get_mut(&name).expect("known").fail_reports.retain(|(r, _)| *r != s);
+                        }
+                    }
+                }
+                let n = self.nodes.get_mut(&name).expect("known");
+                if !n.is(node_flags::FAIL) && !n.is(node_flags::PFAIL) && n.ping_sent == 0 && n.fail_reports.is_empty() {
+                    let pong = g.pong_received as u64 * 1000;
+                    if pong <= now + 500 && pong > n.pong_received {
+                        n.pong_received = pong;
+                    }
+                }
+            } else if sender.is_some() && g.flags & node_flags::NOADDR == 0 {
+                // A node we did not know, vouched for by a known node: trusted with its name.
+                let mut n = Node::new(g.name, g.flags & !(node_flags::MYSELF | node_flags::PFAIL | node_flags::FAIL), now);
+                n.flags &= node_flags::MASTER | node_flags::SLAVE | node_flags::NOFAILOVER;
+                n.ip = String::from_utf8_lossy(&g.ip).into_owned();
+                n.port = g.port;
+                n.cport = g.cport;
+                n.pport = g.pport;
+                self.nodes.insert(g.name, n);
+                self.save();
+            }
+        }
+    }
+
+    /// The failure reports still valid (younger than twice the node timeout).
+    fn valid_reports(&mut self, name: NodeName, now: u64) -> usize {
+        let max_age = self.config.node_timeout_ms * 2;
+        let n = self.nodes.get_mut(&name).expect("known");
+        n.fail_reports.retain(|(_, t)| now.saturating_sub(*t) <= max_age);
+        n.fail_reports.len()
+    }
+
+    /// PFAIL becomes FAIL when a majority of the primaries with slots agree.
+    fn mark_failing_if_needed(&mut self, name: NodeName, now: u64) {
+        let quorum = self.size() / 2 + 1;
+        let n = &self.nodes[&name];
+        if !n.is(node_flags::PFAIL) || n.is(node_flags::FAIL) {
+            return;
+        }
+        let mut failures = self.valid_reports(name, now);
+        if self.me().is(node_flags::MASTER) {
+            failures += 1;
+        }
+        if failures < quorum {
+            return;
+        }
+        let n = self.nodes.get_mut(&name).expect("known");
+        n.flags = (n.flags | node_flags::FAIL) & !node_flags::PFAIL;
+        n.fail_time = now;
+        if self.me().is(node_flags::MASTER) {
+            let msg = Message { header: self.header(kind::FAIL), body: Body::Fail { node: name } };
+            self.broadcast(&msg);
+        }
+        self.update_state();
+        self.save();
+    }
+
+    fn clear_failure_if_needed(&mut self, name: NodeName, now: u64) {
+        let undo = self.config.node_timeout_ms * 2;
+        let n = self.nodes.get_mut(&name).expect("known");
+        let serves = n.is(node_flags::MASTER) && n.slots.count() > 0;
+        if !serves || now.saturating_sub(n.fail_time) > undo {
+            n.flags &= !node_flags::FAIL;
+            self.update_state();
+            self.save();
+        }
+    }
+
+    /// Primaries serving at least one slot (the quorum's base).
+    pub fn size(&self) -> usize {
+        self.nodes.values().filter(|n| n.is(node_flags::MASTER) && n.slots.count() > 0).count()
+    }
+
+    fn update_state(&mut self) {
+        let mut ok = true;
+        if self.config.require_full_coverage {
+            for s in 0..SLOTS {
+                match self.owners[s].and_then(|o| self.nodes.get(&o)) {
+                    Some(o) if !o.is(node_flags::FAIL) => {}
+                    _ => {
+                        ok = false;
+                        break;
+                    }
+                }
+            }
+        }
+        self.ok = ok;
+    }
+
+    // ---- The cron ----
+
+    /// Redis's clusterCron, run every 100 ms: forgets handshakes that never completed,
+    /// connects to nodes without a link, pings, and marks nodes that do not answer as PFAIL.
+    pub fn tick(&mut self, now: u64) {
+        self.ticks += 1;
+        let timeout = self.config.node_timeout_ms;
+        let handshake_timeout = timeout.max(1000);
+        let names: Vec<NodeName> = self.nodes.keys().copied().collect();
+        for name in &names {
+            let Some(n) = self.nodes.get(name) else { continue };
+            if n.is(node_flags::MYSELF) || n.is(node_flags::NOADDR) {
+                continue;
+            }
+            if n.is(node_flags::HANDSHAKE) && now.saturating_sub(n.ctime) > handshake_timeout {
+                let link = n.link;
+                self.nodes.remove(name);
+                if let Some(l) = link {
+                    self.close(l);
+                }
+                continue;
+            }
+            if n.link.is_none() && !n.ip.is_empty() {
+                self.actions.push(Action::Connect { node: *name, ip: n.ip.clone(), cport: n.cport });
+            }
+        }
+        // Every second, ping the node with the oldest pong among five random ones.
+        if self.ticks.is_multiple_of(10) {
+            let pingable: Vec<NodeName> = self.nodes.values().filter(|n| n.link.is_some() && n.ping_sent == 0 && !n.is(node_flags::MYSELF) && !n.is(node_flags::HANDSHAKE)).map(|n| n.name).collect();
+            let mut best: Option<NodeName> = None;
+            for _ in 0..5.min(pingable.len()) {
+                let c = pingable[self.rng.gen_range(0..pingable.len())];
+                if best.is_none_or(|b| self.nodes[&c].pong_received < self.nodes[&b].pong_received) {
+                    best = Some(c);
+                }
+            }
+            if let Some(link) = best.and_then(|b| self.nodes[&b].link) {
+                self.send_ping(link, kind::PING, now);
+            }
+        }
+        let mut state_dirty = false;
+        for name in &names {
+            let Some(n) = self.nodes.get(name) else { continue };
+            if n.is(node_flags::MYSELF) || n.is(node_flags::NOADDR) || n.is(node_flags::HANDSHAKE) {
+                continue;
+            }
+            // A link whose ping went unanswered for half the timeout is reopened.
+            if let Some(link) = n.link {
+                let ctime = self.links.get(&link).map_or(now, |l| l.ctime);
+                if now.saturating_sub(ctime) > timeout && n.ping_sent != 0 && now.saturating_sub(n.ping_sent) > timeout / 2 && now.saturating_sub(n.data_received) > timeout / 2 {
+                    self.close(link);
+                }
+            }
+            let n = &self.nodes[name];
+            if let Some(link) = n.link {
+                if n.ping_sent == 0 && now.saturating_sub(n.pong_received) > timeout / 2 {
+                    self.send_ping(link, kind::PING, now);
+                    continue;
+                }
+            }
+            let n = self.nodes.get_mut(name).expect("known");
+            if n.ping_sent != 0 && now.saturating_sub(n.ping_sent) > timeout && !n.is(node_flags::PFAIL) && !n.is(node_flags::FAIL) {
+                n.flags |= node_flags::PFAIL;
+                state_dirty = true;
+            }
+        }
+        if state_dirty {
+            self.update_state();
+        }
+    }
+
+    // ---- Commands ----
+
+    /// CLUSTER MEET ip port [cport]: a handshake node with the MEET flag; the cron connects.
+    pub fn meet(&mut self, ip: &str, port: u16, cport: u16, now: u64) -> Result<(), String> {
+        if ip.parse::<std::net::IpAddr>().is_err() {
+            return Err(format!("ERR Invalid node address specified: {ip}:{port}"));
+        }
+        if self.nodes.values().any(|n| n.is(node_flags::HANDSHAKE) && n.ip == ip && n.port == port && n.cport == cport) {
+            // Already in handshake with it: Redis answers OK and does nothing.
+            return Ok(());
+        }
+        let name = random_name(&mut self.rng);
+        let mut n = Node::new(name, node_flags::HANDSHAKE | node_flags::MEET, now);
+        n.ip = ip.to_string();
+        n.port = port;
+        n.cport = cport;
+        self.nodes.insert(name, n);
+        Ok(())
+    }
+
+    /// CLUSTER ADDSLOTS: every slot must be free (Redis's errors).
+    pub fn add_slots(&mut self, slots: &[u16]) -> Result<(), String> {
+        let mut seen = vec![false; SLOTS];
+        for &s in slots {
+            if s as usize >= SLOTS {
+                return Err("ERR Invalid or out of range slot".into());
+            }
+            if self.owners[s as usize].is_some() {
+                return Err(format!("ERR Slot {s} is already busy"));
+            }
+            if std::mem::replace(&mut seen[s as usize], true) {
+                return Err(format!("ERR Slot {s} specified multiple times"));
+            }
+        }
+        let me = self.myself;
+        for &s in slots {
+            self.importing.remove(&s);
+            self.owners[s as usize] = Some(me);
+            self.nodes.get_mut(&me).expect("myself").slots.insert(s);
+        }
+        self.update_state();
+        self.save();
+        Ok(())
+    }
+
+    /// The table as CLUSTER NODES shows it (`for_file`: as nodes.conf holds it, without the
+    /// nodes still in handshake).
+    pub fn nodes_conf(&self, for_file: bool) -> NodesConf {
+        let nodes = self
+            .nodes
+            .values()
+            .filter(|n| !(for_file && n.is(node_flags::HANDSHAKE)))
+            .map(|n| {
+                let me = n.is(node_flags::MYSELF);
+                NodeEntry {
+                    name: n.name,
+                    ip: n.ip.clone(),
+                    port: n.port,
+                    cport: n.cport,
+                    hostname: n.hostname.clone(),
+                    flags: n.flags & !node_flags::MEET & !node_flags::MIGRATE_TO,
+                    primary: n.primary,
+                    ping_sent: n.ping_sent,
+                    pong_received: if me { 0 } else { n.pong_received },
+                    config_epoch: if n.is(node_flags::SLAVE) { n.primary.and_then(|p| self.nodes.get(&p)).map_or(n.config_epoch, |p| p.config_epoch) } else { n.config_epoch },
+                    connected: me || n.link.is_some(),
+                    slots: n.slots.ranges(),
+                    migrating: if me { self.migrating.iter().map(|(s, n)| (*s, *n)).collect() } else { Vec::new() },
+                    importing: if me { self.importing.iter().map(|(s, n)| (*s, *n)).collect() } else { Vec::new() },
+                }
+            })
+            .collect();
+        NodesConf { nodes, current_epoch: self.current_epoch, last_vote_epoch: self.last_vote_epoch }
+    }
+}
+
+fn gossip_of(n: &Node) -> Gossip {
+    Gossip {
+        name: n.name,
+        ping_sent: (n.ping_sent / 1000) as u32,
+        pong_received: (n.pong_received / 1000) as u32,
+        ip: n.ip.as_bytes().to_vec(),
+        port: n.port,
+        cport: n.cport,
+        flags: n.flags,
+        pport: n.pport,
+    }
+}

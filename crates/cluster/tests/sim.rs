@@ -1,0 +1,183 @@
+//! The state machine in a simulated network with a simulated clock: nodes meet, learn each
+//! other through gossip, split the slots, and detect a node that stops answering (PFAIL,
+//! then FAIL once a majority of primaries agree), deterministically, in milliseconds of real
+//! time. Messages go through the real codec (encoded, then decoded) on their way.
+
+use std::collections::HashMap;
+
+use abacus_cluster::{Action, Cluster, Config, LinkId};
+use abacus_cluster_bus::{decode, encode, node_flags, NodeName};
+
+const TIMEOUT: u64 = 1000;
+
+struct Net {
+    nodes: Vec<Cluster>,
+    /// (node index, link id) -> (peer index, peer's link id)
+    wires: HashMap<(usize, LinkId), (usize, LinkId)>,
+    /// Nodes that no longer answer (their process is gone).
+    dead: Vec<bool>,
+    now: u64,
+}
+
+impl Net {
+    fn new(n: usize) -> Net {
+        let nodes = (0..n)
+            .map(|i| {
+                let port = 7000 + i as u16;
+                Cluster::new(Config { node_timeout_ms: TIMEOUT, port, cport: port + 10000, announce_ip: "10.0.0.1".into(), ..Config::default() }, i as u64 + 1, 0)
+            })
+            .collect();
+        Net { nodes, wires: HashMap::new(), dead: vec![false; n], now: 0 }
+    }
+
+    fn index_of_cport(&self, cport: u16) -> usize {
+        self.nodes.iter().position(|c| c.config.cport == cport).unwrap()
+    }
+
+    /// Runs every node's pending actions until the network is quiet.
+    fn settle(&mut self) {
+        for _ in 0..100 {
+            let mut any = false;
+            for i in 0..self.nodes.len() {
+                let actions = self.nodes[i].take_actions();
+                any |= !actions.is_empty();
+                for a in actions {
+                    self.carry_out(i, a);
+                }
+            }
+            if !any {
+                return;
+            }
+        }
+    }
+
+    fn carry_out(&mut self, i: usize, a: Action) {
+        match a {
+            Action::Send(link, m) => {
+                let Some(&(j, peer_link)) = self.wires.get(&(i, link)) else { return };
+                if self.dead[j] {
+                    return;
+                }
+                let m = decode(&encode(&m)).expect("what encode writes decodes");
+                self.nodes[j].message(peer_link, "10.0.0.1", "10.0.0.1", m, self.now);
+            }
+            Action::Connect { node, cport, .. } => {
+                let j = self.index_of_cport(cport);
+                if self.dead[j] {
+                    return;
+                }
+                let theirs = self.nodes[j].link_accepted(self.now);
+                if let Some(ours) = self.nodes[i].link_connected(node, self.now) {
+                    self.wires.insert((i, ours), (j, theirs));
+                    self.wires.insert((j, theirs), (i, ours));
+                }
+            }
+            Action::Close(link) => {
+                if let Some((j, theirs)) = self.wires.remove(&(i, link)) {
+                    self.wires.remove(&(j, theirs));
+                    self.nodes[j].link_closed(theirs);
+                }
+            }
+            Action::SaveConfig => {}
+        }
+    }
+
+    /// Advances the clock by `ms`, ticking every node every 100 ms.
+    fn run(&mut self, ms: u64) {
+        for _ in 0..ms / 100 {
+            self.now += 100;
+            for i in 0..self.nodes.len() {
+                if !self.dead[i] {
+                    self.nodes[i].tick(self.now);
+                }
+            }
+            self.settle();
+        }
+    }
+
+    fn name(&self, i: usize) -> NodeName {
+        self.nodes[i].myself
+    }
+}
+
+#[test]
+fn three_nodes_meet_share_slots_and_agree_one_failed() {
+    let mut net = Net::new(3);
+    // Node 0 meets 1; node 1 meets 2: node 0 learns 2 through gossip.
+    net.nodes[0].meet("10.0.0.1", 7001, 17001, 0).unwrap();
+    net.nodes[1].meet("10.0.0.1", 7002, 17002, 0).unwrap();
+    net.run(3000);
+    for i in 0..3 {
+        let c = &net.nodes[i];
+        assert_eq!(c.nodes.len(), 3, "node {i}: {:?}", c.nodes.keys().collect::<Vec<_>>());
+        for j in 0..3 {
+            let n = &c.nodes[&net.name(j)];
+            assert!(!n.is(node_flags::HANDSHAKE) && n.is(node_flags::MASTER), "node {i} sees {j}: {:?}", n.flags);
+            if i != j {
+                assert!(n.link.is_some(), "node {i} has no link to {j}");
+                assert_eq!(n.port, 7000 + j as u16);
+            }
+        }
+    }
+    // Each takes a third of the slots.
+    let thirds = [(0u16, 5460u16), (5461, 10922), (10923, 16383)];
+    for (i, (a, b)) in thirds.iter().enumerate() {
+        let slots: Vec<u16> = (*a..=*b).collect();
+        net.nodes[i].add_slots(&slots).unwrap();
+    }
+    assert_eq!(net.nodes[0].add_slots(&[0]).unwrap_err(), "ERR Slot 0 is already busy");
+    net.run(3000);
+    for i in 0..3 {
+        let c = &net.nodes[i];
+        assert!(c.ok, "node {i} does not see every slot served");
+        for (j, (a, b)) in thirds.iter().enumerate() {
+            assert_eq!(c.owner(*a), Some(net.name(j)));
+            assert_eq!(c.owner(*b), Some(net.name(j)));
+        }
+    }
+    // Node 2 stops answering: after the timeout both others suspect it, and with their two
+    // votes (a majority of three primaries) it is marked failed; the cluster is down.
+    net.dead[2] = true;
+    net.run(TIMEOUT * 4);
+    for i in 0..2 {
+        let c = &net.nodes[i];
+        let n = &c.nodes[&net.name(2)];
+        assert!(n.is(node_flags::FAIL) && !n.is(node_flags::PFAIL), "node {i} sees {:?}", n.flags);
+        assert!(!c.ok);
+    }
+    // It comes back: its pongs clear the failure (after the undo delay for a primary with
+    // slots) and the cluster is OK again.
+    net.dead[2] = false;
+    net.run(TIMEOUT * 6);
+    for i in 0..3 {
+        let c = &net.nodes[i];
+        assert!(!c.nodes[&net.name(2)].is(node_flags::FAIL), "node {i}");
+        assert!(c.ok, "node {i}");
+    }
+}
+
+#[test]
+fn a_node_that_is_another_node_now_loses_its_address() {
+    // Node 0 meets an address where node 1 answers; later node 2 answers there instead
+    // (a restart with a new identity): the handshake finishes under node 1's name, then a
+    // PONG under another name on that link marks node 1 NOADDR, as Redis does.
+    let mut net = Net::new(3);
+    net.nodes[0].meet("10.0.0.1", 7001, 17001, 0).unwrap();
+    net.run(1000);
+    let one = net.name(1);
+    assert!(net.nodes[0].nodes.contains_key(&one));
+    // Node 2 takes over node 1's bus port.
+    net.nodes[1].config.cport = 1;
+    net.nodes[2].config.cport = 17001;
+    net.nodes[2].config.port = 7001;
+    // Drop every wire so node 0 reconnects.
+    let links: Vec<(usize, LinkId)> = net.wires.keys().copied().filter(|(i, _)| *i == 0).collect();
+    for (i, l) in links {
+        net.carry_out(i, Action::Close(l));
+        net.nodes[0].link_closed(l);
+    }
+    net.dead[1] = true;
+    net.run(1000);
+    let n = &net.nodes[0].nodes[&one];
+    assert!(n.is(node_flags::NOADDR), "{:?}", n.flags);
+}
