@@ -7,8 +7,9 @@
 //! with `ts_range.rs`'s range options and aggregation), with their table entries ([`command::Spec`]); and the per-shard jobs of
 //! connection-level commands, SORT (`sort.rs`), ATTRIBUTE (`attribute.rs`) and the
 //! multi-series time-series commands (`ts_filter.rs`: FILTER and the rows of TS.MGET,
-//! TS.MRANGE, TS.QUERYINDEX; `ts_waterfall.rs`: TS.WATERFALL's groups), whose fan-outs and
-//! merges are the server's.
+//! TS.MRANGE, TS.QUERYINDEX; `ts_waterfall.rs`: TS.WATERFALL's groups) and of the summarizer's
+//! (`summary_shard.rs`: SUMMARY.QUERY's fold, a source's record, a stream entry's ID), whose
+//! fan-outs and merges are the server's.
 //!
 //! Why a crate of its own, below the network layer: a handler is a plain function over one
 //! shard's databases ([`ctx::Ctx`]), so the families need the keyspace and the data
@@ -18,7 +19,8 @@
 //!
 //! Layers (each points down only):
 //! - `abacus-protocol`, `abacus-collections`, `abacus-hll`, `abacus-redis-hll`, `abacus-int`,
-//!   `abacus-rdb`: the codecs and the data structures;
+//!   `abacus-rdb`, `abacus-summarizer` (rules, events, groups): the codecs and the data
+//!   structures;
 //! - `abacus-keyspace`: databases, entries, expiry;
 //! - this crate: the command entry ([`command`]), the handler's context and the effects it
 //!   states ([`ctx`]), keyspace-event recording ([`notify`]), argument parsing ([`args`]),
@@ -66,6 +68,7 @@ pub mod sets;
 pub mod sort;
 pub mod streams;
 pub mod strings;
+pub mod summary_shard;
 pub mod timeseries;
 pub mod ts_filter;
 pub mod ts_range;

@@ -62,6 +62,7 @@ pub mod sort;
 pub use abacus_commands::streams;
 pub use abacus_commands::strings;
 pub mod summary;
+pub use abacus_commands::summary_shard;
 pub use abacus_commands::timeseries;
 pub mod transactions;
 pub use abacus_commands::ts_filter;
