@@ -14,10 +14,10 @@
 //! series), so that the connection walks the shards' sorted groups together and merges the
 //! parts of a group found on several shards by the same rule.
 //!
-//! Why two paths: a one-timestamp range ([`waterfall_point`]) settles most groups at their
+//! Why two paths: a one-timestamp range (`waterfall_point`) settles most groups at their
 //! first member in precedence order and reads no further, where the general merge
-//! ([`waterfall_range`]) reads every member. Why the group heads are encoded here
-//! ([`wf_encode`]): the connection's merge is the request's one serial step, so the shards
+//! (`waterfall_range`) reads every member. Why the group heads are encoded here
+//! (`wf_encode`): the connection's merge is the request's one serial step, so the shards
 //! encode what they can in parallel.
 
 use abacus_collections::{SeriesGroups, SeriesIndex, SERIES_NO_ID, Series};
