@@ -4,9 +4,12 @@
 //! streams, HLL.* and PF*, DUMP/RESTORE (`dump.rs`, with the value codec between the keyspace
 //! and `abacus-rdb`), MEMORY USAGE (`memory.rs`, an entry of the server's MEMORY container),
 //! the one-series time-series commands (`timeseries.rs`: TS.CREATE, TS.ADD, TS.RANGE...,
-//! with `ts_range.rs`'s range options and aggregation), with their table entries ([`command::Spec`]); and the per-shard jobs of two
-//! connection-level commands, SORT (`sort.rs`) and ATTRIBUTE (`attribute.rs`), whose fan-outs
-//! are the server's.
+//! with `ts_range.rs`'s range options and aggregation), with their table entries ([`command::Spec`]); and the per-shard jobs of
+//! connection-level commands, SORT (`sort.rs`), ATTRIBUTE (`attribute.rs`) and the
+//! multi-series time-series commands (`ts_filter.rs`: FILTER and the rows of TS.MGET,
+//! TS.MRANGE, TS.QUERYINDEX; `ts_waterfall.rs`: TS.WATERFALL's groups) and of the summarizer's
+//! (`summary_shard.rs`: SUMMARY.QUERY's fold, a source's record, a stream entry's ID), whose
+//! fan-outs and merges are the server's.
 //!
 //! Why a crate of its own, below the network layer: a handler is a plain function over one
 //! shard's databases ([`ctx::Ctx`]), so the families need the keyspace and the data
@@ -16,7 +19,8 @@
 //!
 //! Layers (each points down only):
 //! - `abacus-protocol`, `abacus-collections`, `abacus-hll`, `abacus-redis-hll`, `abacus-int`,
-//!   `abacus-rdb`: the codecs and the data structures;
+//!   `abacus-rdb`, `abacus-summarizer` (rules, events, groups): the codecs and the data
+//!   structures;
 //! - `abacus-keyspace`: databases, entries, expiry;
 //! - this crate: the command entry ([`command`]), the handler's context and the effects it
 //!   states ([`ctx`]), keyspace-event recording ([`notify`]), argument parsing ([`args`]),
@@ -28,7 +32,8 @@
 //!
 //! What it is not: the dispatcher, the log, pub/sub publishing, blocking waits (the server's),
 //! nor commands that visit every shard or coordinate several (KEYS, SCAN, SORT, ATTRIBUTE,
-//! MEMORY STATS, the fan-outs: the server's `cmd/`, which calls the per-shard parts here).
+//! MEMORY STATS, TS.MGET..., the fan-outs: the server's `cmd/`, which calls the per-shard
+//! parts here).
 //!
 //! Entries other code names: where the server must recognise one command it names that
 //! family's `pub const` entry (`keys::TOUCH`, `keys::COPY`, `keys::DEL`, `expiry::PTTL`,
@@ -63,8 +68,11 @@ pub mod sets;
 pub mod sort;
 pub mod streams;
 pub mod strings;
+pub mod summary_shard;
 pub mod timeseries;
+pub mod ts_filter;
 pub mod ts_range;
+pub mod ts_waterfall;
 pub mod zset_algebra;
 pub mod zsets;
 

@@ -1,7 +1,8 @@
 //! The time series family on one key, in RedisTimeSeries 1.10's dialect: TS.CREATE, TS.ALTER,
 //! TS.ADD, TS.MADD, TS.INCRBY, TS.DECRBY, TS.DEL, TS.GET, TS.RANGE, TS.REVRANGE, TS.INFO,
-//! TS.CREATERULE, TS.DELETERULE. (Multi-series commands: `ts_multi.rs`; range options:
-//! `ts_range.rs`; the data structure: `abacus_collections::Series`.)
+//! TS.CREATERULE, TS.DELETERULE. (Multi-series commands: their shard side in `ts_filter.rs`
+//! and `ts_waterfall.rs`, their fan-out and merge in the server's `cmd/ts_multi.rs`; range
+//! options: `ts_range.rs`; the data structure: `abacus_collections::Series`.)
 //!
 //! Replies and error texts are RedisTimeSeries's, checked byte for byte against the module
 //! (tests/e2e/test_timeseries.py runs the same requests against both when the module is

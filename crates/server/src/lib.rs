@@ -13,7 +13,8 @@
 //! - `cmd/`        the command families that need the server, one file each (connection,
 //!   server, persistence, transactions, scan for KEYS/SCAN/RANDOMKEY, the fan-outs of sort
 //!   and attribute, MEMORY's server-wide subcommands, pubsub, the multi-series time-series commands
-//!   (`ts_multi.rs`: TS.MGET, TS.MRANGE, TS.QUERYINDEX, TS.WATERFALL), summary, ...);
+//!   (`ts_multi.rs`: TS.MGET, TS.MRANGE, TS.QUERYINDEX, TS.WATERFALL: the fan-outs and
+//!   merges; the shard side is `abacus-commands`' `ts_filter.rs`, `ts_waterfall.rs`), summary, ...);
 //!   the data families (strings, keys, expiry, bits, hashes, sets, lists, sorted sets, geo,
 //!   streams, HLL, PF, DUMP/RESTORE, MEMORY USAGE, one-series TS.*) are `abacus-commands`', re-exported there
 //!   under their names

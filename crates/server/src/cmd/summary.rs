@@ -25,19 +25,23 @@
 //! asks SUMMARY.SOURCE where to continue.
 //!
 //! Query: one job per shard folds the summary's keys it owns into groups (keys are found by
-//! their name prefix; see `abacus-summarizer`'s `keys.rs`), the coordinator merges the
-//! shards' groups and replies one row per group, sorted by the group's values.
+//! their name prefix; see `abacus-summarizer`'s `keys.rs`; the fold is `abacus-commands`'
+//! `summary_shard.rs`, with the other per-shard parts that need only a shard's databases),
+//! the coordinator merges the shards' groups and replies one row per group, sorted by the
+//! group's values. The direct apply of a batch on a shard (`apply_parts`) stays here: it
+//! writes the shard's log and falls back to the keyed path, both the engine's.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use abacus_collections::CompactHash;
-use abacus_keyspace::{Db, Value, ValueRef};
+use abacus_keyspace::{Db, Value};
 use abacus_persist::log::NameCode;
 use abacus_protocol::{Arg, Args, Bytes, Frame};
-use abacus_summarizer::{parse_key, Acc, Batch, Cell, Group, GroupBy, HllOptions, KeyChange, MetricKind, Packed, Part, Query, Rules, Slot};
+use abacus_summarizer::{Acc, Batch, Cell, Group, GroupBy, HllOptions, KeyChange, Packed, Part, Query, Rules, Slot};
 
 use super::args::*;
+use super::summary_shard::{shard_groups, source_position, stream_entry_id};
 use abacus_engine::aof::ShardLog;
 use crate::command::flags::*;
 use crate::command::Spec;
@@ -228,18 +232,6 @@ fn parse_u64_arg(a: &[u8], what: &str) -> Result<u64, Frame> {
     std::str::from_utf8(a).ok().and_then(|s| s.parse::<u64>().ok()).ok_or_else(|| Frame::error(format!("ERR {what} must be a non-negative integer")))
 }
 
-/// The (offset, next line) a source's record holds; (0, 1) when there is none.
-fn source_position(db: &mut Db, key: &[u8]) -> Result<(u64, u64), Frame> {
-    match db.get(key, now_ms()) {
-        None => Ok((0, 1)),
-        Some(e) => {
-            let h = e.as_hash().ok_or_else(|| err(ERR_WRONGTYPE))?;
-            let num = |f: &[u8]| h.get(f).and_then(|v| std::str::from_utf8(v).ok()?.parse::<u64>().ok());
-            Ok((num(b"offset").unwrap_or(0), num(b"line").unwrap_or(1)))
-        }
-    }
-}
-
 async fn ingest(conn: &mut Conn, access: Access<'_>, a: &[Arg], with_source: bool) -> Frame {
     let label = format!("client {}", conn.client.meta.id);
     ingest_on(&conn.worker, conn.client.db, access, a, with_source, label, 1).await
@@ -354,7 +346,7 @@ pub async fn ingest_on(worker: &crate::node::Node, db: usize, access: Access<'_>
     if let Some((key, _, start, end)) = &source {
         let shard = shard_of(key.as_bytes(), n);
         let k = key.clone().into_bytes();
-        let Some(at) = worker.run(Access::Locked(locks), shard, move |s| source_position(&mut s.dbs[db], &k)).await else {
+        let Some(at) = worker.run(Access::Locked(locks), shard, move |s| source_position(&mut s.dbs[db], &k, now_ms())).await else {
             return abacus_engine::exec::shutting_down();
         };
         match at {
@@ -956,26 +948,6 @@ struct StreamWork {
     tail: Vec<Bytes>,
 }
 
-/// The ID of a summarizer stream entry: the event's time, taken as XADD `*` takes the clock
-/// (`<ms>-0` past the stream's last ID, else the last ID's sequence plus one), so events
-/// arriving out of time order still append, at the stream's latest time. The entry is then
-/// an XADD with an explicit ID: the log replays it exactly.
-fn stream_entry_id(db: &mut Db, key: &[u8], time_ms: i64, now: u64) -> Result<abacus_collections::StreamId, Frame> {
-    let last = match db.get(key, now) {
-        None => abacus_collections::StreamId::MIN,
-        Some(e) => match e.as_stream() {
-            Some(s) => s.last_id(),
-            None => return Err(err(ERR_WRONGTYPE)),
-        },
-    };
-    let t = time_ms.max(0) as u64;
-    if t > last.ms {
-        return Ok(abacus_collections::StreamId { ms: t, seq: 0 });
-    }
-    // An exhausted stream (last ID the maximum): XADD refuses it with Redis's message.
-    Ok(last.incr().unwrap_or(last))
-}
-
 /// [events applied, lines rejected].
 fn ingest_reply(batch: &Batch) -> Frame {
     Frame::Array(vec![Frame::Integer(batch.events as i64), Frame::Integer(batch.rejected as i64)])
@@ -985,7 +957,7 @@ async fn source(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     let key = format!("{SOURCE_PREFIX}{}", text(&a[1])).into_bytes();
     let db = conn.client.db;
     let shard = shard_of(&key, conn.worker.shards());
-    match conn.worker.run(access, shard, move |s| source_position(&mut s.dbs[db], &key)).await {
+    match conn.worker.run(access, shard, move |s| source_position(&mut s.dbs[db], &key, now_ms())).await {
         Some(Ok((offset, line))) => Frame::Array(vec![Frame::Integer(offset as i64), Frame::Integer(line as i64)]),
         Some(Err(e)) => e,
         None => abacus_engine::exec::shutting_down(),
@@ -994,39 +966,6 @@ async fn source(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
 
 // ---------------------------------------------------------------------------------------
 // SUMMARY.QUERY
-
-/// Folds the keys of the query's summary on one shard's database into groups.
-fn shard_groups(rules: &Rules, q: &Query, db: &mut Db) -> Result<Vec<Group>, String> {
-    let s = &rules.summaries[q.summary];
-    let now = now_ms();
-    let pattern = format!("{}*", s.name);
-    let mut groups: HashMap<Vec<String>, Group> = HashMap::new();
-    for key in db.keys_matching(pattern.as_bytes(), now) {
-        let Some(parts) = parse_key(s, &key) else { continue };
-        let Some(gk) = q.group_of(s, &parts) else { continue };
-        let Some(e) = db.get_shared(&key, now) else { continue };
-        let g = groups.entry(gk).or_insert_with_key(|k| Group::new(s, k.clone()));
-        let metric = parts.metric.as_deref().and_then(|m| s.metric(m));
-        match (metric, e.value()) {
-            (None, ValueRef::Hash(h)) => {
-                for (f, v) in h.iter() {
-                    if let Some(mi) = std::str::from_utf8(f).ok().and_then(|f| s.metric(f)).filter(|&mi| s.metrics[mi].kind.in_hash()) {
-                        g.add_field(s, mi, v, parts.bucket);
-                    }
-                }
-            }
-            (Some(mi), ValueRef::Hll(h)) if matches!(s.metrics[mi].kind, MetricKind::Hll(_)) => g.add_hll(mi, h)?,
-            (Some(mi), ValueRef::Str(b)) if matches!(s.metrics[mi].kind, MetricKind::Hll(_)) => {
-                let h = abacus_hll::Hll::from_bytes(b).map_err(|e| format!("key '{}' is not a sketch: {e}", String::from_utf8_lossy(&key)))?;
-                g.add_hll(mi, &h)?;
-            }
-            (Some(mi), ValueRef::Set(set)) if matches!(s.metrics[mi].kind, MetricKind::Distinct(_)) => g.add_members(mi, set.iter().map(|m| m.to_vec())),
-            // A key of another type under the summary's name: not the summarizer's.
-            _ => {}
-        }
-    }
-    Ok(groups.into_values().collect())
-}
 
 async fn query(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     let Some(rules) = conn.worker.server.summarizer.rules() else { return err(ERR_NO_RULES) };
@@ -1037,7 +976,7 @@ async fn query(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     };
     let db = conn.client.db;
     let (r, q2) = (rules.clone(), q.clone());
-    let Some(parts) = conn.worker.run_all(access, move |s| shard_groups(&r, &q2, &mut s.dbs[db])).await else {
+    let Some(parts) = conn.worker.run_all(access, move |s| shard_groups(&r, &q2, &mut s.dbs[db], now_ms())).await else {
         return abacus_engine::exec::shutting_down();
     };
     let s = &rules.summaries[q.summary];
