@@ -4,6 +4,7 @@
 //! the bus messages of `abacus-cluster-bus`; this crate does no I/O, so its logic is tested
 //! with simulated time and links.
 
+pub mod commands;
 pub mod nodes_conf;
 pub mod state;
 

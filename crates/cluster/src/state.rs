@@ -192,6 +192,53 @@ impl Cluster {
         }
     }
 
+    /// The cluster a nodes.conf describes (Redis's clusterLoadConfig): the node marked
+    /// `myself` is this node; its ports and hostname are the configuration's now.
+    pub fn load(config: Config, conf: &NodesConf, seed: u64, now: u64) -> Result<Cluster, String> {
+        let me = conf.nodes.iter().find(|n| n.flags & node_flags::MYSELF != 0).ok_or("no node is myself")?;
+        let mut c = Cluster::new(config, seed, now);
+        let fresh = c.myself;
+        c.nodes.remove(&fresh);
+        c.myself = me.name;
+        for e in &conf.nodes {
+            let mut n = Node::new(e.name, e.flags, now);
+            n.ip = e.ip.clone();
+            n.port = e.port;
+            n.cport = e.cport;
+            n.hostname = e.hostname.clone();
+            n.primary = e.primary;
+            n.config_epoch = e.config_epoch;
+            // Redis restarts its clocks: a node is as if just heard from.
+            n.pong_received = now;
+            if e.name == me.name {
+                n.port = c.config.port;
+                n.cport = c.config.cport;
+                n.hostname = c.config.hostname.clone();
+                if !c.config.announce_ip.is_empty() {
+                    n.ip = c.config.announce_ip.clone();
+                }
+            }
+            c.nodes.insert(e.name, n);
+        }
+        for e in &conf.nodes {
+            for &(a, b) in &e.slots {
+                for s in a..=b {
+                    c.add_slot(e.name, s);
+                }
+            }
+        }
+        for (s, n) in &me.migrating {
+            c.migrating.insert(*s, *n);
+        }
+        for (s, n) in &me.importing {
+            c.importing.insert(*s, *n);
+        }
+        c.current_epoch = conf.current_epoch.max(c.nodes.values().map(|n| n.config_epoch).max().unwrap_or(0));
+        c.last_vote_epoch = conf.last_vote_epoch;
+        c.update_state();
+        Ok(c)
+    }
+
     /// The actions to carry out, in order.
     pub fn take_actions(&mut self) -> Vec<Action> {
         std::mem::take(&mut self.actions)
@@ -557,6 +604,16 @@ impl Cluster {
         if dirty && self.nodes[&s].is(node_flags::MASTER) {
             self.update_slots_with(s, h.config_epoch, &h.slots);
         }
+        // Two primaries with the same config epoch: the one with the smaller name takes a new
+        // one (clusterHandleConfigEpochCollision), so that slot conflicts always resolve.
+        let me = self.me();
+        if me.is(node_flags::MASTER) && self.nodes[&s].is(node_flags::MASTER) && h.config_epoch == me.config_epoch && self.myself < s {
+            self.current_epoch += 1;
+            let epoch = self.current_epoch;
+            let me = self.myself;
+            self.nodes.get_mut(&me).expect("myself").config_epoch = epoch;
+            self.save();
+        }
         self.process_gossip(Some(s), msg, now);
     }
 
@@ -572,6 +629,49 @@ impl Cluster {
         n.flags = (n.flags & !node_flags::SLAVE) | node_flags::MASTER;
         n.primary = None;
         self.save();
+    }
+
+    /// Unassigns a slot (clusterDelSlot).
+    pub(crate) fn del_slot(&mut self, slot: u16) {
+        if let Some(o) = self.owners[slot as usize].take() {
+            if let Some(n) = self.nodes.get_mut(&o) {
+                n.slots.remove(slot);
+            }
+        }
+    }
+
+    /// Assigns a slot (clusterAddSlot).
+    pub(crate) fn add_slot(&mut self, node: NodeName, slot: u16) {
+        self.del_slot(slot);
+        self.owners[slot as usize] = Some(node);
+        if let Some(n) = self.nodes.get_mut(&node) {
+            n.slots.insert(slot);
+        }
+    }
+
+    /// After a command changed the table: the state is recomputed and nodes.conf saved.
+    pub(crate) fn after_change(&mut self) {
+        self.update_state();
+        self.save();
+    }
+
+    /// Removes a node from the table (clusterDelNode): its slots, its links, the failure
+    /// reports it made, and its replicas' link to it.
+    pub(crate) fn remove_node(&mut self, name: NodeName) {
+        self.del_node_slots(name);
+        self.migrating.retain(|_, n| *n != name);
+        self.importing.retain(|_, n| *n != name);
+        if let Some(n) = self.nodes.remove(&name) {
+            for l in [n.link, n.inbound_link].into_iter().flatten() {
+                self.close(l);
+            }
+        }
+        for n in self.nodes.values_mut() {
+            n.fail_reports.retain(|(r, _)| *r != name);
+            if n.primary == Some(name) {
+                n.primary = None;
+            }
+        }
     }
 
     fn del_node_slots(&mut self, name: NodeName) {

@@ -181,3 +181,24 @@ fn a_node_that_is_another_node_now_loses_its_address() {
     let n = &net.nodes[0].nodes[&one];
     assert!(n.is(node_flags::NOADDR), "{:?}", n.flags);
 }
+
+#[test]
+fn nodes_conf_saves_and_loads_the_view() {
+    let mut net = Net::new(3);
+    net.nodes[0].meet("10.0.0.1", 7001, 17001, 0).unwrap();
+    net.nodes[1].meet("10.0.0.1", 7002, 17002, 0).unwrap();
+    net.run(3000);
+    net.nodes[0].add_slots(&(0..100).collect::<Vec<_>>()).unwrap();
+    net.nodes[1].add_slots(&(100..16384).collect::<Vec<_>>()).unwrap();
+    net.run(2000);
+    let text = abacus_cluster::nodes_conf::render(&net.nodes[0].nodes_conf(true));
+    let conf = abacus_cluster::nodes_conf::parse(&text).unwrap();
+    let loaded = Cluster::load(net.nodes[0].config.clone(), &conf, 99, net.now).unwrap();
+    assert_eq!(loaded.myself, net.nodes[0].myself);
+    assert_eq!(loaded.nodes.len(), 3);
+    assert!(loaded.ok);
+    for s in [0u16, 99, 100, 16383] {
+        assert_eq!(loaded.owner(s), net.nodes[0].owner(s));
+    }
+    assert_eq!(loaded.current_epoch, net.nodes[0].current_epoch);
+}
