@@ -105,6 +105,8 @@ pub struct Aof {
     /// the fsync thread manages to write it, so no further write goes unlogged.
     failed: AtomicBool,
     pub last_fsync_ms: AtomicU64,
+    /// Where writes and fsyncs report their stalls (LATENCY `aof-write`, `aof-fsync*`).
+    recorders: Arc<crate::recorders::Recorders>,
 }
 
 /// Capacity a shard's pending buffer keeps between batches.
@@ -134,7 +136,7 @@ fn open_segment(dir: &Path, name: &str) -> Result<Segment, String> {
 impl Aof {
     /// Opens (or creates) segment `name` in `dir`. The caller starts [`Aof::fsync_loop`] on a
     /// thread of its own and turns logging on (`Durability::start_log`).
-    pub fn open(dir: &Path, name: &str, mode: Fsync) -> Result<Aof, String> {
+    pub fn open(dir: &Path, name: &str, mode: Fsync, recorders: Arc<crate::recorders::Recorders>) -> Result<Aof, String> {
         let seg = open_segment(dir, name)?;
         let (durable_tx, _) = tokio::sync::watch::channel(0u64);
         Ok(Aof {
@@ -148,6 +150,7 @@ impl Aof {
             error: Mutex::new(None),
             failed: AtomicBool::new(false),
             last_fsync_ms: AtomicU64::new(crate::clock::now_ms()),
+            recorders,
         })
     }
 
@@ -229,9 +232,9 @@ impl Aof {
 
     /// Writes `rec` to the segment (one write(2)) with the segment lock held.
     fn write_locked(&self, seg: &mut Segment, rec: &[u8]) -> u64 {
-        let started = crate::latency::timer();
+        let started = self.recorders.latency.timer();
         let written = (&*seg.file).write_all(rec);
-        crate::latency::sample_since("aof-write", started);
+        self.recorders.latency.sample_since("aof-write", started);
         match written {
             Ok(()) => {
                 seg.bytes += rec.len() as u64;
@@ -329,14 +332,14 @@ impl Aof {
             let seg = self.segment.lock().unwrap_or_else(|p| p.into_inner());
             (seg.file.clone(), self.appended(), !seg.retry.is_empty())
         };
-        let started = crate::latency::timer();
+        let started = self.recorders.latency.timer();
         if let Err(e) = file.sync_data() {
             self.fail("fsync of the append-only log failed", &e);
             return false;
         }
         // LATENCY: Redis's event names for the log's fsync under each policy.
         let event = if self.mode() == Fsync::Always { "aof-fsync-always" } else { "aof-fsync" };
-        crate::latency::sample_since(event, started);
+        self.recorders.latency.sample_since(event, started);
         self.last_fsync_ms.store(crate::clock::now_ms(), Ordering::Relaxed);
         if self.durable.fetch_max(upto, Ordering::AcqRel) < upto {
             self.durable_tx.send_replace(upto);

@@ -201,7 +201,7 @@ fn serve_key(s: &mut Shard, d: usize, key: &Bytes, cfg: CmdConfig, shards: usize
         }
         let (db, spec, args) = (w.db, w.call.spec, &w.call.args);
         SERVING.with(|k| *k.borrow_mut() = Some(key.clone()));
-        let reply = crate::exec::run_lone(&mut s.dbs, &mut s.log, db, spec, args, now, cfg, shards);
+        let reply = crate::exec::run_lone(&mut s.dbs, &mut s.log, &mut s.rec, db, spec, args, now, cfg, shards);
         SERVING.with(|k| *k.borrow_mut() = None);
         // Nothing for it (a command that wants what is not there: BLMOVE woken by its
         // destination, XREAD by an entry before its ID): it keeps waiting, and the next in

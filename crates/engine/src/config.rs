@@ -691,8 +691,6 @@ impl Config {
         }
         let (hard, soft, secs) = output_limits(values.get("client-output-buffer-limit").map_or("", |v| v.as_str()))[2];
         self.pubsub_limit.set(hard, soft, secs);
-        drop(values);
-        crate::latency::refresh_config(self);
     }
 
     /// Parameter `i`'s numeric form (see [`numeric`]); `i` is one of this module's constants.

@@ -173,7 +173,7 @@ impl Sink {
             let mut buf = buf.borrow_mut();
             buf.clear();
             for (_, frame) in merged(local, replies) {
-                crate::stats::count_error_reply(&frame);
+                server.recorders.errors.count_reply(&frame);
                 encode(&frame, self.proto, &mut buf);
             }
             ServerStats::add(&stats.net_output_bytes_total, buf.len() as u64);

@@ -87,9 +87,9 @@ impl Durability {
     }
 
     /// Opens (or creates) segment `name` in `dir`, starts its fsync thread and turns logging
-    /// on. Once per server.
-    pub fn start_log(&self, dir: &Path, name: &str, mode: Fsync) -> Result<&Aof, String> {
-        let aof = Arc::new(Aof::open(dir, name, mode)?);
+    /// on. Once per server. The log reports its stalls to `recorders`' latency monitor.
+    pub fn start_log(&self, dir: &Path, name: &str, mode: Fsync, recorders: Arc<crate::recorders::Recorders>) -> Result<&Aof, String> {
+        let aof = Arc::new(Aof::open(dir, name, mode, recorders)?);
         self.log.set(aof.clone()).map_err(|_| "the log is already started".to_string())?;
         std::thread::Builder::new().name("abacus-fsync".into()).spawn(move || aof.fsync_loop()).map_err(|e| format!("cannot start the fsync thread: {e}"))?;
         self.enable_effects();
@@ -190,8 +190,8 @@ mod tests {
     fn two_servers_do_not_share_a_log() {
         let (dir_a, dir_b) = (temp_dir("a"), temp_dir("b"));
         let (a, b) = (Durability::new(), Durability::new());
-        a.start_log(&dir_a, "log-000001.aof", Fsync::No).expect("log a");
-        b.start_log(&dir_b, "log-000001.aof", Fsync::No).expect("log b");
+        a.start_log(&dir_a, "log-000001.aof", Fsync::No, Default::default()).expect("log a");
+        b.start_log(&dir_b, "log-000001.aof", Fsync::No, Default::default()).expect("log b");
         let (mut shard_a, mut shard_b) = (ShardLog::new(a.clone()), ShardLog::new(b.clone()));
         shard_a.log_command(1, 0, &[&b"SET"[..], b"ka", b"1"]);
         shard_b.log_command(1, 0, &[&b"SET"[..], b"kb", b"2"]);

@@ -3,7 +3,8 @@
 //!
 //! One [`Engine`] is built at start: the configuration, each shard's queue, the order in
 //! which multi-shard work enters those queues (`order.rs`), the durability handles (log,
-//! snapshots: `durability.rs`) and the command counters. The engine's modules (`shard.rs`,
+//! snapshots: `durability.rs`), the counters and the recorders (INFO errorstats, loading
+//! progress, the slow log, the latency monitor: `recorders.rs`). The engine's modules (`shard.rs`,
 //! `exec.rs`, `hop.rs`, `direct.rs`, `blocking.rs`, `aof.rs`, `snapshot.rs`, `recovery.rs`,
 //! `pubsub.rs`, `notify.rs`...) reach each other and this value, never the connection layer
 //! above them: the `Server` (`server.rs`) holds an `Arc<Engine>` beside what only
@@ -17,6 +18,7 @@ use tokio::sync::mpsc;
 use crate::config::Config;
 use crate::durability::Durability;
 use crate::order::Order;
+use crate::recorders::Recorders;
 use crate::shard::ShardMsg;
 use crate::stats::ServerStats;
 
@@ -31,6 +33,9 @@ pub struct Engine {
     pub order: Order,
     /// The log and snapshots (`durability.rs`): each shard holds a handle in its `ShardLog`.
     pub durability: Arc<Durability>,
+    /// Error replies, loading progress, the slow log and the latency monitor; each shard
+    /// holds a handle beside its own command table (`recorders.rs`).
+    pub recorders: Arc<Recorders>,
 }
 
 impl Engine {

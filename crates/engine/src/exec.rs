@@ -35,8 +35,9 @@ use crate::durability::Durability;
 use crate::hop::Hops;
 use crate::engine::Engine;
 use crate::shard::{Effect, now_ms, shard_of, Ctx, Job, KeysModified, Shard, ShardMsg};
+use crate::latency::LatencyMonitor;
 use crate::memory;
-use crate::stats;
+use crate::recorders::{Recorders, ShardRecorders};
 
 /// Shards held by a coordinator: their private job channels, and the log commands of the
 /// atomic operation running under them.
@@ -181,13 +182,14 @@ pub fn run_group_deferred(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, c
 
 /// Runs a keyed command's handler against `dbs` and does the bookkeeping every write needs
 /// (WATCH signals and the append-only log: every keyed write goes through here, and its
-/// effect goes to `log`, the buffer of the shard it runs on).
-pub fn exec_keyed(dbs: &mut [Db], log: &mut ShardLog, db: usize, spec: &'static Spec, args: &[Arg], now_ms: u64, cfg: CmdConfig) -> Frame {
+/// effect goes to `log`, the buffer of the shard it runs on). It is counted in `rec`, that
+/// shard's recorders, as a command of their current client (`ShardRecorders::client`).
+#[allow(clippy::too_many_arguments)]
+pub fn exec_keyed(dbs: &mut [Db], log: &mut ShardLog, rec: &mut ShardRecorders, db: usize, spec: &'static Spec, args: &[Arg], now_ms: u64, cfg: CmdConfig) -> Frame {
     let started = Instant::now();
     let reply = exec_keyed_untimed(dbs, log, db, spec, args, now_ms, cfg);
     let took = started.elapsed();
-    stats::record(spec.name, took, reply.is_error());
-    crate::slowlog::observe(spec, took, args, None);
+    rec.timed(spec, took, args, reply.is_error());
     reply
 }
 
@@ -202,14 +204,12 @@ pub fn exec_keyed_untimed(dbs: &mut [Db], log: &mut ShardLog, db: usize, spec: &
 }
 
 /// [`exec_keyed`] on checked-out keys (a scratch keyspace, which nobody watches): the keys it
-/// modified are returned, for the caller to signal on their shards.
-fn exec_checked_out(dbs: &mut [Db], log: &mut ShardLog, db: usize, spec: &'static Spec, args: &[Arg], now_ms: u64, cfg: CmdConfig) -> (Frame, KeysModified) {
+/// modified are returned, for the caller to signal on their shards, with the time it took,
+/// for the caller to count (the coordinator's shard is not borrowed while it runs).
+fn exec_checked_out(dbs: &mut [Db], log: &mut ShardLog, db: usize, spec: &'static Spec, args: &[Arg], now_ms: u64, cfg: CmdConfig) -> (Frame, KeysModified, std::time::Duration) {
     let started = Instant::now();
-    let done = exec_unsignalled(dbs, log, db, spec, args, now_ms, cfg);
-    let took = started.elapsed();
-    stats::record(spec.name, took, done.0.is_error());
-    crate::slowlog::observe(spec, took, args, None);
-    done
+    let (reply, modified) = exec_unsignalled(dbs, log, db, spec, args, now_ms, cfg);
+    (reply, modified, started.elapsed())
 }
 
 /// Runs the handler, logs a successful write and counts it for the `save` schedule; returns
@@ -338,22 +338,22 @@ fn signal_modified(dbs: &mut [Db], db: usize, spec: &Spec, args: &[Arg], modifie
 /// gate, then the command (EXEC of a one-shard transaction).
 pub fn run_on_shard(s: &mut Shard, db: usize, call: &Call, now: u64, cfg: CmdConfig, shards: usize) -> Frame {
     let writer = crate::shard::tracking_active().then(|| crate::shard::set_writer(call.client));
-    let client = crate::slowlog::set_client(call.client);
-    let reply = with_no_touch(untouching(call.spec, call.no_touch), || run_lone(&mut s.dbs, &mut s.log, db, call.spec, &call.args, now, cfg, shards));
-    crate::slowlog::set_client(client);
+    let client = s.rec.set_client(call.client);
+    let reply = with_no_touch(untouching(call.spec, call.no_touch), || run_lone(&mut s.dbs, &mut s.log, &mut s.rec, db, call.spec, &call.args, now, cfg, shards));
+    s.rec.set_client(client);
     if let Some(w) = writer {
         crate::shard::set_writer(w);
     }
     reply
 }
 
-/// [`run_on_shard`] over a shard's databases and log buffer (a blocked client served by
-/// `blocking.rs`).
+/// [`run_on_shard`] over a shard's databases, log buffer and recorders (a blocked client
+/// served by `blocking.rs`).
 #[allow(clippy::too_many_arguments)]
-pub fn run_lone(dbs: &mut [Db], log: &mut ShardLog, db: usize, spec: &'static Spec, args: &[Arg], now: u64, cfg: CmdConfig, shards: usize) -> Frame {
-    match admit(dbs, log, spec, args, now, &cfg, shards) {
+pub fn run_lone(dbs: &mut [Db], log: &mut ShardLog, rec: &mut ShardRecorders, db: usize, spec: &'static Spec, args: &[Arg], now: u64, cfg: CmdConfig, shards: usize) -> Frame {
+    match admit(dbs, log, &rec.latency, spec, args, now, &cfg, shards) {
         Some(refused) => refused,
-        None => exec_keyed(dbs, log, db, spec, args, now, cfg),
+        None => exec_keyed(dbs, log, rec, db, spec, args, now, cfg),
     }
 }
 
@@ -367,8 +367,10 @@ const MAX_EVICTIONS_PER_COMMAND: usize = 256;
 /// The `maxmemory` gate, run on a shard before each command that may grow memory (DENYOOM).
 /// Over the limit, it evicts keys of this shard by the configured policy — this shard's share
 /// of the excess, since every shard sees the same process-wide figure — and refuses the
-/// command with Redis's OOM error only if nothing could be evicted.
-fn admit(dbs: &mut [Db], log: &mut ShardLog, spec: &Spec, args: &[Arg], now: u64, cfg: &CmdConfig, shards: usize) -> Option<Frame> {
+/// command with Redis's OOM error only if nothing could be evicted. A long eviction cycle is
+/// reported to `latency`.
+#[allow(clippy::too_many_arguments)]
+fn admit(dbs: &mut [Db], log: &mut ShardLog, latency: &LatencyMonitor, spec: &Spec, args: &[Arg], now: u64, cfg: &CmdConfig, shards: usize) -> Option<Frame> {
     if cfg.maxmemory == 0 || !spec.has(abacus_commands::command::flags::DENYOOM) {
         return None;
     }
@@ -383,7 +385,7 @@ fn admit(dbs: &mut [Db], log: &mut ShardLog, spec: &Spec, args: &[Arg], now: u64
     }
     let mut to_free = (used - cfg.maxmemory) / shards.max(1) as u64 + 1;
     let mut evicted = 0;
-    let eviction_started = crate::latency::timer();
+    let eviction_started = latency.timer();
     let start = rand::random::<usize>();
     'evict: while evicted < MAX_EVICTIONS_PER_COMMAND {
         // Visit the databases from a random one so no database is always evicted first.
@@ -404,7 +406,7 @@ fn admit(dbs: &mut [Db], log: &mut ShardLog, spec: &Spec, args: &[Arg], now: u64
         }
         break;
     }
-    crate::latency::sample_since("eviction-cycle", eviction_started);
+    latency.sample_since("eviction-cycle", eviction_started);
     if evicted == 0 {
         return Some(Frame::error(ERR_OOM));
     }
@@ -444,6 +446,18 @@ fn copy_destination_db(spec: &Spec, args: &[Arg]) -> Option<usize> {
 impl Worker {
     pub fn shards(&self) -> usize {
         self.engine.senders.len()
+    }
+
+    /// Counts a connection-level command of this thread in INFO commandstats (its shard's
+    /// table: this thread's). Not called while a job holds the shard.
+    pub fn record(&self, name: &'static str, took: std::time::Duration, failed: bool) {
+        self.shard.borrow_mut().rec.record(name, took, failed);
+    }
+
+    /// Counts a command of this thread refused before execution (INFO commandstats
+    /// `rejected_calls`).
+    pub fn record_rejected(&self, name: &'static str) {
+        self.shard.borrow_mut().rec.commands.record_rejected(name);
     }
 
     /// The shard that owns every key of the call, or None if its keys span shards. Keyless
@@ -703,12 +717,12 @@ impl Worker {
                     if tracked {
                         crate::shard::set_writer(client);
                     }
-                    let named = crate::slowlog::set_client(client);
-                    let reply = with_no_touch(no_touch, || match admit(&mut s.dbs, &mut s.log, spec, &args, now, &cfg, shards_total) {
+                    let named = s.rec.set_client(client);
+                    let reply = with_no_touch(no_touch, || match admit(&mut s.dbs, &mut s.log, &s.rec.latency, spec, &args, now, &cfg, shards_total) {
                         Some(refused) => refused,
-                        None => exec_keyed(&mut s.dbs, &mut s.log, db, spec, &args, now, cfg),
+                        None => exec_keyed(&mut s.dbs, &mut s.log, &mut s.rec, db, spec, &args, now, cfg),
                     });
-                    crate::slowlog::set_client(named);
+                    s.rec.set_client(named);
                     if tracked {
                         crate::shard::set_writer(0);
                     }
@@ -783,13 +797,14 @@ impl Worker {
             }
         }
         let cfg = self.engine.config.cmd_config();
-        let named = crate::slowlog::set_client(call.client);
         // The operation's log commands, for the coordinator's record (see `aof.rs`).
         let mut log = ShardLog::new(self.engine.durability.clone());
-        let (reply, modified) = with_no_touch(untouching(call.spec, call.no_touch), || {
+        let (reply, modified, took) = with_no_touch(untouching(call.spec, call.no_touch), || {
             crate::blocking::serving(serving, || exec_checked_out(&mut scratch, &mut log, db, call.spec, &call.args, now, cfg))
         });
-        crate::slowlog::set_client(named);
+        // Counted on the coordinator's thread, as a command of its client.
+        self.shard.borrow_mut().rec.record(call.spec.name, took, reply.is_error());
+        self.engine.recorders.observe(call.spec, took, &call.args, None, call.client);
         match access {
             Access::Locked(l) => {
                 // Commands deferred on this thread's shard ran before the operation: they are
@@ -893,9 +908,9 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
     // wall time reached the lower threshold has its commands' durations worked out and
     // offered to both (no command of a faster group can have reached it). A group of one
     // command needs no counter: its duration is the group's.
-    let threshold = crate::slowlog::threshold_us();
+    let threshold = s.rec.threshold_us();
     let counting = threshold.is_some() && group.len() > 1;
-    let cycles_started = if counting { crate::slowlog::cycles() } else { 0 };
+    let cycles_started = if counting { s.rec.slowlog.cycles() } else { 0 };
     // CLIENT TRACKING's NOLOOP needs the writer (one connection's group): set only while
     // some client tracks.
     let writer = crate::shard::tracking_active().then(|| crate::shard::set_writer(group.first().map_or(0, |(_, c)| c.client)));
@@ -904,14 +919,14 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
     let out: Vec<(usize, Frame, &'static str, u64)> = group
         .iter()
         .map(|(i, c)| {
-            let reply = with_no_touch(untouching(c.spec, c.no_touch), || match admit(&mut s.dbs, &mut s.log, c.spec, &c.args, now, &cfg, shards) {
+            let reply = with_no_touch(untouching(c.spec, c.no_touch), || match admit(&mut s.dbs, &mut s.log, &s.rec.latency, c.spec, &c.args, now, &cfg, shards) {
                 Some(refused) => refused,
                 None => exec_keyed_untimed(&mut s.dbs, &mut s.log, db, c.spec, &c.args, now, cfg),
             });
             // Clients blocked on keys this command made ready are served before the next
             // command runs (`LPUSH k v; LPOP k` in one pipeline: the blocked client gets v).
             crate::blocking::serve_ready(s, cfg, shards);
-            let cycles = if counting { crate::slowlog::cycles() } else { 0 };
+            let cycles = if counting { s.rec.slowlog.cycles() } else { 0 };
             (*i, reply, c.spec.name, cycles)
         })
         .collect();
@@ -921,7 +936,7 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
     let wall = started.elapsed();
     if let Some(threshold) = threshold {
         if wall.as_micros() >= u128::from(threshold) {
-            observe_group(&group, &out, wall, cycles_started);
+            observe_group(&s.rec, &group, &out, wall, cycles_started);
         }
     }
     drop(group);
@@ -936,7 +951,7 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
         // (two equal names at different addresses would only split a run).
         if name.as_ptr() != run.0.as_ptr() || name.len() != run.0.len() {
             if run.1 > 0 {
-                stats::record_many(run.0, u64::from(run.1), each * run.1, run.2);
+                s.rec.record_many(run.0, u64::from(run.1), each * run.1, run.2);
             }
             run = (name, 0, 0);
         }
@@ -945,20 +960,20 @@ fn run_group(s: &mut Shard, db: usize, group: Vec<(usize, Call)>, cfg: CmdConfig
         replies.push((i, reply));
     }
     if run.1 > 0 {
-        stats::record_many(run.0, u64::from(run.1), each * run.1, run.2);
+        s.rec.record_many(run.0, u64::from(run.1), each * run.1, run.2);
     }
     replies
 }
 
-/// Offers each command of a group that took `wall` to the slow log and the latency monitor,
+/// Offers each command of a group that took `wall` to `rec`'s slow log and latency monitor,
 /// with its share of `wall` in proportion to the cycles it took (`slowlog::share`): the
 /// counter was read at `cycles_started` and after each command (`out`'s last field).
 #[cold]
-fn observe_group(group: &[(usize, Call)], out: &[(usize, Frame, &'static str, u64)], wall: std::time::Duration, cycles_started: u64) {
+fn observe_group(rec: &Recorders, group: &[(usize, Call)], out: &[(usize, Frame, &'static str, u64)], wall: std::time::Duration, cycles_started: u64) {
     let n = u32::try_from(group.len()).unwrap_or(u32::MAX);
     if group.len() == 1 {
         let c = &group[0].1;
-        crate::slowlog::observe_for(c.spec, wall, &c.args, None, c.client);
+        rec.observe(c.spec, wall, &c.args, None, c.client);
         return;
     }
     // Each command's cycles since the one before; a counter that went back (a thread moved
@@ -974,6 +989,6 @@ fn observe_group(group: &[(usize, Call)], out: &[(usize, Frame, &'static str, u6
         .collect();
     let total = taken.iter().fold(0u64, |a, &t| a.saturating_add(t));
     for ((_, c), &t) in group.iter().zip(&taken) {
-        crate::slowlog::observe_for(c.spec, crate::slowlog::share(wall, t, total, n), &c.args, None, c.client);
+        rec.observe(c.spec, crate::slowlog::share(wall, t, total, n), &c.args, None, c.client);
     }
 }

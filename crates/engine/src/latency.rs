@@ -16,12 +16,16 @@
 //! command is recorded at the run's mean duration, so the histogram's count is exact and
 //! its values are per-command means within one batch.
 //!
-//! The latency monitor. Code that may stall (a command over the threshold, a table growth
-//! step, a snapshot, a log write or fsync, an eviction or expiry cycle) calls
-//! [`sample`]`(event, ms)`; when `latency-monitor-threshold` is set and the time reaches it,
-//! the event keeps the sample in a ring of the last [`HISTORY_LEN`] (one per second: samples
-//! within one second keep their maximum), plus its all-time maximum. Samples are rare by
-//! construction (only stalls past a threshold of milliseconds), so one mutex is enough.
+//! The latency monitor ([`LatencyMonitor`], one per engine: `Recorders::latency`, built at
+//! start). Code that may stall (a command over the threshold, a table growth step, a
+//! snapshot, a log write or fsync, an eviction or expiry cycle) calls
+//! [`LatencyMonitor::sample`]`(event, ms)`; when `latency-monitor-threshold` is set and the
+//! time reaches it, the event keeps the sample in a ring of the last [`HISTORY_LEN`] (one
+//! per second: samples within one second keep their maximum), plus its all-time maximum.
+//! Samples are rare by construction (only stalls past a threshold of milliseconds), so one
+//! mutex is enough. The monitor keeps its settings (`latency-monitor-threshold`,
+//! `latency-tracking`) in atomics of its own, set from the configuration
+//! (`Recorders::configure`).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -151,32 +155,6 @@ impl Histogram {
     }
 }
 
-/// `latency-tracking`, mirrored from the configuration (read on every batch).
-pub static TRACKING: AtomicBool = AtomicBool::new(true);
-/// `latency-monitor-threshold` in milliseconds (0 = off).
-pub static MONITOR_THRESHOLD_MS: AtomicU64 = AtomicU64::new(0);
-
-/// Mirrors the latency and slow log parameters into this module's and `slowlog.rs`'s
-/// atomics (every configuration change calls it).
-pub fn refresh_config(c: &crate::config::Config) {
-    use crate::config::*;
-    TRACKING.store(c.flag(LATENCY_TRACKING), Ordering::Relaxed);
-    MONITOR_THRESHOLD_MS.store(c.num(LATENCY_MONITOR_THRESHOLD), Ordering::Relaxed);
-    crate::slowlog::THRESHOLD_US.store(c.num(SLOWLOG_LOG_SLOWER_THAN) as i64, Ordering::Relaxed);
-    crate::slowlog::MAX_LEN.store(c.num(SLOWLOG_MAX_LEN), Ordering::Relaxed);
-    crate::slowlog::trim();
-}
-
-#[inline]
-pub fn tracking() -> bool {
-    TRACKING.load(Ordering::Relaxed)
-}
-
-#[inline]
-pub fn monitor_threshold_ms() -> u64 {
-    MONITOR_THRESHOLD_MS.load(Ordering::Relaxed)
-}
-
 /// Parses `latency-tracking-info-percentiles` as Redis 7.0: the value split at every single
 /// space ("" = none), each part a number (strtold's: hexadecimal integers too) from 0 to 100,
 /// with Redis's two error texts.
@@ -246,81 +224,120 @@ pub struct Event {
     pub max_ms: u64,
 }
 
-static EVENTS: Mutex<BTreeMap<&'static str, Event>> = parking_lot::const_mutex(BTreeMap::new());
-
 fn unix_s() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
-/// Records that `event` took `ms` milliseconds, if the monitor is on and it reached the
-/// threshold (Redis's latencyAddSampleIfNeeded).
-#[inline]
-pub fn sample(event: &'static str, ms: u64) {
-    let threshold = monitor_threshold_ms();
-    if threshold > 0 && ms >= threshold {
-        add_sample(event, ms, unix_s());
+/// The latency monitor and the `latency-tracking` switch (see the file comment).
+pub struct LatencyMonitor {
+    /// `latency-tracking` (read on every batch).
+    tracking: AtomicBool,
+    /// `latency-monitor-threshold` in milliseconds (0 = off).
+    threshold_ms: AtomicU64,
+    events: Mutex<BTreeMap<&'static str, Event>>,
+}
+
+impl Default for LatencyMonitor {
+    /// Redis's defaults: tracking on, the monitor off.
+    fn default() -> LatencyMonitor {
+        LatencyMonitor { tracking: AtomicBool::new(true), threshold_ms: AtomicU64::new(0), events: Mutex::new(BTreeMap::new()) }
     }
 }
 
-/// [`sample`] of a duration.
-#[inline]
-pub fn sample_duration(event: &'static str, took: std::time::Duration) {
-    sample(event, took.as_secs().saturating_mul(1000).saturating_add(u64::from(took.subsec_millis())));
-}
-
-/// The start of a timed event when the monitor is on; `None` (no clock read) when it is off.
-#[inline]
-pub fn timer() -> Option<std::time::Instant> {
-    (monitor_threshold_ms() > 0).then(std::time::Instant::now)
-}
-
-/// Ends a [`timer`]: samples `event` if it ran long enough.
-#[inline]
-pub fn sample_since(event: &'static str, started: Option<std::time::Instant>) {
-    if let Some(t) = started {
-        sample_duration(event, t.elapsed());
+impl LatencyMonitor {
+    /// Sets `latency-tracking` and `latency-monitor-threshold`.
+    pub fn configure(&self, tracking: bool, threshold_ms: u64) {
+        self.tracking.store(tracking, Ordering::Relaxed);
+        self.threshold_ms.store(threshold_ms, Ordering::Relaxed);
     }
-}
 
-fn add_sample(event: &'static str, ms: u64, now_s: u64) {
-    let mut events = EVENTS.lock();
-    let e = events.entry(event).or_default();
-    e.max_ms = e.max_ms.max(ms);
-    if let Some(last) = e.samples.back_mut() {
-        if last.0 == now_s {
-            last.1 = last.1.max(ms);
-            return;
+    /// `latency-tracking`: commands' durations go into their histograms.
+    #[inline]
+    pub fn tracking(&self) -> bool {
+        self.tracking.load(Ordering::Relaxed)
+    }
+
+    /// `latency-monitor-threshold` (ms; 0 = off).
+    #[inline]
+    pub fn threshold_ms(&self) -> u64 {
+        self.threshold_ms.load(Ordering::Relaxed)
+    }
+
+    /// Records that `event` took `ms` milliseconds, if the monitor is on and it reached the
+    /// threshold (Redis's latencyAddSampleIfNeeded).
+    #[inline]
+    pub fn sample(&self, event: &'static str, ms: u64) {
+        let threshold = self.threshold_ms();
+        if threshold > 0 && ms >= threshold {
+            self.add_sample(event, ms, unix_s());
         }
     }
-    if e.samples.len() == HISTORY_LEN {
-        e.samples.pop_front();
-    }
-    e.samples.push_back((now_s, ms));
-}
 
-/// Every event with samples.
-pub fn events() -> BTreeMap<&'static str, Event> {
-    EVENTS.lock().iter().filter(|(_, e)| !e.samples.is_empty()).map(|(k, v)| (*k, v.clone())).collect()
-}
-
-/// LATENCY RESET: clears the named events (all when none); how many had samples.
-pub fn reset(names: &[&[u8]]) -> usize {
-    let mut events = EVENTS.lock();
-    if names.is_empty() {
-        let n = events.values().filter(|e| !e.samples.is_empty()).count();
-        events.clear();
-        return n;
+    /// [`LatencyMonitor::sample`] of a duration.
+    #[inline]
+    pub fn sample_duration(&self, event: &'static str, took: std::time::Duration) {
+        self.sample(event, took.as_secs().saturating_mul(1000).saturating_add(u64::from(took.subsec_millis())));
     }
-    let mut n = 0;
-    for name in names {
-        let key = events.keys().find(|k| k.as_bytes() == *name).copied();
-        if let Some(k) = key {
-            if events.remove(k).is_some_and(|e| !e.samples.is_empty()) {
-                n += 1;
+
+    /// The start of a timed event when the monitor is on; `None` (no clock read) when it is off.
+    #[inline]
+    pub fn timer(&self) -> Option<std::time::Instant> {
+        (self.threshold_ms() > 0).then(std::time::Instant::now)
+    }
+
+    /// Ends a [`LatencyMonitor::timer`]: samples `event` if it ran long enough.
+    #[inline]
+    pub fn sample_since(&self, event: &'static str, started: Option<std::time::Instant>) {
+        if let Some(t) = started {
+            self.sample_duration(event, t.elapsed());
+        }
+    }
+
+    fn add_sample(&self, event: &'static str, ms: u64, now_s: u64) {
+        let mut events = self.events.lock();
+        let e = events.entry(event).or_default();
+        e.max_ms = e.max_ms.max(ms);
+        if let Some(last) = e.samples.back_mut() {
+            if last.0 == now_s {
+                last.1 = last.1.max(ms);
+                return;
             }
         }
+        if e.samples.len() == HISTORY_LEN {
+            e.samples.pop_front();
+        }
+        e.samples.push_back((now_s, ms));
     }
-    n
+
+    /// Every event with samples.
+    pub fn events(&self) -> BTreeMap<&'static str, Event> {
+        self.events.lock().iter().filter(|(_, e)| !e.samples.is_empty()).map(|(k, v)| (*k, v.clone())).collect()
+    }
+
+    /// LATENCY RESET: clears the named events (all when none); how many had samples.
+    pub fn reset(&self, names: &[&[u8]]) -> usize {
+        let mut events = self.events.lock();
+        if names.is_empty() {
+            let n = events.values().filter(|e| !e.samples.is_empty()).count();
+            events.clear();
+            return n;
+        }
+        let mut n = 0;
+        for name in names {
+            let key = events.keys().find(|k| k.as_bytes() == *name).copied();
+            if let Some(k) = key {
+                if events.remove(k).is_some_and(|e| !e.samples.is_empty()) {
+                    n += 1;
+                }
+            }
+        }
+        n
+    }
+
+    /// LATENCY DOCTOR's report.
+    pub fn doctor(&self) -> String {
+        doctor(self.threshold_ms(), &self.events())
+    }
 }
 
 /// Events the server reports, with what each one times (LATENCY DOCTOR's advice).
@@ -335,11 +352,9 @@ pub const EVENT_ADVICE: &[(&str, &str)] = &[
     ("expire-cycle", "the active expiry cycle: many keys expire at once; spread their TTLs."),
 ];
 
-/// LATENCY DOCTOR's report.
-pub fn doctor() -> String {
+/// LATENCY DOCTOR's report on `events`, with the monitor's threshold `threshold` (ms).
+fn doctor(threshold: u64, events: &BTreeMap<&'static str, Event>) -> String {
     use std::fmt::Write;
-    let events = events();
-    let threshold = monitor_threshold_ms();
     let mut out = String::new();
     if threshold == 0 && events.is_empty() {
         out.push_str("I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Abacus instance. You may use \"CONFIG SET latency-monitor-threshold <milliseconds>.\" in order to enable it. If we weren't in a deep space mission I'd suggest to take a look at https://redis.io/topics/latency-monitor.\n");
@@ -467,18 +482,19 @@ mod tests {
 
     #[test]
     fn samples_in_one_second_keep_their_maximum_and_the_ring_is_bounded() {
-        add_sample("test-event", 5, 100);
-        add_sample("test-event", 9, 100);
-        add_sample("test-event", 7, 100);
-        let e = events()["test-event"].clone();
+        let m = LatencyMonitor::default();
+        m.add_sample("test-event", 5, 100);
+        m.add_sample("test-event", 9, 100);
+        m.add_sample("test-event", 7, 100);
+        let e = m.events()["test-event"].clone();
         assert_eq!(e.samples.iter().copied().collect::<Vec<_>>(), vec![(100, 9)]);
         for s in 0..(HISTORY_LEN as u64 + 10) {
-            add_sample("test-event", 1, 200 + s);
+            m.add_sample("test-event", 1, 200 + s);
         }
-        let e = events()["test-event"].clone();
+        let e = m.events()["test-event"].clone();
         assert_eq!(e.samples.len(), HISTORY_LEN);
         assert_eq!(e.max_ms, 9);
-        assert_eq!(reset(&[b"test-event"]), 1);
-        assert!(!events().contains_key("test-event"));
+        assert_eq!(m.reset(&[b"test-event"]), 1);
+        assert!(!m.events().contains_key("test-event"));
     }
 }

@@ -20,7 +20,9 @@
 //! - `durability.rs`, `aof.rs`, `snapshot.rs`, `recovery.rs`, `log_marks.rs`: the log (fed
 //!   by handlers' stated effects), snapshots without fork, loading at start; replication
 //!   consumes the effects stream through `durability::Feed`
-//! - `stats.rs`, `latency.rs`, `slowlog.rs`: counters, the latency monitor, the slow log
+//! - `recorders.rs` the engine's recorders, values built at start: INFO commandstats per
+//!   shard, error replies, loading progress, the slow log, the latency monitor (`stats.rs`,
+//!   `slowlog.rs`, `latency.rs` hold their types)
 //!
 //! What it is not: connections, the connection-level commands, ACL, MONITOR, client-side
 //! caching, replication and the command table (`abacus-server`); the data command families
@@ -44,6 +46,7 @@ pub mod memory;
 pub mod notify;
 pub mod order;
 pub mod pubsub;
+pub mod recorders;
 pub mod recovery;
 pub mod shard;
 pub mod slowlog;

@@ -22,6 +22,7 @@
 use std::fs::File;
 use std::path::Path;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Instant;
 
 use abacus_persist::log::{self as fmt, Problem};
@@ -34,7 +35,8 @@ use abacus_protocol::Arg;
 use crate::config::{CmdConfig, Config};
 use crate::exec::{command_keys, exec_keyed_untimed};
 use crate::shard::{shard_of, Shard};
-use crate::stats::LOADING;
+use crate::recorders::Recorders;
+use crate::stats::Loading;
 
 /// Entries whose table slots are prefetched together while loading a snapshot.
 const PREFETCH_RUN: usize = 16;
@@ -65,12 +67,14 @@ pub struct Replayer {
     pub replay: fn(Handler) -> Option<ReplayFn>,
 }
 
-/// Loads the data directory's snapshot and log into `threads` fresh shards.
-pub fn recover(config: &Config, dir: &Path, threads: usize, databases: usize, commands: Replayer) -> Result<Recovered, String> {
+/// Loads the data directory's snapshot and log into `threads` fresh shards, with the
+/// progress in `recorders.loading`.
+pub fn recover(config: &Config, dir: &Path, threads: usize, databases: usize, commands: Replayer, recorders: &Arc<Recorders>) -> Result<Recovered, String> {
+    let loading = &recorders.loading;
     // Durability of their own, whose effects stay off: what is replayed came from the log and
     // is not logged again (the server's log opens once loading is done).
     let unlogged = crate::durability::Durability::new();
-    let mut shards: Vec<Shard> = (0..threads).map(|i| Shard::new(i, databases, unlogged.clone())).collect();
+    let mut shards: Vec<Shard> = (0..threads).map(|i| Shard::new(i, databases, unlogged.clone(), recorders.clone())).collect();
     // Loaded keys get the access field of the policy in force (see `Db::insert_loaded`).
     let tracking = config.cmd_config().tracking();
     shards.iter_mut().flat_map(|s| s.dbs.iter_mut()).for_each(|d| d.set_tracking(tracking));
@@ -80,7 +84,7 @@ pub fn recover(config: &Config, dir: &Path, threads: usize, databases: usize, co
     let started = Instant::now();
     let log_bytes: u64 = manifest.logs.iter().map(|l| std::fs::metadata(dir.join(l)).map_or(0, |m| m.len())).sum();
     let snap_bytes = manifest.snapshot.as_ref().map_or(0, |s| std::fs::metadata(dir.join(s)).map_or(0, |m| m.len()));
-    LOADING.start(snap_bytes + log_bytes);
+    loading.start(snap_bytes + log_bytes);
     tracing::info!(
         "Loading the data set from {}: {}{} log segment(s) ({:.1} MB)",
         dir.display(),
@@ -88,21 +92,21 @@ pub fn recover(config: &Config, dir: &Path, threads: usize, databases: usize, co
         manifest.logs.len(),
         log_bytes as f64 / 1e6
     );
-    let _progress = Progress::start();
+    let _progress = Progress::start(recorders.clone());
     let result = (|| {
         let mut keys_loaded = 0;
         if let Some(snap) = &manifest.snapshot {
-            keys_loaded = load_snapshot(&dir.join(snap), &mut shards, databases)?;
+            keys_loaded = load_snapshot(&dir.join(snap), &mut shards, databases, loading)?;
             tracing::info!("snapshot {snap} loaded: {keys_loaded} keys in {:.2}s", started.elapsed().as_secs_f64());
-            tracing::info!("{}", LOADING.progress_line());
+            tracing::info!("{}", loading.progress_line());
         }
-        LOADING.loaded.store(snap_bytes, Ordering::Relaxed);
+        loading.loaded.store(snap_bytes, Ordering::Relaxed);
         let mut commands_replayed = 0;
         let cfg = config.cmd_config();
         let mut position = Positions { snapshot: manifest.snapshot.clone(), at: None, broken: false };
         for (i, name) in manifest.logs.iter().enumerate() {
             let last = i + 1 == manifest.logs.len();
-            commands_replayed += replay_log(config, &dir.join(name), last, &mut shards, databases, cfg, snap_bytes, &mut position, commands)?;
+            commands_replayed += replay_log(config, &dir.join(name), last, &mut shards, databases, cfg, snap_bytes, &mut position, commands, loading)?;
         }
         let position = position.at;
         Ok::<_, String>((keys_loaded, commands_replayed, position))
@@ -118,7 +122,7 @@ pub fn recover(config: &Config, dir: &Path, threads: usize, databases: usize, co
 }
 
 /// Loads a snapshot into the shards; returns the number of keys.
-fn load_snapshot(path: &Path, shards: &mut [Shard], databases: usize) -> Result<u64, String> {
+fn load_snapshot(path: &Path, shards: &mut [Shard], databases: usize, loading: &Loading) -> Result<u64, String> {
     let idx = snapshot::index(path)?;
     let now = crate::shard::now_ms();
     let n = shards.len();
@@ -174,8 +178,8 @@ fn load_snapshot(path: &Path, shards: &mut [Shard], databases: usize) -> Result<
                             if let Some(e) = bad {
                                 return Err(e);
                             }
-                            LOADING.keys.fetch_add(block_keys, Ordering::Relaxed);
-                            LOADING.loaded.fetch_add(b.compressed_len as u64, Ordering::Relaxed);
+                            loading.keys.fetch_add(block_keys, Ordering::Relaxed);
+                            loading.loaded.fetch_add(b.compressed_len as u64, Ordering::Relaxed);
                         }
                         Ok(keys)
                     })
@@ -203,8 +207,8 @@ fn load_snapshot(path: &Path, shards: &mut [Shard], databases: usize) -> Result<
         if let Some(e) = bad {
             return Err(e);
         }
-        LOADING.keys.fetch_add(block_keys, Ordering::Relaxed);
-        LOADING.loaded.fetch_add(b.compressed_len as u64, Ordering::Relaxed);
+        loading.keys.fetch_add(block_keys, Ordering::Relaxed);
+        loading.loaded.fetch_add(b.compressed_len as u64, Ordering::Relaxed);
     }
     Ok(total)
 }
@@ -254,6 +258,7 @@ fn replay_log(
     base: u64,
     position: &mut Positions,
     commands: Replayer,
+    loading: &Loading,
 ) -> Result<u64, String> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
@@ -308,8 +313,8 @@ fn replay_log(
             in_record += 1;
         }
         n += in_record;
-        LOADING.commands.fetch_add(in_record, Ordering::Relaxed);
-        LOADING.loaded.store(base + r.range.end as u64, Ordering::Relaxed);
+        loading.commands.fetch_add(in_record, Ordering::Relaxed);
+        loading.loaded.store(base + r.range.end as u64, Ordering::Relaxed);
     }
     Ok(n)
 }
@@ -326,14 +331,14 @@ struct Progress {
 }
 
 impl Progress {
-    fn start() -> Progress {
+    fn start(recorders: Arc<Recorders>) -> Progress {
         let (tx, rx) = std::sync::mpsc::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("abacus-loading".into())
             .spawn(move || {
                 // Disconnected (the sender dropped) ends the loop; a timeout is a tick.
                 while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(PROGRESS_EVERY) {
-                    tracing::info!("{}", LOADING.progress_line());
+                    tracing::info!("{}", recorders.loading.progress_line());
                 }
             })
             .ok();

@@ -218,10 +218,13 @@ pub struct Shard {
     /// This shard's log commands not yet written and writes not yet counted, with the
     /// server's log and snapshots (see `aof.rs`, `durability.rs`).
     pub log: crate::aof::ShardLog,
+    /// This shard's thread's INFO commandstats and the engine's shared recorders (see
+    /// `recorders.rs`).
+    pub rec: crate::recorders::ShardRecorders,
 }
 
 impl Shard {
-    pub fn new(id: usize, databases: usize, durability: std::sync::Arc<crate::durability::Durability>) -> Shard {
+    pub fn new(id: usize, databases: usize, durability: std::sync::Arc<crate::durability::Durability>, recorders: std::sync::Arc<crate::recorders::Recorders>) -> Shard {
         Shard {
             id,
             dbs: (0..databases).map(|_| Db::new()).collect(),
@@ -229,6 +232,7 @@ impl Shard {
             snapshot: None,
             blocked: Default::default(),
             log: crate::aof::ShardLog::new(durability),
+            rec: crate::recorders::ShardRecorders::new(recorders),
         }
     }
 
@@ -250,7 +254,7 @@ impl Shard {
                 }
             }
         }
-        crate::latency::sample_duration("expire-cycle", start.elapsed());
+        self.rec.latency.sample_duration("expire-cycle", start.elapsed());
         crate::notify::publish_journals(&mut self.dbs, notify_flags);
     }
 }
@@ -341,7 +345,7 @@ pub async fn shard_loop(shard: Rc<RefCell<Shard>>, mut rx: mpsc::Receiver<ShardM
                     s.id
                 };
                 if let Some(slot) = server.stats.ops_per_sec.get(id) {
-                    slot.store(meter.sample(), std::sync::atomic::Ordering::Relaxed);
+                    slot.store(meter.sample(shard.borrow().rec.commands.calls_total()), std::sync::atomic::Ordering::Relaxed);
                 }
                 if id == 0 {
                     crate::memory::allocated_bytes();

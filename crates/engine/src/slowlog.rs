@@ -3,31 +3,35 @@
 //! `slowlog-max-len` of them.
 //!
 //! Commands run on every worker thread; slow ones are rare by definition, so the log is one
-//! list behind a mutex, and the only per-command cost is comparing a duration the caller
-//! measured anyway with a threshold mirrored into an atomic ([`THRESHOLD_US`]). An entry
-//! keeps what Redis keeps, truncated as Redis truncates it so that a huge command cannot
-//! make the log huge: at most [`ARGC_MAX`] arguments (the last one replaced by
-//! "... (N more arguments)") and [`STRING_MAX`] bytes of each ("... (N more bytes)").
+//! list behind a mutex in the engine's [`SlowLog`] (`Recorders::slowlog`, built at start),
+//! and the only per-command cost is comparing a duration the caller measured anyway with a
+//! threshold kept in an atomic beside the list (set from the configuration,
+//! `Recorders::configure`). An entry keeps what Redis keeps, truncated as Redis truncates it
+//! so that a huge command cannot make the log huge: at most [`ARGC_MAX`] arguments (the last
+//! one replaced by "... (N more arguments)") and [`STRING_MAX`] bytes of each ("... (N more
+//! bytes)").
 //!
 //! Client address and name: a connection-level command knows its client. A keyed command
 //! runs on its shard's thread, which serves several connections' batches at once; its `Call`
-//! carries the client's id (set in a thread-local, [`set_client`], where no `Call` reaches
-//! the timing), and only when the command is slow is the id looked up in the server's
-//! client registry ([`set_server`]) for the address and name, as Redis records them.
+//! carries the client's id (kept in the shard's recorders, `ShardRecorders::client`, where no
+//! `Call` reaches the timing), and only when the command is slow is the id looked up in the
+//! server's client registry ([`SlowLog::set_client_lookup`]) for the address and name, as
+//! Redis records them.
 //!
 //! Pipelined commands: a shard runs a connection's pipeline as one group (`exec::run_group`)
 //! and reads the system clock twice for the whole group, which INFO commandstats shares
 //! among its commands. The slow log and the latency monitor need each command's own
 //! duration, but only of commands that reach their threshold, and a command can only be
-//! that slow if its group was. So each command reads the cycle counter ([`cycles`]: the
+//! that slow if its group was. So each command reads the cycle counter ([`SlowLog::cycles`]: the
 //! TSC through `quanta`, a few instructions where `Instant::now()` is a vDSO call and a
 //! conversion, which measured 3-5% of a pipelined GET's instructions), and only a group whose
-//! wall time reached [`threshold_us`] turns its commands' cycles into durations: each its
+//! wall time reached `Recorders::threshold_us` turns its commands' cycles into durations: each its
 //! share of the group's wall time in proportion to its cycles ([`share`]), so the durations
 //! add up to the group's time as the system clock measured it and none exceeds it.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 use abacus_protocol::{Arg, Bytes, Frame};
 use parking_lot::Mutex;
@@ -35,11 +39,6 @@ use parking_lot::Mutex;
 /// Redis's SLOWLOG_ENTRY_MAX_ARGC and SLOWLOG_ENTRY_MAX_STRING.
 pub const ARGC_MAX: usize = 32;
 pub const STRING_MAX: usize = 128;
-
-/// `slowlog-log-slower-than` (µs; negative = off) and `slowlog-max-len`, mirrored from the
-/// configuration.
-pub static THRESHOLD_US: AtomicI64 = AtomicI64::new(10_000);
-pub static MAX_LEN: AtomicU64 = AtomicU64::new(128);
 
 pub struct Entry {
     pub id: u64,
@@ -55,114 +54,167 @@ struct Log {
     next_id: u64,
 }
 
-static LOG: Mutex<Log> = parking_lot::const_mutex(Log { entries: VecDeque::new(), next_id: 0 });
-
-/// Whether the slow log is on (commands must then be timed one by one).
-#[inline]
-pub fn enabled() -> bool {
-    THRESHOLD_US.load(Ordering::Relaxed) >= 0
-}
-
-/// Whether a command that took `us` microseconds goes into the log.
-#[inline]
-pub fn is_slow(us: u64) -> bool {
-    let t = THRESHOLD_US.load(Ordering::Relaxed);
-    t >= 0 && us >= t as u64
-}
-
 /// An entry's client: its address and name (CLIENT LIST's `addr` and `name`).
 pub type ClientLabel = (String, String);
 
 /// Names a client by id, from the connections' registry: installed by the server at start,
-/// so that the slow log sits below the connections. (The log itself is process-wide, and so
-/// is this: one per process.)
-type ClientLookup = Box<dyn Fn(u64) -> Option<ClientLabel> + Send + Sync>;
-static CLIENTS: Mutex<Option<ClientLookup>> = parking_lot::const_mutex(None);
+/// so that the slow log sits below the connections.
+pub type ClientLookup = Box<dyn Fn(u64) -> Option<ClientLabel> + Send + Sync>;
 
-/// Installs how the entries of keyed commands name their clients (see [`ClientLookup`]).
-pub fn set_client_lookup(lookup: ClientLookup) {
-    *CLIENTS.lock() = Some(lookup);
-    calibrate();
+/// The slow log (see the file comment): one per engine.
+pub struct SlowLog {
+    /// `slowlog-log-slower-than` (µs; negative = off) and `slowlog-max-len`, from the
+    /// configuration (`Recorders::configure`).
+    threshold_us: AtomicI64,
+    max_len: AtomicU64,
+    log: Mutex<Log>,
+    clients: OnceLock<ClientLookup>,
+    /// The cycle counter of the per-command reads in a group: calibrated when the engine is
+    /// built (its calibration takes milliseconds, which no command pays), falling back to
+    /// the monotonic clock where there is no usable TSC (quanta checks for an invariant one).
+    clock: quanta::Clock,
 }
 
-thread_local! {
-    /// The client whose keyed command this thread runs (0 = unknown), for the entries of
-    /// commands timed where only the arguments reach (`exec::exec_keyed`).
-    static CLIENT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-}
-
-/// Sets the client whose keyed commands this thread runs next; returns the previous one.
-#[inline]
-pub fn set_client(id: u64) -> u64 {
-    CLIENT.with(|c| c.replace(id))
-}
-
-/// Logs a command that took `took`, if it is slow; `client` when known, else the client of
-/// [`set_client`].
-#[inline]
-pub fn check(took: std::time::Duration, args: &[Arg], client: Option<&dyn Fn() -> ClientLabel>) {
-    check_for(took, args, client, CLIENT.with(|c| c.get()));
-}
-
-/// [`check`] for a command of the client with id `client_id` (0 = unknown) when `client`
-/// is not at hand.
-#[inline]
-pub fn check_for(took: std::time::Duration, args: &[Arg], client: Option<&dyn Fn() -> ClientLabel>, client_id: u64) {
-    let us = took.as_secs().saturating_mul(1_000_000).saturating_add(u64::from(took.subsec_micros()));
-    if is_slow(us) {
-        let (addr, name) = match client {
-            Some(c) => c(),
-            None => lookup(client_id),
-        };
-        push(us, args, addr, name);
+impl Default for SlowLog {
+    /// Redis's defaults: 10 ms, 128 entries.
+    fn default() -> SlowLog {
+        SlowLog {
+            threshold_us: AtomicI64::new(10_000),
+            max_len: AtomicU64::new(128),
+            log: Mutex::new(Log { entries: VecDeque::new(), next_id: 0 }),
+            clients: OnceLock::new(),
+            clock: quanta::Clock::new(),
+        }
     }
 }
 
-#[cold]
-fn lookup(client_id: u64) -> ClientLabel {
-    let found = if client_id == 0 { None } else { CLIENTS.lock().as_ref().and_then(|f| f(client_id)) };
-    found.unwrap_or_default()
+impl SlowLog {
+    /// Sets `slowlog-log-slower-than` and `slowlog-max-len`; a lowered length trims the log
+    /// at once, as Redis's CONFIG SET does.
+    pub fn configure(&self, threshold_us: i64, max_len: u64) {
+        self.threshold_us.store(threshold_us, Ordering::Relaxed);
+        self.max_len.store(max_len, Ordering::Relaxed);
+        self.trim();
+    }
+
+    /// `slowlog-log-slower-than` (µs; negative = off).
+    #[inline]
+    pub fn threshold_us_setting(&self) -> i64 {
+        self.threshold_us.load(Ordering::Relaxed)
+    }
+
+    /// Whether the slow log is on (commands must then be timed one by one).
+    #[inline]
+    pub fn enabled(&self) -> bool {
+        self.threshold_us_setting() >= 0
+    }
+
+    /// Whether a command that took `us` microseconds goes into the log.
+    #[inline]
+    pub fn is_slow(&self, us: u64) -> bool {
+        let t = self.threshold_us_setting();
+        t >= 0 && us >= t as u64
+    }
+
+    /// Installs how the entries of keyed commands name their clients (see [`ClientLookup`]);
+    /// once (the server's start).
+    pub fn set_client_lookup(&self, lookup: ClientLookup) {
+        let _ = self.clients.set(lookup);
+    }
+
+    /// Logs a command that took `took`, if it is slow; `client` when known, else the client
+    /// with id `client_id` (0 = unknown), looked up only then.
+    #[inline]
+    pub fn check(&self, took: std::time::Duration, args: &[Arg], client: Option<&dyn Fn() -> ClientLabel>, client_id: u64) {
+        let us = took.as_secs().saturating_mul(1_000_000).saturating_add(u64::from(took.subsec_micros()));
+        if self.is_slow(us) {
+            let (addr, name) = match client {
+                Some(c) => c(),
+                None => self.lookup(client_id),
+            };
+            self.push(us, args, addr, name);
+        }
+    }
+
+    #[cold]
+    fn lookup(&self, client_id: u64) -> ClientLabel {
+        let found = if client_id == 0 { None } else { self.clients.get().and_then(|f| f(client_id)) };
+        found.unwrap_or_default()
+    }
+
+    /// The cycle counter now (units unknown: only ratios of differences are used, [`share`]).
+    #[inline]
+    pub fn cycles(&self) -> u64 {
+        self.clock.raw()
+    }
+
+    fn push(&self, duration_us: u64, args: &[Arg], addr: String, name: String) {
+        let argv = truncated_argv(args);
+        let unix_s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        let max = self.max_len.load(Ordering::Relaxed) as usize;
+        let mut log = self.log.lock();
+        let id = log.next_id;
+        log.next_id += 1;
+        log.entries.push_front(Entry { id, unix_s, duration_us, argv, addr, name });
+        while log.entries.len() > max {
+            log.entries.pop_back();
+        }
+    }
+
+    /// SLOWLOG GET: the newest `count` entries, newest first.
+    pub fn get(&self, count: usize) -> Frame {
+        let log = self.log.lock();
+        Frame::Array(
+            log.entries
+                .iter()
+                .take(count)
+                .map(|e| {
+                    Frame::Array(vec![
+                        Frame::Integer(e.id as i64),
+                        Frame::Integer(e.unix_s as i64),
+                        Frame::Integer(e.duration_us.min(i64::MAX as u64) as i64),
+                        Frame::Array(e.argv.iter().map(|a| Frame::Bulk(a.clone())).collect()),
+                        Frame::Bulk(Bytes::from(e.addr.clone())),
+                        Frame::Bulk(Bytes::from(e.name.clone())),
+                    ])
+                })
+                .collect(),
+        )
+    }
+
+    pub fn len(&self) -> usize {
+        self.log.lock().entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// SLOWLOG RESET (ids go on from where they were, as Redis's).
+    pub fn reset(&self) {
+        self.log.lock().entries.clear();
+    }
+
+    /// Drops the oldest entries past `slowlog-max-len`.
+    fn trim(&self) {
+        let max = self.max_len.load(Ordering::Relaxed) as usize;
+        let mut log = self.log.lock();
+        while log.entries.len() > max {
+            log.entries.pop_back();
+        }
+    }
 }
 
-/// Whether commands must be timed one by one: the slow log or the latency monitor is on.
+/// The lower threshold, in microseconds, of `slowlog-log-slower-than` (µs; negative: off)
+/// and `latency-monitor-threshold` (ms; 0: off); `None` when both are off.
 #[inline]
-pub fn timing_each() -> bool {
-    enabled() || crate::latency::monitor_threshold_ms() > 0
-}
-
-/// The shortest duration, in microseconds, that the slow log or the latency monitor records
-/// (a command must take at least this long to be seen by either); `None` when both are off.
-#[inline]
-pub fn threshold_us() -> Option<u64> {
-    lower_threshold_us(THRESHOLD_US.load(Ordering::Relaxed), crate::latency::monitor_threshold_ms())
-}
-
-/// [`threshold_us`] of `slowlog-log-slower-than` (µs) and `latency-monitor-threshold` (ms).
-#[inline]
-fn lower_threshold_us(slow_us: i64, monitor_ms: u64) -> Option<u64> {
+pub fn lower_threshold_us(slow_us: i64, monitor_ms: u64) -> Option<u64> {
     let slow = u64::try_from(slow_us).ok();
     let monitor = (monitor_ms > 0).then(|| monitor_ms.saturating_mul(1000));
     match (slow, monitor) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     }
-}
-
-/// The cycle counter of the per-command reads in a group: calibrated once, at its first use
-/// (`calibrate` at start-up), falling back to the monotonic clock where there is no usable
-/// TSC (quanta checks for an invariant one).
-static CLOCK: std::sync::LazyLock<quanta::Clock> = std::sync::LazyLock::new(quanta::Clock::new);
-
-/// The cycle counter now (units unknown: only ratios of differences are used, [`share`]).
-#[inline]
-pub fn cycles() -> u64 {
-    CLOCK.raw()
-}
-
-/// Sets the cycle counter up (its calibration takes milliseconds): called at start-up
-/// ([`set_server`]) so that no command pays for it.
-pub fn calibrate() {
-    std::sync::LazyLock::force(&CLOCK);
 }
 
 /// One command's share of its group's wall time `wall`: `cycles` of the group's
@@ -187,23 +239,6 @@ pub fn share(wall: std::time::Duration, cycles: u64, cycles_total: u64, n: u32) 
     std::time::Duration::new(u64::try_from(ns / 1_000_000_000).unwrap_or(u64::MAX), (ns % 1_000_000_000) as u32)
 }
 
-/// What follows every timed command: the slow log and the latency monitor's `command` /
-/// `fast-command` events (Redis's `call()`).
-#[inline]
-pub fn observe(spec: &abacus_commands::command::Spec, took: std::time::Duration, args: &[Arg], client: Option<&dyn Fn() -> ClientLabel>) {
-    observe_for(spec, took, args, client, CLIENT.with(|c| c.get()));
-}
-
-/// [`observe`] for a command of the client with id `client_id` (a shard's group).
-#[inline]
-pub fn observe_for(spec: &abacus_commands::command::Spec, took: std::time::Duration, args: &[Arg], client: Option<&dyn Fn() -> ClientLabel>, client_id: u64) {
-    check_for(took, args, client, client_id);
-    if crate::latency::monitor_threshold_ms() > 0 {
-        let event = if spec.has(abacus_commands::command::flags::FAST) { "fast-command" } else { "command" };
-        crate::latency::sample_duration(event, took);
-    }
-}
-
 /// The arguments as an entry keeps them (Redis's slowlogCreateEntry).
 pub fn truncated_argv(args: &[Arg]) -> Vec<Bytes> {
     let argc = args.len().min(ARGC_MAX);
@@ -220,58 +255,6 @@ pub fn truncated_argv(args: &[Arg]) -> Vec<Bytes> {
         }
     }
     out
-}
-
-fn push(duration_us: u64, args: &[Arg], addr: String, name: String) {
-    let argv = truncated_argv(args);
-    let unix_s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    let max = MAX_LEN.load(Ordering::Relaxed) as usize;
-    let mut log = LOG.lock();
-    let id = log.next_id;
-    log.next_id += 1;
-    log.entries.push_front(Entry { id, unix_s, duration_us, argv, addr, name });
-    while log.entries.len() > max {
-        log.entries.pop_back();
-    }
-}
-
-/// SLOWLOG GET: the newest `count` entries, newest first.
-pub fn get(count: usize) -> Frame {
-    let log = LOG.lock();
-    Frame::Array(
-        log.entries
-            .iter()
-            .take(count)
-            .map(|e| {
-                Frame::Array(vec![
-                    Frame::Integer(e.id as i64),
-                    Frame::Integer(e.unix_s as i64),
-                    Frame::Integer(e.duration_us.min(i64::MAX as u64) as i64),
-                    Frame::Array(e.argv.iter().map(|a| Frame::Bulk(a.clone())).collect()),
-                    Frame::Bulk(Bytes::from(e.addr.clone())),
-                    Frame::Bulk(Bytes::from(e.name.clone())),
-                ])
-            })
-            .collect(),
-    )
-}
-
-pub fn len() -> usize {
-    LOG.lock().entries.len()
-}
-
-/// SLOWLOG RESET (ids go on from where they were, as Redis's).
-pub fn reset() {
-    LOG.lock().entries.clear();
-}
-
-/// A lowered `slowlog-max-len` trims the log at once, as Redis's CONFIG SET does.
-pub fn trim() {
-    let max = MAX_LEN.load(Ordering::Relaxed) as usize;
-    let mut log = LOG.lock();
-    while log.entries.len() > max {
-        log.entries.pop_back();
-    }
 }
 
 #[cfg(test)]

@@ -113,9 +113,9 @@ impl Shard {
         }
         for db in &mut self.dbs {
             if db.snapshot_active() {
-                let started = crate::latency::timer();
+                let started = self.rec.latency.timer();
                 db.snapshot_step(budget);
-                crate::latency::sample_since("snapshot-step", started);
+                self.rec.latency.sample_since("snapshot-step", started);
                 return;
             }
         }
@@ -385,7 +385,7 @@ pub async fn driver(worker: std::rc::Rc<Worker>) {
             }
         }
         let Some(snaps) = durability.snapshots() else { continue };
-        if crate::stats::LOADING.active.load(Ordering::Acquire) || snaps.in_progress.load(Ordering::Acquire) {
+        if worker.engine.recorders.loading.active() || snaps.in_progress.load(Ordering::Acquire) {
             continue;
         }
         let cfg = &worker.engine.config;
@@ -455,9 +455,8 @@ pub fn final_save_blocking(durability: &Durability) -> bool {
 }
 
 /// INFO's persistence section, with Redis's field names.
-pub fn info_persistence(durability: &Durability) -> String {
+pub fn info_persistence(durability: &Durability, load: &crate::stats::Loading) -> String {
     use std::fmt::Write;
-    let load = &crate::stats::LOADING;
     let loading = load.active.load(Ordering::Acquire);
     let mut out = String::from("# Persistence\r\n");
     let _ = write!(out, "loading:{}\r\nasync_loading:0\r\n", loading as u8);

@@ -1,11 +1,13 @@
-//! Per-thread command statistics (INFO commandstats) and server-wide counters (INFO stats).
+//! Command statistics (INFO commandstats), error replies (INFO errorstats), server-wide
+//! counters (INFO stats) and the loading progress, as values: none of them is a static.
 //!
-//! Command counters are thread-local: every worker thread counts the commands it executes
+//! Command counters are per shard, that is per worker thread ([`CommandStats`], a field of
+//! the shard's `recorders::ShardRecorders`): every thread counts the commands it executes
 //! without sharing a cache line with the other threads, and INFO sums the threads' tables by
-//! sending a job to each shard (one shard per thread). Server-wide counters that change once
-//! per connection, not per command, are plain atomics.
+//! sending a job to each shard (one shard per thread). Counters that change once per
+//! connection or per error reply, not per command, are atomics (or one lock) in values the
+//! engine holds (`Engine::stats`, `Recorders::errors`, `Recorders::loading`).
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -25,9 +27,10 @@ pub struct CmdStat {
 struct Table {
     rows: Vec<(&'static str, CmdStat)>,
     index: HashMap<&'static str, usize, foldhash::fast::FixedState>,
-    /// (name pointer, row) of the last name looked up; names are the command table's
-    /// `&'static str`s, so one command always comes with the same pointer.
-    last: Option<(*const u8, usize)>,
+    /// (name address, row) of the last name looked up; names are the command table's
+    /// `&'static str`s, so one command always comes with the same address. (An address,
+    /// not a pointer: the shard holding this table travels between threads at start.)
+    last: Option<(usize, usize)>,
     /// Each row's latency histogram (`latency.rs`), made the first time it is recorded.
     hists: Vec<Option<crate::latency::Histogram>>,
 }
@@ -38,16 +41,17 @@ impl Table {
         &mut self.rows[i].1
     }
 
+    #[inline]
     fn index_of(&mut self, name: &'static str) -> usize {
         let i = match self.last {
-            Some((p, i)) if p == name.as_ptr() && self.rows[i].0.len() == name.len() => i,
+            Some((p, i)) if p == name.as_ptr() as usize && self.rows[i].0.len() == name.len() => i,
             _ => {
                 let rows = &mut self.rows;
                 let i = *self.index.entry(name).or_insert_with(|| {
                     rows.push((name, CmdStat::default()));
                     rows.len() - 1
                 });
-                self.last = Some((name.as_ptr(), i));
+                self.last = Some((name.as_ptr() as usize, i));
                 i
             }
         };
@@ -55,15 +59,13 @@ impl Table {
     }
 }
 
-thread_local! {
-    static COMMANDS: RefCell<Table> = RefCell::new(Table::default());
+/// One shard's (one worker thread's) INFO commandstats and latency histograms: written only
+/// by its thread, read through a job sent to the shard.
+#[derive(Default)]
+pub struct CommandStats {
+    table: Table,
     /// Commands executed by this thread since it started (never reset), for ops/sec.
-    static CALLS_TOTAL: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-}
-
-/// Commands this thread has executed since it started.
-pub fn calls_total() -> u64 {
-    CALLS_TOTAL.with(|c| c.get())
+    calls_total: u64,
 }
 
 /// Instantaneous ops/sec of one thread, Redis-style: the mean of the last 16 samples taken
@@ -77,14 +79,14 @@ pub struct OpsMeter {
 
 impl Default for OpsMeter {
     fn default() -> Self {
-        OpsMeter { samples: [0.0; 16], next: 0, last_calls: calls_total(), last_at: std::time::Instant::now() }
+        OpsMeter { samples: [0.0; 16], next: 0, last_calls: 0, last_at: std::time::Instant::now() }
     }
 }
 
 impl OpsMeter {
-    /// Takes a sample; returns the current mean rate.
-    pub fn sample(&mut self) -> u64 {
-        let calls = calls_total();
+    /// Takes a sample of a thread that has run `calls` commands so far
+    /// ([`CommandStats::calls_total`]); returns the current mean rate.
+    pub fn sample(&mut self, calls: u64) -> u64 {
         let secs = self.last_at.elapsed().as_secs_f64();
         if secs > 0.0 {
             self.samples[self.next % 16] = (calls - self.last_calls) as f64 / secs;
@@ -96,25 +98,32 @@ impl OpsMeter {
     }
 }
 
-/// Counts one execution of `name`.
-pub fn record(name: &'static str, took: Duration, failed: bool) {
-    record_many(name, 1, took, u64::from(failed));
-}
+impl CommandStats {
+    /// Commands this thread has executed since it started.
+    pub fn calls_total(&self) -> u64 {
+        self.calls_total
+    }
 
-/// [`record`] for `calls` executions of one command that took `took` together, `failed` of
-/// them with an error: a pipelined group repeats one command, and one table row lookup per
-/// run costs less than one per command.
-pub fn record_many(name: &'static str, calls: u64, took: Duration, failed: u64) {
-    CALLS_TOTAL.with(|c| c.set(c.get() + calls));
-    COMMANDS.with(|c| {
-        let mut c = c.borrow_mut();
+    /// Counts one execution of `name`.
+    pub fn record(&mut self, name: &'static str, took: Duration, failed: bool, tracking: bool) {
+        self.record_many(name, 1, took, u64::from(failed), tracking);
+    }
+
+    /// [`CommandStats::record`] for `calls` executions of one command that took `took`
+    /// together, `failed` of them with an error: a pipelined group repeats one command, and
+    /// one table row lookup per run costs less than one per command. `tracking`:
+    /// `latency-tracking` is on (the calls go into the command's histogram too).
+    #[inline]
+    pub fn record_many(&mut self, name: &'static str, calls: u64, took: Duration, failed: u64, tracking: bool) {
+        self.calls_total += calls;
+        let c = &mut self.table;
         let i = c.index_of(name);
         let s = &mut c.rows[i].1;
         s.calls += calls;
         s.usec += took.as_micros() as u64;
         s.failed_calls += failed;
         // INFO latencystats: every call at the mean of its run (one bucket add per run).
-        if crate::latency::tracking() && calls > 0 {
+        if tracking && calls > 0 {
             if c.hists.len() <= i {
                 c.hists.resize_with(i + 1, || None);
             }
@@ -122,30 +131,29 @@ pub fn record_many(name: &'static str, calls: u64, took: Duration, failed: u64) 
             let each_ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX) / calls;
             c.hists[i].get_or_insert_with(Default::default).record(each_ns, calls);
         }
-    });
-}
+    }
 
-/// This thread's latency histograms, by command.
-pub fn histograms() -> Vec<(&'static str, crate::latency::Histogram)> {
-    COMMANDS.with(|c| {
-        let c = c.borrow();
+    /// This thread's latency histograms, by command.
+    pub fn histograms(&self) -> Vec<(&'static str, crate::latency::Histogram)> {
+        let c = &self.table;
         c.hists.iter().enumerate().filter_map(|(i, h)| h.as_ref().map(|h| (c.rows[i].0, h.clone()))).collect()
-    })
-}
+    }
 
-/// Counts a command refused before execution (arity, auth, unknown subcommand...).
-pub fn record_rejected(name: &'static str) {
-    COMMANDS.with(|c| c.borrow_mut().row(name).rejected_calls += 1);
-}
+    /// Counts a command refused before execution (arity, auth, unknown subcommand...).
+    pub fn record_rejected(&mut self, name: &'static str) {
+        self.table.row(name).rejected_calls += 1;
+    }
 
-/// This thread's table.
-pub fn snapshot() -> HashMap<&'static str, CmdStat> {
-    COMMANDS.with(|c| c.borrow().rows.iter().map(|(k, v)| (*k, *v)).collect())
-}
+    /// This thread's table.
+    pub fn snapshot(&self) -> HashMap<&'static str, CmdStat> {
+        self.table.rows.iter().map(|(k, v)| (*k, *v)).collect()
+    }
 
-/// Clears this thread's table and latency histograms (CONFIG RESETSTAT).
-pub fn reset() {
-    COMMANDS.with(|c| *c.borrow_mut() = Table::default());
+    /// Clears this thread's table and latency histograms (CONFIG RESETSTAT); the total for
+    /// ops/sec goes on.
+    pub fn reset(&mut self) {
+        self.table = Table::default();
+    }
 }
 
 /// Most distinct error codes INFO errorstats lists (Redis's ERROR_STATS_NUMBER): a client
@@ -155,12 +163,11 @@ pub const ERROR_CODES_MAX: usize = 128;
 /// Error replies by code (INFO errorstats) and in all (INFO stats `total_error_replies`), as
 /// Redis's `afterErrorReply` counts them: every error reply a client gets, queued commands'
 /// inside EXEC included. Errors are rare next to commands: one lock is enough.
+#[derive(Default)]
 pub struct ErrorStats {
     codes: parking_lot::Mutex<std::collections::BTreeMap<Box<[u8]>, u64>>,
     total: AtomicU64,
 }
-
-pub static ERRORS: ErrorStats = ErrorStats { codes: parking_lot::const_mutex(std::collections::BTreeMap::new()), total: AtomicU64::new(0) };
 
 impl ErrorStats {
     /// Counts one error reply: its code is the text up to the first space within the first
@@ -200,16 +207,17 @@ impl ErrorStats {
         self.codes.lock().clear();
         self.total.store(0, Ordering::Relaxed);
     }
-}
 
-/// Counts the error replies in `frame` (the frame itself, not inside arrays: EXEC counts its
-/// queued commands' errors as they run).
-#[inline]
-pub fn count_error_reply(frame: &abacus_protocol::Frame) {
-    if let abacus_protocol::Frame::Error(text) = frame {
-        ERRORS.count(text);
+    /// Counts the error reply `frame`, if it is one (the frame itself, not inside arrays:
+    /// EXEC counts its queued commands' errors as they run).
+    #[inline]
+    pub fn count_reply(&self, frame: &abacus_protocol::Frame) {
+        if let abacus_protocol::Frame::Error(text) = frame {
+            self.count(text);
+        }
     }
 }
+
 
 /// Server-wide counters.
 pub struct ServerStats {
@@ -256,6 +264,7 @@ impl ServerStats {
 }
 
 /// Progress of loading the data at start (INFO persistence `loading*` fields).
+#[derive(Default)]
 pub struct Loading {
     pub active: AtomicBool,
     /// Bytes to load (snapshot and log files) and bytes loaded so far.
@@ -267,16 +276,13 @@ pub struct Loading {
     pub commands: AtomicU64,
 }
 
-pub static LOADING: Loading = Loading {
-    active: AtomicBool::new(false),
-    total: AtomicU64::new(0),
-    loaded: AtomicU64::new(0),
-    start_ms: AtomicU64::new(0),
-    keys: AtomicU64::new(0),
-    commands: AtomicU64::new(0),
-};
-
 impl Loading {
+    /// Whether the data is loading (clients get -LOADING).
+    #[inline]
+    pub fn active(&self) -> bool {
+        self.active.load(Ordering::Acquire)
+    }
+
     pub fn start(&self, total: u64) {
         self.total.store(total, Ordering::Relaxed);
         self.loaded.store(0, Ordering::Relaxed);

@@ -112,7 +112,7 @@ async fn header_by(deadline: tokio::time::Instant, stream: &mut tokio::net::TcpS
 /// batch: Err with the refusal.
 async fn admit_batch(worker: &Node) -> Result<(), String> {
     let server = &worker.server;
-    if abacus_engine::stats::LOADING.active.load(std::sync::atomic::Ordering::Relaxed) {
+    if server.recorders.loading.active() {
         return Err("LOADING Abacus is loading the dataset in memory".into());
     }
     if let Some(Frame::Error(e)) = crate::replication::refuse(&server.config, true, false, false) {

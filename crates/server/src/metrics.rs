@@ -153,7 +153,7 @@ const COUNTERS: &[&str] = &[
 pub async fn render(worker: &Node) -> Option<String> {
     let sections = vec!["everything".to_string(), "summarizer".to_string()];
     let info = crate::cmd::server::info_text(worker, Access::Free, sections).await?;
-    let hists = worker.run_all(Access::Free, |_| abacus_engine::stats::histograms()).await?;
+    let hists = worker.run_all(Access::Free, |s| s.rec.commands.histograms()).await?;
     let hists = crate::cmd::latency::merge(hists);
     let mut out = String::with_capacity(16 * 1024);
     info_to_metrics(&info, &mut out);
@@ -175,10 +175,10 @@ pub async fn render(worker: &Node) -> Option<String> {
     }
     let _ = writeln!(out, "# HELP abacus_slowlog_length Entries in the slow log.");
     let _ = writeln!(out, "# TYPE abacus_slowlog_length gauge");
-    let _ = writeln!(out, "abacus_slowlog_length {}", abacus_engine::slowlog::len());
+    let _ = writeln!(out, "abacus_slowlog_length {}", worker.server.recorders.slowlog.len());
     let _ = writeln!(out, "# HELP abacus_latency_spike_milliseconds Latest latency monitor sample per event (latency-monitor-threshold).");
     let _ = writeln!(out, "# TYPE abacus_latency_spike_milliseconds gauge");
-    for (event, e) in abacus_engine::latency::events() {
+    for (event, e) in worker.server.recorders.latency.events() {
         if let Some(last) = e.samples.back() {
             let _ = writeln!(out, "abacus_latency_spike_milliseconds{{event=\"{event}\"}} {}", last.1);
         }

@@ -104,8 +104,10 @@ pub fn run(config: Config) -> Result<(), String> {
     // Before any database exists: the key tables are created with their density.
     abacus_keyspace::set_dense_key_tables(config.get(abacus_engine::param!("keyspace-density")) == "dense");
     let dir_path = std::path::PathBuf::from(&dir);
-    // Clients may connect while the data loads: they get -LOADING (INFO shows the progress).
-    abacus_engine::stats::LOADING.start(0);
+    // The recorders first: clients may connect while the data loads, and they get -LOADING
+    // (INFO shows the progress).
+    let recorders = abacus_engine::recorders::Recorders::new(&config);
+    recorders.loading.start(0);
     let mut senders = Vec::with_capacity(threads);
     let mut receivers = Vec::with_capacity(threads);
     let mut conn_queues = Vec::with_capacity(threads);
@@ -125,6 +127,7 @@ pub fn run(config: Config) -> Result<(), String> {
         databases,
         order: abacus_engine::order::Order::new(threads),
         durability: abacus_engine::durability::Durability::new(),
+        recorders,
     });
     let server: Arc<Server> = Arc::new(Server {
         engine,
@@ -141,7 +144,7 @@ pub fn run(config: Config) -> Result<(), String> {
         summarizer,
     });
     let registry = Arc::downgrade(&server);
-    abacus_engine::slowlog::set_client_lookup(Box::new(move |id| registry.upgrade()?.clients.get(id).map(|c| c.slowlog_label())));
+    server.recorders.slowlog.set_client_lookup(Box::new(move |id| registry.upgrade()?.clients.get(id).map(|c| c.slowlog_label())));
     // Replication consumes the effects stream beside the log (`durability::Feed`).
     server.durability.set_feed(Arc::new(crate::replication::Feed));
 
@@ -164,7 +167,7 @@ pub fn run(config: Config) -> Result<(), String> {
                 };
                 let local = tokio::task::LocalSet::new();
                 local.block_on(&rt, async move {
-                    let shard = Rc::new(RefCell::new(Shard::new(id, databases, server.durability.clone())));
+                    let shard = Rc::new(RefCell::new(Shard::new(id, databases, server.durability.clone(), server.recorders.clone())));
                     tokio::task::spawn_local(shard_loop(shard.clone(), rx, server.engine.clone()));
                     let hops = abacus_engine::hop::Hops::new(server.engine.clone(), id, shard.clone());
                     let engine_worker = Rc::new(Worker { engine: server.engine.clone(), shard_id: id, shard, hops });
@@ -294,7 +297,7 @@ pub fn banner(config: &Config, addrs: &[String], threads: usize, dir: &str) -> S
 /// the workers' empty shards (no write reaches a worker while loading: they are refused).
 fn load_data(server: &Arc<Server>, dir_path: &std::path::Path, threads: usize, databases: usize) -> Result<(), String> {
     let config = &server.config;
-    let recovered = abacus_engine::recovery::recover(config, dir_path, threads, databases, crate::conn::handler::replayer())?;
+    let recovered = abacus_engine::recovery::recover(config, dir_path, threads, databases, crate::conn::handler::replayer(), &server.recorders)?;
     let mut manifest = recovered.manifest;
     let (ack_tx, ack_rx) = std::sync::mpsc::channel();
     for (id, shard) in recovered.shards.into_iter().enumerate() {
@@ -322,14 +325,14 @@ fn load_data(server: &Arc<Server>, dir_path: &std::path::Path, threads: usize, d
                 name
             }
         };
-        server.durability.start_log(dir_path, &segment, abacus_engine::aof::Fsync::from_name(&config.get(abacus_engine::param!("appendfsync"))))?;
+        server.durability.start_log(dir_path, &segment, abacus_engine::aof::Fsync::from_name(&config.get(abacus_engine::param!("appendfsync"))), server.recorders.clone())?;
     }
     server.durability.init_snapshots(dir_path.to_path_buf(), manifest);
     crate::replication::configure(config);
     if let Some(p) = &recovered.position {
         crate::replication::restore(p, &server.durability);
     }
-    abacus_engine::stats::LOADING.finish();
+    server.recorders.loading.finish();
     Ok(())
 }
 

@@ -1,8 +1,9 @@
 //! SLOWLOG and LATENCY, with Redis 7.0's replies and errors.
 //!
-//! The data lives elsewhere: the slow log in `slowlog.rs`, the latency monitor's events and
-//! the histogram type in `latency.rs`, the per-thread histograms next to INFO commandstats
-//! in `stats.rs`. This file only parses the subcommands and shapes the replies. LATENCY
+//! The data lives elsewhere: in the engine's recorders (`Recorders::slowlog`,
+//! `Recorders::latency`, reached through the connection's server; their types in
+//! `slowlog.rs` and `latency.rs`), and the per-thread histograms next to INFO commandstats
+//! in each shard's recorders (`stats.rs`). This file only parses the subcommands and shapes the replies. LATENCY
 //! HISTOGRAM sends one job to every shard to collect its thread's histograms and merges them,
 //! as INFO commandstats does.
 
@@ -15,8 +16,8 @@ use crate::command::flags::*;
 use crate::command::Spec;
 use crate::conn::Conn;
 use abacus_engine::exec::Access;
-use abacus_engine::latency::{self, Histogram};
-use abacus_engine::slowlog;
+use abacus_engine::latency::{self, Histogram, LatencyMonitor};
+use abacus_engine::slowlog::SlowLog;
 
 const S: &str = "server";
 const NONE: (i32, i32, i32) = (0, 0, 0);
@@ -29,17 +30,17 @@ pub const COMMANDS: &[Spec] = &[
 ];
 
 const SLOWLOG: &[Spec] = &[
-    Spec::conn("slowlog|get", -2, ADMIN | LOADING | STALE, NONE, conn_fn!(|_, _, call| slowlog_get(&call.args)), S, "Returns the slow log's entries.")
+    Spec::conn("slowlog|get", -2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, call| slowlog_get(slowlog(conn), &call.args)), S, "Returns the slow log's entries.")
         .docs("2.2.12", "O(N) where N is the number of entries returned")
         .history(&[("4.0.0", "Added client IP address, port and name to the reply.")])
         .tips("request_policy:all_nodes nondeterministic_output")
         .args("
             count type=integer flags=optional
         "),
-    Spec::conn("slowlog|len", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|_, _, _| Frame::Integer(slowlog::len() as i64)), S, "Returns the number of entries in the slow log.")
+    Spec::conn("slowlog|len", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, _| Frame::Integer(slowlog(conn).len() as i64)), S, "Returns the number of entries in the slow log.")
         .docs("2.2.12", "O(1)")
         .tips("request_policy:all_nodes response_policy:agg_sum nondeterministic_output"),
-    Spec::conn("slowlog|reset", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|_, _, _| { slowlog::reset(); Frame::ok() }), S, "Clears all entries from the slow log.")
+    Spec::conn("slowlog|reset", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, _| { slowlog(conn).reset(); Frame::ok() }), S, "Clears all entries from the slow log.")
         .docs("2.2.12", "O(N) where N is the number of entries in the slowlog")
         .tips("request_policy:all_nodes response_policy:all_succeeded"),
     Spec::conn("slowlog|help", 2, LOADING | STALE, NONE, conn_fn!(|_, _, _| help(SLOWLOG_HELP)), S, "Show helpful text about the different subcommands")
@@ -47,29 +48,29 @@ const SLOWLOG: &[Spec] = &[
 ];
 
 const LATENCY: &[Spec] = &[
-    Spec::conn("latency|latest", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|_, _, _| latest()), S, "Returns the latest latency samples for all events.")
+    Spec::conn("latency|latest", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, _| latest(monitor(conn))), S, "Returns the latest latency samples for all events.")
         .docs("2.8.13", "O(1)")
         .tips("nondeterministic_output request_policy:all_nodes response_policy:special")
         .noscript(),
-    Spec::conn("latency|history", 3, ADMIN | LOADING | STALE, NONE, conn_fn!(|_, _, call| history(&call.args[2])), S, "Returns timestamp-latency samples for an event.")
+    Spec::conn("latency|history", 3, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, call| history(monitor(conn), &call.args[2])), S, "Returns timestamp-latency samples for an event.")
         .docs("2.8.13", "O(1)")
         .tips("nondeterministic_output request_policy:all_nodes response_policy:special")
         .noscript()
         .args("
             event type=string
         "),
-    Spec::conn("latency|reset", -2, ADMIN | LOADING | STALE, NONE, conn_fn!(|_, _, call| reset(&call.args)), S, "Resets the latency data for one or more events.")
+    Spec::conn("latency|reset", -2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, call| reset(monitor(conn), &call.args)), S, "Resets the latency data for one or more events.")
         .docs("2.8.13", "O(1)")
         .tips("request_policy:all_nodes response_policy:all_succeeded")
         .noscript()
         .args("
             event type=string flags=optional,multiple
         "),
-    Spec::conn("latency|doctor", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|_, _, _| verbatim(latency::doctor())), S, "Returns a human-readable latency analysis report.")
+    Spec::conn("latency|doctor", 2, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, _| verbatim(monitor(conn).doctor())), S, "Returns a human-readable latency analysis report.")
         .docs("2.8.13", "O(1)")
         .tips("nondeterministic_output request_policy:all_nodes response_policy:special")
         .noscript(),
-    Spec::conn("latency|graph", 3, ADMIN | LOADING | STALE, NONE, conn_fn!(|_, _, call| graph(&call.args[2])), S, "Returns a latency graph for an event.")
+    Spec::conn("latency|graph", 3, ADMIN | LOADING | STALE, NONE, conn_fn!(|conn, _, call| graph(monitor(conn), &call.args[2])), S, "Returns a latency graph for an event.")
         .docs("2.8.13", "O(1)")
         .tips("nondeterministic_output request_policy:all_nodes response_policy:special")
         .noscript()
@@ -126,12 +127,21 @@ fn help(lines: &[&'static str]) -> Frame {
     Frame::Array(lines.iter().map(|l| Frame::Simple(Bytes::from_static(l.as_bytes()))).collect())
 }
 
+/// The engine's slow log and latency monitor.
+fn slowlog(conn: &Conn) -> &SlowLog {
+    &conn.worker.server.recorders.slowlog
+}
+
+fn monitor(conn: &Conn) -> &LatencyMonitor {
+    &conn.worker.server.recorders.latency
+}
+
 fn verbatim(text: String) -> Frame {
     Frame::Verbatim { format: *b"txt", text: Bytes::from(text) }
 }
 
 /// SLOWLOG GET [count]: 10 by default, -1 for all.
-fn slowlog_get(a: &[Arg]) -> Frame {
+fn slowlog_get(slowlog: &SlowLog, a: &[Arg]) -> Frame {
     const ERR_COUNT: &str = "ERR count should be greater than or equal to -1";
     let count = match a.get(2) {
         None => 10,
@@ -144,13 +154,13 @@ fn slowlog_get(a: &[Arg]) -> Frame {
     if a.len() > 3 {
         return err("ERR unknown subcommand or wrong number of arguments for 'GET'. Try SLOWLOG HELP.");
     }
-    slowlog::get(count)
+    slowlog.get(count)
 }
 
 /// LATENCY LATEST: per event, [name, time of the latest sample, its latency, the maximum].
-fn latest() -> Frame {
+fn latest(monitor: &LatencyMonitor) -> Frame {
     Frame::Array(
-        latency::events()
+        monitor.events()
             .into_iter()
             .filter_map(|(name, e)| {
                 let last = e.samples.back()?;
@@ -166,21 +176,21 @@ fn latest() -> Frame {
 }
 
 /// LATENCY HISTORY event: [time, latency] per sample, oldest first; empty for an unknown event.
-fn history(event: &[u8]) -> Frame {
-    let events = latency::events();
+fn history(monitor: &LatencyMonitor, event: &[u8]) -> Frame {
+    let events = monitor.events();
     let Some((_, e)) = events.iter().find(|(n, _)| n.as_bytes() == event) else {
         return Frame::Array(Vec::new());
     };
     Frame::Array(e.samples.iter().map(|(t, ms)| Frame::Array(vec![Frame::Integer(*t as i64), Frame::Integer((*ms).min(i64::MAX as u64) as i64)])).collect())
 }
 
-fn reset(a: &[Arg]) -> Frame {
+fn reset(monitor: &LatencyMonitor, a: &[Arg]) -> Frame {
     let names: Vec<&[u8]> = a[2..].iter().map(|x| &x[..]).collect();
-    Frame::Integer(latency::reset(&names) as i64)
+    Frame::Integer(monitor.reset(&names) as i64)
 }
 
-fn graph(event: &[u8]) -> Frame {
-    let events = latency::events();
+fn graph(monitor: &LatencyMonitor, event: &[u8]) -> Frame {
+    let events = monitor.events();
     match events.iter().find(|(n, _)| n.as_bytes() == event) {
         Some((name, e)) => verbatim(latency::graph(name, e)),
         None => err_quoting("ERR No samples available for event '", event, "'"),
@@ -190,7 +200,7 @@ fn graph(event: &[u8]) -> Frame {
 /// LATENCY HISTOGRAM [command ...]: per command (all that ran when none is named), its calls
 /// and the cumulative distribution of its latencies in powers of two of microseconds.
 async fn histogram(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
-    let Some(per_shard) = conn.worker.run_all(access, |_| abacus_engine::stats::histograms()).await else {
+    let Some(per_shard) = conn.worker.run_all(access, |s| s.rec.commands.histograms()).await else {
         return Frame::error("ERR server is shutting down");
     };
     let merged = merge(per_shard);

@@ -140,7 +140,7 @@ pub async fn shutdown(conn: &mut Conn, a: &[Arg]) -> Frame {
     }
     let cfg = &conn.worker.server.config;
     // Nothing to save while the data is still loading: the files on disk are the data.
-    let loading = abacus_engine::stats::LOADING.active.load(std::sync::atomic::Ordering::Acquire);
+    let loading = conn.worker.server.recorders.loading.active();
     let scheduled = !cfg.get(abacus_engine::param!("save")).trim().is_empty() && !cfg.get_bool(abacus_engine::param!("appendonly")) && !loading;
     if (save && !loading) || (scheduled && !nosave) {
         let result = match abacus_engine::snapshot::start(&conn.worker, Access::Free, "SHUTDOWN").await {

@@ -18,7 +18,7 @@ use crate::conn::Conn;
 use abacus_engine::exec::{shutting_down, Access, Locks};
 use abacus_engine::memory;
 use crate::node::{ABACUS_VERSION, REDIS_VERSION};
-use abacus_engine::stats::{self, CmdStat};
+use abacus_engine::stats::CmdStat;
 
 const G: &str = "server";
 const NONE: (i32, i32, i32) = (0, 0, 0);
@@ -265,6 +265,8 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: ConfigSub, a: &[Ar
                 a[2..].chunks(2).map(|p| (String::from_utf8_lossy(&p[0]).into_owned(), String::from_utf8_lossy(&p[1]).into_owned())).collect();
             match cfg.set_many(&pairs) {
                 Ok(()) => {
+                    // The recorders keep their settings (slow log, latency monitor) apart.
+                    conn.worker.server.recorders.configure(cfg);
                     if let Some(aof) = conn.worker.server.durability.log() {
                         aof.set_mode(abacus_engine::aof::Fsync::from_name(&cfg.get(abacus_engine::param!("appendfsync"))));
                     }
@@ -280,10 +282,10 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: ConfigSub, a: &[Ar
         }
         ConfigSub::ResetStat => {
             conn.worker.server.stats.reset();
-            stats::ERRORS.reset();
+            conn.worker.server.recorders.errors.reset();
             abacus_engine::pubsub::OBUF_LIMIT_DISCONNECTIONS.store(0, Ordering::Relaxed);
             let reset = |s: &mut abacus_engine::shard::Shard| {
-                stats::reset();
+                s.rec.commands.reset();
                 for d in &mut s.dbs {
                     d.hits_total = 0;
                     d.misses_total = 0;
@@ -393,7 +395,7 @@ async fn populate(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         Ok(n) if n >= 0 => Ok(n as u64),
         _ => Err(err("ERR value is out of range, must be positive")),
     };
-    if abacus_engine::stats::LOADING.active.load(std::sync::atomic::Ordering::Acquire) {
+    if conn.worker.server.recorders.loading.active() {
         return err("LOADING Abacus is loading the dataset in memory");
     }
     let count = match positive(&a[2]) {
@@ -557,8 +559,8 @@ pub async fn info_text(worker: &crate::node::Node, access: Access<'_>, mut secti
             hits: s.dbs.iter().map(|d| d.hits_total).sum(),
             misses: s.dbs.iter().map(|d| d.misses_total).sum(),
             evicted: s.dbs.iter().map(|d| d.evicted_keys_total).sum(),
-            commands: stats::snapshot(),
-            histograms: if want_latency { stats::histograms() } else { Vec::new() },
+            commands: s.rec.commands.snapshot(),
+            histograms: if want_latency { s.rec.commands.histograms() } else { Vec::new() },
         })
         .await?;
     let server = &worker.server;
@@ -622,7 +624,7 @@ pub async fn info_text(worker: &crate::node::Node, access: Access<'_>, mut secti
         );
     }
     if want("persistence") {
-        out.push_str(&abacus_engine::snapshot::info_persistence(&server.durability));
+        out.push_str(&abacus_engine::snapshot::info_persistence(&server.durability, &server.recorders.loading));
     }
     if want("stats") {
         let st = &server.stats;
@@ -647,7 +649,7 @@ pub async fn info_text(worker: &crate::node::Node, access: Access<'_>, mut secti
             tracking.1,
             tracking.2,
             tracking.3,
-            stats::ERRORS.total(),
+            server.recorders.errors.total(),
             abacus_engine::pubsub::OBUF_LIMIT_DISCONNECTIONS.load(Ordering::Relaxed),
             st.migrated_connections.load(Ordering::Relaxed),
             st.direct_replies.load(Ordering::Relaxed),
@@ -679,7 +681,7 @@ pub async fn info_text(worker: &crate::node::Node, access: Access<'_>, mut secti
         out.push_str(&abacus_engine::latency::info_section(&merged, &percentiles));
     }
     if want("errorstats") {
-        out.push_str(&stats::ERRORS.info());
+        out.push_str(&server.recorders.errors.info());
     }
     if want("cluster") {
         // Until the cluster protocol exists; clients and tools probe this field.

@@ -376,9 +376,9 @@ pub async fn ingest_on(worker: &crate::node::Node, db: usize, access: Access<'_>
             .spawn_job(Access::Locked(locks), shard, move |s| {
                 let now = now_ms();
                 let mut failed = (0u64, None);
-                let mut log = apply_parts(&mut s.dbs, &mut s.log, db, &rules, &groups, &keys, &work.parts, now, cfg, n, &mut failed);
+                let mut log = apply_parts(&mut s.dbs, &mut s.log, &mut s.rec, db, &rules, &groups, &keys, &work.parts, now, cfg, n, &mut failed);
                 for c in &work.calls {
-                    if let Frame::Error(e) = abacus_engine::exec::run_lone(&mut s.dbs, &mut s.log, db, c.spec, &c.args, now, cfg, n) {
+                    if let Frame::Error(e) = abacus_engine::exec::run_lone(&mut s.dbs, &mut s.log, &mut s.rec, db, c.spec, &c.args, now, cfg, n) {
                         failed.0 += 1;
                         failed.1.get_or_insert(e);
                     }
@@ -389,7 +389,7 @@ pub async fn ingest_on(worker: &crate::node::Node, db: usize, access: Access<'_>
                             let mut args = w.head;
                             args.push(Bytes::from(id.to_bytes()));
                             args.extend(w.tail);
-                            abacus_engine::exec::run_lone(&mut s.dbs, &mut s.log, db, xadd, &Args::from_vec(args), now, cfg, n)
+                            abacus_engine::exec::run_lone(&mut s.dbs, &mut s.log, &mut s.rec, db, xadd, &Args::from_vec(args), now, cfg, n)
                         }
                         Err(e) => e,
                     };
@@ -592,7 +592,7 @@ impl Scratch {
 /// or error as before; so does a ttl's PEXPIREAT. Returns the direct writes' log commands
 /// (a log payload; the keyed path's are in the shard's pending buffer, after them).
 #[allow(clippy::too_many_arguments)]
-fn apply_parts(dbs: &mut [Db], log: &mut ShardLog, db: usize, rules: &Rules, groups: &[(String, KeyChange)], keys: &str, parts: &[PartWork], now: u64, cfg: abacus_engine::config::CmdConfig, shards: usize, failed: &mut (u64, Option<Bytes>)) -> Vec<u8> {
+fn apply_parts(dbs: &mut [Db], log: &mut ShardLog, rec: &mut abacus_engine::recorders::ShardRecorders, db: usize, rules: &Rules, groups: &[(String, KeyChange)], keys: &str, parts: &[PartWork], now: u64, cfg: abacus_engine::config::CmdConfig, shards: usize, failed: &mut (u64, Option<Bytes>)) -> Vec<u8> {
     let direct = cfg.maxmemory == 0 && cfg.notify == 0;
     if direct {
         // As `exec::run_handler`: lookups maintain the metadata the eviction policy needs.
@@ -667,7 +667,7 @@ fn apply_parts(dbs: &mut [Db], log: &mut ShardLog, db: usize, rules: &Rules, gro
                             })
                             .collect(),
                     );
-                    abacus_engine::exec::run_lone(dbs, log, db, spec, &args, now, cfg, shards)
+                    abacus_engine::exec::run_lone(dbs, log, rec, db, spec, &args, now, cfg, shards)
                 }
                 None => err("ERR internal error: the summarizer generated an unknown command"),
             };

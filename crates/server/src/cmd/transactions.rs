@@ -157,7 +157,7 @@ async fn exec_queued(conn: &mut Conn, multi: crate::conn::Multi) -> Frame {
         // the locks are released.
         save |= scheduled && !reply.is_error();
         // Inside the EXEC array the connection does not see it as an error: count it here.
-        abacus_engine::stats::count_error_reply(&reply);
+        conn.worker.server.recorders.errors.count_reply(&reply);
         replies.push(reply);
     }
     drop(locks);
@@ -242,7 +242,7 @@ async fn exec_on_one_shard(conn: &mut Conn, shard: usize, calls: Vec<abacus_engi
     match done {
         Some(Some(replies)) => {
             // Inside the EXEC array the connection does not see them as errors: count here.
-            replies.iter().for_each(abacus_engine::stats::count_error_reply);
+            replies.iter().for_each(|r| conn.worker.server.recorders.errors.count_reply(r));
             Frame::Array(replies)
         }
         Some(None) => Frame::NullArray,

@@ -71,7 +71,7 @@ impl Conn {
         let spec = match self.resolve(root, &args) {
             Ok(spec) => spec,
             Err(e) => {
-                stats::record_rejected(root.name);
+                self.worker.record_rejected(root.name);
                 if root.has(flags::RUNS_QUEUED) {
                     // Redis reports a malformed EXEC as the end of the transaction (and of
                     // the WATCHes, as a DISCARD).
@@ -88,19 +88,19 @@ impl Conn {
                 return Step::Reply(e);
             }
         };
-        if !spec.has(flags::LOADING) && abacus_engine::stats::LOADING.active.load(Ordering::Relaxed) {
+        if !spec.has(flags::LOADING) && self.worker.server.recorders.loading.active() {
             self.fail_multi();
             return Step::Reply(Frame::error("LOADING Abacus is loading the dataset in memory"));
         }
         if !self.client.authenticated && !spec.has(flags::NO_AUTH) && self.worker.server.acl.auth_required() {
-            stats::record_rejected(spec.name);
+            self.worker.record_rejected(spec.name);
             self.fail_multi();
             return Step::Reply(Frame::error("NOAUTH Authentication required."));
         }
         if !self.client.user.is_open() {
             // A restricted ACL user (the only cost for the others is the load above).
             if let Err(denied) = self.client.user.check(spec, &args) {
-                stats::record_rejected(spec.name);
+                self.worker.record_rejected(spec.name);
                 let context = if self.multi.is_some() { "multi" } else { "toplevel" };
                 self.acl_log(denied.reason(), context, denied.object(spec, &args));
                 self.fail_multi();
@@ -112,19 +112,19 @@ impl Conn {
             // and PING too, so that health checks see it; a refused queued command aborts
             // the transaction like any other.
             if let Some(refused) = abacus_engine::snapshot::refusing_writes(&self.worker.server.durability, &self.worker.server.config) {
-                stats::record_rejected(spec.name);
+                self.worker.record_rejected(spec.name);
                 self.fail_multi();
                 return Step::Reply(Frame::error(refused));
             }
         }
         if let Some(refused) = crate::replication::refuse(&self.worker.server.config, spec.is_write(), spec.has(flags::STALE), self.is_master) {
-            stats::record_rejected(spec.name);
+            self.worker.record_rejected(spec.name);
             self.fail_multi();
             return Step::Reply(refused);
         }
         if self.client.proto == Protocol::Resp2 && self.pubsub.is_some() && !spec.has(flags::ALLOWED_SUBSCRIBED) {
             // RESP2 subscribed mode: the connection carries messages; only these may run.
-            stats::record_rejected(spec.name);
+            self.worker.record_rejected(spec.name);
             self.fail_multi();
             return Step::Reply(Frame::error(format!(
                 "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
@@ -134,7 +134,7 @@ impl Conn {
         if let Some(multi) = &mut self.multi {
             if spec.has(flags::NO_MULTI) {
                 // SAVE, SHUTDOWN: refused, and the transaction aborts at EXEC (Redis 7.0).
-                stats::record_rejected(spec.name);
+                self.worker.record_rejected(spec.name);
                 self.fail_multi();
                 return Step::Reply(Frame::error("ERR Command not allowed inside a transaction"));
             }

@@ -142,7 +142,7 @@ impl Conn {
                     Some(rewritten) => Args::from_vec(rewritten),
                     None => args,
                 };
-                let reply = exec::run_lone(&mut s.dbs, &mut s.log, db, spec, &args, now, cfg, total);
+                let reply = exec::run_lone(&mut s.dbs, &mut s.log, &mut s.rec, db, spec, &args, now, cfg, total);
                 // What the try wrote (a consumer XREADGROUP created) is logged either way.
                 s.log.flush_pending();
                 if !blocking::is_null(&reply) {

@@ -40,7 +40,7 @@ use abacus_engine::direct::{Completion, Joint, Leftover, Sink};
 use abacus_engine::exec::{Access, Call};
 use crate::node::Node;
 use abacus_engine::shard::now_ms;
-use abacus_engine::stats::{self, ServerStats};
+use abacus_engine::stats::ServerStats;
 
 pub use admit::{error_arity, error_unknown_command};
 pub use migrate::{resume, Moved};
@@ -425,7 +425,7 @@ impl Conn {
                 if let Some(err) = fatal {
                     // Not a command's reply, so CLIENT REPLY SKIP does not count it; after
                     // CLIENT REPLY OFF Redis sends nothing, and only closes.
-                    stats::count_error_reply(&err);
+                    server.recorders.errors.count_reply(&err);
                     if self.client.reply_mode != ReplyMode::Off {
                         encode(&err, self.client.proto, &mut self.out);
                     }
@@ -758,7 +758,7 @@ impl Conn {
     /// confirmations) go out whatever CLIENT REPLY says, as Redis's do.
     pub fn emit(&mut self, frame: Frame) {
         // Counted whether or not CLIENT REPLY lets it out, as Redis counts it.
-        stats::count_error_reply(&frame);
+        self.worker.server.recorders.errors.count_reply(&frame);
         let push = || match &frame {
             Frame::Push(_) => true,
             Frame::Seq(v) => v.iter().all(|f| matches!(f, Frame::Push(_))),
@@ -834,13 +834,14 @@ impl Conn {
                     None => container(),
                 };
                 let took = started.elapsed();
-                stats::record(name, took, reply.is_error());
+                self.worker.record(name, took, reply.is_error());
                 // Not logged here: blocking commands (their wait is not their run time),
                 // EXEC (its commands are logged one by one) and AUTH/HELLO (a password in
                 // the arguments), as Redis's CMD_SKIP_SLOWLOG.
                 use crate::command::flags::{BLOCKING, NO_AUTH, RUNS_QUEUED};
-                if abacus_engine::slowlog::timing_each() && !call.spec.has(BLOCKING | RUNS_QUEUED | NO_AUTH) {
-                    abacus_engine::slowlog::observe(call.spec, took, &call.args, Some(&|| self.client.meta.slowlog_label()));
+                let recorders = &self.worker.server.recorders;
+                if recorders.timing_each() && !call.spec.has(BLOCKING | RUNS_QUEUED | NO_AUTH) {
+                    recorders.observe(call.spec, took, &call.args, Some(&|| self.client.meta.slowlog_label()), self.client.meta.id);
                 }
                 reply
             }
