@@ -63,18 +63,28 @@ def builder_calls(name, body, pad="        "):
     return "".join("\n" + pad + c for c in out)
 
 
+def raw(r, *args):
+    # Without redis-py's reply parsing (its COMMAND callbacks reshape the replies).
+    conn = r.connection_pool.get_connection()
+    try:
+        conn.send_command(*args)
+        return conn.read_response()
+    finally:
+        r.connection_pool.release(conn)
+
+
 def main():
     port = int(sys.argv[1])
     names = sys.argv[2:]
     r = redis.Redis(port=port)
     for full in names:
         parts = full.split("|")
-        docs = r.execute_command("COMMAND", "DOCS", parts[0], **{"NEVER_DECODE": True})
+        docs = raw(r, "COMMAND", "DOCS", parts[0])
         body = dict(zip(docs[::2], docs[1::2]))[parts[0].encode()]
         if len(parts) > 1:
             subs = dict(zip(body[::2], body[1::2]))[b"subcommands"]
             body = dict(zip(subs[::2], subs[1::2]))[full.encode()]
-        info = r.execute_command("COMMAND", "INFO", parts[0], **{"NEVER_DECODE": True})[0]
+        info = raw(r, "COMMAND", "INFO", parts[0])[0]
         if len(parts) > 1:
             info = next(s for s in info[9] if s[0] == full.encode())
         tips = [t.decode() for t in info[7]]

@@ -244,6 +244,12 @@ impl Cluster {
         std::mem::take(&mut self.actions)
     }
 
+    /// Puts an action back for the caller that carries out the rest (a command takes the
+    /// save it can do itself and leaves links and messages to the bus's driver).
+    pub fn requeue(&mut self, a: Action) {
+        self.actions.push(a);
+    }
+
     pub fn me(&self) -> &Node {
         &self.nodes[&self.myself]
     }

@@ -64,6 +64,13 @@ const GB: u64 = 1024 * 1024 * 1024;
 pub const PARAMS: &[Param] = &[
     Param { name: "port", default: "6379", kind: Kind::Int { min: 0, max: 65535 }, mutable: false, help: "TCP port to listen on" },
     Param { name: "bind", default: "127.0.0.1", kind: Kind::Str, mutable: false, help: "addresses to listen on, space separated" },
+    Param { name: "cluster-enabled", default: "no", kind: Kind::Bool, mutable: false, help: "run as a Redis Cluster node: a cluster bus on cluster-port, CLUSTER commands, keys redirected by hash slot (-MOVED)" },
+    Param { name: "cluster-config-file", default: "nodes.conf", kind: Kind::Str, mutable: false, help: "the node's view of its cluster, in the data directory (Redis's nodes.conf format), written on every change" },
+    Param { name: "cluster-node-timeout", default: "15000", kind: Kind::Int { min: 1, max: i64::MAX }, mutable: true, help: "milliseconds without a pong after which a node is suspected to have failed" },
+    Param { name: "cluster-port", default: "0", kind: Kind::Int { min: 0, max: 65535 }, mutable: false, help: "the cluster bus port; 0: the client port + 10000" },
+    Param { name: "cluster-announce-ip", default: "", kind: Kind::Str, mutable: true, help: "the IP this node announces to the cluster; empty: learnt from the node that meets it" },
+    Param { name: "cluster-announce-hostname", default: "", kind: Kind::Str, mutable: true, help: "the hostname this node announces to the cluster (a ping extension)" },
+    Param { name: "cluster-require-full-coverage", default: "yes", kind: Kind::Bool, mutable: true, help: "the cluster is down (-CLUSTERDOWN) while any hash slot is unserved" },
     Param { name: "protected-mode", default: "yes", kind: Kind::Bool, mutable: true, help: "refuse to start on a non-loopback address without requirepass" },
     Param { name: "dir", default: "./abacus-data", kind: Kind::Str, mutable: false, help: "data directory (created if missing)" },
     Param { name: "threads", default: "0", kind: Kind::Int { min: 0, max: 256 }, mutable: false, help: "worker threads, one keyspace shard each; 0 = number of cores" },

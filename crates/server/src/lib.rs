@@ -40,6 +40,7 @@
 pub mod acl;
 pub mod client_pause;
 pub mod clients;
+pub mod cluster;
 pub mod cmd;
 pub mod command;
 pub mod conn;

@@ -50,6 +50,8 @@ pub struct Server {
     pub client_pause: crate::client_pause::ClientPause,
     /// The summarizer's rules, counts and queue (`summarizer.rs`).
     pub summarizer: crate::summarizer::Summarizer,
+    /// Cluster mode's view and bus (`cluster.rs`); None with `cluster-enabled no`.
+    pub cluster: Option<Arc<crate::cluster::ClusterNode>>,
 }
 
 impl std::ops::Deref for Server {

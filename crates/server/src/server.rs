@@ -97,6 +97,7 @@ pub fn run(config: Config) -> Result<(), String> {
         let l = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
         listeners.push(l);
     }
+    let cluster = crate::cluster::open(&config, std::path::Path::new(&dir), port)?;
     let mut metrics_listeners = crate::metrics::bind(&config)?;
     let ingest_listeners = crate::ingest_port::bind(&config)?;
     let threads = config.threads();
@@ -142,7 +143,11 @@ pub fn run(config: Config) -> Result<(), String> {
         acl,
         client_pause: crate::client_pause::ClientPause::default(),
         summarizer,
+        cluster: cluster.as_ref().map(|(node, _)| node.clone()),
     });
+    if let Some((node, bus)) = cluster {
+        crate::cluster::start_bus(node, bus, server.engine.clone())?;
+    }
     let registry = Arc::downgrade(&server);
     server.recorders.slowlog.set_client_lookup(Box::new(move |id| registry.upgrade()?.clients.get(id).map(|c| c.slowlog_label())));
     // Replication consumes the effects stream beside the log (`durability::Feed`).

@@ -38,6 +38,7 @@ pub mod attribute;
 pub use abacus_commands::bitops;
 pub use abacus_commands::bits;
 pub use abacus_commands::blocking;
+pub mod cluster;
 pub mod connection;
 pub use abacus_commands::dump;
 pub use abacus_commands::expiry;
@@ -94,6 +95,7 @@ pub const FAMILIES: &[&[Spec]] = &[
     latency::COMMANDS,
     acl::COMMANDS,
     replication::COMMANDS,
+    cluster::COMMANDS,
 ];
 
 /// Installs the command table (`command::install`): the data families of `abacus-commands`,

@@ -684,8 +684,8 @@ pub async fn info_text(worker: &crate::node::Node, access: Access<'_>, mut secti
         out.push_str(&server.recorders.errors.info());
     }
     if want("cluster") {
-        // Until the cluster protocol exists; clients and tools probe this field.
-        out.push_str("# Cluster\r\ncluster_enabled:0\r\n\r\n");
+        let enabled = u8::from(worker.server.cluster.is_some());
+        out.push_str(&format!("# Cluster\r\ncluster_enabled:{enabled}\r\n\r\n"));
     }
     // Abacus's own section: only when asked by name, so that `all` and `everything` list
     // Redis 7.0's sections as Redis does.

@@ -122,6 +122,19 @@ impl Conn {
             self.fail_multi();
             return Step::Reply(refused);
         }
+        if let Some(cluster) = &self.worker.server.cluster {
+            // Redis's getNodeByQuery: keys this node does not serve are redirected. ASKING
+            // lasts one command (outside MULTI).
+            let asking = self.client.asking;
+            if self.multi.is_none() && spec.name != "asking" {
+                self.client.asking = false;
+            }
+            if let Some(redirect) = cluster.redirect(spec, &args, asking, self.client.readonly) {
+                self.worker.record_rejected(spec.name);
+                self.fail_multi();
+                return Step::Reply(redirect);
+            }
+        }
         if self.client.proto == Protocol::Resp2 && self.pubsub.is_some() && !spec.has(flags::ALLOWED_SUBSCRIBED) {
             // RESP2 subscribed mode: the connection carries messages; only these may run.
             self.worker.record_rejected(spec.name);

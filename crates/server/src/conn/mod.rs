@@ -152,6 +152,10 @@ pub struct Client {
     /// The socket as a second descriptor, for shards to write direct replies to; made on the
     /// first such batch.
     shared_socket: Option<Arc<std::net::TcpStream>>,
+    /// Cluster mode: ASKING was sent (the next command may use an importing slot).
+    pub asking: bool,
+    /// Cluster mode: READONLY (reads of the primary's slots run on this replica).
+    pub readonly: bool,
 }
 
 impl Client {
@@ -169,6 +173,8 @@ impl Client {
             wait_lsn: 0,
             last_root: None,
             shared_socket: None,
+            asking: false,
+            readonly: false,
         }
     }
 }

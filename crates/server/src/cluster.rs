@@ -1,0 +1,352 @@
+//! Cluster mode (`cluster-enabled yes`): the node's view of its cluster (`abacus_cluster`'s
+//! state machine), the bus that keeps it (a thread of its own on `cluster-port`, speaking
+//! Redis 7.0's cluster bus through `abacus_cluster_bus`), nodes.conf, and the redirection of
+//! commands whose keys this node does not serve (`-MOVED`, `-CROSSSLOT`, `-CLUSTERDOWN`).
+//!
+//! Why a thread of its own: the bus is a handful of links exchanging a message per node per
+//! second or so, and its rules take a lock on the whole view; on a worker thread its timer and
+//! its locks would sit between the shards' requests. Commands (`cmd/cluster.rs`) lock the same
+//! view briefly; the per-command redirection check reads [`ClusterNode::mine`] and
+//! [`ClusterNode::ok`] without the lock (published after every change), so a node that serves
+//! its keys pays two atomic loads per keyed command.
+//!
+//! Partial, as the note of issue 49 says: no replica elections or failover, no ASK/TRYAGAIN
+//! during a slot migration (a migrating slot answers MOVED-free from its owner), no
+//! cluster-wide PUBLISH, and COUNTKEYSINSLOT/GETKEYSINSLOT scan the owning shard.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use abacus_cluster::nodes_conf;
+use abacus_cluster::{Action, Cluster, Config as ClusterConfig, LinkId};
+use abacus_cluster_bus::{encode, NodeName, Reader, SLOTS};
+use abacus_engine::{param, Config};
+use abacus_protocol::{Arg, Frame};
+use parking_lot::Mutex;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+
+use crate::command::Spec;
+
+/// The most bytes one bus message may announce: a PING with gossip about 2,000 nodes and its
+/// extensions is under 250 KB; a peer announcing more is cut off.
+const MAX_MESSAGE: u32 = 1 << 20;
+
+pub fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The cluster as the rest of the server sees it.
+pub struct ClusterNode {
+    pub state: Mutex<Cluster>,
+    /// The slots this node serves (a copy of the view's, read without its lock).
+    mine: Box<[AtomicBool]>,
+    /// Whether the cluster is OK from here.
+    ok: AtomicBool,
+    /// nodes.conf's path.
+    file: PathBuf,
+}
+
+impl ClusterNode {
+    /// Runs `f` on the view, then saves nodes.conf if it changed and publishes the slots this
+    /// node serves. Other actions (links to close, messages) are left for the bus thread.
+    pub fn with<R>(&self, f: impl FnOnce(&mut Cluster) -> R) -> R {
+        let mut c = self.state.lock();
+        let r = f(&mut c);
+        let actions = c.take_actions();
+        let mut rest = Vec::new();
+        let mut save = false;
+        for a in actions {
+            match a {
+                Action::SaveConfig => save = true,
+                other => rest.push(other),
+            }
+        }
+        for a in rest {
+            c.requeue(a);
+        }
+        if save {
+            self.save(&c);
+        }
+        self.publish(&c);
+        r
+    }
+
+    fn publish(&self, c: &Cluster) {
+        let me = c.myself;
+        for s in 0..SLOTS {
+            self.mine[s].store(c.owner(s as u16) == Some(me), Ordering::Relaxed);
+        }
+        self.ok.store(c.ok, Ordering::Relaxed);
+    }
+
+    /// Writes nodes.conf atomically (a temporary file, fsynced, renamed over the old one).
+    fn save(&self, c: &Cluster) {
+        let text = nodes_conf::render(&c.nodes_conf(true));
+        let tmp = self.file.with_extension("tmp");
+        let written = (|| -> std::io::Result<()> {
+            let mut f = std::fs::File::create(&tmp)?;
+            std::io::Write::write_all(&mut f, text.as_bytes())?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, &self.file)
+        })();
+        if let Err(e) = written {
+            tracing::warn!("Could not save the cluster configuration to {}: {e}", self.file.display());
+        }
+    }
+
+    /// Whether this node serves `slot`.
+    pub fn serves(&self, slot: u16) -> bool {
+        self.mine[slot as usize].load(Ordering::Relaxed)
+    }
+
+    /// The redirection a keyed command gets (Redis's getNodeByQuery), or None to run it here.
+    /// `asking`: the client sent ASKING (an importing slot is served); `readonly`: READONLY
+    /// on a replica lets reads of its primary's slots run here.
+    pub fn redirect(&self, spec: &Spec, args: &[Arg], asking: bool, readonly: bool) -> Option<Frame> {
+        let mut slot: Option<u16> = None;
+        for i in spec.key_indexes(args) {
+            let Some(k) = args.get(i) else { continue };
+            let s = abacus_cluster_bus::key_hash_slot(k);
+            match slot {
+                None => slot = Some(s),
+                Some(prev) if prev != s => return Some(Frame::error("CROSSSLOT Keys in request don't hash to the same slot")),
+                _ => {}
+            }
+        }
+        let slot = slot?;
+        if self.serves(slot) {
+            if !self.ok.load(Ordering::Relaxed) {
+                return Some(Frame::error("CLUSTERDOWN The cluster is down"));
+            }
+            return None;
+        }
+        let c = self.state.lock();
+        if asking && c.importing.contains_key(&slot) {
+            return None;
+        }
+        let Some(owner) = c.owner(slot) else { return Some(Frame::error("CLUSTERDOWN Hash slot not served")) };
+        if !c.ok {
+            return Some(Frame::error("CLUSTERDOWN The cluster is down"));
+        }
+        if readonly && spec.has(crate::command::flags::READONLY) && c.me().primary == Some(owner) {
+            return None;
+        }
+        let n = &c.nodes[&owner];
+        Some(Frame::error(format!("MOVED {slot} {}:{}", n.ip, n.port)))
+    }
+}
+
+fn cluster_config(config: &Config, port: u16) -> ClusterConfig {
+    let cport = match config.get_u64(param!("cluster-port")) as u16 {
+        0 => port.wrapping_add(abacus_cluster_bus::PORT_INCR),
+        p => p,
+    };
+    ClusterConfig {
+        node_timeout_ms: config.get_u64(param!("cluster-node-timeout")),
+        port,
+        cport,
+        announce_ip: config.get(param!("cluster-announce-ip")),
+        hostname: config.get(param!("cluster-announce-hostname")),
+        require_full_coverage: config.get_bool(param!("cluster-require-full-coverage")),
+    }
+}
+
+/// At start: loads nodes.conf from the data directory (or starts a one-node cluster and
+/// writes it), and binds the bus port. None when cluster mode is off.
+pub fn open(config: &Config, dir: &std::path::Path, port: u16) -> Result<Option<(Arc<ClusterNode>, std::net::TcpListener)>, String> {
+    if !config.get_bool(param!("cluster-enabled")) {
+        return Ok(None);
+    }
+    let cc = cluster_config(config, port);
+    let file = dir.join(config.get(param!("cluster-config-file")));
+    let now = now_ms();
+    let seed = rand::random::<u64>();
+    let cluster = match std::fs::read_to_string(&file) {
+        Ok(text) if !text.trim().is_empty() => {
+            let conf = nodes_conf::parse(&text).map_err(|e| format!("Unrecoverable error: corrupted cluster config file {}: {e}", file.display()))?;
+            Cluster::load(cc.clone(), &conf, seed, now).map_err(|e| format!("Unrecoverable error: corrupted cluster config file {}: {e}", file.display()))?
+        }
+        Ok(_) => Cluster::new(cc.clone(), seed, now),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Cluster::new(cc.clone(), seed, now),
+        Err(e) => return Err(format!("Loading the cluster node config from {}: {e}", file.display())),
+    };
+    let bind = config.get(param!("bind"));
+    let ip = bind.split_whitespace().next().unwrap_or("127.0.0.1").trim_start_matches('-').to_string();
+    let listener = std::net::TcpListener::bind((ip.as_str(), cc.cport)).map_err(|e| format!("cannot listen on the cluster bus port {ip}:{}: {e}", cc.cport))?;
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let node = Arc::new(ClusterNode { state: Mutex::new(cluster), mine: (0..SLOTS).map(|_| AtomicBool::new(false)).collect(), ok: AtomicBool::new(false), file });
+    {
+        let c = node.state.lock();
+        node.save(&c);
+        node.publish(&c);
+        tracing::info!("Cluster node {} (bus port {})", String::from_utf8_lossy(c.myself.as_bytes()), cc.cport);
+    }
+    Ok(Some((node, listener)))
+}
+
+enum Event {
+    Accepted(TcpStream),
+    Connected(NodeName, TcpStream),
+    ConnectFailed(NodeName),
+    Message(LinkId, String, String, abacus_cluster_bus::Message),
+    Closed(LinkId),
+}
+
+/// Starts the bus thread: accepts links, reads their messages into the view, ticks it every
+/// 100 ms, and carries out its actions.
+pub fn start_bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, config: Arc<abacus_engine::engine::Engine>) -> Result<(), String> {
+    std::thread::Builder::new()
+        .name("abacus-cluster".into())
+        .spawn(move || {
+            let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(rt) => rt,
+                Err(e) => {
+                    tracing::error!("cluster bus: cannot start runtime: {e}");
+                    return;
+                }
+            };
+            let local = tokio::task::LocalSet::new();
+            local.block_on(&rt, bus(node, listener, config));
+        })
+        .map(|_| ())
+        .map_err(|e| format!("cannot start the cluster bus thread: {e}"))
+}
+
+async fn bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, engine: Arc<abacus_engine::engine::Engine>) {
+    let Ok(listener) = TcpListener::from_std(listener) else { return };
+    let (tx, mut rx) = mpsc::unbounded_channel::<Event>();
+    let mut writers: HashMap<LinkId, mpsc::UnboundedSender<Vec<u8>>> = HashMap::new();
+    let mut connecting: HashSet<NodeName> = HashSet::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let accept_tx = tx.clone();
+    tokio::task::spawn_local(async move {
+        loop {
+            match listener.accept().await {
+                Ok((s, _)) => {
+                    let _ = accept_tx.send(Event::Accepted(s));
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            }
+        }
+    });
+    loop {
+        let event = tokio::select! {
+            e = rx.recv() => e,
+            _ = tick.tick() => None,
+        };
+        let now = now_ms();
+        let mut c = node.state.lock();
+        match event {
+            None => {
+                // Settings CONFIG SET may have changed.
+                let cfg = &engine.config;
+                c.config.node_timeout_ms = cfg.get_u64(param!("cluster-node-timeout"));
+                c.config.announce_ip = cfg.get(param!("cluster-announce-ip"));
+                c.config.hostname = cfg.get(param!("cluster-announce-hostname"));
+                c.config.require_full_coverage = cfg.get_bool(param!("cluster-require-full-coverage"));
+                c.tick(now);
+            }
+            Some(Event::Accepted(s)) => {
+                let id = c.link_accepted(now);
+                writers.insert(id, spawn_link(id, s, tx.clone()));
+            }
+            Some(Event::Connected(name, s)) => {
+                connecting.remove(&name);
+                if let Some(id) = c.link_connected(name, now) {
+                    writers.insert(id, spawn_link(id, s, tx.clone()));
+                }
+            }
+            Some(Event::ConnectFailed(name)) => {
+                connecting.remove(&name);
+            }
+            Some(Event::Message(id, peer, local, m)) => c.message(id, &peer, &local, m, now),
+            Some(Event::Closed(id)) => {
+                writers.remove(&id);
+                c.link_closed(id);
+            }
+        }
+        let mut save = false;
+        for a in c.take_actions() {
+            match a {
+                Action::Send(id, m) => {
+                    if let Some(w) = writers.get(&id) {
+                        let _ = w.send(encode(&m));
+                    }
+                }
+                Action::Connect { node: name, ip, cport } => {
+                    if connecting.insert(name) {
+                        let tx = tx.clone();
+                        tokio::task::spawn_local(async move {
+                            let r = tokio::time::timeout(Duration::from_millis(1000), TcpStream::connect((ip.as_str(), cport))).await;
+                            let _ = match r {
+                                Ok(Ok(s)) => tx.send(Event::Connected(name, s)),
+                                _ => tx.send(Event::ConnectFailed(name)),
+                            };
+                        });
+                    }
+                }
+                Action::Close(id) => {
+                    // Dropping the writer ends the link's tasks.
+                    writers.remove(&id);
+                }
+                Action::SaveConfig => save = true,
+            }
+        }
+        if save {
+            node.save(&c);
+        }
+        node.publish(&c);
+    }
+}
+
+/// A link's reader and writer tasks; returns the writer's queue (dropping it closes the link).
+fn spawn_link(id: LinkId, s: TcpStream, tx: mpsc::UnboundedSender<Event>) -> mpsc::UnboundedSender<Vec<u8>> {
+    let _ = s.set_nodelay(true);
+    let peer = s.peer_addr().map(|a| a.ip().to_string()).unwrap_or_default();
+    let local = s.local_addr().map(|a| a.ip().to_string()).unwrap_or_default();
+    let (mut rd, mut wr) = s.into_split();
+    let (wtx, mut wrx) = mpsc::unbounded_channel::<Vec<u8>>();
+    let closed = tx.clone();
+    let reader = tokio::task::spawn_local(async move {
+        let mut reader = Reader::new(MAX_MESSAGE);
+        let mut buf = vec![0u8; 16 * 1024];
+        loop {
+            let n = match rd.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            reader.feed(&buf[..n]);
+            loop {
+                match reader.next_message() {
+                    Ok(Some(m)) => {
+                        let _ = tx.send(Event::Message(id, peer.clone(), local.clone(), m));
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        // A bad signature or length: Redis closes the link, so do we.
+                        tracing::warn!("Cluster bus: closing a link from {peer}: {e}");
+                        let _ = tx.send(Event::Closed(id));
+                        return;
+                    }
+                }
+            }
+        }
+        let _ = tx.send(Event::Closed(id));
+    });
+    tokio::task::spawn_local(async move {
+        while let Some(bytes) = wrx.recv().await {
+            if wr.write_all(&bytes).await.is_err() {
+                break;
+            }
+        }
+        // The writer's queue is gone (the link closed): end the reader too.
+        reader.abort();
+        let _ = closed.send(Event::Closed(id));
+    });
+    wtx
+}

@@ -1,0 +1,227 @@
+"""Cluster mode: Abacus nodes form a Redis Cluster over Redis 7.0's cluster bus.
+
+Three nodes made into a cluster with `redis-cli --cluster create`, checked with
+`redis-cli --cluster check`, used through redis-py's RedisCluster (which follows -MOVED by
+itself), and the redirections and CLUSTER subcommands a cluster client relies on; a mixed
+cluster of Abacus and redis-server 7.0 nodes; a node restarted from its nodes.conf. Also run
+against redis-server with `--target redis` (the same tests, all Redis nodes).
+
+Not here yet (see docs/ARCHITECTURE.md, "Cluster"): replicas and failover, resharding with
+MIGRATE and ASK.
+"""
+import os
+import shutil
+import socket
+import subprocess
+import time
+
+import pytest
+import redis
+from redis.cluster import ClusterNode, RedisCluster
+
+from conftest import HOST, ServerProcess
+
+pytestmark = pytest.mark.skipif(shutil.which("redis-cli") is None, reason="redis-cli not found (apt-get install redis-tools)")
+
+
+def _free(port):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((HOST, port))
+            return True
+        except OSError:
+            return False
+
+
+def cluster_port(taken=()):
+    """A client port whose bus port (+10000) is free too."""
+    for _ in range(500):
+        p = 20000 + int.from_bytes(os.urandom(2), "big") % 10000
+        if p not in taken and _free(p) and _free(p + 10000):
+            return p
+    raise RuntimeError("no free port pair")
+
+
+def wait_until(what, ok, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ok():
+            return
+        time.sleep(0.1)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def start_nodes(targets, extra=()):
+    nodes = []
+    taken = set()
+    for t in targets:
+        p = cluster_port(taken)
+        taken.add(p)
+        n = ServerProcess(t, ["--cluster-enabled", "yes", "--cluster-node-timeout", "5000"] + list(extra), port=p)
+        n.start()
+        nodes.append(n)
+    return nodes
+
+
+def create(nodes):
+    out = subprocess.run(["redis-cli", "--cluster", "create"] + ["%s:%d" % (HOST, n.port) for n in nodes] + ["--cluster-yes"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    for n in nodes:
+        wait_until("cluster_state:ok on %d" % n.port, lambda n=n: "cluster_state:ok" in n.client().execute_command("CLUSTER", "INFO").decode())
+
+
+def info(n):
+    text = n.client().execute_command("CLUSTER", "INFO").decode()
+    return dict(line.split(":", 1) for line in text.strip().split("\r\n"))
+
+
+@pytest.fixture
+def cluster(target):
+    nodes = start_nodes([target] * 3)
+    try:
+        create(nodes)
+        yield nodes
+    finally:
+        for n in nodes:
+            n.stop()
+
+
+def test_create_check_and_route(cluster):
+    for n in cluster:
+        i = info(n)
+        assert i["cluster_state"] == "ok"
+        assert i["cluster_slots_assigned"] == "16384"
+        assert i["cluster_known_nodes"] == "3"
+        assert i["cluster_size"] == "3"
+        assert n.client().info("cluster")["cluster_enabled"] == 1
+    check = subprocess.run(["redis-cli", "--cluster", "check", "%s:%d" % (HOST, cluster[0].port)], capture_output=True, text=True, timeout=60)
+    assert check.returncode == 0, check.stdout
+    assert "[OK] All 16384 slots covered." in check.stdout
+    rc = RedisCluster(startup_nodes=[ClusterNode(HOST, n.port) for n in cluster], socket_timeout=10)
+    for i in range(300):
+        rc.set("key:%d" % i, "v%d" % i)
+    for i in range(300):
+        assert rc.get("key:%d" % i) == b"v%d" % i
+    # The keys are spread over the three nodes, each holding only its own slots' keys.
+    counts = []
+    for n in cluster:
+        c = n.client()
+        keys = c.keys("key:*")
+        counts.append(len(keys))
+        for k in keys:
+            slot = c.execute_command("CLUSTER", "KEYSLOT", k)
+            assert c.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) >= 1
+            assert k in c.execute_command("CLUSTER", "GETKEYSINSLOT", slot, 1000)
+    assert sum(counts) == 300 and all(c > 50 for c in counts), counts
+
+
+def test_redirections(cluster):
+    c = cluster[0].client()
+    slots = c.execute_command("CLUSTER", "SLOTS")
+    mine = {(int(r[0]), int(r[1])) for r in slots if int(r[2][1]) == cluster[0].port}
+    # A key of a slot another node serves: -MOVED with that node's address.
+    key = next("k%d" % i for i in range(1000) if not any(a <= c.execute_command("CLUSTER", "KEYSLOT", "k%d" % i) <= b for a, b in mine))
+    slot = c.execute_command("CLUSTER", "KEYSLOT", key)
+    owner = next(r for r in slots if int(r[0]) <= slot <= int(r[1]))
+    with pytest.raises(redis.exceptions.ResponseError) as e:
+        c.get(key)
+    assert str(e.value) == "MOVED %d %s:%d" % (slot, owner[2][0].decode(), owner[2][1])
+    # Keys in different slots in one command: -CROSSSLOT, wherever they are.
+    with pytest.raises(redis.exceptions.ResponseError) as e:
+        c.mset({"a": 1, "b": 2})
+    assert str(e.value) == "CROSSSLOT Keys in request don't hash to the same slot"
+    # A hash tag keeps keys together.
+    target = next(n for n in cluster if n.port == owner[2][1]).client()
+    assert target.mset({"{%s}.a" % key: 1, "{%s}.b" % key: 2})
+    assert target.mget("{%s}.a" % key, "{%s}.b" % key) == [b"1", b"2"]
+    # Commands without keys run anywhere.
+    assert c.ping() and c.execute_command("CLUSTER", "MYID")
+
+
+def test_cluster_subcommands(cluster):
+    c = cluster[0].client()
+    myid = c.execute_command("CLUSTER", "MYID").decode()
+    nodes = c.execute_command("CLUSTER", "NODES").decode().strip().split("\n")
+    assert len(nodes) == 3
+    me = next(l for l in nodes if "myself" in l)
+    assert me.startswith(myid + " %s:%d@%d " % (HOST, cluster[0].port, cluster[0].port + 10000))
+    assert c.execute_command("CLUSTER", "KEYSLOT", "somekey") == 11058
+    assert c.execute_command("CLUSTER", "KEYSLOT", "{user1000}.following") == c.execute_command("CLUSTER", "KEYSLOT", "user1000")
+    with pytest.raises(redis.exceptions.ResponseError, match="already busy"):
+        c.execute_command("CLUSTER", "ADDSLOTS", *range(0, 16384, 4096))
+    with pytest.raises(redis.exceptions.ResponseError, match="Invalid or out of range slot"):
+        c.execute_command("CLUSTER", "ADDSLOTS", 16384)
+    with pytest.raises(redis.exceptions.ResponseError, match="greater than end slot"):
+        c.execute_command("CLUSTER", "ADDSLOTSRANGE", 10, 5)
+    with pytest.raises(redis.exceptions.ResponseError, match="Unknown node"):
+        c.execute_command("CLUSTER", "FORGET", "0" * 40)
+    with pytest.raises(redis.exceptions.ResponseError, match="can't forget myself"):
+        c.execute_command("CLUSTER", "FORGET", myid)
+    with pytest.raises(redis.exceptions.ResponseError, match="any other node"):
+        c.execute_command("CLUSTER", "SET-CONFIG-EPOCH", 99)
+    shards = c.execute_command("CLUSTER", "SHARDS")
+    assert len(shards) == 3
+    assert c.execute_command("CLUSTER", "COUNT-FAILURE-REPORTS", myid) == 0
+    ok = (True, b"OK")  # redis-py turns some +OK replies into True
+    assert c.execute_command("CLUSTER", "SAVECONFIG") in ok
+    assert c.execute_command("READONLY") in ok and c.execute_command("READWRITE") in ok
+    assert c.execute_command("ASKING") in ok
+    help_lines = c.execute_command("CLUSTER", "HELP")
+    assert help_lines[0].startswith(b"CLUSTER <subcommand>")
+    links = c.execute_command("CLUSTER", "LINKS")
+    assert len(links) >= 2
+
+
+def test_a_node_restarts_from_its_nodes_conf(target):
+    if target == "redis":
+        pytest.skip("restarts an Abacus node in place")
+    nodes = start_nodes([target] * 3)
+    try:
+        create(nodes)
+        n = nodes[1]
+        myid = n.client().execute_command("CLUSTER", "MYID")
+        conf = open(os.path.join(n.dir, "nodes.conf")).read()
+        assert myid.decode() + " " in conf and "myself,master" in conf and "vars currentEpoch" in conf
+        # Stop it (keeping its directory) and start it again on the same port and directory.
+        os.killpg(n.proc.pid, 9)
+        n.proc.wait(timeout=10)
+        n.spawn()
+        n.wait_ready()
+        assert n.client().execute_command("CLUSTER", "MYID") == myid
+        for m in nodes:
+            wait_until("the cluster to be whole again", lambda m=m: info(m)["cluster_state"] == "ok" and "disconnected" not in m.client().execute_command("CLUSTER", "NODES").decode())
+    finally:
+        for m in nodes:
+            m.stop()
+
+
+def test_mixed_cluster_with_redis_nodes(target):
+    if target == "redis":
+        pytest.skip("mixes Abacus and redis-server nodes")
+    nodes = start_nodes(["abacus", "redis", "abacus", "redis"])
+    try:
+        create(nodes)
+        rc = RedisCluster(startup_nodes=[ClusterNode(HOST, n.port) for n in nodes], socket_timeout=10)
+        for i in range(200):
+            rc.set("m:%d" % i, i)
+        assert [int(rc.get("m:%d" % i)) for i in range(200)] == list(range(200))
+        check = subprocess.run(["redis-cli", "--cluster", "check", "%s:%d" % (HOST, nodes[1].port)], capture_output=True, text=True, timeout=60)
+        assert check.returncode == 0 and "[OK] All 16384 slots covered." in check.stdout, check.stdout
+        # Every node, Abacus or Redis, sees the same four primaries.
+        views = []
+        for n in nodes:
+            lines = n.client().execute_command("CLUSTER", "NODES").decode().strip().split("\n")
+            views.append(sorted((l.split()[0], l.split()[1].split(",")[0], tuple(l.split()[8:])) for l in lines))
+        assert all(v == views[0] for v in views), views
+    finally:
+        for n in nodes:
+            n.stop()
+
+
+def test_cluster_mode_off(server, r):
+    if server.is_redis:
+        pytest.skip("the shared server runs without cluster mode")
+    with pytest.raises(redis.exceptions.ResponseError, match="cluster support disabled"):
+        r.execute_command("CLUSTER", "INFO")
+    assert r.info("cluster")["cluster_enabled"] == 0
