@@ -208,6 +208,16 @@ def test_mixed_cluster_with_redis_nodes(target):
         assert [int(rc.get("m:%d" % i)) for i in range(200)] == list(range(200))
         check = subprocess.run(["redis-cli", "--cluster", "check", "%s:%d" % (HOST, nodes[1].port)], capture_output=True, text=True, timeout=60)
         assert check.returncode == 0 and "[OK] All 16384 slots covered." in check.stdout, check.stdout
+        # PUBLISH reaches every node's subscribers over the bus, both ways.
+        for pub_node, sub_node in ((nodes[0], nodes[1]), (nodes[1], nodes[2]), (nodes[2], nodes[0])):
+            ps = sub_node.client().pubsub()
+            ps.subscribe("news")
+            assert ps.get_message(timeout=5)["type"] == "subscribe"
+            # The reply counts the publishing node's own receivers only.
+            assert pub_node.client().publish("news", "from %d" % pub_node.port) == 0
+            msg = ps.get_message(timeout=10)
+            assert msg and msg["data"] == b"from %d" % pub_node.port, msg
+            ps.close()
         # Every node, Abacus or Redis, sees the same four primaries.
         views = []
         for n in nodes:

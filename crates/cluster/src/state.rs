@@ -62,6 +62,9 @@ pub enum Action {
     Close(LinkId),
     /// Write nodes.conf ([`Cluster::nodes_conf`]) and fsync it.
     SaveConfig,
+    /// Deliver a message another node published to this node's subscribers (`shard`: a
+    /// shard channel, SPUBLISH).
+    Deliver { shard: bool, channel: Vec<u8>, message: Vec<u8> },
 }
 
 /// One node as this node knows it.
@@ -458,6 +461,12 @@ impl Cluster {
                             self.save();
                         }
                     }
+                }
+            }
+            kind::PUBLISH | kind::PUBLISHSHARD => {
+                // Redis delivers a publish only from a node it knows.
+                if let (Some(_), Body::Publish { channel, message }) = (sender, &msg.body) {
+                    self.actions.push(Action::Deliver { shard: kind == kind::PUBLISHSHARD, channel: channel.clone(), message: message.clone() });
                 }
             }
             kind::UPDATE => {
@@ -899,6 +908,24 @@ impl Cluster {
     }
 
     // ---- Commands ----
+
+    /// PUBLISH in cluster mode (clusterPropagatePublish): the message goes to every node; a
+    /// shard channel's (SPUBLISH) only to the nodes of this node's shard (its primary and
+    /// that primary's replicas).
+    pub fn publish(&mut self, channel: &[u8], message: &[u8], shard: bool) {
+        let kind = if shard { kind::PUBLISHSHARD } else { kind::PUBLISH };
+        let msg = Message { header: self.header(kind), body: Body::Publish { channel: channel.to_vec(), message: message.to_vec() } };
+        if !shard {
+            self.broadcast(&msg);
+            return;
+        }
+        let me = self.me();
+        let primary = if me.is(node_flags::SLAVE) { me.primary } else { Some(self.myself) };
+        let links: Vec<LinkId> = self.nodes.values().filter(|n| n.name != self.myself && (Some(n.name) == primary || (n.primary.is_some() && n.primary == primary))).filter_map(|n| n.link).collect();
+        for l in links {
+            self.send(l, msg.clone());
+        }
+    }
 
     /// CLUSTER MEET ip port [cport]: a handshake node with the MEET flag; the cron connects.
     pub fn meet(&mut self, ip: &str, port: u16, cport: u16, now: u64) -> Result<(), String> {

@@ -16,6 +16,8 @@ struct Net {
     wires: HashMap<(usize, LinkId), (usize, LinkId)>,
     /// Nodes that no longer answer (their process is gone).
     dead: Vec<bool>,
+    /// What each node was asked to deliver to its subscribers (shard?, channel, message).
+    delivered: Vec<Vec<(bool, Vec<u8>, Vec<u8>)>>,
     now: u64,
 }
 
@@ -27,7 +29,7 @@ impl Net {
                 Cluster::new(Config { node_timeout_ms: TIMEOUT, port, cport: port + 10000, announce_ip: "10.0.0.1".into(), ..Config::default() }, i as u64 + 1, 0)
             })
             .collect();
-        Net { nodes, wires: HashMap::new(), dead: vec![false; n], now: 0 }
+        Net { nodes, wires: HashMap::new(), dead: vec![false; n], delivered: vec![Vec::new(); n], now: 0 }
     }
 
     fn index_of_cport(&self, cport: u16) -> usize {
@@ -78,6 +80,7 @@ impl Net {
                     self.nodes[j].link_closed(theirs);
                 }
             }
+            Action::Deliver { shard, channel, message } => self.delivered[i].push((shard, channel, message)),
             Action::SaveConfig => {}
         }
     }
@@ -201,4 +204,22 @@ fn nodes_conf_saves_and_loads_the_view() {
         assert_eq!(loaded.owner(s), net.nodes[0].owner(s));
     }
     assert_eq!(loaded.current_epoch, net.nodes[0].current_epoch);
+}
+
+#[test]
+fn publish_reaches_every_other_node_and_spublish_only_the_shard() {
+    let mut net = Net::new(3);
+    net.nodes[0].meet("10.0.0.1", 7001, 17001, 0).unwrap();
+    net.nodes[0].meet("10.0.0.1", 7002, 17002, 0).unwrap();
+    net.run(3000);
+    net.nodes[0].publish(b"news", b"hello", false);
+    net.settle();
+    assert!(net.delivered[0].is_empty());
+    for i in 1..3 {
+        assert_eq!(net.delivered[i], vec![(false, b"news".to_vec(), b"hello".to_vec())]);
+    }
+    // Three primaries, no replicas: a shard message has nobody else to reach.
+    net.nodes[1].publish(b"orders", b"x", true);
+    net.settle();
+    assert_eq!(net.delivered.iter().map(Vec::len).sum::<usize>(), 2);
 }

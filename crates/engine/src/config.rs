@@ -34,6 +34,9 @@ pub enum Kind {
     Memory { min: u64, max: u64 },
     Bool,
     Str,
+    /// A hostname to announce (`cluster-announce-hostname`): letters, digits, hyphens and
+    /// dots, or empty (Redis's rule).
+    Hostname,
     Enum(&'static [&'static str]),
     /// An HLL explicit threshold: -1 (auto), 0 (off) or a power of two up to `max`.
     Expthresh { max: i64 },
@@ -66,10 +69,10 @@ pub const PARAMS: &[Param] = &[
     Param { name: "bind", default: "127.0.0.1", kind: Kind::Str, mutable: false, help: "addresses to listen on, space separated" },
     Param { name: "cluster-enabled", default: "no", kind: Kind::Bool, mutable: false, help: "run as a Redis Cluster node: a cluster bus on cluster-port, CLUSTER commands, keys redirected by hash slot (-MOVED)" },
     Param { name: "cluster-config-file", default: "nodes.conf", kind: Kind::Str, mutable: false, help: "the node's view of its cluster, in the data directory (Redis's nodes.conf format), written on every change" },
-    Param { name: "cluster-node-timeout", default: "15000", kind: Kind::Int { min: 1, max: i64::MAX }, mutable: true, help: "milliseconds without a pong after which a node is suspected to have failed" },
+    Param { name: "cluster-node-timeout", default: "15000", kind: Kind::Int { min: 0, max: i64::MAX }, mutable: true, help: "milliseconds without a pong after which a node is suspected to have failed" },
     Param { name: "cluster-port", default: "0", kind: Kind::Int { min: 0, max: 65535 }, mutable: false, help: "the cluster bus port; 0: the client port + 10000" },
     Param { name: "cluster-announce-ip", default: "", kind: Kind::Str, mutable: true, help: "the IP this node announces to the cluster; empty: learnt from the node that meets it" },
-    Param { name: "cluster-announce-hostname", default: "", kind: Kind::Str, mutable: true, help: "the hostname this node announces to the cluster (a ping extension)" },
+    Param { name: "cluster-announce-hostname", default: "", kind: Kind::Hostname, mutable: true, help: "the hostname this node announces to the cluster (a ping extension)" },
     Param { name: "cluster-require-full-coverage", default: "yes", kind: Kind::Bool, mutable: true, help: "the cluster is down (-CLUSTERDOWN) while any hash slot is unserved" },
     Param { name: "protected-mode", default: "yes", kind: Kind::Bool, mutable: true, help: "refuse to start on a non-loopback address without requirepass" },
     Param { name: "dir", default: "./abacus-data", kind: Kind::Str, mutable: false, help: "data directory (created if missing)" },
@@ -303,6 +306,13 @@ fn canonical(p: &Param, value: &str) -> Result<String, String> {
             _ => Err("argument must be 'yes' or 'no'".into()),
         },
         Kind::Str => Ok(value.to_string()),
+        Kind::Hostname => {
+            if value.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.') {
+                Ok(value.to_string())
+            } else {
+                Err("Hostnames may only contain alphanumeric characters, hyphens or dots".into())
+            }
+        }
         Kind::Enum(choices) => {
             let v = value.to_ascii_lowercase();
             if choices.contains(&v.as_str()) {
@@ -522,7 +532,7 @@ fn numeric(p: &Param, value: &str) -> u64 {
         Kind::Memory { .. } => value.parse().unwrap_or(0),
         Kind::Bool => u64::from(value == "yes"),
         Kind::Enum(names) => names.iter().position(|n| *n == value).unwrap_or(0) as u64,
-        Kind::Str | Kind::Schedule | Kind::OutputBufferLimit | Kind::Percentiles => 0,
+        Kind::Str | Kind::Hostname | Kind::Schedule | Kind::OutputBufferLimit | Kind::Percentiles => 0,
         // The flags as set are kept in `Config::keyspace_events` instead: the canonical
         // string omits `n` next to `A`, as Redis's does.
         Kind::KeyspaceEvents => abacus_commands::notify::parse_flags(value).unwrap_or(0).into(),

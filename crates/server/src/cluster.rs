@@ -11,8 +11,9 @@
 //! its keys pays two atomic loads per keyed command.
 //!
 //! Partial, as the note of issue 49 says: no replica elections or failover, no ASK/TRYAGAIN
-//! during a slot migration (a migrating slot answers MOVED-free from its owner), no
-//! cluster-wide PUBLISH, and COUNTKEYSINSLOT/GETKEYSINSLOT scan the owning shard.
+//! during a slot migration (a migrating slot answers MOVED-free from its owner), and
+//! COUNTKEYSINSLOT/GETKEYSINSLOT scan the owning shard. PUBLISH reaches every node over the
+//! bus (SPUBLISH the nodes of this node's shard), as Redis propagates it.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -49,6 +50,8 @@ pub struct ClusterNode {
     ok: AtomicBool,
     /// nodes.conf's path.
     file: PathBuf,
+    /// Wakes the bus's driver when a command left it something to send.
+    wake: tokio::sync::Notify,
 }
 
 impl ClusterNode {
@@ -66,8 +69,12 @@ impl ClusterNode {
                 other => rest.push(other),
             }
         }
+        let wake = !rest.is_empty();
         for a in rest {
             c.requeue(a);
+        }
+        if wake {
+            self.wake.notify_one();
         }
         if save {
             self.save(&c);
@@ -179,7 +186,7 @@ pub fn open(config: &Config, dir: &std::path::Path, port: u16) -> Result<Option<
     let ip = bind.split_whitespace().next().unwrap_or("127.0.0.1").trim_start_matches('-').to_string();
     let listener = std::net::TcpListener::bind((ip.as_str(), cc.cport)).map_err(|e| format!("cannot listen on the cluster bus port {ip}:{}: {e}", cc.cport))?;
     listener.set_nonblocking(true).map_err(|e| e.to_string())?;
-    let node = Arc::new(ClusterNode { state: Mutex::new(cluster), mine: (0..SLOTS).map(|_| AtomicBool::new(false)).collect(), ok: AtomicBool::new(false), file });
+    let node = Arc::new(ClusterNode { state: Mutex::new(cluster), mine: (0..SLOTS).map(|_| AtomicBool::new(false)).collect(), ok: AtomicBool::new(false), file, wake: tokio::sync::Notify::new() });
     {
         let c = node.state.lock();
         node.save(&c);
@@ -190,6 +197,8 @@ pub fn open(config: &Config, dir: &std::path::Path, port: u16) -> Result<Option<
 }
 
 enum Event {
+    /// A command left actions to carry out.
+    Wake,
     Accepted(TcpStream),
     Connected(NodeName, TcpStream),
     ConnectFailed(NodeName),
@@ -238,10 +247,12 @@ async fn bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, engine: Ar
         let event = tokio::select! {
             e = rx.recv() => e,
             _ = tick.tick() => None,
+            _ = node.wake.notified() => Some(Event::Wake),
         };
         let now = now_ms();
         let mut c = node.state.lock();
         match event {
+            Some(Event::Wake) => {}
             None => {
                 // Settings CONFIG SET may have changed.
                 let cfg = &engine.config;
@@ -295,6 +306,9 @@ async fn bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, engine: Ar
                     writers.remove(&id);
                 }
                 Action::SaveConfig => save = true,
+                Action::Deliver { shard, channel, message } => {
+                    let _ = if shard { abacus_engine::pubsub::spublish(&channel, &message) } else { abacus_engine::pubsub::publish(&channel, &message) };
+                }
             }
         }
         if save {

@@ -176,6 +176,11 @@ fn publish(conn: &mut Conn, kind: Kind, a: &[Arg]) -> Frame {
         Kind::Shard => abacus_engine::pubsub::spublish(&a[1], &a[2]),
         _ => abacus_engine::pubsub::publish(&a[1], &a[2]),
     };
+    // In a cluster the other nodes' subscribers get it over the bus; the reply counts this
+    // node's receivers only, as Redis's.
+    if let Some(cluster) = &conn.worker.server.cluster {
+        cluster.with(|c| c.publish(&a[1], &a[2], kind == Kind::Shard));
+    }
     // A (RESP3) subscriber publishing to itself gets the message before the reply, as in
     // Redis, where PUBLISH writes it to the output first.
     if conn.pubsub.is_some() {
