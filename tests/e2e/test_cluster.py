@@ -63,8 +63,8 @@ def start_nodes(targets, extra=()):
     return nodes
 
 
-def create(nodes):
-    out = subprocess.run(["redis-cli", "--cluster", "create"] + ["%s:%d" % (HOST, n.port) for n in nodes] + ["--cluster-yes"],
+def create(nodes, replicas=0):
+    out = subprocess.run(["redis-cli", "--cluster", "create"] + ["%s:%d" % (HOST, n.port) for n in nodes] + ["--cluster-replicas", str(replicas), "--cluster-yes"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
     for n in nodes:
@@ -114,6 +114,45 @@ def test_create_check_and_route(cluster):
             assert c.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) >= 1
             assert k in c.execute_command("CLUSTER", "GETKEYSINSLOT", slot, 1000)
     assert sum(counts) == 300 and all(c > 50 for c in counts), counts
+
+
+def test_primaries_and_replicas(target):
+    """The six-node layout of the cluster tutorial: three primaries, three replicas, made by
+    redis-cli; the replicas copy their primary's keys and serve reads after READONLY."""
+    nodes = start_nodes([target] * 6)
+    try:
+        create(nodes, replicas=1)
+        c = nodes[0].client()
+        wait_until("three replicas in CLUSTER NODES", lambda: sum(" slave " in l for l in c.execute_command("CLUSTER", "NODES").decode().split("\n")) == 3)
+        lines = c.execute_command("CLUSTER", "NODES").decode().strip().split("\n")
+        primaries = {l.split()[0]: l for l in lines if " master " in l or "myself,master" in l}
+        replicas = [l for l in lines if "slave" in l.split()[2]]
+        assert len(primaries) == 3 and len(replicas) == 3
+        assert sorted(l.split()[3] for l in replicas) == sorted(primaries)
+        # Each range: start, end, its primary, and (once gossip told this node) one replica.
+        wait_until("replicas in CLUSTER SLOTS", lambda: all(len(r) == 4 for r in c.execute_command("CLUSTER", "SLOTS")))
+        rc = RedisCluster(startup_nodes=[ClusterNode(HOST, n.port) for n in nodes], socket_timeout=10)
+        for i in range(100):
+            rc.set("r:%d" % i, i)
+        # Every replica ends up with its primary's keys; READONLY lets it answer them.
+        by_port = {n.port: n for n in nodes}
+        for r in replicas:
+            port = int(r.split()[1].split("@")[0].split(":")[1])
+            primary = primaries[r.split()[3]]
+            pport = int(primary.split()[1].split("@")[0].split(":")[1])
+            want = sorted(by_port[pport].client().keys("r:*"))
+            assert want
+            rep = by_port[port].client()
+            wait_until("replica %d to copy its primary" % port, lambda rep=rep, want=want: sorted(rep.keys("r:*")) == want)
+            conn = by_port[port].client(single_connection_client=True)
+            conn.execute_command("READONLY")
+            assert conn.get(want[0]) == by_port[pport].client().get(want[0])
+            # Without READONLY a replica sends reads to its primary.
+            with pytest.raises(redis.exceptions.ResponseError, match="^MOVED"):
+                rep.get(want[0])
+    finally:
+        for n in nodes:
+            n.stop()
 
 
 def test_redirections(cluster):

@@ -303,10 +303,12 @@ async fn cluster(conn: &mut Conn, access: Access<'_>, a: &[Arg], sub: Sub) -> Fr
         Sub::Replicate => match name_arg(&a[2]) {
             Ok(n) => {
                 let keys = total_keys(conn, access).await;
-                let r = node.with(|c| c.replicate(n, keys));
-                // Replication itself (REPLICAOF the primary's address) is not wired to the
-                // bus yet: the view records the role, which CLUSTER NODES and redis-cli show.
-                result(r)
+                let r = node.with(|c| c.replicate(n, keys).map(|()| (c.nodes[&n].ip.clone(), c.nodes[&n].port)));
+                match r {
+                    // The data follows through replication from the primary's client port.
+                    Ok((ip, port)) => super::replication::start_replica(conn, ip, port).await,
+                    Err(e) => Frame::error(e),
+                }
             }
             Err(e) => e,
         },

@@ -88,7 +88,17 @@ async fn replicaof(conn: &mut Conn, a: &[Arg]) -> Frame {
         Ok(_) => return err("ERR Invalid master port"),
         Err(e) => return e,
     };
-    let host = String::from_utf8_lossy(&a[1]).into_owned();
+    if conn.worker.server.cluster.is_some() {
+        return err("ERR REPLICAOF not allowed in cluster mode.");
+    }
+    start_replica(conn, String::from_utf8_lossy(&a[1]).into_owned(), port).await
+}
+
+/// Makes this server a replica of `host:port` (REPLICAOF, and CLUSTER REPLICATE in cluster
+/// mode): the link starts, and clients blocked in a pop or a stream read are answered and
+/// disconnected.
+pub async fn start_replica(conn: &mut Conn, host: String, port: u16) -> Frame {
+    let repl = replication::state();
     let _applying = repl.apply_lock.lock().await;
     match replication::become_replica(MasterAddr { host: host.clone(), port }) {
         None => Frame::simple("OK Already connected to specified master"),

@@ -122,9 +122,9 @@ impl Conn {
             self.fail_multi();
             return Step::Reply(refused);
         }
-        if let Some(cluster) = &self.worker.server.cluster {
-            // Redis's getNodeByQuery: keys this node does not serve are redirected. ASKING
-            // lasts one command (outside MULTI).
+        if let (Some(cluster), false) = (&self.worker.server.cluster, self.is_master) {
+            // Redis's getNodeByQuery: keys this node does not serve are redirected (not the
+            // primary's stream on a replica). ASKING lasts one command (outside MULTI).
             let asking = self.client.asking;
             if self.multi.is_none() && spec.name != "asking" {
                 self.client.asking = false;
