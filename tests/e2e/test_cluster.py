@@ -155,6 +155,54 @@ def test_primaries_and_replicas(target):
             n.stop()
 
 
+def reshard(entry, source, target, slots):
+    out = subprocess.run(["redis-cli", "--cluster", "reshard", "%s:%d" % (HOST, entry.port), "--cluster-from", source, "--cluster-to", target,
+                          "--cluster-slots", str(slots), "--cluster-yes"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr
+
+
+def myid(n):
+    return n.client().execute_command("CLUSTER", "MYID").decode()
+
+
+def slot_count(n, node_id):
+    line = next(l for l in n.client().execute_command("CLUSTER", "NODES").decode().strip().split("\n") if l.startswith(node_id))
+    total = 0
+    for s in line.split()[8:]:
+        if s.startswith("["):
+            continue
+        a, _, b = s.partition("-")
+        total += int(b or a) - int(a) + 1
+    return total
+
+
+def test_reshard_moves_slots_and_their_keys(cluster):
+    rc = RedisCluster(startup_nodes=[ClusterNode(HOST, n.port) for n in cluster], socket_timeout=10)
+    for i in range(500):
+        rc.set("s:%d" % i, i)
+    a, b = myid(cluster[0]), myid(cluster[1])
+    before = slot_count(cluster[0], b)
+    reshard(cluster[0], a, b, 1000)
+    for n in cluster:
+        wait_until("every node to see the new owner", lambda n=n: slot_count(n, b) == before + 1000)
+    check = subprocess.run(["redis-cli", "--cluster", "check", "%s:%d" % (HOST, cluster[2].port)], capture_output=True, text=True, timeout=60)
+    assert check.returncode == 0 and "[OK] All 16384 slots covered." in check.stdout, check.stdout
+    rc = RedisCluster(startup_nodes=[ClusterNode(HOST, n.port) for n in cluster], socket_timeout=10)
+    assert [int(rc.get("s:%d" % i)) for i in range(500)] == list(range(500))
+    # Each key sits on the node that serves its slot.
+    total = 0
+    for n in cluster:
+        c = n.client()
+        mine = set()
+        for r in c.execute_command("CLUSTER", "SLOTS"):
+            if int(r[2][1]) == n.port:
+                mine.update(range(int(r[0]), int(r[1]) + 1))
+        keys = c.keys("s:*")
+        total += len(keys)
+        assert all(c.execute_command("CLUSTER", "KEYSLOT", k) in mine for k in keys)
+    assert total == 500
+
+
 def test_redirections(cluster):
     c = cluster[0].client()
     slots = c.execute_command("CLUSTER", "SLOTS")
@@ -247,6 +295,12 @@ def test_mixed_cluster_with_redis_nodes(target):
         assert [int(rc.get("m:%d" % i)) for i in range(200)] == list(range(200))
         check = subprocess.run(["redis-cli", "--cluster", "check", "%s:%d" % (HOST, nodes[1].port)], capture_output=True, text=True, timeout=60)
         assert check.returncode == 0 and "[OK] All 16384 slots covered." in check.stdout, check.stdout
+        # Slots move from a Redis node to an Abacus node and back, keys and all.
+        redis_id, abacus_id = myid(nodes[1]), myid(nodes[0])
+        reshard(nodes[0], redis_id, abacus_id, 500)
+        reshard(nodes[1], abacus_id, redis_id, 700)
+        rc = RedisCluster(startup_nodes=[ClusterNode(HOST, n.port) for n in nodes], socket_timeout=10)
+        assert [int(rc.get("m:%d" % i)) for i in range(200)] == list(range(200))
         # PUBLISH reaches every node's subscribers over the bus, both ways.
         for pub_node, sub_node in ((nodes[0], nodes[1]), (nodes[1], nodes[2]), (nodes[2], nodes[0])):
             ps = sub_node.client().pubsub()

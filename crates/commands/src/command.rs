@@ -240,6 +240,10 @@ pub mod info {
     pub const NO_ASYNC_LOADING: u8 = 1 << 2;
     /// `skip_slowlog`: the slow log leaves it out (EXEC: its queued commands are logged).
     pub const SKIP_SLOWLOG: u8 = 1 << 3;
+    /// `asking`: in cluster mode it may use a slot this node is importing without a
+    /// preceding ASKING (RESTORE-ASKING, which MIGRATE sends). Unlike the others, cluster
+    /// mode's redirection acts on it.
+    pub const ASKING: u8 = 1 << 4;
 }
 
 impl Doc {
@@ -371,6 +375,11 @@ impl Spec {
 
     pub const fn skip_slowlog(mut self) -> Spec {
         self.doc.info |= info::SKIP_SLOWLOG;
+        self
+    }
+
+    pub const fn asking(mut self) -> Spec {
+        self.doc.info |= info::ASKING;
         self
     }
 

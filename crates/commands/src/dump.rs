@@ -52,6 +52,27 @@ pub const COMMANDS: &[Spec] = &[
             seconds type=integer token=IDLETIME since=5.0.0 flags=optional
             frequency type=integer token=FREQ since=5.0.0 flags=optional
         "),
+    // What MIGRATE sends to a cluster node: RESTORE that may use a slot the node is importing
+    // (the `asking` flag), as Redis's.
+    Spec::keyed("restore-asking", -4, WRITE | DENYOOM | ACL_DANGEROUS, K1, restore, G, "An internal command for migrating keys in a cluster.")
+        .docs("3.0.0", "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).")
+        .syscmd()
+        .asking()
+        .history(&[
+            ("3.0.0", "Added the `REPLACE` modifier."),
+            ("5.0.0", "Added the `ABSTTL` modifier."),
+            ("5.0.0", "Added the `IDLETIME` and `FREQ` options."),
+        ])
+        .key_specs("OW update")
+        .args("
+            key type=key key_spec_index=0
+            ttl type=integer
+            serialized-value type=string
+            replace type=pure-token token=REPLACE since=3.0.0 flags=optional
+            absttl type=pure-token token=ABSTTL since=5.0.0 flags=optional
+            seconds type=integer token=IDLETIME since=5.0.0 flags=optional
+            frequency type=integer token=FREQ since=5.0.0 flags=optional
+        "),
 ];
 
 /// DUMP's entry, named by callers that run it (MIGRATE).

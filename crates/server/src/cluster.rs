@@ -133,7 +133,7 @@ impl ClusterNode {
             return None;
         }
         let c = self.state.lock();
-        if asking && c.importing.contains_key(&slot) {
+        if (asking || spec.doc.info & abacus_commands::command::info::ASKING != 0) && c.importing.contains_key(&slot) {
             return None;
         }
         let Some(owner) = c.owner(slot) else { return Some(Frame::error("CLUSTERDOWN Hash slot not served")) };

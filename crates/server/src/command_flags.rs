@@ -67,7 +67,7 @@ pub fn acl_categories(spec: &Spec) -> Vec<&'static str> {
 pub enum Position {
     /// After `admin`: `pubsub`, `noscript`.
     AfterAdmin,
-    /// After `stale`: `skip_slowlog`.
+    /// After `stale`: `skip_slowlog`, `asking`.
     AfterStale,
     /// After `no_auth`: `no_async_loading`.
     AfterNoAuth,
@@ -77,7 +77,7 @@ pub enum Position {
 
 /// The flags of this table that `spec` has at `position`, in Redis's order.
 pub fn extra(spec: &Spec, position: Position) -> Vec<&'static str> {
-    use abacus_commands::command::info::{ALLOW_BUSY, NOSCRIPT, NO_ASYNC_LOADING, SKIP_SLOWLOG};
+    use abacus_commands::command::info::{ALLOW_BUSY, ASKING, NOSCRIPT, NO_ASYNC_LOADING, SKIP_SLOWLOG};
     let has = |bit: u8| spec.doc.info & bit != 0;
     let mut out = Vec::new();
     match position {
@@ -86,7 +86,10 @@ pub fn extra(spec: &Spec, position: Position) -> Vec<&'static str> {
             out.extend((spec.group == "pubsub" && !container && !spec.name.ends_with("|help")).then_some("pubsub"));
             out.extend(has(NOSCRIPT).then_some("noscript"));
         }
-        Position::AfterStale => out.extend(has(SKIP_SLOWLOG).then_some("skip_slowlog")),
+        Position::AfterStale => {
+            out.extend(has(SKIP_SLOWLOG).then_some("skip_slowlog"));
+            out.extend(has(ASKING).then_some("asking"));
+        }
         Position::AfterNoAuth => out.extend(has(NO_ASYNC_LOADING).then_some("no_async_loading")),
         Position::Last => out.extend(has(ALLOW_BUSY).then_some("allow_busy")),
     }

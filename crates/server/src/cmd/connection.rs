@@ -373,6 +373,9 @@ pub fn select(conn: &mut Conn, a: &[Arg]) -> Frame {
         Ok(n) => n,
         Err(e) => return e,
     };
+    if conn.worker.server.cluster.is_some() && n != 0 {
+        return err("ERR SELECT is not allowed in cluster mode");
+    }
     if n < 0 || n as usize >= conn.worker.server.databases {
         return err("ERR DB index is out of range");
     }

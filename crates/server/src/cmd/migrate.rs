@@ -204,7 +204,9 @@ pub async fn migrate(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     resp(&mut out, &[b"SELECT", db_s.as_bytes()]);
     for (k, ttl, payload) in &found {
         let ttl_s = ttl.to_string();
-        let mut cmd: Vec<&[u8]> = vec![b"RESTORE", k, ttl_s.as_bytes(), payload];
+        // A cluster node's target is importing the slot: RESTORE-ASKING, as Redis sends.
+        let restore: &[u8] = if conn.worker.server.cluster.is_some() { b"RESTORE-ASKING" } else { b"RESTORE" };
+        let mut cmd: Vec<&[u8]> = vec![restore, k, ttl_s.as_bytes(), payload];
         if o.replace {
             cmd.push(b"REPLACE");
         }
