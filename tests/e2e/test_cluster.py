@@ -328,3 +328,46 @@ def test_cluster_mode_off(server, r):
     with pytest.raises(redis.exceptions.ResponseError, match="cluster support disabled"):
         r.execute_command("CLUSTER", "INFO")
     assert r.info("cluster")["cluster_enabled"] == 0
+
+
+def test_bad_bus_input_is_refused_and_the_node_stays_up(cluster):
+    """Truncated, oversized, wrongly signed and forged bus messages: the link is closed or
+    the message ignored, the node keeps serving, and the cluster stays OK."""
+    import struct
+    n = cluster[0]
+    bus = n.port + 10000
+
+    def send(payload, wait_close=True):
+        with socket.create_connection((HOST, bus), timeout=5) as s:
+            s.sendall(payload)
+            s.settimeout(2)
+            try:
+                while s.recv(65536):
+                    pass
+            except (socket.timeout, ConnectionResetError):
+                pass
+
+    send(b"GET / HTTP/1.1\r\n\r\n")                          # not RCmb
+    send(b"RCmb" + struct.pack(">I", 1 << 30) + b"x" * 100)      # announces 1 GB
+    send(b"RCmb" + struct.pack(">I", 100) + b"\0" * 92)          # shorter than a header
+    send(b"RCmb" + struct.pack(">I", 2256) + b"\0" * 10)         # truncated, then closed
+    # A well-formed PING from an unknown node claiming every slot at a huge epoch: a node
+    # only takes claims from nodes it knows, so nothing changes.
+    hdr = bytearray(2256)
+    hdr[0:4] = b"RCmb"
+    hdr[4:8] = struct.pack(">I", 2256)
+    hdr[8:10] = struct.pack(">H", 1)
+    hdr[12:14] = struct.pack(">H", 0)  # PING
+    hdr[16:24] = struct.pack(">Q", 1 << 60)
+    hdr[24:32] = struct.pack(">Q", 1 << 60)
+    hdr[40:80] = b"f" * 40
+    hdr[80:80 + 2048] = b"\xff" * 2048
+    hdr[2250:2252] = struct.pack(">H", 1)  # master
+    send(bytes(hdr))
+    for _ in range(200):
+        send(os.urandom(int.from_bytes(os.urandom(2), "big") % 3000), wait_close=False)
+    for m in cluster:
+        i = info(m)
+        assert i["cluster_state"] == "ok" and i["cluster_known_nodes"] == "3", i
+        assert i["cluster_current_epoch"] != str(1 << 60)
+    assert n.client().ping()
