@@ -273,6 +273,9 @@ CASES = [
     ([["SET", "A", "w"]], ["RESTORE", "A", "0", DUMP_V, "REPLACE"]),
     ([["SET", "A", "w"]], ["RESTORE", "A", "1", DUMP_V, "REPLACE", "ABSTTL"]),
     ([], ["RESTORE", "A", "1", DUMP_V, "ABSTTL"]),
+    # What MIGRATE sends to a cluster node; outside cluster mode it is RESTORE.
+    ([], ["RESTORE-ASKING", "A", "0", DUMP_V]),
+    ([["SET", "A", "w"]], ["RESTORE-ASKING", "A", "0", DUMP_V, "REPLACE"]),
 ]
 
 # Abacus's own HLL.* commands (no Redis counterpart): changed or not, as PFADD/PFMERGE.
