@@ -203,6 +203,43 @@ def test_reshard_moves_slots_and_their_keys(cluster):
     assert total == 500
 
 
+def test_failover_after_kill_9(target):
+    """A primary killed with kill -9: its replica is elected and takes its slots, no write
+    acknowledged with WAIT 1 is lost, and the old primary comes back as the new one's
+    replica."""
+    nodes = start_nodes([target] * 6, extra=["--cluster-node-timeout", "2000"])
+    try:
+        create(nodes, replicas=1)
+        c = nodes[0].client()
+        wait_until("replicas in CLUSTER SLOTS", lambda: all(len(r) == 4 for r in c.execute_command("CLUSTER", "SLOTS")))
+        rc = RedisCluster(startup_nodes=[ClusterNode(HOST, n.port) for n in nodes], socket_timeout=10)
+        for i in range(200):
+            k = "f:%d" % i
+            rc.set(k, i)
+            node = rc.get_node_from_key(k)
+            assert rc.get_redis_connection(node).execute_command("WAIT", 1, 5000) >= 1
+        # Kill the primary of slot 0.
+        slot0 = next(r for r in c.execute_command("CLUSTER", "SLOTS") if int(r[0]) == 0)
+        victim = next(n for n in nodes if n.port == int(slot0[2][1]))
+        replica_port = int(slot0[3][1])
+        os.killpg(victim.proc.pid, 9)
+        victim.proc.wait(timeout=10)
+        survivors = [n for n in nodes if n is not victim]
+        for n in survivors:
+            wait_until("the replica to take slot 0 on %d" % n.port, lambda n=n: any(int(r[0]) == 0 and int(r[2][1]) == replica_port for r in n.client().execute_command("CLUSTER", "SLOTS")) and info(n)["cluster_state"] == "ok")
+        rc = RedisCluster(startup_nodes=[ClusterNode(HOST, n.port) for n in survivors], socket_timeout=10)
+        assert [int(rc.get("f:%d" % i)) for i in range(200)] == list(range(200))
+        # The old primary restarts from its nodes.conf and follows its successor.
+        victim.spawn()
+        victim.wait_ready()
+        vid = victim.client().execute_command("CLUSTER", "MYID").decode()
+        rid = next(n for n in nodes if n.port == replica_port).client().execute_command("CLUSTER", "MYID").decode()
+        wait_until("the old primary to become a replica", lambda: any(l.startswith(vid) and "slave" in l.split()[2] and l.split()[3] == rid for l in c.execute_command("CLUSTER", "NODES").decode().split("\n")))
+    finally:
+        for n in nodes:
+            n.stop()
+
+
 def test_redirections(cluster):
     c = cluster[0].client()
     slots = c.execute_command("CLUSTER", "SLOTS")

@@ -12,9 +12,13 @@
 //! then runs under a real event loop and under tests that drive it against real redis-server
 //! nodes with plain sockets (`tests/join_redis.rs`).
 //!
-//! Not yet here (they come with cluster mode in the server): replicas' elections and
-//! automatic failover, manual failover, replica migration, config epoch collision handling,
-//! UPDATE messages sent (received ones are applied), PUBLISH, blacklists of forgotten nodes.
+//! Replicas' elections and automatic failover are here too (a replica of a FAIL primary
+//! asks for votes; primaries vote once per epoch; the winner takes the slots at the
+//! election's epoch; a node whose slots went to another primary follows it).
+//!
+//! Not yet here: manual failover, ranking replicas by replication offset, replica
+//! migration, UPDATE messages sent (received ones are applied), blacklists of forgotten
+//! nodes.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -65,6 +69,11 @@ pub enum Action {
     /// Deliver a message another node published to this node's subscribers (`shard`: a
     /// shard channel, SPUBLISH).
     Deliver { shard: bool, channel: Vec<u8>, message: Vec<u8> },
+    /// This replica won an election and is a primary now: stop replicating.
+    Promoted,
+    /// This node is a replica of the node at this client address now (its primary's slots
+    /// went to another node, which it follows, as Redis's clusterSetMaster): replicate it.
+    ReplicaOf { ip: String, port: u16 },
 }
 
 /// One node as this node knows it.
@@ -84,6 +93,8 @@ pub struct Node {
     pub pong_received: u64,
     pub data_received: u64,
     pub fail_time: u64,
+    /// When this node (a primary) last voted for one of this primary's replicas.
+    pub voted_time: u64,
     pub repl_offset: u64,
     /// When the node entered the table (handshake timeouts).
     pub ctime: u64,
@@ -111,6 +122,7 @@ impl Node {
             pong_received: 0,
             data_received: 0,
             fail_time: 0,
+            voted_time: 0,
             repl_offset: 0,
             ctime: now,
             fail_reports: Vec::new(),
@@ -146,6 +158,12 @@ pub struct Cluster {
     /// Messages sent and received by type (CLUSTER INFO).
     pub sent: [u64; kind::COUNT as usize],
     pub received: [u64; kind::COUNT as usize],
+    /// A replica's election (clusterHandleSlaveFailover): when it may ask for votes, the
+    /// votes it has, whether it asked, and the epoch it asked in.
+    failover_auth_time: u64,
+    failover_auth_count: usize,
+    failover_auth_sent: bool,
+    failover_auth_epoch: u64,
     links: HashMap<LinkId, Link>,
     next_link: LinkId,
     actions: Vec<Action>,
@@ -187,6 +205,10 @@ impl Cluster {
             ok: false,
             sent: [0; kind::COUNT as usize],
             received: [0; kind::COUNT as usize],
+            failover_auth_time: 0,
+            failover_auth_count: 0,
+            failover_auth_sent: false,
+            failover_auth_epoch: 0,
             links: HashMap::new(),
             next_link: 1,
             actions: Vec::new(),
@@ -297,6 +319,16 @@ impl Cluster {
             }
         }
         Some(id)
+    }
+
+    /// A connection to `node` could not be opened: as Redis, the attempt counts as a ping
+    /// sent, so that a node nobody can reach is suspected after the node timeout.
+    pub fn connect_failed(&mut self, node: NodeName, now: u64) {
+        if let Some(n) = self.nodes.get_mut(&node) {
+            if n.ping_sent == 0 {
+                n.ping_sent = now;
+            }
+        }
     }
 
     fn new_link(&mut self, node: Option<NodeName>, inbound: bool, now: u64) -> LinkId {
@@ -460,6 +492,19 @@ impl Cluster {
                             self.update_state();
                             self.save();
                         }
+                    }
+                }
+            }
+            kind::FAILOVER_AUTH_REQUEST => {
+                if let Some(s) = sender {
+                    self.vote_if_needed(s, &msg.header, now);
+                }
+            }
+            kind::FAILOVER_AUTH_ACK => {
+                // A vote counts from a primary serving slots, for this election's epoch.
+                if let Some(n) = sender.and_then(|s| self.nodes.get(&s)) {
+                    if n.is(node_flags::MASTER) && n.slots.count() > 0 && msg.header.current_epoch >= self.failover_auth_epoch {
+                        self.failover_auth_count += 1;
                     }
                 }
             }
@@ -707,6 +752,10 @@ impl Cluster {
             return;
         }
         let mut changed = false;
+        // The node this one serves or follows, and whether this update takes slots from it.
+        let me = self.myself;
+        let followed = if self.nodes[&me].is(node_flags::SLAVE) { self.nodes[&me].primary } else { Some(me) };
+        let mut took_from_followed = false;
         for s in slots.iter() {
             let cur = self.owners[s as usize];
             if cur == Some(sender) || self.importing.contains_key(&s) {
@@ -717,6 +766,7 @@ impl Cluster {
                 if let Some(c) = cur.and_then(|c| self.nodes.get_mut(&c)) {
                     c.slots.remove(s);
                 }
+                took_from_followed |= cur.is_some() && cur == followed;
                 self.owners[s as usize] = Some(sender);
                 if let Some(n) = self.nodes.get_mut(&sender) {
                     n.slots.insert(s);
@@ -725,6 +775,19 @@ impl Cluster {
             }
         }
         if changed {
+            // The node this one serves or follows lost its last slot to `sender`: follow
+            // `sender` (a primary back from a failure becomes its successor's replica; its
+            // other replicas follow the successor).
+            if let Some(f) = followed.filter(|_| took_from_followed) {
+                let lost = self.nodes.get(&f).is_some_and(|n| n.slots.count() == 0);
+                if lost && f != sender && self.nodes.get(&sender).is_some_and(|n| n.is(node_flags::MASTER)) {
+                    let m = self.nodes.get_mut(&me).expect("myself");
+                    m.flags = (m.flags & !node_flags::MASTER) | node_flags::SLAVE;
+                    m.primary = Some(sender);
+                    let s = &self.nodes[&sender];
+                    self.actions.push(Action::ReplicaOf { ip: s.ip.clone(), port: s.port });
+                }
+            }
             self.update_state();
             self.save();
         }
@@ -904,6 +967,102 @@ impl Cluster {
         }
         if state_dirty {
             self.update_state();
+        }
+        self.replica_failover(now);
+    }
+
+    /// A primary's vote for a replica asking to replace its failed primary
+    /// (clusterSendFailoverAuthIfNeeded): one vote per epoch, none for the same primary's
+    /// replicas within twice the node timeout, and none if a slot it claims is served at a
+    /// newer config epoch than the one it announces.
+    fn vote_if_needed(&mut self, requester: NodeName, h: &Header, now: u64) {
+        let me = self.me();
+        if me.is(node_flags::SLAVE) || me.slots.count() == 0 {
+            return;
+        }
+        if h.current_epoch < self.current_epoch || self.last_vote_epoch == self.current_epoch {
+            return;
+        }
+        let Some(r) = self.nodes.get(&requester) else { return };
+        let Some(primary) = r.primary.filter(|_| r.is(node_flags::SLAVE)) else { return };
+        let force = h.mflags[0] & abacus_cluster_bus::flags0::FORCEACK != 0;
+        let Some(p) = self.nodes.get(&primary) else { return };
+        if !p.is(node_flags::FAIL) && !force {
+            return;
+        }
+        if now.saturating_sub(p.voted_time) < self.config.node_timeout_ms * 2 {
+            return;
+        }
+        for s in h.slots.iter() {
+            if let Some(o) = self.owners[s as usize].and_then(|o| self.nodes.get(&o)) {
+                if o.config_epoch > h.config_epoch {
+                    return;
+                }
+            }
+        }
+        self.last_vote_epoch = self.current_epoch;
+        if let Some(p) = self.nodes.get_mut(&primary) {
+            p.voted_time = now;
+        }
+        self.save();
+        if let Some(link) = self.nodes.get(&requester).and_then(|n| n.link) {
+            let msg = Message { header: self.header(kind::FAILOVER_AUTH_ACK), body: Body::Empty };
+            self.send(link, msg);
+        }
+    }
+
+    /// A replica whose primary failed asks the primaries for votes after a short random delay
+    /// and, with a majority, takes its primary's slots at a new config epoch
+    /// (clusterHandleSlaveFailover, clusterFailoverReplaceYourMaster).
+    fn replica_failover(&mut self, now: u64) {
+        let me = self.me();
+        let Some(primary) = me.primary.filter(|_| me.is(node_flags::SLAVE)) else { return };
+        let Some(p) = self.nodes.get(&primary) else { return };
+        if !p.is(node_flags::FAIL) || p.slots.count() == 0 || me.is(node_flags::NOFAILOVER) {
+            return;
+        }
+        let auth_timeout = (self.config.node_timeout_ms * 2).max(2000);
+        let auth_retry = auth_timeout * 2;
+        if self.failover_auth_time == 0 || now > self.failover_auth_time + auth_retry {
+            // A new election after a delay, so that the FAIL reaches every primary first.
+            self.failover_auth_time = now + 500 + self.rng.gen_range(0..500);
+            self.failover_auth_count = 0;
+            self.failover_auth_sent = false;
+            return;
+        }
+        if now < self.failover_auth_time || now - self.failover_auth_time > auth_timeout {
+            return;
+        }
+        if !self.failover_auth_sent {
+            self.current_epoch += 1;
+            self.failover_auth_epoch = self.current_epoch;
+            self.failover_auth_sent = true;
+            let msg = Message { header: self.header(kind::FAILOVER_AUTH_REQUEST), body: Body::Empty };
+            self.broadcast(&msg);
+            self.save();
+            return;
+        }
+        if self.failover_auth_count < self.size() / 2 + 1 {
+            return;
+        }
+        // Won: this node is its primary's successor.
+        let me_name = self.myself;
+        let slots: Vec<u16> = self.nodes[&primary].slots.iter().collect();
+        let m = self.nodes.get_mut(&me_name).expect("myself");
+        m.flags = (m.flags & !node_flags::SLAVE) | node_flags::MASTER;
+        m.primary = None;
+        m.config_epoch = m.config_epoch.max(self.failover_auth_epoch);
+        for s in slots {
+            self.add_slot(me_name, s);
+        }
+        self.failover_auth_time = 0;
+        self.update_state();
+        self.save();
+        self.actions.push(Action::Promoted);
+        // Tell everyone at once.
+        let links: Vec<LinkId> = self.nodes.values().filter(|n| n.name != me_name && !n.is(node_flags::HANDSHAKE)).filter_map(|n| n.link).collect();
+        for l in links {
+            self.send_ping(l, kind::PONG, now);
         }
     }
 

@@ -172,17 +172,20 @@ fn drive(port: u16) -> Driver {
                             }
                         }
                         Action::Connect { node, ip, cport } => {
-                            if let Ok(stream) = TcpStream::connect_timeout(&format!("{ip}:{cport}").parse().unwrap(), Duration::from_millis(200)) {
-                                stream.set_nonblocking(true).unwrap();
-                                if let Some(id) = cl.link_connected(node, now) {
-                                    conns.insert(id, Conn { stream, reader: Reader::new(1 << 20) });
+                            match TcpStream::connect_timeout(&format!("{ip}:{cport}").parse().unwrap(), Duration::from_millis(200)) {
+                                Ok(stream) => {
+                                    stream.set_nonblocking(true).unwrap();
+                                    if let Some(id) = cl.link_connected(node, now) {
+                                        conns.insert(id, Conn { stream, reader: Reader::new(1 << 20) });
+                                    }
                                 }
+                                Err(_) => cl.connect_failed(node, now),
                             }
                         }
                         Action::Close(id) => {
                             conns.remove(&id);
                         }
-                        Action::Deliver { .. } => {}
+                        Action::Deliver { .. } | Action::Promoted | Action::ReplicaOf { .. } => {}
                         Action::SaveConfig => {
                             // What would be written parses back (the file's own test is in
                             // nodes_conf.rs).

@@ -18,6 +18,8 @@ struct Net {
     dead: Vec<bool>,
     /// What each node was asked to deliver to its subscribers (shard?, channel, message).
     delivered: Vec<Vec<(bool, Vec<u8>, Vec<u8>)>>,
+    /// Role changes each node was told to carry out.
+    events: Vec<Vec<String>>,
     now: u64,
 }
 
@@ -29,7 +31,7 @@ impl Net {
                 Cluster::new(Config { node_timeout_ms: TIMEOUT, port, cport: port + 10000, announce_ip: "10.0.0.1".into(), ..Config::default() }, i as u64 + 1, 0)
             })
             .collect();
-        Net { nodes, wires: HashMap::new(), dead: vec![false; n], delivered: vec![Vec::new(); n], now: 0 }
+        Net { nodes, wires: HashMap::new(), dead: vec![false; n], delivered: vec![Vec::new(); n], events: vec![Vec::new(); n], now: 0 }
     }
 
     fn index_of_cport(&self, cport: u16) -> usize {
@@ -66,6 +68,7 @@ impl Net {
             Action::Connect { node, cport, .. } => {
                 let j = self.index_of_cport(cport);
                 if self.dead[j] {
+                    self.nodes[i].connect_failed(node, self.now);
                     return;
                 }
                 let theirs = self.nodes[j].link_accepted(self.now);
@@ -81,6 +84,8 @@ impl Net {
                 }
             }
             Action::Deliver { shard, channel, message } => self.delivered[i].push((shard, channel, message)),
+            Action::Promoted => self.events[i].push("promoted".into()),
+            Action::ReplicaOf { port, .. } => self.events[i].push(format!("replica of {port}")),
             Action::SaveConfig => {}
         }
     }
@@ -222,4 +227,46 @@ fn publish_reaches_every_other_node_and_spublish_only_the_shard() {
     net.nodes[1].publish(b"orders", b"x", true);
     net.settle();
     assert_eq!(net.delivered.iter().map(Vec::len).sum::<usize>(), 2);
+}
+
+#[test]
+fn a_replica_replaces_its_failed_primary_which_comes_back_as_its_replica() {
+    let mut net = Net::new(4);
+    for p in [7001u16, 7002, 7003] {
+        net.nodes[0].meet("10.0.0.1", p, p + 10000, 0).unwrap();
+    }
+    net.run(3000);
+    let thirds = [(0u16, 5460u16), (5461, 10922), (10923, 16383)];
+    for (i, (a, b)) in thirds.iter().enumerate() {
+        net.nodes[i].set_config_epoch(i as i64 + 1).unwrap_or(());
+        net.nodes[i].add_slots(&(*a..=*b).collect::<Vec<_>>()).unwrap();
+    }
+    let (two, three) = (net.name(2), net.name(3));
+    net.nodes[3].replicate(two, 0).unwrap();
+    net.run(3000);
+    assert!(net.nodes.iter().all(|c| c.ok));
+    assert!(net.nodes[0].nodes[&three].is(node_flags::SLAVE));
+    // The primary of slots 10923-16383 dies: its replica is elected with the two other
+    // primaries' votes and serves its slots at a newer config epoch.
+    net.dead[2] = true;
+    net.run(TIMEOUT * 8);
+    assert_eq!(net.events[3], vec!["promoted".to_string()]);
+    for i in [0, 1, 3] {
+        let c = &net.nodes[i];
+        assert_eq!(c.owner(10923), Some(three), "node {i}");
+        assert_eq!(c.owner(16383), Some(three), "node {i}");
+        assert!(c.nodes[&three].is(node_flags::MASTER), "node {i}");
+        assert!(c.ok, "node {i}");
+    }
+    // The old primary returns: it sees its slots served at a newer epoch and follows its
+    // successor as a replica.
+    net.dead[2] = false;
+    net.run(TIMEOUT * 6);
+    assert!(net.events[2].iter().any(|e| e == "replica of 7003"), "{:?}", net.events[2]);
+    let c = &net.nodes[2];
+    assert!(c.me().is(node_flags::SLAVE) && c.me().primary == Some(three));
+    assert_eq!(c.owner(10923), Some(three));
+    for i in [0, 1] {
+        assert!(net.nodes[i].nodes[&two].is(node_flags::SLAVE), "node {i} sees the old primary as a replica");
+    }
 }

@@ -10,7 +10,7 @@
 //! [`ClusterNode::ok`] without the lock (published after every change), so a node that serves
 //! its keys pays two atomic loads per keyed command.
 //!
-//! Partial, as the note of issue 49 says: no replica elections or failover, no ASK/TRYAGAIN
+//! Partial, as the note of issue 49 says: no manual failover, no ASK/TRYAGAIN
 //! during a slot migration (a migrating slot answers MOVED-free from its owner), and
 //! COUNTKEYSINSLOT/GETKEYSINSLOT scan the owning shard. PUBLISH reaches every node over the
 //! bus (SPUBLISH the nodes of this node's shard), as Redis propagates it.
@@ -208,7 +208,7 @@ enum Event {
 
 /// Starts the bus thread: accepts links, reads their messages into the view, ticks it every
 /// 100 ms, and carries out its actions.
-pub fn start_bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, config: Arc<abacus_engine::engine::Engine>) -> Result<(), String> {
+pub fn start_bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, config: Arc<crate::node::Server>) -> Result<(), String> {
     std::thread::Builder::new()
         .name("abacus-cluster".into())
         .spawn(move || {
@@ -226,7 +226,7 @@ pub fn start_bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, config
         .map_err(|e| format!("cannot start the cluster bus thread: {e}"))
 }
 
-async fn bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, engine: Arc<abacus_engine::engine::Engine>) {
+async fn bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, server: Arc<crate::node::Server>) {
     let Ok(listener) = TcpListener::from_std(listener) else { return };
     let (tx, mut rx) = mpsc::unbounded_channel::<Event>();
     let mut writers: HashMap<LinkId, mpsc::UnboundedSender<Vec<u8>>> = HashMap::new();
@@ -255,7 +255,7 @@ async fn bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, engine: Ar
             Some(Event::Wake) => {}
             None => {
                 // Settings CONFIG SET may have changed.
-                let cfg = &engine.config;
+                let cfg = &server.config;
                 c.config.node_timeout_ms = cfg.get_u64(param!("cluster-node-timeout"));
                 c.config.announce_ip = cfg.get(param!("cluster-announce-ip"));
                 c.config.hostname = cfg.get(param!("cluster-announce-hostname"));
@@ -274,6 +274,7 @@ async fn bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, engine: Ar
             }
             Some(Event::ConnectFailed(name)) => {
                 connecting.remove(&name);
+                c.connect_failed(name, now);
             }
             Some(Event::Message(id, peer, local, m)) => c.message(id, &peer, &local, m, now),
             Some(Event::Closed(id)) => {
@@ -306,6 +307,19 @@ async fn bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, engine: Ar
                     writers.remove(&id);
                 }
                 Action::SaveConfig => save = true,
+                // Role changes run on worker 0, where replication's tasks live.
+                Action::Promoted => {
+                    let _ = server.conn_queues[0].send(crate::node::Incoming::Run(Box::new(|w| {
+                        tokio::task::spawn_local(async move { crate::cmd::replication::promote(&w, "cluster failover: elected to replace the failed primary").await });
+                    })));
+                }
+                Action::ReplicaOf { ip, port } => {
+                    let _ = server.conn_queues[0].send(crate::node::Incoming::Run(Box::new(move |w| {
+                        tokio::task::spawn_local(async move {
+                            crate::cmd::replication::replicate_from(&w, ip, port, "cluster: following the new primary of this node's slots").await;
+                        });
+                    })));
+                }
                 Action::Deliver { shard, channel, message } => {
                     let _ = if shard { abacus_engine::pubsub::spublish(&channel, &message) } else { abacus_engine::pubsub::publish(&channel, &message) };
                 }

@@ -27,6 +27,9 @@ pub enum Incoming {
     /// A connection moving in from another worker (`conn/migrate.rs`).
     /// Boxed: a moving connection carries its buffers and state, and is rare.
     Moved(Box<crate::conn::Moved>),
+    /// Work for a worker thread from a thread that is none (the cluster bus promoting this
+    /// node or pointing it at a new primary).
+    Run(Box<dyn FnOnce(Rc<Node>) + Send>),
 }
 
 /// State shared by all worker threads: the engine's (`engine.rs`), and what only the

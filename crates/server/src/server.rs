@@ -146,7 +146,7 @@ pub fn run(config: Config) -> Result<(), String> {
         cluster: cluster.as_ref().map(|(node, _)| node.clone()),
     });
     if let Some((node, bus)) = cluster {
-        crate::cluster::start_bus(node, bus, server.engine.clone())?;
+        crate::cluster::start_bus(node, bus, server.clone())?;
     }
     let registry = Arc::downgrade(&server);
     server.recorders.slowlog.set_client_lookup(Box::new(move |id| registry.upgrade()?.clients.get(id).map(|c| c.slowlog_label())));
@@ -199,6 +199,7 @@ pub fn run(config: Config) -> Result<(), String> {
                             Incoming::Moved(moved) => {
                                 tokio::task::spawn_local(crate::conn::resume(worker.clone(), *moved));
                             }
+                            Incoming::Run(f) => f(worker.clone()),
                         }
                     }
                 });

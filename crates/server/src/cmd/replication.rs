@@ -74,13 +74,12 @@ pub const COMMANDS: &[Spec] = &[
 ];
 
 async fn replicaof(conn: &mut Conn, a: &[Arg]) -> Frame {
-    let repl = replication::state();
+    if conn.worker.server.cluster.is_some() {
+        return err("ERR REPLICAOF not allowed in cluster mode.");
+    }
     if a[1].eq_ignore_ascii_case(b"no") && a[2].eq_ignore_ascii_case(b"one") {
-        // Stop the link between two applied chunks, then take over the history.
-        let _applying = repl.apply_lock.lock().await;
-        if replication::become_primary(&conn.worker.server.durability) {
-            tracing::info!("MASTER MODE enabled (user request from id={} addr={})", conn.client.meta.id, conn.client.meta.addr);
-        }
+        let who = format!("user request from id={} addr={}", conn.client.meta.id, conn.client.meta.addr);
+        promote(&conn.worker, &who).await;
         return Frame::ok();
     }
     let port = match parse_i64(&a[2]) {
@@ -88,9 +87,6 @@ async fn replicaof(conn: &mut Conn, a: &[Arg]) -> Frame {
         Ok(_) => return err("ERR Invalid master port"),
         Err(e) => return e,
     };
-    if conn.worker.server.cluster.is_some() {
-        return err("ERR REPLICAOF not allowed in cluster mode.");
-    }
     start_replica(conn, String::from_utf8_lossy(&a[1]).into_owned(), port).await
 }
 
@@ -98,19 +94,37 @@ async fn replicaof(conn: &mut Conn, a: &[Arg]) -> Frame {
 /// mode): the link starts, and clients blocked in a pop or a stream read are answered and
 /// disconnected.
 pub async fn start_replica(conn: &mut Conn, host: String, port: u16) -> Frame {
+    let who = format!("user request from id={} addr={}", conn.client.meta.id, conn.client.meta.addr);
+    replicate_from(&conn.worker, host, port, &who).await
+}
+
+/// [`start_replica`] for a caller without a connection (the cluster bus, when this node
+/// follows a new primary): `who` says why, for the log.
+pub async fn replicate_from(worker: &std::rc::Rc<crate::node::Node>, host: String, port: u16, who: &str) -> Frame {
     let repl = replication::state();
     let _applying = repl.apply_lock.lock().await;
     match replication::become_replica(MasterAddr { host: host.clone(), port }) {
         None => Frame::simple("OK Already connected to specified master"),
         Some(gen) => {
-            tracing::info!("REPLICAOF {host}:{port} enabled (user request from id={} addr={})", conn.client.meta.id, conn.client.meta.addr);
-            replication::replica::spawn(conn.worker.clone(), gen);
+            tracing::info!("REPLICAOF {host}:{port} enabled ({who})");
+            replication::replica::spawn(worker.clone(), gen);
             // Clients blocked in a pop or a stream read are answered and disconnected.
-            for client in conn.worker.server.clients.all() {
+            for client in worker.server.clients.all() {
                 client.request_unblock(crate::clients::UNBLOCK_ROLE);
             }
             Frame::ok()
         }
+    }
+}
+
+/// Stops replicating and takes over the history (REPLICAOF NO ONE; in a cluster, a replica
+/// that won its election).
+pub async fn promote(worker: &std::rc::Rc<crate::node::Node>, who: &str) {
+    let repl = replication::state();
+    // Stop the link between two applied chunks, then take over the history.
+    let _applying = repl.apply_lock.lock().await;
+    if replication::become_primary(&worker.server.durability) {
+        tracing::info!("MASTER MODE enabled ({who})");
     }
 }
 
