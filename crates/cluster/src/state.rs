@@ -151,6 +151,9 @@ pub struct Cluster {
     pub last_vote_epoch: u64,
     /// Each slot's owner.
     owners: Vec<Option<NodeName>>,
+    /// Bumped whenever a slot changes owner, so that a reader keeping a copy of the slot
+    /// map (the server's redirection check) copies it again only then.
+    pub slots_version: u64,
     pub migrating: BTreeMap<u16, NodeName>,
     pub importing: BTreeMap<u16, NodeName>,
     /// Whether the cluster is OK from here (CLUSTER INFO's cluster_state).
@@ -200,6 +203,7 @@ impl Cluster {
             current_epoch: 0,
             last_vote_epoch: 0,
             owners: vec![None; SLOTS],
+            slots_version: 0,
             migrating: BTreeMap::new(),
             importing: BTreeMap::new(),
             ok: false,
@@ -693,6 +697,7 @@ impl Cluster {
 
     /// Unassigns a slot (clusterDelSlot).
     pub(crate) fn del_slot(&mut self, slot: u16) {
+        self.slots_version += 1;
         if let Some(o) = self.owners[slot as usize].take() {
             if let Some(n) = self.nodes.get_mut(&o) {
                 n.slots.remove(slot);
@@ -703,6 +708,7 @@ impl Cluster {
     /// Assigns a slot (clusterAddSlot).
     pub(crate) fn add_slot(&mut self, node: NodeName, slot: u16) {
         self.del_slot(slot);
+        self.slots_version += 1;
         self.owners[slot as usize] = Some(node);
         if let Some(n) = self.nodes.get_mut(&node) {
             n.slots.insert(slot);
@@ -738,6 +744,7 @@ impl Cluster {
         for s in 0..SLOTS {
             if self.owners[s] == Some(name) {
                 self.owners[s] = None;
+                self.slots_version += 1;
             }
         }
         if let Some(n) = self.nodes.get_mut(&name) {
@@ -768,6 +775,7 @@ impl Cluster {
                 }
                 took_from_followed |= cur.is_some() && cur == followed;
                 self.owners[s as usize] = Some(sender);
+                self.slots_version += 1;
                 if let Some(n) = self.nodes.get_mut(&sender) {
                     n.slots.insert(s);
                 }
@@ -1122,6 +1130,7 @@ impl Cluster {
         for &s in slots {
             self.importing.remove(&s);
             self.owners[s as usize] = Some(me);
+            self.slots_version += 1;
             self.nodes.get_mut(&me).expect("myself").slots.insert(s);
         }
         self.update_state();

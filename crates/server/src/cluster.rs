@@ -48,6 +48,8 @@ pub struct ClusterNode {
     mine: Box<[AtomicBool]>,
     /// Whether the cluster is OK from here.
     ok: AtomicBool,
+    /// The view's `slots_version` that `mine` was copied at (`u64::MAX`: never).
+    published: std::sync::atomic::AtomicU64,
     /// nodes.conf's path.
     file: PathBuf,
     /// Wakes the bus's driver when a command left it something to send.
@@ -83,10 +85,14 @@ impl ClusterNode {
         r
     }
 
+    /// Copies what the redirection check reads: the served slots only when a slot changed
+    /// owner (the driver publishes after every message), and the cluster state.
     fn publish(&self, c: &Cluster) {
-        let me = c.myself;
-        for s in 0..SLOTS {
-            self.mine[s].store(c.owner(s as u16) == Some(me), Ordering::Relaxed);
+        if self.published.swap(c.slots_version, Ordering::Relaxed) != c.slots_version {
+            let me = c.myself;
+            for s in 0..SLOTS {
+                self.mine[s].store(c.owner(s as u16) == Some(me), Ordering::Relaxed);
+            }
         }
         self.ok.store(c.ok, Ordering::Relaxed);
     }
@@ -186,7 +192,7 @@ pub fn open(config: &Config, dir: &std::path::Path, port: u16) -> Result<Option<
     let ip = bind.split_whitespace().next().unwrap_or("127.0.0.1").trim_start_matches('-').to_string();
     let listener = std::net::TcpListener::bind((ip.as_str(), cc.cport)).map_err(|e| format!("cannot listen on the cluster bus port {ip}:{}: {e}", cc.cport))?;
     listener.set_nonblocking(true).map_err(|e| e.to_string())?;
-    let node = Arc::new(ClusterNode { state: Mutex::new(cluster), mine: (0..SLOTS).map(|_| AtomicBool::new(false)).collect(), ok: AtomicBool::new(false), file, wake: tokio::sync::Notify::new() });
+    let node = Arc::new(ClusterNode { state: Mutex::new(cluster), mine: (0..SLOTS).map(|_| AtomicBool::new(false)).collect(), ok: AtomicBool::new(false), published: std::sync::atomic::AtomicU64::new(u64::MAX), file, wake: tokio::sync::Notify::new() });
     {
         let c = node.state.lock();
         node.save(&c);
