@@ -1,0 +1,6 @@
+//! TODO
+use mlua::{Lua, Result, Table};
+
+pub fn open(lua: &Lua) -> Result<Table> {
+    lua.create_table()
+}
