@@ -244,6 +244,10 @@ pub mod info {
     /// preceding ASKING (RESTORE-ASKING, which MIGRATE sends). Unlike the others, cluster
     /// mode's redirection acts on it.
     pub const ASKING: u8 = 1 << 4;
+    /// `skip_monitor`: MONITOR does not show it (EVAL, FCALL: the commands they run show).
+    pub const SKIP_MONITOR: u8 = 1 << 5;
+    /// `no_mandatory_keys`: its keys may all be missing (EVAL's `numkeys` may be 0).
+    pub const NO_MANDATORY_KEYS: u8 = 1 << 6;
 }
 
 impl Doc {
@@ -360,6 +364,16 @@ impl Spec {
 
     pub const fn noscript(mut self) -> Spec {
         self.doc.info |= info::NOSCRIPT;
+        self
+    }
+
+    pub const fn skip_monitor(mut self) -> Spec {
+        self.doc.info |= info::SKIP_MONITOR;
+        self
+    }
+
+    pub const fn no_mandatory_keys(mut self) -> Spec {
+        self.doc.info |= info::NO_MANDATORY_KEYS;
         self
     }
 

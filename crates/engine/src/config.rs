@@ -93,6 +93,8 @@ pub const PARAMS: &[Param] = &[
     Param { name: "loglevel", default: "notice", kind: Kind::Enum(&["debug", "verbose", "notice", "warning", "nothing"]), mutable: true, help: "log verbosity" },
     Param { name: "logfile", default: "", kind: Kind::Str, mutable: false, help: "log file; empty = standard output" },
     Param { name: "enable-debug-command", default: "local", kind: Kind::Enum(&["yes", "no", "local"]), mutable: false, help: "allow DEBUG: yes, no, or local (loopback connections only)" },
+    Param { name: "busy-reply-threshold", default: "5000", kind: Kind::Int { min: 0, max: i64::MAX }, mutable: true, help: "milliseconds a script may run before other clients get -BUSY and SCRIPT KILL / FUNCTION KILL may stop it (0 = never)" },
+    Param { name: "lua-heap-limit", default: "256mb", kind: Kind::Memory { min: 0, max: u64::MAX }, mutable: false, help: "most memory one shard's Lua state may hold (0 = no limit); a script that needs more fails with an error" },
     Param { name: "maxmemory", default: "0", kind: Kind::Memory { min: 0, max: u64::MAX }, mutable: true, help: "memory limit in bytes (0 = none); see maxmemory-policy" },
     Param { name: "maxmemory-policy", default: "noeviction", kind: Kind::Enum(abacus_keyspace::EvictionPolicy::NAMES), mutable: true, help: "what to do at maxmemory: noeviction (refuse writes) or evict keys (allkeys-/volatile- lru, lfu, random; allkeys-fifo; volatile-ttl)" },
     Param { name: "maxmemory-samples", default: "5", kind: Kind::Int { min: 1, max: i32::MAX as i64 }, mutable: true, help: "keys sampled per eviction (approximated LRU/LFU/FIFO)" },
@@ -211,6 +213,7 @@ impl CmdConfig {
 
 /// Redis 7.0's old names of parameters Abacus has (alias, parameter).
 const ALIASES: &[(&str, &str)] = &[
+    ("lua-time-limit", "busy-reply-threshold"),
     ("hash-max-ziplist-entries", "hash-max-listpack-entries"),
     ("hash-max-ziplist-value", "hash-max-listpack-value"),
     ("list-max-ziplist-size", "list-max-listpack-size"),

@@ -55,6 +55,12 @@ impl Locks {
         self.held.contains_key(&shard)
     }
 
+    /// The private job channels of the held shards but `except`: a script running on
+    /// `except` reaches the others through them (the server's `scripting.rs`).
+    pub fn senders_except(&self, except: usize) -> BTreeMap<usize, mpsc::UnboundedSender<Job>> {
+        self.held.iter().filter(|(s, _)| **s != except).map(|(s, tx)| (*s, tx.clone())).collect()
+    }
+
     /// Adds log commands produced under these locks.
     pub fn add_log(&self, payload: Vec<u8>) {
         if payload.is_empty() {
@@ -206,7 +212,7 @@ pub fn exec_keyed_untimed(dbs: &mut [Db], log: &mut ShardLog, db: usize, spec: &
 /// [`exec_keyed`] on checked-out keys (a scratch keyspace, which nobody watches): the keys it
 /// modified are returned, for the caller to signal on their shards, with the time it took,
 /// for the caller to count (the coordinator's shard is not borrowed while it runs).
-fn exec_checked_out(dbs: &mut [Db], log: &mut ShardLog, db: usize, spec: &'static Spec, args: &[Arg], now_ms: u64, cfg: CmdConfig) -> (Frame, KeysModified, std::time::Duration) {
+pub fn exec_checked_out(dbs: &mut [Db], log: &mut ShardLog, db: usize, spec: &'static Spec, args: &[Arg], now_ms: u64, cfg: CmdConfig) -> (Frame, KeysModified, std::time::Duration) {
     let started = Instant::now();
     let (reply, modified) = exec_unsignalled(dbs, log, db, spec, args, now_ms, cfg);
     (reply, modified, started.elapsed())

@@ -221,6 +221,9 @@ pub struct Shard {
     /// This shard's thread's INFO commandstats and the engine's shared recorders (see
     /// `recorders.rs`).
     pub rec: crate::recorders::ShardRecorders,
+    /// This shard's Lua state, made by the first script that runs here (the server's
+    /// `scripting.rs`).
+    pub lua: Option<Box<abacus_scripting::Vm>>,
 }
 
 impl Shard {
@@ -233,6 +236,7 @@ impl Shard {
             blocked: Default::default(),
             log: crate::aof::ShardLog::new(durability),
             rec: crate::recorders::ShardRecorders::new(recorders),
+            lua: None,
         }
     }
 

@@ -431,6 +431,25 @@ pub fn dump(v: &RdbValue, limits: &Limits) -> Vec<u8> {
     out
 }
 
+/// Appends a DUMP payload's footer (RDB version, CRC64) to `out` (FUNCTION DUMP's payload
+/// has libraries before it instead of one value).
+pub fn append_dump_footer(out: &mut Vec<u8>) {
+    out.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    let crc = crc64(out);
+    out.extend_from_slice(&crc.to_le_bytes());
+}
+
+/// The body of a payload whose footer checks out as Redis's `verifyDumpPayload` checks it.
+pub fn check_dump_footer(payload: &[u8]) -> Option<&[u8]> {
+    if payload.len() < 10 {
+        return None;
+    }
+    let (body, footer) = payload.split_at(payload.len() - 10);
+    let version = u16::from_le_bytes([footer[0], footer[1]]);
+    let crc = u64::from_le_bytes(footer[2..10].try_into().ok()?);
+    (version <= RDB_VERSION_READ_MAX && crc64(&payload[..payload.len() - 8]) == crc).then_some(body)
+}
+
 /// Checks a DUMP payload's footer as Redis's `verifyDumpPayload` does and decodes its value.
 /// The value must take exactly the bytes before the footer.
 pub fn restore(payload: &[u8], limits: &DecodeLimits) -> Result<RdbValue> {

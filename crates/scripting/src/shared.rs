@@ -100,14 +100,20 @@ pub struct Shared {
     /// default, 0x1234ABCD330E) and never again unless a script calls `math.randomseed`.
     rand48: AtomicU64,
     pub running: Mutex<Option<Running>>,
+    /// When the running script started (ms; 0: none): connections answer `-BUSY` once it
+    /// runs past `busy-reply-threshold` (one load on their path).
+    pub running_since: AtomicU64,
+    /// The shard whose thread runs the script (usize::MAX: none): new connections are not
+    /// dealt to that thread meanwhile, so they can be answered.
+    pub running_shard: std::sync::atomic::AtomicUsize,
     /// Set by SCRIPT KILL / FUNCTION KILL; the running script's hook raises the error.
     pub kill: AtomicBool,
     /// Whether the running script has written (then it cannot be killed).
     pub wrote: AtomicBool,
     /// Heap limit of each Lua state, bytes (0: none).
     pub heap_limit: AtomicU64,
-    /// Lua states' heap in use, summed over shards (INFO `used_memory_lua`).
-    pub lua_bytes: AtomicU64,
+    /// Each shard's Lua heap after its last script (INFO `used_memory_lua` sums them).
+    lua_heaps: Mutex<HashMap<usize, u64>>,
 }
 
 impl Default for Shared {
@@ -119,10 +125,12 @@ impl Default for Shared {
             next_library_id: AtomicU64::new(1),
             rand48: AtomicU64::new(0x1234_ABCD_330E),
             running: Mutex::new(None),
+            running_since: AtomicU64::new(0),
+            running_shard: std::sync::atomic::AtomicUsize::new(usize::MAX),
             kill: AtomicBool::new(false),
             wrote: AtomicBool::new(false),
             heap_limit: AtomicU64::new(0),
-            lua_bytes: AtomicU64::new(0),
+            lua_heaps: Mutex::new(HashMap::new()),
         }
     }
 }
@@ -162,6 +170,41 @@ impl Shared {
     /// Bytes the script cache holds (INFO `used_memory_scripts_eval`).
     pub fn scripts_bytes(&self) -> u64 {
         self.scripts_bytes.load(Ordering::Relaxed)
+    }
+
+    /// A script starts on `shard`.
+    pub fn start(&self, running: Running, shard: usize) {
+        self.running_since.store(running.started_ms.max(1), Ordering::Release);
+        self.running_shard.store(shard, Ordering::Release);
+        *self.running.lock() = Some(running);
+    }
+
+    /// The script ended.
+    pub fn finish(&self) {
+        *self.running.lock() = None;
+        self.running_since.store(0, Ordering::Release);
+        self.running_shard.store(usize::MAX, Ordering::Release);
+        self.kill.store(false, Ordering::Relaxed);
+    }
+
+    /// Whether a script has run for more than `threshold_ms` at `now_ms`: whether it
+    /// is a function, for the text of `-BUSY`.
+    pub fn busy(&self, now_ms: u64, threshold_ms: u64) -> Option<bool> {
+        let since = self.running_since.load(Ordering::Acquire);
+        if since == 0 || threshold_ms == 0 || now_ms.saturating_sub(since) < threshold_ms {
+            return None;
+        }
+        Some(self.running.lock().as_ref().is_some_and(|r| r.function))
+    }
+
+    /// Records shard `shard`'s Lua heap size.
+    pub fn note_lua_memory(&self, shard: usize, bytes: u64) {
+        self.lua_heaps.lock().insert(shard, bytes);
+    }
+
+    /// Bytes of every shard's Lua heap (INFO `used_memory_lua`).
+    pub fn lua_memory(&self) -> u64 {
+        self.lua_heaps.lock().values().sum()
     }
 
     pub fn new_library_id(&self) -> u64 {

@@ -77,7 +77,7 @@ pub enum Position {
 
 /// The flags of this table that `spec` has at `position`, in Redis's order.
 pub fn extra(spec: &Spec, position: Position) -> Vec<&'static str> {
-    use abacus_commands::command::info::{ALLOW_BUSY, ASKING, NOSCRIPT, NO_ASYNC_LOADING, SKIP_SLOWLOG};
+    use abacus_commands::command::info::{ALLOW_BUSY, ASKING, NOSCRIPT, NO_ASYNC_LOADING, NO_MANDATORY_KEYS, SKIP_MONITOR, SKIP_SLOWLOG};
     let has = |bit: u8| spec.doc.info & bit != 0;
     let mut out = Vec::new();
     match position {
@@ -87,10 +87,14 @@ pub fn extra(spec: &Spec, position: Position) -> Vec<&'static str> {
             out.extend(has(NOSCRIPT).then_some("noscript"));
         }
         Position::AfterStale => {
+            out.extend(has(SKIP_MONITOR).then_some("skip_monitor"));
             out.extend(has(SKIP_SLOWLOG).then_some("skip_slowlog"));
             out.extend(has(ASKING).then_some("asking"));
         }
-        Position::AfterNoAuth => out.extend(has(NO_ASYNC_LOADING).then_some("no_async_loading")),
+        Position::AfterNoAuth => {
+            out.extend(has(NO_MANDATORY_KEYS).then_some("no_mandatory_keys"));
+            out.extend(has(NO_ASYNC_LOADING).then_some("no_async_loading"));
+        }
         Position::Last => out.extend(has(ALLOW_BUSY).then_some("allow_busy")),
     }
     out

@@ -49,6 +49,7 @@ mod effects_tests;
 pub mod monitor;
 pub mod node;
 pub mod replication;
+pub mod scripting;
 pub mod server;
 pub mod summarizer;
 pub mod metrics;

@@ -55,6 +55,8 @@ pub struct Server {
     pub summarizer: crate::summarizer::Summarizer,
     /// Cluster mode's view and bus (`cluster.rs`); None with `cluster-enabled no`.
     pub cluster: Option<Arc<crate::cluster::ClusterNode>>,
+    /// The script cache, FUNCTION libraries and the running script (`cmd/scripting.rs`).
+    pub scripts: Arc<abacus_scripting::Shared>,
 }
 
 impl std::ops::Deref for Server {

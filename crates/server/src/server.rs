@@ -130,6 +130,8 @@ pub fn run(config: Config) -> Result<(), String> {
         durability: abacus_engine::durability::Durability::new(),
         recorders,
     });
+    let scripts = Arc::new(abacus_scripting::Shared::default());
+    scripts.heap_limit.store(engine.config.get_u64(abacus_engine::param!("lua-heap-limit")), std::sync::atomic::Ordering::Relaxed);
     let server: Arc<Server> = Arc::new(Server {
         engine,
         conn_queues,
@@ -144,6 +146,7 @@ pub fn run(config: Config) -> Result<(), String> {
         client_pause: crate::client_pause::ClientPause::default(),
         summarizer,
         cluster: cluster.as_ref().map(|(node, _)| node.clone()),
+        scripts,
     });
     if let Some((node, bus)) = cluster {
         crate::cluster::start_bus(node, bus, server.clone())?;
@@ -236,6 +239,11 @@ pub fn run(config: Config) -> Result<(), String> {
                         let _ = set_keepalive(&stream, keepalive);
                     }
                     let queues = &server.conn_queues;
+                    // Not to the thread a long script holds: the client could not even be
+                    // told the server is busy.
+                    if next % queues.len() == server.scripts.running_shard.load(std::sync::atomic::Ordering::Relaxed) && queues.len() > 1 {
+                        next = next.wrapping_add(1);
+                    }
                     let _ = queues[next % queues.len()].send(Incoming::New(stream, addr));
                     next = next.wrapping_add(1);
                 }

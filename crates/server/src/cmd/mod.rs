@@ -55,6 +55,7 @@ pub mod persistence;
 pub use abacus_commands::pf;
 pub mod pubsub;
 pub mod scan;
+pub mod scripting;
 pub mod replication;
 pub mod server;
 pub use abacus_commands::set_algebra;
@@ -96,6 +97,7 @@ pub const FAMILIES: &[&[Spec]] = &[
     acl::COMMANDS,
     replication::COMMANDS,
     cluster::COMMANDS,
+    scripting::COMMANDS,
 ];
 
 /// Installs the command table (`command::install`): the data families of `abacus-commands`,

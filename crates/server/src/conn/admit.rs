@@ -88,6 +88,16 @@ impl Conn {
                 return Step::Reply(e);
             }
         };
+        // A script running past busy-reply-threshold: only what Redis allows then
+        // (SCRIPT KILL, FUNCTION KILL, SHUTDOWN NOSAVE...). One atomic load otherwise.
+        if self.worker.server.scripts.running_since.load(Ordering::Relaxed) != 0 && spec.doc.info & abacus_commands::command::info::ALLOW_BUSY == 0 {
+            let threshold = self.worker.server.config.get_u64(abacus_engine::param!("busy-reply-threshold"));
+            if let Some(function) = self.worker.server.scripts.busy(abacus_engine::shard::now_ms(), threshold) {
+                self.fail_multi();
+                let kill = if function { "FUNCTION KILL" } else { "SCRIPT KILL" };
+                return Step::Reply(Frame::error(format!("BUSY Redis is busy running a script. You can only call {kill} or SHUTDOWN NOSAVE.")));
+            }
+        }
         if !spec.has(flags::LOADING) && self.worker.server.recorders.loading.active() {
             self.fail_multi();
             return Step::Reply(Frame::error("LOADING Abacus is loading the dataset in memory"));

@@ -1,0 +1,280 @@
+//! Running a script (EVAL, FCALL) on the shards: the [`Host`] a script's `redis.call`
+//! reaches, and the job that runs the script.
+//!
+//! How a script is atomic across shards with keys it did not declare (Redis allows them):
+//! the connection locks every shard (`Worker::lock`, in the order of multi-shard work:
+//! `order.rs`), then sends the script as one job to the shard of its first declared key (its
+//! own shard without keys), whose thread runs the Lua state it owns. A command on that
+//! shard's keys runs in place; a command on another shard's keys is sent over the private
+//! channel of that shard's lock and the script's thread waits for its reply; a command on
+//! keys of several shards checks them out as a multi-key command does (`exec.rs`). Nothing
+//! else runs on any shard meanwhile, so no client sees a script half done, and a key the
+//! script did not declare is simply another command to route. Why every shard and not the
+//! declared keys' shards, taking others when first touched: taking a shard in the middle of
+//! a script, while holding others, can wait in a cycle with another locker (each holds what
+//! the other wants), and a script that already wrote cannot step back to avoid it. The
+//! price: scripts run one at a time, as in Redis. See `docs/ARCHITECTURE.md`, "Scripts".
+//!
+//! The script's thread may block on another shard's reply: that shard is locked by this
+//! script, so its task runs nothing but this script's jobs and never waits on anything.
+//!
+//! Effects, not scripts, are logged: each command's log records join, in order, the lock's
+//! record, written as one when the locks are released, so replay and replicas apply the
+//! script's effects atomically and never run Lua (random numbers, TIME and SPOP give the
+//! same data everywhere).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use abacus_engine::config::CmdConfig;
+use abacus_engine::exec::{self, command_keys, Call};
+use abacus_engine::shard::{now_ms, shard_of, Job, Shard};
+use abacus_keyspace::{Db, Detached};
+use abacus_protocol::{Args, Bytes, Frame};
+use abacus_scripting::{Host, Invocation, Library, Shared, Vm};
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::command::{self, flags, Handler};
+
+/// What a script job runs.
+pub enum Script {
+    Eval { sha: String, body: Bytes },
+    Function { lib: Library, name: String },
+}
+
+/// A script invocation, as the connection hands it to the shard that runs it.
+pub struct ScriptRun {
+    pub script: Script,
+    pub keys: Vec<Bytes>,
+    pub args: Vec<Bytes>,
+    pub db: usize,
+    pub client: u64,
+    pub user: Arc<crate::acl::User>,
+    /// EVAL_RO, FCALL_RO, `no-writes`: write commands are refused.
+    pub read_only: bool,
+    pub caller_resp3: bool,
+}
+
+/// What a script job gives back.
+pub struct Outcome {
+    pub reply: Frame,
+    /// The script's effects, in order, for the lock's one record.
+    pub log: Vec<u8>,
+}
+
+/// Runs a script on `s`, the shard of its first key, every other shard reachable through
+/// `remote` (locked by the caller).
+pub fn run(s: &mut Shard, run: ScriptRun, remote: BTreeMap<usize, UnboundedSender<Job>>, shared: Arc<Shared>, cfg: CmdConfig, shards: usize, durability: Arc<abacus_engine::durability::Durability>) -> Outcome {
+    let mut vm = match s.lua.take() {
+        Some(vm) => vm,
+        None => match Vm::new(shared.clone(), crate::node::REDIS_VERSION, REDIS_VERSION_NUM) {
+            Ok(vm) => Box::new(vm),
+            Err(e) => return Outcome { reply: Frame::error(format!("ERR cannot start the Lua engine: {e}")), log: Vec::new() },
+        },
+    };
+    let ScriptRun { script, keys, args, db, client, user, read_only, caller_resp3 } = run;
+    let inv = Invocation { keys: &keys, args: &args, caller_resp3 };
+    let mut host = ShardHost { s, remote, db, client, user, read_only, cfg, shards, durability, log: Vec::new(), repl: 3, shared: shared.clone() };
+    let reply = match &script {
+        Script::Eval { sha, body } => vm.eval(sha, body, inv, &mut host),
+        Script::Function { lib, name } => vm.fcall(lib, name, inv, &mut host),
+    };
+    let log = std::mem::take(&mut host.log);
+    let id = s.id;
+    shared.note_lua_memory(id, vm.used_memory() as u64);
+    s.lua = Some(vm);
+    Outcome { reply, log }
+}
+
+/// Redis 7.0.15 as `REDIS_VERSION_NUM` (0x00MMmmpp).
+pub const REDIS_VERSION_NUM: u32 = 0x0007_000f;
+
+struct ShardHost<'a> {
+    s: &'a mut Shard,
+    remote: BTreeMap<usize, UnboundedSender<Job>>,
+    db: usize,
+    client: u64,
+    user: Arc<crate::acl::User>,
+    read_only: bool,
+    cfg: CmdConfig,
+    shards: usize,
+    durability: Arc<abacus_engine::durability::Durability>,
+    log: Vec<u8>,
+    /// `redis.set_repl`: whether effects are propagated (any bit) or not (0).
+    repl: u8,
+    shared: Arc<Shared>,
+}
+
+impl ShardHost<'_> {
+    /// Runs `f` on `shard` (in place, or on its thread through its lock) and waits.
+    fn on<R: Send + 'static>(&mut self, shard: usize, f: impl FnOnce(&mut Shard) -> R + Send + 'static) -> Option<R> {
+        if shard == self.s.id {
+            return Some(f(self.s));
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let job: Job = Box::new(move |s| {
+            let _ = tx.send(f(s));
+        });
+        self.remote.get(&shard)?.send(job).ok()?;
+        rx.recv().ok()
+    }
+
+    fn add_log(&mut self, payload: Vec<u8>) {
+        if self.repl != 0 && !payload.is_empty() {
+            self.log.extend_from_slice(&payload);
+            self.shared.wrote.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    fn keyed(&mut self, spec: &'static command::Spec, args: Args) -> Frame {
+        let keys = command_keys(spec, &args, self.db);
+        let mut shards: Vec<usize> = keys.iter().map(|(_, k)| shard_of(k, self.shards)).collect();
+        shards.sort_unstable();
+        shards.dedup();
+        let (db, cfg, n, client) = (self.db, self.cfg, self.shards, self.client);
+        if shards.len() <= 1 {
+            let shard = shards.first().copied().unwrap_or(self.s.id);
+            let call = Call { spec, args, client, no_touch: false };
+            let done = self.on(shard, move |s| {
+                let reply = exec::run_on_shard(s, db, &call, now_ms(), cfg, n);
+                (reply, s.log.take_pending())
+            });
+            return match done {
+                Some((reply, log)) => {
+                    self.add_log(log);
+                    reply
+                }
+                None => exec::shutting_down(),
+            };
+        }
+        self.across(spec, args, keys)
+    }
+
+    /// A command whose keys span shards: checked out of them, run on a scratch keyspace,
+    /// checked back in (as `Worker::run_checked_out`, synchronously).
+    fn across(&mut self, spec: &'static command::Spec, args: Args, keys: Vec<(usize, Bytes)>) -> Frame {
+        let databases = self.s.dbs.len();
+        let mut by_shard: BTreeMap<usize, Vec<(usize, usize, Bytes)>> = BTreeMap::new();
+        for (position, (d, k)) in keys.iter().enumerate() {
+            if *d < databases {
+                by_shard.entry(shard_of(k, self.shards)).or_default().push((position, *d, k.clone()));
+            }
+        }
+        let mut scratch: Vec<Db> = (0..databases).map(|_| Db::new()).collect();
+        for (&shard, ks) in &by_shard {
+            let ks: Vec<(usize, Bytes)> = ks.iter().map(|(_, d, k)| (*d, k.clone())).collect();
+            let taken = self.on(shard, move |s| ks.into_iter().filter_map(|(d, k)| s.dbs[d].remove_entry(&k).map(|e| (d, k, e))).collect::<Vec<(usize, Bytes, Detached)>>());
+            let Some(taken) = taken else { return exec::shutting_down() };
+            for (d, k, e) in taken {
+                scratch[d].insert_entry(&k, e);
+            }
+        }
+        let mut log = abacus_engine::aof::ShardLog::new(self.durability.clone());
+        let (reply, modified, _) = exec::exec_checked_out(&mut scratch, &mut log, self.db, spec, &args, now_ms(), self.cfg);
+        let payload = log.take_pending();
+        self.add_log(payload);
+        for (shard, ks) in by_shard {
+            let back: Vec<(usize, Bytes, Option<Detached>, bool)> = ks
+                .into_iter()
+                .map(|(position, d, k)| {
+                    let e = scratch[d].remove_entry(&k);
+                    (d, k, e, modified.contains(position))
+                })
+                .collect();
+            let done = self.on(shard, move |s| {
+                for (d, k, e, signal) in back {
+                    if let Some(e) = e {
+                        s.dbs[d].insert_entry(&k, e);
+                    }
+                    if signal {
+                        s.dbs[d].signal_modified(&k);
+                    }
+                }
+            });
+            if done.is_none() {
+                return exec::shutting_down();
+            }
+        }
+        reply
+    }
+
+    /// The connection-level commands a script may call (they need no connection).
+    fn connection_level(&mut self, spec: &'static command::Spec, args: &Args) -> Frame {
+        match spec.name {
+            "ping" => match args.len() {
+                1 => Frame::Simple(Bytes::from_static(b"PONG")),
+                _ => Frame::Bulk(args.bytes(1)),
+            },
+            "echo" => Frame::Bulk(args.bytes(1)),
+            "time" => {
+                let us = abacus_engine::shard::now_us();
+                Frame::Array(vec![Frame::Bulk(Bytes::from((us / 1_000_000).to_string())), Frame::Bulk(Bytes::from((us % 1_000_000).to_string()))])
+            }
+            "select" => match std::str::from_utf8(&args[1]).ok().and_then(|s| s.parse::<i64>().ok()) {
+                None => Frame::error("ERR value is not an integer or out of range"),
+                Some(d) if d < 0 || d as usize >= self.s.dbs.len() => Frame::error("ERR DB index is out of range"),
+                Some(d) => {
+                    self.db = d as usize;
+                    Frame::ok()
+                }
+            },
+            "publish" => Frame::Integer(abacus_engine::pubsub::publish(&args[1], &args[2]) as i64),
+            "spublish" => Frame::Integer(abacus_engine::pubsub::spublish(&args[1], &args[2]) as i64),
+            "dbsize" => {
+                let db = self.db;
+                let mut total = 0i64;
+                for shard in 0..self.shards {
+                    match self.on(shard, move |s| s.dbs.get(db).map_or(0, |d| d.len()) as i64) {
+                        Some(n) => total += n,
+                        None => return exec::shutting_down(),
+                    }
+                }
+                Frame::Integer(total)
+            }
+            _ => Frame::error(format!("ERR Abacus does not run '{}' from scripts yet", spec.name)),
+        }
+    }
+}
+
+impl Host for ShardHost<'_> {
+    fn call(&mut self, args: Vec<Bytes>) -> Frame {
+        let args = Args::from_vec(args);
+        let Some(spec) = command::lookup_call(&args) else {
+            return Frame::error("ERR Unknown Redis command called from script");
+        };
+        if !spec.arity_ok(args.len()) {
+            return Frame::error("ERR Wrong number of args calling Redis command from script");
+        }
+        if spec.doc.info & abacus_commands::command::info::NOSCRIPT != 0 || spec.has(flags::BLOCKING) && !matches!(spec.handler, Handler::Keyed(_)) {
+            return Frame::error("ERR This Redis command is not allowed from script");
+        }
+        if !self.user.is_open() && self.user.check(spec, &args).is_err() {
+            return Frame::error("NOPERM The user executing the script can't run this command or subcommand");
+        }
+        if self.read_only && spec.is_write() {
+            return Frame::error("ERR Write commands are not allowed from read-only scripts.");
+        }
+        match spec.handler {
+            Handler::Keyed(_) => self.keyed(spec, args),
+            Handler::Conn(_) => self.connection_level(spec, &args),
+        }
+    }
+
+    fn acl_check(&mut self, args: &[Bytes]) -> Option<bool> {
+        let args = Args::from_vec(args.to_vec());
+        let spec = command::lookup_call(&args)?;
+        Some(self.user.is_open() || self.user.check(spec, &args).is_ok())
+    }
+
+    fn set_repl(&mut self, flags: u8) {
+        self.repl = flags;
+    }
+
+    fn log(&mut self, level: u8, message: &str) {
+        match level {
+            0 => tracing::debug!(target: "script", "{message}"),
+            1 | 2 => tracing::info!(target: "script", "{message}"),
+            _ => tracing::warn!(target: "script", "{message}"),
+        }
+    }
+}
