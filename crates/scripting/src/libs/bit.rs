@@ -18,9 +18,9 @@ use mlua::{Function, Lua, MultiValue, Table, Value};
 // returns `Err` raises an mlua error object (userdata) instead, which a script's `pcall` would
 // see. So each library function is a small C function (`trampoline`) holding the Rust callback
 // as its upvalue: the callback *returns* its outcome, `true, ...` (the results), `false, msg`
-// (an error; `false, msg, true` for one without position) or `n, t` (the results are t[1..n], for calls that may return thousands of
-// values, more than an mlua callback pushes), and the trampoline returns the results or raises
-// msg as luaL_error would. As the script calls a C function, as on Redis, the function names in
+// (an error; `false, msg, true` for one without position) or `n, t` (the results are
+// t[1..n], for calls that may return thousands of values, more than an mlua callback pushes),
+// and the trampoline returns the results or raises msg as luaL_error would. As the script calls a C function, as on Redis, the function names in
 // "bad argument" messages and the error positions come out the same, tail calls included.
 
 /// A failure: a Lua error message (raised as a string, after the caller's position as
@@ -204,6 +204,7 @@ unsafe extern "C-unwind" fn trampoline(l: *mut mlua::ffi::lua_State) -> std::os:
         if ffi::lua_toboolean(l, 1) != 0 {
             return nres - 1;
         }
+        ffi::lua_checkstack(l, 4);
         if ffi::lua_toboolean(l, 3) != 0 {
             ffi::lua_pushvalue(l, 2);
         } else {
@@ -234,7 +235,7 @@ fn add_fn(
     lua: &Lua,
     t: &Table,
     name: &str,
-    f: impl Fn(&Args) -> Res<Out> + 'static,
+    f: impl Fn(&Args) -> Res<Out> + Send + 'static,
 ) -> mlua::Result<()> {
     let raw = lua.create_function(move |lua, mv: MultiValue| {
         let args = Args {

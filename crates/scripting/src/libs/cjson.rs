@@ -22,9 +22,6 @@
 //! double arithmetic, which may differ from glibc's strtod in the last bit for more than 13
 //! hex digits.
 
-use std::cell::RefCell;
-use std::rc::Rc;
-
 use mlua::{Function, LightUserData, Lua, MultiValue, Table, Value};
 
 // ---- shared shim (identical in each of the four library files) ----------------------------
@@ -34,9 +31,9 @@ use mlua::{Function, LightUserData, Lua, MultiValue, Table, Value};
 // returns `Err` raises an mlua error object (userdata) instead, which a script's `pcall` would
 // see. So each library function is a small C function (`trampoline`) holding the Rust callback
 // as its upvalue: the callback *returns* its outcome, `true, ...` (the results), `false, msg`
-// (an error; `false, msg, true` for one without position) or `n, t` (the results are t[1..n], for calls that may return thousands of
-// values, more than an mlua callback pushes), and the trampoline returns the results or raises
-// msg as luaL_error would. As the script calls a C function, as on Redis, the function names in
+// (an error; `false, msg, true` for one without position) or `n, t` (the results are
+// t[1..n], for calls that may return thousands of values, more than an mlua callback pushes),
+// and the trampoline returns the results or raises msg as luaL_error would. As the script calls a C function, as on Redis, the function names in
 // "bad argument" messages and the error positions come out the same, tail calls included.
 
 /// A failure: a Lua error message (raised as a string, after the caller's position as
@@ -220,6 +217,7 @@ unsafe extern "C-unwind" fn trampoline(l: *mut mlua::ffi::lua_State) -> std::os:
         if ffi::lua_toboolean(l, 1) != 0 {
             return nres - 1;
         }
+        ffi::lua_checkstack(l, 4);
         if ffi::lua_toboolean(l, 3) != 0 {
             ffi::lua_pushvalue(l, 2);
         } else {
@@ -250,7 +248,7 @@ fn add_fn(
     lua: &Lua,
     t: &Table,
     name: &str,
-    f: impl Fn(&Args) -> Res<Out> + 'static,
+    f: impl Fn(&Args) -> Res<Out> + Send + 'static,
 ) -> mlua::Result<()> {
     let raw = lua.create_function(move |lua, mv: MultiValue| {
         let args = Args {
@@ -328,7 +326,12 @@ impl Default for Config {
     }
 }
 
-type Cfg = Rc<RefCell<Config>>;
+type Cfg = std::sync::Arc<std::sync::Mutex<Config>>;
+
+/// The configuration (a poisoned lock is still consistent: every update is one store).
+fn lock(cfg: &Cfg) -> std::sync::MutexGuard<'_, Config> {
+    cfg.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 fn null() -> Value {
     Value::LightUserData(LightUserData(std::ptr::null_mut()))
@@ -596,7 +599,7 @@ fn encode(cfg: &Cfg, a: &Args) -> Res<Out> {
     if a.n() != 1 {
         return Err(a.arg_error(1, "expected 1 argument"));
     }
-    let c = cfg.borrow().clone();
+    let c = lock(cfg).clone();
     let out = encode_value(&c, a.get(1))?;
     one(Value::String(a.lua.create_string(&out)?))
 }
@@ -741,7 +744,18 @@ fn strtod(s: &[u8], at: usize) -> (f64, usize) {
                 j = k;
             }
         }
-        let v = m * 2f64.powi(exp.clamp(-2000, 2000) as i32);
+        // ldexp, in steps whose powers of two are exact.
+        let mut v = m;
+        let mut e = exp.clamp(-4000, 4000);
+        while e > 1000 {
+            v *= 2f64.powi(1000);
+            e -= 1000;
+        }
+        while e < -1000 {
+            v *= 2f64.powi(-1000);
+            e += 1000;
+        }
+        v *= 2f64.powi(e as i32);
         return (sign(v), j - at);
     }
     // Decimal: digits [. digits] [e [sign] digits], at least one digit in the mantissa.
@@ -1146,7 +1160,7 @@ fn decode(cfg: &Cfg, a: &Args) -> Res<Out> {
     if data.len() >= 2 && (data[0] == 0 || data[1] == 0) {
         return Err("JSON parser does not support UTF-16 or UTF-32".into());
     }
-    let c = cfg.borrow().clone();
+    let c = lock(cfg).clone();
     one(decode_text(a.lua, &c, &data)?)
 }
 
@@ -1200,7 +1214,7 @@ fn enum_option(a: &Args, i: usize, setting: &mut i32, options: Option<&[&str]>) 
 
 fn cfg_sparse(cfg: &Cfg, a: &Args) -> Res<Out> {
     arg_init(a, 3)?;
-    let mut c = cfg.borrow_mut();
+    let mut c = lock(cfg);
     let v1 = enum_option(a, 1, &mut c.sparse_convert, None)?;
     let v2 = integer_option(a, 2, &mut c.sparse_ratio, 0, i32::MAX)?;
     let v3 = integer_option(a, 3, &mut c.sparse_safe, 0, i32::MAX)?;
@@ -1215,7 +1229,7 @@ fn cfg_int(
     max: i32,
 ) -> Res<Out> {
     arg_init(a, 1)?;
-    let mut c = cfg.borrow_mut();
+    let mut c = lock(cfg);
     one(integer_option(a, 1, field(&mut c), min, max)?)
 }
 
@@ -1226,14 +1240,14 @@ fn cfg_enum(
     options: Option<&[&str]>,
 ) -> Res<Out> {
     arg_init(a, 1)?;
-    let mut c = cfg.borrow_mut();
+    let mut c = lock(cfg);
     one(enum_option(a, 1, field(&mut c), options)?)
 }
 
 /// A `cjson` table with its own configuration.
 fn new_module(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
-    let cfg: Cfg = Rc::new(RefCell::new(Config::default()));
+    let cfg: Cfg = std::sync::Arc::new(std::sync::Mutex::new(Config::default()));
     let c = cfg.clone();
     add_fn(lua, &t, "encode", move |a| encode(&c, a))?;
     let c = cfg.clone();
@@ -1510,6 +1524,9 @@ mod tests {
             ("return (function() local c = cjson.new() c.encode_number_precision(2) local r = c.encode(math.pi) .. cjson.encode(math.pi) return r end)()", "3.13.1415926535898"),
             ("return type(cjson.new().null)", "userdata"),
             ("return cjson.encode({'a', 'b', 'c'}) .. cjson.encode({x = {1, {y = 'z'}}})", "[\"a\",\"b\",\"c\"]{\"x\":[1,{\"y\":\"z\"}]}"),
+            ("return cjson.encode({a = 1, b = 2, c = 3, d = 4, e = {f = 5, g = {6, 7}}, [10.5] = 'x', [-3] = 'y'})", "{\"a\":1,\"c\":3,\"b\":2,\"e\":{\"g\":[6,7],\"f\":5},\"d\":4,\"-3\":\"y\",\"10.5\":\"x\"}"),
+            ("return cjson.encode({name = 'n', list = {1, 2, 3}, map = {k1 = 'v1', k2 = 'v2', k3 = 'v3'}, flag = true, none = cjson.null})", "{\"map\":{\"k1\":\"v1\",\"k3\":\"v3\",\"k2\":\"v2\"},\"name\":\"n\",\"list\":[1,2,3],\"flag\":true,\"none\":null}"),
+            ("return cjson.encode(cjson.decode('{\"z\":1,\"y\":2,\"x\":3,\"w\":[{\"b\":1,\"a\":2}],\"v\":\"\\\\u00e9\"}'))", "{\"y\":2,\"x\":3,\"z\":1,\"w\":[{\"a\":2,\"b\":1}],\"v\":\"\u{e9}\"}"),
         ];
         for (code, want) in cases {
             assert_eq!(&run(&lua, code), want, "{code}");

@@ -14,9 +14,9 @@
 //! overflow (in function mp_decode_to_lua_array)"); the decoder is iterative, so nesting
 //! costs no native stack.
 //!
-//! Departures from the C: pack with more than about 4000 arguments holding tables would in
-//! the C fail a stack check mid-encoding; here it encodes. Strings over 4 GiB get a wrapped
-//! length header, as in the C.
+//! Departures from the C: with close to 4000 arguments (the C's limit, "Too many arguments for
+//! MessagePack pack.", is kept), tables among them would in the C fail a Lua stack check
+//! mid-encoding; here they encode.
 
 use mlua::{Function, Lua, MultiValue, Table, Value};
 
@@ -27,9 +27,9 @@ use mlua::{Function, Lua, MultiValue, Table, Value};
 // returns `Err` raises an mlua error object (userdata) instead, which a script's `pcall` would
 // see. So each library function is a small C function (`trampoline`) holding the Rust callback
 // as its upvalue: the callback *returns* its outcome, `true, ...` (the results), `false, msg`
-// (an error; `false, msg, true` for one without position) or `n, t` (the results are t[1..n], for calls that may return thousands of
-// values, more than an mlua callback pushes), and the trampoline returns the results or raises
-// msg as luaL_error would. As the script calls a C function, as on Redis, the function names in
+// (an error; `false, msg, true` for one without position) or `n, t` (the results are
+// t[1..n], for calls that may return thousands of values, more than an mlua callback pushes),
+// and the trampoline returns the results or raises msg as luaL_error would. As the script calls a C function, as on Redis, the function names in
 // "bad argument" messages and the error positions come out the same, tail calls included.
 
 /// A failure: a Lua error message (raised as a string, after the caller's position as
@@ -213,6 +213,7 @@ unsafe extern "C-unwind" fn trampoline(l: *mut mlua::ffi::lua_State) -> std::os:
         if ffi::lua_toboolean(l, 1) != 0 {
             return nres - 1;
         }
+        ffi::lua_checkstack(l, 4);
         if ffi::lua_toboolean(l, 3) != 0 {
             ffi::lua_pushvalue(l, 2);
         } else {
@@ -243,7 +244,7 @@ fn add_fn(
     lua: &Lua,
     t: &Table,
     name: &str,
-    f: impl Fn(&Args) -> Res<Out> + 'static,
+    f: impl Fn(&Args) -> Res<Out> + Send + 'static,
 ) -> mlua::Result<()> {
     let raw = lua.create_function(move |lua, mv: MultiValue| {
         let args = Args {
@@ -863,6 +864,8 @@ mod tests {
             ("return select('#', cmsgpack.unpack(string.rep('a', 7998) .. string.char(0x81, 0, 0)))", "user_script:1: stack overflow (too many return values at once; use unpack_one or unpack_limit instead.)"),
             ("return select('#', cmsgpack.unpack(string.rep('a', 7998) .. string.char(0x81, 0x91, 0, 0)))", "user_script:1: stack overflow (too many return values at once; use unpack_one or unpack_limit instead.)"),
             ("return cmsgpack._NAME .. ' ' .. cmsgpack._VERSION .. ' ' .. cmsgpack._COPYRIGHT .. ' ' .. cmsgpack._DESCRIPTION", "cmsgpack lua-cmsgpack 0.4.0 Copyright (C) 2012, Salvatore Sanfilippo MessagePack C implementation for Lua"),
+            ("return (function(s) return (string.gsub(s, '.', function(c) return string.format('%02x', string.byte(c)) end)) end)(cmsgpack.pack({a = 1, b = 2, c = 3, d = 4, e = {f = 5, g = {6, 7}}, [10.5] = 'x', [-3] = 'y'}))", "87a16101a16303a16202a16582a167920607a16605a16404fda179ca41280000a178"),
+            ("return (function(s) return (string.gsub(s, '.', function(c) return string.format('%02x', string.byte(c)) end)) end)(cmsgpack.pack({name = 'n', list = {1, 2, 3}, map = {k1 = 'v1', k2 = 'v2', k3 = 'v3'}, flag = true}))", "84a36d617083a26b31a27631a26b33a27633a26b32a27632a4666c6167c3a46e616d65a16ea46c69737493010203"),
         ];
         for (code, want) in cases {
             assert_eq!(&run(&lua, code), want, "{code}");

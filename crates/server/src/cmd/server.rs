@@ -1,4 +1,4 @@
-//! The server family: INFO, DBSIZE, FLUSHDB, FLUSHALL, SWAPDB, CONFIG, DEBUG, FUNCTION.
+//! The server family: INFO, DBSIZE, FLUSHDB, FLUSHALL, SWAPDB, CONFIG, DEBUG.
 //!
 //! These visit every shard. Commands that change every shard (FLUSHALL, FLUSHDB, SWAPDB) lock
 //! all shards first, so no client sees a half-flushed or half-swapped keyspace. FLUSH ASYNC
@@ -73,8 +73,6 @@ pub const COMMANDS: &[Spec] = &[
         .noscript(),
     Spec::conn("config", -2, 0, NONE, conn_fn!(|_, _, _| crate::conn::container()), G, "A container for server configuration commands.").with_subcommands(CONFIG)
         .docs("2.0.0", "Depends on subcommand."),
-    Spec::conn("function", -2, 0, NONE, conn_fn!(|_, _, _| crate::conn::container()), "scripting", "A container for function commands.").with_subcommands(FUNCTION)
-        .docs("7.0.0", "Depends on subcommand."),
 ];
 
 /// Named: its effect record names it.
@@ -114,17 +112,6 @@ const CONFIG: &[Spec] = &[
         .noscript(),
 ];
 
-const FUNCTION: &[Spec] = &[
-    Spec::conn("function|flush", -2, WRITE, NONE, conn_fn!(|_, _, call| function_flush(&call.args)), "scripting", "Deletes all libraries and functions.")
-        .docs("7.0.0", "O(N) where N is the number of functions deleted")
-        .tips("request_policy:all_shards response_policy:all_succeeded")
-        .noscript()
-        .args("
-            async type=oneof flags=optional
-              async type=pure-token token=ASYNC
-              sync type=pure-token token=SYNC
-        "),
-];
 
 /// Logs a server-level write with the atomic operation holding the shards: the caller's own
 /// locks, or the transaction's.
@@ -501,15 +488,6 @@ pub fn populate_shard(s: &mut abacus_engine::shard::Shard, db: usize, count: u64
             value.resize(size, 0);
         }
         s.dbs[db].set(&key, abacus_keyspace::Value::Str(value.into()), 0, now);
-    }
-}
-
-/// FUNCTION FLUSH. No functions exist yet (scripting is a later issue), so there is nothing
-/// to delete.
-pub fn function_flush(a: &[Arg]) -> Frame {
-    match flush_mode(a, 2) {
-        Ok(_) => Frame::ok(),
-        Err(_) => err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option"),
     }
 }
 
