@@ -558,6 +558,10 @@ async fn function_restore(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Fra
             Some(Err(e)) => return Frame::error(e),
             None => return abacus_engine::exec::shutting_down(),
         };
+        if policy != "replace" && next.libs.contains_key(&name) {
+            // RESTORE's text (LOAD's quotes the name).
+            return Frame::error(format!("ERR Library {name} already exists"));
+        }
         let lib = Library { name, code, functions, id: shared.new_library_id() };
         if let Err(e) = next.add(lib, policy == "replace") {
             return Frame::error(e);
