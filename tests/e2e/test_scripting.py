@@ -171,7 +171,7 @@ def test_libraries(r):
     assert error_of(lambda: r.fcall("f1", 1, "k")) == "Function not found"
     assert r.function_restore(payload) in (b"OK", True)
     assert r.fcall("f1", 1, "k") == b"v"
-    assert error_of(lambda: r.function_restore(payload)) == "Library 'mylib' already exists"
+    assert error_of(lambda: r.function_restore(payload)) == "Library mylib already exists"
     assert r.function_restore(payload, "REPLACE") in (b"OK", True)
     assert r.function_delete("mylib") in (b"OK", True)
     assert error_of(lambda: r.function_delete("mylib")) == "Library not found"
