@@ -587,13 +587,24 @@ pub async fn info_text(worker: &crate::node::Node, access: Access<'_>, mut secti
     if want("memory") {
         let used = memory::allocated_bytes();
         let rss = memory::rss_bytes();
+        // Scripting: every shard's Lua heap, the script cache, the libraries.
+        let lua = server.scripts.lua_memory();
+        let scripts = server.scripts.scripts_bytes();
+        let (functions, libraries) = {
+            let libs = server.scripts.libraries.read();
+            (libs.libs.values().map(|l| l.functions.len()).sum::<usize>(), libs.libs.len())
+        };
         let _ = write!(
             out,
-            "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{}\r\nused_memory_peak_human:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\nmem_fragmentation_ratio:{:.2}\r\nmem_allocator:{}\r\n\r\n",
+            "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{}\r\nused_memory_peak_human:{}\r\nused_memory_lua:{lua}\r\nused_memory_vm_eval:{lua}\r\nused_memory_lua_human:{}\r\nused_memory_scripts_eval:{scripts}\r\nnumber_of_cached_scripts:{}\r\nnumber_of_functions:{}\r\nnumber_of_libraries:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\nmem_fragmentation_ratio:{:.2}\r\nmem_allocator:{}\r\n\r\n",
             memory::human(used),
             memory::human(rss),
             memory::peak_bytes(),
             memory::human(memory::peak_bytes()),
+            memory::human(lua),
+            server.scripts.script_count(),
+            functions,
+            libraries,
             server.config.get_u64(abacus_engine::param!("maxmemory")),
             memory::human(server.config.get_u64(abacus_engine::param!("maxmemory"))),
             server.config.get(abacus_engine::param!("maxmemory-policy")),
