@@ -6,8 +6,8 @@ itself), and the redirections and CLUSTER subcommands a cluster client relies on
 cluster of Abacus and redis-server 7.0 nodes; a node restarted from its nodes.conf. Also run
 against redis-server with `--target redis` (the same tests, all Redis nodes).
 
-Not here yet (see docs/ARCHITECTURE.md, "Cluster"): replicas and failover, resharding with
-MIGRATE and ASK.
+Also: replicas, automatic failover after kill -9, manual failover (CLUSTER FAILOVER and its
+FORCE and TAKEOVER) under writes.
 """
 import os
 import shutil
@@ -235,6 +235,113 @@ def test_failover_after_kill_9(target):
         vid = victim.client().execute_command("CLUSTER", "MYID").decode()
         rid = next(n for n in nodes if n.port == replica_port).client().execute_command("CLUSTER", "MYID").decode()
         wait_until("the old primary to become a replica", lambda: any(l.startswith(vid) and "slave" in l.split()[2] and l.split()[3] == rid for l in c.execute_command("CLUSTER", "NODES").decode().split("\n")))
+    finally:
+        for n in nodes:
+            n.stop()
+
+
+def node_line(n, node_id):
+    return next(l for l in n.client().execute_command("CLUSTER", "NODES").decode().strip().split("\n") if l.startswith(node_id))
+
+
+def serves_slot(n, slot, port):
+    return any(int(r[0]) <= slot <= int(r[1]) and int(r[2][1]) == port for r in n.client().execute_command("CLUSTER", "SLOTS"))
+
+
+def test_manual_failover_swaps_roles_and_loses_no_acknowledged_write(target):
+    """CLUSTER FAILOVER on a replica while a client keeps writing to its primary's slots:
+    the primary pauses writes, the replica catches up with the paused primary's offset and
+    is elected, the roles swap, and every write the client saw acknowledged is there."""
+    import threading
+    nodes = start_nodes([target] * 6)
+    try:
+        create(nodes, replicas=1)
+        c = nodes[0].client()
+        wait_until("replicas in CLUSTER SLOTS", lambda: all(len(r) == 4 for r in c.execute_command("CLUSTER", "SLOTS")))
+        slot = c.execute_command("CLUSTER", "KEYSLOT", "{mf}")
+        row = next(r for r in c.execute_command("CLUSTER", "SLOTS") if int(r[0]) <= slot <= int(r[1]))
+        by_port = {n.port: n for n in nodes}
+        primary, replica = by_port[int(row[2][1])], by_port[int(row[3][1])]
+        pid, rid = myid(primary), myid(replica)
+        with pytest.raises(redis.exceptions.ResponseError, match="^You should send CLUSTER FAILOVER to a replica$"):
+            primary.client().execute_command("CLUSTER", "FAILOVER")
+        with pytest.raises(redis.exceptions.ResponseError, match="^syntax error$"):
+            replica.client().execute_command("CLUSTER", "FAILOVER", "NOW")
+        acked = {}
+        stop = threading.Event()
+        errors = []
+
+        def writer():
+            rc = RedisCluster(startup_nodes=[ClusterNode(HOST, n.port) for n in nodes], socket_timeout=20)
+            i = 0
+            while not stop.is_set():
+                k = "{mf}:%d" % (i % 500)
+                try:
+                    if rc.set(k, i):
+                        acked[k] = i
+                except redis.exceptions.RedisError as e:  # not acknowledged: may or may not be there
+                    errors.append(repr(e))
+                    acked.pop(k, None)
+                i += 1
+
+        t = threading.Thread(target=writer)
+        t.start()
+        wait_until("writes to flow", lambda: len(acked) >= 100)
+        assert replica.client().execute_command("CLUSTER", "FAILOVER") in (True, b"OK")
+        for n in nodes:
+            wait_until("the replica to serve slot %d on %d" % (slot, n.port), lambda n=n: serves_slot(n, slot, replica.port))
+        wait_until("the old primary to follow the new one", lambda: node_line(primary, pid).split()[2] == "myself,slave" and node_line(primary, pid).split()[3] == rid)
+        assert node_line(replica, rid).split()[2] == "myself,master"
+        # Writes go on against the new primary.
+        written = len(acked)
+        wait_until("writes to the new primary", lambda: replica.client().dbsize() > 0 and len(errors) < 1000 and len(acked) >= written)
+        stop.set()
+        t.join(timeout=60)
+        assert not t.is_alive()
+        rc = RedisCluster(startup_nodes=[ClusterNode(HOST, n.port) for n in nodes], socket_timeout=10)
+        lost = {k: v for k, v in acked.items() if rc.get(k) != str(v).encode()}
+        assert not lost, (lost, errors[:5])
+        # No failure was involved: nobody flags the old primary.
+        assert "fail" not in node_line(nodes[0], pid).split()[2]
+    finally:
+        for n in nodes:
+            n.stop()
+
+
+def test_failover_force_and_takeover(target):
+    """FORCE when the primary is down (before any automatic failover could run, the node
+    timeout being a minute), TAKEOVER on a healthy shard."""
+    nodes = start_nodes([target] * 6, extra=["--cluster-node-timeout", "60000"])
+    try:
+        create(nodes, replicas=1)
+        c = nodes[0].client()
+        wait_until("replicas in CLUSTER SLOTS", lambda: all(len(r) == 4 for r in c.execute_command("CLUSTER", "SLOTS")))
+        by_port = {n.port: n for n in nodes}
+        rows = sorted(c.execute_command("CLUSTER", "SLOTS"), key=lambda r: int(r[0]))
+        # TAKEOVER: the replica of the first range takes its slots at once.
+        p1, r1 = by_port[int(rows[0][2][1])], by_port[int(rows[0][3][1])]
+        assert r1.client().execute_command("CLUSTER", "FAILOVER", "TAKEOVER") in (True, b"OK")
+        for n in nodes:
+            wait_until("the TAKEOVER to reach %d" % n.port, lambda n=n: serves_slot(n, int(rows[0][0]), r1.port))
+        wait_until("the old primary to follow", lambda: node_line(p1, myid(p1)).split()[3] == myid(r1))
+        # FORCE: the primary of the last range is killed; its replica refuses a plain
+        # CLUSTER FAILOVER once it lost the link, and takes over with FORCE.
+        p3, r3 = by_port[int(rows[-1][2][1])], by_port[int(rows[-1][3][1])]
+        os.killpg(p3.proc.pid, 9)
+        p3.proc.wait(timeout=10)
+
+        def refused():
+            try:
+                r3.client().execute_command("CLUSTER", "FAILOVER")
+                return False
+            except redis.exceptions.ResponseError as e:
+                assert str(e) == "Master is down or failed, please use CLUSTER FAILOVER FORCE"
+                return True
+        wait_until("the replica to notice the primary is gone", refused)
+        assert r3.client().execute_command("CLUSTER", "FAILOVER", "FORCE") in (True, b"OK")
+        survivors = [n for n in nodes if n is not p3]
+        for n in survivors:
+            wait_until("the FORCE failover to reach %d" % n.port, lambda n=n: serves_slot(n, int(rows[-1][0]), r3.port), timeout=40)
     finally:
         for n in nodes:
             n.stop()

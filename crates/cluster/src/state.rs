@@ -327,6 +327,19 @@ impl Cluster {
         }
     }
 
+    /// New settings (CONFIG SET): this node's announced ports and hostname follow them.
+    pub fn set_config(&mut self, config: Config) {
+        let me = self.myself;
+        let m = self.nodes.get_mut(&me).expect("myself");
+        if m.port != config.port || m.cport != config.cport || m.hostname != config.hostname {
+            m.port = config.port;
+            m.cport = config.cport;
+            m.hostname = config.hostname.clone();
+            self.save();
+        }
+        self.config = config;
+    }
+
     /// The actions to carry out, in order.
     pub fn take_actions(&mut self) -> Vec<Action> {
         std::mem::take(&mut self.actions)

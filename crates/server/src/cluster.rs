@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use abacus_cluster::nodes_conf;
-use abacus_cluster::{Action, Cluster, Config as ClusterConfig, LinkId};
+use abacus_cluster::{Action, Cluster, Config as ClusterConfig, LinkId, ReplStatus};
 use abacus_cluster_bus::{encode, NodeName, Reader, SLOTS};
 use abacus_engine::{param, Config};
 use abacus_protocol::{Arg, Frame};
@@ -48,10 +48,16 @@ pub struct ClusterNode {
     mine: Box<[AtomicBool]>,
     /// Whether the cluster is OK from here.
     ok: AtomicBool,
+    /// `cluster-allow-reads-when-down` (refreshed by the bus's tick).
+    reads_when_down: AtomicBool,
+    /// `cluster-preferred-endpoint-type`: 0 ip, 1 hostname, 2 unknown-endpoint.
+    endpoint_type: std::sync::atomic::AtomicU8,
     /// The view's `slots_version` that `mine` was copied at (`u64::MAX`: never).
     published: std::sync::atomic::AtomicU64,
     /// nodes.conf's path.
     file: PathBuf,
+    /// The client port this node listens on.
+    port: u16,
     /// Wakes the bus's driver when a command left it something to send.
     wake: tokio::sync::Notify,
 }
@@ -134,7 +140,7 @@ impl ClusterNode {
         let slot = slot?;
         if self.serves(slot) {
             if !self.ok.load(Ordering::Relaxed) {
-                return Some(Frame::error("CLUSTERDOWN The cluster is down"));
+                return self.down(spec);
             }
             return None;
         }
@@ -144,28 +150,81 @@ impl ClusterNode {
         }
         let Some(owner) = c.owner(slot) else { return Some(Frame::error("CLUSTERDOWN Hash slot not served")) };
         if !c.ok {
-            return Some(Frame::error("CLUSTERDOWN The cluster is down"));
+            if let Some(down) = self.down(spec) {
+                return Some(down);
+            }
         }
         if readonly && spec.has(crate::command::flags::READONLY) && c.me().primary == Some(owner) {
             return None;
         }
         let n = &c.nodes[&owner];
-        Some(Frame::error(format!("MOVED {slot} {}:{}", n.ip, n.port)))
+        Some(Frame::error(format!("MOVED {slot} {}:{}", self.endpoint(n), n.port)))
+    }
+
+    /// A keyed command while the cluster is down (getNodeByQuery): refused, unless
+    /// `cluster-allow-reads-when-down` lets a read through.
+    fn down(&self, spec: &Spec) -> Option<Frame> {
+        if !self.reads_when_down.load(Ordering::Relaxed) {
+            Some(Frame::error("CLUSTERDOWN The cluster is down"))
+        } else if spec.is_write() {
+            Some(Frame::error("CLUSTERDOWN The cluster is down and only accepts read commands"))
+        } else {
+            None
+        }
+    }
+
+    /// The endpoint clients are given for a node (Redis's getPreferredEndpoint).
+    pub fn endpoint(&self, n: &abacus_cluster::state::Node) -> String {
+        match self.endpoint_type.load(Ordering::Relaxed) {
+            0 => n.ip.clone(),
+            1 if !n.hostname.is_empty() => n.hostname.clone(),
+            1 => "?".into(),
+            _ => String::new(),
+        }
+    }
+
+    /// `cluster-preferred-endpoint-type` as a number (0 ip, 1 hostname, 2 unknown-endpoint).
+    pub fn endpoint_type(&self) -> u8 {
+        self.endpoint_type.load(Ordering::Relaxed)
+    }
+
+    /// Reads the parameters the hot path mirrors.
+    fn refresh(&self, config: &Config) {
+        self.reads_when_down.store(config.get_bool(param!("cluster-allow-reads-when-down")), Ordering::Relaxed);
+        let t = match config.get(param!("cluster-preferred-endpoint-type")).as_str() {
+            "hostname" => 1,
+            "unknown-endpoint" => 2,
+            _ => 0,
+        };
+        self.endpoint_type.store(t, Ordering::Relaxed);
     }
 }
 
-fn cluster_config(config: &Config, port: u16) -> ClusterConfig {
-    let cport = match config.get_u64(param!("cluster-port")) as u16 {
+/// The bus port this node listens on (`cluster-port`, or the client port + 10000).
+fn bus_port(config: &Config, port: u16) -> u16 {
+    match config.get_u64(param!("cluster-port")) as u16 {
         0 => port.wrapping_add(abacus_cluster_bus::PORT_INCR),
         p => p,
-    };
+    }
+}
+
+/// The state's settings from the configuration; `port` is the client port listened on. The
+/// ports are the announced ones (`cluster-announce-port`/`-bus-port` when set).
+fn cluster_config(config: &Config, port: u16) -> ClusterConfig {
+    let announced = |p: u16, dflt: u16| if p == 0 { dflt } else { p };
     ClusterConfig {
         node_timeout_ms: config.get_u64(param!("cluster-node-timeout")),
-        port,
-        cport,
+        port: announced(config.get_u64(param!("cluster-announce-port")) as u16, port),
+        cport: announced(config.get_u64(param!("cluster-announce-bus-port")) as u16, bus_port(config, port)),
         announce_ip: config.get(param!("cluster-announce-ip")),
         hostname: config.get(param!("cluster-announce-hostname")),
         require_full_coverage: config.get_bool(param!("cluster-require-full-coverage")),
+        replica_validity_factor: config.get_u64(param!("cluster-replica-validity-factor")),
+        // Redis's `repl-ping-replica-period` default; Abacus has no such parameter.
+        repl_ping_period_ms: 10_000,
+        replica_no_failover: config.get_bool(param!("cluster-replica-no-failover")),
+        migration_barrier: config.get_u64(param!("cluster-migration-barrier")),
+        allow_replica_migration: config.get_bool(param!("cluster-allow-replica-migration")),
     }
 }
 
@@ -190,14 +249,26 @@ pub fn open(config: &Config, dir: &std::path::Path, port: u16) -> Result<Option<
     };
     let bind = config.get(param!("bind"));
     let ip = bind.split_whitespace().next().unwrap_or("127.0.0.1").trim_start_matches('-').to_string();
-    let listener = std::net::TcpListener::bind((ip.as_str(), cc.cport)).map_err(|e| format!("cannot listen on the cluster bus port {ip}:{}: {e}", cc.cport))?;
+    let bport = bus_port(config, port);
+    let listener = std::net::TcpListener::bind((ip.as_str(), bport)).map_err(|e| format!("cannot listen on the cluster bus port {ip}:{bport}: {e}"))?;
     listener.set_nonblocking(true).map_err(|e| e.to_string())?;
-    let node = Arc::new(ClusterNode { state: Mutex::new(cluster), mine: (0..SLOTS).map(|_| AtomicBool::new(false)).collect(), ok: AtomicBool::new(false), published: std::sync::atomic::AtomicU64::new(u64::MAX), file, wake: tokio::sync::Notify::new() });
+    let node = Arc::new(ClusterNode {
+        state: Mutex::new(cluster),
+        mine: (0..SLOTS).map(|_| AtomicBool::new(false)).collect(),
+        ok: AtomicBool::new(false),
+        reads_when_down: AtomicBool::new(false),
+        endpoint_type: std::sync::atomic::AtomicU8::new(0),
+        published: std::sync::atomic::AtomicU64::new(u64::MAX),
+        file,
+        port,
+        wake: tokio::sync::Notify::new(),
+    });
+    node.refresh(config);
     {
         let c = node.state.lock();
         node.save(&c);
         node.publish(&c);
-        tracing::info!("Cluster node {} (bus port {})", String::from_utf8_lossy(c.myself.as_bytes()), cc.cport);
+        tracing::info!("Cluster node {} (bus port {bport})", String::from_utf8_lossy(c.myself.as_bytes()));
     }
     Ok(Some((node, listener)))
 }
@@ -257,15 +328,16 @@ async fn bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, server: Ar
         };
         let now = now_ms();
         let mut c = node.state.lock();
+        // What each header says of this node's replication, and a replica's data age.
+        c.set_repl(ReplStatus { offset: crate::replication::state().offset(), data_age_ms: crate::replication::data_age_ms(now) });
         match event {
             Some(Event::Wake) => {}
             None => {
                 // Settings CONFIG SET may have changed.
                 let cfg = &server.config;
-                c.config.node_timeout_ms = cfg.get_u64(param!("cluster-node-timeout"));
-                c.config.announce_ip = cfg.get(param!("cluster-announce-ip"));
-                c.config.hostname = cfg.get(param!("cluster-announce-hostname"));
-                c.config.require_full_coverage = cfg.get_bool(param!("cluster-require-full-coverage"));
+                let fresh = cluster_config(cfg, node.port);
+                c.set_config(fresh);
+                node.refresh(cfg);
                 c.tick(now);
             }
             Some(Event::Accepted(s)) => {
@@ -289,6 +361,7 @@ async fn bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, server: Ar
             }
         }
         let mut save = false;
+        let mut unpause = false;
         for a in c.take_actions() {
             match a {
                 Action::Send(id, m) => {
@@ -326,6 +399,14 @@ async fn bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, server: Ar
                         });
                     })));
                 }
+                // A replica's manual failover: hold writes until it caught up (or timed out).
+                Action::PauseWrites { until_ms } => {
+                    tracing::warn!("Manual failover requested by a replica: holding writes for up to {} ms", until_ms.saturating_sub(now));
+                    server.client_pause.pause(until_ms, false);
+                }
+                // After the slot map is published below, so that a held write resumes into
+                // the new map (-MOVED to the new primary), never into the old one.
+                Action::Unpause => unpause = true,
                 Action::Deliver { shard, channel, message } => {
                     let _ = if shard { abacus_engine::pubsub::spublish(&channel, &message) } else { abacus_engine::pubsub::publish(&channel, &message) };
                 }
@@ -335,6 +416,9 @@ async fn bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, server: Ar
             node.save(&c);
         }
         node.publish(&c);
+        if unpause {
+            server.client_pause.unpause();
+        }
     }
 }
 
