@@ -466,6 +466,62 @@ def test_mixed_cluster_with_redis_nodes(target):
             n.stop()
 
 
+CLUSTER_PARAMETERS = {
+    "cluster-allow-reads-when-down": "no",
+    "cluster-replica-validity-factor": "10",
+    "cluster-migration-barrier": "1",
+    "cluster-allow-replica-migration": "yes",
+    "cluster-replica-no-failover": "no",
+    "cluster-preferred-endpoint-type": "ip",
+    "cluster-announce-port": "0",
+    "cluster-announce-bus-port": "0",
+}
+
+
+def test_cluster_parameters_and_their_effects(cluster):
+    c = cluster[0].client()
+    for name, default in CLUSTER_PARAMETERS.items():
+        assert c.config_get(name) == {name: default}
+    with pytest.raises(redis.exceptions.ResponseError):
+        c.config_set("cluster-preferred-endpoint-type", "nowhere")
+    # The endpoint clients are sent to: the IP, the hostname ('?' when none is announced),
+    # or none at all (a client reuses the address it used).
+    slots = c.execute_command("CLUSTER", "SLOTS")
+    mine = [(int(r[0]), int(r[1])) for r in slots if int(r[2][1]) == cluster[0].port]
+    key = next("k%d" % i for i in range(1000) if not any(a <= c.execute_command("CLUSTER", "KEYSLOT", "k%d" % i) <= b for a, b in mine))
+    slot = c.execute_command("CLUSTER", "KEYSLOT", key)
+    owner = next(r for r in slots if int(r[0]) <= slot <= int(r[1]))
+    for kind, endpoint in (("unknown-endpoint", ""), ("hostname", "?"), ("ip", owner[2][0].decode())):
+        c.config_set("cluster-preferred-endpoint-type", kind)
+        with pytest.raises(redis.exceptions.ResponseError) as e:
+            c.get(key)
+        assert str(e.value) == "MOVED %d %s:%d" % (slot, endpoint, owner[2][1])
+    c.config_set("cluster-preferred-endpoint-type", "unknown-endpoint")
+    row = c.execute_command("CLUSTER", "SLOTS")[0]
+    assert row[2][0] is None and row[2][3] == [b"ip", owner[2][0]]
+    c.config_set("cluster-preferred-endpoint-type", "ip")
+    # The announced client port is what the other nodes learn.
+    n1 = cluster[1].client()
+    n1.config_set("cluster-announce-port", "1234")
+    n1_id = myid(cluster[1])
+    wait_until("node 0 to learn the announced port", lambda: ":1234@" in node_line(cluster[0], n1_id).split()[1])
+    n1.config_set("cluster-announce-port", "0")
+    wait_until("node 0 to learn the real port again", lambda: ":%d@" % cluster[1].port in node_line(cluster[0], n1_id).split()[1])
+    # A cluster that is down serves reads of this node's slots only when allowed to.
+    own_key = next("k%d" % i for i in range(1000) if any(a <= c.execute_command("CLUSTER", "KEYSLOT", "k%d" % i) <= b for a, b in mine))
+    c.set(own_key, "v")
+    victim = cluster[2]
+    os.killpg(victim.proc.pid, 9)
+    victim.proc.wait(timeout=10)
+    wait_until("the cluster to be down", lambda: info(cluster[0])["cluster_state"] == "fail")
+    with pytest.raises(redis.exceptions.ResponseError, match="^CLUSTERDOWN The cluster is down$"):
+        c.get(own_key)
+    c.config_set("cluster-allow-reads-when-down", "yes")
+    assert c.get(own_key) == b"v"
+    with pytest.raises(redis.exceptions.ResponseError, match="^CLUSTERDOWN The cluster is down and only accepts read commands$"):
+        c.set(own_key, "w")
+
+
 def test_cluster_mode_off(server, r):
     if server.is_redis:
         pytest.skip("the shared server runs without cluster mode")

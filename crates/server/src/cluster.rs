@@ -48,10 +48,6 @@ pub struct ClusterNode {
     mine: Box<[AtomicBool]>,
     /// Whether the cluster is OK from here.
     ok: AtomicBool,
-    /// `cluster-allow-reads-when-down` (refreshed by the bus's tick).
-    reads_when_down: AtomicBool,
-    /// `cluster-preferred-endpoint-type`: 0 ip, 1 hostname, 2 unknown-endpoint.
-    endpoint_type: std::sync::atomic::AtomicU8,
     /// The view's `slots_version` that `mine` was copied at (`u64::MAX`: never).
     published: std::sync::atomic::AtomicU64,
     /// nodes.conf's path.
@@ -126,7 +122,7 @@ impl ClusterNode {
     /// The redirection a keyed command gets (Redis's getNodeByQuery), or None to run it here.
     /// `asking`: the client sent ASKING (an importing slot is served); `readonly`: READONLY
     /// on a replica lets reads of its primary's slots run here.
-    pub fn redirect(&self, spec: &Spec, args: &[Arg], asking: bool, readonly: bool) -> Option<Frame> {
+    pub fn redirect(&self, spec: &Spec, args: &[Arg], asking: bool, readonly: bool, config: &Config) -> Option<Frame> {
         let mut slot: Option<u16> = None;
         for i in spec.key_indexes(args) {
             let Some(k) = args.get(i) else { continue };
@@ -140,7 +136,7 @@ impl ClusterNode {
         let slot = slot?;
         if self.serves(slot) {
             if !self.ok.load(Ordering::Relaxed) {
-                return self.down(spec);
+                return down(spec, config);
             }
             return None;
         }
@@ -150,7 +146,7 @@ impl ClusterNode {
         }
         let Some(owner) = c.owner(slot) else { return Some(Frame::error("CLUSTERDOWN Hash slot not served")) };
         if !c.ok {
-            if let Some(down) = self.down(spec) {
+            if let Some(down) = down(spec, config) {
                 return Some(down);
             }
         }
@@ -158,45 +154,45 @@ impl ClusterNode {
             return None;
         }
         let n = &c.nodes[&owner];
-        Some(Frame::error(format!("MOVED {slot} {}:{}", self.endpoint(n), n.port)))
+        Some(Frame::error(format!("MOVED {slot} {}:{}", endpoint(n, config), n.port)))
     }
+}
 
-    /// A keyed command while the cluster is down (getNodeByQuery): refused, unless
-    /// `cluster-allow-reads-when-down` lets a read through.
-    fn down(&self, spec: &Spec) -> Option<Frame> {
-        if !self.reads_when_down.load(Ordering::Relaxed) {
-            Some(Frame::error("CLUSTERDOWN The cluster is down"))
-        } else if spec.is_write() {
-            Some(Frame::error("CLUSTERDOWN The cluster is down and only accepts read commands"))
-        } else {
-            None
-        }
+/// A keyed command while the cluster is down (getNodeByQuery): refused, unless
+/// `cluster-allow-reads-when-down` lets a read through.
+fn down(spec: &Spec, config: &Config) -> Option<Frame> {
+    if !config.get_bool(param!("cluster-allow-reads-when-down")) {
+        Some(Frame::error("CLUSTERDOWN The cluster is down"))
+    } else if spec.is_write() {
+        Some(Frame::error("CLUSTERDOWN The cluster is down and only accepts read commands"))
+    } else {
+        None
     }
+}
 
-    /// The endpoint clients are given for a node (Redis's getPreferredEndpoint).
-    pub fn endpoint(&self, n: &abacus_cluster::state::Node) -> String {
-        match self.endpoint_type.load(Ordering::Relaxed) {
-            0 => n.ip.clone(),
-            1 if !n.hostname.is_empty() => n.hostname.clone(),
-            1 => "?".into(),
-            _ => String::new(),
-        }
+/// `cluster-preferred-endpoint-type`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    Ip,
+    Hostname,
+    Unknown,
+}
+
+pub fn endpoint_type(config: &Config) -> Endpoint {
+    match config.get(param!("cluster-preferred-endpoint-type")).as_str() {
+        "hostname" => Endpoint::Hostname,
+        "unknown-endpoint" => Endpoint::Unknown,
+        _ => Endpoint::Ip,
     }
+}
 
-    /// `cluster-preferred-endpoint-type` as a number (0 ip, 1 hostname, 2 unknown-endpoint).
-    pub fn endpoint_type(&self) -> u8 {
-        self.endpoint_type.load(Ordering::Relaxed)
-    }
-
-    /// Reads the parameters the hot path mirrors.
-    fn refresh(&self, config: &Config) {
-        self.reads_when_down.store(config.get_bool(param!("cluster-allow-reads-when-down")), Ordering::Relaxed);
-        let t = match config.get(param!("cluster-preferred-endpoint-type")).as_str() {
-            "hostname" => 1,
-            "unknown-endpoint" => 2,
-            _ => 0,
-        };
-        self.endpoint_type.store(t, Ordering::Relaxed);
+/// The endpoint clients are given for a node (Redis's getPreferredEndpoint).
+pub fn endpoint(n: &abacus_cluster::state::Node, config: &Config) -> String {
+    match endpoint_type(config) {
+        Endpoint::Ip => n.ip.clone(),
+        Endpoint::Hostname if !n.hostname.is_empty() => n.hostname.clone(),
+        Endpoint::Hostname => "?".into(),
+        Endpoint::Unknown => String::new(),
     }
 }
 
@@ -256,14 +252,11 @@ pub fn open(config: &Config, dir: &std::path::Path, port: u16) -> Result<Option<
         state: Mutex::new(cluster),
         mine: (0..SLOTS).map(|_| AtomicBool::new(false)).collect(),
         ok: AtomicBool::new(false),
-        reads_when_down: AtomicBool::new(false),
-        endpoint_type: std::sync::atomic::AtomicU8::new(0),
         published: std::sync::atomic::AtomicU64::new(u64::MAX),
         file,
         port,
         wake: tokio::sync::Notify::new(),
     });
-    node.refresh(config);
     {
         let c = node.state.lock();
         node.save(&c);
@@ -337,7 +330,6 @@ async fn bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, server: Ar
                 let cfg = &server.config;
                 let fresh = cluster_config(cfg, node.port);
                 c.set_config(fresh);
-                node.refresh(cfg);
                 c.tick(now);
             }
             Some(Event::Accepted(s)) => {

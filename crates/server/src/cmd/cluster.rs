@@ -13,6 +13,7 @@ use abacus_protocol::{Arg, Bytes, Frame, Protocol};
 
 use super::args::*;
 use crate::command::flags::*;
+use crate::cluster::{endpoint, endpoint_type, Endpoint};
 use crate::command::Spec;
 use crate::conn::Conn;
 
@@ -397,7 +398,7 @@ async fn cluster(conn: &mut Conn, access: Access<'_>, a: &[Arg], sub: Sub) -> Fr
         Sub::Slots => node.with(|c| {
             // The preferred endpoint first (cluster-preferred-endpoint-type), then the other
             // addresses known in a map (Redis's addNodeToNodeReply).
-            let kind = node.endpoint_type();
+            let kind = endpoint_type(&conn.worker.server.config);
             Frame::Array(
                 c.slots_ranges()
                     .into_iter()
@@ -405,17 +406,17 @@ async fn cluster(conn: &mut Conn, access: Access<'_>, a: &[Arg], sub: Sub) -> Fr
                         let mut row = vec![Frame::Integer(a as i64), Frame::Integer(b as i64)];
                         row.extend(nodes.into_iter().map(|n| {
                             let mut meta = Vec::new();
-                            if kind != 0 {
+                            if kind != Endpoint::Ip {
                                 meta.push((Frame::bulk(b"ip".to_vec()), Frame::bulk(n.ip.clone().into_bytes())));
                             }
-                            if kind != 1 && !n.hostname.is_empty() {
+                            if kind != Endpoint::Hostname && !n.hostname.is_empty() {
                                 meta.push((Frame::bulk(b"hostname".to_vec()), Frame::bulk(n.hostname.clone().into_bytes())));
                             }
                             let endpoint = match kind {
-                                0 => Frame::bulk(n.ip.into_bytes()),
-                                1 if !n.hostname.is_empty() => Frame::bulk(n.hostname.into_bytes()),
-                                1 => Frame::bulk(b"?".to_vec()),
-                                _ => Frame::Null,
+                                Endpoint::Ip => Frame::bulk(n.ip.into_bytes()),
+                                Endpoint::Hostname if !n.hostname.is_empty() => Frame::bulk(n.hostname.into_bytes()),
+                                Endpoint::Hostname => Frame::bulk(b"?".to_vec()),
+                                Endpoint::Unknown => Frame::Null,
                             };
                             Frame::Array(vec![endpoint, Frame::Integer(n.port as i64), node_name(&n.name), Frame::Map(meta)])
                         }));
@@ -424,7 +425,7 @@ async fn cluster(conn: &mut Conn, access: Access<'_>, a: &[Arg], sub: Sub) -> Fr
                     .collect(),
             )
         }),
-        Sub::Shards => node.with(|c| shards(c, &node)),
+        Sub::Shards => node.with(|c| shards(c, &conn.worker.server.config)),
         Sub::Links => node.with(|c| {
             Frame::Array(
                 c.nodes
@@ -459,7 +460,7 @@ fn nodes_text(c: &Cluster) -> String {
 }
 
 /// CLUSTER SHARDS: per primary with slots (and nodes without), its slot ranges and nodes.
-fn shards(c: &Cluster, node: &crate::cluster::ClusterNode) -> Frame {
+fn shards(c: &Cluster, config: &abacus_engine::Config) -> Frame {
     let s = |v: &str| Frame::bulk(v.as_bytes().to_vec());
     let primaries: Vec<&abacus_cluster::state::Node> = c.nodes.values().filter(|n| n.is(node_flags::MASTER)).collect();
     Frame::Array(
@@ -474,7 +475,7 @@ fn shards(c: &Cluster, node: &crate::cluster::ClusterNode) -> Frame {
                             (s("id"), node_name(&n.name)),
                             (s("port"), Frame::Integer(n.port as i64)),
                             (s("ip"), s(&n.ip)),
-                            (s("endpoint"), s(&node.endpoint(n))),
+                            (s("endpoint"), s(&endpoint(n, config))),
                         ];
                         if !n.hostname.is_empty() {
                             f.push((s("hostname"), s(&n.hostname)));

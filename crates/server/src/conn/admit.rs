@@ -129,7 +129,7 @@ impl Conn {
             if self.multi.is_none() && spec.name != "asking" {
                 self.client.asking = false;
             }
-            if let Some(redirect) = cluster.redirect(spec, &args, asking, self.client.readonly) {
+            if let Some(redirect) = cluster.redirect(spec, &args, asking, self.client.readonly, &self.worker.server.config) {
                 self.worker.record_rejected(spec.name);
                 self.fail_multi();
                 return Step::Reply(redirect);
