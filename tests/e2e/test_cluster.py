@@ -203,6 +203,94 @@ def test_reshard_moves_slots_and_their_keys(cluster):
     assert total == 500
 
 
+def test_ask_and_tryagain_during_a_migration(cluster):
+    """A slot migrating from one node to another: the source serves the keys it still has,
+    sends -ASK for missing ones and -TRYAGAIN for a multi-key command it holds only part
+    of; the target serves the slot only after ASKING (one command), all keys or none."""
+    c = cluster[0].client()
+    slot = c.execute_command("CLUSTER", "KEYSLOT", "{ask}")
+    row = next(r for r in c.execute_command("CLUSTER", "SLOTS") if int(r[0]) <= slot <= int(r[1]))
+    src = next(n for n in cluster if n.port == int(row[2][1]))
+    dst = next(n for n in cluster if n is not src)
+    s, d = src.client(), dst.client()
+    s.set("{ask}.here", "1")
+    assert d.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", myid(src)) in (True, b"OK")
+    assert s.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", myid(dst)) in (True, b"OK")
+    ask = "ASK %d %s:%d" % (slot, HOST, dst.port)
+    assert s.get("{ask}.here") == b"1"
+    for cmd in (("GET", "{ask}.gone"), ("SET", "{ask}.new", "x"), ("EXISTS", "{ask}.gone")):
+        with pytest.raises(redis.exceptions.ResponseError) as e:
+            s.execute_command(*cmd)
+        assert str(e.value) == ask, cmd
+    # A write to a missing key went nowhere: it was not created on the source.
+    assert s.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) == 1
+    with pytest.raises(redis.exceptions.ResponseError, match="^TRYAGAIN Multiple keys request during rehashing of slot$"):
+        s.mget("{ask}.here", "{ask}.gone")
+    # The target: -MOVED to the source without ASKING; served after it, for one command.
+    with pytest.raises(redis.exceptions.ResponseError, match="^MOVED %d " % slot):
+        d.get("{ask}.new")
+    conn = dst.client(single_connection_client=True)
+    assert conn.execute_command("ASKING") in (True, b"OK")
+    assert conn.set("{ask}.new", "x")
+    with pytest.raises(redis.exceptions.ResponseError, match="^MOVED %d " % slot):
+        conn.get("{ask}.new")
+    conn.execute_command("ASKING")
+    with pytest.raises(redis.exceptions.ResponseError, match="^TRYAGAIN"):
+        conn.mget("{ask}.new", "{ask}.here")
+    # The last key moves; then the source sends every request of the slot to the target.
+    assert s.execute_command("MIGRATE", HOST, dst.port, "", 0, 5000, "KEYS", "{ask}.here") in (True, b"OK")
+    with pytest.raises(redis.exceptions.ResponseError) as e:
+        s.get("{ask}.here")
+    assert str(e.value) == ask
+    conn.execute_command("ASKING")
+    assert conn.mget("{ask}.new", "{ask}.here") == [b"x", b"1"]
+    # The migration ends: the slot is the target's everywhere.
+    for n in (dst, src) + tuple(n for n in cluster if n not in (src, dst)):
+        assert n.client().execute_command("CLUSTER", "SETSLOT", slot, "NODE", myid(dst)) in (True, b"OK")
+    for n in cluster:
+        wait_until("every node to see the new owner of slot %d" % slot, lambda n=n: serves_slot(n, slot, dst.port))
+    rc = RedisCluster(startup_nodes=[ClusterNode(HOST, n.port) for n in cluster], socket_timeout=10)
+    assert rc.get("{ask}.here") == b"1" and rc.get("{ask}.new") == b"x"
+
+
+def test_reshard_under_writes_loses_nothing(cluster):
+    """redis-cli --cluster reshard while a cluster client keeps writing: the client follows
+    -ASK and -MOVED (and retries -TRYAGAIN), and every acknowledged write is there after."""
+    import threading
+    acked, errors = {}, []
+    stop = threading.Event()
+
+    def writer():
+        rc = RedisCluster(startup_nodes=[ClusterNode(HOST, n.port) for n in cluster], socket_timeout=20)
+        i = 0
+        while not stop.is_set():
+            k = "w:%d" % (i % 3000)
+            try:
+                if rc.set(k, i):
+                    acked[k] = i
+            except redis.exceptions.RedisError as e:
+                errors.append(repr(e))
+                acked.pop(k, None)
+            i += 1
+
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        wait_until("writes to flow", lambda: len(acked) >= 1000)
+        a, b = myid(cluster[0]), myid(cluster[1])
+        reshard(cluster[0], a, b, 300)
+        reshard(cluster[1], b, a, 300)
+    finally:
+        stop.set()
+        t.join(timeout=60)
+    assert not t.is_alive()
+    rc = RedisCluster(startup_nodes=[ClusterNode(HOST, n.port) for n in cluster], socket_timeout=10)
+    lost = {k: v for k, v in acked.items() if rc.get(k) != str(v).encode()}
+    assert not lost, (len(lost), list(lost.items())[:5], errors[:5])
+    check = subprocess.run(["redis-cli", "--cluster", "check", "%s:%d" % (HOST, cluster[2].port)], capture_output=True, text=True, timeout=60)
+    assert check.returncode == 0 and "[OK] All 16384 slots covered." in check.stdout, check.stdout
+
+
 def test_failover_after_kill_9(target):
     """A primary killed with kill -9: its replica is elected and takes its slots, no write
     acknowledged with WAIT 1 is lost, and the old primary comes back as the new one's

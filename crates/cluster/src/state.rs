@@ -191,8 +191,9 @@ pub struct Cluster {
     pub last_vote_epoch: u64,
     /// Each slot's owner.
     owners: Vec<Option<NodeName>>,
-    /// Bumped whenever a slot changes owner, so that a reader keeping a copy of the slot
-    /// map (the server's redirection check) copies it again only then.
+    /// Bumped whenever a slot changes owner or starts or stops migrating, so that a reader
+    /// keeping a copy of the slot map (the server's redirection check) copies it again only
+    /// then.
     pub slots_version: u64,
     pub migrating: BTreeMap<u16, NodeName>,
     pub importing: BTreeMap<u16, NodeName>,
@@ -818,6 +819,7 @@ impl Cluster {
     /// reports it made, and its replicas' link to it.
     pub(crate) fn remove_node(&mut self, name: NodeName) {
         self.del_node_slots(name);
+        self.slots_version += 1;
         self.migrating.retain(|_, n| *n != name);
         self.importing.retain(|_, n| *n != name);
         if let Some(n) = self.nodes.remove(&name) {

@@ -46,6 +46,8 @@ pub struct ClusterNode {
     pub state: Mutex<Cluster>,
     /// The slots this node serves (a copy of the view's, read without its lock).
     mine: Box<[AtomicBool]>,
+    /// The slots migrating from this node (likewise).
+    migrating: Box<[AtomicBool]>,
     /// Whether the cluster is OK from here.
     ok: AtomicBool,
     /// The view's `slots_version` that `mine` was copied at (`u64::MAX`: never).
@@ -94,6 +96,7 @@ impl ClusterNode {
             let me = c.myself;
             for s in 0..SLOTS {
                 self.mine[s].store(c.owner(s as u16) == Some(me), Ordering::Relaxed);
+                self.migrating[s].store(c.migrating.contains_key(&(s as u16)), Ordering::Relaxed);
             }
         }
         self.ok.store(c.ok, Ordering::Relaxed);
@@ -119,42 +122,99 @@ impl ClusterNode {
         self.mine[slot as usize].load(Ordering::Relaxed)
     }
 
+    /// Whether `slot` is migrating from this node (CLUSTER SETSLOT MIGRATING).
+    fn migrating(&self, slot: u16) -> bool {
+        self.migrating[slot as usize].load(Ordering::Relaxed)
+    }
+
     /// The redirection a keyed command gets (Redis's getNodeByQuery), or None to run it here.
     /// `asking`: the client sent ASKING (an importing slot is served); `readonly`: READONLY
-    /// on a replica lets reads of its primary's slots run here.
-    pub fn redirect(&self, spec: &Spec, args: &[Arg], asking: bool, readonly: bool, config: &Config) -> Option<Frame> {
+    /// on a replica lets reads of its primary's slots run here. A command of a slot in
+    /// migration gets [`Redirect::CheckKeys`]: which of its keys exist decides.
+    pub fn redirect(&self, spec: &Spec, args: &[Arg], asking: bool, readonly: bool, config: &Config) -> Option<Redirect> {
         let mut slot: Option<u16> = None;
+        let mut keys = 0usize;
         for i in spec.key_indexes(args) {
             let Some(k) = args.get(i) else { continue };
+            keys += 1;
             let s = abacus_cluster_bus::key_hash_slot(k);
             match slot {
                 None => slot = Some(s),
-                Some(prev) if prev != s => return Some(Frame::error("CROSSSLOT Keys in request don't hash to the same slot")),
+                Some(prev) if prev != s => return Some(Redirect::Reply(Frame::error("CROSSSLOT Keys in request don't hash to the same slot"))),
                 _ => {}
             }
         }
         let slot = slot?;
+        // Only commands the keyspace's shards run depend on their keys' existence; the
+        // connection-level ones (MIGRATE, WATCH, shard pub/sub) are served by the owner.
+        let keyed = matches!(spec.handler, crate::command::Handler::Keyed(_));
         if self.serves(slot) {
             if !self.ok.load(Ordering::Relaxed) {
-                return down(spec, config);
+                return down(spec, config).map(Redirect::Reply);
+            }
+            if keyed && self.migrating(slot) {
+                let c = self.state.lock();
+                if let Some(t) = c.migrating.get(&slot).and_then(|t| c.nodes.get(t)) {
+                    return Some(Redirect::CheckKeys(KeyCheck { slot, ask: Some(format!("{}:{}", endpoint(t, config), t.port)), multiple_keys: keys > 1 }));
+                }
             }
             return None;
         }
         let c = self.state.lock();
         if (asking || spec.doc.info & abacus_commands::command::info::ASKING != 0) && c.importing.contains_key(&slot) {
+            // A multi-key command is served only if every key already arrived.
+            if keyed && keys > 1 {
+                return Some(Redirect::CheckKeys(KeyCheck { slot, ask: None, multiple_keys: true }));
+            }
             return None;
         }
-        let Some(owner) = c.owner(slot) else { return Some(Frame::error("CLUSTERDOWN Hash slot not served")) };
+        let Some(owner) = c.owner(slot) else { return Some(Redirect::Reply(Frame::error("CLUSTERDOWN Hash slot not served"))) };
         if !c.ok {
             if let Some(down) = down(spec, config) {
-                return Some(down);
+                return Some(Redirect::Reply(down));
             }
         }
         if readonly && spec.has(crate::command::flags::READONLY) && c.me().primary == Some(owner) {
             return None;
         }
         let n = &c.nodes[&owner];
-        Some(Frame::error(format!("MOVED {slot} {}:{}", endpoint(n, config), n.port)))
+        Some(Redirect::Reply(Frame::error(format!("MOVED {slot} {}:{}", endpoint(n, config), n.port))))
+    }
+}
+
+/// What the redirection check decided for a command it does not run as is.
+pub enum Redirect {
+    /// Refused with this error (-MOVED, -CROSSSLOT, -CLUSTERDOWN).
+    Reply(Frame),
+    /// Its slot is migrating from here, or importing here and the client sent ASKING: the
+    /// answer depends on which of its keys exist, which only the shard owning the slot knows
+    /// (`conn/cluster_keys.rs` asks it). Only commands of a slot in migration pay for it.
+    CheckKeys(KeyCheck),
+}
+
+/// A command of a slot in migration, waiting for its keys to be looked up.
+pub struct KeyCheck {
+    pub slot: u16,
+    /// Migrating from here: the target's address for -ASK. None: importing here.
+    pub ask: Option<String>,
+    pub multiple_keys: bool,
+}
+
+impl KeyCheck {
+    /// Redis's decision (getNodeByQuery) from how many of the command's keys exist here and
+    /// how many do not: None to run it here, else -ASK or -TRYAGAIN.
+    pub fn verdict(&self, existing: usize, missing: usize) -> Option<Frame> {
+        if missing == 0 {
+            return None;
+        }
+        let tryagain = || Frame::error("TRYAGAIN Multiple keys request during rehashing of slot");
+        match &self.ask {
+            // Some keys here, some gone already: the client must wait for the rest to move.
+            Some(_) if existing > 0 => Some(tryagain()),
+            Some(addr) => Some(Frame::error(format!("ASK {} {addr}", self.slot))),
+            None if self.multiple_keys => Some(tryagain()),
+            None => None,
+        }
     }
 }
 
@@ -251,6 +311,7 @@ pub fn open(config: &Config, dir: &std::path::Path, port: u16) -> Result<Option<
     let node = Arc::new(ClusterNode {
         state: Mutex::new(cluster),
         mine: (0..SLOTS).map(|_| AtomicBool::new(false)).collect(),
+        migrating: (0..SLOTS).map(|_| AtomicBool::new(false)).collect(),
         ok: AtomicBool::new(false),
         published: std::sync::atomic::AtomicU64::new(u64::MAX),
         file,
