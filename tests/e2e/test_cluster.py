@@ -6,8 +6,8 @@ itself), and the redirections and CLUSTER subcommands a cluster client relies on
 cluster of Abacus and redis-server 7.0 nodes; a node restarted from its nodes.conf. Also run
 against redis-server with `--target redis` (the same tests, all Redis nodes).
 
-Not here yet (see docs/ARCHITECTURE.md, "Cluster"): replicas and failover, resharding with
-MIGRATE and ASK.
+Also: replicas, automatic failover after kill -9, manual failover (CLUSTER FAILOVER and its
+FORCE and TAKEOVER) under writes.
 """
 import os
 import shutil
@@ -203,6 +203,94 @@ def test_reshard_moves_slots_and_their_keys(cluster):
     assert total == 500
 
 
+def test_ask_and_tryagain_during_a_migration(cluster):
+    """A slot migrating from one node to another: the source serves the keys it still has,
+    sends -ASK for missing ones and -TRYAGAIN for a multi-key command it holds only part
+    of; the target serves the slot only after ASKING (one command), all keys or none."""
+    c = cluster[0].client()
+    slot = c.execute_command("CLUSTER", "KEYSLOT", "{ask}")
+    row = next(r for r in c.execute_command("CLUSTER", "SLOTS") if int(r[0]) <= slot <= int(r[1]))
+    src = next(n for n in cluster if n.port == int(row[2][1]))
+    dst = next(n for n in cluster if n is not src)
+    s, d = src.client(), dst.client()
+    s.set("{ask}.here", "1")
+    assert d.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", myid(src)) in (True, b"OK")
+    assert s.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", myid(dst)) in (True, b"OK")
+    ask = "ASK %d %s:%d" % (slot, HOST, dst.port)
+    assert s.get("{ask}.here") == b"1"
+    for cmd in (("GET", "{ask}.gone"), ("SET", "{ask}.new", "x"), ("EXISTS", "{ask}.gone")):
+        with pytest.raises(redis.exceptions.ResponseError) as e:
+            s.execute_command(*cmd)
+        assert str(e.value) == ask, cmd
+    # A write to a missing key went nowhere: it was not created on the source.
+    assert s.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) == 1
+    with pytest.raises(redis.exceptions.ResponseError, match="^TRYAGAIN Multiple keys request during rehashing of slot$"):
+        s.mget("{ask}.here", "{ask}.gone")
+    # The target: -MOVED to the source without ASKING; served after it, for one command.
+    with pytest.raises(redis.exceptions.ResponseError, match="^MOVED %d " % slot):
+        d.get("{ask}.new")
+    conn = dst.client(single_connection_client=True)
+    assert conn.execute_command("ASKING") in (True, b"OK")
+    assert conn.set("{ask}.new", "x")
+    with pytest.raises(redis.exceptions.ResponseError, match="^MOVED %d " % slot):
+        conn.get("{ask}.new")
+    conn.execute_command("ASKING")
+    with pytest.raises(redis.exceptions.ResponseError, match="^TRYAGAIN"):
+        conn.mget("{ask}.new", "{ask}.here")
+    # The last key moves; then the source sends every request of the slot to the target.
+    assert s.execute_command("MIGRATE", HOST, dst.port, "", 0, 5000, "KEYS", "{ask}.here") in (True, b"OK")
+    with pytest.raises(redis.exceptions.ResponseError) as e:
+        s.get("{ask}.here")
+    assert str(e.value) == ask
+    conn.execute_command("ASKING")
+    assert conn.mget("{ask}.new", "{ask}.here") == [b"x", b"1"]
+    # The migration ends: the slot is the target's everywhere.
+    for n in (dst, src) + tuple(n for n in cluster if n not in (src, dst)):
+        assert n.client().execute_command("CLUSTER", "SETSLOT", slot, "NODE", myid(dst)) in (True, b"OK")
+    for n in cluster:
+        wait_until("every node to see the new owner of slot %d" % slot, lambda n=n: serves_slot(n, slot, dst.port))
+    rc = RedisCluster(startup_nodes=[ClusterNode(HOST, n.port) for n in cluster], socket_timeout=10)
+    assert rc.get("{ask}.here") == b"1" and rc.get("{ask}.new") == b"x"
+
+
+def test_reshard_under_writes_loses_nothing(cluster):
+    """redis-cli --cluster reshard while a cluster client keeps writing: the client follows
+    -ASK and -MOVED (and retries -TRYAGAIN), and every acknowledged write is there after."""
+    import threading
+    acked, errors = {}, []
+    stop = threading.Event()
+
+    def writer():
+        rc = RedisCluster(startup_nodes=[ClusterNode(HOST, n.port) for n in cluster], socket_timeout=20)
+        i = 0
+        while not stop.is_set():
+            k = "w:%d" % (i % 3000)
+            try:
+                if rc.set(k, i):
+                    acked[k] = i
+            except redis.exceptions.RedisError as e:
+                errors.append(repr(e))
+                acked.pop(k, None)
+            i += 1
+
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        wait_until("writes to flow", lambda: len(acked) >= 1000)
+        a, b = myid(cluster[0]), myid(cluster[1])
+        reshard(cluster[0], a, b, 300)
+        reshard(cluster[1], b, a, 300)
+    finally:
+        stop.set()
+        t.join(timeout=60)
+    assert not t.is_alive()
+    rc = RedisCluster(startup_nodes=[ClusterNode(HOST, n.port) for n in cluster], socket_timeout=10)
+    lost = {k: v for k, v in acked.items() if rc.get(k) != str(v).encode()}
+    assert not lost, (len(lost), list(lost.items())[:5], errors[:5])
+    check = subprocess.run(["redis-cli", "--cluster", "check", "%s:%d" % (HOST, cluster[2].port)], capture_output=True, text=True, timeout=60)
+    assert check.returncode == 0 and "[OK] All 16384 slots covered." in check.stdout, check.stdout
+
+
 def test_failover_after_kill_9(target):
     """A primary killed with kill -9: its replica is elected and takes its slots, no write
     acknowledged with WAIT 1 is lost, and the old primary comes back as the new one's
@@ -235,6 +323,113 @@ def test_failover_after_kill_9(target):
         vid = victim.client().execute_command("CLUSTER", "MYID").decode()
         rid = next(n for n in nodes if n.port == replica_port).client().execute_command("CLUSTER", "MYID").decode()
         wait_until("the old primary to become a replica", lambda: any(l.startswith(vid) and "slave" in l.split()[2] and l.split()[3] == rid for l in c.execute_command("CLUSTER", "NODES").decode().split("\n")))
+    finally:
+        for n in nodes:
+            n.stop()
+
+
+def node_line(n, node_id):
+    return next(l for l in n.client().execute_command("CLUSTER", "NODES").decode().strip().split("\n") if l.startswith(node_id))
+
+
+def serves_slot(n, slot, port):
+    return any(int(r[0]) <= slot <= int(r[1]) and int(r[2][1]) == port for r in n.client().execute_command("CLUSTER", "SLOTS"))
+
+
+def test_manual_failover_swaps_roles_and_loses_no_acknowledged_write(target):
+    """CLUSTER FAILOVER on a replica while a client keeps writing to its primary's slots:
+    the primary pauses writes, the replica catches up with the paused primary's offset and
+    is elected, the roles swap, and every write the client saw acknowledged is there."""
+    import threading
+    nodes = start_nodes([target] * 6)
+    try:
+        create(nodes, replicas=1)
+        c = nodes[0].client()
+        wait_until("replicas in CLUSTER SLOTS", lambda: all(len(r) == 4 for r in c.execute_command("CLUSTER", "SLOTS")))
+        slot = c.execute_command("CLUSTER", "KEYSLOT", "{mf}")
+        row = next(r for r in c.execute_command("CLUSTER", "SLOTS") if int(r[0]) <= slot <= int(r[1]))
+        by_port = {n.port: n for n in nodes}
+        primary, replica = by_port[int(row[2][1])], by_port[int(row[3][1])]
+        pid, rid = myid(primary), myid(replica)
+        with pytest.raises(redis.exceptions.ResponseError, match="^You should send CLUSTER FAILOVER to a replica$"):
+            primary.client().execute_command("CLUSTER", "FAILOVER")
+        with pytest.raises(redis.exceptions.ResponseError, match="^syntax error$"):
+            replica.client().execute_command("CLUSTER", "FAILOVER", "NOW")
+        acked = {}
+        stop = threading.Event()
+        errors = []
+
+        def writer():
+            rc = RedisCluster(startup_nodes=[ClusterNode(HOST, n.port) for n in nodes], socket_timeout=20)
+            i = 0
+            while not stop.is_set():
+                k = "{mf}:%d" % (i % 500)
+                try:
+                    if rc.set(k, i):
+                        acked[k] = i
+                except redis.exceptions.RedisError as e:  # not acknowledged: may or may not be there
+                    errors.append(repr(e))
+                    acked.pop(k, None)
+                i += 1
+
+        t = threading.Thread(target=writer)
+        t.start()
+        wait_until("writes to flow", lambda: len(acked) >= 100)
+        assert replica.client().execute_command("CLUSTER", "FAILOVER") in (True, b"OK")
+        for n in nodes:
+            wait_until("the replica to serve slot %d on %d" % (slot, n.port), lambda n=n: serves_slot(n, slot, replica.port))
+        wait_until("the old primary to follow the new one", lambda: node_line(primary, pid).split()[2] == "myself,slave" and node_line(primary, pid).split()[3] == rid)
+        assert node_line(replica, rid).split()[2] == "myself,master"
+        # Writes go on against the new primary.
+        written = len(acked)
+        wait_until("writes to the new primary", lambda: replica.client().dbsize() > 0 and len(errors) < 1000 and len(acked) >= written)
+        stop.set()
+        t.join(timeout=60)
+        assert not t.is_alive()
+        rc = RedisCluster(startup_nodes=[ClusterNode(HOST, n.port) for n in nodes], socket_timeout=10)
+        lost = {k: v for k, v in acked.items() if rc.get(k) != str(v).encode()}
+        assert not lost, (lost, errors[:5])
+        # No failure was involved: nobody flags the old primary.
+        assert "fail" not in node_line(nodes[0], pid).split()[2]
+    finally:
+        for n in nodes:
+            n.stop()
+
+
+def test_failover_force_and_takeover(target):
+    """FORCE when the primary is down (before any automatic failover could run, the node
+    timeout being a minute), TAKEOVER on a healthy shard."""
+    nodes = start_nodes([target] * 6, extra=["--cluster-node-timeout", "60000"])
+    try:
+        create(nodes, replicas=1)
+        c = nodes[0].client()
+        wait_until("replicas in CLUSTER SLOTS", lambda: all(len(r) == 4 for r in c.execute_command("CLUSTER", "SLOTS")))
+        by_port = {n.port: n for n in nodes}
+        rows = sorted(c.execute_command("CLUSTER", "SLOTS"), key=lambda r: int(r[0]))
+        # TAKEOVER: the replica of the first range takes its slots at once.
+        p1, r1 = by_port[int(rows[0][2][1])], by_port[int(rows[0][3][1])]
+        assert r1.client().execute_command("CLUSTER", "FAILOVER", "TAKEOVER") in (True, b"OK")
+        for n in nodes:
+            wait_until("the TAKEOVER to reach %d" % n.port, lambda n=n: serves_slot(n, int(rows[0][0]), r1.port))
+        wait_until("the old primary to follow", lambda: node_line(p1, myid(p1)).split()[3] == myid(r1))
+        # FORCE: the primary of the last range is killed; its replica refuses a plain
+        # CLUSTER FAILOVER once it lost the link, and takes over with FORCE.
+        p3, r3 = by_port[int(rows[-1][2][1])], by_port[int(rows[-1][3][1])]
+        os.killpg(p3.proc.pid, 9)
+        p3.proc.wait(timeout=10)
+
+        def refused():
+            try:
+                r3.client().execute_command("CLUSTER", "FAILOVER")
+                return False
+            except redis.exceptions.ResponseError as e:
+                assert str(e) == "Master is down or failed, please use CLUSTER FAILOVER FORCE"
+                return True
+        wait_until("the replica to notice the primary is gone", refused)
+        assert r3.client().execute_command("CLUSTER", "FAILOVER", "FORCE") in (True, b"OK")
+        survivors = [n for n in nodes if n is not p3]
+        for n in survivors:
+            wait_until("the FORCE failover to reach %d" % n.port, lambda n=n: serves_slot(n, int(rows[-1][0]), r3.port), timeout=40)
     finally:
         for n in nodes:
             n.stop()
@@ -357,6 +552,62 @@ def test_mixed_cluster_with_redis_nodes(target):
     finally:
         for n in nodes:
             n.stop()
+
+
+CLUSTER_PARAMETERS = {
+    "cluster-allow-reads-when-down": "no",
+    "cluster-replica-validity-factor": "10",
+    "cluster-migration-barrier": "1",
+    "cluster-allow-replica-migration": "yes",
+    "cluster-replica-no-failover": "no",
+    "cluster-preferred-endpoint-type": "ip",
+    "cluster-announce-port": "0",
+    "cluster-announce-bus-port": "0",
+}
+
+
+def test_cluster_parameters_and_their_effects(cluster):
+    c = cluster[0].client()
+    for name, default in CLUSTER_PARAMETERS.items():
+        assert c.config_get(name) == {name: default}
+    with pytest.raises(redis.exceptions.ResponseError):
+        c.config_set("cluster-preferred-endpoint-type", "nowhere")
+    # The endpoint clients are sent to: the IP, the hostname ('?' when none is announced),
+    # or none at all (a client reuses the address it used).
+    slots = c.execute_command("CLUSTER", "SLOTS")
+    mine = [(int(r[0]), int(r[1])) for r in slots if int(r[2][1]) == cluster[0].port]
+    key = next("k%d" % i for i in range(1000) if not any(a <= c.execute_command("CLUSTER", "KEYSLOT", "k%d" % i) <= b for a, b in mine))
+    slot = c.execute_command("CLUSTER", "KEYSLOT", key)
+    owner = next(r for r in slots if int(r[0]) <= slot <= int(r[1]))
+    for kind, endpoint in (("unknown-endpoint", ""), ("hostname", "?"), ("ip", owner[2][0].decode())):
+        c.config_set("cluster-preferred-endpoint-type", kind)
+        with pytest.raises(redis.exceptions.ResponseError) as e:
+            c.get(key)
+        assert str(e.value) == "MOVED %d %s:%d" % (slot, endpoint, owner[2][1])
+    c.config_set("cluster-preferred-endpoint-type", "unknown-endpoint")
+    row = c.execute_command("CLUSTER", "SLOTS")[0]
+    assert row[2][0] is None and row[2][3] == [b"ip", owner[2][0]]
+    c.config_set("cluster-preferred-endpoint-type", "ip")
+    # The announced client port is what the other nodes learn.
+    n1 = cluster[1].client()
+    n1.config_set("cluster-announce-port", "1234")
+    n1_id = myid(cluster[1])
+    wait_until("node 0 to learn the announced port", lambda: ":1234@" in node_line(cluster[0], n1_id).split()[1])
+    n1.config_set("cluster-announce-port", "0")
+    wait_until("node 0 to learn the real port again", lambda: ":%d@" % cluster[1].port in node_line(cluster[0], n1_id).split()[1])
+    # A cluster that is down serves reads of this node's slots only when allowed to.
+    own_key = next("k%d" % i for i in range(1000) if any(a <= c.execute_command("CLUSTER", "KEYSLOT", "k%d" % i) <= b for a, b in mine))
+    c.set(own_key, "v")
+    victim = cluster[2]
+    os.killpg(victim.proc.pid, 9)
+    victim.proc.wait(timeout=10)
+    wait_until("the cluster to be down", lambda: info(cluster[0])["cluster_state"] == "fail")
+    with pytest.raises(redis.exceptions.ResponseError, match="^CLUSTERDOWN The cluster is down$"):
+        c.get(own_key)
+    c.config_set("cluster-allow-reads-when-down", "yes")
+    assert c.get(own_key) == b"v"
+    with pytest.raises(redis.exceptions.ResponseError, match="^CLUSTERDOWN The cluster is down and only accepts read commands$"):
+        c.set(own_key, "w")
 
 
 def test_cluster_mode_off(server, r):

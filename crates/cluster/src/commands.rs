@@ -196,6 +196,8 @@ impl Cluster {
                 }
             }
         }
+        // Migrations decide redirections too (-ASK).
+        self.slots_version += 1;
         self.after_change();
         Ok(())
     }
@@ -270,6 +272,7 @@ impl Cluster {
         m.primary = Some(name);
         self.migrating.clear();
         self.importing.clear();
+        self.slots_version += 1;
         self.after_change();
         Ok(())
     }

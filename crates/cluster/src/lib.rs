@@ -9,4 +9,4 @@ pub mod nodes_conf;
 pub mod state;
 
 pub use nodes_conf::{NodeEntry, NodesConf};
-pub use state::{Action, Cluster, Config, LinkId};
+pub use state::{Action, Cluster, Config, FailoverMode, LinkId, ReplStatus};

@@ -12,13 +12,11 @@
 //! then runs under a real event loop and under tests that drive it against real redis-server
 //! nodes with plain sockets (`tests/join_redis.rs`).
 //!
-//! Replicas' elections and automatic failover are here too (a replica of a FAIL primary
-//! asks for votes; primaries vote once per epoch; the winner takes the slots at the
-//! election's epoch; a node whose slots went to another primary follows it).
+//! Elections, their ranking by replication offset and manual failover (CLUSTER FAILOVER)
+//! live in `state/failover.rs`. A node whose gossip claims slots at a stale config epoch
+//! gets an UPDATE about their owner, as Redis sends it.
 //!
-//! Not yet here: manual failover, ranking replicas by replication offset, replica
-//! migration, UPDATE messages sent (received ones are applied), blacklists of forgotten
-//! nodes.
+//! Not yet here: replica migration, blacklists of forgotten nodes.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -27,6 +25,9 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::nodes_conf::{NodeEntry, NodesConf};
+
+mod failover;
+pub use failover::FailoverMode;
 
 /// What the caller tells this state about a connection it holds.
 pub type LinkId = u64;
@@ -46,11 +47,35 @@ pub struct Config {
     pub hostname: String,
     /// `cluster-require-full-coverage`.
     pub require_full_coverage: bool,
+    /// `cluster-replica-validity-factor`: a replica whose data is older than
+    /// `node_timeout_ms * factor + repl_ping_period_ms` (beyond one node timeout) does not
+    /// start an automatic failover; 0: always allowed.
+    pub replica_validity_factor: u64,
+    /// `repl-ping-replica-period` in ms (Redis's term of the data-age limit).
+    pub repl_ping_period_ms: u64,
+    /// `cluster-replica-no-failover`: no automatic failover (manual ones still run).
+    pub replica_no_failover: bool,
+    /// `cluster-migration-barrier`: replicas a primary keeps before one may migrate.
+    pub migration_barrier: u64,
+    /// `cluster-allow-replica-migration`.
+    pub allow_replica_migration: bool,
 }
 
 impl Default for Config {
     fn default() -> Config {
-        Config { node_timeout_ms: 15_000, port: 6379, cport: 16379, announce_ip: String::new(), hostname: String::new(), require_full_coverage: true }
+        Config {
+            node_timeout_ms: 15_000,
+            port: 6379,
+            cport: 16379,
+            announce_ip: String::new(),
+            hostname: String::new(),
+            require_full_coverage: true,
+            replica_validity_factor: 10,
+            repl_ping_period_ms: 10_000,
+            replica_no_failover: false,
+            migration_barrier: 1,
+            allow_replica_migration: true,
+        }
     }
 }
 
@@ -74,6 +99,21 @@ pub enum Action {
     /// This node is a replica of the node at this client address now (its primary's slots
     /// went to another node, which it follows, as Redis's clusterSetMaster): replicate it.
     ReplicaOf { ip: String, port: u16 },
+    /// A replica asked for a manual failover (MFSTART): hold clients' writes until then, so
+    /// that the replica can catch up with a stream that no longer grows.
+    PauseWrites { until_ms: u64 },
+    /// The manual failover this primary paused for ended (done or timed out).
+    Unpause,
+}
+
+/// What the server tells the state about its replication before each event: the offset
+/// (a primary's stream produced, a replica's stream applied), which goes in every header
+/// and ranks replicas, and how old a replica's data may be (ms since its link to the
+/// primary last worked; 0 while the link is up).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReplStatus {
+    pub offset: u64,
+    pub data_age_ms: u64,
 }
 
 /// One node as this node knows it.
@@ -151,8 +191,9 @@ pub struct Cluster {
     pub last_vote_epoch: u64,
     /// Each slot's owner.
     owners: Vec<Option<NodeName>>,
-    /// Bumped whenever a slot changes owner, so that a reader keeping a copy of the slot
-    /// map (the server's redirection check) copies it again only then.
+    /// Bumped whenever a slot changes owner or starts or stops migrating, so that a reader
+    /// keeping a copy of the slot map (the server's redirection check) copies it again only
+    /// then.
     pub slots_version: u64,
     pub migrating: BTreeMap<u16, NodeName>,
     pub importing: BTreeMap<u16, NodeName>,
@@ -167,6 +208,12 @@ pub struct Cluster {
     failover_auth_count: usize,
     failover_auth_sent: bool,
     failover_auth_epoch: u64,
+    /// This replica's rank among its primary's replicas by offset (0: the freshest).
+    failover_auth_rank: u64,
+    /// A manual failover in progress (CLUSTER FAILOVER), on either side.
+    mf: failover::ManualFailover,
+    /// The replication figures the server last reported ([`Cluster::set_repl`]).
+    repl: ReplStatus,
     links: HashMap<LinkId, Link>,
     next_link: LinkId,
     actions: Vec<Action>,
@@ -213,6 +260,9 @@ impl Cluster {
             failover_auth_count: 0,
             failover_auth_sent: false,
             failover_auth_epoch: 0,
+            failover_auth_rank: 0,
+            mf: failover::ManualFailover::default(),
+            repl: ReplStatus::default(),
             links: HashMap::new(),
             next_link: 1,
             actions: Vec::new(),
@@ -266,6 +316,29 @@ impl Cluster {
         c.last_vote_epoch = conf.last_vote_epoch;
         c.update_state();
         Ok(c)
+    }
+
+    /// The server's replication figures, before each event: the offset every header
+    /// carries (Redis fills the header's `offset` the same way) and the replica's data age.
+    pub fn set_repl(&mut self, r: ReplStatus) {
+        self.repl = r;
+        let me = self.myself;
+        if let Some(m) = self.nodes.get_mut(&me) {
+            m.repl_offset = r.offset;
+        }
+    }
+
+    /// New settings (CONFIG SET): this node's announced ports and hostname follow them.
+    pub fn set_config(&mut self, config: Config) {
+        let me = self.myself;
+        let m = self.nodes.get_mut(&me).expect("myself");
+        if m.port != config.port || m.cport != config.cport || m.hostname != config.hostname {
+            m.port = config.port;
+            m.cport = config.cport;
+            m.hostname = config.hostname.clone();
+            self.save();
+        }
+        self.config = config;
     }
 
     /// The actions to carry out, in order.
@@ -376,7 +449,7 @@ impl Cluster {
             port: self.config.port,
             current_epoch: self.current_epoch,
             config_epoch,
-            offset: me.repl_offset,
+            offset: self.repl.offset,
             sender: self.myself,
             slots,
             replica_of: me.primary.unwrap_or(NodeName::NULL),
@@ -385,7 +458,7 @@ impl Cluster {
             cport: self.config.cport,
             flags: me.flags,
             state: if self.ok { 0 } else { 1 },
-            mflags: [0, 0, 0],
+            mflags: [self.mflags0(kind), 0, 0],
         }
     }
 
@@ -483,6 +556,7 @@ impl Cluster {
             }
             let n = self.nodes.get_mut(&s).expect("known sender");
             n.repl_offset = h.offset;
+            self.note_primary_paused(s, h);
         }
         match kind {
             kind::PING | kind::PONG | kind::MEET => self.ping_like(link, link_node, inbound, sender, peer_ip, local_ip, &msg, now),
@@ -497,6 +571,11 @@ impl Cluster {
                             self.save();
                         }
                     }
+                }
+            }
+            kind::MFSTART => {
+                if let Some(s) = sender {
+                    self.mfstart_received(s, now);
                 }
             }
             kind::FAILOVER_AUTH_REQUEST => {
@@ -668,6 +747,21 @@ impl Cluster {
         if dirty && self.nodes[&s].is(node_flags::MASTER) {
             self.update_slots_with(s, h.config_epoch, &h.slots);
         }
+        // The reverse: the sender claims a slot this node knows is served at a newer config
+        // epoch (a primary back from a partition, say). Tell it with an UPDATE about the
+        // slot's owner, as clusterProcessPacket does (one per message).
+        if dirty {
+            let stale_against = h.slots.iter().find_map(|slot| {
+                let o = self.owners[slot as usize].filter(|o| *o != s)?;
+                (self.nodes.get(&o)?.config_epoch > h.config_epoch).then_some(o)
+            });
+            if let (Some(owner), Some(link)) = (stale_against, self.nodes[&s].link) {
+                let o = &self.nodes[&owner];
+                let body = Body::Update { config_epoch: o.config_epoch, node: owner, slots: o.slots.clone() };
+                let msg = Message { header: self.header(kind::UPDATE), body };
+                self.send(link, msg);
+            }
+        }
         // Two primaries with the same config epoch: the one with the smaller name takes a new
         // one (clusterHandleConfigEpochCollision), so that slot conflicts always resolve.
         let me = self.me();
@@ -725,6 +819,7 @@ impl Cluster {
     /// reports it made, and its replicas' link to it.
     pub(crate) fn remove_node(&mut self, name: NodeName) {
         self.del_node_slots(name);
+        self.slots_version += 1;
         self.migrating.retain(|_, n| *n != name);
         self.importing.retain(|_, n| *n != name);
         if let Some(n) = self.nodes.remove(&name) {
@@ -794,6 +889,9 @@ impl Cluster {
                     m.primary = Some(sender);
                     let s = &self.nodes[&sender];
                     self.actions.push(Action::ReplicaOf { ip: s.ip.clone(), port: s.port });
+                    // A primary paused for its replica's manual failover resumes (as a
+                    // replica now: its clients' writes get -MOVED).
+                    self.reset_manual_failover();
                 }
             }
             self.update_state();
@@ -962,6 +1060,12 @@ impl Cluster {
             }
             let n = &self.nodes[name];
             if let Some(link) = n.link {
+                // A primary in a manual failover pings the replica every tick: each ping
+                // carries its offset (and, once paused, the PAUSED flag).
+                if self.mf.replica == Some(*name) && self.me().is(node_flags::MASTER) {
+                    self.send_ping(link, kind::PING, now);
+                    continue;
+                }
                 if n.ping_sent == 0 && now.saturating_sub(n.pong_received) > timeout / 2 {
                     self.send_ping(link, kind::PING, now);
                     continue;
@@ -976,102 +1080,7 @@ impl Cluster {
         if state_dirty {
             self.update_state();
         }
-        self.replica_failover(now);
-    }
-
-    /// A primary's vote for a replica asking to replace its failed primary
-    /// (clusterSendFailoverAuthIfNeeded): one vote per epoch, none for the same primary's
-    /// replicas within twice the node timeout, and none if a slot it claims is served at a
-    /// newer config epoch than the one it announces.
-    fn vote_if_needed(&mut self, requester: NodeName, h: &Header, now: u64) {
-        let me = self.me();
-        if me.is(node_flags::SLAVE) || me.slots.count() == 0 {
-            return;
-        }
-        if h.current_epoch < self.current_epoch || self.last_vote_epoch == self.current_epoch {
-            return;
-        }
-        let Some(r) = self.nodes.get(&requester) else { return };
-        let Some(primary) = r.primary.filter(|_| r.is(node_flags::SLAVE)) else { return };
-        let force = h.mflags[0] & abacus_cluster_bus::flags0::FORCEACK != 0;
-        let Some(p) = self.nodes.get(&primary) else { return };
-        if !p.is(node_flags::FAIL) && !force {
-            return;
-        }
-        if now.saturating_sub(p.voted_time) < self.config.node_timeout_ms * 2 {
-            return;
-        }
-        for s in h.slots.iter() {
-            if let Some(o) = self.owners[s as usize].and_then(|o| self.nodes.get(&o)) {
-                if o.config_epoch > h.config_epoch {
-                    return;
-                }
-            }
-        }
-        self.last_vote_epoch = self.current_epoch;
-        if let Some(p) = self.nodes.get_mut(&primary) {
-            p.voted_time = now;
-        }
-        self.save();
-        if let Some(link) = self.nodes.get(&requester).and_then(|n| n.link) {
-            let msg = Message { header: self.header(kind::FAILOVER_AUTH_ACK), body: Body::Empty };
-            self.send(link, msg);
-        }
-    }
-
-    /// A replica whose primary failed asks the primaries for votes after a short random delay
-    /// and, with a majority, takes its primary's slots at a new config epoch
-    /// (clusterHandleSlaveFailover, clusterFailoverReplaceYourMaster).
-    fn replica_failover(&mut self, now: u64) {
-        let me = self.me();
-        let Some(primary) = me.primary.filter(|_| me.is(node_flags::SLAVE)) else { return };
-        let Some(p) = self.nodes.get(&primary) else { return };
-        if !p.is(node_flags::FAIL) || p.slots.count() == 0 || me.is(node_flags::NOFAILOVER) {
-            return;
-        }
-        let auth_timeout = (self.config.node_timeout_ms * 2).max(2000);
-        let auth_retry = auth_timeout * 2;
-        if self.failover_auth_time == 0 || now > self.failover_auth_time + auth_retry {
-            // A new election after a delay, so that the FAIL reaches every primary first.
-            self.failover_auth_time = now + 500 + self.rng.gen_range(0..500);
-            self.failover_auth_count = 0;
-            self.failover_auth_sent = false;
-            return;
-        }
-        if now < self.failover_auth_time || now - self.failover_auth_time > auth_timeout {
-            return;
-        }
-        if !self.failover_auth_sent {
-            self.current_epoch += 1;
-            self.failover_auth_epoch = self.current_epoch;
-            self.failover_auth_sent = true;
-            let msg = Message { header: self.header(kind::FAILOVER_AUTH_REQUEST), body: Body::Empty };
-            self.broadcast(&msg);
-            self.save();
-            return;
-        }
-        if self.failover_auth_count < self.size() / 2 + 1 {
-            return;
-        }
-        // Won: this node is its primary's successor.
-        let me_name = self.myself;
-        let slots: Vec<u16> = self.nodes[&primary].slots.iter().collect();
-        let m = self.nodes.get_mut(&me_name).expect("myself");
-        m.flags = (m.flags & !node_flags::SLAVE) | node_flags::MASTER;
-        m.primary = None;
-        m.config_epoch = m.config_epoch.max(self.failover_auth_epoch);
-        for s in slots {
-            self.add_slot(me_name, s);
-        }
-        self.failover_auth_time = 0;
-        self.update_state();
-        self.save();
-        self.actions.push(Action::Promoted);
-        // Tell everyone at once.
-        let links: Vec<LinkId> = self.nodes.values().filter(|n| n.name != me_name && !n.is(node_flags::HANDSHAKE)).filter_map(|n| n.link).collect();
-        for l in links {
-            self.send_ping(l, kind::PONG, now);
-        }
+        self.failover_cron(now);
     }
 
     // ---- Commands ----

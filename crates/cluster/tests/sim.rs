@@ -5,8 +5,8 @@
 
 use std::collections::HashMap;
 
-use abacus_cluster::{Action, Cluster, Config, LinkId};
-use abacus_cluster_bus::{decode, encode, node_flags, NodeName};
+use abacus_cluster::{Action, Cluster, Config, FailoverMode, LinkId, ReplStatus};
+use abacus_cluster_bus::{decode, encode, kind, node_flags, NodeName};
 
 const TIMEOUT: u64 = 1000;
 
@@ -20,6 +20,8 @@ struct Net {
     delivered: Vec<Vec<(bool, Vec<u8>, Vec<u8>)>>,
     /// Role changes each node was told to carry out.
     events: Vec<Vec<String>>,
+    /// What each node's server reports of its replication before each tick.
+    repl: Vec<ReplStatus>,
     now: u64,
 }
 
@@ -31,7 +33,7 @@ impl Net {
                 Cluster::new(Config { node_timeout_ms: TIMEOUT, port, cport: port + 10000, announce_ip: "10.0.0.1".into(), ..Config::default() }, i as u64 + 1, 0)
             })
             .collect();
-        Net { nodes, wires: HashMap::new(), dead: vec![false; n], delivered: vec![Vec::new(); n], events: vec![Vec::new(); n], now: 0 }
+        Net { nodes, wires: HashMap::new(), dead: vec![false; n], delivered: vec![Vec::new(); n], events: vec![Vec::new(); n], repl: vec![ReplStatus::default(); n], now: 0 }
     }
 
     fn index_of_cport(&self, cport: u16) -> usize {
@@ -86,6 +88,8 @@ impl Net {
             Action::Deliver { shard, channel, message } => self.delivered[i].push((shard, channel, message)),
             Action::Promoted => self.events[i].push("promoted".into()),
             Action::ReplicaOf { port, .. } => self.events[i].push(format!("replica of {port}")),
+            Action::PauseWrites { .. } => self.events[i].push("pause".into()),
+            Action::Unpause => self.events[i].push("unpause".into()),
             Action::SaveConfig => {}
         }
     }
@@ -96,6 +100,7 @@ impl Net {
             self.now += 100;
             for i in 0..self.nodes.len() {
                 if !self.dead[i] {
+                    self.nodes[i].set_repl(self.repl[i]);
                     self.nodes[i].tick(self.now);
                 }
             }
@@ -265,8 +270,156 @@ fn a_replica_replaces_its_failed_primary_which_comes_back_as_its_replica() {
     assert!(net.events[2].iter().any(|e| e == "replica of 7003"), "{:?}", net.events[2]);
     let c = &net.nodes[2];
     assert!(c.me().is(node_flags::SLAVE) && c.me().primary == Some(three));
+    // It came back claiming its old slots at its old epoch: the nodes that knew better told
+    // it with UPDATE messages.
+    assert!(c.received[kind::UPDATE as usize] > 0);
+    assert!(net.nodes[0].sent[kind::UPDATE as usize] + net.nodes[1].sent[kind::UPDATE as usize] > 0);
     assert_eq!(c.owner(10923), Some(three));
     for i in [0, 1] {
         assert!(net.nodes[i].nodes[&two].is(node_flags::SLAVE), "node {i} sees the old primary as a replica");
     }
+}
+
+/// Three primaries (nodes 0-2, a third of the slots each) and `replicas` more nodes, all
+/// replicas of node 2, after the cluster settled.
+fn primaries_and_replicas_of_two(replicas: usize) -> Net {
+    let mut net = Net::new(3 + replicas);
+    for p in 1..3 + replicas as u16 {
+        net.nodes[0].meet("10.0.0.1", 7000 + p, 17000 + p, 0).unwrap();
+    }
+    net.run(3000);
+    let thirds = [(0u16, 5460u16), (5461, 10922), (10923, 16383)];
+    for (i, (a, b)) in thirds.iter().enumerate() {
+        net.nodes[i].add_slots(&(*a..=*b).collect::<Vec<_>>()).unwrap();
+    }
+    let two = net.name(2);
+    for r in 3..3 + replicas {
+        net.nodes[r].replicate(two, 0).unwrap();
+    }
+    net.run(3000);
+    assert!(net.nodes.iter().all(|c| c.ok));
+    net
+}
+
+#[test]
+fn headers_carry_the_offset_and_the_freshest_replica_is_elected() {
+    let mut net = primaries_and_replicas_of_two(2);
+    let (three, four) = (net.name(3), net.name(4));
+    net.repl[3].offset = 100;
+    net.repl[4].offset = 500;
+    net.run(3000);
+    // Every node learnt each replica's offset from its headers.
+    assert_eq!(net.nodes[0].nodes[&four].repl_offset, 500);
+    assert_eq!(net.nodes[4].nodes[&three].repl_offset, 100);
+    assert_eq!(net.nodes[3].replica_rank(), 1);
+    assert_eq!(net.nodes[4].replica_rank(), 0);
+    net.dead[2] = true;
+    net.run(TIMEOUT * 8);
+    // The replica that lost less waited less and won; the other follows it.
+    assert_eq!(net.events[4], vec!["promoted".to_string()]);
+    assert!(!net.events[3].iter().any(|e| e == "promoted"), "{:?}", net.events[3]);
+    for i in [0, 1, 3, 4] {
+        assert_eq!(net.nodes[i].owner(16383), Some(four), "node {i}");
+    }
+    assert_eq!(net.nodes[3].me().primary, Some(four));
+}
+
+#[test]
+fn a_replica_with_stale_data_fails_over_only_with_validity_factor_zero() {
+    let mut net = primaries_and_replicas_of_two(1);
+    let (two, three) = (net.name(2), net.name(3));
+    // Its link has been down for a minute: beyond node timeout * 10 + the 10 s ping period.
+    net.repl[3].data_age_ms = 60_000;
+    net.dead[2] = true;
+    net.run(TIMEOUT * 10);
+    assert!(net.nodes[0].nodes[&two].is(node_flags::FAIL));
+    assert!(net.events[3].is_empty(), "{:?}", net.events[3]);
+    assert_eq!(net.nodes[0].owner(16383), Some(two));
+    net.nodes[3].config.replica_validity_factor = 0;
+    net.run(TIMEOUT * 8);
+    assert_eq!(net.events[3], vec!["promoted".to_string()]);
+    assert_eq!(net.nodes[0].owner(16383), Some(three));
+}
+
+#[test]
+fn replica_no_failover_stops_the_automatic_failover() {
+    let mut net = primaries_and_replicas_of_two(1);
+    net.nodes[3].config.replica_no_failover = true;
+    net.run(1000);
+    let three = net.name(3);
+    // The flag is announced, so the other nodes see it too.
+    assert!(net.nodes[0].nodes[&three].is(node_flags::NOFAILOVER));
+    net.dead[2] = true;
+    net.run(TIMEOUT * 10);
+    assert!(net.events[3].is_empty(), "{:?}", net.events[3]);
+}
+
+#[test]
+fn manual_failover_waits_for_the_primary_offset_then_swaps_roles() {
+    let mut net = primaries_and_replicas_of_two(1);
+    let (two, three) = (net.name(2), net.name(3));
+    assert_eq!(net.nodes[0].failover(FailoverMode::Default, net.now).unwrap_err(), "ERR You should send CLUSTER FAILOVER to a replica");
+    net.repl[2].offset = 1000;
+    net.repl[3].offset = 900;
+    net.run(1000);
+    net.nodes[3].failover(FailoverMode::Default, net.now).unwrap();
+    net.settle();
+    // The primary holds its writes at once.
+    assert_eq!(net.events[2], vec!["pause".to_string()]);
+    net.run(1000);
+    // The replica has not applied the paused primary's offset yet: no election.
+    assert!(net.events[3].is_empty(), "{:?}", net.events[3]);
+    assert!(net.nodes[3].me().is(node_flags::SLAVE));
+    net.repl[3].offset = 1000;
+    net.run(1000);
+    assert_eq!(net.events[3], vec!["promoted".to_string()]);
+    assert!(net.events[2].iter().any(|e| e == "replica of 7003"), "{:?}", net.events[2]);
+    assert_eq!(net.events[2].last().map(String::as_str), Some("unpause"));
+    for i in 0..4 {
+        let c = &net.nodes[i];
+        assert_eq!(c.owner(16383), Some(three), "node {i}");
+        assert!(c.nodes[&two].is(node_flags::SLAVE) && c.nodes[&two].primary == Some(three), "node {i}");
+        assert!(!c.nodes[&two].is(node_flags::FAIL) && !c.nodes[&two].is(node_flags::PFAIL), "node {i}: no failure was involved");
+    }
+}
+
+#[test]
+fn manual_failover_times_out_and_the_primary_resumes() {
+    let mut net = primaries_and_replicas_of_two(1);
+    net.repl[2].offset = 1000;
+    net.repl[3].offset = 900;
+    net.run(1000);
+    net.nodes[3].failover(FailoverMode::Default, net.now).unwrap();
+    net.run(7000);
+    assert!(net.events[3].is_empty(), "{:?}", net.events[3]);
+    assert_eq!(net.events[2], vec!["pause".to_string(), "unpause".to_string()]);
+    assert!(!net.nodes[3].manual_failover_in_progress() && !net.nodes[2].manual_failover_in_progress());
+    assert!(net.nodes[3].me().is(node_flags::SLAVE));
+}
+
+#[test]
+fn failover_force_and_takeover() {
+    let mut net = primaries_and_replicas_of_two(2);
+    let (three, four) = (net.name(3), net.name(4));
+    // FORCE: an election without the offset agreement (the offsets differ here).
+    net.repl[2].offset = 1000;
+    net.nodes[3].failover(FailoverMode::Force, net.now).unwrap();
+    net.run(2000);
+    assert_eq!(net.events[3], vec!["promoted".to_string()]);
+    assert!(net.events[2].iter().all(|e| e != "pause"));
+    for i in 0..5 {
+        assert_eq!(net.nodes[i].owner(16383), Some(three), "node {i}");
+    }
+    // TAKEOVER: node 4 (now a replica of 3) takes the slots at once at a new epoch, no vote.
+    net.run(1000);
+    assert_eq!(net.nodes[4].me().primary, Some(three));
+    let before = net.nodes[4].current_epoch;
+    net.nodes[4].failover(FailoverMode::Takeover, net.now).unwrap();
+    assert_eq!(net.nodes[4].owner(16383), Some(four));
+    assert!(net.nodes[4].me().config_epoch > before);
+    net.run(2000);
+    for i in 0..5 {
+        assert_eq!(net.nodes[i].owner(16383), Some(four), "node {i}");
+    }
+    assert_eq!(net.nodes[3].me().primary, Some(four));
 }

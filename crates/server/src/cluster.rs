@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use abacus_cluster::nodes_conf;
-use abacus_cluster::{Action, Cluster, Config as ClusterConfig, LinkId};
+use abacus_cluster::{Action, Cluster, Config as ClusterConfig, LinkId, ReplStatus};
 use abacus_cluster_bus::{encode, NodeName, Reader, SLOTS};
 use abacus_engine::{param, Config};
 use abacus_protocol::{Arg, Frame};
@@ -46,12 +46,16 @@ pub struct ClusterNode {
     pub state: Mutex<Cluster>,
     /// The slots this node serves (a copy of the view's, read without its lock).
     mine: Box<[AtomicBool]>,
+    /// The slots migrating from this node (likewise).
+    migrating: Box<[AtomicBool]>,
     /// Whether the cluster is OK from here.
     ok: AtomicBool,
     /// The view's `slots_version` that `mine` was copied at (`u64::MAX`: never).
     published: std::sync::atomic::AtomicU64,
     /// nodes.conf's path.
     file: PathBuf,
+    /// The client port this node listens on.
+    port: u16,
     /// Wakes the bus's driver when a command left it something to send.
     wake: tokio::sync::Notify,
 }
@@ -92,6 +96,7 @@ impl ClusterNode {
             let me = c.myself;
             for s in 0..SLOTS {
                 self.mine[s].store(c.owner(s as u16) == Some(me), Ordering::Relaxed);
+                self.migrating[s].store(c.migrating.contains_key(&(s as u16)), Ordering::Relaxed);
             }
         }
         self.ok.store(c.ok, Ordering::Relaxed);
@@ -117,55 +122,165 @@ impl ClusterNode {
         self.mine[slot as usize].load(Ordering::Relaxed)
     }
 
+    /// Whether `slot` is migrating from this node (CLUSTER SETSLOT MIGRATING).
+    fn migrating(&self, slot: u16) -> bool {
+        self.migrating[slot as usize].load(Ordering::Relaxed)
+    }
+
     /// The redirection a keyed command gets (Redis's getNodeByQuery), or None to run it here.
     /// `asking`: the client sent ASKING (an importing slot is served); `readonly`: READONLY
-    /// on a replica lets reads of its primary's slots run here.
-    pub fn redirect(&self, spec: &Spec, args: &[Arg], asking: bool, readonly: bool) -> Option<Frame> {
+    /// on a replica lets reads of its primary's slots run here. A command of a slot in
+    /// migration gets [`Redirect::CheckKeys`]: which of its keys exist decides.
+    pub fn redirect(&self, spec: &Spec, args: &[Arg], asking: bool, readonly: bool, config: &Config) -> Option<Redirect> {
         let mut slot: Option<u16> = None;
+        let mut keys = 0usize;
         for i in spec.key_indexes(args) {
             let Some(k) = args.get(i) else { continue };
+            keys += 1;
             let s = abacus_cluster_bus::key_hash_slot(k);
             match slot {
                 None => slot = Some(s),
-                Some(prev) if prev != s => return Some(Frame::error("CROSSSLOT Keys in request don't hash to the same slot")),
+                Some(prev) if prev != s => return Some(Redirect::Reply(Frame::error("CROSSSLOT Keys in request don't hash to the same slot"))),
                 _ => {}
             }
         }
         let slot = slot?;
+        // Only commands the keyspace's shards run depend on their keys' existence; the
+        // connection-level ones (MIGRATE, WATCH, shard pub/sub) are served by the owner.
+        let keyed = matches!(spec.handler, crate::command::Handler::Keyed(_));
         if self.serves(slot) {
             if !self.ok.load(Ordering::Relaxed) {
-                return Some(Frame::error("CLUSTERDOWN The cluster is down"));
+                return down(spec, config).map(Redirect::Reply);
+            }
+            if keyed && self.migrating(slot) {
+                let c = self.state.lock();
+                if let Some(t) = c.migrating.get(&slot).and_then(|t| c.nodes.get(t)) {
+                    return Some(Redirect::CheckKeys(KeyCheck { slot, ask: Some(format!("{}:{}", endpoint(t, config), t.port)), multiple_keys: keys > 1 }));
+                }
             }
             return None;
         }
         let c = self.state.lock();
         if (asking || spec.doc.info & abacus_commands::command::info::ASKING != 0) && c.importing.contains_key(&slot) {
+            // A multi-key command is served only if every key already arrived.
+            if keyed && keys > 1 {
+                return Some(Redirect::CheckKeys(KeyCheck { slot, ask: None, multiple_keys: true }));
+            }
             return None;
         }
-        let Some(owner) = c.owner(slot) else { return Some(Frame::error("CLUSTERDOWN Hash slot not served")) };
+        let Some(owner) = c.owner(slot) else { return Some(Redirect::Reply(Frame::error("CLUSTERDOWN Hash slot not served"))) };
         if !c.ok {
-            return Some(Frame::error("CLUSTERDOWN The cluster is down"));
+            if let Some(down) = down(spec, config) {
+                return Some(Redirect::Reply(down));
+            }
         }
         if readonly && spec.has(crate::command::flags::READONLY) && c.me().primary == Some(owner) {
             return None;
         }
         let n = &c.nodes[&owner];
-        Some(Frame::error(format!("MOVED {slot} {}:{}", n.ip, n.port)))
+        Some(Redirect::Reply(Frame::error(format!("MOVED {slot} {}:{}", endpoint(n, config), n.port))))
     }
 }
 
-fn cluster_config(config: &Config, port: u16) -> ClusterConfig {
-    let cport = match config.get_u64(param!("cluster-port")) as u16 {
+/// What the redirection check decided for a command it does not run as is.
+pub enum Redirect {
+    /// Refused with this error (-MOVED, -CROSSSLOT, -CLUSTERDOWN).
+    Reply(Frame),
+    /// Its slot is migrating from here, or importing here and the client sent ASKING: the
+    /// answer depends on which of its keys exist, which only the shard owning the slot knows
+    /// (`conn/cluster_keys.rs` asks it). Only commands of a slot in migration pay for it.
+    CheckKeys(KeyCheck),
+}
+
+/// A command of a slot in migration, waiting for its keys to be looked up.
+pub struct KeyCheck {
+    pub slot: u16,
+    /// Migrating from here: the target's address for -ASK. None: importing here.
+    pub ask: Option<String>,
+    pub multiple_keys: bool,
+}
+
+impl KeyCheck {
+    /// Redis's decision (getNodeByQuery) from how many of the command's keys exist here and
+    /// how many do not: None to run it here, else -ASK or -TRYAGAIN.
+    pub fn verdict(&self, existing: usize, missing: usize) -> Option<Frame> {
+        if missing == 0 {
+            return None;
+        }
+        let tryagain = || Frame::error("TRYAGAIN Multiple keys request during rehashing of slot");
+        match &self.ask {
+            // Some keys here, some gone already: the client must wait for the rest to move.
+            Some(_) if existing > 0 => Some(tryagain()),
+            Some(addr) => Some(Frame::error(format!("ASK {} {addr}", self.slot))),
+            None if self.multiple_keys => Some(tryagain()),
+            None => None,
+        }
+    }
+}
+
+/// A keyed command while the cluster is down (getNodeByQuery): refused, unless
+/// `cluster-allow-reads-when-down` lets a read through.
+fn down(spec: &Spec, config: &Config) -> Option<Frame> {
+    if !config.get_bool(param!("cluster-allow-reads-when-down")) {
+        Some(Frame::error("CLUSTERDOWN The cluster is down"))
+    } else if spec.is_write() {
+        Some(Frame::error("CLUSTERDOWN The cluster is down and only accepts read commands"))
+    } else {
+        None
+    }
+}
+
+/// `cluster-preferred-endpoint-type`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    Ip,
+    Hostname,
+    Unknown,
+}
+
+pub fn endpoint_type(config: &Config) -> Endpoint {
+    match config.get(param!("cluster-preferred-endpoint-type")).as_str() {
+        "hostname" => Endpoint::Hostname,
+        "unknown-endpoint" => Endpoint::Unknown,
+        _ => Endpoint::Ip,
+    }
+}
+
+/// The endpoint clients are given for a node (Redis's getPreferredEndpoint).
+pub fn endpoint(n: &abacus_cluster::state::Node, config: &Config) -> String {
+    match endpoint_type(config) {
+        Endpoint::Ip => n.ip.clone(),
+        Endpoint::Hostname if !n.hostname.is_empty() => n.hostname.clone(),
+        Endpoint::Hostname => "?".into(),
+        Endpoint::Unknown => String::new(),
+    }
+}
+
+/// The bus port this node listens on (`cluster-port`, or the client port + 10000).
+fn bus_port(config: &Config, port: u16) -> u16 {
+    match config.get_u64(param!("cluster-port")) as u16 {
         0 => port.wrapping_add(abacus_cluster_bus::PORT_INCR),
         p => p,
-    };
+    }
+}
+
+/// The state's settings from the configuration; `port` is the client port listened on. The
+/// ports are the announced ones (`cluster-announce-port`/`-bus-port` when set).
+fn cluster_config(config: &Config, port: u16) -> ClusterConfig {
+    let announced = |p: u16, dflt: u16| if p == 0 { dflt } else { p };
     ClusterConfig {
         node_timeout_ms: config.get_u64(param!("cluster-node-timeout")),
-        port,
-        cport,
+        port: announced(config.get_u64(param!("cluster-announce-port")) as u16, port),
+        cport: announced(config.get_u64(param!("cluster-announce-bus-port")) as u16, bus_port(config, port)),
         announce_ip: config.get(param!("cluster-announce-ip")),
         hostname: config.get(param!("cluster-announce-hostname")),
         require_full_coverage: config.get_bool(param!("cluster-require-full-coverage")),
+        replica_validity_factor: config.get_u64(param!("cluster-replica-validity-factor")),
+        // Redis's `repl-ping-replica-period` default; Abacus has no such parameter.
+        repl_ping_period_ms: 10_000,
+        replica_no_failover: config.get_bool(param!("cluster-replica-no-failover")),
+        migration_barrier: config.get_u64(param!("cluster-migration-barrier")),
+        allow_replica_migration: config.get_bool(param!("cluster-allow-replica-migration")),
     }
 }
 
@@ -190,14 +305,24 @@ pub fn open(config: &Config, dir: &std::path::Path, port: u16) -> Result<Option<
     };
     let bind = config.get(param!("bind"));
     let ip = bind.split_whitespace().next().unwrap_or("127.0.0.1").trim_start_matches('-').to_string();
-    let listener = std::net::TcpListener::bind((ip.as_str(), cc.cport)).map_err(|e| format!("cannot listen on the cluster bus port {ip}:{}: {e}", cc.cport))?;
+    let bport = bus_port(config, port);
+    let listener = std::net::TcpListener::bind((ip.as_str(), bport)).map_err(|e| format!("cannot listen on the cluster bus port {ip}:{bport}: {e}"))?;
     listener.set_nonblocking(true).map_err(|e| e.to_string())?;
-    let node = Arc::new(ClusterNode { state: Mutex::new(cluster), mine: (0..SLOTS).map(|_| AtomicBool::new(false)).collect(), ok: AtomicBool::new(false), published: std::sync::atomic::AtomicU64::new(u64::MAX), file, wake: tokio::sync::Notify::new() });
+    let node = Arc::new(ClusterNode {
+        state: Mutex::new(cluster),
+        mine: (0..SLOTS).map(|_| AtomicBool::new(false)).collect(),
+        migrating: (0..SLOTS).map(|_| AtomicBool::new(false)).collect(),
+        ok: AtomicBool::new(false),
+        published: std::sync::atomic::AtomicU64::new(u64::MAX),
+        file,
+        port,
+        wake: tokio::sync::Notify::new(),
+    });
     {
         let c = node.state.lock();
         node.save(&c);
         node.publish(&c);
-        tracing::info!("Cluster node {} (bus port {})", String::from_utf8_lossy(c.myself.as_bytes()), cc.cport);
+        tracing::info!("Cluster node {} (bus port {bport})", String::from_utf8_lossy(c.myself.as_bytes()));
     }
     Ok(Some((node, listener)))
 }
@@ -257,15 +382,15 @@ async fn bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, server: Ar
         };
         let now = now_ms();
         let mut c = node.state.lock();
+        // What each header says of this node's replication, and a replica's data age.
+        c.set_repl(ReplStatus { offset: crate::replication::state().offset(), data_age_ms: crate::replication::data_age_ms(now) });
         match event {
             Some(Event::Wake) => {}
             None => {
                 // Settings CONFIG SET may have changed.
                 let cfg = &server.config;
-                c.config.node_timeout_ms = cfg.get_u64(param!("cluster-node-timeout"));
-                c.config.announce_ip = cfg.get(param!("cluster-announce-ip"));
-                c.config.hostname = cfg.get(param!("cluster-announce-hostname"));
-                c.config.require_full_coverage = cfg.get_bool(param!("cluster-require-full-coverage"));
+                let fresh = cluster_config(cfg, node.port);
+                c.set_config(fresh);
                 c.tick(now);
             }
             Some(Event::Accepted(s)) => {
@@ -289,6 +414,7 @@ async fn bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, server: Ar
             }
         }
         let mut save = false;
+        let mut unpause = false;
         for a in c.take_actions() {
             match a {
                 Action::Send(id, m) => {
@@ -326,6 +452,14 @@ async fn bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, server: Ar
                         });
                     })));
                 }
+                // A replica's manual failover: hold writes until it caught up (or timed out).
+                Action::PauseWrites { until_ms } => {
+                    tracing::warn!("Manual failover requested by a replica: holding writes for up to {} ms", until_ms.saturating_sub(now));
+                    server.client_pause.pause(until_ms, false);
+                }
+                // After the slot map is published below, so that a held write resumes into
+                // the new map (-MOVED to the new primary), never into the old one.
+                Action::Unpause => unpause = true,
                 Action::Deliver { shard, channel, message } => {
                     let _ = if shard { abacus_engine::pubsub::spublish(&channel, &message) } else { abacus_engine::pubsub::publish(&channel, &message) };
                 }
@@ -335,6 +469,9 @@ async fn bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, server: Ar
             node.save(&c);
         }
         node.publish(&c);
+        if unpause {
+            server.client_pause.unpause();
+        }
     }
 }
 

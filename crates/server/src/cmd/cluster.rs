@@ -6,13 +6,14 @@
 
 use abacus_cluster::commands::SetSlot;
 use abacus_cluster::nodes_conf;
-use abacus_cluster::Cluster;
+use abacus_cluster::{Cluster, FailoverMode};
 use abacus_cluster_bus::{key_hash_slot, node_flags, NodeName, SLOTS};
 use abacus_engine::exec::Access;
 use abacus_protocol::{Arg, Bytes, Frame, Protocol};
 
 use super::args::*;
 use crate::command::flags::*;
+use crate::cluster::{endpoint, endpoint_type, Endpoint};
 use crate::command::Spec;
 use crate::conn::Conn;
 
@@ -28,6 +29,7 @@ enum Sub {
     CountKeysInSlot,
     DelSlots,
     DelSlotsRange,
+    Failover,
     FlushSlots,
     Forget,
     GetKeysInSlot,
@@ -101,6 +103,14 @@ const CLUSTER: &[Spec] = &[
             start-slot_end-slot type=block flags=multiple
               start-slot type=integer
               end-slot type=integer
+        "),
+    sub!("cluster|failover", -2, ADMIN | STALE, Failover, "Forces a replica to perform a manual failover of its master.")
+        .docs("3.0.0", "O(1)")
+        .no_async_loading()
+        .args("
+            options type=oneof flags=optional
+              force type=pure-token token=FORCE
+              takeover type=pure-token token=TAKEOVER
         "),
     sub!("cluster|flushslots", 2, ADMIN | STALE, FlushSlots, "Deletes all slots information from a node.").docs("3.0.0", "O(1)").no_async_loading(),
     sub!("cluster|forget", 3, ADMIN | STALE, Forget, "Removes a node from the nodes table.").docs("3.0.0", "O(1)").no_async_loading().args("
@@ -277,6 +287,16 @@ async fn cluster(conn: &mut Conn, access: Access<'_>, a: &[Arg], sub: Sub) -> Fr
             };
             result(node.with(|c| if matches!(sub, Sub::AddSlotsRange) { c.add_slots(&slots) } else { c.del_slots(&slots) }))
         }
+        Sub::Failover => {
+            let mode = match a.get(2) {
+                _ if a.len() > 3 => return err(&format!("ERR unknown subcommand or wrong number of arguments for '{}'. Try CLUSTER HELP.", String::from_utf8_lossy(&a[1]))),
+                None => FailoverMode::Default,
+                Some(x) if is(x, "force") => FailoverMode::Force,
+                Some(x) if is(x, "takeover") => FailoverMode::Takeover,
+                Some(_) => return err("ERR syntax error"),
+            };
+            result(node.with(|c| c.failover(mode, now)))
+        }
         Sub::FlushSlots => {
             let keys = total_keys(conn, access).await;
             result(node.with(|c| c.flush_slots(keys)))
@@ -376,21 +396,36 @@ async fn cluster(conn: &mut Conn, access: Access<'_>, a: &[Arg], sub: Sub) -> Fr
             Frame::Array(keys.into_iter().map(Frame::Bulk).collect())
         }
         Sub::Slots => node.with(|c| {
+            // The preferred endpoint first (cluster-preferred-endpoint-type), then the other
+            // addresses known in a map (Redis's addNodeToNodeReply).
+            let kind = endpoint_type(&conn.worker.server.config);
             Frame::Array(
                 c.slots_ranges()
                     .into_iter()
                     .map(|(a, b, nodes)| {
                         let mut row = vec![Frame::Integer(a as i64), Frame::Integer(b as i64)];
                         row.extend(nodes.into_iter().map(|n| {
-                            let meta = if n.hostname.is_empty() { Frame::Map(vec![]) } else { Frame::Map(vec![(Frame::bulk(b"hostname".to_vec()), Frame::bulk(n.hostname.into_bytes()))]) };
-                            Frame::Array(vec![Frame::bulk(n.ip.into_bytes()), Frame::Integer(n.port as i64), node_name(&n.name), meta])
+                            let mut meta = Vec::new();
+                            if kind != Endpoint::Ip {
+                                meta.push((Frame::bulk(b"ip".to_vec()), Frame::bulk(n.ip.clone().into_bytes())));
+                            }
+                            if kind != Endpoint::Hostname && !n.hostname.is_empty() {
+                                meta.push((Frame::bulk(b"hostname".to_vec()), Frame::bulk(n.hostname.clone().into_bytes())));
+                            }
+                            let endpoint = match kind {
+                                Endpoint::Ip => Frame::bulk(n.ip.into_bytes()),
+                                Endpoint::Hostname if !n.hostname.is_empty() => Frame::bulk(n.hostname.into_bytes()),
+                                Endpoint::Hostname => Frame::bulk(b"?".to_vec()),
+                                Endpoint::Unknown => Frame::Null,
+                            };
+                            Frame::Array(vec![endpoint, Frame::Integer(n.port as i64), node_name(&n.name), Frame::Map(meta)])
                         }));
                         Frame::Array(row)
                     })
                     .collect(),
             )
         }),
-        Sub::Shards => node.with(|c| shards(c)),
+        Sub::Shards => node.with(|c| shards(c, &conn.worker.server.config)),
         Sub::Links => node.with(|c| {
             Frame::Array(
                 c.nodes
@@ -425,7 +460,7 @@ fn nodes_text(c: &Cluster) -> String {
 }
 
 /// CLUSTER SHARDS: per primary with slots (and nodes without), its slot ranges and nodes.
-fn shards(c: &Cluster) -> Frame {
+fn shards(c: &Cluster, config: &abacus_engine::Config) -> Frame {
     let s = |v: &str| Frame::bulk(v.as_bytes().to_vec());
     let primaries: Vec<&abacus_cluster::state::Node> = c.nodes.values().filter(|n| n.is(node_flags::MASTER)).collect();
     Frame::Array(
@@ -440,7 +475,7 @@ fn shards(c: &Cluster) -> Frame {
                             (s("id"), node_name(&n.name)),
                             (s("port"), Frame::Integer(n.port as i64)),
                             (s("ip"), s(&n.ip)),
-                            (s("endpoint"), s(&n.ip)),
+                            (s("endpoint"), s(&endpoint(n, config))),
                         ];
                         if !n.hostname.is_empty() {
                             f.push((s("hostname"), s(&n.hostname)));
@@ -523,6 +558,8 @@ const HELP: &[&str] = &[
     "    Delete slots information from current node.",
     "DELSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]",
     "    Delete slots information which are between <start-slot> and <end-slot> from current node.",
+    "FAILOVER [FORCE|TAKEOVER]",
+    "    Promote current replica node to being a master.",
     "FLUSHSLOTS",
     "    Delete current node own slots information.",
     "FORGET <node-id>",

@@ -12,6 +12,8 @@ pub(super) enum Step {
     AbortExec(Frame),
     Batch(usize, Call),
     Dispatch(Call),
+    /// Cluster mode, a slot in migration: which keys exist decides (`cluster_keys.rs`).
+    ClusterKeys(crate::cluster::KeyCheck, &'static Spec, Args),
 }
 
 /// Redis 7.0's reply to an unknown command, byte for byte: the name (at most 128 bytes), then
@@ -139,12 +141,22 @@ impl Conn {
             if self.multi.is_none() && spec.name != "asking" {
                 self.client.asking = false;
             }
-            if let Some(redirect) = cluster.redirect(spec, &args, asking, self.client.readonly) {
-                self.worker.record_rejected(spec.name);
-                self.fail_multi();
-                return Step::Reply(redirect);
+            match cluster.redirect(spec, &args, asking, self.client.readonly, &self.worker.server.config) {
+                None => {}
+                Some(crate::cluster::Redirect::Reply(redirect)) => {
+                    self.worker.record_rejected(spec.name);
+                    self.fail_multi();
+                    return Step::Reply(redirect);
+                }
+                // A slot in migration: its keys decide (`cluster_keys.rs`).
+                Some(crate::cluster::Redirect::CheckKeys(check)) => return Step::ClusterKeys(check, spec, args),
             }
         }
+        self.admit_rest(spec, args)
+    }
+
+    /// The checks after the cluster's redirection, MULTI queueing, and routing.
+    pub(super) fn admit_rest(&mut self, spec: &'static Spec, args: Args) -> Step {
         if self.client.proto == Protocol::Resp2 && self.pubsub.is_some() && !spec.has(flags::ALLOWED_SUBSCRIBED) {
             // RESP2 subscribed mode: the connection carries messages; only these may run.
             self.worker.record_rejected(spec.name);

@@ -16,6 +16,7 @@
 //! that owns its keys.
 
 mod admit;
+mod cluster_keys;
 pub mod handler;
 mod block;
 mod migrate;
@@ -527,7 +528,12 @@ impl Conn {
             }
             // CLIENT CACHING's flag lasts for the next command (any CLIENT one keeps it).
             let keeps_caching = self.tracking.is_some() && crate::command::lookup(&args[0]).is_some_and(|s| s.has(flags::KEEPS_CLIENT_CACHING));
-            let step = self.prepare(args);
+            let mut step = self.prepare(args);
+            if let Step::ClusterKeys(check, spec, args) = step {
+                // Rare (a slot in migration): the batch so far runs first, in order.
+                self.flush_batch(&mut batch).await;
+                step = self.cluster_keys(check, spec, args).await;
+            }
             if self.tracking.is_some() {
                 if let Step::Batch(_, call) | Step::Dispatch(call) = &step {
                     crate::tracking::note_command(self, call);
@@ -546,6 +552,7 @@ impl Conn {
                     self.flush_batch(&mut batch).await;
                     self.emit(frame);
                 }
+                Step::ClusterKeys(..) => unreachable!("handled above"),
                 Step::AbortExec(frame) => {
                     self.flush_batch(&mut batch).await;
                     self.settle_watches().await;

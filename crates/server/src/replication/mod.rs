@@ -760,6 +760,20 @@ pub(crate) fn set_link(gen: u64, link: LinkState) -> bool {
     true
 }
 
+/// How old a replica's data may be, for the cluster's failover rule
+/// (`cluster-replica-validity-factor`): 0 on a primary or while the link to the primary is
+/// up, else the time since it went down. Redis measures from the last byte received while
+/// connected, which its primary's pings keep under `repl-ping-replica-period`; Abacus's
+/// primary sends nothing on an idle link, so an open link counts as fresh.
+pub fn data_age_ms(now: u64) -> u64 {
+    let g = state().inner.lock();
+    if g.master.is_none() || g.link == LinkState::Connected {
+        0
+    } else {
+        now.saturating_sub(g.link_down_since_ms)
+    }
+}
+
 pub(crate) fn touch_io() {
     state().inner.lock().last_io_ms = now_ms();
 }
