@@ -196,3 +196,14 @@ pub fn glob_escape(text: &str) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glob_escape_matches_only_the_text() {
+        assert_eq!(glob_escape("by_campaign"), "by_campaign");
+        assert_eq!(glob_escape("a*b?[c]\\"), "a\\*b\\?\\[c\\]\\\\");
+    }
+}

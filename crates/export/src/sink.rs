@@ -89,7 +89,10 @@ impl Sink {
         file.sync_all().map_err(|e| format!("writing {}: {e}", self.out.display()))?;
         let size = file.metadata().map(|m| m.len()).unwrap_or(0);
         drop(file);
-        std::fs::rename(&self.tmp, &self.out).map_err(|e| format!("cannot write {}: {e}", self.out.display()))?;
+        if let Err(e) = std::fs::rename(&self.tmp, &self.out) {
+            let _ = std::fs::remove_file(&self.tmp);
+            return Err(format!("cannot write {}: {e}", self.out.display()));
+        }
         if self.progress {
             eprintln!();
         }
@@ -106,5 +109,44 @@ impl Drop for Sink {
                 eprintln!();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::Int64Array;
+    use arrow_schema::{DataType, Field};
+
+    fn schema() -> Arc<Schema> {
+        Arc::new(Schema::new(vec![Field::new("n", DataType::Int64, false)]))
+    }
+
+    #[test]
+    fn a_file_appears_only_when_finished() {
+        let dir = std::env::temp_dir().join(format!("abacus-sink-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("x.parquet");
+        {
+            let mut sink = Sink::create(&out, schema(), Codec::Zstd, false).unwrap();
+            let batch = RecordBatch::try_new(schema(), vec![Arc::new(Int64Array::from(vec![1, 2, 3]))]).unwrap();
+            sink.write(&batch).unwrap();
+            // Dropped unfinished (an error on the way): nothing left, not even the temporary.
+        }
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        let mut sink = Sink::create(&out, schema(), Codec::Snappy, false).unwrap();
+        let batch = RecordBatch::try_new(schema(), vec![Arc::new(Int64Array::from(vec![1, 2, 3]))]).unwrap();
+        sink.write(&batch).unwrap();
+        let size = sink.finish().unwrap();
+        assert_eq!(std::fs::metadata(&out).unwrap().len(), size);
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn codecs() {
+        assert_eq!(Codec::parse("ZSTD"), Ok(Codec::Zstd));
+        assert_eq!(Codec::parse("snappy"), Ok(Codec::Snappy));
+        assert!(Codec::parse("lz5").unwrap_err().contains("zstd, snappy or none"));
     }
 }
