@@ -271,3 +271,34 @@ def test_empty_and_resp3(server, r):
     got = c.execute("ATTRIBUTE", "MATCH", "nothing:*", "CHANNEL", "s", "CONVERSION", "e", "p", "MODELS", "linear")
     assert got == {b"users": 0, b"events": 0, b"conversions": 0, b"unattributed": 0, b"skipped": 0, b"models": {b"linear": []}}
     c.close()
+
+
+def test_whole_credits_are_exact_and_plain(r, c):
+    """A value credited whole (first and last touch, any model over one touch) adds exactly
+    and prints plain: doubles would answer 12075.619999999999 for these amounts, shown by
+    Redis's double layout as 1.2075619999999999e+4."""
+    amounts = ["0.1", "0.2", "12000.3", "55.02", "19.99", "0.01"]
+    assert sum(float(a) for a in amounts) != 12075.62
+    for u, a in enumerate(amounts):
+        r.xadd("money:%d" % u, {"source": "ads", "event": "click"}, id="1000-0")
+        r.xadd("money:%d" % u, {"event": "purchase", "amount": a}, id="2000-0")
+    args = ["ATTRIBUTE", "MATCH", "money:*", "CHANNEL", "source", "CONVERSION", "event", "purchase",
+            "VALUE", "amount", "MODELS", "first", "linear"]
+    reply = c.execute(*args)
+    models = as_dict(as_dict(reply)[b"models"])
+    assert models[b"first"] == [[b"ads", b"6", b"12075.62"]] and models[b"linear"] == [[b"ads", b"6", b"12075.62"]]
+    # A fractional share is a double, still in plain notation.
+    r.xadd("money:0", {"source": "mail", "event": "click"}, id="3000-0")
+    r.xadd("money:0", {"source": "ads", "event": "click"}, id="3001-0")
+    r.xadd("money:0", {"source": "ads", "event": "click"}, id="3002-0")
+    r.xadd("money:0", {"event": "purchase", "amount": "1e-7"}, id="4000-0")
+    models = as_dict(as_dict(c.execute(*args))[b"models"])
+    linear = {row[0]: row for row in models[b"linear"]}
+    assert models[b"first"] == [[b"ads", b"6", b"12075.62"], [b"mail", b"1", b"0.0000001"]]
+    assert linear[b"mail"] == [b"mail", b"0.3333333333333333", b"0.00000003333333333333333"]
+    # RESP3: typed doubles.
+    c3 = __import__("helpers").RespClient(c.host, c.port)
+    c3.execute("HELLO", "3")
+    got = c3.execute(*args)
+    assert got[b"models"][b"first"] == [[b"ads", 6.0, 12075.62], [b"mail", 1.0, 1e-7]]
+    c3.close()

@@ -106,6 +106,11 @@ enum Command {
         /// Files to read; `-` or none for standard input.
         files: Vec<String>,
     },
+    /// Export from a running server to one Parquet file (DuckDB, pandas, Spark read it): a
+    /// summary (one row per group, exact decimal sums), streams (nested or --flat), time
+    /// series, or generic keys. The file appears whole or not at all.
+    #[command(after_help = "Examples:\n  abacus export --summary by_campaign --out campaigns.parquet\n  abacus export --streams 'user:*' --out streams.parquet\n  abacus export --series sensor=temp --out temps.parquet\n  duckdb -c \"select * from 'campaigns.parquet'\"")]
+    Export(ExportArgs),
     /// Load generators for the reference workloads that redis-benchmark cannot drive
     /// (bench/w1z.sh runs them against Redis and Abacus).
     #[command(subcommand)]
@@ -122,6 +127,68 @@ pub struct ServerArgs {
     /// AUTH with this password first.
     #[arg(long, short = 'a')]
     pub password: Option<String>,
+}
+
+/// `abacus export`'s arguments: one of --summary, --streams, --series, --keys.
+#[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("what").required(true).multiple(false).args(["summary", "streams", "series", "keys"])))]
+struct ExportArgs {
+    #[arg(long, short = 'H', default_value = "127.0.0.1")]
+    host: String,
+    #[arg(long, short = 'p', default_value_t = 6379)]
+    port: u16,
+    /// ACL user (with --pass).
+    #[arg(long)]
+    user: Option<String>,
+    /// Password (AUTH).
+    #[arg(long, short = 'a')]
+    pass: Option<String>,
+    /// The Parquet file to write (replaced only once complete).
+    #[arg(long)]
+    out: std::path::PathBuf,
+    /// A summary of the server's rules: one row per (dimensions, bucket).
+    #[arg(long)]
+    summary: Option<String>,
+    /// With --summary: buckets starting at or after this Unix time (seconds).
+    #[arg(long, requires = "summary")]
+    from: Option<i64>,
+    /// With --summary: buckets starting before this Unix time (seconds).
+    #[arg(long, requires = "summary")]
+    to: Option<i64>,
+    /// Streams whose keys match this pattern: one row per stream, entries nested.
+    #[arg(long)]
+    streams: Option<String>,
+    /// With --streams: one row per entry.
+    #[arg(long, requires = "streams")]
+    flat: bool,
+    /// Time series selected by TS filters (label=value ...): one row per sample.
+    #[arg(long, num_args = 1..)]
+    series: Option<Vec<String>>,
+    /// Strings, hashes, sets, sorted sets and lists whose keys match: one row per element.
+    #[arg(long)]
+    keys: Option<String>,
+    /// zstd, snappy or none.
+    #[arg(long, default_value = "zstd")]
+    compression: String,
+    /// No progress line.
+    #[arg(long, short = 'q')]
+    quiet: bool,
+}
+
+fn export(a: ExportArgs) -> Result<String, String> {
+    let what = if let Some(name) = a.summary {
+        abacus_export::What::Summary { name, from: a.from, to: a.to }
+    } else if let Some(pattern) = a.streams {
+        abacus_export::What::Streams { pattern, flat: a.flat }
+    } else if let Some(filters) = a.series {
+        abacus_export::What::Series { filters }
+    } else if let Some(pattern) = a.keys {
+        abacus_export::What::Keys { pattern }
+    } else {
+        return Err("one of --summary, --streams, --series or --keys is needed".into());
+    };
+    let codec = abacus_export::Codec::parse(&a.compression)?;
+    abacus_export::run(&abacus_export::Options { host: a.host, port: a.port, user: a.user, pass: a.pass, out: a.out, what, codec, progress: !a.quiet })
 }
 
 #[derive(Subcommand)]
@@ -218,6 +285,10 @@ fn main() {
                 fail(&e);
             }
         }
+        Command::Export(args) => match export(args) {
+            Ok(line) => eprintln!("{line}"),
+            Err(e) => fail(&format!("export: {e}")),
+        },
         Command::Bench(BenchCommand::W1z(args)) => {
             if let Err(e) = w1z::run(args) {
                 fail(&e);

@@ -25,6 +25,7 @@
 use std::collections::HashMap;
 
 use crate::stream::{Stream, StreamId, Val};
+use abacus_int::{Dec, Number};
 
 /// An attribution model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,11 +100,59 @@ pub struct Query {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Path {
     pub conversion: StreamId,
-    pub value: f64,
+    pub value: Number,
     /// The touches of its window, in order: ID and channel.
     pub touches: Vec<(StreamId, Vec<u8>)>,
     /// Per model (the query's order), each touch's share.
     pub shares: Vec<Vec<f64>>,
+}
+
+/// A channel's credit under one model: the conversions (fractional shares add up) and the
+/// value. Values credited whole (a share of exactly 1: first and last touch, any model over a
+/// single touch) add exactly (`Number`: `20081.07`, not `20081.069999999996`); a fractional
+/// share's value is a double, and a credit with any is a double.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Credit {
+    pub conversions: f64,
+    whole: Number,
+    part: f64,
+    fractional: bool,
+}
+
+impl Default for Credit {
+    fn default() -> Credit {
+        Credit { conversions: 0.0, whole: Number::ZERO, part: 0.0, fractional: false }
+    }
+}
+
+impl Credit {
+    fn add(&mut self, share: f64, value: Number) {
+        self.conversions += share;
+        if share == 0.0 {
+            // First and last touch give the other touches nothing: not a fraction.
+        } else if share == 1.0 {
+            self.whole = self.whole.add(value).unwrap_or(Number::Float(f64::INFINITY));
+        } else {
+            self.part += share * value.to_f64();
+            self.fractional = true;
+        }
+    }
+
+    fn merge(&mut self, o: &Credit) {
+        self.conversions += o.conversions;
+        self.whole = self.whole.add(o.whole).unwrap_or(Number::Float(f64::INFINITY));
+        self.part += o.part;
+        self.fractional |= o.fractional;
+    }
+
+    /// The credited value: exact when every part of it was credited whole.
+    pub fn value(&self) -> Number {
+        if self.fractional {
+            Number::Float(self.whole.to_f64() + self.part)
+        } else {
+            self.whole
+        }
+    }
 }
 
 /// Sums over users: counts, and per model and channel the credited conversions and value.
@@ -117,8 +166,8 @@ pub struct Attribution {
     /// Channel names, by their index.
     pub channels: Vec<Vec<u8>>,
     index: HashMap<Vec<u8>, u32, foldhash::fast::FixedState>,
-    /// Per model (the query's order), per channel index: (conversions, value).
-    pub credits: Vec<Vec<(f64, f64)>>,
+    /// Per model (the query's order), per channel index.
+    pub credits: Vec<Vec<Credit>>,
     // Scratch buffers kept between users.
     times: Vec<u64>,
     ids: Vec<StreamId>,
@@ -144,7 +193,7 @@ impl Attribution {
         self.index.insert(name.clone(), i);
         self.channels.push(name);
         for c in &mut self.credits {
-            c.push((0.0, 0.0));
+            c.push(Credit::default());
         }
         i
     }
@@ -204,7 +253,7 @@ impl Attribution {
                 }
                 return;
             }
-            let value = value_slot.and_then(|k| out[k]).map_or(0.0, number);
+            let value = value_slot.and_then(|k| out[k]).map_or(Number::ZERO, number);
             self.conversion(id, value, q, None);
         });
         self.events += events;
@@ -221,7 +270,7 @@ impl Attribution {
         let mut scratch = Attribution::new(q);
         scratch.channels = self.channels.clone();
         scratch.index = self.index.clone();
-        scratch.credits = vec![vec![(0.0, 0.0); self.channels.len()]; q.models.len()];
+        scratch.credits = vec![vec![Credit::default(); self.channels.len()]; q.models.len()];
         let value_field: &[u8] = q.value_field.as_deref().unwrap_or(b"");
         let wanted: [&[u8]; 3] = [&q.conversion_field, &q.channel, value_field];
         let channel_is_conv = q.channel == q.conversion_field;
@@ -238,20 +287,20 @@ impl Attribution {
                 return;
             }
             let value = if q.value_field.is_none() {
-                0.0
+                Number::ZERO
             } else if value_field == &q.conversion_field[..] {
-                out[0].map_or(0.0, number)
+                out[0].map_or(Number::ZERO, number)
             } else if value_field == &q.channel[..] {
-                out[1].map_or(0.0, number)
+                out[1].map_or(Number::ZERO, number)
             } else {
-                out[2].map_or(0.0, number)
+                out[2].map_or(Number::ZERO, number)
             };
             scratch.conversion(id, value, q, Some(paths));
         });
     }
 
     /// A conversion at `id`: shares the touches of its window, then starts a new path.
-    fn conversion(&mut self, id: StreamId, value: f64, q: &Query, paths: Option<&mut Vec<Path>>) {
+    fn conversion(&mut self, id: StreamId, value: Number, q: &Query, paths: Option<&mut Vec<Path>>) {
         self.conversions += 1;
         let at = id.ms;
         let from = at.saturating_sub(q.lookback_ms);
@@ -272,9 +321,7 @@ impl Attribution {
                 model.shares(&self.times[start..], at, halflife, &mut share);
                 for (k, &w) in share.iter().enumerate() {
                     let c = self.touch_channels[start + k] as usize;
-                    let slot = &mut self.credits[m][c];
-                    slot.0 += w;
-                    slot.1 += w * value;
+                    self.credits[m][c].add(w, value);
                 }
                 if let Some(p) = &mut path {
                     p.shares.push(share.clone());
@@ -300,9 +347,8 @@ impl Attribution {
         for (j, name) in other.channels.iter().enumerate() {
             let i = self.channel_index(Val::Str(name)) as usize;
             for (m, credits) in self.credits.iter_mut().enumerate() {
-                if let Some(&(c, v)) = other.credits.get(m).and_then(|o| o.get(j)) {
-                    credits[i].0 += c;
-                    credits[i].1 += v;
+                if let Some(o) = other.credits.get(m).and_then(|o| o.get(j)) {
+                    credits[i].merge(o);
                 }
             }
         }
@@ -310,18 +356,18 @@ impl Attribution {
 
     /// Per model (the query's order), the channels in name order with their credited
     /// conversions and value.
-    pub fn by_model(&self) -> Vec<Vec<(&[u8], f64, f64)>> {
+    pub fn by_model(&self) -> Vec<Vec<(&[u8], f64, Number)>> {
         let mut order: Vec<usize> = (0..self.channels.len()).collect();
         order.sort_by(|&a, &b| self.channels[a].cmp(&self.channels[b]));
-        self.credits.iter().map(|c| order.iter().map(|&i| (&self.channels[i][..], c[i].0, c[i].1)).collect()).collect()
+        self.credits.iter().map(|c| order.iter().map(|&i| (&self.channels[i][..], c[i].conversions, c[i].value())).collect()).collect()
     }
 }
 
-/// A VALUE field as a number: 0 when it is not one.
-fn number(v: Val<'_>) -> f64 {
+/// A VALUE field as a number (an exact decimal where it is one): 0 when it is not one.
+fn number(v: Val<'_>) -> Number {
     match v {
-        Val::Int(i) => i as f64,
-        Val::Str(s) => std::str::from_utf8(s).ok().and_then(|s| s.trim().parse::<f64>().ok()).filter(|x| x.is_finite()).unwrap_or(0.0),
+        Val::Int(i) => Dec::new(i128::from(i), 0).map_or(Number::ZERO, Number::Dec),
+        Val::Str(s) => std::str::from_utf8(s).ok().and_then(|s| Number::parse(s.trim().as_bytes())).unwrap_or(Number::ZERO),
     }
 }
 
@@ -372,7 +418,9 @@ mod tests {
         assert_eq!((credit(3, "a"), credit(3, "b"), credit(3, "c")), (0.4, 0.2, 0.4));
         // Decay: weights 1/8, 1/4, 1/2 of a half-life each.
         assert!((credit(4, "c") - 0.5 / 0.875).abs() < 1e-12);
-        assert!((m[4].iter().find(|x| x.0 == b"c").unwrap().2 - 100.0 * 0.5 / 0.875).abs() < 1e-9);
+        assert!((m[4].iter().find(|x| x.0 == b"c").unwrap().2.to_f64() - 100.0 * 0.5 / 0.875).abs() < 1e-9);
+        // First touch credits the whole value: exact.
+        assert_eq!(m[0].iter().find(|x| x.0 == b"a").unwrap().2.to_string(), "100");
         assert_eq!(paths.len(), 1);
         assert_eq!(paths[0].touches.len(), 3);
     }
@@ -396,6 +444,28 @@ mod tests {
         // two entries lack the conversion field.
         assert_eq!((a.conversions, a.unattributed, a.skipped), (3, 1, 2));
         let m = a.by_model();
-        assert_eq!(m[0], vec![(&b"a"[..], 1.0, 0.0), (&b"b"[..], 1.0, 7.0), (&b"old"[..], 0.0, 0.0)]);
+        let shown: Vec<(&[u8], f64, String)> = m[0].iter().map(|&(c, n, v)| (c, n, v.to_string())).collect();
+        assert_eq!(shown, vec![(&b"a"[..], 1.0, "0".to_string()), (&b"b"[..], 1.0, "7".to_string()), (&b"old"[..], 0.0, "0".to_string())]);
+    }
+
+    #[test]
+    fn whole_credits_sum_exactly() {
+        let amounts = ["0.1", "0.2", "12000.3", "55.02", "19.99", "0.01"];
+        let mut events: Vec<(u64, Vec<String>)> = Vec::new();
+        for (k, a) in amounts.iter().enumerate() {
+            let t = 1000 * (2 * k as u64 + 1);
+            events.push((t, vec!["source".into(), "ads".into(), "event".into(), "click".into()]));
+            events.push((t + 1, vec!["event".into(), "purchase".into(), "amount".into(), a.to_string()]));
+        }
+        let owned: Vec<(u64, Vec<&str>)> = events.iter().map(|(t, f)| (*t, f.iter().map(String::as_str).collect())).collect();
+        let refs: Vec<(u64, &[&str])> = owned.iter().map(|(t, f)| (*t, &f[..])).collect();
+        let s = stream(&refs);
+        let q = query(&[Model::First, Model::Linear]);
+        let mut a = Attribution::new(&q);
+        a.add_stream(&s, &q, None);
+        let m = a.by_model();
+        // 12075.62 as doubles is 12075.619999999999; one touch per path: whole shares.
+        assert_eq!(m[0][0].2.to_string(), "12075.62");
+        assert_eq!(m[1][0].2.to_string(), "12075.62");
     }
 }

@@ -6,6 +6,7 @@
 //! `abacus_collections::attribution`'s.
 
 use abacus_collections::attribution::{Attribution, Model, Path, Query};
+use abacus_int::Number;
 use abacus_keyspace::Db;
 use abacus_protocol::{Arg, Bytes, Frame};
 
@@ -117,6 +118,12 @@ fn id_frame(id: abacus_collections::StreamId) -> Frame {
     Frame::Bulk(Bytes::from(id.to_bytes()))
 }
 
+/// A number as a person reads it: plain notation, the exact digits of a decimal (`12055.32`,
+/// not `1.2055320000000002e+4`); a RESP3 double, a bulk string in RESP2.
+pub fn number_frame(x: Number) -> Frame {
+    Frame::DoubleText(Bytes::from(x.to_string()))
+}
+
 /// The reply's totals and per-model rows.
 pub fn summary(a: &Attribution, q: &Query) -> Vec<(Frame, Frame)> {
     let models: Vec<(Frame, Frame)> = q
@@ -124,7 +131,7 @@ pub fn summary(a: &Attribution, q: &Query) -> Vec<(Frame, Frame)> {
         .iter()
         .zip(a.by_model())
         .map(|(m, rows)| {
-            let rows = rows.into_iter().map(|(ch, conv, value)| Frame::Array(vec![Frame::Bulk(Bytes::copy_from_slice(ch)), Frame::Double(conv), Frame::Double(value)])).collect();
+            let rows = rows.into_iter().map(|(ch, conv, value)| Frame::Array(vec![Frame::Bulk(Bytes::copy_from_slice(ch)), number_frame(Number::Float(conv)), number_frame(value)])).collect();
             (bulk_str(m.name()), Frame::Array(rows))
         })
         .collect();
@@ -141,10 +148,10 @@ pub fn summary(a: &Attribution, q: &Query) -> Vec<(Frame, Frame)> {
 /// One conversion's path (ATTRIBUTE KEY's `paths`).
 pub fn path_frame(p: &Path, q: &Query) -> Frame {
     let touches = p.touches.iter().map(|(id, ch)| Frame::Array(vec![id_frame(*id), Frame::Bulk(Bytes::copy_from_slice(ch))])).collect();
-    let credits = q.models.iter().zip(&p.shares).map(|(m, s)| (bulk_str(m.name()), Frame::Array(s.iter().map(|&x| Frame::Double(x)).collect()))).collect();
+    let credits = q.models.iter().zip(&p.shares).map(|(m, s)| (bulk_str(m.name()), Frame::Array(s.iter().map(|&x| number_frame(Number::Float(x))).collect()))).collect();
     Frame::Map(vec![
         (bulk_str("conversion"), id_frame(p.conversion)),
-        (bulk_str("value"), Frame::Double(p.value)),
+        (bulk_str("value"), number_frame(p.value)),
         (bulk_str("touches"), Frame::Array(touches)),
         (bulk_str("credits"), Frame::Map(credits)),
     ])

@@ -7,9 +7,15 @@
 //! So every Abacus crate that reads an integer calls [`string2ll`] here, at the bottom of the
 //! layers (it depends on nothing).
 //!
+//! Exact decimals ([`Dec`], [`Number`]: `number.rs`) live here too, for the same reason: a
+//! sum's text means the same value in the summarizer, its queries, ATTRIBUTE and the export.
+//!
 //! No `unsafe` code.
 
 #![forbid(unsafe_code)]
+
+mod number;
+pub use number::{Dec, Number, MAX_DIGITS, MAX_SCALE};
 
 /// Parses a signed 64-bit integer with exactly Redis's `string2ll` grammar: optional `-`,
 /// then digits with no leading zero (except `"0"` itself), no `+`, no spaces, no `"-0"`, at

@@ -25,6 +25,8 @@
 
 use std::cell::Cell;
 
+use abacus_int::Number;
+
 /// Batch maps are keyed by summary keys the server built itself: a fast non-keyed hash.
 /// hashbrown's rather than std's for `entry_ref`: a key is hashed and probed once, and
 /// copied only when new (std's map needs a second lookup to insert a borrowed key).
@@ -41,13 +43,15 @@ const MAX_RESERVED_KEYS: usize = 1 << 20;
 /// Longest part of a rejected line kept for SUMMARY.REJECTS.
 pub const REJECT_LINE_BYTES: usize = 256;
 
-/// A hash field's accumulated change.
+/// A hash field's accumulated change. Sums, minima and maxima are [`Number`]s: exact
+/// decimals for decimal inputs (a sum keeps the most decimals seen), doubles only for values
+/// that need them (see `abacus_int::Number`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Acc {
     Count(i64),
-    Sum(f64),
-    Min(f64),
-    Max(f64),
+    Sum(Number),
+    Min(Number),
+    Max(Number),
     Last(String),
 }
 
@@ -214,21 +218,61 @@ impl Acc {
     pub fn op(&self) -> &'static [u8] {
         match self {
             Acc::Count(_) => b"INCRBY",
-            Acc::Sum(_) => b"INCRBYFLOAT",
+            Acc::Sum(_) => b"INCRBYDECIMAL",
             Acc::Min(_) => b"MIN",
             Acc::Max(_) => b"MAX",
             Acc::Last(_) => b"SET",
         }
     }
 
-    /// Appends the operation's argument to `buf`: the integer, the double as [`fmt_f64`]
+    /// Appends the operation's argument to `buf`: the integer, the number as [`write_number`]
     /// writes it, or the text.
     pub fn write_value(&self, buf: &mut Vec<u8>) {
         match self {
             Acc::Count(n) => buf.extend_from_slice(itoa::Buffer::new().format(*n).as_bytes()),
-            Acc::Sum(x) | Acc::Min(x) | Acc::Max(x) => write_f64(*x, buf),
+            Acc::Sum(x) | Acc::Min(x) | Acc::Max(x) => write_number(*x, buf),
             Acc::Last(t) => buf.extend_from_slice(t.as_bytes()),
         }
+    }
+}
+
+/// SUMMARY.UPDATE's INCRBYDECIMAL on one field: the stored text `old` (none: 0) plus `by`,
+/// written to `out`; false when `old` is not a number or the sum is not finite. One
+/// definition for the command and the ingest's direct apply, so both store the same text.
+pub fn incr_number(old: Option<&[u8]>, by: Number, out: &mut Vec<u8>) -> bool {
+    let cur = match old {
+        None => Number::ZERO,
+        Some(v) => match Number::parse(v) {
+            Some(c) => c,
+            None => return false,
+        },
+    };
+    match cur.add(by) {
+        Some(n) => {
+            write_number(n, out);
+            true
+        }
+        None => false,
+    }
+}
+
+/// SUMMARY.UPDATE's MIN/MAX on one field: whether the stored text `old` stays (it is at or
+/// past `x`); None when `old` is not a number.
+pub fn keeps_extreme(old: &[u8], x: Number, min: bool) -> Option<bool> {
+    let c = Number::parse(old)?;
+    let o = c.cmp_value(x);
+    Some(if min { o.is_le() } else { o.is_ge() })
+}
+
+/// A [`Number`] appended to `buf`: a decimal with its scale, a double as [`write_f64`]
+/// writes it (plain notation; "inf" for an overflowed sum, which SUMMARY.UPDATE refuses).
+pub fn write_number(x: Number, buf: &mut Vec<u8>) {
+    match x {
+        Number::Dec(d) => {
+            use std::io::Write;
+            let _ = write!(buf, "{d}");
+        }
+        Number::Float(f) => write_f64(f, buf),
     }
 }
 
@@ -366,18 +410,43 @@ fn parse_num(v: &str) -> Option<f64> {
     crate::event::trim(v).parse::<f64>().ok()
 }
 
+/// The number in a field's text: an exact decimal where it is one, else the double `x`
+/// (`parse_line` checked every field a sum, min or max reads; 0 otherwise).
+pub(crate) fn field_number(v: &str, x: impl FnOnce() -> Option<f64>) -> Number {
+    match Number::parse(crate::event::trim(v).as_bytes()) {
+        Some(n) => n,
+        None => Number::Float(x().unwrap_or(0.0)),
+    }
+}
+
+/// The sum of two numbers; an overflow past the doubles is infinity, which SUMMARY.UPDATE
+/// refuses as it refused an infinite double sum.
+pub(crate) fn add_numbers(a: Number, b: Number) -> Number {
+    a.add(b).unwrap_or(Number::Float(f64::INFINITY))
+}
+
 /// Folds one value into a hash metric's accumulator: `v` the field's text, `x` its number
-/// (checked by `parse_line` for every field a sum, min or max reads; 0 otherwise).
+/// as a double (see [`field_number`]).
 fn fold(acc: &mut Option<Acc>, kind: MetricKind, v: Option<&str>, x: impl FnOnce() -> Option<f64>) {
-    let num = || x().unwrap_or(0.0);
+    let num = || field_number(v.unwrap_or(""), x);
     match (kind, acc.as_mut(), v) {
         (MetricKind::Count, Some(Acc::Count(n)), _) => *n += 1,
         (MetricKind::Count, None, _) => *acc = Some(Acc::Count(1)),
-        (MetricKind::Sum(_), Some(Acc::Sum(s)), Some(_)) => *s += num(),
+        (MetricKind::Sum(_), Some(Acc::Sum(s)), Some(_)) => *s = add_numbers(*s, num()),
         (MetricKind::Sum(_), None, Some(_)) => *acc = Some(Acc::Sum(num())),
-        (MetricKind::Min(_), Some(Acc::Min(m)), Some(_)) => *m = m.min(num()),
+        (MetricKind::Min(_), Some(Acc::Min(m)), Some(_)) => {
+            let x = num();
+            if x.cmp_value(*m).is_lt() {
+                *m = x;
+            }
+        }
         (MetricKind::Min(_), None, Some(_)) => *acc = Some(Acc::Min(num())),
-        (MetricKind::Max(_), Some(Acc::Max(m)), Some(_)) => *m = m.max(num()),
+        (MetricKind::Max(_), Some(Acc::Max(m)), Some(_)) => {
+            let x = num();
+            if x.cmp_value(*m).is_gt() {
+                *m = x;
+            }
+        }
         (MetricKind::Max(_), None, Some(_)) => *acc = Some(Acc::Max(num())),
         (MetricKind::Last(_), Some(Acc::Last(t)), Some(v)) => {
             t.clear();

@@ -28,7 +28,7 @@ mod query;
 mod rules;
 mod timefmt;
 
-pub use batch::{fmt_f64, write_f64, Acc, Batch, KeyChange, Members, Packed, Part, Reject, Slot, StreamAppend};
+pub use batch::{fmt_f64, incr_number, keeps_extreme, write_f64, write_number, Acc, Batch, KeyChange, Members, Packed, Part, Reject, Slot, StreamAppend};
 pub use event::{parse_line, parse_line_into, split_csv, Event, JsonPath, LineError};
 pub use filter::{Expr, FilterError};
 pub use keys::{escape, parse_key, summary_key, KeyParts};

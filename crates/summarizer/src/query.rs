@@ -14,7 +14,9 @@ use std::fmt;
 
 use abacus_hll::Hll;
 
-use crate::batch::Acc;
+use abacus_int::Number;
+
+use crate::batch::{add_numbers, Acc};
 use crate::keys::KeyParts;
 use crate::rules::{Bucket, MetricKind, Rules, Summary};
 
@@ -161,7 +163,8 @@ pub struct Group {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Cell {
     Int(i64),
-    Float(f64),
+    /// A sum, minimum or maximum: exact decimal or double (see `abacus_int::Number`).
+    Num(Number),
     Text(String),
 }
 
@@ -174,16 +177,16 @@ impl Group {
     /// Folds in a stored hash field's text (`metric` is the field's metric index).
     pub fn add_field(&mut self, s: &Summary, metric: usize, value: &[u8], bucket: Option<i64>) {
         let Ok(v) = std::str::from_utf8(value) else { return };
-        let x = v.parse::<f64>().ok();
+        let x = Number::parse(value);
         let acc = &mut self.accs[metric];
         match (s.metrics[metric].kind, acc.as_mut()) {
             (MetricKind::Count, Some(Acc::Count(n))) => *n += v.parse::<i64>().unwrap_or(0),
             (MetricKind::Count, None) => *acc = Some(Acc::Count(v.parse::<i64>().unwrap_or(0))),
-            (MetricKind::Sum(_), Some(Acc::Sum(t))) => *t += x.unwrap_or(0.0),
+            (MetricKind::Sum(_), Some(Acc::Sum(t))) => *t = add_numbers(*t, x.unwrap_or(Number::ZERO)),
             (MetricKind::Sum(_), None) => *acc = x.map(Acc::Sum),
-            (MetricKind::Min(_), Some(Acc::Min(m))) => *m = m.min(x.unwrap_or(*m)),
+            (MetricKind::Min(_), Some(Acc::Min(m))) => *m = min_number(*m, x),
             (MetricKind::Min(_), None) => *acc = x.map(Acc::Min),
-            (MetricKind::Max(_), Some(Acc::Max(m))) => *m = m.max(x.unwrap_or(*m)),
+            (MetricKind::Max(_), Some(Acc::Max(m))) => *m = max_number(*m, x),
             (MetricKind::Max(_), None) => *acc = x.map(Acc::Max),
             (MetricKind::Last(_), _) => {
                 let at = bucket.unwrap_or(0);
@@ -217,9 +220,9 @@ impl Group {
             let Some(acc) = acc else { continue };
             match (&mut self.accs[mi], acc) {
                 (Some(Acc::Count(a)), Acc::Count(b)) => *a += b,
-                (Some(Acc::Sum(a)), Acc::Sum(b)) => *a += b,
-                (Some(Acc::Min(a)), Acc::Min(b)) => *a = a.min(b),
-                (Some(Acc::Max(a)), Acc::Max(b)) => *a = a.max(b),
+                (Some(Acc::Sum(a)), Acc::Sum(b)) => *a = add_numbers(*a, b),
+                (Some(Acc::Min(a)), Acc::Min(b)) => *a = min_number(*a, Some(b)),
+                (Some(Acc::Max(a)), Acc::Max(b)) => *a = max_number(*a, Some(b)),
                 (mine @ Some(Acc::Last(_)), b @ Acc::Last(_)) => {
                     if other.last_at[mi] >= self.last_at[mi] {
                         self.last_at[mi] = other.last_at[mi];
@@ -247,26 +250,43 @@ impl Group {
     }
 
     /// The row's metric cells, in the summary's metric order: a count is an integer, a sum,
-    /// minimum or maximum a double, last the stored text, an HLL the union's cardinality
-    /// (unrounded, as HLL.CARD), distinct the union's size. A metric no key had is 0 (or an
-    /// empty text for last).
+    /// minimum or maximum a number (exact decimal where its inputs were), last the stored
+    /// text, an HLL the union's cardinality rounded to an integer (postgresql-hll's
+    /// `round(hll_cardinality(...))`: half away from zero), distinct the union's size. A
+    /// metric no key had is 0 (or an empty text for last).
     pub fn cells(&self, s: &Summary) -> Vec<(String, Cell)> {
         s.metrics
             .iter()
             .enumerate()
             .map(|(mi, m)| {
                 let cell = match (m.kind, &self.accs[mi]) {
-                    (MetricKind::Hll(_), _) => Cell::Float(self.hlls[mi].as_ref().and_then(|h| h.cardinality()).unwrap_or(0.0)),
+                    (MetricKind::Hll(_), _) => Cell::Int(self.hlls[mi].as_ref().and_then(|h| h.cardinality()).unwrap_or(0.0).round() as i64),
                     (MetricKind::Distinct(_), _) => Cell::Int(self.sets[mi].as_ref().map_or(0, |s| s.len() as i64)),
                     (_, Some(Acc::Count(n))) => Cell::Int(*n),
-                    (_, Some(Acc::Sum(x) | Acc::Min(x) | Acc::Max(x))) => Cell::Float(*x),
+                    (_, Some(Acc::Sum(x) | Acc::Min(x) | Acc::Max(x))) => Cell::Num(*x),
                     (_, Some(Acc::Last(t))) => Cell::Text(t.clone()),
                     (MetricKind::Count, None) => Cell::Int(0),
                     (MetricKind::Last(_), None) => Cell::Text(String::new()),
-                    (_, None) => Cell::Float(0.0),
+                    (_, None) => Cell::Num(Number::ZERO),
                 };
                 (m.name.clone(), cell)
             })
             .collect()
+    }
+}
+
+/// The smaller of `m` and `x` (`m` when `x` is not a number).
+fn min_number(m: Number, x: Option<Number>) -> Number {
+    match x {
+        Some(x) if x.cmp_value(m).is_lt() => x,
+        _ => m,
+    }
+}
+
+/// The larger of `m` and `x` (`m` when `x` is not a number).
+fn max_number(m: Number, x: Option<Number>) -> Number {
+    match x {
+        Some(x) if x.cmp_value(m).is_gt() => x,
+        _ => m,
     }
 }

@@ -293,7 +293,7 @@ fn a_batch_aggregates_per_key() {
     assert!(got.contains(&"SUMMARY.UPDATE all_events n INCRBY 4".to_string()), "{got:?}");
     let h = got.iter().find(|c| c.starts_with(&format!("SUMMARY.UPDATE by_campaign:c1:CA:{day} "))).expect("the c1 hash");
     // Metrics in name order: clicks, exact_users (not a hash field), high, latest, low, spend, users.
-    assert_eq!(h, &format!("SUMMARY.UPDATE by_campaign:c1:CA:{day} clicks INCRBY 2 high MAX 2 latest SET 8 low MIN 1.5 spend INCRBYFLOAT 3.5"));
+    assert_eq!(h, &format!("SUMMARY.UPDATE by_campaign:c1:CA:{day} clicks INCRBY 2 high MAX 2 latest SET 8 low MIN 1.5 spend INCRBYDECIMAL 3.5"));
     assert!(got.contains(&format!("SADD by_campaign:c1:CA:{day}:exact_users 7 8")), "{got:?}");
     assert!(got.contains(&format!("SADD by_campaign:c%3A2:NY:{day}:exact_users 7")), "{got:?}");
     assert!(got.contains(&format!("PEXPIREAT by_campaign:c1:CA:{day} {exp_day}")), "{got:?}");

@@ -1,8 +1,11 @@
 //! The summarizer's commands: SUMMARY.INGEST, SUMMARY.INGESTSOURCE, SUMMARY.SOURCE,
 //! SUMMARY.QUERY, SUMMARY.REJECTS, SUMMARY.RULES, and SUMMARY.UPDATE (the hash write the
-//! others generate). SUMMARY.UPDATE's sums are IEEE doubles printed as the shortest text
-//! that reads back the same (not HINCRBYFLOAT's emulated long double, which cost a fifth of
-//! an ingest's CPU): a summary's sums are doubles wherever they are read.
+//! others generate). The ingest's sums are INCRBYDECIMAL: exact fixed point for decimal
+//! inputs, scaled to the most decimals seen (`abacus_int::Number`; a double only for values
+//! that need one), stored and logged as plain text, so `20081.07` stays `20081.07`.
+//! INCRBYFLOAT keeps its IEEE-double sum (the shortest text that reads back the same; not
+//! HINCRBYFLOAT's emulated long double): logs written before INCRBYDECIMAL replay to the same
+//! values. MIN and MAX compare exactly (decimals) and store the value as given.
 //!
 //! Ingest: the connection's thread parses the payload lines (`abacus-summarizer`), folds them
 //! into one write per summary key, and sends each shard its writes as one job: plain commands
@@ -38,6 +41,7 @@ use abacus_collections::CompactHash;
 use abacus_keyspace::{Db, Value};
 use abacus_persist::log::NameCode;
 use abacus_protocol::{Arg, Args, Bytes, Frame};
+use abacus_int::Number;
 use abacus_summarizer::{Acc, Batch, Cell, Group, GroupBy, HllOptions, KeyChange, Packed, Part, Query, Rules, Slot};
 
 use super::args::*;
@@ -95,8 +99,9 @@ fn text(a: &[u8]) -> String {
 enum Op {
     Incr(i64),
     IncrF(f64),
-    Min(f64),
-    Max(f64),
+    IncrDec(Number),
+    Min(Number),
+    Max(Number),
     Set,
 }
 
@@ -135,8 +140,13 @@ fn update(ctx: &mut Ctx, a: &[Arg]) -> Frame {
                 Some(v) => Op::IncrF(v),
                 None => return err(ERR_NOT_FLOAT),
             }
+        } else if t[1].eq_ignore_ascii_case(b"incrbydecimal") {
+            match Number::parse(&t[2]) {
+                Some(v) => Op::IncrDec(v),
+                None => return err(ERR_NOT_FLOAT),
+            }
         } else if t[1].eq_ignore_ascii_case(b"min") || t[1].eq_ignore_ascii_case(b"max") {
-            let Some(x) = parse_f64(&t[2]) else { return err(ERR_NOT_FLOAT) };
+            let Some(x) = Number::parse(&t[2]) else { return err(ERR_NOT_FLOAT) };
             if t[1].eq_ignore_ascii_case(b"min") {
                 Op::Min(x)
             } else {
@@ -187,11 +197,21 @@ fn update(ctx: &mut Ctx, a: &[Arg]) -> Frame {
                 }
                 abacus_summarizer::fmt_f64(sum).into_bytes()
             }
+            Op::IncrDec(by) => {
+                let mut out = Vec::new();
+                if !abacus_summarizer::incr_number(old.as_deref(), *by, &mut out) {
+                    return match old.as_deref().map(Number::parse) {
+                        Some(None) => err("ERR hash value is not a float"),
+                        _ => err("ERR increment would produce NaN or Infinity"),
+                    };
+                }
+                out
+            }
             Op::Min(x) | Op::Max(x) => {
                 let keep_old = match &old {
                     None => false,
-                    Some(v) => match parse_f64(v) {
-                        Some(c) => (matches!(op, Op::Min(_)) && c <= *x) || (matches!(op, Op::Max(_)) && c >= *x),
+                    Some(v) => match abacus_summarizer::keeps_extreme(v, *x, matches!(op, Op::Min(_))) {
+                        Some(keep) => keep,
                         None => return err("ERR hash value is not a float"),
                     },
                 };
@@ -681,17 +701,6 @@ fn apply_parts(dbs: &mut [Db], log: &mut ShardLog, rec: &mut abacus_engine::reco
     sc.log
 }
 
-/// What `parse_f64` reads back from `write_f64(x)`, without printing and parsing: the
-/// shortest digits read back as `x` itself, except -0 (written "0") and a value that is not
-/// finite (written "inf"/"NaN", which SUMMARY.UPDATE refuses: None).
-fn as_printed(x: f64) -> Option<f64> {
-    match x {
-        _ if !x.is_finite() => None,
-        0.0 => Some(0.0),
-        _ => Some(x),
-    }
-}
-
 /// The new values of a summary hash's fields (into `sc.vals`/`sc.writes`) and the
 /// SUMMARY.UPDATE that states them (into the log command begun), from the current hash; false where
 /// SUMMARY.UPDATE would fail (a field that is not a number, an overflow, a NaN/Infinity).
@@ -723,37 +732,21 @@ fn hash_writes(h: Option<&CompactHash>, s: &abacus_summarizer::Summary, g: &KeyC
                 let Some(sum) = cur.checked_add(*n) else { return false };
                 sc.vals.extend_from_slice(itoa::Buffer::new().format(sum).as_bytes());
             }
-            Acc::Sum(x) => {
-                // The value as the command carries it, as SUMMARY.UPDATE reads it back.
-                let Some(by) = as_printed(*x) else { return false };
-                if old.is_none() {
-                    // Finite (`parse_f64`) and not -0 (`write_f64` prints it "0"): 0.0 + by
-                    // is by, whose shortest text is the one just read.
-                    sc.vals.extend_from_slice(&sc.text);
-                    if old != Some(&sc.vals[start..]) {
-                        sc.writes.push((mi, start, sc.vals.len()));
-                    }
-                    continue;
-                }
-                let cur = match old {
-                    None => 0.0,
-                    Some(v) => match parse_f64(v) {
-                        Some(c) => c,
-                        None => return false,
-                    },
-                };
-                let sum = cur + by;
-                if !sum.is_finite() {
+            Acc::Sum(_) => {
+                // The value as the logged command carries it, read back as SUMMARY.UPDATE
+                // reads it, so the direct apply and a replay store the same text.
+                let Some(by) = Number::parse(&sc.text) else { return false };
+                if !abacus_summarizer::incr_number(old, by, &mut sc.vals) {
                     return false;
                 }
-                abacus_summarizer::write_f64(sum, &mut sc.vals);
             }
-            Acc::Min(x) | Acc::Max(x) => {
-                let Some(x) = as_printed(*x) else { return false };
+            Acc::Min(_) | Acc::Max(_) => {
+                let Some(x) = Number::parse(&sc.text) else { return false };
                 if let Some(v) = old {
-                    let Some(c) = parse_f64(v) else { return false };
-                    if (matches!(acc, Acc::Min(_)) && c <= x) || (matches!(acc, Acc::Max(_)) && c >= x) {
-                        continue;
+                    match abacus_summarizer::keeps_extreme(v, x, matches!(acc, Acc::Min(_))) {
+                        None => return false,
+                        Some(true) => continue,
+                        Some(false) => {}
                     }
                 }
                 sc.vals.extend_from_slice(&sc.text);
@@ -1020,7 +1013,8 @@ async fn query(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
                 for (name, cell) in g.cells(s) {
                     let v = match cell {
                         Cell::Int(n) => Frame::Integer(n),
-                        Cell::Float(x) => Frame::Double(x),
+                        // Plain notation in both protocols, exact digits; a RESP3 double.
+                        Cell::Num(x) => Frame::DoubleText(Bytes::from(x.to_string())),
                         Cell::Text(t) => bulk(t.as_bytes()),
                     };
                     row.push((bulk(name.as_bytes()), v));
@@ -1075,31 +1069,4 @@ fn rules_cmd(conn: &Conn, a: &[Arg]) -> Frame {
 
 fn bulk(b: &[u8]) -> Frame {
     Frame::Bulk(Bytes::copy_from_slice(b))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// `as_printed` must give what the log's text reads back as, or the direct path's stored
-    /// sums would differ from a replay's.
-    #[test]
-    fn as_printed_reads_back_like_the_text() {
-        let mut xs = vec![0.0, -0.0, 1.0, -1.5, 0.1, 0.1 + 0.2, 1e-7, 1e300, -1e17, f64::MIN_POSITIVE, 5e-324, f64::MAX, 1394865425023536.25, f64::INFINITY, f64::NEG_INFINITY, f64::NAN];
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        for _ in 0..20_000 {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            xs.push(f64::from_bits(seed));
-            xs.push((seed % 1_000_000_000) as f64 / 100.0);
-        }
-        for x in xs {
-            let mut text = Vec::new();
-            abacus_summarizer::write_f64(x, &mut text);
-            let back = parse_f64(&text);
-            let direct = as_printed(x);
-            assert_eq!(back.map(f64::to_bits), direct.map(f64::to_bits), "{x:?} printed {:?}", String::from_utf8_lossy(&text));
-        }
-    }
 }

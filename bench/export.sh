@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# `abacus export` (issue 52): rows per second, file size against the data set's memory, and
+# the exporter's peak memory, online (a running server; the offline form is not built).
+#
+# Data: USERS per-user streams of ENTRIES entries each (3 short fields, like W8's events),
+# loaded with XADD through redis-cli --pipe, and a summary of GROUPS groups (count, exact
+# decimal sum, min, max; bucket none) fed through SUMMARY.INGEST. Then, each timed under
+# /usr/bin/time (wall seconds, peak RSS of the exporter):
+#   abacus export --streams 'u:*'          (nested: one row per stream)
+#   abacus export --streams 'u:*' --flat   (one row per entry)
+#   abacus export --summary big            (one row per group)
+# Reported: entries (or groups) per second, the file's size, the server's used_memory for
+# the data, and, when the duckdb Python module is installed, the size of DuckDB's own zstd
+# Parquet of the same flat rows (COPY ... TO ... (FORMAT parquet, COMPRESSION zstd)).
+#
+#   bench/export.sh                          defaults: USERS=100000 ENTRIES=10 GROUPS=100000
+#   USERS=1000000 GROUPS=1000000 bench/export.sh   the issue's size (10M entries, 1M groups)
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+USERS=${USERS:-100000}
+ENTRIES=${ENTRIES:-10}
+GROUPS=${GROUPS:-100000}
+PY=${PYTHON:-$ROOT/.venv-tests/bin/python}
+[ -x "$PY" ] || PY=python3
+
+cat > "$BENCH_TMP/rules.toml" <<'EOF'
+[feed.sales]
+format = "csv"
+columns = ["ts", "g", "amount"]
+time = { field = "ts", unit = "s" }
+
+[[summary]]
+name = "big"
+feed = "sales"
+dimensions = ["g"]
+bucket = "none"
+metrics = { n = "count", spend = "sum(amount)", lo = "min(amount)", hi = "max(amount)" }
+EOF
+
+APORT=$(free_port)
+start_abacus "$APORT" --appendonly no --save "" --summarizer-rules "$BENCH_TMP/rules.toml"
+APID=$(pid_of_port "$APORT")
+echo "export: $USERS streams x $ENTRIES entries, $GROUPS summary groups; $(nproc) cores, $(date -u +%Y-%m-%d)"
+
+python3 - "$USERS" "$ENTRIES" > "$BENCH_TMP/streams.resp" <<'EOF'
+import random, sys
+users, entries = int(sys.argv[1]), int(sys.argv[2])
+rng = random.Random(1)
+out = sys.stdout.buffer
+channels = [b"ads", b"mail", b"search", b"social", b"direct", b"partner", b"video", b"push"]
+def cmd(*a):
+    out.write(b"*%d\r\n" % len(a) + b"".join(b"$%d\r\n%s\r\n" % (len(x), x) for x in a))
+for u in range(users):
+    key = b"u:%d" % u
+    t = 1_700_000_000_000 + rng.randrange(10**9)
+    for i in range(entries):
+        t += rng.randrange(1, 10**6)
+        ev = b"purchase" if rng.random() < 0.03 else b"click"
+        cmd(b"XADD", key, b"%d-0" % t, b"channel", rng.choice(channels), b"event", ev, b"amount", b"%d.%02d" % (rng.randrange(500), rng.randrange(100)))
+EOF
+redis-cli -p "$APORT" --pipe < "$BENCH_TMP/streams.resp" > /dev/null
+python3 - "$GROUPS" > "$BENCH_TMP/sales.csv" <<'EOF'
+import random, sys
+rng = random.Random(2)
+for i in range(int(sys.argv[1]) * 3):
+    print("%d,g%d,%d.%02d" % (1_700_000_000 + i, i % int(sys.argv[1]), rng.randrange(1000), rng.randrange(100)))
+EOF
+"$ABACUS_BIN" ingest --quiet --feed sales -p "$APORT" "$BENCH_TMP/sales.csv" > /dev/null
+used=$(redis-cli -p "$APORT" info memory | awk -F: '/^used_memory:/ {print $2}' | tr -d '\r')
+echo "server used_memory with the data: $((used / 1048576)) MB (RSS $(( $(rss_kb "$APID") / 1024 )) MB)"
+
+run() { # name rows-label rows export-args...
+  local name=$1 label=$2 rows=$3; shift 3
+  /usr/bin/time -f '%e %M' -o "$BENCH_TMP/time" "$ABACUS_BIN" export -q -p "$APORT" --out "$BENCH_TMP/$name.parquet" "$@" 2> /dev/null
+  read -r wall peak_kb < "$BENCH_TMP/time"
+  local size; size=$(stat -c %s "$BENCH_TMP/$name.parquet")
+  python3 -c "import sys; r,w,s,p=int(sys.argv[1]),float(sys.argv[2]),int(sys.argv[3]),int(sys.argv[4]); print('%-14s %9d %-8s in %6.2f s: %9.0f %s/s, file %7.1f MB, exporter peak RSS %6.1f MB' % (sys.argv[5], r, sys.argv[6], w, r / max(w, 1e-3), sys.argv[6], s / 1e6, p / 1024))" "$rows" "$wall" "$size" "$peak_kb" "$name" "$label"
+}
+run nested entries $((USERS * ENTRIES)) --streams 'u:*'
+run flat entries $((USERS * ENTRIES)) --streams 'u:*' --flat
+run summary groups "$GROUPS" --summary big
+if "$PY" -c "import duckdb" 2> /dev/null; then
+  "$PY" - "$BENCH_TMP" <<'EOF'
+import duckdb, os, sys
+d = sys.argv[1]
+duckdb.sql("copy (select * from '%s/flat.parquet') to '%s/duck.parquet' (format parquet, compression zstd)" % (d, d))
+ours, theirs = os.path.getsize(d + "/flat.parquet"), os.path.getsize(d + "/duck.parquet")
+print("flat rows: abacus %.1f MB, DuckDB's own zstd export of the same rows %.1f MB (ratio %.2f)" % (ours / 1e6, theirs / 1e6, ours / theirs))
+EOF
+fi
