@@ -175,7 +175,7 @@ def test_libraries(r):
     assert r.function_restore(payload, "REPLACE") in (b"OK", True)
     assert r.function_delete("mylib") in (b"OK", True)
     assert error_of(lambda: r.function_delete("mylib")) == "Library not found"
-    assert error_of(lambda: r.execute_command("FUNCTION", "RESTORE", b"garbage")) == "payload version or checksum are wrong"
+    assert error_of(lambda: r.execute_command("FUNCTION", "RESTORE", b"garbage")) == "DUMP payload version or checksum are wrong"
 
 
 def test_function_code_cannot_call_commands(r):
@@ -357,3 +357,50 @@ def test_script_commands_in_multi(r):
     p.set("a", 1)
     p.eval("return redis.call('incr', 'a') + redis.call('incr', 'undeclared')", 0)
     assert p.execute() == [True, 3]
+
+
+def test_a_script_reaching_other_shards_after_writing_applies_once(r):
+    """A script first writes its declared key, then keys it did not declare (some on other
+    shards): each write happens exactly once, whatever mode the server runs it in."""
+    body = "redis.call('incr', KEYS[1]); redis.call('rpush', KEYS[1] .. ':l', 'x'); " \
+           "for i = 1, 20 do redis.call('incr', 'spread:' .. i) end; return redis.call('get', KEYS[1])"
+    assert r.eval(body, 1, "k") == b"1"
+    assert r.llen("k:l") == 1
+    assert [int(r.get("spread:%d" % i)) for i in range(1, 21)] == [1] * 20
+    # A large value written first (over what is copied before a write), then other shards.
+    r.set("big", "x" * 200000)
+    body = "redis.call('append', KEYS[1], 'y'); for i = 1, 20 do redis.call('incr', 'spread:' .. i) end; return redis.call('strlen', KEYS[1])"
+    assert r.eval(body, 1, "big") == 200001
+    assert [int(r.get("spread:%d" % i)) for i in range(1, 21)] == [2] * 20
+    # pcall cannot keep a script running once the server moves it.
+    body = "redis.call('incr', KEYS[1]); for i = 1, 20 do pcall(redis.call, 'incr', 'spread:' .. i) end; return redis.call('get', KEYS[1])"
+    assert r.eval(body, 1, "k") == b"2"
+    assert [int(r.get("spread:%d" % i)) for i in range(1, 21)] == [3] * 20
+
+
+def test_publish_and_notifications_from_scripts_happen_once(server, r):
+    p = r.pubsub()
+    p.subscribe("chan")
+    p.get_message(timeout=5)
+    r.config_set("notify-keyspace-events", "KA")
+    try:
+        p.psubscribe("__keyspace@0__:nk")
+        p.get_message(timeout=5)
+        r.eval("redis.call('set', KEYS[1], 1); redis.call('publish', 'chan', 'hello'); for i = 1, 20 do redis.call('incr', 'n:' .. i) end", 1, "nk")
+        got = []
+        deadline = time.time() + 5
+        while time.time() < deadline and len(got) < 2:
+            m = p.get_message(timeout=0.5)
+            if m and m["type"] in ("message", "pmessage"):
+                got.append((m["channel"], m["data"]))
+        time.sleep(0.3)
+        while True:
+            m = p.get_message(timeout=0.2)
+            if not m:
+                break
+            if m["type"] in ("message", "pmessage"):
+                got.append((m["channel"], m["data"]))
+        assert sorted(got) == sorted([(b"chan", b"hello"), (b"__keyspace@0__:nk", b"set")])
+    finally:
+        r.config_set("notify-keyspace-events", "")
+        p.close()

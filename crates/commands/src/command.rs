@@ -248,6 +248,9 @@ pub mod info {
     pub const SKIP_MONITOR: u8 = 1 << 5;
     /// `no_mandatory_keys`: its keys may all be missing (EVAL's `numkeys` may be 0).
     pub const NO_MANDATORY_KEYS: u8 = 1 << 6;
+    /// Not one of Redis's flags (COMMAND INFO does not show it): it runs a script (EVAL,
+    /// FCALL), whose reply waits for the log as a write's does.
+    pub const RUNS_SCRIPT: u8 = 1 << 7;
 }
 
 impl Doc {
@@ -369,6 +372,11 @@ impl Spec {
 
     pub const fn skip_monitor(mut self) -> Spec {
         self.doc.info |= info::SKIP_MONITOR;
+        self
+    }
+
+    pub const fn runs_script(mut self) -> Spec {
+        self.doc.info |= info::RUNS_SCRIPT;
         self
     }
 

@@ -2,13 +2,14 @@
 //! SHA1), the FUNCTION libraries, the `math.random` generator, and the state of the script
 //! now running (for `-BUSY`, SCRIPT KILL and FUNCTION KILL).
 //!
-//! Scripts run one at a time (each holds every shard, see the server's `cmd/scripting.rs`),
-//! so the generator and the running-script record have one writer at a time; they are
-//! atomics and mutexes only because the threads that read them (a connection answering
-//! `-BUSY`, SCRIPT KILL) are others.
+//! Scripts whose keys are on one shard run in parallel on their shards' threads; the
+//! generator is an atomic, so each draw advances the one sequence (as Redis's single
+//! `redisLrand48`). The running scripts are a small map under a mutex, read by connections
+//! only while a script runs (answering `-BUSY`, SCRIPT KILL).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
 use abacus_protocol::Bytes;
 use parking_lot::{Mutex, RwLock};
@@ -90,6 +91,13 @@ pub struct Running {
     pub started_ms: u64,
 }
 
+/// A running script's record.
+struct RunningScript {
+    info: Running,
+    kill: Arc<AtomicBool>,
+    wrote: Arc<AtomicBool>,
+}
+
 /// State shared by every shard's Lua state (see the file comment).
 pub struct Shared {
     scripts: RwLock<HashMap<String, Bytes>>,
@@ -99,17 +107,13 @@ pub struct Shared {
     /// `redisLrand48`'s 48-bit state: Redis seeds it once at start-up (the `drand48`
     /// default, 0x1234ABCD330E) and never again unless a script calls `math.randomseed`.
     rand48: AtomicU64,
-    pub running: Mutex<Option<Running>>,
-    /// When the running script started (ms; 0: none): connections answer `-BUSY` once it
-    /// runs past `busy-reply-threshold` (one load on their path).
-    pub running_since: AtomicU64,
-    /// The shard whose thread runs the script (usize::MAX: none): new connections are not
-    /// dealt to that thread meanwhile, so they can be answered.
-    pub running_shard: std::sync::atomic::AtomicUsize,
-    /// Set by SCRIPT KILL / FUNCTION KILL; the running script's hook raises the error.
-    pub kill: AtomicBool,
-    /// Whether the running script has written (then it cannot be killed).
-    pub wrote: AtomicBool,
+    /// The scripts running now, by the shard whose thread runs each (scripts of one-shard
+    /// keys run in parallel on their shards; a script with keys of several shards runs
+    /// alone).
+    running: Mutex<std::collections::BTreeMap<usize, RunningScript>>,
+    /// How many scripts run: connections look at `running` only when it is not 0 (one load
+    /// on their path).
+    pub running_count: std::sync::atomic::AtomicUsize,
     /// Heap limit of each Lua state, bytes (0: none).
     pub heap_limit: AtomicU64,
     /// Each shard's Lua heap after its last script (INFO `used_memory_lua` sums them).
@@ -124,11 +128,8 @@ impl Default for Shared {
             libraries: RwLock::default(),
             next_library_id: AtomicU64::new(1),
             rand48: AtomicU64::new(0x1234_ABCD_330E),
-            running: Mutex::new(None),
-            running_since: AtomicU64::new(0),
-            running_shard: std::sync::atomic::AtomicUsize::new(usize::MAX),
-            kill: AtomicBool::new(false),
-            wrote: AtomicBool::new(false),
+            running: Mutex::new(std::collections::BTreeMap::new()),
+            running_count: std::sync::atomic::AtomicUsize::new(0),
             heap_limit: AtomicU64::new(0),
             lua_heaps: Mutex::new(HashMap::new()),
         }
@@ -172,29 +173,55 @@ impl Shared {
         self.scripts_bytes.load(Ordering::Relaxed)
     }
 
-    /// A script starts on `shard`.
-    pub fn start(&self, running: Running, shard: usize) {
-        self.running_since.store(running.started_ms.max(1), Ordering::Release);
-        self.running_shard.store(shard, Ordering::Release);
-        *self.running.lock() = Some(running);
+    /// A script starts on `shard`'s thread. `kill` is its Lua state's kill flag (SCRIPT
+    /// KILL sets it), `wrote` whether it has written (then it cannot be killed).
+    pub fn start(&self, shard: usize, running: Running, kill: Arc<AtomicBool>, wrote: Arc<AtomicBool>) {
+        self.running.lock().insert(shard, RunningScript { info: running, kill, wrote });
+        self.running_count.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// The script ended.
-    pub fn finish(&self) {
-        *self.running.lock() = None;
-        self.running_since.store(0, Ordering::Release);
-        self.running_shard.store(usize::MAX, Ordering::Release);
-        self.kill.store(false, Ordering::Relaxed);
+    /// The script on `shard` ended.
+    pub fn finish(&self, shard: usize) {
+        if self.running.lock().remove(&shard).is_some() {
+            self.running_count.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 
-    /// Whether a script has run for more than `threshold_ms` at `now_ms`: whether it
-    /// is a function, for the text of `-BUSY`.
-    pub fn busy(&self, now_ms: u64, threshold_ms: u64) -> Option<bool> {
-        let since = self.running_since.load(Ordering::Acquire);
-        if since == 0 || threshold_ms == 0 || now_ms.saturating_sub(since) < threshold_ms {
+    /// A script that has run for more than `threshold_ms` at `now_ms`, if any: its shard
+    /// and whether it is a function (for the text of `-BUSY`).
+    pub fn busy(&self, now_ms: u64, threshold_ms: u64) -> Option<(usize, bool)> {
+        if self.running_count.load(Ordering::Acquire) == 0 || threshold_ms == 0 {
             return None;
         }
-        Some(self.running.lock().as_ref().is_some_and(|r| r.function))
+        self.running.lock().iter().find(|(_, r)| now_ms.saturating_sub(r.info.started_ms) >= threshold_ms).map(|(s, r)| (*s, r.info.function))
+    }
+
+    /// The running scripts' descriptions.
+    pub fn running(&self) -> Vec<Running> {
+        self.running.lock().values().map(|r| r.info.clone()).collect()
+    }
+
+    /// SCRIPT KILL (`function` false) or FUNCTION KILL: Redis's reply.
+    pub fn kill(&self, function: bool) -> Result<(), String> {
+        let running = self.running.lock();
+        if running.is_empty() {
+            return Err("NOTBUSY No scripts in execution right now.".into());
+        }
+        let mine: Vec<&RunningScript> = running.values().filter(|r| r.info.function == function).collect();
+        if mine.is_empty() {
+            return Err(if function {
+                "NOTBUSY No scripts in execution right now.".into()
+            } else {
+                "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.".into()
+            });
+        }
+        if mine.iter().any(|r| r.wrote.load(Ordering::Relaxed)) {
+            return Err("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.".into());
+        }
+        for r in mine {
+            r.kill.store(true, Ordering::Relaxed);
+        }
+        Ok(())
     }
 
     /// Records shard `shard`'s Lua heap size.

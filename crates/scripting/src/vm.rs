@@ -100,13 +100,15 @@ pub const SCRIPT_FLAGS: &[&str] = &["no-writes", "allow-oom", "allow-stale", "no
 /// A shard's Lua state.
 pub struct Vm {
     lua: Lua,
-    shared: Arc<Shared>,
     /// The protected globals every script sees.
     env: Table,
     /// Internal state out of scripts' reach: `call`, the running script's host bridge.
     hidden: Table,
     /// `runner(f, a, b)`: calls `f(a, b)` under xpcall with the error handler.
     runner: Function,
+    /// Set to stop the running script (SCRIPT KILL, or the server stepping back from a run
+    /// it will redo): its hook and every `pcall` raise the error again until it ends.
+    kill: Arc<std::sync::atomic::AtomicBool>,
     /// EVAL scripts compiled here, by SHA1.
     compiled: HashMap<String, Function>,
     /// FUNCTION libraries compiled here: library id → function name → function.
@@ -174,9 +176,10 @@ impl Vm {
         )?;
         // The internal chunk: pcall as Redis's (an error table reads as its message), the
         // protected environment and read-only library tables, and the runner.
+        let kill = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let killed = {
-            let sh = shared.clone();
-            lua.create_function(move |_, ()| Ok(sh.kill.load(Ordering::Relaxed)))?
+            let k = kill.clone();
+            lua.create_function(move |_, ()| Ok(k.load(Ordering::Relaxed)))?
         };
         let message_of = lua.create_function(|lua, e: Value| -> mlua::Result<Value> {
             Ok(match e {
@@ -201,14 +204,19 @@ impl Vm {
         }
         protect.call::<()>((loading_probe, allowed))?;
         // Every 100,000 instructions: SCRIPT KILL / FUNCTION KILL asked to stop?
-        let sh = shared.clone();
+        let k = kill.clone();
         lua.set_hook(HookTriggers::new().every_nth_instruction(100_000), move |_, _| {
-            if sh.kill.load(Ordering::Relaxed) {
+            if k.load(Ordering::Relaxed) {
                 return Err(redis_error("ERR Script killed by user with SCRIPT KILL..."));
             }
             Ok(VmState::Continue)
         })?;
-        Ok(Vm { lua, shared, env, hidden, runner, compiled: HashMap::new(), libraries: HashMap::new() })
+        Ok(Vm { lua, env, hidden, runner, kill, compiled: HashMap::new(), libraries: HashMap::new() })
+    }
+
+    /// This state's kill flag (see the field).
+    pub fn kill_flag(&self) -> Arc<std::sync::atomic::AtomicBool> {
+        self.kill.clone()
     }
 
     /// Bytes this state's heap holds.
@@ -323,7 +331,6 @@ impl Vm {
             st.resp3 = false;
             st.in_run = true;
         }
-        let shared = self.shared.clone();
         let hidden = self.hidden.clone();
         let outcome = self.lua.scope(|scope| {
             let bridge = scope.create_function_mut(|lua, (op, args): (u8, MultiValue)| -> mlua::Result<Value> {
@@ -405,7 +412,7 @@ impl Vm {
         }
         let _ = self.env.raw_set("KEYS", Value::Nil);
         let _ = self.env.raw_set("ARGV", Value::Nil);
-        shared.kill.store(false, Ordering::Relaxed);
+        self.kill.store(false, Ordering::Relaxed);
         // A step of garbage collection per run keeps the heap from growing between full
         // cycles (Redis steps every 50 runs; a step here is cheap).
         let _ = self.lua.gc_step();

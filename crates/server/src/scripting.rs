@@ -1,7 +1,20 @@
 //! Running a script (EVAL, FCALL) on the shards: the [`Host`] a script's `redis.call`
-//! reaches, and the job that runs the script.
+//! reaches, and the jobs that run the script.
 //!
-//! How a script is atomic across shards with keys it did not declare (Redis allows them):
+//! First, optimistically, on its keys' shard alone ([`run_local`]): a script whose declared
+//! keys all live on one shard runs there as one job (in place when that is the connection's
+//! own shard), with no lock and nothing sent anywhere else, like a command on those keys;
+//! scripts on different shards run in parallel. If it reaches for a key of another shard (a
+//! key it did not declare), or for something only the all-shards mode offers (PUBLISH,
+//! DBSIZE, a write while keyspace notifications are on, a write to a value too large to keep
+//! a copy of), it steps back: each value it wrote was copied before its first write (so the
+//! copies are small: at most `UNDO_VALUE_BYTES` each), the copies are put back, its log
+//! commands are dropped, and it runs again in the all-shards mode below. Stepping back
+//! leaves no trace a client can see: the job holds its shard throughout, and nothing it did
+//! left the shard (replies, log, notifications). What can repeat: `redis.log` lines and the
+//! draws of `math.random` (the rerun draws the next numbers).
+//!
+//! The all-shards mode, how a script is atomic across shards with keys it did not declare:
 //! the connection locks every shard (`Worker::lock`, in the order of multi-shard work:
 //! `order.rs`), then sends the script as one job to the shard of its first declared key (its
 //! own shard without keys), whose thread runs the Lua state it owns. A command on that
@@ -65,25 +78,114 @@ pub struct Outcome {
 /// Runs a script on `s`, the shard of its first key, every other shard reachable through
 /// `remote` (locked by the caller).
 pub fn run(s: &mut Shard, run: ScriptRun, remote: BTreeMap<usize, UnboundedSender<Job>>, shared: Arc<Shared>, cfg: CmdConfig, shards: usize, durability: Arc<abacus_engine::durability::Durability>) -> Outcome {
-    let mut vm = match s.lua.take() {
-        Some(vm) => vm,
-        None => match Vm::new(shared.clone(), crate::node::REDIS_VERSION, REDIS_VERSION_NUM) {
-            Ok(vm) => Box::new(vm),
-            Err(e) => return Outcome { reply: Frame::error(format!("ERR cannot start the Lua engine: {e}")), log: Vec::new() },
-        },
+    let mut vm = match vm_of(s, &shared) {
+        Ok(vm) => vm,
+        Err(e) => return Outcome { reply: e, log: Vec::new() },
     };
+    let id = s.id;
+    let wrote = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    shared.start(id, run.running(), vm.kill_flag(), wrote.clone());
     let ScriptRun { script, keys, args, db, client, user, read_only, caller_resp3 } = run;
     let inv = Invocation { keys: &keys, args: &args, caller_resp3 };
-    let mut host = ShardHost { s, remote, db, client, user, read_only, cfg, shards, durability, log: Vec::new(), repl: 3, shared: shared.clone() };
+    let mut host = ShardHost { s, remote, db, client, user, read_only, cfg, shards, durability, log: Vec::new(), repl: 3, wrote, local: None };
     let reply = match &script {
         Script::Eval { sha, body } => vm.eval(sha, body, inv, &mut host),
         Script::Function { lib, name } => vm.fcall(lib, name, inv, &mut host),
     };
     let log = std::mem::take(&mut host.log);
-    let id = s.id;
+    shared.finish(id);
     shared.note_lua_memory(id, vm.used_memory() as u64);
     s.lua = Some(vm);
     Outcome { reply, log }
+}
+
+/// The largest value a script running on one shard copies before writing it (see the file
+/// comment): a write to a larger one moves the script to the all-shards mode first.
+pub const UNDO_VALUE_BYTES: usize = 64 << 10;
+
+fn vm_of(s: &mut Shard, shared: &Arc<Shared>) -> Result<Box<Vm>, Frame> {
+    match s.lua.take() {
+        Some(vm) => Ok(vm),
+        None => match Vm::new(shared.clone(), crate::node::REDIS_VERSION, REDIS_VERSION_NUM) {
+            Ok(vm) => Ok(Box::new(vm)),
+            Err(e) => Err(Frame::error(format!("ERR cannot start the Lua engine: {e}"))),
+        },
+    }
+}
+
+/// Runs a script on `s` alone (see the file comment). `Err` gives the invocation back when
+/// the script must run again with every shard held; nothing it did remains.
+pub fn run_local(s: &mut Shard, run: ScriptRun, shared: Arc<Shared>, cfg: CmdConfig, shards: usize, durability: Arc<abacus_engine::durability::Durability>) -> Result<Frame, ScriptRun> {
+    let mut vm = match vm_of(s, &shared) {
+        Ok(vm) => vm,
+        Err(e) => return Ok(e),
+    };
+    // Whatever this thread's earlier batches left in the log buffer goes first: the buffer
+    // then holds this script's effects only.
+    s.log.flush_pending();
+    let id = s.id;
+    let kill = vm.kill_flag();
+    let wrote = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    shared.start(id, run.running(), kill.clone(), wrote.clone());
+    let ScriptRun { script, keys, args, db, client, user, read_only, caller_resp3 } = run;
+    let (reply, undo, escalated) = {
+        let inv = Invocation { keys: &keys, args: &args, caller_resp3 };
+        let mut host = ShardHost {
+            s: &mut *s,
+            remote: BTreeMap::new(),
+            db,
+            client,
+            user: user.clone(),
+            read_only,
+            cfg,
+            shards,
+            durability,
+            log: Vec::new(),
+            repl: 3,
+            wrote: wrote.clone(),
+            local: Some(Local { undo: Vec::new(), escalated: false, kill }),
+        };
+        let reply = match &script {
+            Script::Eval { sha, body } => vm.eval(sha, body, inv, &mut host),
+            Script::Function { lib, name } => vm.fcall(lib, name, inv, &mut host),
+        };
+        let local = host.local.take().unwrap_or(Local { undo: Vec::new(), escalated: false, kill: Arc::default() });
+        (reply, local.undo, local.escalated)
+    };
+    shared.finish(id);
+    shared.note_lua_memory(id, vm.used_memory() as u64);
+    s.lua = Some(vm);
+    if escalated {
+        drop(s.log.take_pending());
+        for (d, k, copy) in undo.into_iter().rev() {
+            s.dbs[d].remove_entry(&k);
+            if let Some(copy) = copy {
+                s.dbs[d].insert_entry(&k, copy);
+            }
+        }
+        return Err(ScriptRun { script, keys, args, db, client, user, read_only, caller_resp3 });
+    }
+    // The script's effects: one record, before its reply leaves.
+    s.log.flush_pending();
+    Ok(reply)
+}
+
+/// A script running on one shard: the copies of what it wrote, whether it stepped back.
+struct Local {
+    undo: Vec<(usize, Bytes, Option<Detached>)>,
+    escalated: bool,
+    /// The Lua state's kill flag: stepping back stops the script as SCRIPT KILL would.
+    kill: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl ScriptRun {
+    fn running(&self) -> abacus_scripting::Running {
+        let (function, name) = match &self.script {
+            Script::Eval { sha, .. } => (false, sha.clone()),
+            Script::Function { name, .. } => (true, name.clone()),
+        };
+        abacus_scripting::Running { function, name, started_ms: now_ms() }
+    }
 }
 
 /// Redis 7.0.15 as `REDIS_VERSION_NUM` (0x00MMmmpp).
@@ -102,7 +204,10 @@ struct ShardHost<'a> {
     log: Vec<u8>,
     /// `redis.set_repl`: whether effects are propagated (any bit) or not (0).
     repl: u8,
-    shared: Arc<Shared>,
+    /// Whether the script has written (SCRIPT KILL then refuses).
+    wrote: Arc<std::sync::atomic::AtomicBool>,
+    /// Running on this shard alone (see the file comment); None: every shard held.
+    local: Option<Local>,
 }
 
 impl ShardHost<'_> {
@@ -122,8 +227,60 @@ impl ShardHost<'_> {
     fn add_log(&mut self, payload: Vec<u8>) {
         if self.repl != 0 && !payload.is_empty() {
             self.log.extend_from_slice(&payload);
-            self.shared.wrote.store(true, std::sync::atomic::Ordering::Relaxed);
+            self.wrote.store(true, std::sync::atomic::Ordering::Relaxed);
         }
+    }
+
+    /// Stops a script running on one shard: it will run again with every shard held.
+    fn step_back(&mut self) -> Frame {
+        if let Some(l) = self.local.as_mut() {
+            l.escalated = true;
+            l.kill.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        Frame::error("ERR the script moves to the all-shards mode")
+    }
+
+    /// A call of a script running on one shard: runs it here if it can be undone.
+    fn local_call(&mut self, spec: &'static command::Spec, args: Args) -> Frame {
+        if !matches!(spec.handler, Handler::Keyed(_)) {
+            return match spec.name {
+                "ping" | "echo" | "time" | "select" => self.connection_level(spec, &args),
+                _ => self.step_back(),
+            };
+        }
+        let keys = command_keys(spec, &args, self.db);
+        let id = self.s.id;
+        if keys.iter().any(|(_, k)| shard_of(k, self.shards) != id) {
+            return self.step_back();
+        }
+        if spec.is_write() {
+            if self.cfg.notify != 0 {
+                return self.step_back();
+            }
+            let now = now_ms();
+            let mut copies = Vec::with_capacity(keys.len());
+            for (d, k) in &keys {
+                let Some(db) = self.s.dbs.get(*d) else { continue };
+                let copy = match db.get_shared(k, now) {
+                    Some(e) if e.heap_bytes() > UNDO_VALUE_BYTES => return self.step_back(),
+                    Some(e) => Some(Detached { entry: e.clone(), expire_at_ms: db.expire_at(k) }),
+                    None => None,
+                };
+                copies.push((*d, k.clone(), copy));
+            }
+            if let Some(l) = self.local.as_mut() {
+                l.undo.extend(copies);
+            }
+        }
+        let call = Call { spec, args, client: self.client, no_touch: false };
+        let reply = exec::run_on_shard(self.s, self.db, &call, now_ms(), self.cfg, self.shards);
+        if self.repl == 0 {
+            // redis.set_repl(redis.REPL_NONE): this command's effects are not propagated.
+            drop(self.s.log.take_pending());
+        } else if spec.is_write() {
+            self.wrote.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        reply
     }
 
     fn keyed(&mut self, spec: &'static command::Spec, args: Args) -> Frame {
@@ -253,6 +410,9 @@ impl Host for ShardHost<'_> {
         }
         if self.read_only && spec.is_write() {
             return Frame::error("ERR Write commands are not allowed from read-only scripts.");
+        }
+        if self.local.is_some() {
+            return self.local_call(spec, args);
         }
         match spec.handler {
             Handler::Keyed(_) => self.keyed(spec, args),

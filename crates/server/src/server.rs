@@ -241,8 +241,13 @@ pub fn run(config: Config) -> Result<(), String> {
                     let queues = &server.conn_queues;
                     // Not to the thread a long script holds: the client could not even be
                     // told the server is busy.
-                    if next % queues.len() == server.scripts.running_shard.load(std::sync::atomic::Ordering::Relaxed) && queues.len() > 1 {
-                        next = next.wrapping_add(1);
+                    if queues.len() > 1 && server.scripts.running_count.load(std::sync::atomic::Ordering::Relaxed) > 0 {
+                        let threshold = server.config.get_u64(abacus_engine::param!("busy-reply-threshold"));
+                        if let Some((busy, _)) = server.scripts.busy(abacus_engine::shard::now_ms(), threshold.min(100)) {
+                            if next % queues.len() == busy {
+                                next = next.wrapping_add(1);
+                            }
+                        }
                     }
                     let _ = queues[next % queues.len()].send(Incoming::New(stream, addr));
                     next = next.wrapping_add(1);

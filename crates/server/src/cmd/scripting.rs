@@ -5,12 +5,10 @@
 //! libraries (`abacus_scripting::Shared`, one per server), locks the shards and hands the
 //! script to the shard that runs it.
 
-use std::sync::atomic::Ordering;
-
 use abacus_engine::exec::Access;
 use abacus_engine::shard::{now_ms, shard_of};
 use abacus_protocol::{Arg, Bytes, Frame};
-use abacus_scripting::{Library, Running};
+use abacus_scripting::Library;
 
 use super::args::*;
 use crate::command::flags::*;
@@ -28,6 +26,7 @@ pub const COMMANDS: &[Spec] = &[
         .noscript()
         .skip_monitor()
         .no_mandatory_keys()
+        .runs_script()
         .args("
             script type=string
             numkeys type=integer
@@ -40,6 +39,7 @@ pub const COMMANDS: &[Spec] = &[
         .noscript()
         .skip_monitor()
         .no_mandatory_keys()
+        .runs_script()
         .args("
             sha1 type=string
             numkeys type=integer
@@ -52,6 +52,7 @@ pub const COMMANDS: &[Spec] = &[
         .noscript()
         .skip_monitor()
         .no_mandatory_keys()
+        .runs_script()
         .args("
             script type=string
             numkeys type=integer
@@ -64,6 +65,7 @@ pub const COMMANDS: &[Spec] = &[
         .noscript()
         .skip_monitor()
         .no_mandatory_keys()
+        .runs_script()
         .args("
             sha1 type=string
             numkeys type=integer
@@ -76,6 +78,7 @@ pub const COMMANDS: &[Spec] = &[
         .noscript()
         .skip_monitor()
         .no_mandatory_keys()
+        .runs_script()
         .args("
             function type=string
             numkeys type=integer
@@ -88,6 +91,7 @@ pub const COMMANDS: &[Spec] = &[
         .noscript()
         .skip_monitor()
         .no_mandatory_keys()
+        .runs_script()
         .args("
             function type=string
             numkeys type=integer
@@ -269,26 +273,15 @@ async fn fcall(conn: &mut Conn, access: Access<'_>, a: &[Arg], ro: bool) -> Fram
     run(conn, access, Script::Function { lib, name: name.clone() }, keys, args, no_writes, true, name).await
 }
 
-/// Locks every shard (unless the caller's EXEC holds them all already) and runs the
-/// script on the shard of its first key (see `scripting.rs`).
+/// Runs a script: on its keys' shard alone if they are all on one, else (or if it reaches
+/// further) with every shard locked, unless the caller's EXEC holds them all already (see
+/// `scripting.rs`).
 #[allow(clippy::too_many_arguments)]
-async fn run(conn: &mut Conn, access: Access<'_>, script: Script, keys: Vec<Bytes>, args: Vec<Bytes>, read_only: bool, function: bool, name: String) -> Frame {
+async fn run(conn: &mut Conn, access: Access<'_>, script: Script, keys: Vec<Bytes>, args: Vec<Bytes>, read_only: bool, _function: bool, _name: String) -> Frame {
     let n = conn.worker.shards();
     let shared = conn.worker.server.scripts.clone();
-    let own;
-    let locks = match access {
-        Access::Locked(l) if (0..n).all(|s| l.holds(s)) => l,
-        _ => match conn.worker.lock(0..n).await {
-            Some(l) => {
-                own = l;
-                &own
-            }
-            None => return abacus_engine::exec::shutting_down(),
-        },
-    };
     let shard = keys.first().map(|k| shard_of(k, n)).unwrap_or(conn.worker.shard_id);
-    let remote = locks.senders_except(shard);
-    let run = ScriptRun {
+    let mut run = ScriptRun {
         script,
         keys,
         args,
@@ -300,12 +293,29 @@ async fn run(conn: &mut Conn, access: Access<'_>, script: Script, keys: Vec<Byte
     };
     let cfg = conn.worker.server.config.cmd_config();
     let durability = conn.worker.server.durability.clone();
-    shared.wrote.store(false, Ordering::Relaxed);
-    shared.kill.store(false, Ordering::Relaxed);
-    shared.start(Running { function, name, started_ms: now_ms() }, shard);
+    let held = matches!(access, Access::Locked(l) if (0..n).all(|s| l.holds(s)));
+    if !held && run.keys.iter().all(|k| shard_of(k, n) == shard) {
+        let (sh, d) = (shared.clone(), durability.clone());
+        match conn.worker.run(Access::Free, shard, move |s| crate::scripting::run_local(s, run, sh, cfg, n, d)).await {
+            Some(Ok(reply)) => return reply,
+            Some(Err(back)) => run = back,
+            None => return abacus_engine::exec::shutting_down(),
+        }
+    }
+    let own;
+    let locks = match access {
+        Access::Locked(l) if held => l,
+        _ => match conn.worker.lock(0..n).await {
+            Some(l) => {
+                own = l;
+                &own
+            }
+            None => return abacus_engine::exec::shutting_down(),
+        },
+    };
+    let remote = locks.senders_except(shard);
     let job_shared = shared.clone();
     let done = conn.worker.run(Access::Locked(locks), shard, move |s| crate::scripting::run(s, run, remote, job_shared, cfg, n, durability)).await;
-    shared.finish();
     match done {
         Some(out) => {
             locks.add_log(out.log);
@@ -370,22 +380,9 @@ fn script_debug(a: &[Arg]) -> Frame {
 
 /// SCRIPT KILL / FUNCTION KILL.
 fn kill(conn: &mut Conn, function: bool) -> Frame {
-    let shared = &conn.worker.server.scripts;
-    let running = shared.running.lock().clone();
-    match running {
-        None => err("NOTBUSY No scripts in execution right now."),
-        Some(r) if r.function != function => {
-            if function {
-                err("NOTBUSY No scripts in execution right now.")
-            } else {
-                err("BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.")
-            }
-        }
-        Some(_) if shared.wrote.load(Ordering::Relaxed) => err("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command."),
-        Some(_) => {
-            shared.kill.store(true, Ordering::Relaxed);
-            Frame::ok()
-        }
+    match conn.worker.server.scripts.kill(function) {
+        Ok(()) => Frame::ok(),
+        Err(e) => Frame::error(e),
     }
 }
 
@@ -521,7 +518,7 @@ async fn function_restore(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Fra
     if a.len() > 4 {
         return err("ERR syntax error");
     }
-    let Some(body) = abacus_rdb::check_dump_footer(&a[2]) else { return err("ERR payload version or checksum are wrong") };
+    let Some(body) = abacus_rdb::check_dump_footer(&a[2]) else { return err("ERR DUMP payload version or checksum are wrong") };
     let mut codes = Vec::new();
     let mut r = abacus_rdb::Reader::new(body, abacus_rdb::DecodeLimits::default());
     while !r.is_empty() {
@@ -531,7 +528,7 @@ async fn function_restore(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Fra
         }
         match r.read_string() {
             Ok(code) => codes.push(Bytes::from(code)),
-            Err(_) => return err("ERR payload version or checksum are wrong"),
+            Err(_) => return err("ERR DUMP payload version or checksum are wrong"),
         }
     }
     // All or nothing: the libraries are checked and added to a copy, which replaces the
@@ -574,8 +571,8 @@ async fn function_restore(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Fra
 fn function_stats(conn: &mut Conn) -> Frame {
     let shared = &conn.worker.server.scripts;
     let s = |v: &str| Frame::bulk(v.as_bytes().to_vec());
-    let running = match shared.running.lock().clone() {
-        Some(r) if r.function => Frame::Map(vec![
+    let running = match shared.running().into_iter().find(|r| r.function) {
+        Some(r) => Frame::Map(vec![
             (s("name"), s(&r.name)),
             (s("command"), Frame::Array(vec![s("fcall"), s(&r.name)])),
             (s("duration_ms"), Frame::Integer(now_ms().saturating_sub(r.started_ms) as i64)),

@@ -92,9 +92,9 @@ impl Conn {
         };
         // A script running past busy-reply-threshold: only what Redis allows then
         // (SCRIPT KILL, FUNCTION KILL, SHUTDOWN NOSAVE...). One atomic load otherwise.
-        if self.worker.server.scripts.running_since.load(Ordering::Relaxed) != 0 && spec.doc.info & abacus_commands::command::info::ALLOW_BUSY == 0 {
+        if self.worker.server.scripts.running_count.load(Ordering::Relaxed) != 0 && spec.doc.info & abacus_commands::command::info::ALLOW_BUSY == 0 {
             let threshold = self.worker.server.config.get_u64(abacus_engine::param!("busy-reply-threshold"));
-            if let Some(function) = self.worker.server.scripts.busy(abacus_engine::shard::now_ms(), threshold) {
+            if let Some((_, function)) = self.worker.server.scripts.busy(abacus_engine::shard::now_ms(), threshold) {
                 self.fail_multi();
                 let kill = if function { "FUNCTION KILL" } else { "SCRIPT KILL" };
                 return Step::Reply(Frame::error(format!("BUSY Redis is busy running a script. You can only call {kill} or SHUTDOWN NOSAVE.")));
@@ -186,7 +186,7 @@ impl Conn {
                 return Step::Reply(Frame::simple("QUEUED"));
             }
         }
-        if spec.is_write() || spec.has(flags::RUNS_QUEUED) {
+        if spec.is_write() || spec.has(flags::RUNS_QUEUED) || spec.doc.info & abacus_commands::command::info::RUNS_SCRIPT != 0 {
             self.wrote = true;
         }
         let call = Call { spec, args, client: self.client.meta.id, no_touch: self.client.meta.no_touch() };
