@@ -109,6 +109,8 @@ pub struct Vm {
     /// Set to stop the running script (SCRIPT KILL, or the server stepping back from a run
     /// it will redo): its hook and every `pcall` raise the error again until it ends.
     kill: Arc<std::sync::atomic::AtomicBool>,
+    /// Scripts run (for the garbage collection's pace).
+    runs: u64,
     /// EVAL scripts compiled here, by SHA1.
     compiled: HashMap<String, Function>,
     /// FUNCTION libraries compiled here: library id → function name → function.
@@ -211,7 +213,7 @@ impl Vm {
             }
             Ok(VmState::Continue)
         })?;
-        Ok(Vm { lua, env, hidden, runner, kill, compiled: HashMap::new(), libraries: HashMap::new() })
+        Ok(Vm { lua, env, hidden, runner, kill, runs: 0, compiled: HashMap::new(), libraries: HashMap::new() })
     }
 
     /// This state's kill flag (see the field).
@@ -413,9 +415,12 @@ impl Vm {
         let _ = self.env.raw_set("KEYS", Value::Nil);
         let _ = self.env.raw_set("ARGV", Value::Nil);
         self.kill.store(false, Ordering::Relaxed);
-        // A step of garbage collection per run keeps the heap from growing between full
-        // cycles (Redis steps every 50 runs; a step here is cheap).
-        let _ = self.lua.gc_step();
+        // A step of garbage collection every 50 runs, as Redis (`LUA_GC_CYCLE_PERIOD`), keeps
+        // the heap from growing between full cycles without a step per run.
+        self.runs = self.runs.wrapping_add(1);
+        if self.runs % 50 == 0 {
+            let _ = self.lua.gc_step();
+        }
         let reply = outcome.unwrap_or_else(|e| Frame::error(format!("ERR Error running script {}, {}", name, error_message(&e).0)));
         let _ = inv;
         reply
