@@ -76,8 +76,10 @@ impl Dec {
             (b'+', r) => (false, r),
             _ => (false, s),
         };
+        // Digits go into a u64 while they fit (19 of them: every usual value), then i128.
+        let mut small: u64 = 0;
         let mut m: i128 = 0;
-        let mut digits = 0u32; // significant digits taken into m (leading zeros skipped)
+        let mut digits = 0u32; // significant digits taken (leading zeros skipped)
         let mut frac: i64 = 0;
         let mut seen = false;
         let mut dot = false;
@@ -87,13 +89,20 @@ impl Dec {
             match c {
                 b'0'..=b'9' => {
                     seen = true;
-                    if m != 0 || c != b'0' {
+                    if digits > 0 || c != b'0' {
                         digits += 1;
                         if digits > MAX_DIGITS {
                             return None;
                         }
                     }
-                    m = m * 10 + i128::from(c - b'0');
+                    if digits <= 19 {
+                        small = small * 10 + u64::from(c - b'0');
+                    } else {
+                        if digits == 20 {
+                            m = i128::from(small);
+                        }
+                        m = m * 10 + i128::from(c - b'0');
+                    }
                     if dot {
                         frac += 1;
                     }
@@ -106,6 +115,9 @@ impl Dec {
         }
         if !seen {
             return None;
+        }
+        if digits <= 19 {
+            m = i128::from(small);
         }
         let mut exp: i64 = 0;
         if i < rest.len() {
