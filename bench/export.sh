@@ -3,7 +3,7 @@
 # the exporter's peak memory, online (a running server; the offline form is not built).
 #
 # Data: USERS per-user streams of ENTRIES entries each (3 short fields, like W8's events),
-# loaded with XADD through redis-cli --pipe, and a summary of GROUPS groups (count, exact
+# loaded with XADD through redis-cli --pipe, and a summary of N_GROUPS groups (count, exact
 # decimal sum, min, max; bucket none) fed through SUMMARY.INGEST. Then, each timed under
 # /usr/bin/time (wall seconds, peak RSS of the exporter):
 #   abacus export --streams 'u:*'          (nested: one row per stream)
@@ -13,13 +13,13 @@
 # the data, and, when the duckdb Python module is installed, the size of DuckDB's own zstd
 # Parquet of the same flat rows (COPY ... TO ... (FORMAT parquet, COMPRESSION zstd)).
 #
-#   bench/export.sh                          defaults: USERS=100000 ENTRIES=10 GROUPS=100000
-#   USERS=1000000 GROUPS=1000000 bench/export.sh   the issue's size (10M entries, 1M groups)
+#   bench/export.sh                          defaults: USERS=100000 ENTRIES=10 N_GROUPS=100000
+#   USERS=1000000 N_GROUPS=1000000 bench/export.sh   the issue's size (10M entries, 1M groups)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 USERS=${USERS:-100000}
 ENTRIES=${ENTRIES:-10}
-GROUPS=${GROUPS:-100000}
+N_GROUPS=${N_GROUPS:-100000}
 PY=${PYTHON:-$ROOT/.venv-tests/bin/python}
 [ -x "$PY" ] || PY=python3
 
@@ -40,7 +40,7 @@ EOF
 APORT=$(free_port)
 start_abacus "$APORT" --appendonly no --save "" --summarizer-rules "$BENCH_TMP/rules.toml"
 APID=$(pid_of_port "$APORT")
-echo "export: $USERS streams x $ENTRIES entries, $GROUPS summary groups; $(nproc) cores, $(date -u +%Y-%m-%d)"
+echo "export: $USERS streams x $ENTRIES entries, $N_GROUPS summary groups; $(nproc) cores, $(date -u +%Y-%m-%d)"
 
 python3 - "$USERS" "$ENTRIES" > "$BENCH_TMP/streams.resp" <<'EOF'
 import random, sys
@@ -59,7 +59,7 @@ for u in range(users):
         cmd(b"XADD", key, b"%d-0" % t, b"channel", rng.choice(channels), b"event", ev, b"amount", b"%d.%02d" % (rng.randrange(500), rng.randrange(100)))
 EOF
 redis-cli -p "$APORT" --pipe < "$BENCH_TMP/streams.resp" > /dev/null
-python3 - "$GROUPS" > "$BENCH_TMP/sales.csv" <<'EOF'
+python3 - "$N_GROUPS" > "$BENCH_TMP/sales.csv" <<'EOF'
 import random, sys
 rng = random.Random(2)
 for i in range(int(sys.argv[1]) * 3):
@@ -78,7 +78,7 @@ run() { # name rows-label rows export-args...
 }
 run nested entries $((USERS * ENTRIES)) --streams 'u:*'
 run flat entries $((USERS * ENTRIES)) --streams 'u:*' --flat
-run summary groups "$GROUPS" --summary big
+run summary groups "$N_GROUPS" --summary big
 if "$PY" -c "import duckdb" 2> /dev/null; then
   "$PY" - "$BENCH_TMP" <<'EOF'
 import duckdb, os, sys

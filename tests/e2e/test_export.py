@@ -246,3 +246,27 @@ def test_bad_input_fails_and_leaves_nothing(rc, node, out):
         f.write(b"old")
     p = export(node, "--summary", "nope", "--out", path, check=False)
     assert p.returncode != 0 and open(path, "rb").read() == b"old" and os.listdir(out) == ["x.parquet"]
+
+
+def test_hll_blobs_read_by_postgresql_hll(rc, node, out):
+    """The exported HLL BLOBs are postgresql-hll values: PostgreSQL's hll_cardinality of each
+    equals HLL.CARD of its key, and round() of it is SUMMARY.QUERY's integer for the group."""
+    url = os.environ.get("ABACUS_PG_URL")
+    if not url:
+        if os.environ.get("ABACUS_SKIP_PG") == "1":
+            pytest.skip("ABACUS_SKIP_PG=1 and no ABACUS_PG_URL")
+        pytest.fail("ABACUS_PG_URL is not set (see test_hll.py), or set ABACUS_SKIP_PG=1")
+    from test_hll import psql, same_card
+    load_sales(rc, 3000, 11)
+    path = os.path.join(out, "hll.parquet")
+    export(node, "--summary", "money", "--out", path)
+    rows = pq.read_table(path).to_pylist()[:20]
+    theirs = psql(url, ["select hll_cardinality('\\x%s'::hll), round(hll_cardinality('\\x%s'::hll));" % (r["users"].hex(), r["users"].hex()) for r in rows])
+    for r, (card, rounded) in zip(rows, theirs):
+        esc = lambda v: v.replace("%", "%25").replace(":", "%3A")
+        b = int(r["bucket"].timestamp())
+        key = "money:%s:%s:%d:users" % (esc(r["campaign"]), esc(r["state"]), b)
+        assert same_card(float(rc.execute_command("HLL.CARD", key)), card)
+        (q,) = rc.execute_command("SUMMARY.QUERY", "money", "FROM", b, "TO", b + 1, "WHERE", "campaign", r["campaign"], "state", r["state"])
+        q = {k.decode(): v for k, v in zip(q[::2], q[1::2])}
+        assert q["users"] == int(rounded)

@@ -171,7 +171,10 @@ def test_hll_estimates_are_rounded_integers(sr):
     fractional = 0
     for r in got:
         keys = list(sr.scan_iter(match="money:%s:*:users" % r["campaign"].decode()))
-        card = float(sr.execute_command("HLL.CARD", *keys))
+        text = sr.execute_command("HLL.CARD", *keys)
+        # Plain notation, the shortest digits: 4990.123456789 and not 4.990123456789e+3.
+        assert b"e" not in text and text.decode() in (repr(float(text)), "%d" % float(text))
+        card = float(text)
         fractional += card != math.floor(card)
         assert isinstance(r["users"], int) and r["users"] == math.floor(card + 0.5)
     assert fractional  # the rounding was exercised

@@ -179,6 +179,12 @@ pub fn scan_reply(cursor: u64, items: Vec<Frame>) -> Frame {
 }
 
 /// A bulk string copied from borrowed bytes.
+/// A number as a person reads it: plain notation, the exact digits of a decimal (`12055.32`,
+/// not `1.2055320000000002e+4`); a RESP3 double, a bulk string in RESP2.
+pub fn number_frame(x: abacus_int::Number) -> Frame {
+    Frame::DoubleText(Bytes::from(x.to_string()))
+}
+
 pub fn bulk(bytes: &[u8]) -> Frame {
     Frame::Bulk(Bytes::copy_from_slice(bytes))
 }

@@ -118,12 +118,6 @@ fn id_frame(id: abacus_collections::StreamId) -> Frame {
     Frame::Bulk(Bytes::from(id.to_bytes()))
 }
 
-/// A number as a person reads it: plain notation, the exact digits of a decimal (`12055.32`,
-/// not `1.2055320000000002e+4`); a RESP3 double, a bulk string in RESP2.
-pub fn number_frame(x: Number) -> Frame {
-    Frame::DoubleText(Bytes::from(x.to_string()))
-}
-
 /// The reply's totals and per-model rows.
 pub fn summary(a: &Attribution, q: &Query) -> Vec<(Frame, Frame)> {
     let models: Vec<(Frame, Frame)> = q

@@ -252,8 +252,12 @@ fn addraw(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     add_integers(ctx, a, |x| x)
 }
 
+/// The estimate as a person reads it: the shortest digits in plain notation
+/// (`10201.940365826425`, not `1.0201940365826425e+4`); a RESP3 double. Not finite (a
+/// saturated sketch's NaN) as any double.
 fn card_reply(card: Option<f64>) -> Frame {
     match card {
+        Some(v) if v.is_finite() => number_frame(abacus_int::Number::Float(v)),
         Some(v) => Frame::Double(v),
         None => Frame::Null,
     }
@@ -342,6 +346,7 @@ fn hashint(_ctx: &mut Ctx, a: &[Arg]) -> Frame {
 mod tests {
     use super::*;
     use abacus_keyspace::Db;
+    use abacus_protocol::Bytes;
 
     use crate::testing::run_keyed as run;
 
@@ -353,7 +358,7 @@ mod tests {
         let Frame::Bulk(bytes) = run(&mut dbs, &[b"get", b"k"]) else { panic!() };
         assert_eq!(bytes[0], 0x12, "EXPLICIT");
         assert!(matches!(dbs[0].peek(b"k", 1).unwrap().value(), ValueRef::Str(_)));
-        assert_eq!(run(&mut dbs, &[b"hll.card", b"k"]), Frame::Double(2.0));
+        assert_eq!(run(&mut dbs, &[b"hll.card", b"k"]), Frame::DoubleText(Bytes::from_static(b"2")));
         assert!(matches!(dbs[0].peek(b"k", 1).unwrap().value(), ValueRef::Hll(_)));
         // A string command that modifies the bytes makes them a plain (invalid) string.
         assert_eq!(run(&mut dbs, &[b"append", b"k", b"x"]), Frame::Integer(bytes.len() as i64 + 1));

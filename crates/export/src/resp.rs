@@ -8,6 +8,8 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 
+use abacus_int::string2ll;
+
 /// A reply, RESP2.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
@@ -60,6 +62,7 @@ pub struct Client {
     w: TcpStream,
     r: BufReader<TcpStream>,
     out: Vec<u8>,
+    line: Vec<u8>,
 }
 
 impl Client {
@@ -68,7 +71,7 @@ impl Client {
         let s = TcpStream::connect((host, port)).map_err(|e| format!("cannot connect to {host}:{port}: {e}"))?;
         let _ = s.set_nodelay(true);
         let r = BufReader::with_capacity(1 << 20, s.try_clone().map_err(|e| e.to_string())?);
-        let mut c = Client { w: s, r, out: Vec::new() };
+        let mut c = Client { w: s, r, out: Vec::new(), line: Vec::with_capacity(64) };
         match (user, pass) {
             (Some(u), Some(p)) => {
                 c.call(&[b"AUTH", u.as_bytes(), p.as_bytes()])?.ok("AUTH")?;
@@ -122,40 +125,52 @@ impl Client {
     }
 
     pub fn read(&mut self) -> Result<Reply, String> {
-        let mut line = Vec::new();
-        self.r.read_until(b'\n', &mut line).map_err(|e| format!("reading from the server: {e}"))?;
-        if line.len() < 3 || !line.ends_with(b"\r\n") {
-            return Err("the server closed the connection".into());
-        }
-        let body = String::from_utf8_lossy(&line[1..line.len() - 2]).into_owned();
-        let len = |body: &str| body.parse::<i64>().map_err(|_| format!("bad length in reply '{body}'"));
-        match line[0] {
-            b'+' => Ok(Reply::Simple(body)),
-            b'-' => Ok(Reply::Err(body)),
-            b':' => Ok(Reply::Int(len(&body)?)),
-            b'$' => {
-                let n = len(&body)?;
-                if n < 0 {
-                    return Ok(Reply::Bulk(None));
+        // One line buffer for every header: a reply of a million fields costs no allocation
+        // per length line (the exporter reads little else).
+        let mut line = std::mem::take(&mut self.line);
+        line.clear();
+        let read = self.r.read_until(b'\n', &mut line);
+        let kind = line.first().copied();
+        let body_ok = line.len() >= 3 && line.ends_with(b"\r\n");
+        let body: &[u8] = if body_ok { &line[1..line.len() - 2] } else { &[] };
+        let len = string2ll(body);
+        let text = || String::from_utf8_lossy(body).into_owned();
+        let result = match (read, body_ok, kind) {
+            (Err(e), _, _) => Err(format!("reading from the server: {e}")),
+            (_, false, _) => Err("the server closed the connection".into()),
+            (_, _, Some(b'+')) => Ok(Reply::Simple(text())),
+            (_, _, Some(b'-')) => Ok(Reply::Err(text())),
+            (_, _, Some(b':')) => len.map(Reply::Int).ok_or_else(|| format!("bad integer in reply '{}'", text())),
+            (_, _, Some(b'$')) => match len {
+                Some(n) if n < 0 => Ok(Reply::Bulk(None)),
+                Some(n) => {
+                    let mut buf = vec![0; n as usize + 2];
+                    match self.r.read_exact(&mut buf) {
+                        Ok(()) => {
+                            buf.truncate(n as usize);
+                            Ok(Reply::Bulk(Some(buf)))
+                        }
+                        Err(e) => Err(format!("reading from the server: {e}")),
+                    }
                 }
-                let mut buf = vec![0; n as usize + 2];
-                self.r.read_exact(&mut buf).map_err(|e| format!("reading from the server: {e}"))?;
-                buf.truncate(n as usize);
-                Ok(Reply::Bulk(Some(buf)))
-            }
-            b'*' => {
-                let n = len(&body)?;
-                if n < 0 {
-                    return Ok(Reply::Array(None));
+                None => Err(format!("bad length in reply '{}'", text())),
+            },
+            (_, _, Some(b'*')) => match len {
+                Some(n) if n < 0 => Ok(Reply::Array(None)),
+                Some(n) => {
+                    self.line = line;
+                    let mut v = Vec::with_capacity((n as usize).min(1 << 16));
+                    for _ in 0..n {
+                        v.push(self.read()?);
+                    }
+                    return Ok(Reply::Array(Some(v)));
                 }
-                let mut v = Vec::with_capacity((n as usize).min(1 << 16));
-                for _ in 0..n {
-                    v.push(self.read()?);
-                }
-                Ok(Reply::Array(Some(v)))
-            }
+                None => Err(format!("bad length in reply '{}'", text())),
+            },
             _ => Err(format!("unexpected reply '{}'", String::from_utf8_lossy(&line))),
-        }
+        };
+        self.line = line;
+        result
     }
 
     /// Every key matching `pattern` (of `kind`, a TYPE name, if given), sorted.

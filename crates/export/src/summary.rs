@@ -24,7 +24,7 @@ use arrow_array::builder::{BinaryBuilder, Decimal128Builder, Float64Builder, Int
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 
-use crate::resp::{glob_escape, Client, Reply};
+use crate::resp::{glob_escape, Client, Reply, PIPELINE};
 use crate::sink::{Codec, Sink, BATCH_ROWS};
 use crate::Report;
 
@@ -85,46 +85,40 @@ pub fn export(c: &mut Client, name: &str, range: &Range, out: &std::path::Path, 
     Ok(Report { rows: rows_written, bytes })
 }
 
-/// Reads every group's keys, pipelined.
+/// Reads every group's keys, [`PIPELINE`] groups a round trip, each reply folded into its
+/// row as it arrives (never all replies at once), the key names dropped once read.
 fn read_rows(c: &mut Client, s: &Summary, groups: &mut BTreeMap<(Vec<String>, Option<i64>), Row>) -> Result<(), String> {
-    let hashes: Vec<Vec<u8>> = groups.values().filter_map(|r| r.hash.clone()).collect();
-    let mut replies = c.each(&hashes, |k| vec![b"HGETALL".to_vec(), k.to_vec()])?.into_iter();
-    for row in groups.values_mut() {
-        if row.hash.is_none() {
-            continue;
-        }
-        let fields = replies.next().ok_or("missing reply")?.array("HGETALL")?;
-        let mut it = fields.into_iter();
-        while let (Some(f), Some(v)) = (it.next(), it.next()) {
-            let (Some(f), Some(v)) = (f.bytes("HGETALL")?, v.bytes("HGETALL")?) else { continue };
-            if let Some(mi) = std::str::from_utf8(&f).ok().and_then(|f| s.metric(f)).filter(|&mi| s.metrics[mi].kind.in_hash()) {
-                row.values[mi] = Some(Value::Text(v));
+    let mut rows: Vec<&mut Row> = groups.values_mut().collect();
+    for chunk in rows.chunks_mut(PIPELINE) {
+        for row in chunk.iter() {
+            if let Some(h) = &row.hash {
+                c.queue(&[b"HGETALL", h]);
+            }
+            for (mi, k) in &row.metric_keys {
+                let cmd: &[u8] = if matches!(s.metrics[*mi].kind, MetricKind::Hll(_)) { b"GET" } else { b"SMEMBERS" };
+                c.queue(&[cmd, k]);
             }
         }
-    }
-    let keys: Vec<(usize, Vec<u8>)> = groups.values().flat_map(|r| r.metric_keys.iter().cloned()).collect();
-    let kinds: Vec<MetricKind> = keys.iter().map(|(mi, _)| s.metrics[*mi].kind).collect();
-    let mut replies = Vec::with_capacity(keys.len());
-    for (chunk, kind_chunk) in keys.chunks(crate::resp::PIPELINE).zip(kinds.chunks(crate::resp::PIPELINE)) {
-        for ((_, k), kind) in chunk.iter().zip(kind_chunk) {
-            let cmd: &[u8] = if matches!(kind, MetricKind::Hll(_)) { b"GET" } else { b"SMEMBERS" };
-            c.queue(&[cmd, k]);
-        }
         c.flush()?;
-        for _ in chunk {
-            replies.push(c.read()?);
-        }
-    }
-    let mut replies = replies.into_iter();
-    for row in groups.values_mut() {
-        for (mi, key) in &row.metric_keys {
-            let r = replies.next().ok_or("missing reply")?;
-            let what = String::from_utf8_lossy(key).into_owned();
-            row.values[*mi] = match (s.metrics[*mi].kind, r) {
-                (_, Reply::Bulk(None)) => None, // gone since the scan
-                (MetricKind::Hll(_), r) => r.bytes(&what)?.map(Value::Text),
-                (_, r) => Some(Value::Members(r.array(&what)?.into_iter().filter_map(|m| m.bytes("SMEMBERS").ok().flatten()).collect())),
-            };
+        for row in chunk.iter_mut() {
+            if let Some(h) = row.hash.take() {
+                let what = format!("HGETALL {}", String::from_utf8_lossy(&h));
+                let mut it = c.read()?.array(&what)?.into_iter();
+                while let (Some(f), Some(v)) = (it.next(), it.next()) {
+                    let (Some(f), Some(v)) = (f.bytes(&what)?, v.bytes(&what)?) else { continue };
+                    if let Some(mi) = std::str::from_utf8(&f).ok().and_then(|f| s.metric(f)).filter(|&mi| s.metrics[mi].kind.in_hash()) {
+                        row.values[mi] = Some(Value::Text(v));
+                    }
+                }
+            }
+            for (mi, key) in std::mem::take(&mut row.metric_keys) {
+                let what = String::from_utf8_lossy(&key).into_owned();
+                row.values[mi] = match (s.metrics[mi].kind, c.read()?) {
+                    (_, Reply::Bulk(None)) => None, // gone since the scan
+                    (MetricKind::Hll(_), r) => r.bytes(&what)?.map(Value::Text),
+                    (_, r) => Some(Value::Members(r.array(&what)?.into_iter().filter_map(|m| m.bytes("SMEMBERS").ok().flatten()).collect())),
+                };
+            }
         }
     }
     Ok(())

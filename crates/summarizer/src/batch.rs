@@ -268,10 +268,7 @@ pub fn keeps_extreme(old: &[u8], x: Number, min: bool) -> Option<bool> {
 /// writes it (plain notation; "inf" for an overflowed sum, which SUMMARY.UPDATE refuses).
 pub fn write_number(x: Number, buf: &mut Vec<u8>) {
     match x {
-        Number::Dec(d) => {
-            use std::io::Write;
-            let _ = write!(buf, "{d}");
-        }
+        Number::Dec(d) => d.write_to(buf),
         Number::Float(f) => write_f64(f, buf),
     }
 }

@@ -732,10 +732,17 @@ fn hash_writes(h: Option<&CompactHash>, s: &abacus_summarizer::Summary, g: &KeyC
                 let Some(sum) = cur.checked_add(*n) else { return false };
                 sc.vals.extend_from_slice(itoa::Buffer::new().format(sum).as_bytes());
             }
-            Acc::Sum(_) => {
+            Acc::Sum(x) => {
                 // The value as the logged command carries it, read back as SUMMARY.UPDATE
-                // reads it, so the direct apply and a replay store the same text.
-                let Some(by) = Number::parse(&sc.text) else { return false };
+                // reads it, so the direct apply and a replay store the same text. A decimal
+                // reads back as itself (its text round-trips exactly): not parsed again.
+                let by = match x {
+                    Number::Dec(_) => *x,
+                    Number::Float(_) => match Number::parse(&sc.text) {
+                        Some(n) => n,
+                        None => return false,
+                    },
+                };
                 if !abacus_summarizer::incr_number(old, by, &mut sc.vals) {
                     return false;
                 }
