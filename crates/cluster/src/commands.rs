@@ -273,6 +273,9 @@ impl Cluster {
         self.migrating.clear();
         self.importing.clear();
         self.slots_version += 1;
+        if let Some(p) = self.nodes.get_mut(&name) {
+            p.flags |= node_flags::MIGRATE_TO;
+        }
         self.after_change();
         Ok(())
     }

@@ -140,6 +140,8 @@ pub struct Node {
     pub ctime: u64,
     /// Primaries that reported it failing, and when.
     pub fail_reports: Vec<(NodeName, u64)>,
+    /// Since when this primary has had no working replica (replica migration); 0: not.
+    pub orphaned_time: u64,
     /// The outbound link, if connected.
     pub link: Option<LinkId>,
     pub inbound_link: Option<LinkId>,
@@ -166,6 +168,7 @@ impl Node {
             repl_offset: 0,
             ctime: now,
             fail_reports: Vec::new(),
+            orphaned_time: 0,
             link: None,
             inbound_link: None,
         }
@@ -735,6 +738,11 @@ impl Cluster {
             if known_primary && self.nodes[&s].primary != Some(h.replica_of) {
                 let n = self.nodes.get_mut(&s).expect("known sender");
                 n.primary = Some(h.replica_of);
+                // A primary that has (had) a replica may receive a migrating one
+                // (clusterNodeAddSlave's MIGRATE_TO).
+                if let Some(p) = self.nodes.get_mut(&h.replica_of) {
+                    p.flags |= node_flags::MIGRATE_TO;
+                }
                 self.save();
             }
         }
@@ -784,7 +792,10 @@ impl Cluster {
         if n.is(node_flags::MASTER) {
             return;
         }
-        n.flags = (n.flags & !node_flags::SLAVE) | node_flags::MASTER;
+        // A replica promoted takes over its primary's place, replicas included
+        // (clusterSetNodeAsMaster): an orphan it becomes may receive a migrating replica.
+        let was_replica = n.primary.is_some() && name != self.myself;
+        n.flags = (n.flags & !node_flags::SLAVE) | node_flags::MASTER | if was_replica { node_flags::MIGRATE_TO } else { 0 };
         n.primary = None;
         self.save();
     }
