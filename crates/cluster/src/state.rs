@@ -12,11 +12,11 @@
 //! then runs under a real event loop and under tests that drive it against real redis-server
 //! nodes with plain sockets (`tests/join_redis.rs`).
 //!
-//! Elections, their ranking by replication offset and manual failover (CLUSTER FAILOVER)
-//! live in `state/failover.rs`. A node whose gossip claims slots at a stale config epoch
-//! gets an UPDATE about their owner, as Redis sends it.
+//! Elections, their ranking by replication offset, manual failover (CLUSTER FAILOVER) and
+//! replica migration live in `state/failover.rs`. A node whose gossip claims slots at a
+//! stale config epoch gets an UPDATE about their owner, as Redis sends it.
 //!
-//! Not yet here: replica migration, blacklists of forgotten nodes.
+//! Not yet here: blacklists of forgotten nodes.
 
 use std::collections::{BTreeMap, HashMap};
 

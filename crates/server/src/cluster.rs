@@ -17,7 +17,7 @@
 //! release after the new slot map is published. The bus reads the replication offset and
 //! data age before each event (headers, replica ranking, `cluster-replica-validity-factor`).
 //!
-//! Not here yet: replica migration; COUNTKEYSINSLOT/GETKEYSINSLOT scan the owning shard.
+//! Not here yet: COUNTKEYSINSLOT/GETKEYSINSLOT scan the owning shard.
 //! PUBLISH reaches every node over the bus (SPUBLISH the nodes of this node's shard), as
 //! Redis propagates it.
 
