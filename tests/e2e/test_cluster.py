@@ -277,7 +277,7 @@ def test_reshard_under_writes_loses_nothing(cluster):
             try:
                 if rc.set(k, i):
                     acked[k] = i
-            except redis.exceptions.RedisError as e:
+            except (redis.exceptions.RedisError, redis.exceptions.RedisClusterException) as e:
                 errors.append(repr(e))
                 acked.pop(k, None)
             i += 1
@@ -362,13 +362,14 @@ def test_manual_failover_swaps_roles_and_loses_no_acknowledged_write(target):
         by_port = {n.port: n for n in nodes}
         primary, replica = by_port[int(row[2][1])], by_port[int(row[3][1])]
         pid, rid = myid(primary), myid(replica)
+        # The primary takes MFSTART only from a node it knows as its replica (from its pings).
+        wait_until("the primary to know its replica", lambda: node_line(primary, rid).split()[3] == pid)
         with pytest.raises(redis.exceptions.ResponseError, match="^You should send CLUSTER FAILOVER to a replica$"):
             primary.client().execute_command("CLUSTER", "FAILOVER")
         with pytest.raises(redis.exceptions.ResponseError, match="^syntax error$"):
             replica.client().execute_command("CLUSTER", "FAILOVER", "NOW")
-        acked = {}
+        acked, done, errors = {}, [0], []
         stop = threading.Event()
-        errors = []
 
         def writer():
             rc = RedisCluster(startup_nodes=[ClusterNode(HOST, n.port) for n in nodes], socket_timeout=20)
@@ -378,7 +379,8 @@ def test_manual_failover_swaps_roles_and_loses_no_acknowledged_write(target):
                 try:
                     if rc.set(k, i):
                         acked[k] = i
-                except redis.exceptions.RedisError as e:  # not acknowledged: may or may not be there
+                        done[0] += 1
+                except (redis.exceptions.RedisError, redis.exceptions.RedisClusterException) as e:  # not acknowledged: may or may not be there
                     errors.append(repr(e))
                     acked.pop(k, None)
                 i += 1
@@ -391,9 +393,9 @@ def test_manual_failover_swaps_roles_and_loses_no_acknowledged_write(target):
             wait_until("the replica to serve slot %d on %d" % (slot, n.port), lambda n=n: serves_slot(n, slot, replica.port))
         wait_until("the old primary to follow the new one", lambda: node_line(primary, pid).split()[2] == "myself,slave" and node_line(primary, pid).split()[3] == rid)
         assert node_line(replica, rid).split()[2] == "myself,master"
-        # Writes go on against the new primary.
-        written = len(acked)
-        wait_until("writes to the new primary", lambda: replica.client().dbsize() > 0 and len(errors) < 1000 and len(acked) >= written)
+        # Writes go on, against the new primary.
+        base = done[0]
+        wait_until("writes to the new primary", lambda: done[0] >= base + 200)
         stop.set()
         t.join(timeout=60)
         assert not t.is_alive()
@@ -403,6 +405,8 @@ def test_manual_failover_swaps_roles_and_loses_no_acknowledged_write(target):
         # No failure was involved: nobody flags the old primary.
         assert "fail" not in node_line(nodes[0], pid).split()[2]
     finally:
+        if "stop" in locals():
+            stop.set()
         for n in nodes:
             n.stop()
 
@@ -441,6 +445,43 @@ def test_failover_force_and_takeover(target):
         survivors = [n for n in nodes if n is not p3]
         for n in survivors:
             wait_until("the FORCE failover to reach %d" % n.port, lambda n=n: serves_slot(n, int(rows[-1][0]), r3.port), timeout=40)
+    finally:
+        for n in nodes:
+            n.stop()
+
+
+def test_replica_migrates_to_an_orphaned_primary(target):
+    """Seven nodes: three primaries, one of them with two replicas. The only replica of
+    another primary dies: after it is marked FAIL, one of the two replicas moves to the
+    orphaned primary (cluster-migration-barrier 1 leaves its old primary one)."""
+    nodes = start_nodes([target] * 7, extra=["--cluster-node-timeout", "2000"])
+    try:
+        create(nodes, replicas=1)
+        c = nodes[0].client()
+
+        def replicas_by_primary(n):
+            lines = n.client().execute_command("CLUSTER", "NODES").decode().strip().split("\n")
+            out = {l.split()[0]: [] for l in lines if "master" in l.split()[2] and "fail" not in l.split()[2]}
+            for l in lines:
+                if "slave" in l.split()[2] and "fail" not in l.split()[2] and l.split()[3] in out:
+                    out[l.split()[3]].append(l.split()[0])
+            return out
+        wait_until("four replicas attached", lambda: sum(len(r) for r in replicas_by_primary(nodes[0]).values()) == 4)
+        layout = replicas_by_primary(nodes[0])
+        rich = next(p for p, r in layout.items() if len(r) == 2)
+        poor = next(p for p, r in layout.items() if len(r) == 1)
+        victim_id = layout[poor][0]
+        victim = next(n for n in nodes if myid(n) == victim_id)
+        os.killpg(victim.proc.pid, 9)
+        victim.proc.wait(timeout=10)
+        survivors = [n for n in nodes if n is not victim]
+        wait_until("a replica of the rich primary to move to the orphan",
+                   lambda: len(replicas_by_primary(survivors[0]).get(poor, [])) == 1 and len(replicas_by_primary(survivors[0]).get(rich, [])) == 1)
+        moved = replicas_by_primary(survivors[0])[poor][0]
+        assert moved in layout[rich]
+        # It replicates its new primary's data.
+        mover = next(n for n in survivors if myid(n) == moved)
+        wait_until("the migrated replica to follow its new primary", lambda: mover.client().info("replication").get("master_port") == next(n.port for n in survivors if myid(n) == poor))
     finally:
         for n in nodes:
             n.stop()

@@ -104,6 +104,8 @@ pub enum Action {
     PauseWrites { until_ms: u64 },
     /// The manual failover this primary paused for ended (done or timed out).
     Unpause,
+    /// A notable event to log (Redis's serverLog lines of the same events).
+    Log(String),
 }
 
 /// What the server tells the state about its replication before each event: the offset

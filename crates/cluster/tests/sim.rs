@@ -90,6 +90,7 @@ impl Net {
             Action::ReplicaOf { port, .. } => self.events[i].push(format!("replica of {port}")),
             Action::PauseWrites { .. } => self.events[i].push("pause".into()),
             Action::Unpause => self.events[i].push("unpause".into()),
+            Action::Log(_) => {}
             Action::SaveConfig => {}
         }
     }

@@ -498,6 +498,7 @@ async fn bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, server: Ar
                 // After the slot map is published below, so that a held write resumes into
                 // the new map (-MOVED to the new primary), never into the old one.
                 Action::Unpause => unpause = true,
+                Action::Log(line) => tracing::warn!("Cluster: {line}"),
                 Action::Deliver { shard, channel, message } => {
                     let _ = if shard { abacus_engine::pubsub::spublish(&channel, &message) } else { abacus_engine::pubsub::publish(&channel, &message) };
                 }

@@ -93,6 +93,9 @@ impl Cluster {
     pub(super) fn note_primary_paused(&mut self, sender: NodeName, h: &Header) {
         let me = self.me();
         if self.mf.end != 0 && !self.mf.can_start && me.is(node_flags::SLAVE) && me.primary == Some(sender) && h.mflags[0] & flags0::PAUSED != 0 {
+            if self.mf.primary_offset != Some(h.offset) {
+                self.actions.push(Action::Log(format!("Received replication offset for paused master manual failover: {}", h.offset)));
+            }
             self.mf.primary_offset = Some(h.offset);
         }
     }
@@ -172,6 +175,7 @@ impl Cluster {
     /// Run by the cron: manual failover's timeout and progress, then the replica's election.
     pub(super) fn failover_cron(&mut self, now: u64) {
         if self.mf.end != 0 && self.mf.end < now {
+            self.actions.push(Action::Log(format!("Manual failover timed out (primary offset {:?}, this node's {}).", self.mf.primary_offset, self.repl.offset)));
             self.reset_manual_failover();
         }
         let me = self.myself;
@@ -190,6 +194,7 @@ impl Cluster {
             // has applied now, so the election may start.
             if self.mf.end != 0 && !self.mf.can_start && self.mf.primary_offset == Some(self.repl.offset) {
                 self.mf.can_start = true;
+                self.actions.push(Action::Log("All master replication stream processed, manual failover can start.".into()));
             }
             self.replica_failover(now);
             if self.config.allow_replica_migration {
@@ -369,6 +374,7 @@ impl Cluster {
             self.current_epoch += 1;
             self.failover_auth_epoch = self.current_epoch;
             self.failover_auth_sent = true;
+            self.actions.push(Action::Log(format!("Starting a failover election for epoch {}.", self.current_epoch)));
             let msg = Message { header: self.header(kind::FAILOVER_AUTH_REQUEST), body: Body::Empty };
             self.broadcast(&msg);
             self.save();
@@ -380,6 +386,7 @@ impl Cluster {
         let me_name = self.myself;
         let m = self.nodes.get_mut(&me_name).expect("myself");
         m.config_epoch = m.config_epoch.max(self.failover_auth_epoch);
+        self.actions.push(Action::Log("Failover election won: I'm the new master.".into()));
         self.replace_primary(now);
     }
 
