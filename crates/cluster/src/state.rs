@@ -375,8 +375,7 @@ impl Cluster {
 
     /// A connection accepted on the bus port.
     pub fn link_accepted(&mut self, now: u64) -> LinkId {
-        let id = self.new_link(None, true, now);
-        id
+        self.new_link(None, true, now)
     }
 
     /// A connection this node opened to `node` (after [`Action::Connect`]): sends it a PING,
@@ -491,7 +490,8 @@ impl Cluster {
         let candidates: Vec<NodeName> = self
             .nodes
             .values()
-            .filter(|n| n.name != self.myself && !n.is(node_flags::PFAIL) && !n.is(node_flags::HANDSHAKE) && !n.is(node_flags::NOADDR) && !(n.link.is_none() && n.slots.count() == 0))
+            .filter(|n| n.name != self.myself && !n.is(node_flags::PFAIL) && !n.is(node_flags::HANDSHAKE) && !n.is(node_flags::NOADDR))
+            .filter(|n| n.link.is_some() || n.slots.count() > 0)
             .map(|n| n.name)
             .collect();
         let mut chosen: Vec<NodeName> = Vec::new();

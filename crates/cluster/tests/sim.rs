@@ -10,6 +10,9 @@ use abacus_cluster_bus::{decode, encode, kind, node_flags, NodeName};
 
 const TIMEOUT: u64 = 1000;
 
+/// A message a node was asked to deliver: (shard?, channel, message).
+type Delivered = (bool, Vec<u8>, Vec<u8>);
+
 struct Net {
     nodes: Vec<Cluster>,
     /// (node index, link id) -> (peer index, peer's link id)
@@ -17,7 +20,7 @@ struct Net {
     /// Nodes that no longer answer (their process is gone).
     dead: Vec<bool>,
     /// What each node was asked to deliver to its subscribers (shard?, channel, message).
-    delivered: Vec<Vec<(bool, Vec<u8>, Vec<u8>)>>,
+    delivered: Vec<Vec<Delivered>>,
     /// Role changes each node was told to carry out.
     events: Vec<Vec<String>>,
     /// What each node's server reports of its replication before each tick.

@@ -328,7 +328,7 @@ impl Cluster {
         let me = self.me();
         let Some(primary) = me.primary.filter(|_| me.is(node_flags::SLAVE)) else { return };
         let Some(p) = self.nodes.get(&primary) else { return };
-        if (!p.is(node_flags::FAIL) && !manual) || (self.config.replica_no_failover && !manual) || p.slots.count() == 0 {
+        if (!manual && (!p.is(node_flags::FAIL) || self.config.replica_no_failover)) || p.slots.count() == 0 {
             return;
         }
         let timeout = self.config.node_timeout_ms;
