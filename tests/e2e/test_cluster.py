@@ -466,7 +466,10 @@ def test_replica_migrates_to_an_orphaned_primary(target):
                 if "slave" in l.split()[2] and "fail" not in l.split()[2] and l.split()[3] in out:
                     out[l.split()[3]].append(l.split()[0])
             return out
-        wait_until("four replicas attached", lambda: sum(len(r) for r in replicas_by_primary(nodes[0]).values()) == 4)
+        # Every node must know every replica's role before one dies (only its own pings
+        # tell it), or it cannot see the orphan.
+        for n in nodes:
+            wait_until("four replicas attached as %d sees them" % n.port, lambda n=n: sum(len(r) for r in replicas_by_primary(n).values()) == 4)
         layout = replicas_by_primary(nodes[0])
         rich = next(p for p, r in layout.items() if len(r) == 2)
         poor = next(p for p, r in layout.items() if len(r) == 1)
