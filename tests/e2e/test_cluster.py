@@ -7,7 +7,9 @@ cluster of Abacus and redis-server 7.0 nodes; a node restarted from its nodes.co
 against redis-server with `--target redis` (the same tests, all Redis nodes).
 
 Also: replicas, automatic failover after kill -9, manual failover (CLUSTER FAILOVER and its
-FORCE and TAKEOVER) under writes.
+FORCE and TAKEOVER) under writes, -ASK/-TRYAGAIN/ASKING during a slot migration, resharding
+back and forth under writes, replica migration to an orphaned primary, and the cluster
+parameters with their effects.
 """
 import os
 import shutil
