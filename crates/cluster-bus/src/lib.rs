@@ -405,7 +405,7 @@ pub fn decode(bytes: &[u8]) -> Result<Message, Error> {
                         return Err(Error::Extension(rest.len() as u32));
                     }
                     let len = u32_at(rest, 0);
-                    if len as usize % 8 != 0 || (len as usize) < EXT_HEADER || len as usize > rest.len() {
+                    if !(len as usize).is_multiple_of(8) || (len as usize) < EXT_HEADER || len as usize > rest.len() {
                         return Err(Error::Extension(len));
                     }
                     extensions.push(decode_extension(u16_at(rest, 4), &rest[EXT_HEADER..len as usize]));

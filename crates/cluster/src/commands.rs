@@ -183,7 +183,7 @@ impl Cluster {
                 if self.owner(slot) == Some(me) && n != me && keys_in_slot > 0 {
                     return Err(format!("ERR Can't assign hashslot {slot} to a different node while I still hold keys for this hash slot."));
                 }
-                if keys_in_slot == 0 && self.migrating.get(&slot).is_some() {
+                if keys_in_slot == 0 && self.migrating.contains_key(&slot) {
                     self.migrating.remove(&slot);
                 }
                 // Importing a slot it is now given: the import is over, and its config epoch
@@ -273,6 +273,9 @@ impl Cluster {
         self.migrating.clear();
         self.importing.clear();
         self.slots_version += 1;
+        if let Some(p) = self.nodes.get_mut(&name) {
+            p.flags |= node_flags::MIGRATE_TO;
+        }
         self.after_change();
         Ok(())
     }

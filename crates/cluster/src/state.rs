@@ -12,11 +12,11 @@
 //! then runs under a real event loop and under tests that drive it against real redis-server
 //! nodes with plain sockets (`tests/join_redis.rs`).
 //!
-//! Elections, their ranking by replication offset and manual failover (CLUSTER FAILOVER)
-//! live in `state/failover.rs`. A node whose gossip claims slots at a stale config epoch
-//! gets an UPDATE about their owner, as Redis sends it.
+//! Elections, their ranking by replication offset, manual failover (CLUSTER FAILOVER) and
+//! replica migration live in `state/failover.rs`. A node whose gossip claims slots at a
+//! stale config epoch gets an UPDATE about their owner, as Redis sends it.
 //!
-//! Not yet here: replica migration, blacklists of forgotten nodes.
+//! Not yet here: blacklists of forgotten nodes.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -104,6 +104,8 @@ pub enum Action {
     PauseWrites { until_ms: u64 },
     /// The manual failover this primary paused for ended (done or timed out).
     Unpause,
+    /// A notable event to log (Redis's serverLog lines of the same events).
+    Log(String),
 }
 
 /// What the server tells the state about its replication before each event: the offset
@@ -140,6 +142,8 @@ pub struct Node {
     pub ctime: u64,
     /// Primaries that reported it failing, and when.
     pub fail_reports: Vec<(NodeName, u64)>,
+    /// Since when this primary has had no working replica (replica migration); 0: not.
+    pub orphaned_time: u64,
     /// The outbound link, if connected.
     pub link: Option<LinkId>,
     pub inbound_link: Option<LinkId>,
@@ -166,6 +170,7 @@ impl Node {
             repl_offset: 0,
             ctime: now,
             fail_reports: Vec::new(),
+            orphaned_time: 0,
             link: None,
             inbound_link: None,
         }
@@ -370,8 +375,7 @@ impl Cluster {
 
     /// A connection accepted on the bus port.
     pub fn link_accepted(&mut self, now: u64) -> LinkId {
-        let id = self.new_link(None, true, now);
-        id
+        self.new_link(None, true, now)
     }
 
     /// A connection this node opened to `node` (after [`Action::Connect`]): sends it a PING,
@@ -486,7 +490,8 @@ impl Cluster {
         let candidates: Vec<NodeName> = self
             .nodes
             .values()
-            .filter(|n| n.name != self.myself && !n.is(node_flags::PFAIL) && !n.is(node_flags::HANDSHAKE) && !n.is(node_flags::NOADDR) && !(n.link.is_none() && n.slots.count() == 0))
+            .filter(|n| n.name != self.myself && !n.is(node_flags::PFAIL) && !n.is(node_flags::HANDSHAKE) && !n.is(node_flags::NOADDR))
+            .filter(|n| n.link.is_some() || n.slots.count() > 0)
             .map(|n| n.name)
             .collect();
         let mut chosen: Vec<NodeName> = Vec::new();
@@ -735,6 +740,11 @@ impl Cluster {
             if known_primary && self.nodes[&s].primary != Some(h.replica_of) {
                 let n = self.nodes.get_mut(&s).expect("known sender");
                 n.primary = Some(h.replica_of);
+                // A primary that has (had) a replica may receive a migrating one
+                // (clusterNodeAddSlave's MIGRATE_TO).
+                if let Some(p) = self.nodes.get_mut(&h.replica_of) {
+                    p.flags |= node_flags::MIGRATE_TO;
+                }
                 self.save();
             }
         }
@@ -784,7 +794,10 @@ impl Cluster {
         if n.is(node_flags::MASTER) {
             return;
         }
-        n.flags = (n.flags & !node_flags::SLAVE) | node_flags::MASTER;
+        // A replica promoted takes over its primary's place, replicas included
+        // (clusterSetNodeAsMaster): an orphan it becomes may receive a migrating replica.
+        let was_replica = n.primary.is_some() && name != self.myself;
+        n.flags = (n.flags & !node_flags::SLAVE) | node_flags::MASTER | if was_replica { node_flags::MIGRATE_TO } else { 0 };
         n.primary = None;
         self.save();
     }

@@ -185,7 +185,7 @@ fn drive(port: u16) -> Driver {
                         Action::Close(id) => {
                             conns.remove(&id);
                         }
-                        Action::Deliver { .. } | Action::Promoted | Action::ReplicaOf { .. } | Action::PauseWrites { .. } | Action::Unpause => {}
+                        Action::Deliver { .. } | Action::Promoted | Action::ReplicaOf { .. } | Action::PauseWrites { .. } | Action::Unpause | Action::Log(_) => {}
                         Action::SaveConfig => {
                             // What would be written parses back (the file's own test is in
                             // nodes_conf.rs).

@@ -10,6 +10,9 @@ use abacus_cluster_bus::{decode, encode, kind, node_flags, NodeName};
 
 const TIMEOUT: u64 = 1000;
 
+/// A message a node was asked to deliver: (shard?, channel, message).
+type Delivered = (bool, Vec<u8>, Vec<u8>);
+
 struct Net {
     nodes: Vec<Cluster>,
     /// (node index, link id) -> (peer index, peer's link id)
@@ -17,7 +20,7 @@ struct Net {
     /// Nodes that no longer answer (their process is gone).
     dead: Vec<bool>,
     /// What each node was asked to deliver to its subscribers (shard?, channel, message).
-    delivered: Vec<Vec<(bool, Vec<u8>, Vec<u8>)>>,
+    delivered: Vec<Vec<Delivered>>,
     /// Role changes each node was told to carry out.
     events: Vec<Vec<String>>,
     /// What each node's server reports of its replication before each tick.
@@ -90,6 +93,7 @@ impl Net {
             Action::ReplicaOf { port, .. } => self.events[i].push(format!("replica of {port}")),
             Action::PauseWrites { .. } => self.events[i].push("pause".into()),
             Action::Unpause => self.events[i].push("unpause".into()),
+            Action::Log(_) => {}
             Action::SaveConfig => {}
         }
     }
@@ -422,4 +426,48 @@ fn failover_force_and_takeover() {
         assert_eq!(net.nodes[i].owner(16383), Some(four), "node {i}");
     }
     assert_eq!(net.nodes[3].me().primary, Some(four));
+}
+
+#[test]
+fn a_replica_migrates_to_an_orphaned_primary_unless_forbidden() {
+    // Primaries 0-2; node 3 replicates 0, nodes 4 and 5 replicate 1.
+    let mut net = Net::new(6);
+    for p in 1..6u16 {
+        net.nodes[0].meet("10.0.0.1", 7000 + p, 17000 + p, 0).unwrap();
+    }
+    net.run(3000);
+    let thirds = [(0u16, 5460u16), (5461, 10922), (10923, 16383)];
+    for (i, (a, b)) in thirds.iter().enumerate() {
+        net.nodes[i].add_slots(&(*a..=*b).collect::<Vec<_>>()).unwrap();
+    }
+    let (zero, one) = (net.name(0), net.name(1));
+    net.nodes[3].replicate(zero, 0).unwrap();
+    net.nodes[4].replicate(one, 0).unwrap();
+    net.nodes[5].replicate(one, 0).unwrap();
+    for i in [4, 5] {
+        net.nodes[i].config.allow_replica_migration = false;
+    }
+    net.run(3000);
+    assert!(net.nodes.iter().all(|c| c.ok));
+    // Node 0's only replica dies: node 0 is orphaned.
+    net.dead[3] = true;
+    net.run(TIMEOUT * 10);
+    assert!(net.nodes[4].nodes[&net.name(3)].is(node_flags::FAIL));
+    assert!(net.events[4].is_empty() && net.events[5].is_empty(), "cluster-allow-replica-migration no: nobody moves");
+    for i in [4, 5] {
+        net.nodes[i].config.allow_replica_migration = true;
+    }
+    net.run(8000);
+    // Exactly one of node 1's two replicas (the smaller name) moved to node 0.
+    let moved: Vec<usize> = [4, 5].into_iter().filter(|&i| net.nodes[i].me().primary == Some(zero)).collect();
+    assert_eq!(moved.len(), 1, "{:?} {:?}", net.events[4], net.events[5]);
+    let m = moved[0];
+    assert_eq!(net.events[m], vec!["replica of 7000".to_string()]);
+    let other = 9 - m;
+    assert_eq!(net.nodes[other].me().primary, Some(one));
+    assert!(net.name(m) < net.name(other));
+    // The others learn it from its pings; node 1, left with one replica, keeps it (barrier 1).
+    net.run(2000);
+    assert_eq!(net.nodes[2].nodes[&net.name(m)].primary, Some(zero));
+    assert!(net.events[other].is_empty());
 }

@@ -6,14 +6,20 @@
 //! Why a thread of its own: the bus is a handful of links exchanging a message per node per
 //! second or so, and its rules take a lock on the whole view; on a worker thread its timer and
 //! its locks would sit between the shards' requests. Commands (`cmd/cluster.rs`) lock the same
-//! view briefly; the per-command redirection check reads [`ClusterNode::mine`] and
-//! [`ClusterNode::ok`] without the lock (published after every change), so a node that serves
-//! its keys pays two atomic loads per keyed command.
+//! view briefly; the per-command redirection check reads `mine`, `migrating` and `ok` without
+//! the lock (published after every change), so a node that serves its keys pays three atomic
+//! loads per keyed command.
 //!
-//! Partial, as the note of issue 49 says: no manual failover, no ASK/TRYAGAIN
-//! during a slot migration (a migrating slot answers MOVED-free from its owner), and
-//! COUNTKEYSINSLOT/GETKEYSINSLOT scan the owning shard. PUBLISH reaches every node over the
-//! bus (SPUBLISH the nodes of this node's shard), as Redis propagates it.
+//! A slot migrating from here is flagged in a second per-slot atomic: its commands get
+//! [`Redirect::CheckKeys`], decided on the slot's shard (`conn/cluster_keys.rs`: -ASK,
+//! -TRYAGAIN), and CLUSTER SETSLOT answers after [`admission_barrier`]. Manual failover's
+//! pause and release of writes are carried out here (`Action::PauseWrites`/`Unpause`), the
+//! release after the new slot map is published. The bus reads the replication offset and
+//! data age before each event (headers, replica ranking, `cluster-replica-validity-factor`).
+//!
+//! Not here yet: COUNTKEYSINSLOT/GETKEYSINSLOT scan the owning shard.
+//! PUBLISH reaches every node over the bus (SPUBLISH the nodes of this node's shard), as
+//! Redis propagates it.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -215,6 +221,38 @@ impl KeyCheck {
             None if self.multiple_keys => Some(tryagain()),
             None => None,
         }
+    }
+}
+
+/// Waits until every command admitted before now for `slot`'s shard has run there.
+///
+/// Why: the redirection check runs when a command is admitted, on the connection's thread,
+/// and the command runs a moment later on its key's shard (through the thread's coalesced
+/// hops, `abacus_engine::hop`). A thread descheduled in between would run a write admitted
+/// before `CLUSTER SETSLOT ... MIGRATING` after redis-cli's next MIGRATE moved its key,
+/// re-creating the key on the source: a write lost, or a reshard stopped by a key left
+/// behind. Redis's single thread has no such gap. So SETSLOT answers only after this
+/// barrier: every worker thread sends an empty group to the slot's shard through its hops,
+/// behind whatever its connections queued there, and the barrier waits for each reply.
+/// (The thread runs the request only between two tasks, so a connection preempted in the
+/// middle of a batch has queued it by then.) Costs one message per worker thread per SETSLOT.
+pub async fn admission_barrier(server: &crate::node::Server, shard: usize) {
+    let mut waits = Vec::with_capacity(server.conn_queues.len());
+    for q in &server.conn_queues {
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let run = move |w: std::rc::Rc<crate::node::Node>| {
+            let done = w.hops.send(shard, 0, Vec::new(), w.engine.config.cmd_config());
+            tokio::task::spawn_local(async move {
+                let _ = done.await;
+                let _ = tx.send(());
+            });
+        };
+        if q.send(crate::node::Incoming::Run(Box::new(run))).is_ok() {
+            waits.push(rx);
+        }
+    }
+    for rx in waits {
+        let _ = rx.await;
     }
 }
 
@@ -460,6 +498,7 @@ async fn bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, server: Ar
                 // After the slot map is published below, so that a held write resumes into
                 // the new map (-MOVED to the new primary), never into the old one.
                 Action::Unpause => unpause = true,
+                Action::Log(line) => tracing::warn!("Cluster: {line}"),
                 Action::Deliver { shard, channel, message } => {
                     let _ = if shard { abacus_engine::pubsub::spublish(&channel, &message) } else { abacus_engine::pubsub::publish(&channel, &message) };
                 }

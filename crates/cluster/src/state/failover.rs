@@ -1,4 +1,4 @@
-//! Failover, both kinds, after Redis 7.0's `cluster.c`:
+//! Failover, both kinds, and replica migration, after Redis 7.0's `cluster.c`:
 //!
 //! - **Automatic** (clusterHandleSlaveFailover): a replica whose primary is FAIL waits
 //!   500 ms + a random 0-500 ms (so that the FAIL reaches every primary first) + 1 s per
@@ -21,6 +21,11 @@
 //!   whole of it times out after CLUSTER_MF_TIMEOUT (5 s); the primary resumes then, or as
 //!   soon as it learns it lost its slots.
 //!
+//! - **Replica migration** (clusterHandleSlaveMigration): a replica may move from a primary
+//!   with the most working replicas to an *orphaned* one (slots, no working replica left,
+//!   and it had some), as long as its primary keeps more than `cluster-migration-barrier`;
+//!   `cluster-allow-replica-migration no` turns it off.
+//!
 //! One difference from Redis, and why: Redis's primary is single-threaded, so the offset it
 //! reads right after pausing is final. Abacus's connections run on several threads, and a
 //! batch admitted just before the pause may still be reaching the stream; so the primary
@@ -36,6 +41,8 @@ use super::{Action, Cluster, LinkId};
 pub const MF_TIMEOUT_MS: u64 = 5000;
 /// CLUSTER_MF_PAUSE_MULT: the primary holds writes for this many timeouts at most.
 const MF_PAUSE_MULT: u64 = 2;
+/// CLUSTER_SLAVE_MIGRATION_DELAY: how long a primary stays orphaned before a replica moves.
+const REPLICA_MIGRATION_DELAY_MS: u64 = 5000;
 /// Ticks (100 ms each) the paused primary's offset must stay put before it is announced.
 pub const MF_STABLE_TICKS: u32 = 2;
 
@@ -86,6 +93,9 @@ impl Cluster {
     pub(super) fn note_primary_paused(&mut self, sender: NodeName, h: &Header) {
         let me = self.me();
         if self.mf.end != 0 && !self.mf.can_start && me.is(node_flags::SLAVE) && me.primary == Some(sender) && h.mflags[0] & flags0::PAUSED != 0 {
+            if self.mf.primary_offset != Some(h.offset) {
+                self.actions.push(Action::Log(format!("Received replication offset for paused master manual failover: {}", h.offset)));
+            }
             self.mf.primary_offset = Some(h.offset);
         }
     }
@@ -165,6 +175,7 @@ impl Cluster {
     /// Run by the cron: manual failover's timeout and progress, then the replica's election.
     pub(super) fn failover_cron(&mut self, now: u64) {
         if self.mf.end != 0 && self.mf.end < now {
+            self.actions.push(Action::Log(format!("Manual failover timed out (primary offset {:?}, this node's {}).", self.mf.primary_offset, self.repl.offset)));
             self.reset_manual_failover();
         }
         let me = self.myself;
@@ -183,9 +194,83 @@ impl Cluster {
             // has applied now, so the election may start.
             if self.mf.end != 0 && !self.mf.can_start && self.mf.primary_offset == Some(self.repl.offset) {
                 self.mf.can_start = true;
+                self.actions.push(Action::Log("All master replication stream processed, manual failover can start.".into()));
             }
             self.replica_failover(now);
+            if self.config.allow_replica_migration {
+                self.replica_migration(now);
+            }
         }
+    }
+
+    /// Working (not FAIL) replicas of `primary` (clusterCountNonFailingSlaves).
+    fn ok_replicas(&self, primary: NodeName) -> usize {
+        self.nodes.values().filter(|n| n.primary == Some(primary) && n.is(node_flags::SLAVE) && !n.is(node_flags::FAIL)).count()
+    }
+
+    /// Replica migration (clusterCron's orphan count, then clusterHandleSlaveMigration): a
+    /// primary with slots that had replicas and has no working one left is *orphaned*; a
+    /// replica of a primary with the most working replicas (at least two), the one with the
+    /// smallest name among them, moves to it after it stayed orphaned for 5 s, provided its
+    /// own primary keeps more than `cluster-migration-barrier` working replicas.
+    fn replica_migration(&mut self, now: u64) {
+        let Some(mine) = self.me().primary else { return };
+        let (mut orphaned, mut max, mut this) = (0, 0, 0);
+        for n in self.nodes.values().filter(|n| n.is(node_flags::MASTER) && !n.is(node_flags::FAIL)) {
+            let ok = self.ok_replicas(n.name);
+            if ok == 0 && n.slots.count() > 0 && n.is(node_flags::MIGRATE_TO) {
+                orphaned += 1;
+            }
+            max = max.max(ok);
+            if n.name == mine {
+                this = ok;
+            }
+        }
+        if orphaned == 0 || max < 2 || this != max || !self.ok {
+            return;
+        }
+        let mine_ok = self.nodes.values().filter(|n| n.primary == Some(mine) && n.is(node_flags::SLAVE) && !n.is(node_flags::FAIL) && !n.is(node_flags::PFAIL)).count();
+        if mine_ok as u64 <= self.config.migration_barrier {
+            return;
+        }
+        let mut candidate = self.myself;
+        let mut target: Option<NodeName> = None;
+        let names: Vec<NodeName> = self.nodes.keys().copied().collect();
+        for name in names {
+            let n = &self.nodes[&name];
+            let ok = if n.is(node_flags::MASTER) { self.ok_replicas(name) } else { 0 };
+            let is_orphaned = n.is(node_flags::MASTER) && !n.is(node_flags::FAIL) && n.is(node_flags::MIGRATE_TO) && ok == 0;
+            if is_orphaned && target.is_none() && n.slots.count() > 0 {
+                target = Some(name);
+            }
+            if ok == max {
+                for r in self.nodes.values().filter(|r| r.primary == Some(name) && r.is(node_flags::SLAVE)) {
+                    if r.name < candidate {
+                        candidate = r.name;
+                    }
+                }
+            }
+            let n = self.nodes.get_mut(&name).expect("listed above");
+            if !is_orphaned {
+                n.orphaned_time = 0;
+            } else if n.orphaned_time == 0 {
+                n.orphaned_time = now;
+            }
+        }
+        let Some(t) = target else { return };
+        if candidate != self.myself || now.saturating_sub(self.nodes[&t].orphaned_time) <= REPLICA_MIGRATION_DELAY_MS {
+            return;
+        }
+        // clusterSetMaster: follow the orphan.
+        let me = self.myself;
+        self.nodes.get_mut(&me).expect("myself").primary = Some(t);
+        if let Some(p) = self.nodes.get_mut(&t) {
+            p.flags |= node_flags::MIGRATE_TO;
+        }
+        let p = &self.nodes[&t];
+        self.actions.push(Action::ReplicaOf { ip: p.ip.clone(), port: p.port });
+        self.reset_manual_failover();
+        self.save();
     }
 
     /// clusterGetSlaveRank: sibling replicas (that may fail over) with a larger offset.
@@ -243,7 +328,7 @@ impl Cluster {
         let me = self.me();
         let Some(primary) = me.primary.filter(|_| me.is(node_flags::SLAVE)) else { return };
         let Some(p) = self.nodes.get(&primary) else { return };
-        if (!p.is(node_flags::FAIL) && !manual) || (self.config.replica_no_failover && !manual) || p.slots.count() == 0 {
+        if (!manual && (!p.is(node_flags::FAIL) || self.config.replica_no_failover)) || p.slots.count() == 0 {
             return;
         }
         let timeout = self.config.node_timeout_ms;
@@ -289,6 +374,7 @@ impl Cluster {
             self.current_epoch += 1;
             self.failover_auth_epoch = self.current_epoch;
             self.failover_auth_sent = true;
+            self.actions.push(Action::Log(format!("Starting a failover election for epoch {}.", self.current_epoch)));
             let msg = Message { header: self.header(kind::FAILOVER_AUTH_REQUEST), body: Body::Empty };
             self.broadcast(&msg);
             self.save();
@@ -300,6 +386,7 @@ impl Cluster {
         let me_name = self.myself;
         let m = self.nodes.get_mut(&me_name).expect("myself");
         m.config_epoch = m.config_epoch.max(self.failover_auth_epoch);
+        self.actions.push(Action::Log("Failover election won: I'm the new master.".into()));
         self.replace_primary(now);
     }
 

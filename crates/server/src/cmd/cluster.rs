@@ -379,7 +379,13 @@ async fn cluster(conn: &mut Conn, access: Access<'_>, a: &[Arg], sub: Sub) -> Fr
                 return err("ERR Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP");
             };
             let keys = keys_in_slot(conn, access, slot).await.len() as u64;
-            result(node.with(|c| c.set_slot(slot, how, keys)))
+            let r = node.with(|c| c.set_slot(slot, how, keys));
+            if r.is_ok() {
+                // Commands admitted under the slot's old state reach their shards first.
+                let shard = slot as usize % conn.worker.shards();
+                crate::cluster::admission_barrier(&conn.worker.server, shard).await;
+            }
+            result(r)
         }
         Sub::CountKeysInSlot => match parse_i64(&a[2]) {
             Ok(s) if (0..SLOTS as i64).contains(&s) => Frame::Integer(keys_in_slot(conn, access, s as u16).await.len() as i64),

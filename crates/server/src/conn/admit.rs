@@ -119,24 +119,11 @@ impl Conn {
                 return Step::Reply(Frame::error(denied.error(spec)));
             }
         }
-        if spec.is_write() || spec.has(flags::DENY_ON_DISK_ERROR) {
-            // Redis refuses writes, queued ones included, while persistence fails (MISCONF),
-            // and PING too, so that health checks see it; a refused queued command aborts
-            // the transaction like any other.
-            if let Some(refused) = abacus_engine::snapshot::refusing_writes(&self.worker.server.durability, &self.worker.server.config) {
-                self.worker.record_rejected(spec.name);
-                self.fail_multi();
-                return Step::Reply(Frame::error(refused));
-            }
-        }
-        if let Some(refused) = crate::replication::refuse(&self.worker.server.config, spec.is_write(), spec.has(flags::STALE), self.is_master) {
-            self.worker.record_rejected(spec.name);
-            self.fail_multi();
-            return Step::Reply(refused);
-        }
         if let (Some(cluster), false) = (&self.worker.server.cluster, self.is_master) {
             // Redis's getNodeByQuery: keys this node does not serve are redirected (not the
-            // primary's stream on a replica). ASKING lasts one command (outside MULTI).
+            // primary's stream on a replica). ASKING lasts one command (outside MULTI). Before
+            // MISCONF and a replica's READONLY, as in Redis's processCommand: a write sent to a
+            // primary that became a replica (a failover) gets -MOVED to its successor.
             let asking = self.client.asking;
             if self.multi.is_none() && spec.name != "asking" {
                 self.client.asking = false;
@@ -155,8 +142,31 @@ impl Conn {
         self.admit_rest(spec, args)
     }
 
+    /// MISCONF and a replica's READONLY: the checks after the cluster's redirection.
+    pub(super) fn refuse_writes(&mut self, spec: &'static Spec) -> Option<Frame> {
+        if spec.is_write() || spec.has(flags::DENY_ON_DISK_ERROR) {
+            // Redis refuses writes, queued ones included, while persistence fails (MISCONF),
+            // and PING too, so that health checks see it; a refused queued command aborts
+            // the transaction like any other.
+            if let Some(refused) = abacus_engine::snapshot::refusing_writes(&self.worker.server.durability, &self.worker.server.config) {
+                self.worker.record_rejected(spec.name);
+                self.fail_multi();
+                return Some(Frame::error(refused));
+            }
+        }
+        if let Some(refused) = crate::replication::refuse(&self.worker.server.config, spec.is_write(), spec.has(flags::STALE), self.is_master) {
+            self.worker.record_rejected(spec.name);
+            self.fail_multi();
+            return Some(refused);
+        }
+        None
+    }
+
     /// The checks after the cluster's redirection, MULTI queueing, and routing.
     pub(super) fn admit_rest(&mut self, spec: &'static Spec, args: Args) -> Step {
+        if let Some(refused) = self.refuse_writes(spec) {
+            return Step::Reply(refused);
+        }
         if self.client.proto == Protocol::Resp2 && self.pubsub.is_some() && !spec.has(flags::ALLOWED_SUBSCRIBED) {
             // RESP2 subscribed mode: the connection carries messages; only these may run.
             self.worker.record_rejected(spec.name);

@@ -47,6 +47,10 @@ impl Conn {
             drop(locks);
             return refuse(self, e);
         }
+        if let Some(refused) = self.refuse_writes(spec) {
+            drop(locks);
+            return Step::Reply(refused);
+        }
         if spec.is_write() {
             self.wrote = true;
         }
