@@ -10,8 +10,7 @@
 #   bench/cluster.sh
 #   ROUNDS=5 N=2000000 P=16 bench/cluster.sh
 #
-# Not yet measured here (issue 49): resharding time of 4,096 slots with 10M keys, and
-# failover time after kill -9.
+# Resharding and failover times: bench/cluster_ops.sh.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ROUNDS=${ROUNDS:-3}
