@@ -154,7 +154,7 @@ failover() {
   [ "$(redis-cli -c -p "$other" set "$key" before)" = OK ]
   pid=$(pid_of_port "$victim")
   t0=$(now)
-  kill -9 "$pid"
+  kill -9 "$pid"; wait "$pid" 2>/dev/null || true
   while :; do
     r=$(timeout 1 redis-cli -c -p "$other" set "$key" after 2>/dev/null || true)
     [ "$r" = OK ] && break

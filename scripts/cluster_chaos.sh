@@ -138,7 +138,8 @@ for r in $(seq 1 "$ROUNDS"); do
   else
     v=${PORTS[RANDOM % 6]}
     pause=$(printf %.1f "$(echo "$NODE_TIMEOUT * 2 / 1000" | bc -l)")
-    log "round $r: SIGSTOP node $v for ${pause} s"
+    role=$(rcli -p "$v" role 2>/dev/null | head -1 || true)
+    log "round $r: SIGSTOP node $v ($role) for ${pause} s"
     kill -STOP "${PID[$v]}"
     sleep "$pause"
     kill -CONT "${PID[$v]}"
