@@ -136,7 +136,13 @@ for r in $(seq 1 "$ROUNDS"); do
     log "round $r: failover done, restarting $v"
     start_node "$v"
   else
-    v=${PORTS[RANDOM % 6]}
+    # A primary half the time (its replica takes over), else any node.
+    if [ $((RANDOM % 2)) = 0 ]; then
+      mapfile -t prim < <(primary_ports)
+      v=${prim[RANDOM % ${#prim[@]}]}
+    else
+      v=${PORTS[RANDOM % 6]}
+    fi
     pause=$(printf %.1f "$(echo "$NODE_TIMEOUT * 2 / 1000" | bc -l)")
     role=$(rcli -p "$v" role 2>/dev/null | head -1 || true)
     log "round $r: SIGSTOP node $v ($role) for ${pause} s"
