@@ -7,6 +7,7 @@ pub mod bit;
 pub mod cjson;
 pub mod cmsgpack;
 pub mod lstruct;
+mod shim;
 
 use mlua::{Lua, Result};
 
