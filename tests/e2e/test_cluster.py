@@ -261,7 +261,7 @@ def test_reshard_under_writes_loses_nothing(cluster, target):
     -ASK and -MOVED (and retries -TRYAGAIN), and every acknowledged write is there after.
 
     Against Abacus it runs only with ABACUS_CLUSTER_RACE=1 (and in scripts/cluster_chaos.sh's
-    spirit, on demand): a known race remains (issue 49, open), seen about once in ten runs on
+    spirit, on demand): a known race remains (issue 49, open), seen in one of three full runs on
     2026-12-07, where a write recreates a key on the source after MIGRATE moved it, so the key
     lives on both nodes and the acknowledged value is not the one read. Kept out of the test
     command until fixed so that it does not fail by chance; Redis runs it always."""
