@@ -142,14 +142,7 @@ mod tests {
         lua
     }
 
-    /// Runs `code` (which returns one value) and gives it as Lua's tostring would.
-    fn run(lua: &Lua, code: &str) -> String {
-        let f = format!("local ok, v = pcall(function() {code} end) return tostring(v)");
-        lua.load(&f)
-            .set_name("@user_script")
-            .eval::<String>()
-            .unwrap()
-    }
+    use super::super::shim::run;
 
     // Expected values are redis-server 7.0.15's answers.
     #[test]

@@ -273,3 +273,11 @@ pub(super) fn new_lib(lua: &Lua, fns: &[(&str, LibFn)]) -> mlua::Result<Table> {
     }
     Ok(t)
 }
+
+/// Runs `code` (which returns one value) and gives it as Lua's tostring would: the
+/// libraries' tests compare it with redis-server 7.0.15's answers.
+#[cfg(test)]
+pub(super) fn run(lua: &Lua, code: &str) -> String {
+    let f = format!("local ok, v = pcall(function() {code} end) return tostring(v)");
+    lua.load(&f).set_name("@user_script").eval::<String>().unwrap()
+}
