@@ -17,9 +17,7 @@ ROUNDS=${ROUNDS:-20}
 NODE_TIMEOUT=${NODE_TIMEOUT:-2000}
 ABACUS_BIN=${ABACUS_BIN:-$ROOT/target/release/abacus}
 PY=${PY:-}
-for c in "$ROOT/.venv-tests/bin/python" /work/main/.venv-tests/bin/python; do
-  [ -z "$PY" ] && [ -x "$c" ] && PY=$c
-done
+if [ -z "$PY" ] && [ -x "$ROOT/.venv-tests/bin/python" ]; then PY=$ROOT/.venv-tests/bin/python; fi
 [ -n "$PY" ] || { echo "no python with redis-py (.venv-tests)" >&2; exit 2; }
 [ -x "$ABACUS_BIN" ] || (cd "$ROOT" && cargo build --release -q -p abacus)
 
