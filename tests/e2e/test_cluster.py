@@ -259,14 +259,8 @@ def test_ask_and_tryagain_during_a_migration(cluster):
 def test_reshard_under_writes_loses_nothing(cluster, target):
     """redis-cli --cluster reshard while a cluster client keeps writing: the client follows
     -ASK and -MOVED (and retries -TRYAGAIN), and every acknowledged write is there after.
-
-    Against Abacus it runs only with ABACUS_CLUSTER_RACE=1 (and in scripts/cluster_chaos.sh's
-    spirit, on demand): a known race remains (issue 49, open), seen in one of three full runs on
-    2026-12-07, where a write recreates a key on the source after MIGRATE moved it, so the key
-    lives on both nodes and the acknowledged value is not the one read. Kept out of the test
-    command until fixed so that it does not fail by chance; Redis runs it always."""
-    if target == "abacus" and not os.environ.get("ABACUS_CLUSTER_RACE"):
-        pytest.skip("known race, issue 49: set ABACUS_CLUSTER_RACE=1 to run it")
+    (It found issue 49's race: a write admitted as its slot's migration ended ran on the
+    source after MIGRATE moved its key.)"""
     import threading
     from redis.crc import key_slot
     acked, errors = {}, []

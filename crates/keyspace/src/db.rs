@@ -473,6 +473,10 @@ pub struct Db {
     /// The label index of the time series stored here (a superset: see `SeriesIndex`).
     /// Every insert of a series registers it, so no path that stores one can miss it.
     pub series_index: abacus_collections::SeriesIndex,
+    /// Cluster mode: the keys of each hash slot, built by the first [`Db::slot_keys`] and
+    /// kept from then on (`slots.rs`); None, the default, costs one branch per key added or
+    /// removed.
+    slots: Option<Box<crate::slots::SlotKeys>>,
 }
 
 /// What happened to a key inside the keyspace itself, for keyspace notifications: the
@@ -724,6 +728,9 @@ impl Db {
             self.before_change(key);
             self.map.remove(key);
             self.volatile.remove(key);
+            if let Some(ix) = &mut self.slots {
+                ix.removed(key);
+            }
             self.expired_keys_total += 1;
             self.signal_modified(key);
             self.record(journal::EXPIRED, DbEvent::Expired, key);
@@ -960,10 +967,13 @@ impl Db {
         if let Some(s) = entry.as_series() {
             self.series_index.register(key, s.labels.iter().map(|(l, v)| (&**l, &**v)));
         }
-        let was_volatile = self
-            .map
-            .insert(key, entry)
-            .is_some_and(|old| old.has_expiry());
+        let old = self.map.insert(key, entry);
+        if old.is_none() {
+            if let Some(ix) = &mut self.slots {
+                ix.added(key);
+            }
+        }
+        let was_volatile = old.is_some_and(|old| old.has_expiry());
         if expire_at_ms != 0 {
             self.volatile.insert(key, expire_at_ms);
         } else if was_volatile {
@@ -977,6 +987,9 @@ impl Db {
             self.before_change(key);
         }
         let entry = self.map.remove(key)?;
+        if let Some(ix) = &mut self.slots {
+            ix.removed(key);
+        }
         let expire_at_ms = if entry.has_expiry() {
             self.volatile.remove(key).unwrap_or(0)
         } else {
@@ -1020,6 +1033,34 @@ impl Db {
         true
     }
 
+    /// Up to `count` live keys of hash `slot` (in no particular order), and how many live
+    /// keys the slot has: cluster mode's GETKEYSINSLOT / COUNTKEYSINSLOT. The first call
+    /// builds the index by hash slot from the keys present (one scan), which this database
+    /// then maintains (`slots.rs`); `slot_of` is the cluster's slot function (the first
+    /// call's is kept).
+    pub fn slot_keys(&mut self, slot: u16, count: usize, slot_of: fn(&[u8]) -> u16, now_ms: u64) -> (Vec<Key>, usize) {
+        if self.slots.is_none() {
+            let mut ix = crate::slots::SlotKeys::new(slot_of);
+            for (k, _) in self.map.iter() {
+                ix.added(k);
+            }
+            self.slots = Some(Box::new(ix));
+        }
+        let ix = self.slots.as_ref().expect("built above");
+        let mut out = Vec::new();
+        let mut live = 0;
+        for k in ix.keys(slot) {
+            let alive = self.map.get(k).is_some_and(|e| !expired(&self.volatile, k, e, now_ms));
+            if alive {
+                live += 1;
+                if out.len() < count {
+                    out.push(k.clone());
+                }
+            }
+        }
+        (out, live)
+    }
+
     /// Removes every key; returns the old contents so the caller can drop them elsewhere
     /// (FLUSHDB ASYNC drops them on a background thread).
     pub fn take_all(&mut self) -> Db {
@@ -1030,6 +1071,9 @@ impl Db {
         // A running snapshot takes what it is still owed first (this stalls for the rest of
         // the sweep; FLUSHDB during a snapshot is rare).
         self.finish_snapshot();
+        if let Some(ix) = &mut self.slots {
+            ix.clear();
+        }
         Db {
             map: KeyTable(self.map.take()),
             volatile: self.volatile.take(),
@@ -1054,6 +1098,7 @@ impl Db {
         std::mem::swap(&mut self.map, &mut other.map);
         std::mem::swap(&mut self.volatile, &mut other.volatile);
         std::mem::swap(&mut self.series_index, &mut other.series_index);
+        std::mem::swap(&mut self.slots, &mut other.slots);
         // Clients blocked on a key that now holds data are served (Redis's SWAPDB does so).
         self.ready_all_blocked();
         other.ready_all_blocked();
@@ -1600,6 +1645,54 @@ mod tests {
             seen.sort();
             let want: Vec<u8> = model.iter().filter(|(_, &(_, at))| at == 0 || at > now).map(|(&k, _)| k).collect();
             prop_assert_eq!(seen, want);
+        }
+    }
+
+    proptest! {
+        /// The index by hash slot agrees with a scan of the map under random sets, deletes,
+        /// expiries (lazy and active), FLUSHDB (`take_all`) and SWAPDB, whether it was built
+        /// before the operations (maintained) or after (built from the keys present).
+        #[test]
+        fn slot_index_matches_a_scan(ops in proptest::collection::vec(op(), 1..300), early in any::<bool>(), flush_at in 0usize..400, swap_at in 0usize..400) {
+            fn slot_of(k: &[u8]) -> u16 { (k[0] % 8) as u16 }
+            let mut db = Db::new();
+            let mut other = Db::new();
+            other.set(b"\x03", Value::Str(b"o".to_vec().into()), 0, 1);
+            if early {
+                db.slot_keys(0, 0, slot_of, 1);
+            }
+            let mut now = 1u64;
+            for (i, op) in ops.into_iter().enumerate() {
+                match op {
+                    Op::Set(k, v, t) => db.set(&[k], Value::Str(vec![v].into()), if t == 0 { 0 } else { now + t }, now),
+                    Op::Del(k) => { db.remove(&[k], now); }
+                    Op::Expire(k, t) => { db.set_expire(&[k], now + t + 1); }
+                    Op::Get(k) => { db.get(&[k], now); }
+                    Op::Tick(d) => { now += d; db.expire_sample(5, now); }
+                }
+                if i == flush_at {
+                    drop(db.take_all());
+                }
+                if i == swap_at {
+                    db.swap_contents(&mut other);
+                }
+            }
+            for d in [&mut db, &mut other] {
+                d.slot_keys(0, 0, slot_of, now);
+                // Every key the map holds (expired or not) is indexed once, and nothing else.
+                prop_assert_eq!(d.slots.as_ref().map(|ix| ix.len()), Some(d.map.len()));
+                for slot in 0..8u16 {
+                    let mut want: Vec<Vec<u8>> = Vec::new();
+                    d.for_each_matching(b"*", now, |k, _| if slot_of(k) == slot { want.push(k.to_vec()) });
+                    want.sort();
+                    let (mut got, live) = d.slot_keys(slot, usize::MAX, slot_of, now);
+                    got.sort();
+                    prop_assert_eq!(live, want.len());
+                    prop_assert_eq!(got.iter().map(|k| k.to_vec()).collect::<Vec<_>>(), want);
+                    let (few, _) = d.slot_keys(slot, 2, slot_of, now);
+                    prop_assert_eq!(few.len(), live.min(2));
+                }
+            }
         }
     }
 }

@@ -56,6 +56,7 @@ pub mod evict;
 mod evict_tests;
 pub mod glob;
 pub mod packed;
+mod slots;
 pub mod strbuf;
 pub mod value;
 

@@ -6,24 +6,25 @@
 //! Why a thread of its own: the bus is a handful of links exchanging a message per node per
 //! second or so, and its rules take a lock on the whole view; on a worker thread its timer and
 //! its locks would sit between the shards' requests. Commands (`cmd/cluster.rs`) lock the same
-//! view briefly; the per-command redirection check reads `mine`, `migrating` and `ok` without
-//! the lock (published after every change), so a node that serves its keys pays three atomic
-//! loads per keyed command.
+//! view briefly; the per-command redirection check reads each slot's state (`slot_state`:
+//! not mine, mine, or migrating from here) and `ok` without the lock (published after every
+//! change), so a node that serves its keys pays two atomic loads per keyed command.
 //!
-//! A slot migrating from here is flagged in a second per-slot atomic: its commands get
-//! [`Redirect::CheckKeys`], decided on the slot's shard (`conn/cluster_keys.rs`: -ASK,
-//! -TRYAGAIN), and CLUSTER SETSLOT answers after [`admission_barrier`]. Manual failover's
-//! pause and release of writes are carried out here (`Action::PauseWrites`/`Unpause`), the
+//! A slot migrating from here (and any slot not served here) is decided under the view's
+//! lock, from the view: its commands get [`Redirect::CheckKeys`], decided on the slot's shard
+//! (`conn/cluster_keys.rs`: -ASK, -TRYAGAIN), and CLUSTER SETSLOT answers after
+//! [`admission_barrier`]. Manual failover's pause and release of writes are carried out here
+//! (`Action::PauseWrites`/`Unpause`), the
 //! release after the new slot map is published. The bus reads the replication offset and
 //! data age before each event (headers, replica ranking, `cluster-replica-validity-factor`).
 //!
-//! Not here yet: COUNTKEYSINSLOT/GETKEYSINSLOT scan the owning shard.
-//! PUBLISH reaches every node over the bus (SPUBLISH the nodes of this node's shard), as
-//! Redis propagates it.
+//! COUNTKEYSINSLOT/GETKEYSINSLOT (and SETSLOT's key check) read the owning shard's index of
+//! keys by slot (`abacus_keyspace`'s `slots.rs`). PUBLISH reaches every node over the bus
+//! (SPUBLISH the nodes of this node's shard), as Redis propagates it.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -47,19 +48,30 @@ pub fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
+/// A slot's state from here ([`ClusterNode::slot_state`]).
+const NOT_MINE: u8 = 0;
+const MINE: u8 = 1;
+/// Served here and migrating from here (CLUSTER SETSLOT MIGRATING).
+const MIGRATING: u8 = 2;
+
 /// The cluster as the rest of the server sees it.
 pub struct ClusterNode {
     pub state: Mutex<Cluster>,
-    /// The slots this node serves (a copy of the view's, read without its lock).
-    mine: Box<[AtomicBool]>,
-    /// The slots migrating from this node (likewise).
-    migrating: Box<[AtomicBool]>,
+    /// Each slot's state from here (`NOT_MINE`, `MINE`, `MIGRATING`): a copy of the view's,
+    /// read without its lock. One atomic per slot, so that a command is checked against one
+    /// state: with two flags (served, migrating), a check reading "served" before a CLUSTER
+    /// SETSLOT NODE and "not migrating" after it ran a write on a slot that had just left,
+    /// recreating a key MIGRATE had moved (issue 49's race).
+    slot_state: Box<[AtomicU8]>,
     /// Whether the cluster is OK from here.
     ok: AtomicBool,
     /// The view's `slots_version` that `mine` was copied at (`u64::MAX`: never).
     published: std::sync::atomic::AtomicU64,
     /// nodes.conf's path.
     file: PathBuf,
+    /// The epochs (current, this node's config epoch, last vote) nodes.conf was last fsynced
+    /// with: see [`ClusterNode::save`].
+    synced_epochs: Mutex<[u64; 3]>,
     /// The client port this node listens on.
     port: u16,
     /// Wakes the bus's driver when a command left it something to send.
@@ -101,23 +113,41 @@ impl ClusterNode {
         if self.published.swap(c.slots_version, Ordering::Relaxed) != c.slots_version {
             let me = c.myself;
             for s in 0..SLOTS {
-                self.mine[s].store(c.owner(s as u16) == Some(me), Ordering::Relaxed);
-                self.migrating[s].store(c.migrating.contains_key(&(s as u16)), Ordering::Relaxed);
+                let state = match (c.owner(s as u16) == Some(me), c.migrating.contains_key(&(s as u16))) {
+                    (false, _) => NOT_MINE,
+                    (true, false) => MINE,
+                    (true, true) => MIGRATING,
+                };
+                self.slot_state[s].store(state, Ordering::Relaxed);
             }
         }
         self.ok.store(c.ok, Ordering::Relaxed);
     }
 
-    /// Writes nodes.conf atomically (a temporary file, fsynced, renamed over the old one).
+    /// Writes nodes.conf atomically (a temporary file renamed over the old one), fsynced
+    /// when an epoch changed since the last fsync, as Redis fsyncs it (CLUSTER_TODO_FSYNC_CONFIG)
+    /// only for what must survive a machine's crash: a config epoch, which two nodes must
+    /// never share, and a vote, which must not be given twice in one epoch. Slot moves
+    /// (CLUSTER SETSLOT) are written without one: an fsync per SETSLOT made a reshard of
+    /// 4,096 slots take a minute and more; a node that lost them in a power cut learns the
+    /// slot map again from its peers.
     fn save(&self, c: &Cluster) {
         let text = nodes_conf::render(&c.nodes_conf(true));
+        let epochs = [c.current_epoch, c.me().config_epoch, c.last_vote_epoch];
+        let mut synced = self.synced_epochs.lock();
+        let fsync = *synced != epochs;
         let tmp = self.file.with_extension("tmp");
         let written = (|| -> std::io::Result<()> {
             let mut f = std::fs::File::create(&tmp)?;
             std::io::Write::write_all(&mut f, text.as_bytes())?;
-            f.sync_all()?;
+            if fsync {
+                f.sync_all()?;
+            }
             std::fs::rename(&tmp, &self.file)
         })();
+        if written.is_ok() && fsync {
+            *synced = epochs;
+        }
         if let Err(e) = written {
             tracing::warn!("Could not save the cluster configuration to {}: {e}", self.file.display());
         }
@@ -125,12 +155,7 @@ impl ClusterNode {
 
     /// Whether this node serves `slot`.
     pub fn serves(&self, slot: u16) -> bool {
-        self.mine[slot as usize].load(Ordering::Relaxed)
-    }
-
-    /// Whether `slot` is migrating from this node (CLUSTER SETSLOT MIGRATING).
-    fn migrating(&self, slot: u16) -> bool {
-        self.migrating[slot as usize].load(Ordering::Relaxed)
+        self.slot_state[slot as usize].load(Ordering::Relaxed) != NOT_MINE
     }
 
     /// The redirection a keyed command gets (Redis's getNodeByQuery), or None to run it here.
@@ -154,19 +179,29 @@ impl ClusterNode {
         // Only commands the keyspace's shards run depend on their keys' existence; the
         // connection-level ones (MIGRATE, WATCH, shard pub/sub) are served by the owner.
         let keyed = matches!(spec.handler, crate::command::Handler::Keyed(_));
-        if self.serves(slot) {
+        let state = self.slot_state[slot as usize].load(Ordering::Relaxed);
+        if state == MINE || (state == MIGRATING && !keyed) {
             if !self.ok.load(Ordering::Relaxed) {
                 return down(spec, config).map(Redirect::Reply);
             }
-            if keyed && self.migrating(slot) {
-                let c = self.state.lock();
+            return None;
+        }
+        // A slot in migration, or not served here: decided under the view's lock, from the
+        // view itself (a CLUSTER SETSLOT NODE may have ended the migration since the load
+        // above; deciding "served here" from the stale state would run a write on a slot
+        // that just left, recreating a key MIGRATE moved).
+        let c = self.state.lock();
+        if c.owner(slot) == Some(c.myself) {
+            if !c.ok {
+                return down(spec, config).map(Redirect::Reply);
+            }
+            if keyed {
                 if let Some(t) = c.migrating.get(&slot).and_then(|t| c.nodes.get(t)) {
                     return Some(Redirect::CheckKeys(KeyCheck { slot, ask: Some(format!("{}:{}", endpoint(t, config), t.port)), multiple_keys: keys > 1 }));
                 }
             }
             return None;
         }
-        let c = self.state.lock();
         if (asking || spec.doc.info & abacus_commands::command::info::ASKING != 0) && c.importing.contains_key(&slot) {
             // A multi-key command is served only if every key already arrived.
             if keyed && keys > 1 {
@@ -348,11 +383,11 @@ pub fn open(config: &Config, dir: &std::path::Path, port: u16) -> Result<Option<
     listener.set_nonblocking(true).map_err(|e| e.to_string())?;
     let node = Arc::new(ClusterNode {
         state: Mutex::new(cluster),
-        mine: (0..SLOTS).map(|_| AtomicBool::new(false)).collect(),
-        migrating: (0..SLOTS).map(|_| AtomicBool::new(false)).collect(),
+        slot_state: (0..SLOTS).map(|_| AtomicU8::new(NOT_MINE)).collect(),
         ok: AtomicBool::new(false),
         published: std::sync::atomic::AtomicU64::new(u64::MAX),
         file,
+        synced_epochs: Mutex::new([u64::MAX; 3]),
         port,
         wake: tokio::sync::Notify::new(),
     });

@@ -378,7 +378,7 @@ async fn cluster(conn: &mut Conn, access: Access<'_>, a: &[Arg], sub: Sub) -> Fr
             } else {
                 return err("ERR Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP");
             };
-            let keys = keys_in_slot(conn, access, slot).await.len() as u64;
+            let keys = keys_in_slot(conn, access, slot, 0).await.1 as u64;
             let r = node.with(|c| c.set_slot(slot, how, keys));
             if r.is_ok() {
                 // Commands admitted under the slot's old state reach their shards first.
@@ -388,7 +388,7 @@ async fn cluster(conn: &mut Conn, access: Access<'_>, a: &[Arg], sub: Sub) -> Fr
             result(r)
         }
         Sub::CountKeysInSlot => match parse_i64(&a[2]) {
-            Ok(s) if (0..SLOTS as i64).contains(&s) => Frame::Integer(keys_in_slot(conn, access, s as u16).await.len() as i64),
+            Ok(s) if (0..SLOTS as i64).contains(&s) => Frame::Integer(keys_in_slot(conn, access, s as u16, 0).await.1 as i64),
             _ => err("ERR Invalid slot"),
         },
         Sub::GetKeysInSlot => {
@@ -397,8 +397,7 @@ async fn cluster(conn: &mut Conn, access: Access<'_>, a: &[Arg], sub: Sub) -> Fr
                 (Ok(_), Ok(n)) if n < 0 => return err("ERR Invalid number of keys"),
                 _ => return err("ERR Invalid slot or number of keys"),
             };
-            let mut keys = keys_in_slot(conn, access, slot).await;
-            keys.truncate(count);
+            let (keys, _) = keys_in_slot(conn, access, slot, count).await;
             Frame::Array(keys.into_iter().map(Frame::Bulk).collect())
         }
         Sub::Slots => node.with(|c| {
@@ -509,19 +508,16 @@ async fn total_keys(conn: &mut Conn, access: Access<'_>) -> u64 {
 
 /// The keys of `slot` in the connection's database, read on the shard that owns the slot
 /// (every key of a slot lives on one shard: `shard::key_slot` routes by slot).
-async fn keys_in_slot(conn: &mut Conn, access: Access<'_>, slot: u16) -> Vec<Bytes> {
+/// Up to `count` keys of `slot` here, and how many it has (the database's index by slot,
+/// `abacus_keyspace`'s `slots.rs`, built by the first call).
+async fn keys_in_slot(conn: &mut Conn, access: Access<'_>, slot: u16, count: usize) -> (Vec<Bytes>, usize) {
     let db = conn.client.db;
     let shard = slot as usize % conn.worker.shards();
     let now = abacus_engine::shard::now_ms();
     conn.worker
         .run(access, shard, move |s| {
-            let mut out = Vec::new();
-            s.dbs[db].for_each_matching(b"*", now, |k, _| {
-                if key_hash_slot(k) == slot {
-                    out.push(Bytes::copy_from_slice(k));
-                }
-            });
-            out
+            let (keys, live) = s.dbs[db].slot_keys(slot, count, key_hash_slot, now);
+            (keys.into_iter().map(Bytes::from).collect(), live)
         })
         .await
         .unwrap_or_default()
