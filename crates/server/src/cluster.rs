@@ -111,14 +111,17 @@ impl ClusterNode {
     /// owner (the driver publishes after every message), and the cluster state.
     fn publish(&self, c: &Cluster) {
         if self.published.swap(c.slots_version, Ordering::Relaxed) != c.slots_version {
-            let me = c.myself;
-            for s in 0..SLOTS {
-                let state = match (c.owner(s as u16) == Some(me), c.migrating.contains_key(&(s as u16))) {
-                    (false, _) => NOT_MINE,
-                    (true, false) => MINE,
-                    (true, true) => MIGRATING,
-                };
-                self.slot_state[s].store(state, Ordering::Relaxed);
+            let me = Some(c.myself);
+            let mut states: Vec<u8> = (0..SLOTS).map(|s| if c.owner(s as u16) == me { MINE } else { NOT_MINE }).collect();
+            for &s in c.migrating.keys() {
+                if states[s as usize] == MINE {
+                    states[s as usize] = MIGRATING;
+                }
+            }
+            for (cell, state) in self.slot_state.iter().zip(states) {
+                if cell.load(Ordering::Relaxed) != state {
+                    cell.store(state, Ordering::Relaxed);
+                }
             }
         }
         self.ok.store(c.ok, Ordering::Relaxed);

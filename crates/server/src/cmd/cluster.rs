@@ -378,10 +378,15 @@ async fn cluster(conn: &mut Conn, access: Access<'_>, a: &[Arg], sub: Sub) -> Fr
             } else {
                 return err("ERR Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP");
             };
-            let keys = keys_in_slot(conn, access, slot, 0).await.1 as u64;
+            // Only NODE checks the slot's keys here.
+            let keys = if matches!(how, SetSlot::Node(_)) { keys_in_slot(conn, access, slot, 0).await.1 as u64 } else { 0 };
+            // Commands admitted while the slot was served here, not migrating, ran without
+            // a key check: MIGRATING, and NODE of a slot served here, wait for them to reach
+            // their shard (`admission_barrier`). The others change nothing such a command
+            // decided (an importing slot, or a migrating one, is decided under the lock).
+            let barrier = matches!(how, SetSlot::Migrating(_)) || (matches!(how, SetSlot::Node(_)) && node.serves(slot));
             let r = node.with(|c| c.set_slot(slot, how, keys));
-            if r.is_ok() {
-                // Commands admitted under the slot's old state reach their shards first.
+            if r.is_ok() && barrier {
                 let shard = slot as usize % conn.worker.shards();
                 crate::cluster::admission_barrier(&conn.worker.server, shard).await;
             }

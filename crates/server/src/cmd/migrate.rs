@@ -176,20 +176,51 @@ pub async fn migrate(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         },
     };
 
-    // Serialize what exists; a missing key is skipped (Redis: NOKEY when none is left).
+    // Serialize what exists; a missing key is skipped (Redis: NOKEY when none is left). One
+    // job per shard runs DUMP and PTTL for all of that shard's keys (a job per call cost a
+    // round trip to the locked shard's thread per key and per call).
+    let here = conn.client.db;
+    let cfg = conn.worker.engine.config.cmd_config();
+    let (client, no_touch) = (conn.client.meta.id, conn.client.meta.no_touch());
+    let mut by_shard: std::collections::BTreeMap<usize, Vec<(usize, Bytes)>> = Default::default();
+    for (i, k) in o.keys.iter().enumerate() {
+        by_shard.entry(shard_of(k, n)).or_default().push((i, k.clone()));
+    }
+    let mut dumped: Vec<(usize, Bytes, Frame, Frame)> = Vec::with_capacity(o.keys.len());
+    for (shard, keys) in by_shard {
+        let run = move |s: &mut abacus_engine::shard::Shard| {
+            let now = abacus_engine::shard::now_ms();
+            let one = |s: &mut abacus_engine::shard::Shard, spec: &'static Spec, k: &Bytes| {
+                let args = Args::from_vec(vec![Bytes::from_static(spec.name.as_bytes()), k.clone()]);
+                abacus_engine::exec::run_on_shard(s, here, &Call { spec, args, client, no_touch }, now, cfg, n)
+            };
+            keys.into_iter()
+                .map(|(i, k)| {
+                    let payload = one(s, &abacus_commands::dump::DUMP, &k);
+                    let ttl = one(s, &abacus_commands::expiry::PTTL, &k);
+                    (i, k, payload, ttl)
+                })
+                .collect::<Vec<_>>()
+        };
+        match conn.worker.run(Access::Locked(locks), shard, run).await {
+            Some(d) => dumped.extend(d),
+            None => return shutting_down(),
+        }
+    }
+    dumped.sort_by_key(|d| d.0);
     let mut found: Vec<(Bytes, i64, Bytes)> = Vec::new();
-    for k in &o.keys {
-        let payload = match call(conn, locks, &abacus_commands::dump::DUMP, [k.clone()]).await {
+    for (_, k, payload, ttl) in dumped {
+        let payload = match payload {
             Frame::Bulk(p) => p,
             Frame::Null => continue,
             e @ Frame::Error(_) => return e,
             _ => continue,
         };
-        let ttl = match call(conn, locks, &abacus_commands::expiry::PTTL, [k.clone()]).await {
+        let ttl = match ttl {
             Frame::Integer(t) if t > 0 => t,
             _ => 0,
         };
-        found.push((k.clone(), ttl, payload));
+        found.push((k, ttl, payload));
     }
     if found.is_empty() {
         return Frame::simple("NOKEY");
