@@ -7,7 +7,7 @@ target are then both redis-server, so the replies and errors are Redis 7.0's.
 import pytest
 import redis
 
-from conftest import free_port
+from conftest import ServerProcess, free_port
 from helpers import Err
 
 
@@ -107,6 +107,28 @@ def test_migrate_to_another_database(r, dest):
     assert d.exists("k3") == 0
     d.execute_command("SELECT", 3)
     assert d.get("k3") == b"v"
+
+
+def test_migrate_keeps_its_connection_to_the_target(r, server, dest):
+    """Successive MIGRATEs to one target reuse one connection (Redis keeps it 10 s): the
+    database each selects is still right when it alternates, and a target restarted in
+    between (the kept connection is dead) is reached again on a new one."""
+    p, d = dest
+    for i, db in enumerate([0, 3, 3, 0]):
+        r.set("m%d" % i, i)
+        assert r.execute_command("MIGRATE", p.host, p.port, "m%d" % i, db, 5000) == b"OK"
+    assert sorted(d.keys("m*")) == [b"m0", b"m3"]
+    d.execute_command("SELECT", 3)
+    assert sorted(d.keys("m*")) == [b"m1", b"m2"]
+    d.close()
+    p.stop()
+    q = ServerProcess(p.target, port=p.port)
+    server._children.append(q)
+    q.start()
+    r.set("after", "restart")
+    assert r.execute_command("MIGRATE", q.host, q.port, "after", 0, 5000) == b"OK"
+    assert q.client().get("after") == b"restart"
+    assert r.exists("after") == 0
 
 
 def test_migrate_auth_and_auth2(r, server):

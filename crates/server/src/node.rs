@@ -73,6 +73,8 @@ impl std::ops::Deref for Server {
 pub struct Node {
     pub server: Arc<Server>,
     pub worker: Rc<Worker>,
+    /// Connections to MIGRATE targets kept for the next MIGRATE (`cmd/migrate.rs`).
+    pub migrate_links: crate::cmd::migrate::Links,
 }
 
 impl std::ops::Deref for Node {

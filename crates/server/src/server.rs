@@ -182,7 +182,7 @@ pub fn run(config: Config) -> Result<(), String> {
                     if id == 0 {
                         tokio::task::spawn_local(abacus_engine::snapshot::driver(engine_worker.clone()));
                     }
-                    let worker = Rc::new(Node { server, worker: engine_worker });
+                    let worker = Rc::new(Node { server, worker: engine_worker, migrate_links: Default::default() });
                     for l in metrics {
                         tokio::task::spawn_local(crate::metrics::serve(worker.clone(), l));
                     }

@@ -12,8 +12,8 @@
 //! propagates the same DEL).
 //!
 //! The shards stay locked while the target answers (bounded by the timeout), as Redis's whole
-//! server stays blocked. Redis keeps the target connection for 10 s for the next MIGRATE; this
-//! opens one per call (simpler, and the handshake is one round trip on loopback).
+//! server stays blocked. As Redis, the connection to the target is kept for 10 s for the next
+//! MIGRATE to it ([`Link`], one per worker thread and target), with the database it selected.
 //!
 //! Errors: a connect timeout is `IOERR error or timeout connecting to the client`, a refused
 //! connection (Redis finds it when it writes), a write or read failure `IOERR error or timeout writing to / reading from target instance`
@@ -142,13 +142,54 @@ async fn call(conn: &mut Conn, locks: &Locks, spec: &'static Spec, rest: impl In
     conn.worker.run_keyed(Access::Locked(locks), db, Call { spec, args: Args::from_vec(args), client: conn.client.meta.id, no_touch: conn.client.meta.no_touch() }).await
 }
 
-/// Reads one reply line (the target answers AUTH, SELECT and RESTORE with +OK or -error).
-async fn next_reply(rd: &mut BufReader<tokio::net::tcp::OwnedReadHalf>, line: &mut String, timeout: Duration) -> Result<(), Frame> {
-    line.clear();
-    match tokio::time::timeout(timeout, rd.read_line(line)).await {
-        Ok(Ok(got)) if got > 0 => Ok(()),
-        _ => Err(err("IOERR error or timeout reading to target instance")),
+/// How long a link to a MIGRATE target is kept unused (Redis's MIGRATE_SOCKET_CACHE_TTL).
+const LINK_IDLE: Duration = Duration::from_secs(10);
+
+/// A connection to a MIGRATE target, kept by the worker thread for the next MIGRATE to the
+/// same host and port (redis-cli's reshard sends one per 10 keys): Redis's migrate socket
+/// cache. `db`: the database last selected on it.
+pub struct Link {
+    rd: BufReader<tokio::net::tcp::OwnedReadHalf>,
+    wr: tokio::net::tcp::OwnedWriteHalf,
+    db: Option<i64>,
+    used: std::time::Instant,
+}
+
+/// A worker thread's links to MIGRATE targets, by host and port.
+pub type Links = std::cell::RefCell<std::collections::HashMap<(String, u16), Link>>;
+
+/// Keeps `link` for the next MIGRATE to `target`, and closes it once idle for
+/// [`LINK_IDLE`] (a timer task on this thread).
+fn keep_link(conn: &Conn, target: (String, u16), mut link: Link) {
+    link.used = std::time::Instant::now();
+    conn.worker.migrate_links.borrow_mut().insert(target.clone(), link);
+    let worker = conn.worker.clone();
+    tokio::task::spawn_local(async move {
+        tokio::time::sleep(LINK_IDLE).await;
+        let mut links = worker.migrate_links.borrow_mut();
+        if links.get(&target).is_some_and(|l| l.used.elapsed() >= LINK_IDLE) {
+            links.remove(&target);
+        }
+    });
+}
+
+/// Sends `request` and reads `expect` reply lines (the target answers AUTH, SELECT and
+/// RESTORE with +OK or -error). Err: the reply to give, and whether any line came back.
+async fn exchange(link: &mut Link, request: &[u8], expect: usize, timeout: Duration) -> Result<Vec<String>, (Frame, bool)> {
+    match tokio::time::timeout(timeout, link.wr.write_all(request)).await {
+        Ok(Ok(())) => {}
+        _ => return Err((err("IOERR error or timeout writing to target instance"), false)),
     }
+    let mut lines = Vec::with_capacity(expect);
+    for _ in 0..expect {
+        let mut line = String::new();
+        match tokio::time::timeout(timeout, link.rd.read_line(&mut line)).await {
+            Ok(Ok(got)) if got > 0 => lines.push(line),
+            // Keys already acknowledged stay here too: Redis deletes nothing on an I/O error.
+            _ => return Err((err("IOERR error or timeout reading to target instance"), !lines.is_empty())),
+        }
+    }
+    Ok(lines)
 }
 
 pub async fn migrate(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
@@ -226,66 +267,79 @@ pub async fn migrate(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         return Frame::simple("NOKEY");
     }
 
-    let mut out = Vec::new();
-    let auth: Vec<&[u8]> = std::iter::once(&b"AUTH"[..]).chain(o.auth.iter().map(|b| &b[..])).collect();
-    if !o.auth.is_empty() {
-        resp(&mut out, &auth);
-    }
-    let db_s = db.to_string();
-    resp(&mut out, &[b"SELECT", db_s.as_bytes()]);
-    for (k, ttl, payload) in &found {
-        let ttl_s = ttl.to_string();
-        // A cluster node's target is importing the slot: RESTORE-ASKING, as Redis sends.
-        let restore: &[u8] = if conn.worker.server.cluster.is_some() { b"RESTORE-ASKING" } else { b"RESTORE" };
-        let mut cmd: Vec<&[u8]> = vec![restore, k, ttl_s.as_bytes(), payload];
-        if o.replace {
-            cmd.push(b"REPLACE");
+    let restore: &[u8] = if conn.worker.server.cluster.is_some() { b"RESTORE-ASKING" } else { b"RESTORE" };
+    let request = |select: bool| {
+        let mut out = Vec::new();
+        if !o.auth.is_empty() {
+            let auth: Vec<&[u8]> = std::iter::once(&b"AUTH"[..]).chain(o.auth.iter().map(|b| &b[..])).collect();
+            resp(&mut out, &auth);
         }
-        resp(&mut out, &cmd);
-    }
-
-    let stream = match tokio::time::timeout(timeout, TcpStream::connect((host.as_str(), port.clamp(0, 65535) as u16))).await {
-        Ok(Ok(s)) => s,
-        // Redis connects without blocking and learns of a refusal when it writes.
-        Ok(Err(_)) => return err("IOERR error or timeout writing to target instance"),
-        Err(_) => return err("IOERR error or timeout connecting to the client"),
+        if select {
+            resp(&mut out, &[b"SELECT", db.to_string().as_bytes()]);
+        }
+        for (k, ttl, payload) in &found {
+            let ttl_s = ttl.to_string();
+            // A cluster node's target is importing the slot: RESTORE-ASKING, as Redis sends.
+            let mut cmd: Vec<&[u8]> = vec![restore, k, ttl_s.as_bytes(), payload];
+            if o.replace {
+                cmd.push(b"REPLACE");
+            }
+            resp(&mut out, &cmd);
+        }
+        out
     };
-    let _ = stream.set_nodelay(true);
-    let (rd, mut wr) = stream.into_split();
-    match tokio::time::timeout(timeout, wr.write_all(&out)).await {
-        Ok(Ok(())) => {}
-        _ => return err("IOERR error or timeout writing to target instance"),
-    }
-    let mut rd = BufReader::new(rd);
-    let mut line = String::new();
+
+    let target = (host.clone(), port.clamp(0, 65535) as u16);
+    // A link kept from an earlier MIGRATE to the same target is tried first; if it fails
+    // before any reply (the target closed it meanwhile), once more on a new one, as Redis
+    // retries a cached socket.
+    let mut cached = conn.worker.migrate_links.borrow_mut().remove(&target).filter(|l| l.used.elapsed() < LINK_IDLE);
+    let (mut link, lines) = loop {
+        let reused = cached.is_some();
+        let mut link = match cached.take() {
+            Some(l) => l,
+            None => match tokio::time::timeout(timeout, TcpStream::connect((target.0.as_str(), target.1))).await {
+                Ok(Ok(s)) => {
+                    let _ = s.set_nodelay(true);
+                    let (rd, wr) = s.into_split();
+                    Link { rd: BufReader::new(rd), wr, db: None, used: std::time::Instant::now() }
+                }
+                // Redis connects without blocking and learns of a refusal when it writes.
+                Ok(Err(_)) => return err("IOERR error or timeout writing to target instance"),
+                Err(_) => return err("IOERR error or timeout connecting to the client"),
+            },
+        };
+        let select = link.db != Some(db);
+        let expect = usize::from(!o.auth.is_empty()) + usize::from(select) + found.len();
+        match exchange(&mut link, &request(select), expect, timeout).await {
+            Ok(lines) => {
+                if select {
+                    link.db = Some(db);
+                }
+                break (link, lines);
+            }
+            Err((e, replied)) if !reused || replied => return e,
+            Err(_) => continue,
+        }
+    };
     let target_error = |line: &str| err(&format!("ERR Target instance replied with error: {}", line.trim_end()[1..].trim_start()));
-    if !o.auth.is_empty() {
-        if let Err(e) = next_reply(&mut rd, &mut line, timeout).await {
-            return e;
-        }
-        if line.starts_with('-') {
-            return target_error(&line);
-        }
-    }
-    if let Err(e) = next_reply(&mut rd, &mut line, timeout).await {
-        return e;
-    }
-    if line.starts_with('-') {
-        return target_error(&line);
+    let head = lines.len() - found.len();
+    if let Some(e) = lines[..head].iter().find(|l| l.starts_with('-')) {
+        // A refused AUTH or SELECT: the link's database is unknown.
+        link.db = None;
+        keep_link(conn, target, link);
+        return target_error(e);
     }
     let mut first_error = None;
     let mut moved = Vec::new();
-    for (k, _, _) in &found {
-        if let Err(e) = next_reply(&mut rd, &mut line, timeout).await {
-            // Keys already acknowledged stay here too: Redis deletes nothing on an I/O error.
-            return e;
-        }
+    for ((k, _, _), line) in found.iter().zip(&lines[head..]) {
         if line.starts_with('-') {
-            first_error.get_or_insert_with(|| target_error(&line));
+            first_error.get_or_insert_with(|| target_error(line));
         } else {
             moved.push(k.clone());
         }
     }
+    keep_link(conn, target, link);
     if !o.copy && !moved.is_empty() {
         // One DEL per shard, so each runs on its shard under the locks held.
         let mut by_shard: std::collections::BTreeMap<usize, Vec<Bytes>> = Default::default();
