@@ -255,29 +255,33 @@ fn fold_bucket(s: &Series, agg: Aggregator, from: u64, start: u64, bucket: u64) 
 /// Updates the compaction rules of the series at `src` after a sample at `t` was added, as
 /// the module does. An append (`t` after every sample the series had) into a later bucket
 /// closes the open one: its aggregate (of the samples since `fold_from_ms`) goes to the
-/// destination. An upsert (at or before the newest sample) into the open bucket, or before a
-/// rule opened one, makes the open aggregate start from the upserted sample's bucket; an
-/// upsert into a closed bucket folds that bucket again and overwrites it in the destination.
+/// destination. An upsert (at or before the newest sample) into the newest sample's bucket
+/// makes the open aggregate start from that bucket's start (whether or not the rule had
+/// opened it); an upsert into an older bucket folds that bucket again and overwrites it in
+/// the destination.
 fn run_rules(db: &mut Db, src: &[u8], t: u64, appended: bool, now: u64) {
     let mut writes: Vec<(Box<[u8]>, u64, Option<f64>)> = Vec::new();
     let mut states: Vec<(Option<u64>, u64)> = Vec::new();
     {
         let Some(s) = db.get_shared(src, now).and_then(|e| e.as_series()) else { return };
+        let last = s.last().map_or(t, |x| x.0);
         for r in &s.rules {
             let agg = Aggregator::from_code(r.agg).unwrap_or(Aggregator::Avg);
             let b = bucket_start(t, r.bucket_ms, r.align_ms);
+            // An upsert's "current" bucket is the newest sample's, whatever the rule has open.
+            let current = bucket_start(last, r.bucket_ms, r.align_ms);
             let state = match (appended, r.open_bucket) {
                 (true, None) => (Some(b), r.fold_from_ms.min(t)),
                 (true, Some(o)) if b > o => {
                     writes.push((r.dest.clone(), o, fold_bucket(s, agg, r.fold_from_ms, o, r.bucket_ms)));
                     (Some(b), b)
                 }
-                (false, Some(o)) if b < o => {
-                    writes.push((r.dest.clone(), b, fold_bucket(s, agg, b, b, r.bucket_ms)));
-                    (Some(o), r.fold_from_ms)
-                }
-                (false, open) => (open, b),
                 (true, open) => (open, r.fold_from_ms),
+                (false, open) if b >= current => (open, current),
+                (false, open) => {
+                    writes.push((r.dest.clone(), b, fold_bucket(s, agg, b, b, r.bucket_ms)));
+                    (open, r.fold_from_ms)
+                }
             };
             states.push(state);
         }
@@ -605,14 +609,20 @@ fn ts_createrule(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         return err("ERR TSDB: the source key and the destination key must be in the same hash slot (use a {hash tag})");
     }
     let db = ctx.db();
-    let (s, d) = match (read(db, src, now), read(db, dst, now)) {
-        (Ok(Some(s)), Ok(Some(d))) => (s, d),
-        (Err(e), _) | (_, Err(e)) => return e,
-        _ => return err(ERR_NO_KEY),
+    // The module's order: the source, whether it is a destination, then the destination.
+    let s = match read(db, src, now) {
+        Ok(Some(s)) => s,
+        Ok(None) => return err(ERR_NO_KEY),
+        Err(e) => return e,
     };
     if ts_links::live_source(db, src, s, now).is_some() {
         return err("ERR TSDB: the source key already has a source rule");
     }
+    let d = match read(db, dst, now) {
+        Ok(Some(d)) => d,
+        Ok(None) => return err(ERR_NO_KEY),
+        Err(e) => return e,
+    };
     if ts_links::live_source(db, dst, d, now).is_some() {
         return err("ERR TSDB: the destination key already has a src rule");
     }
