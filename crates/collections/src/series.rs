@@ -313,6 +313,13 @@ impl Series {
         removed
     }
 
+    /// Every sample stored in `[from, to]`, also those before the retention floor that wait
+    /// for their chunk to go (what TS.DEL counts).
+    pub fn range_stored(&self, from: u64, to: u64) -> RangeIter<'_> {
+        let i = self.chunks.partition_point(|c| c.last_ts() < from);
+        RangeIter { chunks: &self.chunks[i..], cur: None, from, to }
+    }
+
     /// The samples with timestamps in `[from, to]` a read sees (none before the retention
     /// floor), oldest first.
     pub fn range(&self, from: u64, to: u64) -> RangeIter<'_> {
