@@ -417,6 +417,19 @@ def test_compaction_opens_its_first_bucket_at_the_first_sample_after_the_rule(r)
     assert c.execute_command("TS.DEL", "{o}r", 45, 62) == 3
     assert c.execute_command("TS.RANGE", "{o}rd", "-", "+") == [[0, b"6"], [10, b"40"], [20, b"47"], [30, b"31"], [40, b"44"]]
     assert c.execute_command("TS.GET", "{o}rd", "LATEST") == [60, b"63"]
+    # TS.DEL in the newest sample's bucket touches no destination sample (it is the open
+    # aggregate's), even before the rule opened a bucket; an older bucket is folded again.
+    c.execute_command("TS.CREATE", "{o}a")
+    c.execute_command("TS.CREATE", "{o}ad")
+    for t in (1, 2, 3, 12, 13, 17):
+        c.execute_command("TS.ADD", "{o}a", t, t)
+    c.execute_command("TS.CREATERULE", "{o}a", "{o}ad", "AGGREGATION", "sum", 10)
+    c.execute_command("TS.ADD", "{o}ad", 10, 7)
+    c.execute_command("TS.ADD", "{o}ad", 0, 7)
+    assert c.execute_command("TS.DEL", "{o}a", 13, 13) == 1
+    assert c.execute_command("TS.RANGE", "{o}ad", "-", "+") == [[0, b"7"], [10, b"7"]]
+    assert c.execute_command("TS.DEL", "{o}a", 2, 2) == 1
+    assert c.execute_command("TS.RANGE", "{o}ad", "-", "+") == [[0, b"4"], [10, b"7"]]
 
 
 def test_reads_stop_at_the_retention_window(r):

@@ -445,10 +445,11 @@ fn ts_del(ctx: &mut Ctx, a: &[Arg]) -> Frame {
             return err("ERR TSDB: When a series has compactions, deleting samples or compaction buckets beyond the series retention period is not possible");
         }
     }
+    let last = s.last().map(|x| x.0);
     let Some(s) = db.get_mut(key, now).and_then(|e| e.as_series_mut()) else { return err(ERR_NO_KEY) };
     let n = s.delete_range(from, to);
-    if !rules.is_empty() {
-        refold_deleted(db, key, &rules, from, to, now);
+    if let (false, Some(last)) = (rules.is_empty(), last) {
+        refold_deleted(db, key, &rules, from, to, last, now);
     }
     if n == 0 {
         ctx.propagate_nothing();
@@ -458,16 +459,18 @@ fn ts_del(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     Frame::Integer(n as i64)
 }
 
-/// After TS.DEL removed `[from, to]` from the series at `src`: each rule's closed buckets
-/// that met the range are deleted from its destination, the two at its ends folded again
-/// from the samples left (the ones between lost every sample), and an open bucket in the
-/// range folds again from its start, as the module does.
-fn refold_deleted(db: &mut Db, src: &[u8], rules: &[Rule], from: u64, to: u64, now: u64) {
+/// After TS.DEL removed `[from, to]` from the series at `src` (whose newest sample was at
+/// `newest`): each rule's buckets before the newest sample's that met the range are deleted
+/// from its destination, the two at its ends folded again from the samples left (the ones
+/// between lost every sample); the newest sample's bucket, if in the range, is the open
+/// aggregate's, folded again from its start (whether or not the rule had opened it), as the
+/// module does.
+fn refold_deleted(db: &mut Db, src: &[u8], rules: &[Rule], from: u64, to: u64, newest: u64, now: u64) {
     for r in rules {
         let agg = Aggregator::from_code(r.agg).unwrap_or(Aggregator::Avg);
         let first = bucket_start(from, r.bucket_ms, r.align_ms);
         let last = bucket_start(to, r.bucket_ms, r.align_ms);
-        let open = r.open_bucket.unwrap_or(u64::MAX);
+        let open = bucket_start(newest, r.bucket_ms, r.align_ms);
         let closed_last = if last >= open { open.checked_sub(1) } else { Some(last.saturating_add(r.bucket_ms - 1)) };
         let mut writes: Vec<(u64, f64)> = Vec::new();
         if let Some(s) = db.get_shared(src, now).and_then(|e| e.as_series()) {
@@ -487,7 +490,7 @@ fn refold_deleted(db: &mut Db, src: &[u8], rules: &[Rule], from: u64, to: u64, n
                 let _ = d.add(b, v, DuplicatePolicy::Last);
             }
         }
-        if open != u64::MAX && first <= open && open <= last {
+        if first <= open && open <= last {
             if let Some(s) = db.get_mut(src, now).and_then(|e| e.as_series_mut()) {
                 if let Some(rr) = s.rules.iter_mut().find(|x| x.dest == r.dest) {
                     rr.fold_from_ms = open;
