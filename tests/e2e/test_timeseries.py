@@ -831,6 +831,15 @@ def _module_script():
              ["TS.MRANGE", "-", "+", "SELECTED_LABELS", "k", "zz", "FILTER", "k=v", "GROUPBY", "k", "REDUCE", "min"],
              ["TS.MRANGE", "-", "+", "FILTER", "k=v", "GROUPBY", "k", "REDUCE", "foo"],
              ["TYPE", "s"], ["OBJECT", "ENCODING", "s"]]
+    # Label and filter syntax, option edge cases, AVG near DBL_MAX.
+    cmds += [["TS.MGET", "FILTER", "class=("], ["TS.MGET", "FILTER", "k=("], ["TS.MGET", "FILTER", "k=(v"], ["TS.MGET", "FILTER", "k=v)"],
+             ["TS.CREATE", "l1", "LABELS", "a", "b(c"], ["TS.CREATE", "l2", "LABELS", "a", "b,c"], ["TS.CREATE", "l3", "LABELS", "a", ")"],
+             ["TS.CREATE", "l4", "LABELS", "a(", "b"], ["TS.CREATE", "l5", "LABELS", "a", "b=c"], ["TS.ALTER", "l4", "LABELS", "a", "x,y"],
+             ["TS.ADD", "l6", "1", "1", "LABELS", "a", "(b"],
+             ["TS.MRANGE", "-", "+", "WITHLABELS", "SELECTED_LABELS", "k", "FILTER", "k=v"], ["TS.MGET", "SELECTED_LABELS", "FILTER", "k=v"],
+             ["TS.ADD", "l7", "1", "1", "ON_DUPLICATE"], ["TS.CREATE", "l8", "DUPLICATE_POLICY"], ["TS.CREATE", "l9", "DUPLICATE_POLICY", "x"],
+             ["TS.ADD", "big", "1", "1.7976931348623157E308"], ["TS.ADD", "big", "2", "1.7976931348623157E308"],
+             ["TS.RANGE", "big", "-", "+", "AGGREGATION", "avg", "10"]]
     return cmds
 
 

@@ -119,10 +119,20 @@ fn parse_series_opts(a: &[Arg], first: usize, policy_kw: &str) -> Result<SeriesO
         });
     }
     if let Some(i) = find(a, first, policy_kw) {
-        o.policy = Some(a.get(i + 1).and_then(|v| DuplicatePolicy::parse(v)).ok_or_else(|| err("ERR TSDB: Unknown DUPLICATE_POLICY"))?);
+        // The module ignores an ON_DUPLICATE without its argument, and cannot parse a
+        // DUPLICATE_POLICY without one.
+        match a.get(i + 1) {
+            Some(v) => o.policy = Some(DuplicatePolicy::parse(v).ok_or_else(|| err("ERR TSDB: Unknown DUPLICATE_POLICY"))?),
+            None if policy_kw == "on_duplicate" => {}
+            None => return Err(err("ERR TSDB: Couldn't parse DUPLICATE_POLICY")),
+        }
     }
     if let Some(i) = find(a, first, "labels") {
         let rest = &a[i + 1..];
+        // A value with a filter's syntax in it could never be matched: the module refuses it.
+        if rest.chunks_exact(2).any(|p| p[1].iter().any(|c| matches!(c, b'(' | b')' | b','))) {
+            return Err(err("ERR TSDB: Couldn't parse LABELS"));
+        }
         o.labels = Some(rest.chunks_exact(2).map(|p| (Box::<[u8]>::from(&p[0][..]), Box::<[u8]>::from(&p[1][..]))).collect());
     }
     Ok(o)
