@@ -450,6 +450,24 @@ def test_reads_stop_at_the_retention_window(r):
     assert len(c.execute_command("TS.RANGE", "{w}v", "-", "+")) == 7
 
 
+def test_label_and_option_errors_in_the_modules_words(r):
+    """The module's replies (checked against RedisTimeSeries 1.10.24 by the module script)."""
+    c = X(r)
+    for v in ("b(c", "b,c", ")"):
+        assert err_of(c.execute_command, "TS.CREATE", "{e}x", "LABELS", "a", v) == "TSDB: Couldn't parse LABELS"
+    assert c.execute_command("TS.CREATE", "{e}x", "LABELS", "a(", "b=c") == b"OK"
+    for f in ("a=(", "a=(b"):
+        assert err_of(c.execute_command, "TS.MGET", "FILTER", f) == "TSDB: failed parsing labels"
+    assert err_of(c.execute_command, "TS.MGET", "WITHLABELS", "SELECTED_LABELS", "a", "FILTER", "a=b") == \
+        "TSDB: cannot accept WITHLABELS and SELECT_LABELS together"
+    assert err_of(c.execute_command, "TS.MGET", "SELECTED_LABELS", "FILTER", "a=b") == "TSDB: SELECT_LABELS should have at least 1 parameter"
+    assert err_of(c.execute_command, "TS.CREATE", "{e}y", "DUPLICATE_POLICY") == "TSDB: Couldn't parse DUPLICATE_POLICY"
+    assert c.execute_command("TS.ADD", "{e}z", 1, 1, "ON_DUPLICATE") == 1
+    c.execute_command("TS.ADD", "{e}big", 1, "1.7976931348623157E308")
+    c.execute_command("TS.ADD", "{e}big", 2, "1.7976931348623157E308")
+    assert c.execute_command("TS.RANGE", "{e}big", "-", "+", "AGGREGATION", "avg", 10) == [[0, b"1.7976931348623157E308"]]
+
+
 def _mk(r, key, labels, samples):
     r.ts().create(key, labels=labels)
     for t, v in samples:

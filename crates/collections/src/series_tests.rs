@@ -148,6 +148,9 @@ fn aggregators_fold_as_defined() {
     let s = [(10u64, 1.0), (12, 3.0), (14, 8.0)];
     assert_eq!(A::Avg.fold(&s, 10, 20, None, None), 4.0);
     assert_eq!(A::Range.fold(&s, 10, 20, None, None), 7.0);
+    // The mean of two DBL_MAX is DBL_MAX, although their sum overflows.
+    let big = [(1u64, f64::MAX), (2, f64::MAX)];
+    assert_eq!(A::Avg.fold(&big, 0, 10, None, None), f64::MAX);
     assert_eq!(A::Count.fold(&s, 10, 20, None, None), 3.0);
     assert_eq!(A::VarP.fold(&s, 10, 20, None, None), 26.0 / 3.0);
     assert_eq!(A::VarS.fold(&s, 10, 20, None, None), 13.0);
