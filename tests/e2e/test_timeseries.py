@@ -323,6 +323,151 @@ def test_compaction_rules_follow_samples(r):
     assert "same hash slot" in err_of(ts.createrule, key_on(0, "x"), key_on(1, "y"), "avg", 10)
 
 
+def _info(r, key):
+    reply = X(r).execute_command("TS.INFO", key)
+    return {reply[i]: reply[i + 1] for i in range(0, len(reply), 2)}
+
+
+def test_compaction_links_follow_their_keys(r):
+    """The module's replies (RedisTimeSeries 1.10.24, checked by hand and by
+    test_timeseries_differential.py): RENAME carries a rule's halves to the new name, DEL and
+    expiry of either side remove the other's half, COPY and RESTORE make unlinked series."""
+    c = X(r)
+
+    def link(src, dst, agg="sum"):
+        c.execute_command("TS.CREATE", src)
+        c.execute_command("TS.CREATE", dst)
+        assert c.execute_command("TS.CREATERULE", src, dst, "AGGREGATION", agg, 10) == b"OK"
+
+    link("{l}s", "{l}d")
+    assert c.rename("{l}s", "{l}s2")
+    assert _info(r, "{l}d")[b"sourceKey"] == b"{l}s2"
+    assert c.rename("{l}d", "{l}d2")
+    assert _info(r, "{l}s2")[b"rules"] == [[b"{l}d2", 10, b"SUM", 0]]
+    # Samples still reach the renamed destination.
+    for t in (1, 2, 15):
+        c.execute_command("TS.ADD", "{l}s2", t, t)
+    assert c.execute_command("TS.RANGE", "{l}d2", "-", "+") == [[0, b"3"]]
+    # COPY and RESTORE: no rules, no source, and the originals keep theirs.
+    assert c.copy("{l}s2", "{l}c") and c.copy("{l}d2", "{l}cd")
+    assert c.execute_command("RESTORE", "{l}r", 0, c.dump("{l}s2")) == b"OK"
+    for k in ("{l}c", "{l}cd", "{l}r"):
+        assert (_info(r, k)[b"sourceKey"], _info(r, k)[b"rules"]) == (None, [])
+    assert _info(r, "{l}s2")[b"rules"] == [[b"{l}d2", 10, b"SUM", 0]]
+    # DEL of the destination: the source lists no rule; DEL of the source: no sourceKey.
+    link("{l}a", "{l}b")
+    c.execute_command("TS.CREATE", "{l}e")
+    assert c.execute_command("TS.CREATERULE", "{l}a", "{l}e", "AGGREGATION", "max", 10) == b"OK"
+    assert c.delete("{l}b") == 1
+    assert _info(r, "{l}a")[b"rules"] == [[b"{l}e", 10, b"MAX", 0]]
+    assert c.delete("{l}a") == 1
+    assert _info(r, "{l}e")[b"sourceKey"] is None
+    # A new series under the old name is not linked, and can take a new rule.
+    c.execute_command("TS.CREATE", "{l}a")
+    assert _info(r, "{l}e")[b"sourceKey"] is None
+    assert c.execute_command("TS.CREATERULE", "{l}a", "{l}e", "AGGREGATION", "min", 5) == b"OK"
+    assert _info(r, "{l}a")[b"rules"] == [[b"{l}e", 5, b"MIN", 0]]
+    # Expiry and an overwrite by another type count as deletion.
+    link("{l}x", "{l}y")
+    c.pexpire("{l}y", 1)
+    time.sleep(0.01)
+    assert _info(r, "{l}x")[b"rules"] == []
+    link("{l}p", "{l}q")
+    c.set("{l}q", "1")
+    assert _info(r, "{l}p")[b"rules"] == []
+
+
+def test_compaction_opens_its_first_bucket_at_the_first_sample_after_the_rule(r):
+    """As the module: a rule made on a series with samples does not compact them; an upsert
+    into the newest sample's bucket folds that bucket again from the source; TS.DEL refolds
+    the buckets it touched, and refuses to reach before the retention window."""
+    c = X(r)
+    c.execute_command("TS.CREATE", "{o}s", "DUPLICATE_POLICY", "LAST")
+    c.execute_command("TS.CREATE", "{o}d")
+    for t in (1, 2, 3, 12, 13):
+        c.execute_command("TS.ADD", "{o}s", t, t)
+    c.execute_command("TS.CREATERULE", "{o}s", "{o}d", "AGGREGATION", "sum", 10)
+    assert c.execute_command("TS.GET", "{o}d", "LATEST") == []
+    c.execute_command("TS.ADD", "{o}s", 15, 1)
+    c.execute_command("TS.ADD", "{o}s", 25, 1)
+    assert c.execute_command("TS.RANGE", "{o}d", "-", "+") == [[10, b"1"]]
+    c.execute_command("TS.ADD", "{o}s", 31, 1)
+    c.execute_command("TS.ADD", "{o}s", 14, 100)
+    c.execute_command("TS.ADD", "{o}s", 5, 100)
+    assert c.execute_command("TS.RANGE", "{o}d", "-", "+") == [[0, b"106"], [10, b"126"], [20, b"1"]]
+    # Before any append, an upsert into the newest bucket makes the open aggregate cover it.
+    c.execute_command("TS.CREATE", "{o}s2", "DUPLICATE_POLICY", "LAST")
+    c.execute_command("TS.CREATE", "{o}d2")
+    for t in (1, 2, 3, 12, 13):
+        c.execute_command("TS.ADD", "{o}s2", t, t)
+    c.execute_command("TS.CREATERULE", "{o}s2", "{o}d2", "AGGREGATION", "sum", 10)
+    c.execute_command("TS.ADD", "{o}s2", 12, 100)
+    c.execute_command("TS.ADD", "{o}s2", 15, 1)
+    assert c.execute_command("TS.GET", "{o}d2", "LATEST") == [10, b"114"]
+    # TS.DEL with rules.
+    c.execute_command("TS.CREATE", "{o}r", "RETENTION", 50)
+    c.execute_command("TS.CREATE", "{o}rd")
+    c.execute_command("TS.CREATERULE", "{o}r", "{o}rd", "AGGREGATION", "sum", 10)
+    for t in (1, 2, 3, 12, 13, 15, 22, 25, 31, 44, 47, 52, 61, 63):
+        c.execute_command("TS.ADD", "{o}r", t, t)
+    assert c.execute_command("TS.RANGE", "{o}r", "-", 13) == [[13, b"13"]]
+    for frm, to in ((0, 5), (14, 25)):
+        assert err_of(c.execute_command, "TS.DEL", "{o}r", frm, to) == \
+            "TSDB: When a series has compactions, deleting samples or compaction buckets beyond the series retention period is not possible"
+    assert c.execute_command("TS.DEL", "{o}r", 45, 62) == 3
+    assert c.execute_command("TS.RANGE", "{o}rd", "-", "+") == [[0, b"6"], [10, b"40"], [20, b"47"], [30, b"31"], [40, b"44"]]
+    assert c.execute_command("TS.GET", "{o}rd", "LATEST") == [60, b"63"]
+    # TS.DEL in the newest sample's bucket touches no destination sample (it is the open
+    # aggregate's), even before the rule opened a bucket; an older bucket is folded again.
+    c.execute_command("TS.CREATE", "{o}a")
+    c.execute_command("TS.CREATE", "{o}ad")
+    for t in (1, 2, 3, 12, 13, 17):
+        c.execute_command("TS.ADD", "{o}a", t, t)
+    c.execute_command("TS.CREATERULE", "{o}a", "{o}ad", "AGGREGATION", "sum", 10)
+    c.execute_command("TS.ADD", "{o}ad", 10, 7)
+    c.execute_command("TS.ADD", "{o}ad", 0, 7)
+    assert c.execute_command("TS.DEL", "{o}a", 13, 13) == 1
+    assert c.execute_command("TS.RANGE", "{o}ad", "-", "+") == [[0, b"7"], [10, b"7"]]
+    assert c.execute_command("TS.DEL", "{o}a", 2, 2) == 1
+    assert c.execute_command("TS.RANGE", "{o}ad", "-", "+") == [[0, b"4"], [10, b"7"]]
+
+
+def test_reads_stop_at_the_retention_window(r):
+    """As the module: samples older than the newest minus RETENTION are not read (TS.RANGE,
+    TS.INFO) even while their chunk is kept; TS.DEL still counts them; a longer retention
+    shows them again."""
+    c = X(r)
+    for k in ("{w}u", "{w}v"):
+        c.execute_command("TS.CREATE", k, "RETENTION", 10)
+        for t in (1, 2, 3, 12, 13, 15, 22):
+            c.execute_command("TS.ADD", k, t, t)
+    assert c.execute_command("TS.RANGE", "{w}u", "-", "+") == [[12, b"12"], [13, b"13"], [15, b"15"], [22, b"22"]]
+    info = _info(r, "{w}u")
+    assert (info[b"totalSamples"], info[b"firstTimestamp"]) == (4, 12)
+    assert c.execute_command("TS.DEL", "{w}u", 0, 12) == 4
+    assert c.execute_command("TS.RANGE", "{w}u", "-", "+") == [[13, b"13"], [15, b"15"], [22, b"22"]]
+    c.execute_command("TS.ALTER", "{w}v", "RETENTION", 0)
+    assert len(c.execute_command("TS.RANGE", "{w}v", "-", "+")) == 7
+
+
+def test_label_and_option_errors_in_the_modules_words(r):
+    """The module's replies (checked against RedisTimeSeries 1.10.24 by the module script)."""
+    c = X(r)
+    for v in ("b(c", "b,c", ")"):
+        assert err_of(c.execute_command, "TS.CREATE", "{e}x", "LABELS", "a", v) == "TSDB: Couldn't parse LABELS"
+    assert c.execute_command("TS.CREATE", "{e}x", "LABELS", "a(", "b=c") == b"OK"
+    for f in ("a=(", "a=(b"):
+        assert err_of(c.execute_command, "TS.MGET", "FILTER", f) == "TSDB: failed parsing labels"
+    assert err_of(c.execute_command, "TS.MGET", "WITHLABELS", "SELECTED_LABELS", "a", "FILTER", "a=b") == \
+        "TSDB: cannot accept WITHLABELS and SELECT_LABELS together"
+    assert err_of(c.execute_command, "TS.MGET", "SELECTED_LABELS", "FILTER", "a=b") == "TSDB: SELECT_LABELS should have at least 1 parameter"
+    assert err_of(c.execute_command, "TS.CREATE", "{e}y", "DUPLICATE_POLICY") == "TSDB: Couldn't parse DUPLICATE_POLICY"
+    assert c.execute_command("TS.ADD", "{e}z", 1, 1, "ON_DUPLICATE") == 1
+    c.execute_command("TS.ADD", "{e}big", 1, "1.7976931348623157E308")
+    c.execute_command("TS.ADD", "{e}big", 2, "1.7976931348623157E308")
+    assert c.execute_command("TS.RANGE", "{e}big", "-", "+", "AGGREGATION", "avg", 10) == [[0, b"1.7976931348623157E308"]]
+
+
 def _mk(r, key, labels, samples):
     r.ts().create(key, labels=labels)
     for t, v in samples:
@@ -704,6 +849,15 @@ def _module_script():
              ["TS.MRANGE", "-", "+", "SELECTED_LABELS", "k", "zz", "FILTER", "k=v", "GROUPBY", "k", "REDUCE", "min"],
              ["TS.MRANGE", "-", "+", "FILTER", "k=v", "GROUPBY", "k", "REDUCE", "foo"],
              ["TYPE", "s"], ["OBJECT", "ENCODING", "s"]]
+    # Label and filter syntax, option edge cases, AVG near DBL_MAX.
+    cmds += [["TS.MGET", "FILTER", "class=("], ["TS.MGET", "FILTER", "k=("], ["TS.MGET", "FILTER", "k=(v"], ["TS.MGET", "FILTER", "k=v)"],
+             ["TS.CREATE", "l1", "LABELS", "a", "b(c"], ["TS.CREATE", "l2", "LABELS", "a", "b,c"], ["TS.CREATE", "l3", "LABELS", "a", ")"],
+             ["TS.CREATE", "l4", "LABELS", "a(", "b"], ["TS.CREATE", "l5", "LABELS", "a", "b=c"], ["TS.ALTER", "l4", "LABELS", "a", "x,y"],
+             ["TS.ADD", "l6", "1", "1", "LABELS", "a", "(b"],
+             ["TS.MRANGE", "-", "+", "WITHLABELS", "SELECTED_LABELS", "k", "FILTER", "k=v"], ["TS.MGET", "SELECTED_LABELS", "FILTER", "k=v"],
+             ["TS.ADD", "l7", "1", "1", "ON_DUPLICATE"], ["TS.CREATE", "l8", "DUPLICATE_POLICY"], ["TS.CREATE", "l9", "DUPLICATE_POLICY", "x"],
+             ["TS.ADD", "big", "1", "1.7976931348623157E308"], ["TS.ADD", "big", "2", "1.7976931348623157E308"],
+             ["TS.RANGE", "big", "-", "+", "AGGREGATION", "avg", "10"]]
     return cmds
 
 

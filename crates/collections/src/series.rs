@@ -88,6 +88,12 @@ pub struct Rule {
     pub align_ms: u64,
     /// The start of the bucket still open (samples may still arrive for it), if any.
     pub open_bucket: Option<u64>,
+    /// The earliest source timestamp the open bucket's aggregate covers (`u64::MAX`: none
+    /// yet). RedisTimeSeries aggregates a rule's open bucket from the samples appended since
+    /// the rule opened it (a rule made on a series with samples ignores those of its first
+    /// bucket) and folds it again from the source after an upsert into it, from the upserted
+    /// sample's bucket; the server folds the source's samples from here, which is the same.
+    pub fold_from_ms: u64,
 }
 
 /// A time series value.
@@ -158,8 +164,28 @@ impl Series {
         self.chunks.len().max(1)
     }
 
+    /// The oldest timestamp a read sees: the newest sample minus RETENTION (0 with none).
+    /// Samples older than it may still sit in a chunk not yet dropped (retention drops whole
+    /// chunks) and count for TS.DEL, but every read skips them, as the module's.
+    pub fn retention_floor(&self) -> u64 {
+        match self.last() {
+            Some((l, _)) if self.retention_ms != 0 => l.saturating_sub(self.retention_ms),
+            _ => 0,
+        }
+    }
+
+    /// How many samples a read sees (TS.INFO's totalSamples): those at or after
+    /// [`Series::retention_floor`].
+    pub fn len_in_window(&self) -> u64 {
+        let floor = self.retention_floor();
+        let i = self.chunks.partition_point(|c| c.last_ts() < floor);
+        let Some(c) = self.chunks.get(i) else { return 0 };
+        let partial = c.iter().filter(|s| s.0 >= floor).count() as u64;
+        partial + self.chunks[i + 1..].iter().map(|c| c.len() as u64).sum::<u64>()
+    }
+
     pub fn first(&self) -> Option<(u64, f64)> {
-        self.chunks.first().and_then(|c| c.iter().next())
+        self.range(0, u64::MAX).next()
     }
 
     pub fn last(&self) -> Option<(u64, f64)> {
@@ -287,14 +313,26 @@ impl Series {
         removed
     }
 
-    /// The samples with timestamps in `[from, to]`, oldest first.
+    /// Every sample stored in `[from, to]`, also those before the retention floor that wait
+    /// for their chunk to go (what TS.DEL counts).
+    pub fn range_stored(&self, from: u64, to: u64) -> RangeIter<'_> {
+        let i = self.chunks.partition_point(|c| c.last_ts() < from);
+        RangeIter { chunks: &self.chunks[i..], cur: None, from, to }
+    }
+
+    /// The samples with timestamps in `[from, to]` a read sees (none before the retention
+    /// floor), oldest first.
     pub fn range(&self, from: u64, to: u64) -> RangeIter<'_> {
+        let from = from.max(self.retention_floor());
         let i = self.chunks.partition_point(|c| c.last_ts() < from);
         RangeIter { chunks: &self.chunks[i..], cur: None, from, to }
     }
 
     /// The sample at `t` exactly, if any.
     pub fn get(&self, t: u64) -> Option<f64> {
+        if self.retention_ms != 0 && t < self.retention_floor() {
+            return None;
+        }
         let i = self.chunks.partition_point(|c| c.last_ts() < t);
         self.chunks.get(i)?.get(t)
     }
@@ -322,7 +360,8 @@ impl Series {
         if i == 0 {
             return None;
         }
-        self.chunks[i - 1].iter().take_while(|s| s.0 < t).last()
+        let floor = self.retention_floor();
+        self.chunks[i - 1].iter().take_while(|s| s.0 < t).last().filter(|s| s.0 >= floor)
     }
 
     /// The oldest sample after `t`, if any.
@@ -362,7 +401,15 @@ impl Series {
             out.extend_from_slice(&r.bucket_ms.to_le_bytes());
             out.extend_from_slice(&r.align_ms.to_le_bytes());
             out.extend_from_slice(&r.open_bucket.map_or(u64::MAX, |b| b).to_le_bytes());
-            out.push(u8::from(r.open_bucket.is_some()));
+            // 0/1: no open bucket / one, folded from its start (the form before
+            // `fold_from_ms`); 2/3: the same, followed by `fold_from_ms`.
+            let default_from = r.open_bucket.unwrap_or(u64::MAX);
+            if r.fold_from_ms == default_from {
+                out.push(u8::from(r.open_bucket.is_some()));
+            } else {
+                out.push(2 + u8::from(r.open_bucket.is_some()));
+                out.extend_from_slice(&r.fold_from_ms.to_le_bytes());
+            }
         }
         out.extend_from_slice(&(self.chunks.len() as u32).to_le_bytes());
         for c in &self.chunks {
@@ -396,8 +443,13 @@ impl Series {
             let bucket_ms = r.u64()?;
             let align_ms = r.u64()?;
             let open = r.u64()?;
-            let has_open = r.u8()? != 0;
-            s.rules.push(Rule { dest, agg, bucket_ms, align_ms, open_bucket: has_open.then_some(open) });
+            let form = r.u8()?;
+            if form > 3 {
+                return Err("bad rule form");
+            }
+            let open_bucket = (form & 1 != 0).then_some(open);
+            let fold_from_ms = if form >= 2 { r.u64()? } else { open_bucket.unwrap_or(u64::MAX) };
+            s.rules.push(Rule { dest, agg, bucket_ms, align_ms, open_bucket, fold_from_ms });
         }
         let n = r.u32()?;
         let mut last: Option<u64> = None;

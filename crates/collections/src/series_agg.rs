@@ -77,7 +77,18 @@ impl Aggregator {
     pub fn fold(self, samples: &[(u64, f64)], start: u64, end: u64, prev: Option<(u64, f64)>, next: Option<(u64, f64)>) -> f64 {
         let vals = || samples.iter().map(|s| s.1);
         match self {
-            Self::Avg => vals().sum::<f64>() / samples.len() as f64,
+            Self::Avg => {
+                // Near DBL_MAX the sum overflows where the mean does not: the module replies
+                // the mean (1.7976931348623157E308 of two such samples); so does the mean of
+                // the samples each divided by the count.
+                let n = samples.len() as f64;
+                let sum = vals().sum::<f64>();
+                if sum.is_finite() {
+                    sum / n
+                } else {
+                    vals().map(|v| v / n).sum()
+                }
+            }
             Self::Sum => vals().sum(),
             Self::Min => vals().fold(f64::INFINITY, f64::min),
             Self::Max => vals().fold(f64::NEG_INFINITY, f64::max),

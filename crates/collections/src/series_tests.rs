@@ -86,37 +86,43 @@ proptest! {
                 model.retain(|k, _| *k < a || *k > b);
                 prop_assert_eq!(n as usize, before - model.len());
             }
-            // Retention drops whole chunks only: every live model sample inside the window
-            // must be there; older ones may linger until their chunk goes.
+            // Retention drops whole chunks only: the samples older than the window may linger
+            // (stored, counted by TS.DEL), but a read sees exactly the model's samples at or
+            // after the newest minus RETENTION.
             let last = model.keys().next_back().copied();
             let min = match (retention, last) {
                 (0, _) | (_, None) => 0,
                 (r, Some(l)) => l.saturating_sub(r),
             };
-            let got: Vec<(u64, f64)> = s.range(0, u64::MAX).collect();
-            let got_window: Vec<(u64, u64)> = got.iter().filter(|x| x.0 >= min).map(|x| (x.0, x.1.to_bits())).collect();
+            prop_assert_eq!(s.retention_floor(), min);
+            let stored: Vec<(u64, f64)> = s.range_stored(0, u64::MAX).collect();
+            let got_window: Vec<(u64, u64)> = s.range(0, u64::MAX).map(|x| (x.0, x.1.to_bits())).collect();
             let want_window: Vec<(u64, u64)> = model.range(min..).map(|(k, v)| (*k, v.to_bits())).collect();
-            prop_assert_eq!(got_window, want_window);
-            for (k, v) in &got {
+            prop_assert_eq!(&got_window, &want_window);
+            prop_assert_eq!(s.len_in_window() as usize, want_window.len());
+            prop_assert_eq!(s.first().map(|x| x.0), model.range(min..).next().map(|x| *x.0));
+            for (k, v) in &stored {
                 prop_assert_eq!(model.get(k).map(|x| x.to_bits()), Some(v.to_bits()));
-                // The point read: every stored timestamp, and the one after it.
-                prop_assert_eq!(s.get(*k).map(f64::to_bits), Some(v.to_bits()));
-                prop_assert_eq!(s.get(k + 1).map(f64::to_bits), model.get(&(k + 1)).map(|x| x.to_bits()));
+                // The point read: every stored timestamp, and the one after it, in the window only.
+                let seen = |t: u64| if t >= min { model.get(&t).map(|x| x.to_bits()) } else { None };
+                prop_assert_eq!(s.get(*k).map(f64::to_bits), seen(*k));
+                prop_assert_eq!(s.get(k + 1).map(f64::to_bits), seen(k + 1));
             }
-            // Model samples the series dropped: forget them (retention).
-            let kept: std::collections::BTreeSet<u64> = got.iter().map(|x| x.0).collect();
+            // Model samples the series dropped with their chunk: forget them.
+            let kept: std::collections::BTreeSet<u64> = stored.iter().map(|x| x.0).collect();
             model.retain(|k, _| kept.contains(k));
             prop_assert_eq!(s.len() as usize, model.len());
             prop_assert_eq!(s.last().map(|x| x.0), model.keys().next_back().copied());
         }
-        // Sub-ranges, neighbours and the byte form.
+        // Sub-ranges, neighbours and the byte form (reads see the window only).
+        let min = s.retention_floor();
         for (a, b) in [(0u64, 100u64), (500, 1500), (2999, 3000), (100, 50)] {
             let got: Vec<u64> = s.range(a, b).map(|x| x.0).collect();
-            let want: Vec<u64> = if a <= b { model.range(a..=b).map(|x| *x.0).collect() } else { vec![] };
+            let want: Vec<u64> = if a.max(min) <= b { model.range(a.max(min)..=b).map(|x| *x.0).collect() } else { vec![] };
             prop_assert_eq!(got, want);
-            prop_assert_eq!(s.before(a).map(|x| x.0), model.range(..a).next_back().map(|x| *x.0));
-            prop_assert_eq!(s.get(a).map(f64::to_bits), model.get(&a).map(|x| x.to_bits()));
-            prop_assert_eq!(s.after(a).map(|x| x.0), model.range(a + 1..).next().map(|x| *x.0));
+            prop_assert_eq!(s.before(a).map(|x| x.0), model.range(..a).next_back().map(|x| *x.0).filter(|&t| t >= min));
+            prop_assert_eq!(s.get(a).map(f64::to_bits), model.get(&a).filter(|_| a >= min).map(|x| x.to_bits()));
+            prop_assert_eq!(s.after(a).map(|x| x.0), model.range((a + 1).max(min)..).next().map(|x| *x.0));
         }
         let mut bytes = Vec::new();
         s.serialize_into(&mut bytes);
@@ -142,6 +148,9 @@ fn aggregators_fold_as_defined() {
     let s = [(10u64, 1.0), (12, 3.0), (14, 8.0)];
     assert_eq!(A::Avg.fold(&s, 10, 20, None, None), 4.0);
     assert_eq!(A::Range.fold(&s, 10, 20, None, None), 7.0);
+    // The mean of two DBL_MAX is DBL_MAX, although their sum overflows.
+    let big = [(1u64, f64::MAX), (2, f64::MAX)];
+    assert_eq!(A::Avg.fold(&big, 0, 10, None, None), f64::MAX);
     assert_eq!(A::Count.fold(&s, 10, 20, None, None), 3.0);
     assert_eq!(A::VarP.fold(&s, 10, 20, None, None), 26.0 / 3.0);
     assert_eq!(A::VarS.fold(&s, 10, 20, None, None), 13.0);
@@ -238,4 +247,18 @@ fn chunk_point_reads_match_its_samples() {
         assert_eq!(c.get(samples[0].0 - 1), None);
         assert_eq!(c.get(t + 1), None);
     }
+}
+
+#[test]
+fn rules_round_trip_with_and_without_a_fold_start() {
+    use crate::Rule;
+    let mut s = Series::new();
+    s.add(5, 1.0, DuplicatePolicy::Block).unwrap();
+    let rule = |dest: &str, open: Option<u64>, from: u64| Rule { dest: dest.as_bytes().into(), agg: 1, bucket_ms: 10, align_ms: 3, open_bucket: open, fold_from_ms: from };
+    s.rules = vec![rule("a", None, u64::MAX), rule("b", Some(0), 0), rule("c", Some(0), 4), rule("d", None, 20)];
+    let mut bytes = Vec::new();
+    s.serialize_into(&mut bytes);
+    let back = Series::deserialize(&bytes).unwrap();
+    assert_eq!(back.rules, s.rules);
+    assert!(back == s);
 }

@@ -329,7 +329,10 @@ fn restore(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         Err(_) => return err(ERR_BAD_FORMAT),
     };
     let build = BuildLimits { set: ctx.set_limits, hash: ctx.hash_limits, zset: ctx.zset_limits, list: ctx.list_limits, stream: ctx.stream_limits };
-    let Some(value) = from_rdb(rdb, &build) else { return err(ERR_BAD_FORMAT) };
+    let Some(mut value) = from_rdb(rdb, &build) else { return err(ERR_BAD_FORMAT) };
+    if let Value::Series(s) = &mut value {
+        crate::ts_links::unlink_series(Some(s));
+    }
 
     let deleted = replace && ctx.db().remove_entry(&a[1]).is_some();
     let expire_at = match ttl {

@@ -198,8 +198,12 @@ fn rename_generic(ctx: &mut Ctx, a: &[Arg], nx: bool) -> Frame {
     }
     if let Some(e) = ctx.db().remove_entry(&a[1]) {
         // Redis deletes the destination, then adds it: a "new" key whatever was there.
+        let linked = e.entry.as_series().is_some_and(|s| s.src_key.is_some() || !s.rules.is_empty());
         ctx.db().insert_entry(&a[2], e);
         ctx.db().created(&a[2]);
+        if linked {
+            crate::ts_links::follow_rename(ctx.db(), &a[1], &a[2], now);
+        }
     }
     ctx.notify(notify::GENERIC, "rename_from", &a[1]);
     ctx.notify(notify::GENERIC, "rename_to", &a[2]);
@@ -269,7 +273,8 @@ fn copy(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         return err("ERR source and destination objects are the same");
     }
     let now = ctx.now_ms;
-    let Some(entry) = ctx.db().get(&a[1], now).cloned() else { return ctx.unchanged(Frame::Integer(0)) };
+    let Some(mut entry) = ctx.db().get(&a[1], now).cloned() else { return ctx.unchanged(Frame::Integer(0)) };
+    crate::ts_links::unlink_series(entry.as_series_mut());
     let src = abacus_keyspace::Detached { entry, expire_at_ms: ctx.db().expire_at(&a[1]) };
     if ctx.dbs[target].contains(&a[2], now) {
         if !replace {

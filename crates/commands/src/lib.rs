@@ -71,6 +71,7 @@ pub mod strings;
 pub mod summary_shard;
 pub mod timeseries;
 pub mod ts_filter;
+pub mod ts_links;
 pub mod ts_range;
 pub mod ts_waterfall;
 pub mod zset_algebra;

@@ -15,8 +15,8 @@
 //! destination; a sample that lands in an already closed bucket (backfill) folds that bucket
 //! again and overwrites it. The destination must live on the source's shard, so TS.CREATERULE
 //! requires both keys in one hash slot (a `{hash tag}`), as Redis Cluster does for any
-//! multi-key command. A rule whose destination was deleted or replaced is dropped at the
-//! next sample, as the module drops it when the destination is deleted.
+//! multi-key command. Rules follow their keys through RENAME, DEL, COPY and RESTORE as the
+//! module's do (`ts_links.rs`).
 //!
 //! Effects: TS.ADD `*`, TS.INCRBY/DECRBY without TIMESTAMP and TS.MADD `*` propagate the
 //! timestamp they used, so replaying the log gives the same samples.
@@ -29,6 +29,7 @@ use crate::args::*;
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::ctx::{Call, Ctx};
+use crate::ts_links;
 use crate::ts_range::{self, find, samples_frame};
 
 const K1: (i32, i32, i32) = (1, 1, 1);
@@ -118,10 +119,20 @@ fn parse_series_opts(a: &[Arg], first: usize, policy_kw: &str) -> Result<SeriesO
         });
     }
     if let Some(i) = find(a, first, policy_kw) {
-        o.policy = Some(a.get(i + 1).and_then(|v| DuplicatePolicy::parse(v)).ok_or_else(|| err("ERR TSDB: Unknown DUPLICATE_POLICY"))?);
+        // The module ignores an ON_DUPLICATE without its argument, and cannot parse a
+        // DUPLICATE_POLICY without one.
+        match a.get(i + 1) {
+            Some(v) => o.policy = Some(DuplicatePolicy::parse(v).ok_or_else(|| err("ERR TSDB: Unknown DUPLICATE_POLICY"))?),
+            None if policy_kw == "on_duplicate" => {}
+            None => return Err(err("ERR TSDB: Couldn't parse DUPLICATE_POLICY")),
+        }
     }
     if let Some(i) = find(a, first, "labels") {
         let rest = &a[i + 1..];
+        // A value with a filter's syntax in it could never be matched: the module refuses it.
+        if rest.chunks_exact(2).any(|p| p[1].iter().any(|c| matches!(c, b'(' | b')' | b','))) {
+            return Err(err("ERR TSDB: Couldn't parse LABELS"));
+        }
         o.labels = Some(rest.chunks_exact(2).map(|p| (Box::<[u8]>::from(&p[0][..]), Box::<[u8]>::from(&p[1][..]))).collect());
     }
     Ok(o)
@@ -226,21 +237,23 @@ fn add_sample(db: &mut Db, key: &[u8], t: u64, v: f64, on_dup: Option<DuplicateP
     }
     let s = db.get_mut(key, now).and_then(|e| e.as_series_mut()).expect("a series");
     let policy = on_dup.or(s.duplicate_policy).unwrap_or(DEFAULT_POLICY);
+    let appended = s.last().is_none_or(|(l, _)| t > l);
     match s.add(t, v, policy) {
         Ok(_) => {}
         Err(AddError::Blocked) => return Err(err(ERR_BLOCKED)),
         Err(AddError::TooOld) => return Err(err(ERR_TOO_OLD)),
     }
     if !s.rules.is_empty() {
-        run_rules(db, key, t, now);
+        run_rules(db, key, t, appended, now);
     }
     Ok(t)
 }
 
-/// Folds bucket `[start, start + bucket)` of `s` with `agg`; `None` when it has no sample.
-fn fold_bucket(s: &Series, agg: Aggregator, start: u64, bucket: u64) -> Option<f64> {
+/// Folds bucket `[start, start + bucket)` of `s` with `agg`, from its samples at `from` or
+/// later; `None` when there is none.
+fn fold_bucket(s: &Series, agg: Aggregator, from: u64, start: u64, bucket: u64) -> Option<f64> {
     let end = start.saturating_add(bucket);
-    let samples: Vec<(u64, f64)> = s.range(start, end - 1).collect();
+    let samples: Vec<(u64, f64)> = s.range(from.max(start), end - 1).collect();
     if samples.is_empty() {
         return None;
     }
@@ -249,27 +262,38 @@ fn fold_bucket(s: &Series, agg: Aggregator, start: u64, bucket: u64) -> Option<f
     Some(agg.fold(&samples, start, end, prev, next))
 }
 
-/// Updates the compaction rules of the series at `src` after a sample at `t` arrived.
-fn run_rules(db: &mut Db, src: &[u8], t: u64, now: u64) {
+/// Updates the compaction rules of the series at `src` after a sample at `t` was added, as
+/// the module does. An append (`t` after every sample the series had) into a later bucket
+/// closes the open one: its aggregate (of the samples since `fold_from_ms`) goes to the
+/// destination. An upsert (at or before the newest sample) into the newest sample's bucket
+/// makes the open aggregate start from that bucket's start (whether or not the rule had
+/// opened it); an upsert into an older bucket folds that bucket again and overwrites it in
+/// the destination.
+fn run_rules(db: &mut Db, src: &[u8], t: u64, appended: bool, now: u64) {
     let mut writes: Vec<(Box<[u8]>, u64, Option<f64>)> = Vec::new();
-    let mut opens: Vec<Option<u64>> = Vec::new();
+    let mut states: Vec<(Option<u64>, u64)> = Vec::new();
     {
         let Some(s) = db.get_shared(src, now).and_then(|e| e.as_series()) else { return };
+        let last = s.last().map_or(t, |x| x.0);
         for r in &s.rules {
             let agg = Aggregator::from_code(r.agg).unwrap_or(Aggregator::Avg);
             let b = bucket_start(t, r.bucket_ms, r.align_ms);
-            match r.open_bucket {
-                Some(o) if b > o => {
-                    writes.push((r.dest.clone(), o, fold_bucket(s, agg, o, r.bucket_ms)));
-                    opens.push(Some(b));
+            // An upsert's "current" bucket is the newest sample's, whatever the rule has open.
+            let current = bucket_start(last, r.bucket_ms, r.align_ms);
+            let state = match (appended, r.open_bucket) {
+                (true, None) => (Some(b), r.fold_from_ms.min(t)),
+                (true, Some(o)) if b > o => {
+                    writes.push((r.dest.clone(), o, fold_bucket(s, agg, r.fold_from_ms, o, r.bucket_ms)));
+                    (Some(b), b)
                 }
-                Some(o) if b < o => {
-                    writes.push((r.dest.clone(), b, fold_bucket(s, agg, b, r.bucket_ms)));
-                    opens.push(Some(o));
+                (true, open) => (open, r.fold_from_ms),
+                (false, open) if b >= current => (open, current),
+                (false, open) => {
+                    writes.push((r.dest.clone(), b, fold_bucket(s, agg, b, b, r.bucket_ms)));
+                    (open, r.fold_from_ms)
                 }
-                Some(o) => opens.push(Some(o)),
-                None => opens.push(Some(b)),
-            }
+            };
+            states.push(state);
         }
     }
     let mut dead: Vec<Box<[u8]>> = Vec::new();
@@ -283,8 +307,9 @@ fn run_rules(db: &mut Db, src: &[u8], t: u64, now: u64) {
         }
     }
     if let Some(s) = db.get_mut(src, now).and_then(|e| e.as_series_mut()) {
-        for (r, o) in s.rules.iter_mut().zip(opens) {
-            r.open_bucket = o;
+        for (r, (open, from)) in s.rules.iter_mut().zip(states) {
+            r.open_bucket = open;
+            r.fold_from_ms = from;
         }
         s.rules.retain(|r| !dead.contains(&r.dest));
     }
@@ -417,9 +442,25 @@ fn ts_del(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         Ok(v) => v,
         Err(e) => return e,
     };
-    let Some(e) = ctx.db().get_mut(&a[1], now) else { return err(ERR_NO_KEY) };
-    let Some(s) = e.as_series_mut() else { return err(ERR_WRONGTYPE_TS) };
+    let key = &a[1][..];
+    let db = ctx.db();
+    let Some(e) = db.get_shared(key, now) else { return err(ERR_NO_KEY) };
+    let Some(s) = e.as_series() else { return err(ERR_WRONGTYPE_TS) };
+    let rules: Vec<Rule> = ts_links::live_rules(db, key, s, now).cloned().collect();
+    if s.retention_ms != 0 && !rules.is_empty() {
+        // The module refuses to touch a bucket that starts before the retention window, as
+        // it could not fold it again.
+        let min = s.last().map_or(0, |(l, _)| l.saturating_sub(s.retention_ms));
+        if rules.iter().any(|r| bucket_start(from, r.bucket_ms, r.align_ms) < min) {
+            return err("ERR TSDB: When a series has compactions, deleting samples or compaction buckets beyond the series retention period is not possible");
+        }
+    }
+    let last = s.last().map(|x| x.0);
+    let Some(s) = db.get_mut(key, now).and_then(|e| e.as_series_mut()) else { return err(ERR_NO_KEY) };
     let n = s.delete_range(from, to);
+    if let (false, Some(last)) = (rules.is_empty(), last) {
+        refold_deleted(db, key, &rules, from, to, last, now);
+    }
     if n == 0 {
         ctx.propagate_nothing();
         return ctx.unchanged(Frame::Integer(0));
@@ -428,12 +469,53 @@ fn ts_del(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     Frame::Integer(n as i64)
 }
 
+/// After TS.DEL removed `[from, to]` from the series at `src` (whose newest sample was at
+/// `newest`): each rule's buckets before the newest sample's that met the range are deleted
+/// from its destination, the two at its ends folded again from the samples left (the ones
+/// between lost every sample); the newest sample's bucket, if in the range, is the open
+/// aggregate's, folded again from its start (whether or not the rule had opened it), as the
+/// module does.
+fn refold_deleted(db: &mut Db, src: &[u8], rules: &[Rule], from: u64, to: u64, newest: u64, now: u64) {
+    for r in rules {
+        let agg = Aggregator::from_code(r.agg).unwrap_or(Aggregator::Avg);
+        let first = bucket_start(from, r.bucket_ms, r.align_ms);
+        let last = bucket_start(to, r.bucket_ms, r.align_ms);
+        let open = bucket_start(newest, r.bucket_ms, r.align_ms);
+        let closed_last = if last >= open { open.checked_sub(1) } else { Some(last.saturating_add(r.bucket_ms - 1)) };
+        let mut writes: Vec<(u64, f64)> = Vec::new();
+        if let Some(s) = db.get_shared(src, now).and_then(|e| e.as_series()) {
+            for b in [first, last] {
+                if b < open && !writes.iter().any(|w| w.0 == b) {
+                    if let Some(v) = fold_bucket(s, agg, b, b, r.bucket_ms) {
+                        writes.push((b, v));
+                    }
+                }
+            }
+        }
+        if let Some(d) = db.get_mut(&r.dest, now).and_then(|e| e.as_series_mut()) {
+            if let Some(end) = closed_last.filter(|&e| e >= first) {
+                d.delete_range(first, end);
+            }
+            for (b, v) in writes {
+                let _ = d.add(b, v, DuplicatePolicy::Last);
+            }
+        }
+        if first <= open && open <= last {
+            if let Some(s) = db.get_mut(src, now).and_then(|e| e.as_series_mut()) {
+                if let Some(rr) = s.rules.iter_mut().find(|x| x.dest == r.dest) {
+                    rr.fold_from_ms = open;
+                }
+            }
+        }
+    }
+}
+
 /// LATEST: the partial bucket a compaction's source still holds open, if `s` is one.
 pub fn latest_extra(db: &Db, key: &[u8], s: &Series, now: u64) -> Option<(u64, f64)> {
     let src = db.get_shared(s.src_key.as_deref()?, now)?.as_series()?;
     let r = src.rules.iter().find(|r| &*r.dest == key)?;
     let o = r.open_bucket?;
-    let v = fold_bucket(src, Aggregator::from_code(r.agg)?, o, r.bucket_ms)?;
+    let v = fold_bucket(src, Aggregator::from_code(r.agg)?, r.fold_from_ms, o, r.bucket_ms)?;
     Some((o, v))
 }
 
@@ -482,16 +564,15 @@ pub fn labels_frame(s: &Series) -> Frame {
 
 fn ts_info(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let now = ctx.now_ms;
-    let s = match read_existing(ctx.db(), &a[1], now) {
+    let db = ctx.db();
+    let s = match read_existing(db, &a[1], now) {
         Ok(s) => s,
         Err(e) => return e,
     };
     let k = |n: &'static str| Frame::simple(n);
     let first = s.first().map_or(0, |x| x.0);
     let last = s.last().map_or(0, |x| x.0);
-    let rules = s
-        .rules
-        .iter()
+    let rules = ts_links::live_rules(db, &a[1], s, now)
         .map(|r| {
             Frame::Array(vec![
                 Frame::Bulk(Bytes::copy_from_slice(&r.dest)),
@@ -502,7 +583,7 @@ fn ts_info(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         })
         .collect();
     Frame::Map(vec![
-        (k("totalSamples"), Frame::Integer(s.len() as i64)),
+        (k("totalSamples"), Frame::Integer(s.len_in_window() as i64)),
         (k("memoryUsage"), Frame::Integer((std::mem::size_of::<Series>() + s.heap_bytes()) as i64)),
         (k("firstTimestamp"), Frame::Integer(first as i64)),
         (k("lastTimestamp"), Frame::Integer(last as i64)),
@@ -512,7 +593,7 @@ fn ts_info(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         (k("chunkType"), k(if s.uncompressed { "uncompressed" } else { "compressed" })),
         (k("duplicatePolicy"), s.duplicate_policy.map_or(Frame::Null, |p| Frame::simple(p.name()))),
         (k("labels"), labels_frame(s)),
-        (k("sourceKey"), s.src_key.as_ref().map_or(Frame::Null, |k| Frame::Bulk(Bytes::copy_from_slice(k)))),
+        (k("sourceKey"), ts_links::live_source(db, &a[1], s, now).map_or(Frame::Null, |k| Frame::Bulk(Bytes::copy_from_slice(k)))),
         (k("rules"), Frame::Array(rules)),
     ])
 }
@@ -541,26 +622,33 @@ fn ts_createrule(ctx: &mut Ctx, a: &[Arg]) -> Frame {
         return err("ERR TSDB: the source key and the destination key must be in the same hash slot (use a {hash tag})");
     }
     let db = ctx.db();
-    let (s, d) = match (read(db, src, now), read(db, dst, now)) {
-        (Ok(Some(s)), Ok(Some(d))) => (s, d),
-        (Err(e), _) | (_, Err(e)) => return e,
-        _ => return err(ERR_NO_KEY),
+    // The module's order: the source, whether it is a destination, then the destination.
+    let s = match read(db, src, now) {
+        Ok(Some(s)) => s,
+        Ok(None) => return err(ERR_NO_KEY),
+        Err(e) => return e,
     };
-    if s.src_key.is_some() {
+    if ts_links::live_source(db, src, s, now).is_some() {
         return err("ERR TSDB: the source key already has a source rule");
     }
-    if d.src_key.is_some() {
+    let d = match read(db, dst, now) {
+        Ok(Some(d)) => d,
+        Ok(None) => return err(ERR_NO_KEY),
+        Err(e) => return e,
+    };
+    if ts_links::live_source(db, dst, d, now).is_some() {
         return err("ERR TSDB: the destination key already has a src rule");
     }
-    if !d.rules.is_empty() {
+    if ts_links::live_rules(db, dst, d, now).next().is_some() {
         return err("ERR TSDB: the destination key already has a dst rule");
     }
-    if s.rules.iter().any(|r| &*r.dest == dst) {
-        return err("ERR TSDB: the destination key already has a src rule");
-    }
-    let open = s.last().map(|(t, _)| bucket_start(t, bucket, align));
+    // Stale halves go first, so a rule that once linked these keys cannot come back.
+    ts_links::prune(db, src, now);
+    ts_links::prune(db, dst, now);
     if let Some(s) = db.get_mut(src, now).and_then(|e| e.as_series_mut()) {
-        s.rules.push(Rule { dest: dst.into(), agg: agg.code(), bucket_ms: bucket, align_ms: align, open_bucket: open });
+        // As the module's: no bucket open, whatever samples the source has (they are not
+        // compacted; the first sample appended opens the first bucket).
+        s.rules.push(Rule { dest: dst.into(), agg: agg.code(), bucket_ms: bucket, align_ms: align, open_bucket: None, fold_from_ms: u64::MAX });
     }
     if let Some(d) = db.get_mut(dst, now).and_then(|e| e.as_series_mut()) {
         d.src_key = Some(src.into());
@@ -573,7 +661,7 @@ fn ts_deleterule(ctx: &mut Ctx, a: &[Arg]) -> Frame {
     let (src, dst) = (&a[1][..], &a[2][..]);
     let db = ctx.db();
     match (read(db, src, now), read(db, dst, now)) {
-        (Ok(Some(s)), _) if s.rules.iter().any(|r| &*r.dest == dst) => {}
+        (Ok(Some(s)), _) if ts_links::live_rules(db, src, s, now).any(|r| &*r.dest == dst) => {}
         (Err(e), _) => return e,
         (Ok(None), _) => return err(ERR_NO_KEY),
         _ => return err("ERR TSDB: compaction rule does not exist"),

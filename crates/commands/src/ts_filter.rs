@@ -72,6 +72,9 @@ pub fn parse_filter(args: &[Arg]) -> Result<Filter, Frame> {
             return Err(err("ERR TSDB: failed parsing labels"));
         }
         let value = &a[eq + 1..];
+        if value.first() == Some(&b'(') && (value.len() < 2 || value.last() != Some(&b')')) {
+            return Err(err("ERR TSDB: failed parsing labels"));
+        }
         f.push(match (neg, value.is_empty()) {
             (false, true) => Matcher::Absent(label),
             (true, true) => Matcher::Present(label),
@@ -176,12 +179,12 @@ pub fn labels_wanted(a: &[Arg], first: usize, end: usize) -> Result<LabelsWanted
     let with = find(&a[..end], first, "withlabels");
     let sel = find(&a[..end], first, "selected_labels");
     match (with, sel) {
-        (Some(_), Some(_)) => Err(err("ERR TSDB: WITHLABELS and SELECTED_LABELS are mutually exclusive")),
+        (Some(_), Some(_)) => Err(err("ERR TSDB: cannot accept WITHLABELS and SELECT_LABELS together")),
         (Some(_), None) => Ok(LabelsWanted::All),
         (None, Some(i)) => {
             let names: Vec<Box<[u8]>> = a[i + 1..end].iter().take_while(|x| !is_keyword(x)).map(|x| Box::from(&x[..])).collect();
             if names.is_empty() {
-                return Err(err("ERR TSDB: SELECTED_LABELS requires at least one label"));
+                return Err(err("ERR TSDB: SELECT_LABELS should have at least 1 parameter"));
             }
             Ok(LabelsWanted::Selected(names))
         }

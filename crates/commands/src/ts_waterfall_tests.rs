@@ -266,7 +266,7 @@ fn waterfall_point_matches_the_general_path_with_latest() {
                 let raw = format!("raw{k}");
                 let open = 10 * next(7);
                 let Value::Series(mut src) = value(&[], &[(open + next(10), 1.5), (open + 9, 2.0)]) else { unreachable!() };
-                src.rules.push(Rule { dest: key.as_bytes().into(), agg: Aggregator::Sum.code(), bucket_ms: 10, align_ms: 0, open_bucket: Some(open) });
+                src.rules.push(Rule { dest: key.as_bytes().into(), agg: Aggregator::Sum.code(), bucket_ms: 10, align_ms: 0, open_bucket: Some(open), fold_from_ms: open });
                 db.set(raw.as_bytes(), Value::Series(src), 0, now);
                 dest.src_key = Some(raw.as_bytes().into());
             }
