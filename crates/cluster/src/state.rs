@@ -1005,15 +1005,9 @@ impl Cluster {
     fn update_state(&mut self) {
         let mut ok = true;
         if self.config.require_full_coverage {
-            for s in 0..SLOTS {
-                match self.owners[s].and_then(|o| self.nodes.get(&o)) {
-                    Some(o) if !o.is(node_flags::FAIL) => {}
-                    _ => {
-                        ok = false;
-                        break;
-                    }
-                }
-            }
+            // Every slot has an owner, and no owner failed (each owner looked up once).
+            ok = self.owners.iter().all(|o| o.is_some())
+                && self.nodes.values().filter(|n| n.is(node_flags::FAIL)).all(|n| n.slots.count() == 0);
         }
         self.ok = ok;
     }

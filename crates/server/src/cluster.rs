@@ -72,6 +72,9 @@ pub struct ClusterNode {
     /// The epochs (current, this node's config epoch, last vote) nodes.conf was last fsynced
     /// with: see [`ClusterNode::save`].
     synced_epochs: Mutex<[u64; 3]>,
+    /// A command changed the view in a way nodes.conf keeps, but no epoch: the bus thread
+    /// writes it (see [`ClusterNode::save`]).
+    save_pending: AtomicBool,
     /// The client port this node listens on.
     port: u16,
     /// Wakes the bus's driver when a command left it something to send.
@@ -93,15 +96,21 @@ impl ClusterNode {
                 other => rest.push(other),
             }
         }
-        let wake = !rest.is_empty();
+        let mut wake = !rest.is_empty();
         for a in rest {
             c.requeue(a);
         }
+        if save {
+            if self.epochs_changed(&c) {
+                self.save(&c);
+            } else {
+                // Written by the bus thread, after this command answers: see `save`.
+                self.save_pending.store(true, Ordering::Relaxed);
+                wake = true;
+            }
+        }
         if wake {
             self.wake.notify_one();
-        }
-        if save {
-            self.save(&c);
         }
         self.publish(&c);
         r
@@ -111,8 +120,10 @@ impl ClusterNode {
     /// owner (the driver publishes after every message), and the cluster state.
     fn publish(&self, c: &Cluster) {
         if self.published.swap(c.slots_version, Ordering::Relaxed) != c.slots_version {
-            let me = Some(c.myself);
-            let mut states: Vec<u8> = (0..SLOTS).map(|s| if c.owner(s as u16) == me { MINE } else { NOT_MINE }).collect();
+            let mut states: Vec<u8> = vec![NOT_MINE; SLOTS];
+            for s in c.me().slots.iter() {
+                states[s as usize] = MINE;
+            }
             for &s in c.migrating.keys() {
                 if states[s as usize] == MINE {
                     states[s as usize] = MIGRATING;
@@ -127,14 +138,23 @@ impl ClusterNode {
         self.ok.store(c.ok, Ordering::Relaxed);
     }
 
+    /// Whether an epoch changed since nodes.conf was last fsynced.
+    fn epochs_changed(&self, c: &Cluster) -> bool {
+        *self.synced_epochs.lock() != [c.current_epoch, c.me().config_epoch, c.last_vote_epoch]
+    }
+
     /// Writes nodes.conf atomically (a temporary file renamed over the old one), fsynced
     /// when an epoch changed since the last fsync, as Redis fsyncs it (CLUSTER_TODO_FSYNC_CONFIG)
     /// only for what must survive a machine's crash: a config epoch, which two nodes must
-    /// never share, and a vote, which must not be given twice in one epoch. Slot moves
-    /// (CLUSTER SETSLOT) are written without one: an fsync per SETSLOT made a reshard of
-    /// 4,096 slots take a minute and more; a node that lost them in a power cut learns the
-    /// slot map again from its peers.
+    /// never share, and a vote, which must not be given twice in one epoch; such a change is
+    /// saved before the command that made it answers. Other changes (slot moves by CLUSTER
+    /// SETSLOT) are written by the bus thread just after, without an fsync: an fsync per
+    /// SETSLOT made a reshard of 4,096 slots take a minute and more, and a write on the
+    /// command's path half a millisecond more per SETSLOT (ext4 starts writing a file back
+    /// when it is renamed over another). A node that lost them (a power cut, or a crash in
+    /// the moment between) learns the slot map again from its peers, as Redis's does.
     fn save(&self, c: &Cluster) {
+        self.save_pending.store(false, Ordering::Relaxed);
         let text = nodes_conf::render(&c.nodes_conf(true));
         let epochs = [c.current_epoch, c.me().config_epoch, c.last_vote_epoch];
         let mut synced = self.synced_epochs.lock();
@@ -391,6 +411,7 @@ pub fn open(config: &Config, dir: &std::path::Path, port: u16) -> Result<Option<
         published: std::sync::atomic::AtomicU64::new(u64::MAX),
         file,
         synced_epochs: Mutex::new([u64::MAX; 3]),
+        save_pending: AtomicBool::new(false),
         port,
         wake: tokio::sync::Notify::new(),
     });
@@ -542,7 +563,7 @@ async fn bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, server: Ar
                 }
             }
         }
-        if save {
+        if save || node.save_pending.load(Ordering::Relaxed) {
             node.save(&c);
         }
         node.publish(&c);
