@@ -46,6 +46,7 @@ pub mod command;
 pub mod conn;
 #[cfg(test)]
 mod effects_tests;
+pub mod migrate_links;
 pub mod monitor;
 pub mod node;
 pub mod replication;

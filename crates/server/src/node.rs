@@ -74,7 +74,7 @@ pub struct Node {
     pub server: Arc<Server>,
     pub worker: Rc<Worker>,
     /// Connections to MIGRATE targets kept for the next MIGRATE (`cmd/migrate.rs`).
-    pub migrate_links: crate::cmd::migrate::Links,
+    pub migrate_links: crate::migrate_links::Links,
 }
 
 impl std::ops::Deref for Node {

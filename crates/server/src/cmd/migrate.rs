@@ -27,6 +27,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
 use super::args::*;
+use crate::migrate_links::{Link, LINK_IDLE};
 use crate::command::flags::*;
 use crate::command::Spec;
 use crate::conn::Conn;
@@ -141,22 +142,6 @@ async fn call(conn: &mut Conn, locks: &Locks, spec: &'static Spec, rest: impl In
     let db = conn.client.db;
     conn.worker.run_keyed(Access::Locked(locks), db, Call { spec, args: Args::from_vec(args), client: conn.client.meta.id, no_touch: conn.client.meta.no_touch() }).await
 }
-
-/// How long a link to a MIGRATE target is kept unused (Redis's MIGRATE_SOCKET_CACHE_TTL).
-const LINK_IDLE: Duration = Duration::from_secs(10);
-
-/// A connection to a MIGRATE target, kept by the worker thread for the next MIGRATE to the
-/// same host and port (redis-cli's reshard sends one per 10 keys): Redis's migrate socket
-/// cache. `db`: the database last selected on it.
-pub struct Link {
-    rd: BufReader<tokio::net::tcp::OwnedReadHalf>,
-    wr: tokio::net::tcp::OwnedWriteHalf,
-    db: Option<i64>,
-    used: std::time::Instant,
-}
-
-/// A worker thread's links to MIGRATE targets, by host and port.
-pub type Links = std::cell::RefCell<std::collections::HashMap<(String, u16), Link>>;
 
 /// Keeps `link` for the next MIGRATE to `target`, and closes it once idle for
 /// [`LINK_IDLE`] (a timer task on this thread).
