@@ -409,3 +409,69 @@ def test_replica_without_tls_replication_cannot_reach_a_tls_port(server, certs):
     time.sleep(2)
     assert rc.info("replication").get("master_link_status") == "down"
     assert primary.client().ping() is True
+
+
+def bus_free_port(taken):
+    """A port whose cluster bus port (+10000) is free too."""
+    for _ in range(500):
+        p = 20000 + int.from_bytes(os.urandom(2), "big") % 10000
+        if p in taken:
+            continue
+        try:
+            for q in (p, p + 10000):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", q))
+            return p
+        except OSError:
+            continue
+    raise RuntimeError("no free port pair")
+
+
+def test_cluster_over_tls(server, certs):
+    """Three nodes with tls-cluster yes: created by redis-cli over TLS, the bus encrypted (its
+    port refuses plaintext), clients redirected to the TLS ports."""
+    from redis.cluster import ClusterNode, RedisCluster
+    taken, nodes = set(), []
+    for _ in range(3):
+        tp = bus_free_port(taken)
+        taken.add(tp)
+        n = ServerProcess(server.target, ["--cluster-enabled", "yes", "--cluster-node-timeout", "5000",
+                                          "--tls-cluster", "yes"] + tls_args(certs, tp))
+        server._children.append(n)
+        n.start()
+        n.tls_port = tp
+        nodes.append(n)
+    cli = ["redis-cli", "--tls", "--cacert", certs("ca.crt"), "--cert", certs("client.crt"),
+           "--key", certs("client.key")]
+    out = subprocess.run(cli + ["--cluster", "create"] + ["127.0.0.1:%d" % n.tls_port for n in nodes]
+                         + ["--cluster-yes"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    for n in nodes:
+        assert wait_until(lambda n=n: b"cluster_state:ok" in n.client().execute_command("CLUSTER", "INFO"),
+                          timeout=60), n.log()
+    # The bus port speaks TLS only.
+    s = socket.create_connection(("127.0.0.1", nodes[0].tls_port + 10000), timeout=5)
+    s.sendall(b"RCmb" + b"\x00" * 2000)
+    try:
+        assert closed_within(s, 10)
+    finally:
+        s.close()
+    rc = RedisCluster(startup_nodes=[ClusterNode("127.0.0.1", nodes[0].tls_port)], ssl=True,
+                      ssl_ca_certs=certs("ca.crt"), ssl_certfile=certs("client.crt"),
+                      ssl_keyfile=certs("client.key"), ssl_cert_reqs="required")
+    for i in range(200):
+        assert rc.set("ck%d" % i, i)
+    for i in range(200):
+        assert rc.get("ck%d" % i) == str(i).encode()
+    # -MOVED names the TLS port.
+    plain = nodes[0].raw()
+    moved = None
+    for i in range(200):
+        r = plain.execute("GET", "ck%d" % i)
+        if not isinstance(r, bytes):
+            moved = r.message
+            break
+    plain.close()
+    assert moved and moved.startswith("MOVED"), moved
+    assert int(moved.rsplit(":", 1)[1]) in [n.tls_port for n in nodes], moved
+    rc.close()

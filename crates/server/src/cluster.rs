@@ -34,7 +34,8 @@ use abacus_engine::{param, Config};
 use abacus_protocol::{Arg, Frame};
 use parking_lot::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use abacus_tls::Stream;
+use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 use crate::command::Spec;
@@ -368,8 +369,8 @@ pub fn open(config: &Config, dir: &std::path::Path, port: u16) -> Result<Option<
 enum Event {
     /// A command left actions to carry out.
     Wake,
-    Accepted(TcpStream),
-    Connected(NodeName, TcpStream),
+    Accepted(Stream),
+    Connected(NodeName, Stream),
     ConnectFailed(NodeName),
     Message(LinkId, String, String, abacus_cluster_bus::Message),
     Closed(LinkId),
@@ -402,11 +403,35 @@ async fn bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, server: Ar
     let mut connecting: HashSet<NodeName> = HashSet::new();
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     let accept_tx = tx.clone();
+    // `tls-cluster yes`: every bus link is TLS, both ways (`tls.rs`).
+    let use_tls = server.config.get_bool(abacus_engine::param!("tls-cluster"));
+    let tls = server.tls.clone();
+    let handshake_ms = server.config.get_u64(abacus_engine::param!("tls-handshake-timeout"));
     tokio::task::spawn_local(async move {
         loop {
             match listener.accept().await {
+                Ok((s, addr)) if use_tls => {
+                    // Each handshake in its own task: a peer that stalls holds up no other.
+                    let (tx, tls) = (accept_tx.clone(), tls.clone());
+                    tokio::task::spawn_local(async move {
+                        let Some(acceptor) = tls.acceptor() else { return };
+                        match tokio::time::timeout(Duration::from_millis(handshake_ms), acceptor.accept(s)).await {
+                            Ok(Ok(s)) => {
+                                let _ = tx.send(Event::Accepted(Stream::Server(Box::new(s))));
+                            }
+                            Ok(Err(e)) => {
+                                abacus_tls::Counters::add(&tls.counters.handshake_failures_total);
+                                tracing::warn!("Cluster bus: error accepting a TLS link from {addr}: {e}");
+                            }
+                            Err(_) => {
+                                abacus_tls::Counters::add(&tls.counters.handshake_timeouts_total);
+                                tracing::warn!("Cluster bus: TLS handshake from {addr} timed out");
+                            }
+                        }
+                    });
+                }
                 Ok((s, _)) => {
-                    let _ = accept_tx.send(Event::Accepted(s));
+                    let _ = accept_tx.send(Event::Accepted(Stream::Plain(s)));
                 }
                 Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
             }
@@ -463,11 +488,17 @@ async fn bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, server: Ar
                 Action::Connect { node: name, ip, cport } => {
                     if connecting.insert(name) {
                         let tx = tx.clone();
+                        let tls = server.tls.clone();
                         tokio::task::spawn_local(async move {
-                            let r = tokio::time::timeout(Duration::from_millis(1000), TcpStream::connect((ip.as_str(), cport))).await;
+                            let r = crate::tls::connect(&tls, &ip, cport, use_tls, Duration::from_millis(1000)).await;
                             let _ = match r {
-                                Ok(Ok(s)) => tx.send(Event::Connected(name, s)),
-                                _ => tx.send(Event::ConnectFailed(name)),
+                                Ok(s) => tx.send(Event::Connected(name, s)),
+                                Err(e) => {
+                                    if use_tls {
+                                        tracing::debug!("Cluster bus: cannot reach {ip}:{cport}: {e}");
+                                    }
+                                    tx.send(Event::ConnectFailed(name))
+                                }
                             };
                         });
                     }
@@ -515,11 +546,11 @@ async fn bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, server: Ar
 }
 
 /// A link's reader and writer tasks; returns the writer's queue (dropping it closes the link).
-fn spawn_link(id: LinkId, s: TcpStream, tx: mpsc::UnboundedSender<Event>) -> mpsc::UnboundedSender<Vec<u8>> {
-    let _ = s.set_nodelay(true);
-    let peer = s.peer_addr().map(|a| a.ip().to_string()).unwrap_or_default();
-    let local = s.local_addr().map(|a| a.ip().to_string()).unwrap_or_default();
-    let (mut rd, mut wr) = s.into_split();
+fn spawn_link(id: LinkId, s: Stream, tx: mpsc::UnboundedSender<Event>) -> mpsc::UnboundedSender<Vec<u8>> {
+    let _ = s.tcp().set_nodelay(true);
+    let peer = s.tcp().peer_addr().map(|a| a.ip().to_string()).unwrap_or_default();
+    let local = s.tcp().local_addr().map(|a| a.ip().to_string()).unwrap_or_default();
+    let (mut rd, mut wr) = tokio::io::split(s);
     let (wtx, mut wrx) = mpsc::unbounded_channel::<Vec<u8>>();
     let closed = tx.clone();
     let reader = tokio::task::spawn_local(async move {
@@ -550,7 +581,8 @@ fn spawn_link(id: LinkId, s: TcpStream, tx: mpsc::UnboundedSender<Event>) -> mps
     });
     tokio::task::spawn_local(async move {
         while let Some(bytes) = wrx.recv().await {
-            if wr.write_all(&bytes).await.is_err() {
+            // Flushed: over TLS the last record may wait in rustls's buffer otherwise.
+            if wr.write_all(&bytes).await.is_err() || wr.flush().await.is_err() {
                 break;
             }
         }

@@ -93,7 +93,9 @@ pub fn run(config: Config) -> Result<(), String> {
     let tls_port = config.get_u64(abacus_engine::param!("tls-port")) as u16;
     // As Redis: `port 0` leaves only the TLS port, which then names this server (replicas
     // announce it, the cluster bus is 10000 above it).
-    let port = if plain_port == 0 { tls_port } else { plain_port };
+    // So does `tls-cluster yes`: the cluster then redirects clients to the TLS port, as Redis.
+    let tls_cluster = config.get_bool(abacus_engine::param!("tls-cluster"));
+    let port = if plain_port == 0 || (tls_cluster && tls_port != 0) { tls_port } else { plain_port };
     let tls = Arc::new(crate::tls::at_startup(&config)?);
     // (listener, whether it speaks TLS)
     let mut listeners = Vec::new();

@@ -24,7 +24,6 @@ use std::time::Duration;
 
 use abacus_protocol::{Arg, Args, Bytes, Frame};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
 
 use super::args::*;
 use crate::command::flags::*;
@@ -143,7 +142,7 @@ async fn call(conn: &mut Conn, locks: &Locks, spec: &'static Spec, rest: impl In
 }
 
 /// Reads one reply line (the target answers AUTH, SELECT and RESTORE with +OK or -error).
-async fn next_reply(rd: &mut BufReader<tokio::net::tcp::OwnedReadHalf>, line: &mut String, timeout: Duration) -> Result<(), Frame> {
+async fn next_reply(rd: &mut BufReader<tokio::io::ReadHalf<abacus_tls::Stream>>, line: &mut String, timeout: Duration) -> Result<(), Frame> {
     line.clear();
     match tokio::time::timeout(timeout, rd.read_line(line)).await {
         Ok(Ok(got)) if got > 0 => Ok(()),
@@ -213,15 +212,22 @@ pub async fn migrate(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         resp(&mut out, &cmd);
     }
 
-    let stream = match tokio::time::timeout(timeout, TcpStream::connect((host.as_str(), port.clamp(0, 65535) as u16))).await {
-        Ok(Ok(s)) => s,
+    // As Redis: with `tls-cluster yes` the target is reached over TLS (`tls.rs`).
+    let use_tls = conn.worker.server.config.get_bool(abacus_engine::param!("tls-cluster"));
+    let stream = match crate::tls::connect(&conn.worker.server.tls, &host, port.clamp(0, 65535) as u16, use_tls, timeout).await {
+        Ok(s) => s,
+        Err(e) if e.contains("timed out") => return err("IOERR error or timeout connecting to the client"),
         // Redis connects without blocking and learns of a refusal when it writes.
-        Ok(Err(_)) => return err("IOERR error or timeout writing to target instance"),
-        Err(_) => return err("IOERR error or timeout connecting to the client"),
+        Err(_) => return err("IOERR error or timeout writing to target instance"),
     };
-    let _ = stream.set_nodelay(true);
-    let (rd, mut wr) = stream.into_split();
-    match tokio::time::timeout(timeout, wr.write_all(&out)).await {
+    let _ = stream.tcp().set_nodelay(true);
+    let (rd, mut wr) = tokio::io::split(stream);
+    match tokio::time::timeout(timeout, async {
+        wr.write_all(&out).await?;
+        wr.flush().await
+    })
+    .await
+    {
         Ok(Ok(())) => {}
         _ => return err("IOERR error or timeout writing to target instance"),
     }

@@ -123,7 +123,11 @@ async fn link_once(worker: &Rc<Node>, gen: u64, master: &MasterAddr) -> Result<(
         }
     }
     let announce_port = config.get(abacus_engine::param!("replica-announce-port")).parse::<u16>().unwrap_or(0);
-    let port = if announce_port > 0 { announce_port } else { server.port };
+    // Over TLS, the port the primary (and Sentinel) should reach this replica on is its TLS
+    // port, as Redis announces it.
+    let tls_port = config.get_u64(abacus_engine::param!("tls-port")) as u16;
+    let own = if use_tls && tls_port != 0 { tls_port } else { server.port };
+    let port = if announce_port > 0 { announce_port } else { own };
     command(&mut s, &mut rbuf, &[b"REPLCONF", b"listening-port", port.to_string().as_bytes()], timeout).await?;
     let ip = config.get(abacus_engine::param!("replica-announce-ip"));
     if !ip.is_empty() {
