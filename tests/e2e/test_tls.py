@@ -463,15 +463,20 @@ def test_cluster_over_tls(server, certs):
         assert rc.set("ck%d" % i, i)
     for i in range(200):
         assert rc.get("ck%d" % i) == str(i).encode()
-    # -MOVED names the TLS port.
-    plain = nodes[0].raw()
-    moved = None
-    for i in range(200):
-        r = plain.execute("GET", "ck%d" % i)
-        if not isinstance(r, bytes):
-            moved = r.message
-            break
-    plain.close()
-    assert moved and moved.startswith("MOVED"), moved
-    assert int(moved.rsplit(":", 1)[1]) in [n.tls_port for n in nodes], moved
+    # -MOVED names the TLS port to a TLS client, the plaintext one to a plaintext client
+    # (Redis's pport).
+    def moved_port(client):
+        for i in range(200):
+            try:
+                client.get("ck%d" % i)
+            except redis.exceptions.ResponseError as e:
+                assert str(e).startswith("MOVED"), e
+                return int(str(e).rsplit(":", 1)[1])
+        return None
+
+    tls_client = redis.Redis(host="127.0.0.1", port=nodes[0].tls_port, ssl=True,
+                             ssl_ca_certs=certs("ca.crt"), ssl_certfile=certs("client.crt"),
+                             ssl_keyfile=certs("client.key"), ssl_cert_reqs="required")
+    assert moved_port(tls_client) in [n.tls_port for n in nodes]
+    assert moved_port(nodes[0].client()) in [n.port for n in nodes]
     rc.close()

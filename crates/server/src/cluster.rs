@@ -138,7 +138,10 @@ impl ClusterNode {
     /// `asking`: the client sent ASKING (an importing slot is served); `readonly`: READONLY
     /// on a replica lets reads of its primary's slots run here. A command of a slot in
     /// migration gets [`Redirect::CheckKeys`]: which of its keys exist decides.
-    pub fn redirect(&self, spec: &Spec, args: &[Arg], asking: bool, readonly: bool, config: &Config) -> Option<Redirect> {
+    /// `tls`: the client is on a TLS connection; a plaintext one is sent to the nodes'
+    /// plaintext ports when the cluster runs over TLS (Redis's `pport`).
+    pub fn redirect(&self, spec: &Spec, args: &[Arg], asking: bool, readonly: bool, tls: bool, config: &Config) -> Option<Redirect> {
+        let port = |n: &abacus_cluster::state::Node| if !tls && n.pport != 0 { n.pport } else { n.port };
         let mut slot: Option<u16> = None;
         let mut keys = 0usize;
         for i in spec.key_indexes(args) {
@@ -162,7 +165,7 @@ impl ClusterNode {
             if keyed && self.migrating(slot) {
                 let c = self.state.lock();
                 if let Some(t) = c.migrating.get(&slot).and_then(|t| c.nodes.get(t)) {
-                    return Some(Redirect::CheckKeys(KeyCheck { slot, ask: Some(format!("{}:{}", endpoint(t, config), t.port)), multiple_keys: keys > 1 }));
+                    return Some(Redirect::CheckKeys(KeyCheck { slot, ask: Some(format!("{}:{}", endpoint(t, config), port(t))), multiple_keys: keys > 1 }));
                 }
             }
             return None;
@@ -185,7 +188,7 @@ impl ClusterNode {
             return None;
         }
         let n = &c.nodes[&owner];
-        Some(Redirect::Reply(Frame::error(format!("MOVED {slot} {}:{}", endpoint(n, config), n.port))))
+        Some(Redirect::Reply(Frame::error(format!("MOVED {slot} {}:{}", endpoint(n, config), port(n)))))
     }
 }
 
@@ -311,6 +314,11 @@ fn cluster_config(config: &Config, port: u16) -> ClusterConfig {
         node_timeout_ms: config.get_u64(param!("cluster-node-timeout")),
         port: announced(config.get_u64(param!("cluster-announce-port")) as u16, port),
         cport: announced(config.get_u64(param!("cluster-announce-bus-port")) as u16, bus_port(config, port)),
+        // `tls-cluster yes`: `port` is the TLS port; plaintext clients are sent to this one.
+        pport: match config.get_u64(param!("port")) as u16 {
+            plain if config.get_bool(param!("tls-cluster")) && plain != port => plain,
+            _ => 0,
+        },
         announce_ip: config.get(param!("cluster-announce-ip")),
         hostname: config.get(param!("cluster-announce-hostname")),
         require_full_coverage: config.get_bool(param!("cluster-require-full-coverage")),

@@ -157,6 +157,8 @@ pub struct Client {
     pub asking: bool,
     /// Cluster mode: READONLY (reads of the primary's slots run on this replica).
     pub readonly: bool,
+    /// The connection is TLS (such a connection never moves, so this holds for its life).
+    pub tls: bool,
 }
 
 impl Client {
@@ -176,6 +178,7 @@ impl Client {
             shared_socket: None,
             asking: false,
             readonly: false,
+            tls: false,
         }
     }
 }
@@ -208,7 +211,8 @@ pub async fn serve(worker: Rc<Node>, stream: Stream, addr: SocketAddr) {
         let _ = stream.send(b"-ERR max number of clients reached\r\n").await;
         return;
     };
-    let conn = Conn::new(worker, Client::fresh(&server, meta, addr));
+    let mut conn = Conn::new(worker, Client::fresh(&server, meta, addr));
+    conn.client.tls = stream.is_tls();
     let parser = RequestParser::new(conn.limits());
     conn.serve_until_closed(stream, addr, parser, BytesMut::with_capacity(READ_CHUNK_BYTES)).await;
 }
