@@ -422,19 +422,8 @@ async fn bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, server: Ar
                     // Each handshake in its own task: a peer that stalls holds up no other.
                     let (tx, tls) = (accept_tx.clone(), tls.clone());
                     tokio::task::spawn_local(async move {
-                        let Some(acceptor) = tls.acceptor() else { return };
-                        match tokio::time::timeout(Duration::from_millis(handshake_ms), acceptor.accept(s)).await {
-                            Ok(Ok(s)) => {
-                                let _ = tx.send(Event::Accepted(Stream::Server(Box::new(s))));
-                            }
-                            Ok(Err(e)) => {
-                                abacus_tls::Counters::add(&tls.counters.handshake_failures_total);
-                                tracing::warn!("Cluster bus: error accepting a TLS link from {addr}: {e}");
-                            }
-                            Err(_) => {
-                                abacus_tls::Counters::add(&tls.counters.handshake_timeouts_total);
-                                tracing::warn!("Cluster bus: TLS handshake from {addr} timed out");
-                            }
+                        if let Some(s) = crate::tls::handshake(&tls, s, addr, Duration::from_millis(handshake_ms), "cluster bus").await {
+                            let _ = tx.send(Event::Accepted(s));
                         }
                     });
                 }

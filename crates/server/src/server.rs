@@ -218,7 +218,7 @@ pub fn run(config: Config) -> Result<(), String> {
                                     continue;
                                 }
                                 if let Ok(stream) = tokio::net::TcpStream::from_std(stream) {
-                                    tokio::task::spawn_local(crate::tls::accept(worker.clone(), stream, addr));
+                                    tokio::task::spawn_local(crate::conn::serve_tls(worker.clone(), stream, addr));
                                 }
                             }
                             Incoming::Moved(moved) => {

@@ -15,14 +15,11 @@
 //! CONFIG SET with Redis's error and the old generation stays.
 
 use std::net::SocketAddr;
-use std::rc::Rc;
 use std::time::Duration;
 
 use abacus_engine::config::Config;
 use abacus_engine::param;
 use abacus_tls::{AuthClients, Counters, Settings, Stream, Tls};
-
-use crate::node::Node;
 
 /// The `tls-*` parameters as they would be after setting `pairs` (CONFIG SET's staged
 /// values): what a reload is built from before anything is committed.
@@ -99,24 +96,25 @@ pub fn commit(tls: &Tls, configs: abacus_tls::Configs) {
     tracing::info!("TLS configuration reloaded: new connections use the new certificates");
 }
 
-/// Serves a connection accepted on a `tls-port`: the handshake (bounded in time), then the
-/// ordinary connection loop over the encrypted stream.
-pub async fn accept(worker: Rc<Node>, stream: tokio::net::TcpStream, addr: SocketAddr) {
-    let tls = worker.server.tls.clone();
-    let Some(acceptor) = tls.acceptor() else { return };
-    let timeout = Duration::from_millis(worker.server.config.get_u64(param!("tls-handshake-timeout")));
+/// The server side of a handshake on an accepted socket (a `tls-port` client, a cluster bus
+/// link), bounded by `timeout`: the encrypted stream, or None after a log line and a count.
+/// `link` names the listener in the log.
+pub async fn handshake(tls: &Tls, stream: tokio::net::TcpStream, addr: SocketAddr, timeout: Duration, link: &str) -> Option<Stream> {
+    let acceptor = tls.acceptor()?;
     match tokio::time::timeout(timeout, acceptor.accept(stream)).await {
         Ok(Ok(s)) => {
             Counters::add(&tls.counters.handshakes_total);
-            crate::conn::serve(worker, Stream::Server(Box::new(s)), addr).await;
+            Some(Stream::Server(Box::new(s)))
         }
         Ok(Err(e)) => {
             Counters::add(&tls.counters.handshake_failures_total);
-            tracing::warn!("Error accepting a client connection: {e} (addr={addr})");
+            tracing::warn!("Error accepting a {link} connection: {e} (addr={addr})");
+            None
         }
         Err(_) => {
             Counters::add(&tls.counters.handshake_timeouts_total);
-            tracing::warn!("Error accepting a client connection: TLS handshake timed out after {} ms (addr={addr})", timeout.as_millis());
+            tracing::warn!("Error accepting a {link} connection: TLS handshake timed out after {} ms (addr={addr})", timeout.as_millis());
+            None
         }
     }
 }

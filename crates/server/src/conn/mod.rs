@@ -217,6 +217,16 @@ pub async fn serve(worker: Rc<Node>, stream: Stream, addr: SocketAddr) {
     conn.serve_until_closed(stream, addr, parser, BytesMut::with_capacity(READ_CHUNK_BYTES)).await;
 }
 
+/// Serves a connection accepted on a `tls-port`: the handshake in this task, bounded by
+/// `tls-handshake-timeout` (`tls.rs`), then the ordinary loop over the encrypted stream.
+pub async fn serve_tls(worker: Rc<Node>, stream: tokio::net::TcpStream, addr: SocketAddr) {
+    let server = worker.server.clone();
+    let timeout = Duration::from_millis(server.config.get_u64(abacus_engine::param!("tls-handshake-timeout")));
+    if let Some(s) = crate::tls::handshake(&server.tls, stream, addr, timeout, "client").await {
+        serve(worker, s, addr).await;
+    }
+}
+
 impl Conn {
     /// The connection a replica applies its primary's stream through (see
     /// `replication/replica.rs`): registered as a client of type master, authenticated, in
