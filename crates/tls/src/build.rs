@@ -183,3 +183,77 @@ impl ServerCertVerifier for ChainOnly {
         self.0.supported_verify_schemes()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(dir: &std::path::Path) -> Settings {
+        let p = |n: &str| dir.join(n).display().to_string();
+        Settings {
+            cert_file: p("server.crt"),
+            key_file: p("server.key"),
+            key_file_pass: String::new(),
+            client_cert_file: String::new(),
+            client_key_file: String::new(),
+            dh_params_file: String::new(),
+            ca_cert_file: String::new(),
+            ca_cert_dir: String::new(),
+            auth_clients: AuthClients::No,
+            protocols: String::new(),
+            ciphers: String::new(),
+            ciphersuites: String::new(),
+            prefer_server_ciphers: false,
+            session_caching: true,
+            session_cache_size: 20480,
+            session_cache_timeout_s: 300,
+            needs_ca: false,
+        }
+    }
+
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("abacus-tls-{name}-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn errors_name_the_parameter_and_the_file() {
+        let d = scratch("errors");
+        let mut s = settings(&d);
+        s.cert_file.clear();
+        assert_eq!(build(&s).err().unwrap(), "tls-cert-file must be set");
+        let s = settings(&d);
+        let e = build(&s).err().unwrap();
+        assert!(e.starts_with("tls-cert-file: cannot read") && e.contains("server.crt"), "{e}");
+        std::fs::write(d.join("server.crt"), "no pem here\n").unwrap();
+        let e = build(&s).err().unwrap();
+        assert!(e.starts_with("tls-cert-file: no certificate in"), "{e}");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn encrypted_keys_are_refused_with_a_hint() {
+        let d = scratch("encrypted");
+        std::fs::write(d.join("k.pem"), "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n").unwrap();
+        let path = d.join("k.pem").display().to_string();
+        let e = key("tls-key-file", &path, "secret").err().unwrap();
+        assert!(e.contains("decrypt it with `openssl pkey`"), "{e}");
+        let e = key("tls-key-file", &path, "").err().unwrap();
+        assert!(e.contains("tls-key-file-pass is empty"), "{e}");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_ca_directory_must_hold_a_certificate() {
+        let d = scratch("ca");
+        let mut s = settings(&d);
+        s.auth_clients = AuthClients::Yes;
+        s.ca_cert_dir = d.join("empty-dir").display().to_string();
+        std::fs::create_dir_all(&s.ca_cert_dir).unwrap();
+        assert!(roots(&s).is_err(), "an empty CA directory holds no CA");
+        s.ca_cert_dir.clear();
+        assert!(roots(&s).unwrap().is_none());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
