@@ -26,10 +26,10 @@ only). At the end of a seed every compared parameter is read back on both, then 
 reset to their start-up values.
 
 Left out, and why:
-  - port, bind, dir, dbfilename, appendfilename, unixsocket, logfile, daemonize,
+  - port, tls-port, bind, dir, dbfilename, appendfilename, unixsocket, logfile, daemonize,
     requirepass, save, appendonly: would move, lock out or make persistent a test server.
-    (Abacus also refuses to change port, bind and appendonly at run time, which Redis
-    allows: a documented "runtime: no" in README's configuration table.)
+    (Abacus also refuses to change port, tls-port, bind and appendonly at run time, which
+    Redis allows: a documented "runtime: no" in README's configuration table.)
   - maxclients below 100 (would refuse our own connections) and above 10000 (Redis
     refuses with "The operating system is not able to handle ..." depending on the open
     file limit).
@@ -65,7 +65,7 @@ HISTORY = 10
 MAX_MISMATCHES = 5
 
 # would break the test servers (see the module docstring)
-SKIP = {"port", "bind", "dir", "dbfilename", "appendfilename", "requirepass", "save",
+SKIP = {"port", "tls-port", "bind", "dir", "dbfilename", "appendfilename", "requirepass", "save",
         "appendonly", "daemonize", "logfile", "unixsocket", "unixsocketperm"}
 # enums with a value only Abacus has (README): that value is never sent, and the
 # "must be one of the following" errors are compared up to the list

@@ -411,14 +411,17 @@ async fn bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, server: Ar
     let mut connecting: HashSet<NodeName> = HashSet::new();
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     let accept_tx = tx.clone();
-    // `tls-cluster yes`: every bus link is TLS, both ways (`tls.rs`).
-    let use_tls = server.config.get_bool(abacus_engine::param!("tls-cluster"));
-    let tls = server.tls.clone();
-    let handshake_ms = server.config.get_u64(abacus_engine::param!("tls-handshake-timeout"));
+    // `tls-cluster yes`: every bus link is TLS, both ways (`tls.rs`); read per link, so a
+    // CONFIG SET applies to the links opened after it.
+    let tls_cluster = |server: &crate::node::Server| server.config.get_bool(abacus_engine::param!("tls-cluster"));
+    let accept_server = server.clone();
     tokio::task::spawn_local(async move {
+        let server = accept_server;
         loop {
+            let tls = server.tls.clone();
+            let handshake_ms = server.config.get_u64(abacus_engine::param!("tls-handshake-timeout"));
             match listener.accept().await {
-                Ok((s, addr)) if use_tls => {
+                Ok((s, addr)) if tls_cluster(&server) => {
                     // Each handshake in its own task: a peer that stalls holds up no other.
                     let (tx, tls) = (accept_tx.clone(), tls.clone());
                     tokio::task::spawn_local(async move {
@@ -486,6 +489,7 @@ async fn bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, server: Ar
                     if connecting.insert(name) {
                         let tx = tx.clone();
                         let tls = server.tls.clone();
+                        let use_tls = tls_cluster(&server);
                         tokio::task::spawn_local(async move {
                             let r = crate::tls::connect(&tls, &ip, cport, use_tls, Duration::from_millis(1000)).await;
                             let _ = match r {

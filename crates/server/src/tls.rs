@@ -75,7 +75,13 @@ pub fn at_startup(config: &Config) -> Result<Tls, String> {
 /// generation first; an error leaves everything as it was (the caller commits nothing).
 /// Returns what to install once the values are committed.
 pub fn stage(tls: &Tls, config: &Config, pairs: &[(String, String)]) -> Result<Option<abacus_tls::Configs>, String> {
-    let touched = pairs.iter().find(|(n, _)| n.to_ascii_lowercase().starts_with("tls-"));
+    // As Redis, only the parameters of the configuration itself rebuild it: turning a link's
+    // TLS on (tls-replication, tls-cluster) only stores the value.
+    const NO_REBUILD: &[&str] = &["tls-port", "tls-replication", "tls-cluster", "tls-handshake-timeout"];
+    let touched = pairs.iter().find(|(n, _)| {
+        let n = n.to_ascii_lowercase();
+        n.starts_with("tls-") && !NO_REBUILD.contains(&n.as_str())
+    });
     let Some((name, _)) = touched else { return Ok(None) };
     if !wanted(config, pairs) && !tls.is_configured() {
         return Ok(None);
