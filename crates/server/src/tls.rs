@@ -71,21 +71,24 @@ pub fn at_startup(config: &Config) -> Result<Tls, String> {
     Ok(tls)
 }
 
-/// CONFIG SET: when `pairs` touch a `tls-*` parameter and TLS is in use, builds the new
-/// generation first; an error leaves everything as it was (the caller commits nothing).
-/// Returns what to install once the values are committed.
+/// CONFIG SET, once `pairs` are set: when they touch a `tls-*` parameter and TLS is in use,
+/// builds the new generation; an error installs nothing (the caller puts the old values
+/// back). Returns what to install.
 pub fn stage(tls: &Tls, config: &Config, pairs: &[(String, String)]) -> Result<Option<abacus_tls::Configs>, String> {
-    // As Redis, only the parameters of the configuration itself rebuild it: turning a link's
-    // TLS on (tls-replication, tls-cluster) only stores the value.
-    const NO_REBUILD: &[&str] = &["tls-port", "tls-replication", "tls-cluster", "tls-handshake-timeout"];
-    let touched = pairs.iter().find(|(n, _)| {
-        let n = n.to_ascii_lowercase();
-        n.starts_with("tls-") && !NO_REBUILD.contains(&n.as_str())
-    });
-    let Some((name, _)) = touched else { return Ok(None) };
-    if !wanted(config, pairs) && !tls.is_configured() {
-        return Ok(None);
-    }
+    // As Redis (its `applyTlsCfg`): a parameter of the configuration rebuilds it when some
+    // link uses TLS after the change; `tls-auth-clients`, which Redis reads per connection
+    // and so never refuses, rebuilds only a configuration in use (rustls keeps the client
+    // check in it).
+    let lower: Vec<String> = pairs.iter().map(|(n, _)| n.to_ascii_lowercase()).collect();
+    const NO_REBUILD: &[&str] = &["tls-port", "tls-handshake-timeout", "tls-auth-clients"];
+    let applied = lower.iter().position(|n| n.starts_with("tls-") && !NO_REBUILD.contains(&n.as_str()));
+    let auth = lower.iter().position(|n| n == "tls-auth-clients");
+    // The error names the parameter as Redis does: its own (lowercase) name.
+    let name = match (applied, auth) {
+        (Some(i), _) if wanted(config, pairs) => &lower[i],
+        (None, Some(i)) if tls.is_configured() => &lower[i],
+        _ => return Ok(None),
+    };
     match abacus_tls::build(&settings(config, pairs)) {
         Ok(c) => Ok(Some(c)),
         Err(e) => {

@@ -250,17 +250,25 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: ConfigSub, a: &[Ar
             }
             let pairs: Vec<(String, String)> =
                 a[2..].chunks(2).map(|p| (String::from_utf8_lossy(&p[0]).into_owned(), String::from_utf8_lossy(&p[1]).into_owned())).collect();
-            // New certificates are built before anything is set: a bad file fails the whole
-            // CONFIG SET and the old ones stay (`tls.rs`).
+            // As Redis: the names and values are checked, set, then applied; a TLS
+            // configuration that cannot be built from them (a bad certificate file) fails the
+            // whole CONFIG SET, the old values are put back and the old certificates stay.
             let tls = &conn.worker.server.tls;
-            let staged = match crate::tls::stage(tls, cfg, &pairs) {
-                Ok(s) => s,
-                Err(e) => return Frame::error(e),
-            };
+            let old: Vec<(String, String)> = pairs
+                .iter()
+                .filter_map(|(n, _)| abacus_engine::config::param(n))
+                .filter_map(|p| cfg.get_by_name(p.name).map(|v| (p.name.to_string(), v)))
+                .collect();
             match cfg.set_many(&pairs) {
                 Ok(()) => {
-                    if let Some(configs) = staged {
-                        crate::tls::commit(tls, configs);
+                    match crate::tls::stage(tls, cfg, &pairs) {
+                        Ok(Some(configs)) => crate::tls::commit(tls, configs),
+                        Ok(None) => {}
+                        Err(e) => {
+                            // The old values were valid: putting them back cannot fail.
+                            let _ = cfg.set_many(&old);
+                            return Frame::error(e);
+                        }
                     }
                     // The recorders keep their settings (slow log, latency monitor) apart.
                     conn.worker.server.recorders.configure(cfg);
