@@ -324,6 +324,21 @@ def test_rotation_under_load_fails_no_request(node, certs):
     assert peer_cert_der(node, certs) == der_of(certs("server2.crt"))
 
 
+def test_rotation_in_place_by_naming_the_same_files_again(node, certs):
+    """A deployment that overwrites the certificate files in place and names them again."""
+    import shutil
+    live = [certs("live.crt"), certs("live.key")]
+    shutil.copy(certs("server.crt"), live[0])
+    shutil.copy(certs("server.key"), live[1])
+    admin = node.plain()
+    admin.execute_command("CONFIG", "SET", "tls-cert-file", live[0], "tls-key-file", live[1])
+    assert peer_cert_der(node, certs) == der_of(certs("server.crt"))
+    shutil.copy(certs("server2.crt"), live[0])
+    shutil.copy(certs("server2.key"), live[1])
+    admin.execute_command("CONFIG", "SET", "tls-cert-file", live[0], "tls-key-file", live[1])
+    assert peer_cert_der(node, certs) == der_of(certs("server2.crt"))
+
+
 def test_bad_certificate_is_refused_and_the_old_one_kept(node, certs):
     admin = node.plain()
     # A certificate without its key: the pair would not match.

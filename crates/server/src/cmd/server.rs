@@ -261,7 +261,20 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: ConfigSub, a: &[Ar
                 .collect();
             match cfg.set_many(&pairs) {
                 Ok(()) => {
-                    match crate::tls::stage(tls, cfg, &pairs) {
+                    // As Redis, a parameter set to the value it had applies nothing; but a
+                    // certificate file named again while TLS is in use is read again (a
+                    // rotation that rewrote the file in place).
+                    let changed: Vec<(String, String)> = pairs
+                        .iter()
+                        .filter(|(n, _)| {
+                            abacus_engine::config::param(n).is_some_and(|p| {
+                                (tls.is_configured() && p.name.ends_with("-file") && p.name.starts_with("tls-"))
+                                    || old.iter().find(|(o, _)| o == p.name).map(|(_, v)| v.clone()) != cfg.get_by_name(p.name)
+                            })
+                        })
+                        .cloned()
+                        .collect();
+                    match crate::tls::stage(tls, cfg, &changed) {
                         Ok(Some(configs)) => crate::tls::commit(tls, configs),
                         Ok(None) => {}
                         Err(e) => {
