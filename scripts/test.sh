@@ -51,7 +51,7 @@ VENV="$ROOT/.venv-tests"
 PYTHON=python3
 if [ -x /usr/bin/python3 ]; then PYTHON=/usr/bin/python3; fi
 if [ -z "${SKIP_INSTALL:-}" ]; then
-  echo "==> Installing Debian packages (redis-server, redis-sentinel, redis-tools, postgresql-15-hll, python3-venv, build tools)"
+  echo "==> Installing Debian packages (redis-server, redis-sentinel, redis-tools, postgresql-15-hll, python3-venv, openssl, build tools)"
   $SUDO apt-get update -qq
   # The packages' start-up scripts would launch system services; the tests start their own
   # servers on free ports, so keep the system ones from starting. Removed by the trap.
@@ -62,7 +62,7 @@ if [ -z "${SKIP_INSTALL:-}" ]; then
   fi
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
     redis-server redis-sentinel redis-tools postgresql-15 postgresql-15-hll \
-    python3 python3-venv python3-pip build-essential \
+    python3 python3-venv python3-pip build-essential openssl \
     prometheus prometheus-redis-exporter >/dev/null
   if [ -n "$POLICY_RC_D" ]; then $SUDO rm -f /usr/sbin/policy-rc.d; POLICY_RC_D=""; fi
   echo "==> Python test packages into $VENV"

@@ -41,6 +41,9 @@ pub struct Config {
     pub port: u16,
     /// The bus port announced.
     pub cport: u16,
+    /// With `tls-cluster`: the plaintext client port (Redis's `pport`; `port` is then the TLS
+    /// one), for redirecting plaintext clients; 0 = none.
+    pub pport: u16,
     /// `cluster-announce-ip`; empty: learnt from the first MEET.
     pub announce_ip: String,
     /// `cluster-announce-hostname`.
@@ -67,6 +70,7 @@ impl Default for Config {
             node_timeout_ms: 15_000,
             port: 6379,
             cport: 16379,
+            pport: 0,
             announce_ip: String::new(),
             hostname: String::new(),
             require_full_coverage: true,
@@ -337,9 +341,10 @@ impl Cluster {
     pub fn set_config(&mut self, config: Config) {
         let me = self.myself;
         let m = self.nodes.get_mut(&me).expect("myself");
-        if m.port != config.port || m.cport != config.cport || m.hostname != config.hostname {
+        if m.port != config.port || m.cport != config.cport || m.hostname != config.hostname || m.pport != config.pport {
             m.port = config.port;
             m.cport = config.cport;
+            m.pport = config.pport;
             m.hostname = config.hostname.clone();
             self.save();
         }
@@ -458,7 +463,7 @@ impl Cluster {
             slots,
             replica_of: me.primary.unwrap_or(NodeName::NULL),
             ip: self.config.announce_ip.as_bytes().to_vec(),
-            pport: 0,
+            pport: self.config.pport,
             cport: self.config.cport,
             flags: me.flags,
             state: if self.ok { 0 } else { 1 },

@@ -35,7 +35,8 @@ use abacus_engine::{param, Config};
 use abacus_protocol::{Arg, Frame};
 use parking_lot::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use abacus_tls::Stream;
+use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 use crate::command::Spec;
@@ -185,7 +186,10 @@ impl ClusterNode {
     /// `asking`: the client sent ASKING (an importing slot is served); `readonly`: READONLY
     /// on a replica lets reads of its primary's slots run here. A command of a slot in
     /// migration gets [`Redirect::CheckKeys`]: which of its keys exist decides.
-    pub fn redirect(&self, spec: &Spec, args: &[Arg], asking: bool, readonly: bool, config: &Config) -> Option<Redirect> {
+    /// `tls`: the client is on a TLS connection; a plaintext one is sent to the nodes'
+    /// plaintext ports when the cluster runs over TLS (Redis's `pport`).
+    pub fn redirect(&self, spec: &Spec, args: &[Arg], asking: bool, readonly: bool, tls: bool, config: &Config) -> Option<Redirect> {
+        let port = |n: &abacus_cluster::state::Node| if !tls && n.pport != 0 { n.pport } else { n.port };
         let mut slot: Option<u16> = None;
         let mut keys = 0usize;
         for i in spec.key_indexes(args) {
@@ -220,7 +224,7 @@ impl ClusterNode {
             }
             if keyed {
                 if let Some(t) = c.migrating.get(&slot).and_then(|t| c.nodes.get(t)) {
-                    return Some(Redirect::CheckKeys(KeyCheck { slot, ask: Some(format!("{}:{}", endpoint(t, config), t.port)), multiple_keys: keys > 1 }));
+                    return Some(Redirect::CheckKeys(KeyCheck { slot, ask: Some(format!("{}:{}", endpoint(t, config), port(t))), multiple_keys: keys > 1 }));
                 }
             }
             return None;
@@ -242,7 +246,7 @@ impl ClusterNode {
             return None;
         }
         let n = &c.nodes[&owner];
-        Some(Redirect::Reply(Frame::error(format!("MOVED {slot} {}:{}", endpoint(n, config), n.port))))
+        Some(Redirect::Reply(Frame::error(format!("MOVED {slot} {}:{}", endpoint(n, config), port(n)))))
     }
 }
 
@@ -368,6 +372,11 @@ fn cluster_config(config: &Config, port: u16) -> ClusterConfig {
         node_timeout_ms: config.get_u64(param!("cluster-node-timeout")),
         port: announced(config.get_u64(param!("cluster-announce-port")) as u16, port),
         cport: announced(config.get_u64(param!("cluster-announce-bus-port")) as u16, bus_port(config, port)),
+        // `tls-cluster yes`: `port` is the TLS port; plaintext clients are sent to this one.
+        pport: match config.get_u64(param!("port")) as u16 {
+            plain if config.get_bool(param!("tls-cluster")) && plain != port => plain,
+            _ => 0,
+        },
         announce_ip: config.get(param!("cluster-announce-ip")),
         hostname: config.get(param!("cluster-announce-hostname")),
         require_full_coverage: config.get_bool(param!("cluster-require-full-coverage")),
@@ -427,8 +436,8 @@ pub fn open(config: &Config, dir: &std::path::Path, port: u16) -> Result<Option<
 enum Event {
     /// A command left actions to carry out.
     Wake,
-    Accepted(TcpStream),
-    Connected(NodeName, TcpStream),
+    Accepted(Stream),
+    Connected(NodeName, Stream),
     ConnectFailed(NodeName),
     Message(LinkId, String, String, abacus_cluster_bus::Message),
     Closed(LinkId),
@@ -461,11 +470,27 @@ async fn bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, server: Ar
     let mut connecting: HashSet<NodeName> = HashSet::new();
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     let accept_tx = tx.clone();
+    // `tls-cluster yes`: every bus link is TLS, both ways (`tls.rs`); read per link, so a
+    // CONFIG SET applies to the links opened after it.
+    let tls_cluster = |server: &crate::node::Server| server.config.get_bool(abacus_engine::param!("tls-cluster"));
+    let accept_server = server.clone();
     tokio::task::spawn_local(async move {
+        let server = accept_server;
         loop {
+            let tls = server.tls.clone();
+            let handshake_ms = server.config.get_u64(abacus_engine::param!("tls-handshake-timeout"));
             match listener.accept().await {
+                Ok((s, addr)) if tls_cluster(&server) => {
+                    // Each handshake in its own task: a peer that stalls holds up no other.
+                    let (tx, tls) = (accept_tx.clone(), tls.clone());
+                    tokio::task::spawn_local(async move {
+                        if let Some(s) = crate::tls::handshake(&tls, s, addr, Duration::from_millis(handshake_ms), "cluster bus").await {
+                            let _ = tx.send(Event::Accepted(s));
+                        }
+                    });
+                }
                 Ok((s, _)) => {
-                    let _ = accept_tx.send(Event::Accepted(s));
+                    let _ = accept_tx.send(Event::Accepted(Stream::Plain(s)));
                 }
                 Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
             }
@@ -522,11 +547,18 @@ async fn bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, server: Ar
                 Action::Connect { node: name, ip, cport } => {
                     if connecting.insert(name) {
                         let tx = tx.clone();
+                        let tls = server.tls.clone();
+                        let use_tls = tls_cluster(&server);
                         tokio::task::spawn_local(async move {
-                            let r = tokio::time::timeout(Duration::from_millis(1000), TcpStream::connect((ip.as_str(), cport))).await;
+                            let r = crate::tls::connect(&tls, &ip, cport, use_tls, Duration::from_millis(1000)).await;
                             let _ = match r {
-                                Ok(Ok(s)) => tx.send(Event::Connected(name, s)),
-                                _ => tx.send(Event::ConnectFailed(name)),
+                                Ok(s) => tx.send(Event::Connected(name, s)),
+                                Err(e) => {
+                                    if use_tls {
+                                        tracing::debug!("Cluster bus: cannot reach {ip}:{cport}: {e}");
+                                    }
+                                    tx.send(Event::ConnectFailed(name))
+                                }
                             };
                         });
                     }
@@ -574,11 +606,11 @@ async fn bus(node: Arc<ClusterNode>, listener: std::net::TcpListener, server: Ar
 }
 
 /// A link's reader and writer tasks; returns the writer's queue (dropping it closes the link).
-fn spawn_link(id: LinkId, s: TcpStream, tx: mpsc::UnboundedSender<Event>) -> mpsc::UnboundedSender<Vec<u8>> {
-    let _ = s.set_nodelay(true);
-    let peer = s.peer_addr().map(|a| a.ip().to_string()).unwrap_or_default();
-    let local = s.local_addr().map(|a| a.ip().to_string()).unwrap_or_default();
-    let (mut rd, mut wr) = s.into_split();
+fn spawn_link(id: LinkId, s: Stream, tx: mpsc::UnboundedSender<Event>) -> mpsc::UnboundedSender<Vec<u8>> {
+    let _ = s.tcp().set_nodelay(true);
+    let peer = s.tcp().peer_addr().map(|a| a.ip().to_string()).unwrap_or_default();
+    let local = s.tcp().local_addr().map(|a| a.ip().to_string()).unwrap_or_default();
+    let (mut rd, mut wr) = tokio::io::split(s);
     let (wtx, mut wrx) = mpsc::unbounded_channel::<Vec<u8>>();
     let closed = tx.clone();
     let reader = tokio::task::spawn_local(async move {
@@ -609,7 +641,8 @@ fn spawn_link(id: LinkId, s: TcpStream, tx: mpsc::UnboundedSender<Event>) -> mps
     });
     tokio::task::spawn_local(async move {
         while let Some(bytes) = wrx.recv().await {
-            if wr.write_all(&bytes).await.is_err() {
+            // Flushed: over TLS the last record may wait in rustls's buffer otherwise.
+            if wr.write_all(&bytes).await.is_err() || wr.flush().await.is_err() {
                 break;
             }
         }

@@ -59,6 +59,7 @@ pub mod command_docs;
 pub mod tracking;
 pub mod command_flags;
 pub mod ingest_port;
+pub mod tls;
 
 pub use abacus_engine::Config;
 pub use server::run;

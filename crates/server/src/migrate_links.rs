@@ -12,11 +12,11 @@ pub const LINK_IDLE: Duration = Duration::from_secs(10);
 /// same host and port (redis-cli's reshard sends one per 10 keys): Redis's migrate socket
 /// cache. `db`: the database last selected on it.
 pub struct Link {
-    pub rd: BufReader<tokio::net::tcp::OwnedReadHalf>,
-    pub wr: tokio::net::tcp::OwnedWriteHalf,
+    pub rd: BufReader<tokio::io::ReadHalf<abacus_tls::Stream>>,
+    pub wr: tokio::io::WriteHalf<abacus_tls::Stream>,
     pub db: Option<i64>,
     pub used: std::time::Instant,
 }
 
-/// A worker thread's links to MIGRATE targets, by host and port.
-pub type Links = std::cell::RefCell<std::collections::HashMap<(String, u16), Link>>;
+/// A worker thread's links to MIGRATE targets, by host, port and whether over TLS.
+pub type Links = std::cell::RefCell<std::collections::HashMap<(String, u16, bool), Link>>;

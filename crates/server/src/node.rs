@@ -24,6 +24,8 @@ pub const ABACUS_VERSION: &str = env!("CARGO_PKG_VERSION");
 pub enum Incoming {
     /// A freshly accepted connection.
     New(std::net::TcpStream, SocketAddr),
+    /// A freshly accepted connection on a `tls-port`: its handshake runs on the worker.
+    NewTls(std::net::TcpStream, SocketAddr),
     /// A connection moving in from another worker (`conn/migrate.rs`).
     /// Boxed: a moving connection carries its buffers and state, and is rare.
     Moved(Box<crate::conn::Moved>),
@@ -57,6 +59,8 @@ pub struct Server {
     pub cluster: Option<Arc<crate::cluster::ClusterNode>>,
     /// The script cache, FUNCTION libraries and the running script (`cmd/scripting.rs`).
     pub scripts: Arc<abacus_scripting::Shared>,
+    /// The TLS configuration in use and its counters (`tls.rs`).
+    pub tls: Arc<abacus_tls::Tls>,
 }
 
 impl std::ops::Deref for Server {

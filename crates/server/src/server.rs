@@ -89,13 +89,26 @@ pub fn run(config: Config) -> Result<(), String> {
     // the process ends (SHUTDOWN exits without unwinding: the kernel releases it then).
     let _dir_lock = abacus_persist::dirlock::DirLock::acquire(std::path::Path::new(&dir), "abacus serve")?;
     let dir = abacus_persist::dirlock::absolute(std::path::Path::new(&dir)).display().to_string();
-    let port = config.get_u64(abacus_engine::param!("port")) as u16;
+    let plain_port = config.get_u64(abacus_engine::param!("port")) as u16;
+    let tls_port = config.get_u64(abacus_engine::param!("tls-port")) as u16;
+    // As Redis: `port 0` leaves only the TLS port, which then names this server (replicas
+    // announce it, the cluster bus is 10000 above it).
+    // So does `tls-cluster yes`: the cluster then redirects clients to the TLS port, as Redis.
+    let tls_cluster = config.get_bool(abacus_engine::param!("tls-cluster"));
+    let port = if plain_port == 0 || (tls_cluster && tls_port != 0) { tls_port } else { plain_port };
+    let tls = Arc::new(crate::tls::at_startup(&config)?);
+    // (listener, whether it speaks TLS)
     let mut listeners = Vec::new();
     for b in config.get(abacus_engine::param!("bind")).split_whitespace() {
         let ip: IpAddr = b.trim_start_matches('-').parse().map_err(|_| format!("bind: '{b}' is not an IP address"))?;
-        let addr = SocketAddr::new(ip, port);
-        let l = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-        listeners.push(l);
+        for (p, is_tls) in [(plain_port, false), (tls_port, true)] {
+            if p == 0 {
+                continue;
+            }
+            let addr = SocketAddr::new(ip, p);
+            let l = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+            listeners.push((l, is_tls));
+        }
     }
     let cluster = crate::cluster::open(&config, std::path::Path::new(&dir), port)?;
     let mut metrics_listeners = crate::metrics::bind(&config)?;
@@ -147,6 +160,7 @@ pub fn run(config: Config) -> Result<(), String> {
         summarizer,
         cluster: cluster.as_ref().map(|(node, _)| node.clone()),
         scripts,
+        tls,
     });
     if let Some((node, bus)) = cluster {
         crate::cluster::start_bus(node, bus, server.clone())?;
@@ -196,7 +210,15 @@ pub fn run(config: Config) -> Result<(), String> {
                                     continue;
                                 }
                                 if let Ok(stream) = tokio::net::TcpStream::from_std(stream) {
-                                    tokio::task::spawn_local(crate::conn::serve(worker.clone(), stream, addr));
+                                    tokio::task::spawn_local(crate::conn::serve(worker.clone(), abacus_tls::Stream::Plain(stream), addr));
+                                }
+                            }
+                            Incoming::NewTls(stream, addr) => {
+                                if stream.set_nonblocking(true).is_err() {
+                                    continue;
+                                }
+                                if let Ok(stream) = tokio::net::TcpStream::from_std(stream) {
+                                    tokio::task::spawn_local(crate::conn::serve_tls(worker.clone(), stream, addr));
                                 }
                             }
                             Incoming::Moved(moved) => {
@@ -210,9 +232,9 @@ pub fn run(config: Config) -> Result<(), String> {
             .map_err(|e| format!("cannot start worker thread: {e}"))?;
     }
 
-    let addrs: Vec<String> = listeners.iter().map(|l| l.local_addr().map(|a| a.to_string()).unwrap_or_default()).collect();
+    let addrs: Vec<String> = listeners.iter().map(|(l, t)| l.local_addr().map(|a| if *t { format!("{a} (tls)") } else { a.to_string() }).unwrap_or_default()).collect();
     tracing::info!("{}", banner(&server.config, &addrs, threads, &dir));
-    for l in listeners {
+    for (l, is_tls) in listeners {
         let server = server.clone();
         let keepalive = server.config.get_u64(abacus_engine::param!("tcp-keepalive"));
         std::thread::Builder::new()
@@ -249,7 +271,8 @@ pub fn run(config: Config) -> Result<(), String> {
                             }
                         }
                     }
-                    let _ = queues[next % queues.len()].send(Incoming::New(stream, addr));
+                    let incoming = if is_tls { Incoming::NewTls(stream, addr) } else { Incoming::New(stream, addr) };
+                    let _ = queues[next % queues.len()].send(incoming);
                     next = next.wrapping_add(1);
                 }
             })

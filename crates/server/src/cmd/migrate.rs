@@ -24,7 +24,6 @@ use std::time::Duration;
 
 use abacus_protocol::{Arg, Args, Bytes, Frame};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
 
 use super::args::*;
 use crate::migrate_links::{Link, LINK_IDLE};
@@ -145,7 +144,7 @@ async fn call(conn: &mut Conn, locks: &Locks, spec: &'static Spec, rest: impl In
 
 /// Keeps `link` for the next MIGRATE to `target`, and closes it once idle for
 /// [`LINK_IDLE`] (a timer task on this thread).
-fn keep_link(conn: &Conn, target: (String, u16), mut link: Link) {
+fn keep_link(conn: &Conn, target: (String, u16, bool), mut link: Link) {
     link.used = std::time::Instant::now();
     conn.worker.migrate_links.borrow_mut().insert(target.clone(), link);
     let worker = conn.worker.clone();
@@ -161,7 +160,11 @@ fn keep_link(conn: &Conn, target: (String, u16), mut link: Link) {
 /// Sends `request` and reads `expect` reply lines (the target answers AUTH, SELECT and
 /// RESTORE with +OK or -error). Err: the reply to give, and whether any line came back.
 async fn exchange(link: &mut Link, request: &[u8], expect: usize, timeout: Duration) -> Result<Vec<String>, (Frame, bool)> {
-    match tokio::time::timeout(timeout, link.wr.write_all(request)).await {
+    let write = async {
+        link.wr.write_all(request).await?;
+        link.wr.flush().await
+    };
+    match tokio::time::timeout(timeout, write).await {
         Ok(Ok(())) => {}
         _ => return Err((err("IOERR error or timeout writing to target instance"), false)),
     }
@@ -274,7 +277,9 @@ pub async fn migrate(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         out
     };
 
-    let target = (host.clone(), port.clamp(0, 65535) as u16);
+    // As Redis: with `tls-cluster yes` the target is reached over TLS (`tls.rs`).
+    let use_tls = conn.worker.server.config.get_bool(abacus_engine::param!("tls-cluster"));
+    let target = (host.clone(), port.clamp(0, 65535) as u16, use_tls);
     // A link kept from an earlier MIGRATE to the same target is tried first; if it fails
     // before any reply (the target closed it meanwhile), once more on a new one, as Redis
     // retries a cached socket.
@@ -283,15 +288,15 @@ pub async fn migrate(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         let reused = cached.is_some();
         let mut link = match cached.take() {
             Some(l) => l,
-            None => match tokio::time::timeout(timeout, TcpStream::connect((target.0.as_str(), target.1))).await {
-                Ok(Ok(s)) => {
-                    let _ = s.set_nodelay(true);
-                    let (rd, wr) = s.into_split();
+            None => match crate::tls::connect(&conn.worker.server.tls, &target.0, target.1, use_tls, timeout).await {
+                Ok(s) => {
+                    let _ = s.tcp().set_nodelay(true);
+                    let (rd, wr) = tokio::io::split(s);
                     Link { rd: BufReader::new(rd), wr, db: None, used: std::time::Instant::now() }
                 }
+                Err(e) if e.contains("timed out") => return err("IOERR error or timeout connecting to the client"),
                 // Redis connects without blocking and learns of a refusal when it writes.
-                Ok(Err(_)) => return err("IOERR error or timeout writing to target instance"),
-                Err(_) => return err("IOERR error or timeout connecting to the client"),
+                Err(_) => return err("IOERR error or timeout writing to target instance"),
             },
         };
         let select = link.db != Some(db);

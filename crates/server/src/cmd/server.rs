@@ -250,8 +250,39 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: ConfigSub, a: &[Ar
             }
             let pairs: Vec<(String, String)> =
                 a[2..].chunks(2).map(|p| (String::from_utf8_lossy(&p[0]).into_owned(), String::from_utf8_lossy(&p[1]).into_owned())).collect();
+            // As Redis: the names and values are checked, set, then applied; a TLS
+            // configuration that cannot be built from them (a bad certificate file) fails the
+            // whole CONFIG SET, the old values are put back and the old certificates stay.
+            let tls = &conn.worker.server.tls;
+            let old: Vec<(String, String)> = pairs
+                .iter()
+                .filter_map(|(n, _)| abacus_engine::config::param(n))
+                .filter_map(|p| cfg.get_by_name(p.name).map(|v| (p.name.to_string(), v)))
+                .collect();
             match cfg.set_many(&pairs) {
                 Ok(()) => {
+                    // As Redis, a parameter set to the value it had applies nothing; but a
+                    // certificate file named again while TLS is in use is read again (a
+                    // rotation that rewrote the file in place).
+                    let changed: Vec<(String, String)> = pairs
+                        .iter()
+                        .filter(|(n, _)| {
+                            abacus_engine::config::param(n).is_some_and(|p| {
+                                (tls.is_configured() && p.name.ends_with("-file") && p.name.starts_with("tls-"))
+                                    || old.iter().find(|(o, _)| o == p.name).map(|(_, v)| v.clone()) != cfg.get_by_name(p.name)
+                            })
+                        })
+                        .cloned()
+                        .collect();
+                    match crate::tls::stage(tls, cfg, &changed) {
+                        Ok(Some(configs)) => crate::tls::commit(tls, configs),
+                        Ok(None) => {}
+                        Err(e) => {
+                            // The old values were valid: putting them back cannot fail.
+                            let _ = cfg.set_many(&old);
+                            return Frame::error(e);
+                        }
+                    }
                     // The recorders keep their settings (slow log, latency monitor) apart.
                     conn.worker.server.recorders.configure(cfg);
                     if let Some(aof) = conn.worker.server.durability.log() {
@@ -623,7 +654,7 @@ pub async fn info_text(worker: &crate::node::Node, access: Access<'_>, mut secti
         let tracking = crate::tracking::counts();
         let _ = write!(
             out,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{total}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{expired}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\ntotal_error_replies:{}\r\nunexpected_error_replies:0\r\nclient_output_buffer_limit_disconnections:{}\r\nmigrated_connections:{}\r\ndirect_replies:{}\r\ndirect_replies_partial:{}\r\n{}\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{total}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{expired}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\ntotal_error_replies:{}\r\nunexpected_error_replies:0\r\nclient_output_buffer_limit_disconnections:{}\r\nmigrated_connections:{}\r\ndirect_replies:{}\r\ndirect_replies_partial:{}\r\n{}{}\r\n",
             st.connections_received_total.load(Ordering::Relaxed),
             st.ops_per_sec.iter().map(|o| o.load(Ordering::Relaxed)).sum::<u64>(),
             st.net_input_bytes_total.load(Ordering::Relaxed),
@@ -643,6 +674,7 @@ pub async fn info_text(worker: &crate::node::Node, access: Access<'_>, mut secti
             st.migrated_connections.load(Ordering::Relaxed),
             st.direct_replies.load(Ordering::Relaxed),
             st.direct_replies_partial.load(Ordering::Relaxed),
+            crate::tls::info_stats(&server.tls),
             crate::replication::info_stats(),
         );
     }

@@ -128,7 +128,7 @@ impl Conn {
             if self.multi.is_none() && spec.name != "asking" {
                 self.client.asking = false;
             }
-            match cluster.redirect(spec, &args, asking, self.client.readonly, &self.worker.server.config) {
+            match cluster.redirect(spec, &args, asking, self.client.readonly, self.client.tls, &self.worker.server.config) {
                 None => {}
                 Some(crate::cluster::Redirect::Reply(redirect)) => {
                     self.worker.record_rejected(spec.name);

@@ -11,7 +11,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use tokio::net::TcpStream;
+use abacus_tls::Stream;
 use tokio::sync::mpsc;
 
 use abacus_protocol::{Args, Bytes, Frame};
@@ -44,7 +44,7 @@ enum Woken {
 impl Conn {
     /// Runs a blocking command outside a transaction (see `blocking.rs`). None: the
     /// connection ended while it waited (EOF, CLIENT KILL): nothing is to be written.
-    pub(super) async fn run_blocking(&mut self, call: Call, stream: &TcpStream) -> Option<Frame> {
+    pub(super) async fn run_blocking(&mut self, call: Call, stream: &Stream) -> Option<Frame> {
         let Some(Ok(timeout_ms)) = call.spec.block_timeout_ms(&call.args) else {
             // A bad timeout: the handler replies its error.
             return Some(self.dispatch(Access::Free, call).await);
@@ -204,7 +204,7 @@ impl Conn {
     }
 
     /// Waits for a shard's outcome, the deadline, CLIENT UNBLOCK / KILL, or the socket's end.
-    async fn wait_blocked(&mut self, rx: &mut mpsc::UnboundedReceiver<Outcome>, deadline: Option<tokio::time::Instant>, stream: &TcpStream, socket_open: &mut bool) -> Woken {
+    async fn wait_blocked(&mut self, rx: &mut mpsc::UnboundedReceiver<Outcome>, deadline: Option<tokio::time::Instant>, stream: &Stream, socket_open: &mut bool) -> Woken {
         let meta = self.client.meta.clone();
         let stats = &self.worker.server.stats;
         meta.unblock_mode.store(0, Ordering::Release);
@@ -231,7 +231,8 @@ impl Conn {
             let mut probe = [0u8; 1];
             let eof = async {
                 if *socket_open {
-                    stream.peek(&mut probe).await
+                    // The TCP socket's: a close shows there, encrypted or not.
+                    stream.tcp().peek(&mut probe).await
                 } else {
                     std::future::pending().await
                 }

@@ -50,7 +50,7 @@ pub struct Moved {
 
 /// Where [`Conn::run`] left a connection that is to move.
 pub(super) struct Handoff {
-    pub(super) stream: TcpStream,
+    pub(super) stream: Stream,
     pub(super) parser: RequestParser,
     pub(super) rbuf: BytesMut,
     pub(super) target: usize,
@@ -58,8 +58,8 @@ pub(super) struct Handoff {
 
 /// Continues serving a connection that moved to this thread (see the file comment).
 pub async fn resume(worker: Rc<Node>, m: Moved) {
-    let stream = match TcpStream::from_std(m.stream) {
-        Ok(stream) => stream,
+    let stream = match tokio::net::TcpStream::from_std(m.stream) {
+        Ok(stream) => Stream::Plain(stream),
         Err(e) => {
             // Dropping `m` forgets the client.
             tracing::debug!(client = m.client.meta.id, "connection closed while moving: {e}");
@@ -128,7 +128,7 @@ impl Conn {
     /// watches, MONITOR or tracking to clean up: see `migration_due`).
     pub(super) fn hand_off(self, h: Handoff, addr: SocketAddr) -> std::io::Result<()> {
         let server = self.worker.server.clone();
-        let stream = h.stream.into_std()?;
+        let stream = h.stream.into_plain().map_err(|_| std::io::Error::other("a TLS connection cannot move"))?.into_std()?;
         let client = self.client;
         let moved = Moved { client, stream, addr, parser: h.parser, rbuf: h.rbuf };
         let queue = server.conn_queues.get(h.target).ok_or_else(|| std::io::Error::other("no such worker"))?;

@@ -28,8 +28,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use abacus_tls::Stream;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::sync::futures::Notified;
 
 use abacus_keyspace::WatchFlag;
@@ -157,6 +157,8 @@ pub struct Client {
     pub asking: bool,
     /// Cluster mode: READONLY (reads of the primary's slots run on this replica).
     pub readonly: bool,
+    /// The connection is TLS (such a connection never moves, so this holds for its life).
+    pub tls: bool,
 }
 
 impl Client {
@@ -176,6 +178,7 @@ impl Client {
             shared_socket: None,
             asking: false,
             readonly: false,
+            tls: false,
         }
     }
 }
@@ -186,31 +189,42 @@ fn killed_error() -> std::io::Error {
 
 /// Writes `bytes` to the client, unless it is killed (CLIENT KILL) first: a client that does
 /// not read its replies must not keep its connection, blocked in a write, after a kill.
-async fn write_unless_killed(stream: &mut TcpStream, bytes: &[u8], killed: &mut Pin<&mut Notified<'_>>) -> std::io::Result<()> {
+async fn write_unless_killed(stream: &mut Stream, bytes: &[u8], killed: &mut Pin<&mut Notified<'_>>) -> std::io::Result<()> {
     // Biased: the write is tried first, so a reply the socket takes at once still goes out
     // after a kill (CLIENT KILL of oneself replies, then closes); only a write that would
     // block gives way to the kill.
     tokio::select! {
         biased;
-        r = stream.write_all(bytes) => r,
+        r = stream.send(bytes) => r,
         _ = killed.as_mut() => Err(killed_error()),
     }
 }
 
-pub async fn serve(worker: Rc<Node>, stream: TcpStream, addr: SocketAddr) {
+pub async fn serve(worker: Rc<Node>, stream: Stream, addr: SocketAddr) {
     let server = worker.server.clone();
-    let laddr = stream.local_addr().unwrap_or(addr);
-    let _ = stream.set_nodelay(true);
+    let laddr = stream.tcp().local_addr().unwrap_or(addr);
+    let _ = stream.tcp().set_nodelay(true);
     ServerStats::add(&server.stats.connections_received_total, 1);
     let Some(meta) = server.clients.register(addr, laddr, server.config.maxclients() as usize, now_ms()) else {
         ServerStats::add(&server.stats.connections_rejected_total, 1);
         let mut stream = stream;
-        let _ = stream.write_all(b"-ERR max number of clients reached\r\n").await;
+        let _ = stream.send(b"-ERR max number of clients reached\r\n").await;
         return;
     };
-    let conn = Conn::new(worker, Client::fresh(&server, meta, addr));
+    let mut conn = Conn::new(worker, Client::fresh(&server, meta, addr));
+    conn.client.tls = stream.is_tls();
     let parser = RequestParser::new(conn.limits());
     conn.serve_until_closed(stream, addr, parser, BytesMut::with_capacity(READ_CHUNK_BYTES)).await;
+}
+
+/// Serves a connection accepted on a `tls-port`: the handshake in this task, bounded by
+/// `tls-handshake-timeout` (`tls.rs`), then the ordinary loop over the encrypted stream.
+pub async fn serve_tls(worker: Rc<Node>, stream: tokio::net::TcpStream, addr: SocketAddr) {
+    let server = worker.server.clone();
+    let timeout = Duration::from_millis(server.config.get_u64(abacus_engine::param!("tls-handshake-timeout")));
+    if let Some(s) = crate::tls::handshake(&server.tls, stream, addr, timeout, "client").await {
+        serve(worker, s, addr).await;
+    }
 }
 
 impl Conn {
@@ -241,7 +255,7 @@ impl Conn {
 
     /// Serves the connection until it closes (then, dropping its registration, forgets the
     /// client) or moves to another thread (then the client lives on there).
-    async fn serve_until_closed(mut self, stream: TcpStream, addr: SocketAddr, parser: RequestParser, rbuf: BytesMut) {
+    async fn serve_until_closed(mut self, stream: Stream, addr: SocketAddr, parser: RequestParser, rbuf: BytesMut) {
         match self.run(stream, parser, rbuf).await {
             Ok(Some(h)) => {
                 let id = self.client.meta.id;
@@ -264,7 +278,7 @@ impl Conn {
     }
 
     /// Serves requests until the connection closes (`None`) or is to move to another thread.
-    async fn run(&mut self, mut stream: TcpStream, mut parser: RequestParser, mut rbuf: BytesMut) -> std::io::Result<Option<Handoff>> {
+    async fn run(&mut self, mut stream: Stream, mut parser: RequestParser, mut rbuf: BytesMut) -> std::io::Result<Option<Handoff>> {
         let server = self.worker.server.clone();
         // One registration with the kill signal for the connection's life, not one per read
         // (each registration and removal takes the Notify's lock).
@@ -427,7 +441,8 @@ impl Conn {
                     crate::tracking::limit(server.config.tracking_table_max_keys() as usize);
                     self.take_invalidations();
                 }
-                let direct = fatal.is_none() && server.config.direct_replies();
+                // Over TLS no other thread may write to the socket: the records are this task's to seal.
+                let direct = fatal.is_none() && server.config.direct_replies() && !stream.is_tls();
                 self.process(&mut calls, &stream, direct).await;
                 if let Some(err) = fatal {
                     // Not a command's reply, so CLIENT REPLY SKIP does not count it; after
@@ -486,7 +501,9 @@ impl Conn {
             if self.inflight.is_some() && !self.streak_fresh && self.migration_due().is_some() {
                 self.settle(&mut stream, &mut killed).await?;
             }
-            if let Some(target) = self.migration_target() {
+            // A TLS connection stays on its thread: its session state is not a descriptor
+            // another reactor could take over.
+            if let Some(target) = self.migration_target().filter(|_| !stream.is_tls()) {
                 return Ok(Some(Handoff { stream, parser, rbuf, target }));
             }
         }
@@ -515,7 +532,7 @@ impl Conn {
     /// `requests` is left empty (its capacity is reused for the next batch). With `direct`
     /// (the connection's socket), a batch that runs entirely on another thread's shard has
     /// that thread write its replies instead (see `direct.rs`): then `inflight` is set.
-    pub async fn process(&mut self, requests: &mut Vec<Args>, stream: &TcpStream, direct: bool) {
+    pub async fn process(&mut self, requests: &mut Vec<Args>, stream: &Stream, direct: bool) {
         let mut batch: Vec<(usize, Call)> = Vec::with_capacity(requests.len());
         let mut last: &'static str = "";
         for args in requests.drain(..) {
@@ -626,7 +643,10 @@ impl Conn {
     /// thread's own (whose commands run here first: their replies travel with the others),
     /// nothing of this batch replied
     /// yet, replies on (CLIENT REPLY), and no fsync to wait for before replying.
-    fn delegate(&mut self, batch: &mut Vec<(usize, Call)>, stream: &TcpStream) -> bool {
+    fn delegate(&mut self, batch: &mut Vec<(usize, Call)>, stream: &Stream) -> bool {
+        if stream.is_tls() {
+            return false;
+        }
         let own = self.worker.shard_id;
         let relaxed = self.worker.server.config.relaxed_batch_order();
         let Some(&(first, _)) = batch.first() else { return false };
@@ -670,7 +690,7 @@ impl Conn {
             Some(s) => s.clone(),
             None => {
                 use std::os::fd::AsFd;
-                let Ok(fd) = stream.as_fd().try_clone_to_owned() else { return false };
+                let Ok(fd) = stream.tcp().as_fd().try_clone_to_owned() else { return false };
                 let s = Arc::new(std::net::TcpStream::from(fd));
                 self.client.shared_socket = Some(s.clone());
                 s
@@ -729,7 +749,7 @@ impl Conn {
 
     /// Waits until the shard running the batch in flight (if any) is done with its direct
     /// replies, and writes or fails as it says.
-    async fn settle(&mut self, stream: &mut TcpStream, killed: &mut Pin<&mut Notified<'_>>) -> std::io::Result<()> {
+    async fn settle(&mut self, stream: &mut Stream, killed: &mut Pin<&mut Notified<'_>>) -> std::io::Result<()> {
         let Some(c) = self.inflight.take() else { return Ok(()) };
         tokio::select! {
             biased;

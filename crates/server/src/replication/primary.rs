@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use abacus_protocol::{BytesMut, Limits, RequestParser};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use abacus_tls::Stream;
 
 use super::{state, try_partial, wait_for_snapshot, Psync, ReplicaInfo, Waiter, ONLINE, SEND_BULK};
 use crate::conn::Conn;
@@ -33,7 +33,7 @@ pub struct PsyncRequest {
 const FILE_CHUNK_BYTES: usize = 256 * 1024;
 
 /// Serves a replica on `stream` until the link ends. `rbuf` holds what it sent after PSYNC.
-pub async fn serve(conn: &mut Conn, mut stream: TcpStream, mut rbuf: BytesMut, req: PsyncRequest) {
+pub async fn serve(conn: &mut Conn, mut stream: Stream, mut rbuf: BytesMut, req: PsyncRequest) {
     let repl = state();
     let meta = conn.client.meta.clone();
     meta.repl_kind.store(crate::clients::REPL_REPLICA, Ordering::Release);
@@ -55,8 +55,8 @@ pub async fn serve(conn: &mut Conn, mut stream: TcpStream, mut rbuf: BytesMut, r
         let mut rx = match try_partial(&info, &req.replid, req.offset) {
             Psync::Continue { replid, missed, rx } => {
                 tracing::info!("Partial resynchronization request from {} accepted: sending {} bytes of backlog", meta.addr, missed.len());
-                stream.write_all(format!("+CONTINUE {replid}\r\n").as_bytes()).await?;
-                stream.write_all(&missed).await?;
+                stream.send(format!("+CONTINUE {replid}\r\n").as_bytes()).await?;
+                stream.send(&missed).await?;
                 rx
             }
             Psync::Full => {
@@ -76,7 +76,7 @@ pub async fn serve(conn: &mut Conn, mut stream: TcpStream, mut rbuf: BytesMut, r
 
 /// A full sync: waits for a snapshot's point in time, sends `+FULLRESYNC`, the file, and
 /// returns the queue that has gathered the stream since that point.
-async fn full_sync(conn: &mut Conn, stream: &mut TcpStream, info: &Arc<ReplicaInfo>) -> std::io::Result<tokio::sync::mpsc::UnboundedReceiver<abacus_protocol::Bytes>> {
+async fn full_sync(conn: &mut Conn, stream: &mut Stream, info: &Arc<ReplicaInfo>) -> std::io::Result<tokio::sync::mpsc::UnboundedReceiver<abacus_protocol::Bytes>> {
     let repl = state();
     // The replica's stream queue: bounded by `client-output-buffer-limit replica` (the feeder
     // closes a link whose queued bytes pass it, `Repl::feed`); unbounded only where that limit is
@@ -112,14 +112,14 @@ async fn full_sync(conn: &mut Conn, stream: &mut TcpStream, info: &Arc<ReplicaIn
     let (offset, name, db) = at_rx.await.map_err(|_| std::io::Error::other("the snapshot did not include this replica"))?;
     let replid = repl.replid();
     let db = db.map(|d| format!(" {d}")).unwrap_or_default();
-    stream.write_all(format!("+FULLRESYNC {replid} {offset}{db}\r\n").as_bytes()).await?;
+    stream.send(format!("+FULLRESYNC {replid} {offset}{db}\r\n").as_bytes()).await?;
     // Keep the link alive while the snapshot is written (Redis sends newlines likewise).
     let done = abacus_engine::snapshot::wait(&conn.worker.server.durability, before);
     tokio::pin!(done);
     let result = loop {
         tokio::select! {
             r = &mut done => break r,
-            _ = tokio::time::sleep(Duration::from_secs(1)) => stream.write_all(b"\n").await?,
+            _ = tokio::time::sleep(Duration::from_secs(1)) => stream.send(b"\n").await?,
         }
     };
     result.map_err(std::io::Error::other)?;
@@ -128,7 +128,7 @@ async fn full_sync(conn: &mut Conn, stream: &mut TcpStream, info: &Arc<ReplicaIn
     let len = file.metadata()?.len();
     info.state.store(SEND_BULK, Ordering::Release);
     tracing::info!("Synchronization with replica {}: sending snapshot {name} ({len} bytes) at offset {offset}", conn.client.meta.addr);
-    stream.write_all(format!("${len}\r\n").as_bytes()).await?;
+    stream.send(format!("${len}\r\n").as_bytes()).await?;
     let mut buf = vec![0u8; FILE_CHUNK_BYTES];
     let mut left = len;
     while left > 0 {
@@ -136,7 +136,7 @@ async fn full_sync(conn: &mut Conn, stream: &mut TcpStream, info: &Arc<ReplicaIn
         if n == 0 {
             return Err(std::io::Error::other("the snapshot file ended early"));
         }
-        stream.write_all(&buf[..n]).await?;
+        stream.send(&buf[..n]).await?;
         left -= n as u64;
     }
     info.ack_offset.store(offset, Ordering::Release);
@@ -148,7 +148,7 @@ async fn full_sync(conn: &mut Conn, stream: &mut TcpStream, info: &Arc<ReplicaIn
 
 /// Writes the stream to the replica and reads its ACKs, until the link ends.
 async fn stream_to(
-    stream: &mut TcpStream,
+    stream: &mut Stream,
     rbuf: &mut BytesMut,
     rx: &mut tokio::sync::mpsc::UnboundedReceiver<abacus_protocol::Bytes>,
     info: &Arc<ReplicaInfo>,
@@ -158,7 +158,7 @@ async fn stream_to(
     let mut parser = RequestParser::new(Limits::default());
     let killed = meta.kill.notified();
     tokio::pin!(killed);
-    let (mut rd, mut wr) = stream.split();
+    let (mut rd, mut wr) = tokio::io::split(stream);
     let mut out: Vec<u8> = Vec::new();
     loop {
         if meta.killed.load(Ordering::Acquire) {
@@ -197,6 +197,8 @@ async fn stream_to(
                     }
                 }
                 wr.write_all(&out).await?;
+                // Over TLS the last record may wait in rustls's buffer until flushed.
+                wr.flush().await?;
                 info.queued.fetch_sub(taken, Ordering::AcqRel);
             }
             n = rd.read_buf(rbuf) => {

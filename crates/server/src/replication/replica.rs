@@ -25,8 +25,8 @@ use std::time::Duration;
 
 use abacus_persist::snapshot;
 use abacus_protocol::{Args, BytesMut, Limits, RequestParser};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::AsyncReadExt;
+use abacus_tls::Stream;
 
 use super::{generation, psync_position, push_resp, set_link, state, LinkState, MasterAddr};
 use crate::command::flags;
@@ -64,7 +64,7 @@ async fn run(worker: Rc<Node>, gen: u64) {
 
 /// Reads one reply line (without its CRLF), skipping the newlines a primary sends to keep
 /// the link alive.
-async fn read_line(s: &mut TcpStream, rbuf: &mut BytesMut, timeout: Duration) -> Result<String, String> {
+async fn read_line(s: &mut Stream, rbuf: &mut BytesMut, timeout: Duration) -> Result<String, String> {
     loop {
         while rbuf.first() == Some(&b'\n') {
             let _ = rbuf.split_to(1);
@@ -86,10 +86,10 @@ async fn read_line(s: &mut TcpStream, rbuf: &mut BytesMut, timeout: Duration) ->
     }
 }
 
-async fn command(s: &mut TcpStream, rbuf: &mut BytesMut, args: &[&[u8]], timeout: Duration) -> Result<String, String> {
+async fn command(s: &mut Stream, rbuf: &mut BytesMut, args: &[&[u8]], timeout: Duration) -> Result<String, String> {
     let mut out = Vec::new();
     push_resp(&mut out, args);
-    s.write_all(&out).await.map_err(|e| format!("write error: {e}"))?;
+    s.send(&out).await.map_err(|e| format!("write error: {e}"))?;
     read_line(s, rbuf, timeout).await
 }
 
@@ -98,11 +98,10 @@ async fn link_once(worker: &Rc<Node>, gen: u64, master: &MasterAddr) -> Result<(
     let config = &server.config;
     let timeout = Duration::from_secs(config.get(abacus_engine::param!("repl-timeout")).parse::<u64>().unwrap_or(60).max(1));
     set_link(gen, LinkState::Connecting);
-    let mut s = tokio::time::timeout(timeout, TcpStream::connect((master.host.as_str(), master.port)))
-        .await
-        .map_err(|_| "timeout connecting".to_string())?
-        .map_err(|e| format!("cannot connect: {e}"))?;
-    let _ = s.set_nodelay(true);
+    // `tls-replication yes`: the primary is reached on its TLS port (`tls.rs`).
+    let use_tls = config.get_bool(abacus_engine::param!("tls-replication"));
+    let mut s = crate::tls::connect(&server.tls, &master.host, master.port, use_tls, timeout).await.map_err(|e| format!("cannot connect: {e}"))?;
+    let _ = s.tcp().set_nodelay(true);
     let mut rbuf = BytesMut::with_capacity(64 * 1024);
     // The handshake below is this server speaking as a client to another server (Redis or
     // Abacus): its command names are the protocol's, spelled as Redis's replica sends them,
@@ -124,7 +123,11 @@ async fn link_once(worker: &Rc<Node>, gen: u64, master: &MasterAddr) -> Result<(
         }
     }
     let announce_port = config.get(abacus_engine::param!("replica-announce-port")).parse::<u16>().unwrap_or(0);
-    let port = if announce_port > 0 { announce_port } else { server.port };
+    // Over TLS, the port the primary (and Sentinel) should reach this replica on is its TLS
+    // port, as Redis announces it.
+    let tls_port = config.get_u64(abacus_engine::param!("tls-port")) as u16;
+    let own = if use_tls && tls_port != 0 { tls_port } else { server.port };
+    let port = if announce_port > 0 { announce_port } else { own };
     command(&mut s, &mut rbuf, &[b"REPLCONF", b"listening-port", port.to_string().as_bytes()], timeout).await?;
     let ip = config.get(abacus_engine::param!("replica-announce-ip"));
     if !ip.is_empty() {
@@ -178,7 +181,7 @@ const EOF_MARK_BYTES: usize = 40;
 /// Receives the snapshot bulk into a temporary file: `$<len>\r\n<bytes>`, or, from a Redis
 /// primary's diskless sync (we announce `capa eof`), `$EOF:<40-byte mark>\r\n<bytes><mark>`
 /// (Redis sends nothing after the mark until our first ACK).
-async fn receive_snapshot(s: &mut TcpStream, rbuf: &mut BytesMut, timeout: Duration, gen: u64, durability: &abacus_engine::durability::Durability) -> Result<PathBuf, String> {
+async fn receive_snapshot(s: &mut Stream, rbuf: &mut BytesMut, timeout: Duration, gen: u64, durability: &abacus_engine::durability::Durability) -> Result<PathBuf, String> {
     let line = read_line(s, rbuf, timeout).await?;
     let bad_header = || format!("bad snapshot header from the primary: {}", &line[..line.len().min(64)]);
     let mark: Option<Vec<u8>> = match line.strip_prefix("$EOF:") {
@@ -290,10 +293,10 @@ async fn load(worker: &Rc<Node>, path: &std::path::Path, gen: u64, replid: &str,
 }
 
 /// Applies the primary's stream until the link ends or REPLICAOF changes.
-async fn apply_stream(worker: &Rc<Node>, gen: u64, mut s: TcpStream, mut rbuf: BytesMut, db: usize) -> Result<(), String> {
+async fn apply_stream(worker: &Rc<Node>, gen: u64, mut s: Stream, mut rbuf: BytesMut, db: usize) -> Result<(), String> {
     let repl = state();
-    let peer = s.peer_addr().map_err(|e| e.to_string())?;
-    let mut conn = Conn::for_master(worker.clone(), peer, s.local_addr().unwrap_or(peer), db).ok_or("max number of clients reached")?;
+    let peer = s.tcp().peer_addr().map_err(|e| e.to_string())?;
+    let mut conn = Conn::for_master(worker.clone(), peer, s.tcp().local_addr().unwrap_or(peer), db).ok_or("max number of clients reached")?;
     let meta = conn.client.meta.clone();
     let mut parser = RequestParser::new(Limits { max_bulk_len: worker.server.config.proto_max_bulk_len() as usize, ..Limits::default() });
     let mut ack_at = tokio::time::Instant::now();
@@ -375,7 +378,7 @@ async fn apply_stream(worker: &Rc<Node>, gen: u64, mut s: TcpStream, mut rbuf: B
 }
 
 /// Applies the gathered commands through the master's connection; their bytes then count.
-async fn apply(gen: u64, conn: &mut Conn, calls: &mut Vec<Args>, bytes: &mut Vec<u8>, s: &TcpStream) {
+async fn apply(gen: u64, conn: &mut Conn, calls: &mut Vec<Args>, bytes: &mut Vec<u8>, s: &Stream) {
     if calls.is_empty() {
         return;
     }
@@ -408,9 +411,9 @@ fn repl_feed(gen: u64, conn: &Conn, bytes: &[u8]) {
     super::feed_applied(gen, bytes, conn.client.db);
 }
 
-async fn send_ack(s: &mut TcpStream) -> Result<(), String> {
+async fn send_ack(s: &mut Stream) -> Result<(), String> {
     let off = state().offset().to_string();
     let mut out = Vec::new();
     push_resp(&mut out, &[&b"REPLCONF"[..], b"ACK", off.as_bytes()]);
-    s.write_all(&out).await.map_err(|e| format!("write error: {e}"))
+    s.send(&out).await.map_err(|e| format!("write error: {e}"))
 }
