@@ -277,6 +277,7 @@ impl Cluster {
             p.flags |= node_flags::MIGRATE_TO;
         }
         self.after_change();
+        self.broadcast_pong();
         Ok(())
     }
 

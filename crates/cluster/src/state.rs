@@ -518,6 +518,17 @@ impl Cluster {
         self.send(link, msg);
     }
 
+    /// A PONG to every node with a link (clusterBroadcastPong(CLUSTER_BROADCAST_ALL)): a role
+    /// change made by a command is known at once, not at the next pings (up to half the node
+    /// timeout away), so a primary asked for its vote right after knows the requester as a
+    /// replica. `now` is not read for a PONG.
+    pub(crate) fn broadcast_pong(&mut self) {
+        let links: Vec<LinkId> = self.nodes.values().filter(|n| n.name != self.myself && !n.is(node_flags::HANDSHAKE)).filter_map(|n| n.link).collect();
+        for l in links {
+            self.send_ping(l, kind::PONG, 0);
+        }
+    }
+
     fn broadcast(&mut self, msg: &Message) {
         let links: Vec<LinkId> = self.nodes.values().filter(|n| n.name != self.myself && !n.is(node_flags::HANDSHAKE)).filter_map(|n| n.link).collect();
         for l in links {

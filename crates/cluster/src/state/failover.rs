@@ -290,22 +290,41 @@ impl Cluster {
         if me.is(node_flags::SLAVE) || me.slots.count() == 0 {
             return;
         }
-        if h.current_epoch < self.current_epoch || self.last_vote_epoch == self.current_epoch {
+        let who = String::from_utf8_lossy(requester.as_bytes()).into_owned();
+        // Redis's clusterSendFailoverAuthIfNeeded logs each refusal and each vote.
+        let deny = |c: &mut Self, why: String| c.actions.push(Action::Log(format!("Failover auth denied to {who}: {why}")));
+        if h.current_epoch < self.current_epoch {
+            deny(self, format!("reqEpoch ({}) < curEpoch({})", h.current_epoch, self.current_epoch));
+            return;
+        }
+        if self.last_vote_epoch == self.current_epoch {
+            deny(self, format!("already voted for epoch {}", self.current_epoch));
             return;
         }
         let Some(r) = self.nodes.get(&requester) else { return };
-        let Some(primary) = r.primary.filter(|_| r.is(node_flags::SLAVE)) else { return };
+        let Some(primary) = r.primary.filter(|_| r.is(node_flags::SLAVE)) else {
+            deny(self, "it is a master node".into());
+            return;
+        };
         let force = h.mflags[0] & flags0::FORCEACK != 0;
-        let Some(p) = self.nodes.get(&primary) else { return };
+        let Some(p) = self.nodes.get(&primary) else {
+            deny(self, "I don't know its master".into());
+            return;
+        };
         if !p.is(node_flags::FAIL) && !force {
+            deny(self, "its master is up".into());
             return;
         }
         if now.saturating_sub(p.voted_time) < self.config.node_timeout_ms * 2 {
+            let wait = (self.config.node_timeout_ms * 2).saturating_sub(now.saturating_sub(p.voted_time));
+            deny(self, format!("can't vote about this master before {wait} milliseconds"));
             return;
         }
         for s in h.slots.iter() {
             if let Some(o) = self.owners[s as usize].and_then(|o| self.nodes.get(&o)) {
                 if o.config_epoch > h.config_epoch {
+                    let e = o.config_epoch;
+                    deny(self, format!("slot {s} epoch ({e}) > reqEpoch ({})", h.config_epoch));
                     return;
                 }
             }
@@ -315,6 +334,7 @@ impl Cluster {
             p.voted_time = now;
         }
         self.save();
+        self.actions.push(Action::Log(format!("Failover auth granted to {who} for epoch {}", self.current_epoch)));
         if let Some(link) = self.nodes.get(&requester).and_then(|n| n.link) {
             let msg = Message { header: self.header(kind::FAILOVER_AUTH_ACK), body: Body::Empty };
             self.send(link, msg);
