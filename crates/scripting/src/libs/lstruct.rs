@@ -371,6 +371,8 @@ pub fn open(lua: &Lua) -> mlua::Result<Table> {
 mod tests {
     use mlua::Lua;
 
+    use super::super::shim::run;
+
     fn lua() -> Lua {
         let lua = Lua::new();
         lua.globals()
@@ -379,15 +381,6 @@ mod tests {
         lua
     }
 
-    /// Runs `code` in a function under pcall, as a script named like Redis's, and gives the
-    /// result (or the error) as `tostring` would.
-    fn run(lua: &Lua, code: &str) -> String {
-        let f = format!("local ok, v = pcall(function() {code} end) return tostring(v)");
-        lua.load(&f)
-            .set_name("@user_script")
-            .eval::<String>()
-            .unwrap()
-    }
 
     // Expected values are redis-server 7.0.15's answers to the same code.
     #[test]
