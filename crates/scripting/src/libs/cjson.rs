@@ -97,20 +97,6 @@ fn num(v: &Value) -> Option<f64> {
     }
 }
 
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Nil => "nil",
-        Value::Boolean(_) => "boolean",
-        Value::LightUserData(_) => "userdata",
-        Value::Integer(_) | Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Table(_) => "table",
-        Value::Function(_) => "function",
-        Value::Thread(_) => "thread",
-        _ => "userdata",
-    }
-}
-
 /// C's `printf("%.<prec>g", x)`.
 fn fmt_g(x: f64, prec: usize) -> String {
     if x.is_nan() {

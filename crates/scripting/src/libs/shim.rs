@@ -121,17 +121,7 @@ impl<'a> Args<'a> {
         if self.is_none(i) {
             return "no value";
         }
-        match self.get(i) {
-            Value::Nil => "nil",
-            Value::Boolean(_) => "boolean",
-            Value::LightUserData(_) => "userdata",
-            Value::Integer(_) | Value::Number(_) => "number",
-            Value::String(_) => "string",
-            Value::Table(_) => "table",
-            Value::Function(_) => "function",
-            Value::Thread(_) => "thread",
-            _ => "userdata",
-        }
+        type_name(&self.get(i))
     }
 
     /// `luaL_typerror`.
@@ -280,4 +270,19 @@ pub(super) fn new_lib(lua: &Lua, fns: &[(&str, LibFn)]) -> mlua::Result<Table> {
 pub(super) fn run(lua: &Lua, code: &str) -> String {
     let f = format!("local ok, v = pcall(function() {code} end) return tostring(v)");
     lua.load(&f).set_name("@user_script").eval::<String>().unwrap()
+}
+
+/// Lua's `type()` of a value.
+pub(super) fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Nil => "nil",
+        Value::Boolean(_) => "boolean",
+        Value::LightUserData(_) => "userdata",
+        Value::Integer(_) | Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Table(_) => "table",
+        Value::Function(_) => "function",
+        Value::Thread(_) => "thread",
+        _ => "userdata",
+    }
 }
