@@ -36,6 +36,9 @@ pub struct Engine {
     /// Error replies, loading progress, the slow log and the latency monitor; each shard
     /// holds a handle beside its own command table (`recorders.rs`).
     pub recorders: Arc<Recorders>,
+    /// The script cache, FUNCTION libraries and the running script (the server's
+    /// `cmd/scripting.rs`). Here because the libraries are data: snapshots hold them.
+    pub scripts: Arc<abacus_scripting::Shared>,
 }
 
 impl Engine {

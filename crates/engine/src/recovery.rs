@@ -50,12 +50,25 @@ pub struct Recovered {
     /// The replication position the log ends at, if its last record is a position mark
     /// (see "Restarts" in `replication/mod.rs`); None when anything follows the last mark.
     pub position: Option<crate::log_marks::Position>,
+    /// The FUNCTION libraries' code (the snapshot's, then the log's FUNCTION commands), in
+    /// name order: the server compiles them once loading is done.
+    pub functions: Vec<Bytes>,
+}
+
+/// The FUNCTION libraries' code by library name, as replay changes it.
+pub type FunctionCodes = std::collections::BTreeMap<String, Bytes>;
+
+/// What a replayed connection-level write may change: the shards, and the FUNCTION
+/// libraries (whose code replay keeps; Lua runs only once loading is done).
+pub struct Replay<'a> {
+    pub shards: &'a mut [Shard],
+    pub functions: &'a mut FunctionCodes,
 }
 
 /// How recovery replays a logged connection-level write (FLUSHALL, SWAPDB, DEBUG POPULATE)
 /// over every shard, with no connection or worker running yet: the command's entry says it
 /// (`command::ConnEntry`), so the log's reader never matches command names.
-pub type ReplayFn = fn(shards: &mut [Shard], db: usize, args: &[Arg], now_ms: u64) -> Result<(), String>;
+pub type ReplayFn = fn(r: &mut Replay<'_>, db: usize, args: &[Arg], now_ms: u64) -> Result<(), String>;
 
 /// The command table as recovery reads it: given by the server, whose table holds the
 /// connection-level families above this layer (`command::replayer`).
@@ -79,7 +92,7 @@ pub fn recover(config: &Config, dir: &Path, threads: usize, databases: usize, co
     let tracking = config.cmd_config().tracking();
     shards.iter_mut().flat_map(|s| s.dbs.iter_mut()).for_each(|d| d.set_tracking(tracking));
     let Some(manifest) = Manifest::read(dir)? else {
-        return Ok(Recovered { shards, manifest: Manifest::default(), keys_loaded: 0, commands_replayed: 0, position: None });
+        return Ok(Recovered { shards, manifest: Manifest::default(), keys_loaded: 0, commands_replayed: 0, position: None, functions: Vec::new() });
     };
     let started = Instant::now();
     let log_bytes: u64 = manifest.logs.iter().map(|l| std::fs::metadata(dir.join(l)).map_or(0, |m| m.len())).sum();
@@ -93,10 +106,16 @@ pub fn recover(config: &Config, dir: &Path, threads: usize, databases: usize, co
         log_bytes as f64 / 1e6
     );
     let _progress = Progress::start(recorders.clone());
+    let mut functions = FunctionCodes::new();
     let result = (|| {
         let mut keys_loaded = 0;
         if let Some(snap) = &manifest.snapshot {
-            keys_loaded = load_snapshot(&dir.join(snap), &mut shards, databases, loading)?;
+            let codes;
+            (keys_loaded, codes) = load_snapshot(&dir.join(snap), &mut shards, databases, loading)?;
+            for code in codes {
+                let (name, _) = abacus_scripting::parse_library_header(&code).map_err(|e| format!("snapshot {snap}: a FUNCTION library: {e}"))?;
+                functions.insert(name, Bytes::from(code));
+            }
             tracing::info!("snapshot {snap} loaded: {keys_loaded} keys in {:.2}s", started.elapsed().as_secs_f64());
             tracing::info!("{}", loading.progress_line());
         }
@@ -106,7 +125,8 @@ pub fn recover(config: &Config, dir: &Path, threads: usize, databases: usize, co
         let mut position = Positions { snapshot: manifest.snapshot.clone(), at: None, broken: false };
         for (i, name) in manifest.logs.iter().enumerate() {
             let last = i + 1 == manifest.logs.len();
-            commands_replayed += replay_log(config, &dir.join(name), last, &mut shards, databases, cfg, snap_bytes, &mut position, commands, loading)?;
+            let mut r = Replay { shards: &mut shards, functions: &mut functions };
+            commands_replayed += replay_log(config, &dir.join(name), last, &mut r, databases, cfg, snap_bytes, &mut position, commands, loading)?;
         }
         let position = position.at;
         Ok::<_, String>((keys_loaded, commands_replayed, position))
@@ -118,12 +138,14 @@ pub fn recover(config: &Config, dir: &Path, threads: usize, databases: usize, co
             started.elapsed().as_secs_f64()
         );
     }
-    Ok(Recovered { shards, manifest, keys_loaded, commands_replayed, position })
+    Ok(Recovered { shards, manifest, keys_loaded, commands_replayed, position, functions: functions.into_values().collect() })
 }
 
-/// Loads a snapshot into the shards; returns the number of keys.
-fn load_snapshot(path: &Path, shards: &mut [Shard], databases: usize, loading: &Loading) -> Result<u64, String> {
-    let idx = snapshot::index(path)?;
+/// Loads a snapshot into the shards; returns the number of keys and the FUNCTION libraries'
+/// code.
+fn load_snapshot(path: &Path, shards: &mut [Shard], databases: usize, loading: &Loading) -> Result<(u64, Vec<Vec<u8>>), String> {
+    let mut idx = snapshot::index(path)?;
+    let functions = std::mem::take(&mut idx.functions);
     let now = crate::shard::now_ms();
     let n = shards.len();
     let check_db = |db: u16| -> Result<usize, String> {
@@ -191,7 +213,7 @@ fn load_snapshot(path: &Path, shards: &mut [Shard], databases: usize, loading: &
         for r in results {
             total += r?;
         }
-        return Ok(total);
+        return Ok((total, functions));
     }
     // A different shard count: route every key by its slot.
     let f = File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
@@ -210,7 +232,7 @@ fn load_snapshot(path: &Path, shards: &mut [Shard], databases: usize, loading: &
         loading.keys.fetch_add(block_keys, Ordering::Relaxed);
         loading.loaded.fetch_add(b.compressed_len as u64, Ordering::Relaxed);
     }
-    Ok(total)
+    Ok((total, functions))
 }
 
 /// The replication position the replayed log has reached (see "Restarts" in
@@ -252,7 +274,7 @@ fn replay_log(
     config: &Config,
     path: &Path,
     last: bool,
-    shards: &mut [Shard],
+    r: &mut Replay<'_>,
     databases: usize,
     cfg: CmdConfig,
     base: u64,
@@ -301,20 +323,20 @@ fn replay_log(
         }
     }
     let mut n = 0u64;
-    for r in &scan.records {
+    for rec in &scan.records {
         let mut in_record = 0;
-        for c in fmt::commands(&bytes[r.range.clone()], r.format)? {
+        for c in fmt::commands(&bytes[rec.range.clone()], rec.format)? {
             if c.args.first().is_some_and(|n| n.eq_ignore_ascii_case(crate::log_marks::POSITION_MARK)) {
                 position.mark(&c.args);
                 continue;
             }
             position.at = None;
-            replay_command(shards, &c, databases, cfg, commands).map_err(|e| format!("log {} offset {}: {e}", path.display(), r.range.start))?;
+            replay_command(r, &c, databases, cfg, commands).map_err(|e| format!("log {} offset {}: {e}", path.display(), rec.range.start))?;
             in_record += 1;
         }
         n += in_record;
         loading.commands.fetch_add(in_record, Ordering::Relaxed);
-        loading.loaded.store(base + r.range.end as u64, Ordering::Relaxed);
+        loading.loaded.store(base + rec.range.end as u64, Ordering::Relaxed);
     }
     Ok(n)
 }
@@ -356,7 +378,8 @@ impl Drop for Progress {
 }
 
 /// Runs one logged command against the shards.
-fn replay_command(shards: &mut [Shard], c: &fmt::Command<'_>, databases: usize, cfg: CmdConfig, commands: Replayer) -> Result<(), String> {
+fn replay_command(r: &mut Replay<'_>, c: &fmt::Command<'_>, databases: usize, cfg: CmdConfig, commands: Replayer) -> Result<(), String> {
+    let shards = &mut *r.shards;
     let db = c.db as usize;
     if db >= databases {
         return Err(format!("command on database {db}, but only {databases} databases are configured"));
@@ -398,7 +421,7 @@ fn replay_command(shards: &mut [Shard], c: &fmt::Command<'_>, databases: usize, 
             }
         }
         Handler::Conn(_) => match (commands.replay)(spec.handler) {
-            Some(replay) => replay(shards, db, &args, now)?,
+            Some(replay) => replay(r, db, &args, now)?,
             None => return Err(format!("command '{name}' cannot be replayed")),
         },
     }

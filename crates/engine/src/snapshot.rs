@@ -211,6 +211,10 @@ async fn begin_with(
             Access::Locked(&own)
         }
     };
+    // The FUNCTION libraries as of this point: they change only with every shard held
+    // (the server's FUNCTION LOAD, DELETE, FLUSH and RESTORE), so they match the keys.
+    let mut writer = writer;
+    writer.write_functions(&worker.engine.scripts.library_codes())?;
     // The new log segment first, while every shard is held: if the disk refuses it (full,
     // failing), nothing has changed yet and the snapshot simply fails to start. The manifest
     // names the new segment before the first write goes there: a crash in between finds an

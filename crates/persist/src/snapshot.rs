@@ -5,6 +5,9 @@
 //!   u32 CRC32 of those 24 bytes;
 //! - blocks: `[u8 1][u16 shard][u32 raw len][u32 compressed len][u32 CRC32 of the header fields and the compressed bytes]
 //!   [LZ4 block]`; a raw block is a run of [`crate::entry`] encodings of keys of one shard;
+//! - functions (only when there are FUNCTION libraries, before the first block):
+//!   `[u8 3][u32 payload len][u32 CRC32 of the payload][payload]`, the payload a run of
+//!   `[u32 len][library code]`, one per library, the code as FUNCTION LOAD received it;
 //! - trailer: `[u8 2][u64 keys][u64 blocks][u32 CRC32 of those 16 bytes]`.
 //!
 //! Why blocks: each is compressed and checked on its own, so loading can spread blocks over
@@ -31,6 +34,7 @@ const HEADER_BYTES: usize = 28;
 const BLOCK_HEADER_BYTES: usize = 15;
 const KIND_BLOCK: u8 = 1;
 const KIND_TRAILER: u8 = 2;
+const KIND_FUNCTIONS: u8 = 3;
 
 /// Largest raw block a reader accepts (writers flush at a few MiB).
 pub const MAX_BLOCK_BYTES: u32 = 1 << 30;
@@ -67,6 +71,31 @@ impl Writer {
         h.extend_from_slice(&crc.to_le_bytes());
         out.write_all(&h).map_err(|e| format!("cannot write snapshot: {e}"))?;
         Ok(Writer { out, keys: 0, blocks: 0, bytes: HEADER_BYTES as u64, raw_bytes: 0 })
+    }
+
+    /// Writes the FUNCTION libraries' code (nothing when there is none, so a snapshot
+    /// without libraries stays readable by a reader that predates them). At most once, before
+    /// the first block.
+    pub fn write_functions<C: AsRef<[u8]>>(&mut self, codes: &[C]) -> Result<()> {
+        if codes.is_empty() {
+            return Ok(());
+        }
+        let mut payload = Vec::new();
+        for c in codes {
+            let c = c.as_ref();
+            payload.extend_from_slice(&(c.len() as u32).to_le_bytes());
+            payload.extend_from_slice(c);
+        }
+        if payload.len() > MAX_BLOCK_BYTES as usize {
+            return Err(format!("FUNCTION libraries of {} bytes are larger than the {MAX_BLOCK_BYTES} bytes a reader accepts", payload.len()));
+        }
+        let mut h = Vec::with_capacity(9);
+        h.push(KIND_FUNCTIONS);
+        h.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        h.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        self.out.write_all(&h).and_then(|_| self.out.write_all(&payload)).map_err(|e| format!("cannot write snapshot: {e}"))?;
+        self.bytes += (h.len() + payload.len()) as u64;
+        Ok(())
     }
 
     /// Compresses and writes one block of `keys` encoded keys of `shard`.
@@ -137,6 +166,8 @@ pub struct Index {
     pub keys: u64,
     pub blocks: Vec<BlockRef>,
     pub file_bytes: u64,
+    /// The FUNCTION libraries' code, in the order written (empty for a snapshot without).
+    pub functions: Vec<Vec<u8>>,
 }
 
 impl Index {
@@ -170,6 +201,7 @@ pub fn index(path: &Path) -> Result<Index> {
     let created_ms = u64::from_le_bytes(h[12..20].try_into().unwrap_or_default());
     let shards = u32::from_le_bytes(h[20..24].try_into().unwrap_or_default());
     let mut blocks = Vec::new();
+    let mut functions = Vec::new();
     let mut at = HEADER_BYTES as u64;
     loop {
         let mut kind = [0u8; 1];
@@ -192,6 +224,21 @@ pub fn index(path: &Path) -> Result<Index> {
                 f.seek(SeekFrom::Start(at)).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
                 blocks.push(r);
             }
+            KIND_FUNCTIONS if blocks.is_empty() && functions.is_empty() => {
+                let mut h = [0u8; 8];
+                f.read_exact(&mut h).map_err(|_| corrupt(path, format!("functions header at byte {at} cut short")))?;
+                let len = u32::from_le_bytes(h[0..4].try_into().unwrap_or_default());
+                if len > MAX_BLOCK_BYTES || at + 9 + len as u64 > file_bytes {
+                    return Err(corrupt(path, format!("functions at byte {at} run past the end of the file")));
+                }
+                let mut payload = vec![0u8; len as usize];
+                f.read_exact(&mut payload).map_err(|_| corrupt(path, format!("functions at byte {at} cut short")))?;
+                if crc32fast::hash(&payload).to_le_bytes() != h[4..8] {
+                    return Err(corrupt(path, format!("checksum mismatch in the functions at byte {at}")));
+                }
+                functions = split_functions(&payload).ok_or_else(|| corrupt(path, format!("functions at byte {at} are malformed")))?;
+                at += 9 + len as u64;
+            }
             KIND_TRAILER => {
                 let mut t = [0u8; 20];
                 f.read_exact(&mut t).map_err(|_| corrupt(path, "trailer cut short"))?;
@@ -206,11 +253,22 @@ pub fn index(path: &Path) -> Result<Index> {
                 if at + 21 != file_bytes {
                     return Err(corrupt(path, "bytes after the trailer"));
                 }
-                return Ok(Index { created_ms, shards, keys, blocks, file_bytes });
+                return Ok(Index { created_ms, shards, keys, blocks, file_bytes, functions });
             }
             k => return Err(corrupt(path, format!("unknown record kind {k} at byte {at}"))),
         }
     }
+}
+
+/// The libraries' code from a functions record's payload; None if it is malformed.
+fn split_functions(mut payload: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let mut out = Vec::new();
+    while !payload.is_empty() {
+        let len = u32::from_le_bytes(payload.get(..4)?.try_into().ok()?) as usize;
+        out.push(payload.get(4..4 + len)?.to_vec());
+        payload = &payload[4 + len..];
+    }
+    Some(out)
 }
 
 /// Reads, checks and decompresses one block.
@@ -275,6 +333,7 @@ mod tests {
 
     fn write(path: &Path, keys: u64) -> Written {
         let mut w = Writer::create(path, 42, 2).unwrap();
+        w.write_functions(&[&b"#!lua name=a\nreturn 1"[..], b"#!lua name=b\n"]).unwrap();
         let mut raw = Vec::new();
         let mut raw_total = 0;
         for i in 0..keys {
@@ -311,6 +370,7 @@ mod tests {
         let p = dir.join("s.abs");
         let written = write(&p, 500);
         assert_eq!(index(&p).unwrap().raw_bytes(), written.raw_bytes);
+        assert_eq!(index(&p).unwrap().functions, vec![b"#!lua name=a\nreturn 1".to_vec(), b"#!lua name=b\n".to_vec()]);
         let keys = load(&p).unwrap();
         assert_eq!(keys.len(), 500);
         assert_eq!(keys[499], b"key:499");

@@ -19,8 +19,8 @@
 //!
 //! What cannot be loaded is reported, never dropped silently: a key of a type Abacus lacks
 //! (a module type, `MODULE_2`, whose value is self-delimiting) is skipped and listed in
-//! [`Summary::skipped`] with its name; Redis Functions libraries (FUNCTION2) and module AUX
-//! data are skipped and counted. Something that cannot be skipped safely (the pre-7.0 module
+//! [`Summary::skipped`] with its name; module AUX data are skipped and counted. Redis
+//! Functions libraries (FUNCTION2) are returned as their code ([`Summary::functions`]). Something that cannot be skipped safely (the pre-7.0 module
 //! type 6, whose length only the module knows; the 7.0 release-candidate function format; an
 //! unknown opcode or type) fails the whole file with an error naming it and its offset.
 //!
@@ -88,8 +88,8 @@ pub struct Summary {
     pub skipped: Vec<Skipped>,
     /// AUX fields (`redis-ver`, `repl-id`, `repl-offset`, ...), in file order.
     pub aux: Vec<(Vec<u8>, Vec<u8>)>,
-    /// Redis Functions libraries skipped.
-    pub functions_skipped: u64,
+    /// Redis Functions libraries' code, in file order.
+    pub functions: Vec<Vec<u8>>,
     /// Module AUX records skipped.
     pub module_aux_skipped: u64,
     /// Whether the file carried a checksum (it was checked); false for `rdbchecksum no`.
@@ -184,8 +184,7 @@ pub fn read_file(buf: &[u8], limits: DecodeLimits, mut visit: impl FnMut(Entry))
                 r.read_u8().map_err(|e| at(&r, e))?;
             }
             opcodes::FUNCTION2 => {
-                r.read_string().map_err(|e| at(&r, e))?;
-                sum.functions_skipped += 1;
+                sum.functions.push(r.read_string().map_err(|e| at(&r, e))?);
             }
             opcodes::FUNCTION_PRE_GA => {
                 return Err(FileError::At { offset: op_offset, what: "function library in the Redis 7.0 release-candidate format (Redis 7.0 itself refuses it)".into() });
@@ -345,7 +344,7 @@ mod tests {
         b.push(types::STRING);
         rstring(&mut b, b"s");
         rstring(&mut b, b"v");
-        // A function library: skipped and counted.
+        // A function library: returned as its code.
         b.push(opcodes::FUNCTION2);
         rstring(&mut b, b"#!lua name=lib\nredis.register_function('f', function() return 1 end)");
         b.push(opcodes::SELECTDB);
@@ -374,7 +373,7 @@ mod tests {
         assert_eq!(sum.skipped.len(), 1);
         assert_eq!(sum.skipped[0].key, b"mod:key");
         assert!(sum.skipped[0].why.contains("ReJSON-RL"), "{}", sum.skipped[0].why);
-        assert_eq!(sum.functions_skipped, 1);
+        assert_eq!(sum.functions, vec![b"#!lua name=lib\nredis.register_function('f', function() return 1 end)".to_vec()]);
         assert!(sum.checksum_checked);
         assert_eq!(sum.aux("redis-ver"), Some(&b"7.0.15"[..]));
     }

@@ -139,6 +139,11 @@ impl Default for Shared {
 const LRAND48_MAX: u64 = i32::MAX as u64;
 
 impl Shared {
+    /// Every FUNCTION library's code, in name order (what snapshots hold).
+    pub fn library_codes(&self) -> Vec<Bytes> {
+        self.libraries.read().libs.values().map(|l| l.code.clone()).collect()
+    }
+
     /// Caches a script body; returns its SHA1.
     pub fn add_script(&self, body: &[u8]) -> String {
         let sha = sha1_hex(body);

@@ -57,8 +57,6 @@ pub struct Server {
     pub summarizer: crate::summarizer::Summarizer,
     /// Cluster mode's view and bus (`cluster.rs`); None with `cluster-enabled no`.
     pub cluster: Option<Arc<crate::cluster::ClusterNode>>,
-    /// The script cache, FUNCTION libraries and the running script (`cmd/scripting.rs`).
-    pub scripts: Arc<abacus_scripting::Shared>,
     /// The TLS configuration in use and its counters (`tls.rs`).
     pub tls: Arc<abacus_tls::Tls>,
 }

@@ -134,6 +134,8 @@ pub fn run(config: Config) -> Result<(), String> {
         conn_queues.push(ctx);
         receivers.push((rx, crx));
     }
+    let scripts = Arc::new(abacus_scripting::Shared::default());
+    scripts.heap_limit.store(config.get_u64(abacus_engine::param!("lua-heap-limit")), std::sync::atomic::Ordering::Relaxed);
     let engine = Arc::new(Engine {
         config,
         senders,
@@ -142,9 +144,8 @@ pub fn run(config: Config) -> Result<(), String> {
         order: abacus_engine::order::Order::new(threads),
         durability: abacus_engine::durability::Durability::new(),
         recorders,
+        scripts,
     });
-    let scripts = Arc::new(abacus_scripting::Shared::default());
-    scripts.heap_limit.store(engine.config.get_u64(abacus_engine::param!("lua-heap-limit")), std::sync::atomic::Ordering::Relaxed);
     let server: Arc<Server> = Arc::new(Server {
         engine,
         conn_queues,
@@ -159,7 +160,6 @@ pub fn run(config: Config) -> Result<(), String> {
         client_pause: crate::client_pause::ClientPause::default(),
         summarizer,
         cluster: cluster.as_ref().map(|(node, _)| node.clone()),
-        scripts,
         tls,
     });
     if let Some((node, bus)) = cluster {
@@ -341,6 +341,7 @@ fn load_data(server: &Arc<Server>, dir_path: &std::path::Path, threads: usize, d
     let config = &server.config;
     let recovered = abacus_engine::recovery::recover(config, dir_path, threads, databases, crate::conn::handler::replayer(), &server.recorders)?;
     let mut manifest = recovered.manifest;
+    crate::scripting::install_libraries(&server.scripts, recovered.functions)?;
     let (ack_tx, ack_rx) = std::sync::mpsc::channel();
     for (id, shard) in recovered.shards.into_iter().enumerate() {
         let ack = ack_tx.clone();

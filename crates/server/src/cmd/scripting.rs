@@ -8,7 +8,8 @@
 use abacus_engine::exec::Access;
 use abacus_engine::shard::{now_ms, shard_of};
 use abacus_protocol::{Arg, Bytes, Frame};
-use abacus_scripting::Library;
+use abacus_engine::recovery::Replay;
+use abacus_scripting::{Libraries, Library};
 
 use super::args::*;
 use crate::command::flags::*;
@@ -150,7 +151,7 @@ const SCRIPT: &[Spec] = &[
 ];
 
 const FUNCTION: &[Spec] = &[
-    Spec::conn("function|load", -3, WRITE | DENYOOM, NONE, conn_fn!(|conn, access, call| function_load(conn, access, &call.args).await), G, "Creates a library.")
+    Spec::conn("function|load", -3, WRITE | DENYOOM, NONE, conn_fn!(replay = Some(replay_function_load), |conn, access, call| function_load(conn, access, &call.args).await), G, "Creates a library.")
         .docs("7.0.0", "O(1) (considering compilation time is redundant)")
         .noscript()
         .args("
@@ -166,14 +167,14 @@ const FUNCTION: &[Spec] = &[
             withcode type=pure-token token=WITHCODE flags=optional
         ")
         .tips("nondeterministic_output_order"),
-    Spec::conn("function|delete", 3, WRITE, NONE, conn_fn!(|conn, _, call| function_delete(conn, &call.args)), G, "Deletes a library and its functions.")
+    Spec::conn("function|delete", 3, WRITE, NONE, conn_fn!(replay = Some(replay_function_delete), |conn, access, call| function_delete(conn, access, &call.args).await), G, "Deletes a library and its functions.")
         .docs("7.0.0", "O(1)")
         .noscript()
         .args("
             library-name type=string
         ")
         .tips("request_policy:all_shards response_policy:all_succeeded"),
-    Spec::conn("function|flush", -2, WRITE, NONE, conn_fn!(|conn, _, call| function_flush(conn, &call.args)), G, "Deletes all libraries and functions.")
+    Spec::conn("function|flush", -2, WRITE, NONE, conn_fn!(replay = Some(replay_function_flush), |conn, access, call| function_flush(conn, access, &call.args).await), G, "Deletes all libraries and functions.")
         .docs("7.0.0", "O(N) where N is the number of functions deleted")
         .noscript()
         .args("
@@ -185,7 +186,7 @@ const FUNCTION: &[Spec] = &[
     Spec::conn("function|dump", 2, 0, NONE, conn_fn!(|conn, _, _| function_dump(conn)), G, "Dumps all libraries into a serialized binary payload.")
         .docs("7.0.0", "O(N) where N is the number of functions")
         .noscript(),
-    Spec::conn("function|restore", -3, WRITE | DENYOOM, NONE, conn_fn!(|conn, access, call| function_restore(conn, access, &call.args).await), G, "Restores all libraries from a payload.")
+    Spec::conn("function|restore", -3, WRITE | DENYOOM, NONE, conn_fn!(replay = Some(replay_function_restore), |conn, access, call| function_restore(conn, access, &call.args).await), G, "Restores all libraries from a payload.")
         .docs("7.0.0", "O(N) where N is the number of functions on the payload")
         .noscript()
         .args("
@@ -393,16 +394,35 @@ async fn function_load(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame 
         4 => return Frame::error(format!("ERR Unknown option given: {}", String::from_utf8_lossy(&a[2]))),
         _ => return err("ERR wrong number of arguments for 'function|load' command"),
     };
-    let code = Bytes::copy_from_slice(code);
-    match load_library(conn, access, code, replace).await {
-        Ok(name) => Frame::bulk(name.into_bytes()),
+    let lib = match compile_library(conn, access, Bytes::copy_from_slice(code)).await {
+        Ok(lib) => lib,
+        Err(e) => return Frame::error(e),
+    };
+    let name = lib.name.clone();
+    match change_libraries(conn, access, a, move |libs| libs.add(lib, replace)).await {
+        Ok(()) => Frame::bulk(name.into_bytes()),
         Err(e) => Frame::error(e),
     }
 }
 
-/// Compiles and registers a library (on this thread's shard's Lua state, which checks it),
-/// then adds it to the server's libraries.
-async fn load_library(conn: &mut Conn, access: Access<'_>, code: Bytes, replace: bool) -> Result<String, String> {
+/// Changes the server's libraries with every shard held (unless EXEC holds them already)
+/// and logs `args` with the change. Snapshots take the libraries with every shard held too,
+/// so each change is in exactly one of a snapshot and the log after it; replicas get the
+/// command from the log's stream and apply it as a client's.
+async fn change_libraries(conn: &Conn, access: Access<'_>, args: &[Arg], change: impl FnOnce(&mut Libraries) -> Result<(), String>) -> Result<(), String> {
+    let Some(own) = super::server::lock_all_if_free(conn, access).await else { return Err("ERR server is shutting down".into()) };
+    let access = match &own {
+        Some(l) => Access::Locked(l),
+        None => access,
+    };
+    change(&mut conn.worker.server.scripts.libraries.write())?;
+    super::server::log_under(access, own.as_ref(), conn.client.db, args);
+    Ok(())
+}
+
+/// Compiles a library on this thread's shard's Lua state, which checks it (its header, its
+/// code, the functions it registers); the server's libraries are not changed.
+async fn compile_library(conn: &mut Conn, access: Access<'_>, code: Bytes) -> Result<Library, String> {
     let shared = conn.worker.server.scripts.clone();
     let checked = code.clone();
     let s2 = shared.clone();
@@ -421,9 +441,7 @@ async fn load_library(conn: &mut Conn, access: Access<'_>, code: Bytes, replace:
         .await
         .ok_or_else(|| "ERR server is shutting down".to_string())?;
     let (name, functions) = done?;
-    let lib = Library { name: name.clone(), code, functions, id: shared.new_library_id() };
-    shared.libraries.write().add(lib, replace)?;
-    Ok(name)
+    Ok(Library { name, code, functions, id: shared.new_library_id() })
 }
 
 fn function_list(conn: &mut Conn, a: &[Arg]) -> Frame {
@@ -477,20 +495,62 @@ fn function_list(conn: &mut Conn, a: &[Arg]) -> Frame {
     Frame::Array(out)
 }
 
-fn function_delete(conn: &mut Conn, a: &[Arg]) -> Frame {
+async fn function_delete(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     let name = String::from_utf8_lossy(&a[2]).into_owned();
-    match conn.worker.server.scripts.libraries.write().remove(&name) {
-        Some(_) => Frame::ok(),
-        None => err("ERR Library not found"),
+    match change_libraries(conn, access, a, |libs| libs.remove(&name).map(drop).ok_or_else(|| "ERR Library not found".to_string())).await {
+        Ok(()) => Frame::ok(),
+        Err(e) => Frame::error(e),
     }
 }
 
-fn function_flush(conn: &mut Conn, a: &[Arg]) -> Frame {
+async fn function_flush(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     if a.len() > 3 || (a.len() == 3 && !a[2].eq_ignore_ascii_case(b"async") && !a[2].eq_ignore_ascii_case(b"sync")) {
         return err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
     }
-    *conn.worker.server.scripts.libraries.write() = Default::default();
-    Frame::ok()
+    match change_libraries(conn, access, a, |libs| {
+        *libs = Libraries::default();
+        Ok(())
+    })
+    .await
+    {
+        Ok(()) => Frame::ok(),
+        Err(e) => Frame::error(e),
+    }
+}
+
+/// Recovery's FUNCTION LOAD: the code by its library's name (it loaded live, so it loads).
+fn replay_function_load(r: &mut Replay<'_>, _db: usize, args: &[Arg], _now: u64) -> Result<(), String> {
+    let code = args.last().filter(|_| args.len() >= 3).ok_or("bad FUNCTION LOAD in the log")?;
+    let (name, _) = abacus_scripting::parse_library_header(code)?;
+    r.functions.insert(name, Bytes::copy_from_slice(code));
+    Ok(())
+}
+
+/// Recovery's FUNCTION DELETE.
+fn replay_function_delete(r: &mut Replay<'_>, _db: usize, args: &[Arg], _now: u64) -> Result<(), String> {
+    let name = args.get(2).ok_or("bad FUNCTION DELETE in the log")?;
+    r.functions.remove(&*String::from_utf8_lossy(name));
+    Ok(())
+}
+
+/// Recovery's FUNCTION FLUSH.
+fn replay_function_flush(r: &mut Replay<'_>, _db: usize, _args: &[Arg], _now: u64) -> Result<(), String> {
+    r.functions.clear();
+    Ok(())
+}
+
+/// Recovery's FUNCTION RESTORE: the payload's libraries with the policy it ran with.
+fn replay_function_restore(r: &mut Replay<'_>, _db: usize, args: &[Arg], _now: u64) -> Result<(), String> {
+    let payload = args.get(2).ok_or("bad FUNCTION RESTORE in the log")?;
+    let codes = restore_payload(payload).map_err(|e| format!("bad FUNCTION RESTORE in the log: {e}"))?;
+    if args.get(3).is_some_and(|p| p.eq_ignore_ascii_case(b"flush")) {
+        r.functions.clear();
+    }
+    for code in codes {
+        let (name, _) = abacus_scripting::parse_library_header(&code)?;
+        r.functions.insert(name, code);
+    }
+    Ok(())
 }
 
 /// RDB's function opcode (`RDB_OPCODE_FUNCTION2`) and the version FUNCTION DUMP stamps.
@@ -518,54 +578,53 @@ async fn function_restore(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Fra
     if a.len() > 4 {
         return err("ERR syntax error");
     }
-    let Some(body) = abacus_rdb::check_dump_footer(&a[2]) else { return err("ERR DUMP payload version or checksum are wrong") };
+    let codes = match restore_payload(&a[2]) {
+        Ok(c) => c,
+        Err(e) => return err(e),
+    };
+    let mut compiled = Vec::new();
+    for code in codes {
+        match compile_library(conn, access, code).await {
+            Ok(lib) => compiled.push(lib),
+            Err(e) => return Frame::error(e),
+        }
+    }
+    // All or nothing: the libraries are added to a copy, which replaces the server's only if
+    // every one of them fits.
+    let change = move |libs: &mut Libraries| {
+        let mut next = if policy == "flush" { Libraries::default() } else { libs.clone() };
+        for lib in compiled {
+            if policy != "replace" && next.libs.contains_key(&lib.name) {
+                // RESTORE's text (LOAD's quotes the name).
+                return Err(format!("ERR Library {} already exists", lib.name));
+            }
+            next.add(lib, policy == "replace")?;
+        }
+        *libs = next;
+        Ok(())
+    };
+    match change_libraries(conn, access, a, change).await {
+        Ok(()) => Frame::ok(),
+        Err(e) => Frame::error(e),
+    }
+}
+
+/// The libraries' code in a FUNCTION DUMP payload; the error as Redis words it.
+fn restore_payload(payload: &[u8]) -> Result<Vec<Bytes>, &'static str> {
+    let Some(body) = abacus_rdb::check_dump_footer(payload) else { return Err("ERR DUMP payload version or checksum are wrong") };
     let mut codes = Vec::new();
     let mut r = abacus_rdb::Reader::new(body, abacus_rdb::DecodeLimits::default());
     while !r.is_empty() {
         match r.read_u8() {
             Ok(OPCODE_FUNCTION2) => {}
-            _ => return err("ERR given type is not a function"),
+            _ => return Err("ERR given type is not a function"),
         }
         match r.read_string() {
             Ok(code) => codes.push(Bytes::from(code)),
-            Err(_) => return err("ERR DUMP payload version or checksum are wrong"),
+            Err(_) => return Err("ERR DUMP payload version or checksum are wrong"),
         }
     }
-    // All or nothing: the libraries are checked and added to a copy, which replaces the
-    // server's only if every one of them loads.
-    let shared = conn.worker.server.scripts.clone();
-    let mut next = if policy == "flush" { Default::default() } else { shared.libraries.read().clone() };
-    for code in codes {
-        let checked = code.clone();
-        let s2 = shared.clone();
-        let shard = conn.worker.shard_id;
-        let done = conn
-            .worker
-            .run(access, shard, move |s| {
-                if s.lua.is_none() {
-                    if let Ok(vm) = abacus_scripting::Vm::new(s2, crate::node::REDIS_VERSION, crate::scripting::REDIS_VERSION_NUM) {
-                        s.lua = Some(Box::new(vm));
-                    }
-                }
-                s.lua.as_mut().map(|vm| vm.load_library(&checked)).unwrap_or_else(|| Err("ERR no Lua engine".into()))
-            })
-            .await;
-        let (name, functions) = match done {
-            Some(Ok(x)) => x,
-            Some(Err(e)) => return Frame::error(e),
-            None => return abacus_engine::exec::shutting_down(),
-        };
-        if policy != "replace" && next.libs.contains_key(&name) {
-            // RESTORE's text (LOAD's quotes the name).
-            return Frame::error(format!("ERR Library {name} already exists"));
-        }
-        let lib = Library { name, code, functions, id: shared.new_library_id() };
-        if let Err(e) = next.add(lib, policy == "replace") {
-            return Frame::error(e);
-        }
-    }
-    *shared.libraries.write() = next;
-    Frame::ok()
+    Ok(codes)
 }
 
 fn function_stats(conn: &mut Conn) -> Frame {

@@ -115,7 +115,7 @@ const CONFIG: &[Spec] = &[
 
 /// Logs a server-level write with the atomic operation holding the shards: the caller's own
 /// locks, or the transaction's.
-fn log_under<A: AsRef<[u8]>>(access: Access<'_>, own: Option<&Locks>, db: usize, args: &[A]) {
+pub(crate) fn log_under<A: AsRef<[u8]>>(access: Access<'_>, own: Option<&Locks>, db: usize, args: &[A]) {
     let now = abacus_engine::shard::now_ms();
     match (own, access) {
         (Some(l), _) | (None, Access::Locked(l)) => l.log_command(now, db, args),
@@ -124,7 +124,7 @@ fn log_under<A: AsRef<[u8]>>(access: Access<'_>, own: Option<&Locks>, db: usize,
 }
 
 /// Locks every shard unless the caller already holds them (inside EXEC).
-async fn lock_all_if_free(conn: &Conn, access: Access<'_>) -> Option<Option<Locks>> {
+pub(crate) async fn lock_all_if_free(conn: &Conn, access: Access<'_>) -> Option<Option<Locks>> {
     match access {
         Access::Locked(_) => Some(None),
         Access::Free => conn.worker.lock(0..conn.worker.shards()).await.map(Some),
@@ -454,19 +454,22 @@ async fn populate(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
 }
 
 /// Recovery's FLUSHDB (see `conn::handler::ReplayFn`).
-fn replay_flushdb(shards: &mut [abacus_engine::shard::Shard], db: usize, _args: &[Arg], _now: u64) -> Result<(), String> {
+fn replay_flushdb(r: &mut abacus_engine::recovery::Replay<'_>, db: usize, _args: &[Arg], _now: u64) -> Result<(), String> {
+    let shards = &mut *r.shards;
     shards.iter_mut().for_each(|s| drop(s.dbs[db].take_all()));
     Ok(())
 }
 
 /// Recovery's FLUSHALL.
-fn replay_flushall(shards: &mut [abacus_engine::shard::Shard], _db: usize, _args: &[Arg], _now: u64) -> Result<(), String> {
+fn replay_flushall(r: &mut abacus_engine::recovery::Replay<'_>, _db: usize, _args: &[Arg], _now: u64) -> Result<(), String> {
+    let shards = &mut *r.shards;
     shards.iter_mut().for_each(|s| s.dbs.iter_mut().for_each(|d| drop(d.take_all())));
     Ok(())
 }
 
 /// Recovery's SWAPDB.
-fn replay_swapdb(shards: &mut [abacus_engine::shard::Shard], _db: usize, args: &[Arg], _now: u64) -> Result<(), String> {
+fn replay_swapdb(r: &mut abacus_engine::recovery::Replay<'_>, _db: usize, args: &[Arg], _now: u64) -> Result<(), String> {
+    let shards = &mut *r.shards;
     let databases = shards.first().map_or(0, |s| s.dbs.len());
     let parse = |a: &Arg| std::str::from_utf8(a).ok().and_then(|s| s.parse::<usize>().ok()).filter(|&v| v < databases);
     let (Some(x), Some(y)) = (args.get(1).and_then(parse), args.get(2).and_then(parse)) else {
@@ -483,7 +486,8 @@ fn replay_swapdb(shards: &mut [abacus_engine::shard::Shard], _db: usize, args: &
 }
 
 /// Recovery's DEBUG: only POPULATE writes (and is logged).
-fn replay_debug(shards: &mut [abacus_engine::shard::Shard], db: usize, args: &[Arg], now: u64) -> Result<(), String> {
+fn replay_debug(r: &mut abacus_engine::recovery::Replay<'_>, db: usize, args: &[Arg], now: u64) -> Result<(), String> {
+    let shards = &mut *r.shards;
     if args.len() < 3 || !is(&args[1], "populate") {
         return Err("only DEBUG POPULATE can be replayed".into());
     }

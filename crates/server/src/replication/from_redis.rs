@@ -12,7 +12,8 @@
 //!
 //! What is not loaded is reported, never silently: keys of a type Abacus lacks (module types)
 //! and values Redis's own loader would refuse are logged by name and counted in INFO
-//! replication's `replica_sync_keys_skipped`; Redis Functions libraries are logged. Keys
+//! replication's `replica_sync_keys_skipped`. Redis Functions libraries replace this
+//! server's, as a Redis replica's full sync does. Keys
 //! whose expiry has already passed are dropped (as a Redis primary's loader does); the others
 //! keep their absolute expiry time.
 //!
@@ -28,7 +29,7 @@ use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use abacus_protocol::{parse_frame, Frame};
+use abacus_protocol::{parse_frame, Bytes, Frame};
 use abacus_rdb::file::{read_file, Entry};
 use abacus_rdb::DecodeLimits;
 use parking_lot::Mutex;
@@ -56,7 +57,7 @@ pub async fn load(worker: &Rc<Node>, path: &std::path::Path, gen: u64, replid: &
     let max_string_bytes = usize::try_from(cfg.max_string_len).unwrap_or(usize::MAX);
     let limits = DecodeLimits { max_string_bytes, max_total_bytes: max_string_bytes.saturating_mul(8) };
     let p = path.to_path_buf();
-    let (buckets, summary) = tokio::task::spawn_blocking(move || -> Result<(Vec<Bucket>, abacus_rdb::file::Summary), String> {
+    let (buckets, mut summary) = tokio::task::spawn_blocking(move || -> Result<(Vec<Bucket>, abacus_rdb::file::Summary), String> {
         let bytes = std::fs::read(&p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
         let mut buckets: Vec<Bucket> = (0..n).map(|_| Vec::new()).collect();
         let summary = read_file(&bytes, limits, |e| buckets[shard_of(&e.key, n)].push(e)).map_err(|e| format!("the primary's RDB cannot be loaded: {e}"))?;
@@ -74,16 +75,16 @@ pub async fn load(worker: &Rc<Node>, path: &std::path::Path, gen: u64, replid: &
     for s in &summary.skipped {
         tracing::warn!("Skipping key '{}' of db {} from the primary's RDB: {}", String::from_utf8_lossy(&s.key), s.db, s.why);
     }
-    if summary.functions_skipped > 0 {
-        tracing::warn!("Skipping {} Redis Functions libraries of the primary's RDB: Abacus does not load FUNCTION libraries", summary.functions_skipped);
-    }
     if summary.module_aux_skipped > 0 {
         tracing::warn!("Skipping {} module AUX records of the primary's RDB (no such modules here)", summary.module_aux_skipped);
     }
     let skipped_total = Arc::new(std::sync::atomic::AtomicU64::new(summary.skipped.len() as u64));
     let buckets: Arc<Mutex<Vec<Option<Bucket>>>> = Arc::new(Mutex::new(buckets.into_iter().map(Some).collect()));
 
+    let functions: Vec<Bytes> = std::mem::take(&mut summary.functions).into_iter().map(Bytes::from).collect();
     let locks = worker.lock(0..n).await.ok_or("server is shutting down")?;
+    // First, so a library that does not load here leaves the data set as it was.
+    crate::scripting::install_libraries(&worker.server.scripts, functions)?;
     let skipped = skipped_total.clone();
     let loaded = worker
         .run_all(Access::Locked(&locks), move |s: &mut Shard| -> u64 {

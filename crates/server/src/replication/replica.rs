@@ -24,7 +24,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use abacus_persist::snapshot;
-use abacus_protocol::{Args, BytesMut, Limits, RequestParser};
+use abacus_protocol::{Args, Bytes, BytesMut, Limits, RequestParser};
 use tokio::io::AsyncReadExt;
 use abacus_tls::Stream;
 
@@ -244,7 +244,7 @@ async fn receive_snapshot(s: &mut Stream, rbuf: &mut BytesMut, timeout: Duration
 async fn load(worker: &Rc<Node>, path: &std::path::Path, gen: u64, replid: &str, offset: u64) -> Result<u64, String> {
     // Read back everything first: a damaged transfer must not cost the current data set.
     let checked = path.to_path_buf();
-    let keys = tokio::task::spawn_blocking(move || -> Result<u64, String> {
+    let (keys, functions) = tokio::task::spawn_blocking(move || -> Result<(u64, Vec<Vec<u8>>), String> {
         let idx = snapshot::index(&checked)?;
         let f = std::fs::File::open(&checked).map_err(|e| e.to_string())?;
         let mut keys = 0;
@@ -252,12 +252,15 @@ async fn load(worker: &Rc<Node>, path: &std::path::Path, gen: u64, replid: &str,
             let raw = snapshot::read_block(&f, &checked, b)?;
             keys += snapshot::for_each_entry(&raw, |_| {})?;
         }
-        Ok(keys)
+        Ok((keys, idx.functions))
     })
     .await
     .map_err(|e| format!("checking the snapshot failed: {e}"))??;
     let n = worker.shards();
     let locks = worker.lock(0..n).await.ok_or("server is shutting down")?;
+    // The primary's FUNCTION libraries replace ours, as Redis's full sync does; first, so a
+    // library that does not load here leaves the data set as it was.
+    crate::scripting::install_libraries(&worker.server.scripts, functions.into_iter().map(Bytes::from).collect())?;
     let p = path.to_path_buf();
     let loaded = worker
         .run_all(Access::Locked(&locks), move |s: &mut Shard| -> Result<u64, String> {
