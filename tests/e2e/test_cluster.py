@@ -494,6 +494,55 @@ def test_replica_migrates_to_an_orphaned_primary(target):
             n.stop()
 
 
+def owner_port(c, slot):
+    return next(int(r[2][1]) for r in c.execute_command("CLUSTER", "SLOTS") if int(r[0]) <= slot <= int(r[1]))
+
+
+def test_scripts_reach_only_keys_this_node_serves(cluster):
+    """Redis 7.0's scriptVerifyClusterState: a script's command on a key of another node's
+    slot, or on keys of several slots at once, fails inside the script; keys of different
+    local slots in different commands are allowed; during a migration the keys decide, and
+    a script sent after ASKING may use the importing slot."""
+    n0 = cluster[0]
+    c = n0.client()
+    slot = lambda k: c.execute_command("CLUSTER", "KEYSLOT", k)
+    names = ["k%d" % i for i in range(200)]
+    local = [k for k in names if owner_port(c, slot(k)) == n0.port]
+    remote = [k for k in names if owner_port(c, slot(k)) != n0.port]
+    a, b = next((x, y) for x in local for y in local if slot(x) != slot(y))
+    far = remote[0]
+    non_local = "Script attempted to access a non local key in a cluster node"
+    with pytest.raises(redis.exceptions.ResponseError, match="^%s script: " % non_local):
+        c.eval("return redis.call('get', ARGV[1])", 0, far)
+    assert c.eval("return redis.pcall('get', ARGV[1])['err']", 0, far) == ("ERR " + non_local).encode()
+    # Undeclared keys of two local slots, one per command: allowed, as in 7.0.
+    assert c.eval("redis.call('set', ARGV[1], 'x'); redis.call('set', ARGV[2], 'y'); "
+                  "return redis.call('get', ARGV[1])", 0, a, b) == b"x"
+    # One command over two slots is not.
+    assert c.eval("return redis.pcall('mget', ARGV[1], ARGV[2])['err']", 0, a, b) == ("ERR " + non_local).encode()
+    # A declared key of another node: the script is redirected before it runs.
+    with pytest.raises(redis.exceptions.ResponseError, match="^MOVED "):
+        c.eval("return 1", 1, far)
+    assert c.get(b) == b"y"
+    # A slot migrating from n0: a key still here is served to the script, a missing one not.
+    dst = next(n for n in cluster if n.port != n0.port)
+    s = slot(a)
+    d = dst.client()
+    assert d.execute_command("CLUSTER", "SETSLOT", s, "IMPORTING", myid(n0)) in (True, b"OK")
+    assert c.execute_command("CLUSTER", "SETSLOT", s, "MIGRATING", myid(dst)) in (True, b"OK")
+    assert c.eval("return redis.call('get', ARGV[1])", 0, a) == b"x"
+    gone = next(k for k in ("{%s}.%d" % (a, i) for i in range(100)) if slot(k) == s)
+    assert c.eval("return redis.pcall('get', ARGV[1])['err']", 0, gone) == ("ERR " + non_local).encode()
+    # The target serves the importing slot to a script sent after ASKING, and only then.
+    conn = dst.client(single_connection_client=True)
+    with pytest.raises(redis.exceptions.ResponseError, match="^MOVED "):
+        conn.eval("return redis.call('set', KEYS[1], 'new')", 1, gone)
+    assert conn.execute_command("ASKING") in (True, b"OK")
+    assert conn.eval("return redis.call('set', KEYS[1], 'new')", 1, gone) == b"OK"
+    assert c.execute_command("CLUSTER", "SETSLOT", s, "STABLE") in (True, b"OK")
+    assert d.execute_command("CLUSTER", "SETSLOT", s, "STABLE") in (True, b"OK")
+
+
 def test_redirections(cluster):
     c = cluster[0].client()
     slots = c.execute_command("CLUSTER", "SLOTS")

@@ -66,6 +66,33 @@ pub struct ScriptRun {
     /// EVAL_RO, FCALL_RO, `no-writes`: write commands are refused.
     pub read_only: bool,
     pub caller_resp3: bool,
+    /// Cluster mode: what the script's commands are checked against.
+    pub cluster: Option<ScriptCluster>,
+}
+
+/// Cluster mode: a script's commands may reach only keys this node serves, as Redis 7.0's
+/// `scriptVerifyClusterState` checks them: each command goes through the redirection check
+/// with the caller's ASKING and READONLY, and what would be redirected (or refused: cluster
+/// down, keys of several slots in one command) fails with Redis's script error instead.
+/// Keys of different slots in different commands are allowed, as in 7.0.
+#[derive(Clone)]
+pub struct ScriptCluster {
+    pub node: Arc<crate::cluster::ClusterNode>,
+    pub engine: Arc<abacus_engine::engine::Engine>,
+    pub asking: bool,
+    pub readonly: bool,
+    pub tls: bool,
+}
+
+/// Redis's texts for a script's command that the cluster does not serve here.
+fn cluster_refusal(redirect_error: &[u8]) -> Frame {
+    Frame::error(if redirect_error.starts_with(b"CLUSTERDOWN The cluster is down and only accepts read commands") {
+        "ERR Script attempted to execute a write command while the cluster is down and readonly"
+    } else if redirect_error.starts_with(b"CLUSTERDOWN The cluster is down") {
+        "ERR Script attempted to execute a command while the cluster is down"
+    } else {
+        "ERR Script attempted to access a non local key in a cluster node"
+    })
 }
 
 /// What a script job gives back.
@@ -85,9 +112,9 @@ pub fn run(s: &mut Shard, run: ScriptRun, remote: BTreeMap<usize, UnboundedSende
     let id = s.id;
     let wrote = Arc::new(std::sync::atomic::AtomicBool::new(false));
     shared.start(id, run.running(), vm.kill_flag(), wrote.clone());
-    let ScriptRun { script, keys, args, db, client, user, read_only, caller_resp3 } = run;
+    let ScriptRun { script, keys, args, db, client, user, read_only, caller_resp3, cluster } = run;
     let inv = Invocation { keys: &keys, args: &args, caller_resp3 };
-    let mut host = ShardHost { s, remote, db, client, user, read_only, cfg, shards, durability, log: Vec::new(), repl: 3, wrote, local: None };
+    let mut host = ShardHost { s, remote, db, client, user, read_only, cfg, shards, durability, log: Vec::new(), repl: 3, wrote, local: None, cluster };
     let reply = match &script {
         Script::Eval { sha, body } => vm.eval(sha, body, inv, &mut host),
         Script::Function { lib, name } => vm.fcall(lib, name, inv, &mut host),
@@ -127,7 +154,7 @@ pub fn run_local(s: &mut Shard, run: ScriptRun, shared: Arc<Shared>, cfg: CmdCon
     let kill = vm.kill_flag();
     let wrote = Arc::new(std::sync::atomic::AtomicBool::new(false));
     shared.start(id, run.running(), kill.clone(), wrote.clone());
-    let ScriptRun { script, keys, args, db, client, user, read_only, caller_resp3 } = run;
+    let ScriptRun { script, keys, args, db, client, user, read_only, caller_resp3, cluster } = run;
     let (reply, undo, escalated) = {
         let inv = Invocation { keys: &keys, args: &args, caller_resp3 };
         let mut host = ShardHost {
@@ -144,6 +171,7 @@ pub fn run_local(s: &mut Shard, run: ScriptRun, shared: Arc<Shared>, cfg: CmdCon
             repl: 3,
             wrote: wrote.clone(),
             local: Some(Local { undo: Vec::new(), escalated: false, kill }),
+            cluster: cluster.clone(),
         };
         let reply = match &script {
             Script::Eval { sha, body } => vm.eval(sha, body, inv, &mut host),
@@ -163,7 +191,7 @@ pub fn run_local(s: &mut Shard, run: ScriptRun, shared: Arc<Shared>, cfg: CmdCon
                 s.dbs[d].insert_entry(&k, copy);
             }
         }
-        return Err(ScriptRun { script, keys, args, db, client, user, read_only, caller_resp3 });
+        return Err(ScriptRun { script, keys, args, db, client, user, read_only, caller_resp3, cluster });
     }
     // The script's effects: one record, before its reply leaves.
     s.log.flush_pending();
@@ -227,9 +255,45 @@ struct ShardHost<'a> {
     wrote: Arc<std::sync::atomic::AtomicBool>,
     /// Running on this shard alone (see the file comment); None: every shard held.
     local: Option<Local>,
+    /// Cluster mode: the checks of [`ScriptCluster`].
+    cluster: Option<ScriptCluster>,
 }
 
 impl ShardHost<'_> {
+    /// Runs a checked command: on this shard alone, or wherever its keys are.
+    fn dispatch(&mut self, spec: &'static command::Spec, args: Args) -> Frame {
+        if self.local.is_some() {
+            return self.local_call(spec, args);
+        }
+        match spec.handler {
+            Handler::Keyed(_) => self.keyed(spec, args),
+            Handler::Conn(_) => self.connection_level(spec, &args),
+        }
+    }
+
+    /// Cluster mode: the refusal of a command whose keys this node does not serve (see
+    /// [`ScriptCluster`]); None to run it.
+    fn cluster_check(&mut self, spec: &'static command::Spec, args: &Args) -> Option<Frame> {
+        let c = self.cluster.as_ref()?;
+        match c.node.redirect(spec, args, c.asking, c.readonly, c.tls, &c.engine.config)? {
+            crate::cluster::Redirect::Reply(Frame::Error(e)) => Some(cluster_refusal(&e)),
+            crate::cluster::Redirect::Reply(_) => Some(cluster_refusal(b"")),
+            crate::cluster::Redirect::CheckKeys(check) => {
+                // A slot in migration: which keys exist here decides, as for a client.
+                let keys: Vec<Bytes> = spec.key_indexes(args).filter_map(|i| args.get(i).map(|a| Bytes::copy_from_slice(a))).collect();
+                let mut existing = 0;
+                for k in &keys {
+                    let exists = Args::from_vec(vec![Bytes::from_static(b"EXISTS"), k.clone()]);
+                    let spec = command::lookup_call(&exists)?;
+                    if let Frame::Integer(1) = self.dispatch(spec, exists) {
+                        existing += 1;
+                    }
+                }
+                check.verdict(existing, keys.len() - existing).map(|_| cluster_refusal(b""))
+            }
+        }
+    }
+
     /// Runs `f` on `shard` (in place, or on its thread through its lock) and waits.
     fn on<R: Send + 'static>(&mut self, shard: usize, f: impl FnOnce(&mut Shard) -> R + Send + 'static) -> Option<R> {
         if shard == self.s.id {
@@ -430,13 +494,10 @@ impl Host for ShardHost<'_> {
         if self.read_only && spec.is_write() {
             return Frame::error("ERR Write commands are not allowed from read-only scripts.");
         }
-        if self.local.is_some() {
-            return self.local_call(spec, args);
+        if let Some(refused) = self.cluster_check(spec, &args) {
+            return refused;
         }
-        match spec.handler {
-            Handler::Keyed(_) => self.keyed(spec, args),
-            Handler::Conn(_) => self.connection_level(spec, &args),
-        }
+        self.dispatch(spec, args)
     }
 
     fn acl_check(&mut self, args: &[Bytes]) -> Option<bool> {

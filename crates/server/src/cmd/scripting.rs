@@ -291,6 +291,14 @@ async fn run(conn: &mut Conn, access: Access<'_>, script: Script, keys: Vec<Byte
         user: conn.client.user.clone(),
         read_only,
         caller_resp3: conn.client.proto == abacus_protocol::Protocol::Resp3,
+        // Not for the primary's stream on a replica (it carries effects, never scripts).
+        cluster: conn.worker.server.cluster.clone().filter(|_| !conn.is_master).map(|node| crate::scripting::ScriptCluster {
+            node,
+            engine: conn.worker.server.engine.clone(),
+            asking: conn.client.asked,
+            readonly: conn.client.readonly,
+            tls: conn.client.tls,
+        }),
     };
     let cfg = conn.worker.server.config.cmd_config();
     let durability = conn.worker.server.durability.clone();

@@ -125,6 +125,7 @@ impl Conn {
             // MISCONF and a replica's READONLY, as in Redis's processCommand: a write sent to a
             // primary that became a replica (a failover) gets -MOVED to its successor.
             let asking = self.client.asking;
+            self.client.asked = asking;
             if self.multi.is_none() && spec.name != "asking" {
                 self.client.asking = false;
             }

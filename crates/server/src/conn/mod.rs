@@ -155,6 +155,9 @@ pub struct Client {
     shared_socket: Option<Arc<std::net::TcpStream>>,
     /// Cluster mode: ASKING was sent (the next command may use an importing slot).
     pub asking: bool,
+    /// Cluster mode: whether ASKING applied to the command now running (a script's commands
+    /// are checked with it: Redis's script client copies its caller's flag).
+    pub asked: bool,
     /// Cluster mode: READONLY (reads of the primary's slots run on this replica).
     pub readonly: bool,
     /// The connection is TLS (such a connection never moves, so this holds for its life).
@@ -177,6 +180,7 @@ impl Client {
             last_root: None,
             shared_socket: None,
             asking: false,
+            asked: false,
             readonly: false,
             tls: false,
         }
