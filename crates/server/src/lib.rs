@@ -44,6 +44,7 @@ pub mod cluster;
 pub mod cmd;
 pub mod command;
 pub mod conn;
+pub mod fanout;
 #[cfg(test)]
 mod effects_tests;
 pub mod migrate_links;

@@ -62,6 +62,7 @@ pub const COMMANDS: &[Spec] = &[
         .docs("3.0.0", "Depends on subcommand."),
     Spec::conn("asking", 1, FAST | ACL_CONNECTION, NONE, conn_fn!(|conn, _, _| asking(conn)), G, "Signals that a cluster client is following an -ASK redirect.").docs("3.0.0", "O(1)"),
     Spec::conn("readonly", 1, LOADING | STALE | FAST | ACL_CONNECTION, NONE, conn_fn!(|conn, _, _| readonly(conn, true)), G, "Enables read-only queries for a connection to a Redis Cluster replica node.").docs("3.0.0", "O(1)"),
+    Spec::conn("abacus.local", 1, LOADING | STALE | FAST | ACL_CONNECTION, NONE, conn_fn!(|conn, _, _| local_only(conn)), G, "Makes this connection's multi-series commands answer with this node's data only: the connection a node uses to gather a cluster-wide answer (not a Redis command).").docs("7.0.0", "O(1)"),
     Spec::conn("readwrite", 1, LOADING | STALE | FAST | ACL_CONNECTION, NONE, conn_fn!(|conn, _, _| readonly(conn, false)), G, "Enables read-write queries for a connection to a Redis Cluster replica node.").docs("3.0.0", "O(1)"),
 ];
 
@@ -192,6 +193,14 @@ fn asking(conn: &mut Conn) -> Frame {
         return err("ERR This instance has cluster support disabled");
     }
     conn.client.asking = true;
+    Frame::ok()
+}
+
+fn local_only(conn: &mut Conn) -> Frame {
+    if conn.worker.server.cluster.is_none() {
+        return err("ERR This instance has cluster support disabled");
+    }
+    conn.client.local_only = true;
     Frame::ok()
 }
 

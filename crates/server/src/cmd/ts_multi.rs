@@ -79,6 +79,35 @@ fn multi_reply(proto: Protocol, rows: Vec<(Bytes, Frame, Option<Frame>, Frame)>)
     }
 }
 
+/// Cluster mode: the other shard groups' parts of this command's reply (`fanout.rs`), as
+/// rows to merge with this node's; none outside cluster mode, on a coordinator's connection,
+/// or inside MULTI (a transaction's shards are held: it answers with this node's data).
+async fn peer_parts(conn: &Conn, access: Access<'_>, a: &[Arg], resp3: bool) -> Result<Vec<Bytes>, Frame> {
+    if matches!(access, Access::Locked(_)) {
+        return Ok(Vec::new());
+    }
+    let peers = crate::fanout::peers(conn);
+    if peers.is_empty() {
+        return Ok(Vec::new());
+    }
+    crate::fanout::ask_all(&conn.worker.server, &peers, a.iter().map(|x| x.to_vec()).collect(), resp3).await
+}
+
+/// This node's shards' rows and the peers' parts (see [`peer_parts`]) merged in key order.
+fn merge_all(mut parts: Vec<Rows>, peers: Result<Vec<Bytes>, Frame>, prefix: u8) -> Frame {
+    let peers = match peers {
+        Ok(p) => p,
+        Err(e) => return e,
+    };
+    for p in &peers {
+        match crate::fanout::rows(p) {
+            Ok(r) => parts.push(r),
+            Err(e) => return e,
+        }
+    }
+    Frame::Encoded(merge_rows(&parts, prefix))
+}
+
 /// The shards' rows merged in key order under one header (`prefix` and the row count).
 fn merge_rows(parts: &[Rows], prefix: u8) -> Bytes {
     let n: usize = parts.iter().map(|p| p.rows.len()).sum();
@@ -119,9 +148,12 @@ async fn mget(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     let latest = find(&a[..fi], 1, "latest").is_some();
     let db = conn.client.db;
     let resp3 = conn.client.proto == Protocol::Resp3;
-    let parts = conn.worker.run_all(access, move |sh| ts_filter::mget_rows(&mut sh.dbs[db], &filter, &wanted, latest, resp3, now_ms())).await;
+    let (parts, peers) = tokio::join!(
+        conn.worker.run_all(access, move |sh| ts_filter::mget_rows(&mut sh.dbs[db], &filter, &wanted, latest, resp3, now_ms())),
+        peer_parts(conn, access, a, resp3)
+    );
     let Some(parts) = parts else { return shutting_down() };
-    Frame::Encoded(merge_rows(&parts, if resp3 { b'%' } else { b'*' }))
+    merge_all(parts, peers, if resp3 { b'%' } else { b'*' })
 }
 
 async fn queryindex(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
@@ -130,9 +162,13 @@ async fn queryindex(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         Err(e) => return e,
     };
     let db = conn.client.db;
-    let parts = conn.worker.run_all(access, move |sh| ts_filter::queryindex_rows(&mut sh.dbs[db], &filter, now_ms())).await;
+    let resp3 = conn.client.proto == Protocol::Resp3;
+    let (parts, peers) = tokio::join!(
+        conn.worker.run_all(access, move |sh| ts_filter::queryindex_rows(&mut sh.dbs[db], &filter, now_ms())),
+        peer_parts(conn, access, a, resp3)
+    );
     let Some(parts) = parts else { return shutting_down() };
-    Frame::Encoded(merge_rows(&parts, if conn.client.proto == Protocol::Resp3 { b'~' } else { b'*' }))
+    merge_all(parts, peers, if resp3 { b'~' } else { b'*' })
 }
 
 /// Reducers GROUPBY accepts.
@@ -174,16 +210,40 @@ async fn mrange(conn: &mut Conn, access: Access<'_>, a: &[Arg], rev: bool) -> Fr
         // [labels, meta, samples] (RESP3).
         let mut meta = abacus_protocol::BytesMut::new();
         abacus_protocol::encode(&aggs, conn.client.proto, &mut meta);
-        let parts = conn.worker.run_all(access, move |sh| ts_filter::mrange_rows(&mut sh.dbs[db], &filter, &opts, rev, &wanted, resp3, &meta, now_ms())).await;
+        let (parts, peers) = tokio::join!(
+            conn.worker.run_all(access, move |sh| ts_filter::mrange_rows(&mut sh.dbs[db], &filter, &opts, rev, &wanted, resp3, &meta, now_ms())),
+            peer_parts(conn, access, a, resp3)
+        );
         let Some(parts) = parts else { return shutting_down() };
-        return Frame::Encoded(merge_rows(&parts, if resp3 { b'%' } else { b'*' }));
+        return merge_all(parts, peers, if resp3 { b'%' } else { b'*' });
     };
     let o2 = opts.clone();
     let group_wanted = wanted.clone();
     let group_label = label.clone();
-    let parts = conn.worker.run_all(access, move |sh| ts_filter::group_rows(&mut sh.dbs[db], &filter, &group_label, &o2, rev, now_ms())).await;
+    // Cluster mode: each peer sends its matching series ungrouped (below), always in RESP3
+    // (exact doubles); the groups are made here over every node's series.
+    let (parts, peers) = tokio::join!(
+        conn.worker.run_all(access, move |sh| ts_filter::group_rows(&mut sh.dbs[db], &filter, &group_label, &o2, rev, now_ms())),
+        peer_parts(conn, access, a, true)
+    );
     let Some(parts) = parts else { return shutting_down() };
     let mut rows: Vec<_> = parts.into_iter().flatten().collect();
+    if conn.client.local_only {
+        // A coordinator's request (`fanout.rs`): this node's series ungrouped, as
+        // key => [group label's value, samples].
+        return Frame::Map(rows.into_iter().map(|(k, gv, s)| (Frame::Bulk(k), Frame::Array(vec![Frame::Bulk(gv), samples_frame(&s)]))).collect());
+    }
+    match peers {
+        Ok(peers) => {
+            for p in peers {
+                match group_rows_of(&p) {
+                    Some(r) => rows.extend(r),
+                    None => return err("ERR a node's part of the cluster-wide query is malformed"),
+                }
+            }
+        }
+        Err(e) => return e,
+    }
     rows.sort_by(|x, y| x.0.cmp(&y.0));
     let mut groups: std::collections::BTreeMap<Bytes, Vec<(Bytes, Samples)>> = Default::default();
     for (k, gv, samples) in rows {
@@ -227,6 +287,23 @@ async fn mrange(conn: &mut Conn, access: Access<'_>, a: &[Arg], rev: bool) -> Fr
         })
         .collect();
     multi_reply(conn.client.proto, out)
+}
+
+/// A peer's ungrouped series (see `mrange`): key => [group label's value, samples].
+fn group_rows_of(reply: &[u8]) -> Option<Vec<(Bytes, Bytes, Samples)>> {
+    let (Frame::Map(pairs), _) = abacus_protocol::parse_frame(reply).ok()?? else { return None };
+    pairs
+        .into_iter()
+        .map(|(k, v)| {
+            let (Frame::Bulk(k), Frame::Array(mut v)) = (k, v) else { return None };
+            if v.len() != 2 {
+                return None;
+            }
+            let samples = crate::fanout::samples(&v[1])?;
+            let Frame::Bulk(gv) = v.swap_remove(0) else { return None };
+            Some((k, gv, samples))
+        })
+        .collect()
 }
 
 /// Upper bound on SOURCES (the merge keeps one cursor per source).

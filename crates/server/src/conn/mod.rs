@@ -160,6 +160,9 @@ pub struct Client {
     pub asked: bool,
     /// Cluster mode: READONLY (reads of the primary's slots run on this replica).
     pub readonly: bool,
+    /// Cluster mode: ABACUS.LOCAL (a coordinator's connection: multi-series commands answer
+    /// with this node's data only, `fanout.rs`).
+    pub local_only: bool,
     /// The connection is TLS (such a connection never moves, so this holds for its life).
     pub tls: bool,
 }
@@ -181,6 +184,7 @@ impl Client {
             shared_socket: None,
             asking: false,
             asked: false,
+            local_only: false,
             readonly: false,
             tls: false,
         }

@@ -1,0 +1,108 @@
+"""Analytics across the cluster (issue 50): TS.MGET, TS.MRANGE, TS.MREVRANGE (GROUPBY and
+REDUCE included) and TS.QUERYINDEX asked of any node of a three-primary Abacus cluster answer
+for the whole cluster, equal to one Abacus node holding the same series, in RESP2 and RESP3;
+a node that does not answer fails the query with an error naming it.
+
+Abacus only: Redis has no TS.* without the module, and the module answers these commands
+cluster-wide only with RedisGears."""
+
+import os
+import random
+import signal
+
+import pytest
+import redis
+from redis.cluster import ClusterNode, RedisCluster
+
+from conftest import HOST
+from test_cluster import create, start_nodes
+
+pytestmark = pytest.mark.abacus_only("TS.* across a cluster is Abacus's (the module needs RedisGears)")
+
+QUERIES = [
+    ("TS.MGET", "FILTER", "kind=temp"),
+    ("TS.MGET", "WITHLABELS", "FILTER", "region!=", "kind=(temp,load)"),
+    ("TS.MGET", "SELECTED_LABELS", "region", "FILTER", "kind=load"),
+    ("TS.QUERYINDEX", "kind=temp"),
+    ("TS.QUERYINDEX", "region=(eu,us)"),
+    ("TS.MRANGE", "-", "+", "FILTER", "kind=temp"),
+    ("TS.MRANGE", "-", "+", "WITHLABELS", "AGGREGATION", "avg", "10", "FILTER", "kind=(temp,load)"),
+    ("TS.MRANGE", "1000", "1100", "COUNT", "5", "FILTER", "region=eu"),
+    ("TS.MREVRANGE", "-", "+", "SELECTED_LABELS", "kind", "FILTER_BY_VALUE", "10", "60", "FILTER", "region=us"),
+    ("TS.MRANGE", "-", "+", "WITHLABELS", "FILTER", "kind=temp", "GROUPBY", "region", "REDUCE", "sum"),
+    ("TS.MREVRANGE", "-", "+", "AGGREGATION", "max", "20", "FILTER", "kind=(temp,load)", "GROUPBY", "region", "REDUCE", "max"),
+    ("TS.MRANGE", "-", "+", "FILTER", "kind=none"),
+]
+
+
+def load(write, rnd):
+    """60 series on random keys (so on every node), random labels and samples."""
+    for i in range(60):
+        key = "series:%d:%d" % (i, rnd.randrange(1 << 30))
+        kind = rnd.choice(["temp", "load"])
+        region = rnd.choice(["eu", "us", "ap"])
+        write("TS.CREATE", key, "LABELS", "kind", kind, "region", region, "n", str(i))
+        for t in range(1000, 1000 + rnd.randrange(5, 40) * 7, 7):
+            write("TS.ADD", key, t, round(rnd.uniform(0, 100), 2))
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    nodes = start_nodes(["abacus"] * 3, extra=["--cluster-fanout-timeout", "1000"])
+    from conftest import ServerProcess
+    single = ServerProcess("abacus")
+    single.start()
+    try:
+        create(nodes)
+        rc = RedisCluster(startup_nodes=[ClusterNode(HOST, n.port) for n in nodes], socket_timeout=10)
+        one = single.client()
+        rnd = random.Random(50)
+        load(lambda *a: rc.execute_command(*a), rnd)
+        load(lambda *a: one.execute_command(*a), random.Random(50))
+        yield nodes, single
+    finally:
+        for n in nodes:
+            n.stop()
+        single.stop()
+
+
+def client(p, proto):
+    return redis.Redis(host=p.host, port=p.port, protocol=proto, socket_timeout=10)
+
+
+@pytest.mark.parametrize("proto", [2, 3])
+def test_every_node_answers_as_one_node(setup, proto):
+    nodes, single = setup
+    one = client(single, proto)
+    # The data is spread: every node holds some of the series.
+    counts = [len(client(n, 2).keys("series:*")) for n in nodes]
+    assert sum(counts) == 60 and all(c > 5 for c in counts), counts
+    for q in QUERIES:
+        want = one.execute_command(*q)
+        for n in nodes:
+            got = client(n, proto).execute_command(*q)
+            assert got == want, (q, n.port)
+
+
+def test_errors_are_the_single_nodes(setup):
+    nodes, single = setup
+    for q in [("TS.MGET", "FILTER", "class=("), ("TS.MRANGE", "-", "+", "FILTER", "a=b", "GROUPBY", "x", "REDUCE", "first")]:
+        with pytest.raises(redis.exceptions.ResponseError) as want:
+            single.client().execute_command(*q)
+        with pytest.raises(redis.exceptions.ResponseError) as got:
+            nodes[0].client().execute_command(*q)
+        assert str(got.value) == str(want.value)
+
+
+def test_a_node_that_does_not_answer_fails_the_query_naming_it(setup):
+    nodes, _ = setup
+    stopped = nodes[2]
+    node_id = stopped.client().execute_command("CLUSTER", "MYID").decode()
+    os.killpg(stopped.proc.pid, signal.SIGSTOP)
+    try:
+        with pytest.raises(redis.exceptions.ResponseError) as e:
+            nodes[0].client().execute_command("TS.MGET", "FILTER", "kind=temp")
+        assert "node %s" % node_id in str(e.value) and "no answer within 1000 ms" in str(e.value), str(e.value)
+    finally:
+        os.killpg(stopped.proc.pid, signal.SIGCONT)
+    assert nodes[0].client().execute_command("TS.QUERYINDEX", "kind=temp")
