@@ -106,3 +106,39 @@ def test_a_node_that_does_not_answer_fails_the_query_naming_it(setup):
     finally:
         os.killpg(stopped.proc.pid, signal.SIGCONT)
     assert nodes[0].client().execute_command("TS.QUERYINDEX", "kind=temp")
+
+
+def test_a_stopped_primary_is_answered_for_by_its_replica(tmp_path):
+    """Standby reads: three primaries with a replica each; one primary stops answering
+    (SIGSTOP); a query from another node is answered through that primary's replica, equal
+    to one node's answer, within the standby deadline rather than the failover's seconds."""
+    nodes = start_nodes(["abacus"] * 6, extra=["--cluster-fanout-timeout", "5000", "--cluster-standby-deadline", "200"])
+    from conftest import ServerProcess
+    single = ServerProcess("abacus")
+    single.start()
+    try:
+        create(nodes, replicas=1)
+        rc = RedisCluster(startup_nodes=[ClusterNode(HOST, n.port) for n in nodes], socket_timeout=10)
+        load(lambda *a: rc.execute_command(*a), random.Random(7))
+        load(lambda *a: single.client().execute_command(*a), random.Random(7))
+        roles = {n.port: n.client().execute_command("ROLE")[0] for n in nodes}
+        primaries = [n for n in nodes if roles[n.port] == b"master"]
+        for p in primaries:
+            assert p.client().execute_command("WAIT", 1, 10000) == 1
+        stopped, asker = primaries[0], primaries[1]
+        q = ("TS.MRANGE", "-", "+", "WITHLABELS", "FILTER", "kind=(temp,load)")
+        want = single.client().execute_command(*q)
+        before = asker.client().info("cluster")["cluster_fanout_standby_answers"]
+        os.killpg(stopped.proc.pid, signal.SIGSTOP)
+        try:
+            assert asker.client().execute_command(*q) == want
+            assert asker.client().execute_command("TS.QUERYINDEX", "kind=temp") == single.client().execute_command("TS.QUERYINDEX", "kind=temp")
+        finally:
+            os.killpg(stopped.proc.pid, signal.SIGCONT)
+        info = asker.client().info("cluster")
+        assert info["cluster_fanout_standby_answers"] >= before + 2
+        assert info["cluster_fanout_queries"] >= 2
+    finally:
+        for n in nodes:
+            n.stop()
+        single.stop()

@@ -92,6 +92,7 @@ pub const PARAMS: &[Param] = &[
     Param { name: "cluster-config-file", default: "nodes.conf", kind: Kind::Str, mutable: false, help: "the node's view of its cluster, in the data directory (Redis's nodes.conf format), written on every change" },
     Param { name: "cluster-node-timeout", default: "15000", kind: Kind::Int { min: 0, max: i64::MAX }, mutable: true, help: "milliseconds without a pong after which a node is suspected to have failed" },
     Param { name: "cluster-fanout-timeout", default: "5000", kind: Kind::Int { min: 1, max: i32::MAX as i64 }, mutable: true, help: "milliseconds a node waits for each other node's part of a cluster-wide TS.MGET/TS.MRANGE/TS.QUERYINDEX before failing it with an error naming that node (not a Redis parameter)" },
+    Param { name: "cluster-standby-deadline", default: "300", kind: Kind::Int { min: 1, max: i32::MAX as i64 }, mutable: true, help: "milliseconds a cluster-wide query waits for a primary's part before asking one of its replicas (a standby read; not a Redis parameter)" },
     Param { name: "cluster-port", default: "0", kind: Kind::Int { min: 0, max: 65535 }, mutable: false, help: "the cluster bus port; 0: the client port + 10000" },
     Param { name: "cluster-announce-ip", default: "", kind: Kind::Str, mutable: true, help: "the IP this node announces to the cluster; empty: learnt from the node that meets it" },
     Param { name: "cluster-announce-hostname", default: "", kind: Kind::Hostname, mutable: true, help: "the hostname this node announces to the cluster (a ping extension)" },

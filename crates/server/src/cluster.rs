@@ -80,6 +80,10 @@ pub struct ClusterNode {
     port: u16,
     /// Wakes the bus's driver when a command left it something to send.
     wake: tokio::sync::Notify,
+    /// Cluster-wide queries this node coordinated, and the parts of them a replica answered
+    /// for a primary that did not in time (`fanout.rs`; INFO cluster).
+    pub fanout_queries: std::sync::atomic::AtomicU64,
+    pub fanout_standby: std::sync::atomic::AtomicU64,
 }
 
 impl ClusterNode {
@@ -423,6 +427,8 @@ pub fn open(config: &Config, dir: &std::path::Path, port: u16) -> Result<Option<
         save_pending: AtomicBool::new(false),
         port,
         wake: tokio::sync::Notify::new(),
+        fanout_queries: Default::default(),
+        fanout_standby: Default::default(),
     });
     {
         let c = node.state.lock();

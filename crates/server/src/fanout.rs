@@ -17,11 +17,14 @@
 //! speak, over TLS when `tls-cluster yes`, authenticated as replication is (`masteruser` /
 //! `masterauth`).
 //!
-//! Failure: a peer that does not answer within `cluster-fanout-timeout` (or refuses the
-//! connection, or replies with an error) fails the query with an error naming the node; a
-//! partial answer is never returned as a whole one. Not built yet: standby reads from a
-//! replica when a primary does not answer, fan-out of TS.WATERFALL, SUMMARY.QUERY and
-//! ATTRIBUTE MATCH.
+//! Standby reads: a primary that does not answer within `cluster-standby-deadline` (300 ms),
+//! or fails, is replaced by one of its replicas, which holds the same data in the same order,
+//! possibly slightly behind (timeline consistency, as HBase's standby region replicas); INFO
+//! cluster counts them (`cluster_fanout_standby_answers`) and the log names the nodes. A group
+//! none of whose nodes answers within `cluster-fanout-timeout` fails the query with an error
+//! naming its primary: a partial answer is never returned as a whole one. Not built yet: the
+//! replica's offset in the reply, an explicit option for partial answers, fan-out of
+//! TS.WATERFALL, SUMMARY.QUERY and ATTRIBUTE MATCH.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,13 +50,23 @@ impl Peer {
     }
 }
 
-/// The peers a cluster-wide query from `conn` asks: none outside cluster mode, on a
-/// connection marked `ABACUS.LOCAL` (a coordinator's), or from the primary's stream.
-pub fn peers(conn: &Conn) -> Vec<Peer> {
+/// Another shard group a cluster-wide query asks: its primary, and its replicas for a
+/// standby read.
+#[derive(Clone)]
+pub struct Group {
+    pub primary: Peer,
+    pub replicas: Vec<Peer>,
+}
+
+/// The other shard groups a cluster-wide query from `conn` asks: none outside cluster mode,
+/// on a connection marked `ABACUS.LOCAL` (a coordinator's), or from the primary's stream.
+pub fn peers(conn: &Conn) -> Vec<Group> {
+    use abacus_cluster_bus::node_flags::{FAIL, PFAIL};
     let Some(cluster) = &conn.worker.server.cluster else { return Vec::new() };
     if conn.client.local_only || conn.is_master {
         return Vec::new();
     }
+    let peer = |name: &abacus_cluster_bus::NodeName, n: &abacus_cluster::state::Node| Peer { name: String::from_utf8_lossy(&name.0).into_owned(), host: n.ip.clone(), port: n.port };
     cluster.with(|c| {
         let me = c.me();
         // This node's group: its data is here (a replica holds its primary's).
@@ -65,35 +78,68 @@ pub fn peers(conn: &Conn) -> Vec<Peer> {
             if Some(owner) == own || !seen.insert(owner) {
                 continue;
             }
-            if let Some(n) = c.nodes.get(&owner) {
-                out.push(Peer { name: String::from_utf8_lossy(&owner.0).into_owned(), host: n.ip.clone(), port: n.port });
-            }
+            let Some(n) = c.nodes.get(&owner) else { continue };
+            let replicas = c
+                .nodes
+                .iter()
+                .filter(|(_, r)| r.primary == Some(owner) && r.flags & (FAIL | PFAIL) == 0 && r.port != 0)
+                .map(|(name, r)| peer(name, r))
+                .collect();
+            out.push(Group { primary: peer(&owner, n), replicas });
         }
         out
     })
 }
 
-/// Sends `args` to every peer at once (each on a task of this thread); the replies, in the
-/// peers' order, or the first failure as the error reply to give.
-pub async fn ask_all(server: &Arc<Server>, peers: &[Peer], args: Vec<Vec<u8>>, resp3: bool) -> Result<Vec<Bytes>, Frame> {
-    let timeout = Duration::from_millis(server.config.get_u64(abacus_engine::param!("cluster-fanout-timeout")).max(1));
+/// Asks every group at once (each on a task of this thread): the replies, in the groups'
+/// order, or the first failure as the error reply to give. A primary that does not answer
+/// within `cluster-standby-deadline` (or fails) is replaced by its replicas, one after the
+/// other (a standby read: the replica's data may be slightly behind, in the same order); a
+/// group none of whose nodes answers within `cluster-fanout-timeout` fails the query.
+pub async fn ask_all(server: &Arc<Server>, groups: &[Group], args: Vec<Vec<u8>>, resp3: bool) -> Result<Vec<Bytes>, Frame> {
+    let ms = |name| Duration::from_millis(server.config.get_u64(name).max(1));
+    let timeout = ms(abacus_engine::param!("cluster-fanout-timeout"));
+    let deadline = ms(abacus_engine::param!("cluster-standby-deadline")).min(timeout);
+    if let Some(c) = &server.cluster {
+        c.fanout_queries.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
     let args = Arc::new(args);
-    let tasks: Vec<_> = peers
+    let tasks: Vec<_> = groups
         .iter()
-        .map(|p| {
-            let (server, p, args) = (server.clone(), p.clone(), args.clone());
+        .map(|g| {
+            let (server, g, args) = (server.clone(), g.clone(), args.clone());
             tokio::task::spawn_local(async move {
-                let out = tokio::time::timeout(timeout, ask(&server, &p, &args, resp3, timeout)).await;
-                out.unwrap_or_else(|_| Err(format!("no answer within {} ms", timeout.as_millis())))
+                let started = tokio::time::Instant::now();
+                let first = if g.replicas.is_empty() { timeout } else { deadline };
+                let primary = match tokio::time::timeout(first, ask(&server, &g.primary, &args, resp3, first)).await {
+                    Ok(Ok(r)) => return Ok(r),
+                    Ok(Err(e)) => e,
+                    Err(_) => format!("no answer within {} ms", first.as_millis()),
+                };
+                for r in &g.replicas {
+                    let left = timeout.saturating_sub(started.elapsed());
+                    if left.is_zero() {
+                        break;
+                    }
+                    if let Ok(Ok(reply)) = tokio::time::timeout(left, ask(&server, r, &args, resp3, left)).await {
+                        if let Some(c) = &server.cluster {
+                            c.fanout_standby.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        tracing::info!("Cluster-wide query: node {} answered for its primary {} ({primary})", r.label(), g.primary.label());
+                        return Ok(reply);
+                    }
+                }
+                Err(primary)
             })
         })
         .collect();
     let mut replies = Vec::with_capacity(tasks.len());
-    for (p, t) in peers.iter().zip(tasks) {
+    for (g, t) in groups.iter().zip(tasks) {
+        let failed = |e: String| Frame::error(format!("CLUSTERDOWN node {} did not answer the cluster-wide query: {e}", g.primary.label()));
         match t.await {
             Ok(Ok(r)) => replies.push(r),
-            Ok(Err(e)) => return Err(Frame::error(format!("CLUSTERDOWN node {} did not answer the cluster-wide query: {e}", p.label()))),
-            Err(e) => return Err(Frame::error(format!("CLUSTERDOWN node {} did not answer the cluster-wide query: {e}", p.label()))),
+            Ok(Err(e)) => return Err(failed(e)),
+            Err(e) => return Err(failed(e.to_string())),
         }
     }
     Ok(replies)

@@ -710,7 +710,12 @@ pub async fn info_text(worker: &crate::node::Node, access: Access<'_>, mut secti
     }
     if want("cluster") {
         let enabled = u8::from(worker.server.cluster.is_some());
-        out.push_str(&format!("# Cluster\r\ncluster_enabled:{enabled}\r\n\r\n"));
+        out.push_str(&format!("# Cluster\r\ncluster_enabled:{enabled}\r\n"));
+        if let Some(c) = &worker.server.cluster {
+            let n = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+            out.push_str(&format!("cluster_fanout_queries:{}\r\ncluster_fanout_standby_answers:{}\r\n", n(&c.fanout_queries), n(&c.fanout_standby)));
+        }
+        out.push_str("\r\n");
     }
     // Abacus's own section: only when asked by name, so that `all` and `everything` list
     // Redis 7.0's sections as Redis does.
