@@ -142,3 +142,49 @@ def test_a_stopped_primary_is_answered_for_by_its_replica(tmp_path):
         for n in nodes:
             n.stop()
         single.stop()
+
+
+SUMMARY_QUERIES = [
+    ("SUMMARY.QUERY", "s_all"),
+    ("SUMMARY.QUERY", "s_all", "GROUPBY", "campaign"),
+    ("SUMMARY.QUERY", "s_all", "GROUPBY", "BUCKET"),
+    ("SUMMARY.QUERY", "s_all", "WHERE", "campaign", "c1", "GROUPBY", "BUCKET"),
+    ("SUMMARY.QUERY", "s_clicks", "GROUPBY", "state", "campaign"),
+    ("SUMMARY.QUERY", "s_states", "GROUPBY", "state"),
+    ("SUMMARY.QUERY", "s_all", "WHERE", "campaign", "nosuch"),
+]
+
+
+def test_summary_query_answers_for_the_cluster(tmp_path):
+    """SUMMARY.QUERY from any node folds every node's summary keys: counts, exact sums,
+    min/max, last, HLL unions and distinct sets merge across nodes as across shards."""
+    from test_summarizer import RULES, csv_line, gen_events
+    from conftest import ServerProcess
+    rules = tmp_path / "rules.toml"
+    rules.write_text(RULES)
+    nodes = start_nodes(["abacus"] * 3, extra=["--summarizer-rules", str(rules)])
+    single = ServerProcess("abacus", ["--summarizer-rules", str(rules)])
+    single.start()
+    try:
+        create(nodes)
+        one = single.client()
+        events = gen_events(3000, 51)
+        one.execute_command("SUMMARY.INGEST", "v1", "\n".join(csv_line(e) for e in events))
+        # The same summary keys, each on the node serving its slot.
+        rc = RedisCluster(startup_nodes=[ClusterNode(HOST, n.port) for n in nodes], socket_timeout=10)
+        keys = list(one.scan_iter(count=1000))
+        assert len(keys) > 100
+        for k in keys:
+            rc.restore(k, 0, one.dump(k))
+        counts = [client(n, 2).dbsize() for n in nodes]
+        assert sum(counts) == len(keys) and all(c > 10 for c in counts), counts
+        for proto in (2, 3):
+            want = [client(single, proto).execute_command(*q) for q in SUMMARY_QUERIES]
+            assert want[0]
+            for n in nodes:
+                c = client(n, proto)
+                assert [c.execute_command(*q) for q in SUMMARY_QUERIES] == want, (n.port, proto)
+    finally:
+        for n in nodes:
+            n.stop()
+        single.stop()

@@ -275,6 +275,163 @@ impl Group {
     }
 }
 
+/// A group's partial state on the wire between cluster nodes (the server's `fanout.rs`):
+/// what [`Group::merge`] folds, exactly (decimals as mantissa and scale, doubles as their
+/// bits, sketches in postgresql-hll's bytes). Little-endian; lengths as u32.
+impl Group {
+    pub fn to_wire(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend_from_slice(&(self.key.len() as u32).to_le_bytes());
+        for k in &self.key {
+            put_bytes(&mut out, k.as_bytes());
+        }
+        out.extend_from_slice(&(self.accs.len() as u32).to_le_bytes());
+        for mi in 0..self.accs.len() {
+            match &self.accs[mi] {
+                None => out.push(0),
+                Some(Acc::Count(n)) => {
+                    out.push(1);
+                    out.extend_from_slice(&n.to_le_bytes());
+                }
+                Some(Acc::Sum(x)) => {
+                    out.push(2);
+                    put_number(&mut out, x);
+                }
+                Some(Acc::Min(x)) => {
+                    out.push(3);
+                    put_number(&mut out, x);
+                }
+                Some(Acc::Max(x)) => {
+                    out.push(4);
+                    put_number(&mut out, x);
+                }
+                Some(Acc::Last(t)) => {
+                    out.push(5);
+                    put_bytes(&mut out, t.as_bytes());
+                }
+            }
+            out.extend_from_slice(&self.last_at[mi].to_le_bytes());
+            match &self.hlls[mi] {
+                None => out.push(0),
+                Some(h) => {
+                    out.push(1);
+                    put_bytes(&mut out, &h.to_bytes());
+                }
+            }
+            match &self.sets[mi] {
+                None => out.push(0),
+                Some(set) => {
+                    out.push(1);
+                    out.extend_from_slice(&(set.len() as u32).to_le_bytes());
+                    for m in set {
+                        put_bytes(&mut out, m);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// [`Group::to_wire`]'s bytes back, for summary `s`; None if they are malformed.
+    pub fn from_wire(s: &Summary, bytes: &[u8]) -> Option<Group> {
+        let mut r = Wire(bytes);
+        let keys = r.len()?;
+        let mut key = Vec::with_capacity(keys.min(64));
+        for _ in 0..keys {
+            key.push(String::from_utf8(r.bytes()?).ok()?);
+        }
+        let mut g = Group::new(s, key);
+        if r.len()? != g.accs.len() {
+            return None;
+        }
+        for mi in 0..g.accs.len() {
+            g.accs[mi] = match r.byte()? {
+                0 => None,
+                1 => Some(Acc::Count(r.i64()?)),
+                2 => Some(Acc::Sum(r.number()?)),
+                3 => Some(Acc::Min(r.number()?)),
+                4 => Some(Acc::Max(r.number()?)),
+                5 => Some(Acc::Last(String::from_utf8(r.bytes()?).ok()?)),
+                _ => return None,
+            };
+            g.last_at[mi] = r.i64()?;
+            if r.byte()? == 1 {
+                g.hlls[mi] = Some(Hll::from_bytes(&r.bytes()?).ok()?);
+            }
+            if r.byte()? == 1 {
+                let n = r.len()?;
+                let mut set = HashSet::with_capacity(n.min(1 << 16));
+                for _ in 0..n {
+                    set.insert(r.bytes()?);
+                }
+                g.sets[mi] = Some(set);
+            }
+        }
+        r.0.is_empty().then_some(g)
+    }
+}
+
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+    out.extend_from_slice(b);
+}
+
+fn put_number(out: &mut Vec<u8>, x: &Number) {
+    match x {
+        Number::Dec(d) => {
+            out.push(0);
+            out.extend_from_slice(&d.mantissa().to_le_bytes());
+            out.push(d.scale());
+        }
+        Number::Float(f) => {
+            out.push(1);
+            out.extend_from_slice(&f.to_bits().to_le_bytes());
+        }
+    }
+}
+
+/// A reader of [`Group::to_wire`]'s bytes.
+struct Wire<'a>(&'a [u8]);
+
+impl Wire<'_> {
+    fn take(&mut self, n: usize) -> Option<&[u8]> {
+        if self.0.len() < n {
+            return None;
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Some(head)
+    }
+
+    fn byte(&mut self) -> Option<u8> {
+        Some(self.take(1)?[0])
+    }
+
+    fn len(&mut self) -> Option<usize> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?) as usize)
+    }
+
+    fn i64(&mut self) -> Option<i64> {
+        Some(i64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    fn bytes(&mut self) -> Option<Vec<u8>> {
+        let n = self.len()?;
+        Some(self.take(n)?.to_vec())
+    }
+
+    fn number(&mut self) -> Option<Number> {
+        match self.byte()? {
+            0 => {
+                let m = i128::from_le_bytes(self.take(16)?.try_into().ok()?);
+                Some(Number::Dec(abacus_int::Dec::new(m, self.byte()?)?))
+            }
+            1 => Some(Number::Float(f64::from_bits(u64::from_le_bytes(self.take(8)?.try_into().ok()?)))),
+            _ => None,
+        }
+    }
+}
+
 /// The smaller of `m` and `x` (`m` when `x` is not a number).
 fn min_number(m: Number, x: Option<Number>) -> Number {
     match x {

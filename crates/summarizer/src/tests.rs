@@ -561,3 +561,38 @@ fn write_f64_is_display() {
         check(x);
     }
 }
+
+#[test]
+fn groups_cross_the_wire_exactly() {
+    let r = rules();
+    let s = &r.summaries[0];
+    let mut g = Group::new(s, vec!["c1".into(), "x y".into()]);
+    let m = |n: &str| s.metric(n).unwrap();
+    g.add_field(s, m("clicks"), b"3", Some(0));
+    g.add_field(s, m("spend"), b"19824.27", Some(0));
+    g.add_field(s, m("low"), b"0.1", Some(0));
+    g.add_field(s, m("high"), b"1e300", Some(0));
+    g.add_field(s, m("latest"), b"u7", Some(86400));
+    g.add_members(m("exact_users"), [b"1".to_vec(), b"22".to_vec()].into_iter());
+    let mut h = abacus_hll::Hll::new(abacus_hll::Params::default());
+    h.add_raw(12345);
+    g.add_hll(m("users"), &h).unwrap();
+    let wire = g.to_wire();
+    let back = Group::from_wire(s, &wire).expect("decodes");
+    assert_eq!(back.key, g.key);
+    assert_eq!(back.cells(s), g.cells(s));
+    // (Set members travel in their set's order, which differs between two sets.)
+    assert_eq!(back.to_wire().len(), wire.len());
+    // Merging the copy behaves as merging the original.
+    let (mut a, mut b) = (g.clone(), g.clone());
+    a.merge(s, g.clone()).unwrap();
+    b.merge(s, back).unwrap();
+    assert_eq!(a.cells(s), b.cells(s));
+    // Cut short or padded: refused.
+    for cut in 0..wire.len() {
+        assert!(Group::from_wire(s, &wire[..cut]).is_none(), "cut at {cut}");
+    }
+    let mut long = wire.clone();
+    long.push(0);
+    assert!(Group::from_wire(s, &long).is_none());
+}

@@ -976,10 +976,30 @@ async fn query(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     };
     let db = conn.client.db;
     let (r, q2) = (rules.clone(), q.clone());
-    let Some(parts) = conn.worker.run_all(access, move |s| shard_groups(&r, &q2, &mut s.dbs[db], now_ms())).await else {
+    // Cluster mode: the other shard groups' groups, as partial states (`fanout.rs`), asked
+    // while this node folds its own; outside cluster mode, inside MULTI and on a
+    // coordinator's connection, none.
+    let peers = async {
+        let groups = if matches!(access, Access::Locked(_)) { Vec::new() } else { crate::fanout::peers(conn) };
+        if groups.is_empty() {
+            return Ok(Vec::new());
+        }
+        crate::fanout::ask_all(&conn.worker.server, &groups, a.iter().map(|x| x.to_vec()).collect(), false).await
+    };
+    let (parts, peers) = tokio::join!(conn.worker.run_all(access, move |s| shard_groups(&r, &q2, &mut s.dbs[db], now_ms())), peers);
+    let Some(mut parts) = parts else {
         return abacus_engine::exec::shutting_down();
     };
     let s = &rules.summaries[q.summary];
+    match peers {
+        Ok(replies) => {
+            for reply in replies {
+                let Some(groups) = peer_groups(s, &reply) else { return err("ERR a node's part of the cluster-wide query is malformed") };
+                parts.push(Ok(groups));
+            }
+        }
+        Err(e) => return e,
+    }
     let mut merged: HashMap<Vec<String>, Group> = HashMap::new();
     for part in parts {
         let part = match part {
@@ -999,6 +1019,10 @@ async fn query(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
                 }
             }
         }
+    }
+    if conn.client.local_only {
+        // A coordinator's request: this node's groups as partial states, merged there.
+        return Frame::Array(merged.into_values().map(|g| Frame::Bulk(Bytes::from(g.to_wire()))).collect());
     }
     let mut rows: Vec<Group> = merged.into_values().collect();
     if q.group == GroupBy::Bucket {
@@ -1030,6 +1054,18 @@ async fn query(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
             })
             .collect(),
     )
+}
+
+/// A peer's groups (see `query`): an array of partial states.
+fn peer_groups(s: &abacus_summarizer::Summary, reply: &[u8]) -> Option<Vec<Group>> {
+    let (Frame::Array(items), _) = abacus_protocol::parse_frame(reply).ok()?? else { return None };
+    items
+        .into_iter()
+        .map(|f| match f {
+            Frame::Bulk(b) => Group::from_wire(s, &b),
+            _ => None,
+        })
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------
