@@ -188,3 +188,44 @@ def test_summary_query_answers_for_the_cluster(tmp_path):
         for n in nodes:
             n.stop()
         single.stop()
+
+
+WATERFALLS = [
+    ("TS.WATERFALL", "-", "+", "SOURCES", "exchange", "composite", "vendor", "FILTER", "field=px"),
+    ("TS.WATERFALL", "1000", "1200", "SOURCES", "vendor", "exchange", "FILTER", "field=(px,vol)", "WITHSOURCE"),
+    ("TS.WATERFALL", "1049", "1049", "SOURCES", "composite", "exchange", "vendor", "FILTER", "instrument=(I1,I2,I3)"),
+]
+
+
+@pytest.mark.parametrize("proto", [2, 3])
+def test_waterfall_answers_for_the_cluster(proto):
+    """TS.WATERFALL from any node: a group's sources live on different nodes (their keys
+    hash apart), and every timestamp still gets the first source in precedence order."""
+    from conftest import ServerProcess
+    nodes = start_nodes(["abacus"] * 3)
+    single = ServerProcess("abacus")
+    single.start()
+    try:
+        create(nodes)
+        rc = RedisCluster(startup_nodes=[ClusterNode(HOST, n.port) for n in nodes], socket_timeout=10)
+        one = single.client()
+        rnd = random.Random(53)
+        for i in range(12):
+            for field in ("px", "vol"):
+                for src in ("exchange", "composite", "vendor"):
+                    key = "wf:I%d:%s:%s" % (i, field, src)
+                    labels = ("LABELS", "instrument", "I%d" % i, "field", field, "source", src)
+                    samples = [(t, round(rnd.uniform(1, 9), 3)) for t in range(1000, 1300, 7) if rnd.random() < 0.5]
+                    for c in (rc, one):
+                        c.execute_command("TS.CREATE", key, *labels)
+                        for t, v in samples:
+                            c.execute_command("TS.ADD", key, t, v)
+        for q in WATERFALLS:
+            want = client(single, proto).execute_command(*q)
+            assert want
+            for n in nodes:
+                assert client(n, proto).execute_command(*q) == want, (q, n.port)
+    finally:
+        for n in nodes:
+            n.stop()
+        single.stop()

@@ -589,6 +589,112 @@ fn group_labels(mut b: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> + Clone {
     std::iter::from_fn(move || Some((take()?, take()?)))
 }
 
+/// A shard's part on the wire between cluster nodes (the server's `fanout.rs`): a peer's
+/// parts join the coordinator's shards' parts in the one merge. Little-endian; every buffer
+/// and list length-prefixed (u32).
+impl WfPart {
+    pub fn to_wire(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.ids.len() + self.keys.len() + self.enc.len() + self.points.len() * 24 + self.groups.len() * 20 + 64);
+        out.push(u8::from(self.labelled));
+        for b in [&self.ids, &self.keys, &self.enc] {
+            out.extend_from_slice(&len32(b.len()).to_le_bytes());
+            out.extend_from_slice(b);
+        }
+        out.extend_from_slice(&len32(self.groups.len()).to_le_bytes());
+        for g in &self.groups {
+            for x in [g.id.0, g.id.1, g.name_len, g.points.0, g.points.1] {
+                out.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+        out.extend_from_slice(&len32(self.points.len()).to_le_bytes());
+        for p in &self.points {
+            out.extend_from_slice(&p.t.to_le_bytes());
+            out.extend_from_slice(&p.v.to_bits().to_le_bytes());
+            out.extend_from_slice(&p.rank.to_le_bytes());
+            out.extend_from_slice(&p.member.to_le_bytes());
+        }
+        for pairs in [&self.members, &self.heads] {
+            out.extend_from_slice(&len32(pairs.len()).to_le_bytes());
+            for &(a, b) in pairs.iter() {
+                out.extend_from_slice(&a.to_le_bytes());
+                out.extend_from_slice(&b.to_le_bytes());
+            }
+        }
+        out
+    }
+
+    /// [`WfPart::to_wire`]'s bytes back, checked so that the merge never indexes outside
+    /// them (ranges within their buffers, members and ranks that exist): None if not.
+    pub fn from_wire(b: &[u8], sources: usize) -> Option<WfPart> {
+        let mut r = WireReader(b);
+        let labelled = r.byte()? == 1;
+        let ids = r.bytes()?;
+        let keys = r.bytes()?;
+        let enc = r.bytes()?;
+        let n = r.u32()? as usize;
+        let mut groups = Vec::with_capacity(n.min(1 << 20));
+        for _ in 0..n {
+            groups.push(WfGroup { id: (r.u32()?, r.u32()?), name_len: r.u32()?, points: (r.u32()?, r.u32()?) });
+        }
+        let n = r.u32()? as usize;
+        let mut points = Vec::with_capacity(n.min(1 << 20));
+        for _ in 0..n {
+            points.push(WfPoint { t: r.u64()?, v: f64::from_bits(r.u64()?), rank: r.u32()?, member: r.u32()? });
+        }
+        let mut pairs = || -> Option<Vec<(u32, u32)>> {
+            let n = r.u32()? as usize;
+            let mut v = Vec::with_capacity(n.min(1 << 20));
+            for _ in 0..n {
+                v.push((r.u32()?, r.u32()?));
+            }
+            Some(v)
+        };
+        let members = pairs()?;
+        let heads = pairs()?;
+        if !r.0.is_empty() || heads.len() != groups.len() {
+            return None;
+        }
+        let within = |(a, b): (u32, u32), len: usize| a <= b && b as usize <= len;
+        let ok = groups.iter().all(|g| within(g.id, ids.len()) && g.name_len <= g.id.1 - g.id.0 && within(g.points, points.len()))
+            && points.iter().all(|p| (p.member as usize) < members.len() && (p.rank as usize) < sources)
+            && members.iter().all(|&m| within(m, keys.len()))
+            && heads.iter().all(|&h| within(h, enc.len()))
+            && groups.windows(2).all(|w| ids[w[0].id.0 as usize..w[0].id.1 as usize] < ids[w[1].id.0 as usize..w[1].id.1 as usize]);
+        ok.then_some(WfPart { labelled, ids, groups, points, keys, members, enc, heads })
+    }
+}
+
+/// A reader of [`WfPart::to_wire`]'s bytes.
+struct WireReader<'a>(&'a [u8]);
+
+impl WireReader<'_> {
+    fn take(&mut self, n: usize) -> Option<&[u8]> {
+        if self.0.len() < n {
+            return None;
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Some(head)
+    }
+
+    fn byte(&mut self) -> Option<u8> {
+        Some(self.take(1)?[0])
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    fn bytes(&mut self) -> Option<Vec<u8>> {
+        let n = self.u32()? as usize;
+        Some(self.take(n)?.to_vec())
+    }
+}
+
 #[cfg(test)]
 #[path = "ts_waterfall_tests.rs"]
 mod tests;

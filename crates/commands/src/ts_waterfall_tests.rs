@@ -298,3 +298,40 @@ fn waterfall_point_matches_the_general_path_with_latest() {
     // Both kinds of answer were exercised: LATEST found points that stored samples do not.
     assert!(compared[1] > compared[0], "{compared:?}");
 }
+
+#[test]
+fn parts_cross_the_wire_checked() {
+    let part = WfPart {
+        labelled: true,
+        ids: b"g1\0g2\0".to_vec(),
+        groups: vec![WfGroup { id: (0, 3), name_len: 2, points: (0, 2) }, WfGroup { id: (3, 6), name_len: 2, points: (2, 3) }],
+        points: vec![WfPoint { t: 1, v: 0.5, rank: 0, member: 0 }, WfPoint { t: 2, v: -1e300, rank: 1, member: 1 }, WfPoint { t: 1, v: 3.0, rank: 1, member: 1 }],
+        keys: b"k1k2".to_vec(),
+        members: vec![(0, 2), (2, 4)],
+        enc: b"head".to_vec(),
+        heads: vec![(0, 4), (4, 4)],
+    };
+    let wire = part.to_wire();
+    let back = WfPart::from_wire(&wire, 2).expect("decodes");
+    assert_eq!(back.to_wire(), wire);
+    assert_eq!(back.id(1), b"g2\0");
+    assert_eq!(back.points[1].v, -1e300);
+    // A rank beyond the sources, a cut or padded buffer: refused, never a panic later.
+    assert!(WfPart::from_wire(&wire, 1).is_none());
+    for cut in 0..wire.len() {
+        assert!(WfPart::from_wire(&wire[..cut], 2).is_none(), "cut at {cut}");
+    }
+    let mut long = wire.clone();
+    long.push(0);
+    assert!(WfPart::from_wire(&long, 2).is_none());
+    for at in 0..wire.len() {
+        let mut bad = wire.clone();
+        bad[at] ^= 0xff;
+        if let Some(p) = WfPart::from_wire(&bad, 2) {
+            // Whatever decodes is within its own bounds.
+            for g in 0..p.groups.len() {
+                let _ = p.id(g);
+            }
+        }
+    }
+}

@@ -357,12 +357,41 @@ async fn waterfall(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
     let resp3 = conn.client.proto == Protocol::Resp3;
     let shards = conn.worker.shards();
     let q = WfQuery { filter, label: source_label.clone(), sources: sources.clone(), from, to, latest, resp3, shards };
-    let parts = conn.worker.run_all(access, move |sh| waterfall_shard(&mut sh.dbs[db], &q, sh.id, now_ms())).await;
-    let Some(parts) = parts else { return shutting_down() };
+    // Cluster mode: the peers' shards' parts join this node's in the one merge.
+    let (parts, peers) = tokio::join!(
+        conn.worker.run_all(access, move |sh| waterfall_shard(&mut sh.dbs[db], &q, sh.id, now_ms())),
+        peer_parts(conn, access, a, resp3)
+    );
+    let Some(mut parts) = parts else { return shutting_down() };
+    if conn.client.local_only {
+        // A coordinator's request (`fanout.rs`): the shards' parts as they are.
+        return Frame::Array(parts.iter().map(|p| Frame::Bulk(Bytes::from(p.to_wire()))).collect());
+    }
+    match peers {
+        Ok(replies) => {
+            for reply in replies {
+                let Some(more) = waterfall_parts_of(&reply, sources.len()) else { return err("ERR a node's part of the cluster-wide query is malformed") };
+                parts.extend(more);
+            }
+        }
+        Err(e) => return e,
+    }
     if !parts.iter().any(|p| p.labelled) {
         return err(&format!("ERR TSDB: no series matching the filter has the source label '{}'", String::from_utf8_lossy(&source_label)));
     }
     Frame::Encoded(waterfall_reply(&parts, &sources, with_source, resp3))
+}
+
+/// A peer's waterfall parts (see `waterfall`): an array of [`WfPart::to_wire`] bytes.
+fn waterfall_parts_of(reply: &[u8], sources: usize) -> Option<Vec<WfPart>> {
+    let (Frame::Array(items), _) = abacus_protocol::parse_frame(reply).ok()?? else { return None };
+    items
+        .into_iter()
+        .map(|f| match f {
+            Frame::Bulk(b) => WfPart::from_wire(&b, sources),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Groups from which [`waterfall_reply`] merges the two halves of the identity order on two
