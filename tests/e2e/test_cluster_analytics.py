@@ -229,3 +229,44 @@ def test_waterfall_answers_for_the_cluster(proto):
         for n in nodes:
             n.stop()
         single.stop()
+
+
+def test_attribute_match_answers_for_the_cluster():
+    """ATTRIBUTE MATCH from any node sums every node's users: counts exact, values credited
+    whole exact; fractional credits (linear) equal up to the order doubles were added in."""
+    from conftest import ServerProcess
+    nodes = start_nodes(["abacus"] * 3)
+    single = ServerProcess("abacus")
+    single.start()
+    try:
+        create(nodes)
+        rc = RedisCluster(startup_nodes=[ClusterNode(HOST, n.port) for n in nodes], socket_timeout=10)
+        one = single.client()
+        rnd = random.Random(54)
+        for u in range(150):
+            t = 1_700_000_000_000
+            for _ in range(rnd.randrange(1, 8)):
+                t += rnd.randrange(1, 3_600_000)
+                if rnd.random() < 0.25:
+                    fields = ("type", "purchase", "value", "%d.%02d" % (rnd.randrange(100), rnd.randrange(100)))
+                else:
+                    fields = ("type", "touch", "channel", rnd.choice(["email", "search", "social", "tv"]))
+                for c in (rc, one):
+                    c.execute_command("XADD", "u:%d" % u, "%d-0" % t, *fields)
+        q = ("ATTRIBUTE", "MATCH", "u:*", "CHANNEL", "channel", "CONVERSION", "type", "purchase", "VALUE", "value", "MODELS", "first", "last")
+        want = one.execute_command(*q)
+        assert want
+        for n in nodes:
+            assert n.client().execute_command(*q) == want, n.port
+        q = q[:-2] + ("linear",)
+        want = one.execute_command(*q)
+        for n in nodes:
+            got = n.client().execute_command(*q)
+            assert got[:-1] == want[:-1]
+            assert len(got[-1][1]) == len(want[-1][1]) > 0
+            for (ch1, n1, v1), (ch2, n2, v2) in zip(got[-1][1], want[-1][1]):
+                assert ch1 == ch2 and abs(float(n1) - float(n2)) < 1e-9 and abs(float(v1) - float(v2)) < 1e-6
+    finally:
+        for n in nodes:
+            n.stop()
+        single.stop()

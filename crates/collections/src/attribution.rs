@@ -25,7 +25,7 @@
 use std::collections::HashMap;
 
 use crate::stream::{Stream, StreamId, Val};
-use abacus_int::{Dec, Number};
+use abacus_int::{wire, Dec, Number};
 
 /// An attribution model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -360,6 +360,58 @@ impl Attribution {
         let mut order: Vec<usize> = (0..self.channels.len()).collect();
         order.sort_by(|&a, &b| self.channels[a].cmp(&self.channels[b]));
         self.credits.iter().map(|c| order.iter().map(|&i| (&self.channels[i][..], c[i].conversions, c[i].value())).collect()).collect()
+    }
+}
+
+/// The sums on the wire between cluster nodes (the server's `fanout.rs`): what
+/// [`Attribution::merge`] adds, exactly (`abacus_int::wire`).
+impl Attribution {
+    pub fn to_wire(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for n in [self.users, self.events, self.conversions, self.unattributed, self.skipped] {
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+        wire::put_u32(&mut out, self.channels.len());
+        for c in &self.channels {
+            wire::put_bytes(&mut out, c);
+        }
+        wire::put_u32(&mut out, self.credits.len());
+        for model in &self.credits {
+            for c in model {
+                out.extend_from_slice(&c.conversions.to_bits().to_le_bytes());
+                wire::put_number(&mut out, c.whole);
+                out.extend_from_slice(&c.part.to_bits().to_le_bytes());
+                out.push(u8::from(c.fractional));
+            }
+        }
+        out
+    }
+
+    /// [`Attribution::to_wire`]'s bytes back, for query `q`; None if they are malformed.
+    pub fn from_wire(q: &Query, b: &[u8]) -> Option<Attribution> {
+        let mut r = wire::Reader(b);
+        let mut a = Attribution::new(q);
+        a.users = r.u64()?;
+        a.events = r.u64()?;
+        a.conversions = r.u64()?;
+        a.unattributed = r.u64()?;
+        a.skipped = r.u64()?;
+        let n = r.len()?;
+        for _ in 0..n {
+            let name = r.bytes()?;
+            if a.channel_index(Val::Str(&name)) as usize != a.channels.len() - 1 {
+                return None;
+            }
+        }
+        if r.len()? != a.credits.len() {
+            return None;
+        }
+        for model in &mut a.credits {
+            for c in model.iter_mut() {
+                *c = Credit { conversions: r.f64()?, whole: r.number()?, part: r.f64()?, fractional: r.byte()? == 1 };
+            }
+        }
+        r.is_empty().then_some(a)
     }
 }
 

@@ -626,7 +626,7 @@ impl WfPart {
     /// [`WfPart::to_wire`]'s bytes back, checked so that the merge never indexes outside
     /// them (ranges within their buffers, members and ranks that exist): None if not.
     pub fn from_wire(b: &[u8], sources: usize) -> Option<WfPart> {
-        let mut r = WireReader(b);
+        let mut r = abacus_int::wire::Reader(b);
         let labelled = r.byte()? == 1;
         let ids = r.bytes()?;
         let keys = r.bytes()?;
@@ -651,7 +651,7 @@ impl WfPart {
         };
         let members = pairs()?;
         let heads = pairs()?;
-        if !r.0.is_empty() || heads.len() != groups.len() {
+        if !r.is_empty() || heads.len() != groups.len() {
             return None;
         }
         let within = |(a, b): (u32, u32), len: usize| a <= b && b as usize <= len;
@@ -661,37 +661,6 @@ impl WfPart {
             && heads.iter().all(|&h| within(h, enc.len()))
             && groups.windows(2).all(|w| ids[w[0].id.0 as usize..w[0].id.1 as usize] < ids[w[1].id.0 as usize..w[1].id.1 as usize]);
         ok.then_some(WfPart { labelled, ids, groups, points, keys, members, enc, heads })
-    }
-}
-
-/// A reader of [`WfPart::to_wire`]'s bytes.
-struct WireReader<'a>(&'a [u8]);
-
-impl WireReader<'_> {
-    fn take(&mut self, n: usize) -> Option<&[u8]> {
-        if self.0.len() < n {
-            return None;
-        }
-        let (head, rest) = self.0.split_at(n);
-        self.0 = rest;
-        Some(head)
-    }
-
-    fn byte(&mut self) -> Option<u8> {
-        Some(self.take(1)?[0])
-    }
-
-    fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
-    }
-
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
-
-    fn bytes(&mut self) -> Option<Vec<u8>> {
-        let n = self.u32()? as usize;
-        Some(self.take(n)?.to_vec())
     }
 }
 

@@ -16,6 +16,8 @@
 
 mod number;
 pub use number::{Dec, Number, MAX_DIGITS, MAX_SCALE};
+/// Numbers and byte strings in the partial states cluster nodes exchange.
+pub mod wire;
 
 /// Parses a signed 64-bit integer with exactly Redis's `string2ll` grammar: optional `-`,
 /// then digits with no leading zero (except `"0"` itself), no `+`, no spaces, no `"-0"`, at

@@ -1,5 +1,5 @@
 //! Cluster-wide answers of the analytics commands (issue 50): TS.MGET, TS.MRANGE,
-//! TS.MREVRANGE, TS.QUERYINDEX, TS.WATERFALL and SUMMARY.QUERY asked of any node of a
+//! TS.MREVRANGE, TS.QUERYINDEX, TS.WATERFALL, SUMMARY.QUERY and ATTRIBUTE MATCH asked of any node of a
 //! cluster answer for the whole cluster, equal to one node holding all the data.
 //!
 //! How: the node a client asks (the coordinator) sends the same command, as received, to one
@@ -23,7 +23,7 @@
 //! cluster counts them (`cluster_fanout_standby_answers`) and the log names the nodes. A group
 //! none of whose nodes answers within `cluster-fanout-timeout` fails the query with an error
 //! naming its primary: a partial answer is never returned as a whole one. Not built yet: the
-//! replica's offset in the reply, an explicit option for partial answers, ATTRIBUTE MATCH.
+//! replica's offset in the reply, an explicit option for partial answers.
 
 use std::sync::Arc;
 use std::time::Duration;

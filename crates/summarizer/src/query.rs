@@ -14,6 +14,7 @@ use std::fmt;
 
 use abacus_hll::Hll;
 
+use abacus_int::wire::{put_bytes, put_number, Reader};
 use abacus_int::Number;
 
 use crate::batch::{add_numbers, Acc};
@@ -295,15 +296,15 @@ impl Group {
                 }
                 Some(Acc::Sum(x)) => {
                     out.push(2);
-                    put_number(&mut out, x);
+                    put_number(&mut out, *x);
                 }
                 Some(Acc::Min(x)) => {
                     out.push(3);
-                    put_number(&mut out, x);
+                    put_number(&mut out, *x);
                 }
                 Some(Acc::Max(x)) => {
                     out.push(4);
-                    put_number(&mut out, x);
+                    put_number(&mut out, *x);
                 }
                 Some(Acc::Last(t)) => {
                     out.push(5);
@@ -334,7 +335,7 @@ impl Group {
 
     /// [`Group::to_wire`]'s bytes back, for summary `s`; None if they are malformed.
     pub fn from_wire(s: &Summary, bytes: &[u8]) -> Option<Group> {
-        let mut r = Wire(bytes);
+        let mut r = Reader(bytes);
         let keys = r.len()?;
         let mut key = Vec::with_capacity(keys.min(64));
         for _ in 0..keys {
@@ -367,68 +368,7 @@ impl Group {
                 g.sets[mi] = Some(set);
             }
         }
-        r.0.is_empty().then_some(g)
-    }
-}
-
-fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
-    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
-    out.extend_from_slice(b);
-}
-
-fn put_number(out: &mut Vec<u8>, x: &Number) {
-    match x {
-        Number::Dec(d) => {
-            out.push(0);
-            out.extend_from_slice(&d.mantissa().to_le_bytes());
-            out.push(d.scale());
-        }
-        Number::Float(f) => {
-            out.push(1);
-            out.extend_from_slice(&f.to_bits().to_le_bytes());
-        }
-    }
-}
-
-/// A reader of [`Group::to_wire`]'s bytes.
-struct Wire<'a>(&'a [u8]);
-
-impl Wire<'_> {
-    fn take(&mut self, n: usize) -> Option<&[u8]> {
-        if self.0.len() < n {
-            return None;
-        }
-        let (head, rest) = self.0.split_at(n);
-        self.0 = rest;
-        Some(head)
-    }
-
-    fn byte(&mut self) -> Option<u8> {
-        Some(self.take(1)?[0])
-    }
-
-    fn len(&mut self) -> Option<usize> {
-        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?) as usize)
-    }
-
-    fn i64(&mut self) -> Option<i64> {
-        Some(i64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
-
-    fn bytes(&mut self) -> Option<Vec<u8>> {
-        let n = self.len()?;
-        Some(self.take(n)?.to_vec())
-    }
-
-    fn number(&mut self) -> Option<Number> {
-        match self.byte()? {
-            0 => {
-                let m = i128::from_le_bytes(self.take(16)?.try_into().ok()?);
-                Some(Number::Dec(abacus_int::Dec::new(m, self.byte()?)?))
-            }
-            1 => Some(Number::Float(f64::from_bits(u64::from_le_bytes(self.take(8)?.try_into().ok()?)))),
-            _ => None,
-        }
+        r.is_empty().then_some(g)
     }
 }
 

@@ -13,7 +13,8 @@
 //! `abacus_collections::attribution`'s.
 //!
 //! MATCH runs over every stream whose key matches the pattern, on every shard at once (each
-//! shard sums its own users, the connection adds the sums): the reply is a map of `users`,
+//! shard sums its own users, the connection adds the sums; in cluster mode, every node's,
+//! `fanout.rs`): the reply is a map of `users`,
 //! `events`, `conversions`, `unattributed` (conversions without a touch in their window),
 //! `skipped` (entries without the conversion field, or touches without the channel field)
 //! and `models`: per model (in the order asked), every channel seen in a touch, in name
@@ -73,14 +74,36 @@ async fn attribute(conn: &mut Conn, access: Access<'_>, a: &[Arg]) -> Frame {
         }
         Scope::Match(pattern) => {
             let q2 = q.clone();
-            let per_shard = conn
-                .worker
-                .run_all(access, move |s: &mut Shard| match_job(&mut s.dbs[db], &pattern, &q2, now_ms()))
-                .await;
+            // Cluster mode: the other shard groups' sums (`fanout.rs`), asked meanwhile.
+            let peers = async {
+                let groups = if matches!(access, Access::Locked(_)) { Vec::new() } else { crate::fanout::peers(conn) };
+                if groups.is_empty() {
+                    return Ok(Vec::new());
+                }
+                crate::fanout::ask_all(&conn.worker.server, &groups, a.iter().map(|x| x.to_vec()).collect(), false).await
+            };
+            let (per_shard, peers) = tokio::join!(conn.worker.run_all(access, move |s: &mut Shard| match_job(&mut s.dbs[db], &pattern, &q2, now_ms())), peers);
             let Some(per_shard) = per_shard else { return abacus_engine::exec::shutting_down() };
             let mut total = Attribution::new(&q);
             for a in &per_shard {
                 total.merge(a);
+            }
+            if conn.client.local_only {
+                // A coordinator's request: this node's sums, merged there.
+                return Frame::Bulk(abacus_protocol::Bytes::from(total.to_wire()));
+            }
+            match peers {
+                Ok(replies) => {
+                    for reply in replies {
+                        let part = match abacus_protocol::parse_frame(&reply) {
+                            Ok(Some((Frame::Bulk(b), _))) => Attribution::from_wire(&q, &b),
+                            _ => None,
+                        };
+                        let Some(part) = part else { return Frame::error("ERR a node's part of the cluster-wide query is malformed") };
+                        total.merge(&part);
+                    }
+                }
+                Err(e) => return e,
             }
             Frame::Map(summary(&total, &q))
         }
