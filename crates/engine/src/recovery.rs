@@ -67,9 +67,26 @@ pub struct Replayer {
     pub replay: fn(Handler) -> Option<ReplayFn>,
 }
 
+/// What recovery may do to the data directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// The server's start: a torn tail of the last segment is cut off on disk when
+    /// `aof-load-truncated` is yes (the server appends after it), else refused.
+    Server,
+    /// A reader of a stopped server's directory (`abacus export --dir`): nothing is written.
+    /// A torn tail is refused, or, with `skip_torn_tail`, read up to the last complete record
+    /// (what the server would load) and the file left as it is.
+    ReadOnly { skip_torn_tail: bool },
+}
+
 /// Loads the data directory's snapshot and log into `threads` fresh shards, with the
 /// progress in `recorders.loading`.
 pub fn recover(config: &Config, dir: &Path, threads: usize, databases: usize, commands: Replayer, recorders: &Arc<Recorders>) -> Result<Recovered, String> {
+    recover_with(config, dir, threads, databases, commands, recorders, Access::Server)
+}
+
+/// [`recover`], saying what it may write.
+pub fn recover_with(config: &Config, dir: &Path, threads: usize, databases: usize, commands: Replayer, recorders: &Arc<Recorders>, access: Access) -> Result<Recovered, String> {
     let loading = &recorders.loading;
     // Durability of their own, whose effects stay off: what is replayed came from the log and
     // is not logged again (the server's log opens once loading is done).
@@ -106,7 +123,7 @@ pub fn recover(config: &Config, dir: &Path, threads: usize, databases: usize, co
         let mut position = Positions { snapshot: manifest.snapshot.clone(), at: None, broken: false };
         for (i, name) in manifest.logs.iter().enumerate() {
             let last = i + 1 == manifest.logs.len();
-            commands_replayed += replay_log(config, &dir.join(name), last, &mut shards, databases, cfg, snap_bytes, &mut position, commands, loading)?;
+            commands_replayed += replay_log(config, &dir.join(name), last, access, &mut shards, databases, cfg, snap_bytes, &mut position, commands, loading)?;
         }
         let position = position.at;
         Ok::<_, String>((keys_loaded, commands_replayed, position))
@@ -252,6 +269,7 @@ fn replay_log(
     config: &Config,
     path: &Path,
     last: bool,
+    access: Access,
     shards: &mut [Shard],
     databases: usize,
     cfg: CmdConfig,
@@ -269,6 +287,17 @@ fn replay_log(
     let scan = fmt::scan(&bytes);
     match &scan.problem {
         None => {}
+        Some(Problem::TornTail { offset, dropped_bytes }) if last && access != Access::Server => {
+            if access == (Access::ReadOnly { skip_torn_tail: false }) {
+                return Err(format!(
+                    "log {} ends with an incomplete record at offset {offset} ({dropped_bytes} bytes: a crash during a write). \
+                     Nothing was written; pass --skip-torn-tail to read up to the last complete record (what the server \
+                     loads with aof-load-truncated yes)",
+                    path.display()
+                ));
+            }
+            tracing::warn!("log {}: skipping an incomplete record of {dropped_bytes} bytes at offset {offset} (the file is left as it is)", path.display());
+        }
         Some(Problem::TornTail { offset, dropped_bytes }) if last => {
             if !config.get_bool(crate::param!("aof-load-truncated")) {
                 return Err(format!(
@@ -292,10 +321,11 @@ fn replay_log(
                 _ => "incomplete record in a segment that is not the last".into(),
             };
             return Err(format!(
-                "log {} is corrupt at offset {offset} ({reason}), with {} bytes after it. Refusing to start. \
+                "log {} is corrupt at offset {offset} ({reason}), with {} bytes after it. {}. \
                  `abacus check-aof --fix {}` truncates the log there (losing those bytes); keep a copy first",
                 path.display(),
                 bytes.len() as u64 - offset,
+                if access == Access::Server { "Refusing to start" } else { "Refusing to read it" },
                 path.display()
             ));
         }
