@@ -221,7 +221,7 @@ fn export_offline(dir: &std::path::Path, rules: Option<&std::path::Path>, skip_t
         None => None,
     };
     let started = std::time::Instant::now();
-    let mut source = abacus_server::export_source::Loaded::open(dir, rules, skip_torn_tail)?;
+    let mut source = abacus_server::export::offline::Loaded::open(dir, rules, skip_torn_tail)?;
     if progress {
         eprintln!(
             "loaded {}: {} keys from the snapshot, {} commands from the log in {:.2} s",

@@ -9,7 +9,7 @@
 //! 128 MB, a temporary file renamed over `--out` only when complete, removed on any error).
 //!
 //! The layouts read through a [`Source`] (`source.rs`): the RESP client here, a data
-//! directory loaded in process (`abacus export --dir`, `abacus_server::export_source`), or the
+//! directory loaded in process (`abacus export --dir`, `abacus_server::export`), or the
 //! server's own keyspace (the EXPORT command): one writer per layout for all three.
 //! Summaries' sums, minima and maxima are exact decimals
 //! (`abacus_int::Dec`, Parquet DECIMAL(38, scale)) wherever the server holds decimals.

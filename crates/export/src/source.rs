@@ -4,7 +4,7 @@
 //!
 //! - online (`abacus export --host/--port`): [`crate::Client`], a RESP connection;
 //! - offline (`abacus export --dir`): a data directory loaded in process, read-only
-//!   (`abacus_server::export_source::Loaded`);
+//!   (`abacus_server::export::offline::Loaded`);
 //! - server side (the EXPORT command): the server's own keyspace.
 //!
 //! The questions: which keys match (SCAN's glob, optionally of one TYPE), the summarizer

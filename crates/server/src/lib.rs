@@ -60,7 +60,7 @@ pub mod tracking;
 pub mod command_flags;
 pub mod ingest_port;
 pub mod tls;
-pub mod export_source;
+pub mod export;
 
 pub use abacus_engine::Config;
 pub use server::run;

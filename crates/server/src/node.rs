@@ -61,6 +61,8 @@ pub struct Server {
     pub scripts: Arc<abacus_scripting::Shared>,
     /// The TLS configuration in use and its counters (`tls.rs`).
     pub tls: Arc<abacus_tls::Tls>,
+    /// EXPORT's running and last export (`export/live.rs`).
+    pub export: crate::export::live::Exports,
 }
 
 impl std::ops::Deref for Server {

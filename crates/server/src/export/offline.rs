@@ -8,23 +8,15 @@
 //! log tail is refused unless the caller asked to skip it (then the records before it are
 //! read and the file left as it is). The exported data is exactly the snapshot plus the log.
 //!
-//! Reads are the layouts' commands (XRANGE, HGETALL, TS.RANGE, ...) run through the same
-//! command table entries as a client's, on the shard that owns the key, their replies encoded
-//! as RESP2 and parsed back by the exporter's reply parser (`abacus_export::Replies`): one
-//! reading path for every form of the export. Only read-only keyed entries run here; any
-//! other command is an error reply.
+//! Reads go through `super::run_read` (the command table's entries, as a client's).
 
 use std::path::Path;
 
 use abacus_engine::config::{CmdConfig, Config};
-use abacus_engine::exec::{command_keys, exec_keyed_untimed};
 use abacus_engine::recovery::{recover_with, Access};
-use abacus_engine::shard::{now_ms, shard_of, Shard};
+use abacus_engine::shard::{now_ms, Shard};
 use abacus_export::{Replies, Reply, Source};
 use abacus_protocol::{Args, Bytes, BytesMut, Frame, Protocol};
-
-use crate::command::flags::READONLY;
-use crate::command::Handler;
 
 /// A data directory loaded in process.
 pub struct Loaded {
@@ -79,15 +71,13 @@ impl Loaded {
     /// Runs one read command on the shard of its key.
     fn run(&mut self, args: &[&[u8]]) -> Frame {
         let args = Args::from_vec(args.iter().map(|a| Bytes::copy_from_slice(a)).collect());
-        let Some(spec) = crate::command::lookup_call(&args) else { return Frame::error("ERR unknown command") };
-        let arity_ok = if spec.arity >= 0 { args.len() == spec.arity as usize } else { args.len() >= spec.arity.unsigned_abs() as usize };
-        if !matches!(spec.handler, Handler::Keyed(_)) || spec.flags & READONLY == 0 || !arity_ok {
-            return Frame::error(format!("ERR '{}' is not a keyed read the exporter runs", spec.name));
-        }
-        let keys = command_keys(spec, &args, 0);
-        let s = keys.first().map_or(0, |(_, k)| shard_of(k, self.shards.len()));
-        let shard = &mut self.shards[s];
-        exec_keyed_untimed(&mut shard.dbs, &mut shard.log, 0, spec, &args, self.now_ms, self.cfg)
+        let spec = match super::read_spec(&args) {
+            Ok(s) => s,
+            Err(e) => return e,
+        };
+        let owner = super::shard_of_read(spec, &args, self.shards.len());
+        let shard = &mut self.shards[owner];
+        super::run_read(&mut shard.dbs, &mut shard.log, spec, &args, self.now_ms, self.cfg)
     }
 }
 
