@@ -77,7 +77,7 @@ pub fn check_out(out: &std::path::Path) -> Result<(), String> {
         _ => std::path::Path::new("."),
     };
     if !parent.is_dir() {
-        return Err(format!("--out {}: no such directory {}", out.display(), parent.display()));
+        return Err(format!("cannot write {}: no such directory {}", out.display(), parent.display()));
     }
     Ok(())
 }
