@@ -101,3 +101,22 @@ impl Replies {
         r
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_read_back_in_order_and_the_buffer_is_reused() {
+        let mut r = Replies::default();
+        r.buffer().extend_from_slice(b"*2\r\n$2\r\nid\r\n:7\r\n");
+        r.buffer().extend_from_slice(b"-ERR nope\r\n");
+        assert_eq!(r.read(), Ok(Reply::Array(Some(vec![Reply::Bulk(Some(b"id".to_vec())), Reply::Int(7)]))));
+        assert_eq!(r.read(), Ok(Reply::Err("ERR nope".into())));
+        assert!(r.read().is_err());
+        // Everything read: the next reply starts the buffer again.
+        r.buffer().extend_from_slice(b"$-1\r\n");
+        assert_eq!(r.buf.len(), 5);
+        assert_eq!(r.read(), Ok(Reply::Bulk(None)));
+    }
+}

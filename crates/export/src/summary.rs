@@ -37,6 +37,9 @@ struct Row {
     values: Vec<Option<Value>>,
 }
 
+/// A group's identity (dimension values, bucket) and its row.
+type Group = ((Vec<String>, Option<i64>), Row);
+
 enum Value {
     Text(Vec<u8>),
     Members(Vec<Vec<u8>>),
@@ -72,7 +75,7 @@ pub fn export(c: &mut dyn Source, name: &str, range: &Range, out: &std::path::Pa
         }
     }
     read_rows(c, s, &mut groups)?;
-    let rows: Vec<((Vec<String>, Option<i64>), Row)> = groups.into_iter().collect();
+    let rows: Vec<Group> = groups.into_iter().collect();
     let (schema, kinds) = schema(s, &rows)?;
     let mut sink = Sink::create(out, schema.clone(), codec, progress)?;
     for chunk in rows.chunks(BATCH_ROWS) {
@@ -134,7 +137,7 @@ enum Col {
     TextList,
 }
 
-fn schema(s: &Summary, rows: &[((Vec<String>, Option<i64>), Row)]) -> Result<(Arc<Schema>, Vec<Col>), String> {
+fn schema(s: &Summary, rows: &[Group]) -> Result<(Arc<Schema>, Vec<Col>), String> {
     let mut fields: Vec<Field> = s.dim_names.iter().map(|d| Field::new(d, DataType::Utf8, false)).collect();
     if s.bucket != Bucket::None {
         fields.push(Field::new("bucket", DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())), false));
@@ -198,7 +201,7 @@ fn schema(s: &Summary, rows: &[((Vec<String>, Option<i64>), Row)]) -> Result<(Ar
     Ok((Arc::new(Schema::new(fields)), kinds))
 }
 
-fn batch(s: &Summary, schema: &Arc<Schema>, kinds: &[Col], rows: &[((Vec<String>, Option<i64>), Row)]) -> Result<RecordBatch, String> {
+fn batch(s: &Summary, schema: &Arc<Schema>, kinds: &[Col], rows: &[Group]) -> Result<RecordBatch, String> {
     let mut cols: Vec<ArrayRef> = Vec::new();
     for d in 0..s.dims.len() {
         let mut b = StringBuilder::new();

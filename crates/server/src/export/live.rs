@@ -50,8 +50,9 @@ impl Exports {
     /// INFO's `export_*` fields (in the persistence section).
     pub fn info(&self) -> String {
         let last = self.last.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        // One line each: an error text never breaks INFO's lines.
-        let error = last.error.replace(['\r', '\n'], " ");
+        // One line each: an error text never breaks INFO's lines, nor, with a comma, a client's
+        // parse of the value (`a=1,b=2` fields).
+        let error = last.error.replace(['\r', '\n'], " ").replace(',', ";");
         format!(
             "export_in_progress:{}\r\nexport_keys_total:{}\r\nexport_reads:{}\r\nexport_last_status:{}\r\nexport_last_file:{}\r\nexport_last_rows:{}\r\nexport_last_bytes:{}\r\nexport_last_time_sec:{:.3}\r\nexport_last_error:{}\r\n",
             self.in_progress.load(Ordering::Acquire) as u8,
@@ -66,6 +67,11 @@ impl Exports {
         )
     }
 }
+
+/// A step of the export on one shard, answering `R`.
+type Step<R> = Box<dyn FnOnce(&mut Shard) -> R + Send>;
+/// A shard's answers to its part of a pipeline: each command's position and encoded reply.
+type Answers = Vec<(usize, Vec<u8>)>;
 
 /// The live keyspace as an exporter's source (used on the export's own thread).
 pub struct Live {
@@ -84,7 +90,7 @@ impl Live {
     }
 
     /// Sends `f` to each of `shards`' queues at once, then waits for every answer, in order.
-    fn on_shards<R: Send + 'static>(&self, jobs: Vec<(usize, Box<dyn FnOnce(&mut Shard) -> R + Send>)>) -> Result<Vec<R>, String> {
+    fn on_shards<R: Send + 'static>(&self, jobs: Vec<(usize, Step<R>)>) -> Result<Vec<R>, String> {
         let mut waits = Vec::with_capacity(jobs.len());
         for (shard, f) in jobs {
             let (tx, rx) = std::sync::mpsc::sync_channel(1);
@@ -119,12 +125,12 @@ impl Source for Live {
         }
         let cfg = self.server.config.cmd_config();
         let now = now_ms();
-        let jobs: Vec<(usize, Box<dyn FnOnce(&mut Shard) -> Vec<(usize, Vec<u8>)> + Send>)> = parts
+        let jobs: Vec<(usize, Step<Answers>)> = parts
             .into_iter()
             .enumerate()
             .filter(|(_, p)| !p.is_empty())
             .map(|(shard, part)| {
-                let f: Box<dyn FnOnce(&mut Shard) -> Vec<(usize, Vec<u8>)> + Send> = Box::new(move |s: &mut Shard| {
+                let f: Step<Answers> = Box::new(move |s: &mut Shard| {
                     part.into_iter()
                         .map(|(i, args)| {
                             // Looked up again here: the entry is the table's, the same one.
@@ -162,7 +168,7 @@ impl Source for Live {
             let mut cursor = 0;
             loop {
                 let (pattern, kind) = (pattern.to_vec(), kind.map(str::to_string));
-                let f: Box<dyn FnOnce(&mut Shard) -> (u64, Vec<Vec<u8>>) + Send> = Box::new(move |s: &mut Shard| {
+                let f: Step<(u64, Vec<Vec<u8>>)> = Box::new(move |s: &mut Shard| {
                     let mut found = Vec::new();
                     let (next, _) = s.dbs[0].scan(cursor, SCAN_STEP, now_ms(), |k, e| {
                         if kind.as_deref().is_none_or(|t| e.value().value_type().name() == t) && abacus_keyspace::glob_match(&pattern, k, false) {
@@ -193,7 +199,7 @@ impl Source for Live {
         let jobs = (0..self.server.senders.len())
             .map(|shard| {
                 let filters: Vec<Vec<u8>> = filters.iter().map(|f| f.as_bytes().to_vec()).collect();
-                let f: Box<dyn FnOnce(&mut Shard) -> Result<Vec<Vec<u8>>, String> + Send> = Box::new(move |s: &mut Shard| {
+                let f: Step<Result<Vec<Vec<u8>>, String>> = Box::new(move |s: &mut Shard| {
                     let args = Args::from_vec(filters.into_iter().map(Bytes::from).collect());
                     let filter = abacus_commands::ts_filter::parse_filter(&args).map_err(|e| match e {
                         Frame::Error(t) => String::from_utf8_lossy(&t).into_owned(),
