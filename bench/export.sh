@@ -44,7 +44,7 @@ APORT=$(free_port)
 start_abacus "$APORT" --save "" --summarizer-rules "$BENCH_TMP/rules.toml"
 DATA_DIR="$BENCH_TMP/abacus-$APORT"
 APID=$(pid_of_port "$APORT")
-echo "export: $USERS streams x $ENTRIES entries, $N_GROUPS summary groups; $(nproc) cores, $(date -u +%Y-%m-%d)"
+echo "export: $USERS streams x $ENTRIES entries, $N_GROUPS summary groups; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%Y-%m-%d %H:%M') UTC, $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
 
 python3 - "$USERS" "$ENTRIES" > "$BENCH_TMP/streams.resp" <<'EOF'
 import random, sys
@@ -75,10 +75,11 @@ echo "server used_memory with the data: $((used / 1048576)) MB (RSS $(( $(rss_kb
 
 run() { # name rows-label rows export-args...
   local name=$1 label=$2 rows=$3; shift 3
-  /usr/bin/time -f '%e %M' -o "$BENCH_TMP/time" "$ABACUS_BIN" export -q --out "$BENCH_TMP/$name.parquet" "$@" 2> /dev/null
-  read -r wall peak_kb < "$BENCH_TMP/time"
+  /usr/bin/time -f '%e %M %U %S' -o "$BENCH_TMP/time" "$ABACUS_BIN" export -q --out "$BENCH_TMP/$name.parquet" "$@" 2> /dev/null
+  read -r wall peak_kb user sys < "$BENCH_TMP/time"
   local size; size=$(stat -c %s "$BENCH_TMP/$name.parquet")
-  python3 -c "import sys; r,w,s,p=int(sys.argv[1]),float(sys.argv[2]),int(sys.argv[3]),int(sys.argv[4]); print('%-16s %9d %-8s in %6.2f s: %9.0f %s/s, file %7.1f MB, exporter peak RSS %6.1f MB' % (sys.argv[5], r, sys.argv[6], w, r / max(w, 1e-3), sys.argv[6], s / 1e6, p / 1024))" "$rows" "$wall" "$size" "$peak_kb" "$name" "$label"
+  # CPU seconds beside the wall time: on a shared machine the wall time includes waiting.
+  python3 -c "import sys; r,w,s,p,c=int(sys.argv[1]),float(sys.argv[2]),int(sys.argv[3]),int(sys.argv[4]),float(sys.argv[7])+float(sys.argv[8]); print('%-16s %9d %-8s in %6.2f s (cpu %6.2f s): %9.0f %s/s, file %7.1f MB, exporter peak RSS %6.1f MB' % (sys.argv[5], r, sys.argv[6], w, c, r / max(w, 1e-3), sys.argv[6], s / 1e6, p / 1024))" "$rows" "$wall" "$size" "$peak_kb" "$name" "$label" "$user" "$sys"
 }
 run nested entries $((USERS * ENTRIES)) -p "$APORT" --streams 'u:*'
 run flat entries $((USERS * ENTRIES)) -p "$APORT" --streams 'u:*' --flat
