@@ -106,10 +106,11 @@ enum Command {
         /// Files to read; `-` or none for standard input.
         files: Vec<String>,
     },
-    /// Export from a running server to one Parquet file (DuckDB, pandas, Spark read it): a
-    /// summary (one row per group, exact decimal sums), streams (nested or --flat), time
-    /// series, or generic keys. The file appears whole or not at all.
-    #[command(after_help = "Examples:\n  abacus export --summary by_campaign --out campaigns.parquet\n  abacus export --streams 'user:*' --out streams.parquet\n  abacus export --series sensor=temp --out temps.parquet\n  duckdb -c \"select * from 'campaigns.parquet'\"")]
+    /// Export from a running server, or a stopped one's data directory (--dir), to one
+    /// Parquet file (DuckDB, pandas, Spark read it): a summary (one row per group, exact
+    /// decimal sums), streams (nested or --flat), time series, or generic keys. The file
+    /// appears whole or not at all.
+    #[command(after_help = "Examples:\n  abacus export --summary by_campaign --out campaigns.parquet\n  abacus export --streams 'user:*' --out streams.parquet\n  abacus export --series sensor=temp --out temps.parquet\n  abacus export --dir ./abacus-data --rules rules.toml --summary by_campaign --out campaigns.parquet\n  duckdb -c \"select * from 'campaigns.parquet'\"")]
     Export(ExportArgs),
     /// Load generators for the reference workloads that redis-benchmark cannot drive
     /// (bench/w1z.sh runs them against Redis and Abacus).
