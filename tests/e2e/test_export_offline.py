@@ -264,7 +264,8 @@ def test_torn_tail_refused_or_skipped_without_touching_the_file(stopped, workdir
     p = offline(torn, "--streams", "user:*", "--out", path, check=False)
     assert p.returncode != 0 and "incomplete record" in p.stderr and "--skip-torn-tail" in p.stderr, p.stderr
     assert not os.path.exists(path)
-    offline(torn, "--skip-torn-tail", "--streams", "user:*", "--out", path)
+    p = offline(torn, "--skip-torn-tail", "--streams", "user:*", "--out", path)
+    assert "skipped an incomplete record of 7 bytes" in p.stderr, p.stderr
     assert pq.read_table(path).equals(pq.read_table(whole))
     assert dir_hashes(torn) == before
 

@@ -223,6 +223,10 @@ fn export_offline(dir: &std::path::Path, rules: Option<&std::path::Path>, skip_t
     };
     let started = std::time::Instant::now();
     let mut source = abacus_server::export::offline::Loaded::open(dir, rules, skip_torn_tail)?;
+    if let Some(note) = &source.skipped_tail {
+        // Always said, even with --quiet: the file holds less than the log's bytes.
+        eprintln!("note: {note}");
+    }
     if progress {
         eprintln!(
             "loaded {}: {} keys from the snapshot, {} commands from the log in {:.2} s",

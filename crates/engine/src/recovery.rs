@@ -50,6 +50,9 @@ pub struct Recovered {
     /// The replication position the log ends at, if its last record is a position mark
     /// (see "Restarts" in `replication/mod.rs`); None when anything follows the last mark.
     pub position: Option<crate::log_marks::Position>,
+    /// With `Access::ReadOnly { skip_torn_tail: true }`: the torn tail read past, said for
+    /// the reader to show (the server's start logs its own cut).
+    pub skipped_tail: Option<String>,
 }
 
 /// How recovery replays a logged connection-level write (FLUSHALL, SWAPDB, DEBUG POPULATE)
@@ -96,7 +99,7 @@ pub fn recover_with(config: &Config, dir: &Path, threads: usize, databases: usiz
     let tracking = config.cmd_config().tracking();
     shards.iter_mut().flat_map(|s| s.dbs.iter_mut()).for_each(|d| d.set_tracking(tracking));
     let Some(manifest) = Manifest::read(dir)? else {
-        return Ok(Recovered { shards, manifest: Manifest::default(), keys_loaded: 0, commands_replayed: 0, position: None });
+        return Ok(Recovered { shards, manifest: Manifest::default(), keys_loaded: 0, commands_replayed: 0, position: None, skipped_tail: None });
     };
     let started = Instant::now();
     let log_bytes: u64 = manifest.logs.iter().map(|l| std::fs::metadata(dir.join(l)).map_or(0, |m| m.len())).sum();
@@ -110,6 +113,7 @@ pub fn recover_with(config: &Config, dir: &Path, threads: usize, databases: usiz
         log_bytes as f64 / 1e6
     );
     let _progress = Progress::start(recorders.clone());
+    let mut skipped_tail = None;
     let result = (|| {
         let mut keys_loaded = 0;
         if let Some(snap) = &manifest.snapshot {
@@ -121,9 +125,10 @@ pub fn recover_with(config: &Config, dir: &Path, threads: usize, databases: usiz
         let mut commands_replayed = 0;
         let cfg = config.cmd_config();
         let mut position = Positions { snapshot: manifest.snapshot.clone(), at: None, broken: false };
+        let skipped = &mut skipped_tail;
         for (i, name) in manifest.logs.iter().enumerate() {
             let last = i + 1 == manifest.logs.len();
-            commands_replayed += replay_log(config, &dir.join(name), last, access, &mut shards, databases, cfg, snap_bytes, &mut position, commands, loading)?;
+            commands_replayed += replay_log(config, &dir.join(name), last, access, skipped, &mut shards, databases, cfg, snap_bytes, &mut position, commands, loading)?;
         }
         let position = position.at;
         Ok::<_, String>((keys_loaded, commands_replayed, position))
@@ -135,7 +140,7 @@ pub fn recover_with(config: &Config, dir: &Path, threads: usize, databases: usiz
             started.elapsed().as_secs_f64()
         );
     }
-    Ok(Recovered { shards, manifest, keys_loaded, commands_replayed, position })
+    Ok(Recovered { shards, manifest, keys_loaded, commands_replayed, position, skipped_tail })
 }
 
 /// Loads a snapshot into the shards; returns the number of keys.
@@ -270,6 +275,7 @@ fn replay_log(
     path: &Path,
     last: bool,
     access: Access,
+    skipped: &mut Option<String>,
     shards: &mut [Shard],
     databases: usize,
     cfg: CmdConfig,
@@ -296,7 +302,7 @@ fn replay_log(
                     path.display()
                 ));
             }
-            tracing::warn!("log {}: skipping an incomplete record of {dropped_bytes} bytes at offset {offset} (the file is left as it is)", path.display());
+            *skipped = Some(format!("log {}: skipped an incomplete record of {dropped_bytes} bytes at offset {offset} (the file is left as it is)", path.display()));
         }
         Some(Problem::TornTail { offset, dropped_bytes }) if last => {
             if !config.get_bool(crate::param!("aof-load-truncated")) {

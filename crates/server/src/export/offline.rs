@@ -28,6 +28,8 @@ pub struct Loaded {
     now_ms: u64,
     pub keys_loaded: u64,
     pub commands_replayed: u64,
+    /// A torn log tail read past (`skip_torn_tail`), to say.
+    pub skipped_tail: Option<String>,
 }
 
 impl Loaded {
@@ -65,6 +67,7 @@ impl Loaded {
             now_ms: now_ms(),
             keys_loaded: r.keys_loaded,
             commands_replayed: r.commands_replayed,
+            skipped_tail: r.skipped_tail,
         })
     }
 
