@@ -62,7 +62,7 @@ pub struct Server {
     /// The TLS configuration in use and its counters (`tls.rs`).
     pub tls: Arc<abacus_tls::Tls>,
     /// EXPORT's running and last export (`export/live.rs`).
-    pub export: crate::export::live::Exports,
+    pub export: crate::export::progress::Exports,
 }
 
 impl std::ops::Deref for Server {

@@ -161,7 +161,7 @@ pub fn run(config: Config) -> Result<(), String> {
         cluster: cluster.as_ref().map(|(node, _)| node.clone()),
         scripts,
         tls,
-        export: crate::export::live::Exports::default(),
+        export: crate::export::progress::Exports::default(),
     });
     if let Some((node, bus)) = cluster {
         crate::cluster::start_bus(node, bus, server.clone())?;

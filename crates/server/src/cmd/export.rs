@@ -68,7 +68,7 @@ fn export(conn: &mut Conn, a: &[Arg]) -> Frame {
         let started = Instant::now();
         let mut live = crate::export::live::Live::new(s.clone());
         let result = abacus_export::write(&mut live, &what, &path, codec, false);
-        let mut last = crate::export::live::Last { file, secs: started.elapsed().as_secs_f64(), ..Default::default() };
+        let mut last = crate::export::progress::Last { file, secs: started.elapsed().as_secs_f64(), ..Default::default() };
         match result {
             Ok((r, _)) => {
                 tracing::info!("EXPORT to {}: {} rows, {} bytes in {:.2} s", path.display(), r.rows, r.bytes, last.secs);

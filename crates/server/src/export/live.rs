@@ -9,10 +9,11 @@
 //! would need the snapshot's copy-on-write epochs held open for the whole export, pinning
 //! the old versions of every key written meanwhile).
 //!
-//! Progress ([`Exports`]) is counted here and shown in INFO's persistence section (`export_*`).
+//! Progress (`progress::Exports`) is counted here and shown in INFO's persistence section
+//! (`export_*`).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use abacus_engine::shard::{now_ms, Job, Shard, ShardMsg};
 use abacus_export::{Replies, Reply, Source};
@@ -22,51 +23,6 @@ use crate::node::Server;
 
 /// Slots of a shard's table one key-listing job visits.
 const SCAN_STEP: usize = 4096;
-
-/// The server's exports: the one running and the last one's outcome.
-#[derive(Default)]
-pub struct Exports {
-    pub in_progress: AtomicBool,
-    /// Keys the running export found (streams, series, summary keys, keys).
-    pub keys_total: AtomicU64,
-    /// Per-key reads done so far.
-    pub reads: AtomicU64,
-    pub last: Mutex<Last>,
-}
-
-/// The last finished export.
-#[derive(Default, Clone)]
-pub struct Last {
-    /// `ok`, `err`, or empty before the first.
-    pub status: &'static str,
-    pub file: String,
-    pub rows: u64,
-    pub bytes: u64,
-    pub secs: f64,
-    pub error: String,
-}
-
-impl Exports {
-    /// INFO's `export_*` fields (in the persistence section).
-    pub fn info(&self) -> String {
-        let last = self.last.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        // One line each: an error text never breaks INFO's lines, nor, with a comma, a client's
-        // parse of the value (`a=1,b=2` fields).
-        let error = last.error.replace(['\r', '\n'], " ").replace(',', ";");
-        format!(
-            "export_in_progress:{}\r\nexport_keys_total:{}\r\nexport_reads:{}\r\nexport_last_status:{}\r\nexport_last_file:{}\r\nexport_last_rows:{}\r\nexport_last_bytes:{}\r\nexport_last_time_sec:{:.3}\r\nexport_last_error:{}\r\n",
-            self.in_progress.load(Ordering::Acquire) as u8,
-            self.keys_total.load(Ordering::Relaxed),
-            self.reads.load(Ordering::Relaxed),
-            if last.status.is_empty() { "none" } else { last.status },
-            last.file,
-            last.rows,
-            last.bytes,
-            last.secs,
-            error
-        )
-    }
-}
 
 /// A step of the export on one shard, answering `R`.
 type Step<R> = Box<dyn FnOnce(&mut Shard) -> R + Send>;

@@ -13,6 +13,7 @@
 
 pub mod live;
 pub mod offline;
+pub mod progress;
 
 use abacus_engine::aof::ShardLog;
 use abacus_engine::config::CmdConfig;
