@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `abacus export` (issue 52): rows per second, file size against the data set's memory, and
-# the exporter's peak memory, online (a running server; the offline form is not built).
+# the exporter's peak memory, online (a running server) and offline (`--dir`: the stopped
+# server's data directory, snapshot plus log, loaded in the exporter's process).
 #
 # Data: USERS per-user streams of ENTRIES entries each (3 short fields, like W8's events),
 # loaded with XADD through redis-cli --pipe, and a summary of N_GROUPS groups (count, exact
@@ -9,6 +10,8 @@
 #   abacus export --streams 'u:*'          (nested: one row per stream)
 #   abacus export --streams 'u:*' --flat   (one row per entry)
 #   abacus export --summary big            (one row per group)
+# first online, then, after a SAVE, 1000 more entries (in the log only) and SHUTDOWN, the same
+# three offline (`--dir`; the wall time includes loading the snapshot and replaying the log).
 # Reported: entries (or groups) per second, the file's size, the server's used_memory for
 # the data, and, when the duckdb Python module is installed, the size of DuckDB's own zstd
 # Parquet of the same flat rows (COPY ... TO ... (FORMAT parquet, COMPRESSION zstd)).
@@ -38,9 +41,10 @@ metrics = { n = "count", spend = "sum(amount)", lo = "min(amount)", hi = "max(am
 EOF
 
 APORT=$(free_port)
-start_abacus "$APORT" --appendonly no --save "" --summarizer-rules "$BENCH_TMP/rules.toml"
+start_abacus "$APORT" --save "" --summarizer-rules "$BENCH_TMP/rules.toml"
+DATA_DIR="$BENCH_TMP/abacus-$APORT"
 APID=$(pid_of_port "$APORT")
-echo "export: $USERS streams x $ENTRIES entries, $N_GROUPS summary groups; $(nproc) cores, $(date -u +%Y-%m-%d)"
+echo "export: $USERS streams x $ENTRIES entries, $N_GROUPS summary groups; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%Y-%m-%d %H:%M') UTC, $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
 
 python3 - "$USERS" "$ENTRIES" > "$BENCH_TMP/streams.resp" <<'EOF'
 import random, sys
@@ -71,14 +75,25 @@ echo "server used_memory with the data: $((used / 1048576)) MB (RSS $(( $(rss_kb
 
 run() { # name rows-label rows export-args...
   local name=$1 label=$2 rows=$3; shift 3
-  /usr/bin/time -f '%e %M' -o "$BENCH_TMP/time" "$ABACUS_BIN" export -q -p "$APORT" --out "$BENCH_TMP/$name.parquet" "$@" 2> /dev/null
-  read -r wall peak_kb < "$BENCH_TMP/time"
+  /usr/bin/time -f '%e %M %U %S' -o "$BENCH_TMP/time" "$ABACUS_BIN" export -q --out "$BENCH_TMP/$name.parquet" "$@" 2> /dev/null
+  read -r wall peak_kb user sys < "$BENCH_TMP/time"
   local size; size=$(stat -c %s "$BENCH_TMP/$name.parquet")
-  python3 -c "import sys; r,w,s,p=int(sys.argv[1]),float(sys.argv[2]),int(sys.argv[3]),int(sys.argv[4]); print('%-14s %9d %-8s in %6.2f s: %9.0f %s/s, file %7.1f MB, exporter peak RSS %6.1f MB' % (sys.argv[5], r, sys.argv[6], w, r / max(w, 1e-3), sys.argv[6], s / 1e6, p / 1024))" "$rows" "$wall" "$size" "$peak_kb" "$name" "$label"
+  # CPU seconds beside the wall time: on a shared machine the wall time includes waiting.
+  python3 -c "import sys; r,w,s,p,c=int(sys.argv[1]),float(sys.argv[2]),int(sys.argv[3]),int(sys.argv[4]),float(sys.argv[7])+float(sys.argv[8]); print('%-16s %9d %-8s in %6.2f s (cpu %6.2f s): %9.0f %s/s, file %7.1f MB, exporter peak RSS %6.1f MB' % (sys.argv[5], r, sys.argv[6], w, c, r / max(w, 1e-3), sys.argv[6], s / 1e6, p / 1024))" "$rows" "$wall" "$size" "$peak_kb" "$name" "$label" "$user" "$sys"
 }
-run nested entries $((USERS * ENTRIES)) --streams 'u:*'
-run flat entries $((USERS * ENTRIES)) --streams 'u:*' --flat
-run summary groups "$N_GROUPS" --summary big
+run nested entries $((USERS * ENTRIES)) -p "$APORT" --streams 'u:*'
+run flat entries $((USERS * ENTRIES)) -p "$APORT" --streams 'u:*' --flat
+run summary groups "$N_GROUPS" -p "$APORT" --summary big
+# Offline: a snapshot of everything, 1000 entries after it (the log), then a clean stop.
+redis-cli -p "$APORT" save > /dev/null
+for i in $(seq 1000); do echo "XADD u:$((i % USERS)) * channel late event click amount 1.00"; done | redis-cli -p "$APORT" > /dev/null
+redis-cli -p "$APORT" shutdown > /dev/null 2>&1 || true
+while kill -0 "$APID" 2> /dev/null; do sleep 0.1; done
+echo "data directory: $(du -sm "$DATA_DIR" | cut -f1) MB"
+OFFLINE_ENTRIES=$((USERS * ENTRIES + 1000))
+run offline-nested entries "$OFFLINE_ENTRIES" --dir "$DATA_DIR" --streams 'u:*'
+run offline-flat entries "$OFFLINE_ENTRIES" --dir "$DATA_DIR" --streams 'u:*' --flat
+run offline-summary groups "$N_GROUPS" --dir "$DATA_DIR" --rules "$BENCH_TMP/rules.toml" --summary big
 if "$PY" -c "import duckdb" 2> /dev/null; then
   "$PY" - "$BENCH_TMP" <<'EOF'
 import duckdb, os, sys

@@ -106,10 +106,11 @@ enum Command {
         /// Files to read; `-` or none for standard input.
         files: Vec<String>,
     },
-    /// Export from a running server to one Parquet file (DuckDB, pandas, Spark read it): a
-    /// summary (one row per group, exact decimal sums), streams (nested or --flat), time
-    /// series, or generic keys. The file appears whole or not at all.
-    #[command(after_help = "Examples:\n  abacus export --summary by_campaign --out campaigns.parquet\n  abacus export --streams 'user:*' --out streams.parquet\n  abacus export --series sensor=temp --out temps.parquet\n  duckdb -c \"select * from 'campaigns.parquet'\"")]
+    /// Export from a running server, or a stopped one's data directory (--dir), to one
+    /// Parquet file (DuckDB, pandas, Spark read it): a summary (one row per group, exact
+    /// decimal sums), streams (nested or --flat), time series, or generic keys. The file
+    /// appears whole or not at all.
+    #[command(after_help = "Examples:\n  abacus export --summary by_campaign --out campaigns.parquet\n  abacus export --streams 'user:*' --out streams.parquet\n  abacus export --series sensor=temp --out temps.parquet\n  abacus export --dir ./abacus-data --rules rules.toml --summary by_campaign --out campaigns.parquet\n  duckdb -c \"select * from 'campaigns.parquet'\"")]
     Export(ExportArgs),
     /// Load generators for the reference workloads that redis-benchmark cannot drive
     /// (bench/w1z.sh runs them against Redis and Abacus).
@@ -146,6 +147,17 @@ struct ExportArgs {
     /// The Parquet file to write (replaced only once complete).
     #[arg(long)]
     out: std::path::PathBuf,
+    /// Offline: read this stopped server's data directory (snapshot plus log) instead of a
+    /// server; nothing in it is written.
+    #[arg(long, conflicts_with_all = ["user", "pass"])]
+    dir: Option<std::path::PathBuf>,
+    /// With --dir and --summary: the summarizer rules file the server ran with.
+    #[arg(long, requires = "dir")]
+    rules: Option<std::path::PathBuf>,
+    /// With --dir: read a log whose last record is incomplete (a crash during a write) up to
+    /// its last complete record, as the server loads it; without it such a log is refused.
+    #[arg(long, requires = "dir")]
+    skip_torn_tail: bool,
     /// A summary of the server's rules: one row per (dimensions, bucket).
     #[arg(long)]
     summary: Option<String>,
@@ -188,7 +200,43 @@ fn export(a: ExportArgs) -> Result<String, String> {
         return Err("one of --summary, --streams, --series or --keys is needed".into());
     };
     let codec = abacus_export::Codec::parse(&a.compression)?;
-    abacus_export::run(&abacus_export::Options { host: a.host, port: a.port, user: a.user, pass: a.pass, out: a.out, what, codec, progress: !a.quiet })
+    match a.dir {
+        None => abacus_export::run(&abacus_export::Options { host: a.host, port: a.port, user: a.user, pass: a.pass, out: a.out, what, codec, progress: !a.quiet }),
+        Some(dir) => export_offline(&dir, a.rules.as_deref(), a.skip_torn_tail, &what, &a.out, codec, !a.quiet),
+    }
+}
+
+/// `abacus export --dir`: the data directory loaded in process, read-only, then the same
+/// layout writers as online.
+fn export_offline(dir: &std::path::Path, rules: Option<&std::path::Path>, skip_torn_tail: bool, what: &abacus_export::What, out: &std::path::Path, codec: abacus_export::Codec, progress: bool) -> Result<String, String> {
+    abacus_export::check_out(out)?;
+    // Never a file in the directory read: not even the temporary beside --out.
+    let out_dir = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    if let (Ok(a), Ok(b)) = (std::fs::canonicalize(out_dir), std::fs::canonicalize(dir)) {
+        if a.starts_with(&b) {
+            return Err(format!("--out {} is inside the data directory {}: the offline export never writes there", out.display(), dir.display()));
+        }
+    }
+    let rules = match rules {
+        Some(p) => Some(std::fs::read_to_string(p).map_err(|e| format!("--rules {}: {e}", p.display()))?),
+        None => None,
+    };
+    let started = std::time::Instant::now();
+    let mut source = abacus_server::export::offline::Loaded::open(dir, rules, skip_torn_tail)?;
+    if let Some(note) = &source.skipped_tail {
+        // Always said, even with --quiet: the file holds less than the log's bytes.
+        eprintln!("note: {note}");
+    }
+    if progress {
+        eprintln!(
+            "loaded {}: {} keys from the snapshot, {} commands from the log in {:.2} s",
+            dir.display(),
+            source.keys_loaded,
+            source.commands_replayed,
+            started.elapsed().as_secs_f64()
+        );
+    }
+    abacus_export::run_on(&mut source, what, out, codec, progress)
 }
 
 #[derive(Subcommand)]

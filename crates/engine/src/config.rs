@@ -107,6 +107,7 @@ pub const PARAMS: &[Param] = &[
     Param { name: "cluster-announce-bus-port", default: "0", kind: Kind::Int { min: 0, max: 65535 }, mutable: true, help: "the bus port this node announces to the cluster; 0 = the bus port it listens on" },
     Param { name: "protected-mode", default: "yes", kind: Kind::Bool, mutable: true, help: "refuse to start on a non-loopback address without requirepass" },
     Param { name: "dir", default: "./abacus-data", kind: Kind::Str, mutable: false, help: "data directory (created if missing)" },
+    Param { name: "export-dir", default: "", kind: Kind::Str, mutable: true, help: "directory the EXPORT command writes its Parquet files into (a plain file name inside it); empty (the default): EXPORT is refused" },
     Param { name: "threads", default: "0", kind: Kind::Int { min: 0, max: 256 }, mutable: false, help: "worker threads, one keyspace shard each; 0 = number of cores" },
     Param { name: "databases", default: "16", kind: Kind::Int { min: 1, max: 1024 }, mutable: false, help: "number of databases (SELECT 0..N-1)" },
     Param { name: "maxclients", default: "10000", kind: Kind::Int { min: 1, max: u32::MAX as i64 }, mutable: true, help: "maximum connected clients" },

@@ -50,6 +50,9 @@ pub struct Recovered {
     /// The replication position the log ends at, if its last record is a position mark
     /// (see "Restarts" in `replication/mod.rs`); None when anything follows the last mark.
     pub position: Option<crate::log_marks::Position>,
+    /// With `Access::ReadOnly { skip_torn_tail: true }`: the torn tail read past, said for
+    /// the reader to show (the server's start logs its own cut).
+    pub skipped_tail: Option<String>,
     /// The FUNCTION libraries' code (the snapshot's, then the log's FUNCTION commands), in
     /// name order: the server compiles them once loading is done.
     pub functions: Vec<Bytes>,
@@ -80,9 +83,26 @@ pub struct Replayer {
     pub replay: fn(Handler) -> Option<ReplayFn>,
 }
 
+/// What recovery may do to the data directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// The server's start: a torn tail of the last segment is cut off on disk when
+    /// `aof-load-truncated` is yes (the server appends after it), else refused.
+    Server,
+    /// A reader of a stopped server's directory (`abacus export --dir`): nothing is written.
+    /// A torn tail is refused, or, with `skip_torn_tail`, read up to the last complete record
+    /// (what the server would load) and the file left as it is.
+    ReadOnly { skip_torn_tail: bool },
+}
+
 /// Loads the data directory's snapshot and log into `threads` fresh shards, with the
 /// progress in `recorders.loading`.
 pub fn recover(config: &Config, dir: &Path, threads: usize, databases: usize, commands: Replayer, recorders: &Arc<Recorders>) -> Result<Recovered, String> {
+    recover_with(config, dir, threads, databases, commands, recorders, Access::Server)
+}
+
+/// [`recover`], saying what it may write.
+pub fn recover_with(config: &Config, dir: &Path, threads: usize, databases: usize, commands: Replayer, recorders: &Arc<Recorders>, access: Access) -> Result<Recovered, String> {
     let loading = &recorders.loading;
     // Durability of their own, whose effects stay off: what is replayed came from the log and
     // is not logged again (the server's log opens once loading is done).
@@ -92,7 +112,7 @@ pub fn recover(config: &Config, dir: &Path, threads: usize, databases: usize, co
     let tracking = config.cmd_config().tracking();
     shards.iter_mut().flat_map(|s| s.dbs.iter_mut()).for_each(|d| d.set_tracking(tracking));
     let Some(manifest) = Manifest::read(dir)? else {
-        return Ok(Recovered { shards, manifest: Manifest::default(), keys_loaded: 0, commands_replayed: 0, position: None, functions: Vec::new() });
+        return Ok(Recovered { shards, manifest: Manifest::default(), keys_loaded: 0, commands_replayed: 0, position: None, functions: Vec::new(), skipped_tail: None });
     };
     let started = Instant::now();
     let log_bytes: u64 = manifest.logs.iter().map(|l| std::fs::metadata(dir.join(l)).map_or(0, |m| m.len())).sum();
@@ -107,6 +127,7 @@ pub fn recover(config: &Config, dir: &Path, threads: usize, databases: usize, co
     );
     let _progress = Progress::start(recorders.clone());
     let mut functions = FunctionCodes::new();
+    let mut skipped_tail = None;
     let result = (|| {
         let mut keys_loaded = 0;
         if let Some(snap) = &manifest.snapshot {
@@ -123,10 +144,11 @@ pub fn recover(config: &Config, dir: &Path, threads: usize, databases: usize, co
         let mut commands_replayed = 0;
         let cfg = config.cmd_config();
         let mut position = Positions { snapshot: manifest.snapshot.clone(), at: None, broken: false };
+        let skipped = &mut skipped_tail;
         for (i, name) in manifest.logs.iter().enumerate() {
             let last = i + 1 == manifest.logs.len();
             let mut r = Replay { shards: &mut shards, functions: &mut functions };
-            commands_replayed += replay_log(config, &dir.join(name), last, &mut r, databases, cfg, snap_bytes, &mut position, commands, loading)?;
+            commands_replayed += replay_log(config, &dir.join(name), last, access, skipped, &mut r, databases, cfg, snap_bytes, &mut position, commands, loading)?;
         }
         let position = position.at;
         Ok::<_, String>((keys_loaded, commands_replayed, position))
@@ -138,7 +160,7 @@ pub fn recover(config: &Config, dir: &Path, threads: usize, databases: usize, co
             started.elapsed().as_secs_f64()
         );
     }
-    Ok(Recovered { shards, manifest, keys_loaded, commands_replayed, position, functions: functions.into_values().collect() })
+    Ok(Recovered { shards, manifest, keys_loaded, commands_replayed, position, functions: functions.into_values().collect(), skipped_tail })
 }
 
 /// Loads a snapshot into the shards; returns the number of keys and the FUNCTION libraries'
@@ -274,6 +296,8 @@ fn replay_log(
     config: &Config,
     path: &Path,
     last: bool,
+    access: Access,
+    skipped: &mut Option<String>,
     r: &mut Replay<'_>,
     databases: usize,
     cfg: CmdConfig,
@@ -291,6 +315,17 @@ fn replay_log(
     let scan = fmt::scan(&bytes);
     match &scan.problem {
         None => {}
+        Some(Problem::TornTail { offset, dropped_bytes }) if last && access != Access::Server => {
+            if access == (Access::ReadOnly { skip_torn_tail: false }) {
+                return Err(format!(
+                    "log {} ends with an incomplete record at offset {offset} ({dropped_bytes} bytes: a crash during a write). \
+                     Nothing was written; pass --skip-torn-tail to read up to the last complete record (what the server \
+                     loads with aof-load-truncated yes)",
+                    path.display()
+                ));
+            }
+            *skipped = Some(format!("log {}: skipped an incomplete record of {dropped_bytes} bytes at offset {offset} (the file is left as it is)", path.display()));
+        }
         Some(Problem::TornTail { offset, dropped_bytes }) if last => {
             if !config.get_bool(crate::param!("aof-load-truncated")) {
                 return Err(format!(
@@ -314,10 +349,11 @@ fn replay_log(
                 _ => "incomplete record in a segment that is not the last".into(),
             };
             return Err(format!(
-                "log {} is corrupt at offset {offset} ({reason}), with {} bytes after it. Refusing to start. \
+                "log {} is corrupt at offset {offset} ({reason}), with {} bytes after it. {}. \
                  `abacus check-aof --fix {}` truncates the log there (losing those bytes); keep a copy first",
                 path.display(),
                 bytes.len() as u64 - offset,
+                if access == Access::Server { "Refusing to start" } else { "Refusing to read it" },
                 path.display()
             ));
         }

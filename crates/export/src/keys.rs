@@ -20,7 +20,8 @@ use arrow_array::builder::{BinaryBuilder, Float64Builder, Int64Builder, StringBu
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 
-use crate::resp::{Client, Reply, PIPELINE};
+use crate::resp::{Reply, PIPELINE};
+use crate::source::Source;
 use crate::sink::{Codec, Sink, BATCH_BYTES, BATCH_ROWS};
 use crate::Report;
 
@@ -86,8 +87,8 @@ fn read_command(kind: &str) -> Option<&'static [&'static [u8]]> {
     })
 }
 
-pub fn export(c: &mut Client, pattern: &str, out: &std::path::Path, codec: Codec, progress: bool) -> Result<(Report, u64), String> {
-    let keys = c.scan(pattern.as_bytes(), None)?;
+pub fn export(c: &mut dyn Source, pattern: &str, out: &std::path::Path, codec: Codec, progress: bool) -> Result<(Report, u64), String> {
+    let keys = c.keys(pattern.as_bytes(), None)?;
     if keys.is_empty() {
         return Err(format!("no key matches '{pattern}'"));
     }
@@ -96,7 +97,14 @@ pub fn export(c: &mut Client, pattern: &str, out: &std::path::Path, codec: Codec
     let mut buf = Buffers::default();
     let mut skipped = 0u64;
     for chunk in keys.chunks(PIPELINE) {
-        let kinds: Vec<String> = c.each(chunk, |k| vec![b"TYPE".to_vec(), k.to_vec()])?.into_iter().map(|r| r.bytes("TYPE").map(|b| String::from_utf8_lossy(&b.unwrap_or_default()).into_owned())).collect::<Result<_, _>>()?;
+        for k in chunk {
+            c.queue(&[b"TYPE", k]);
+        }
+        c.flush()?;
+        let mut kinds = Vec::with_capacity(chunk.len());
+        for _ in chunk {
+            kinds.push(String::from_utf8_lossy(&c.read()?.bytes("TYPE")?.unwrap_or_default()).into_owned());
+        }
         let mut asked = Vec::new();
         for (k, kind) in chunk.iter().zip(&kinds) {
             match read_command(kind) {

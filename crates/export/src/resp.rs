@@ -5,7 +5,7 @@
 //! pipelining, nothing async; a blocking socket keeps the exporter one thread whose memory
 //! is what it holds.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 
 use abacus_int::string2ll;
@@ -125,52 +125,7 @@ impl Client {
     }
 
     pub fn read(&mut self) -> Result<Reply, String> {
-        // One line buffer for every header: a reply of a million fields costs no allocation
-        // per length line (the exporter reads little else).
-        let mut line = std::mem::take(&mut self.line);
-        line.clear();
-        let read = self.r.read_until(b'\n', &mut line);
-        let kind = line.first().copied();
-        let body_ok = line.len() >= 3 && line.ends_with(b"\r\n");
-        let body: &[u8] = if body_ok { &line[1..line.len() - 2] } else { &[] };
-        let len = string2ll(body);
-        let text = || String::from_utf8_lossy(body).into_owned();
-        let result = match (read, body_ok, kind) {
-            (Err(e), _, _) => Err(format!("reading from the server: {e}")),
-            (_, false, _) => Err("the server closed the connection".into()),
-            (_, _, Some(b'+')) => Ok(Reply::Simple(text())),
-            (_, _, Some(b'-')) => Ok(Reply::Err(text())),
-            (_, _, Some(b':')) => len.map(Reply::Int).ok_or_else(|| format!("bad integer in reply '{}'", text())),
-            (_, _, Some(b'$')) => match len {
-                Some(n) if n < 0 => Ok(Reply::Bulk(None)),
-                Some(n) => {
-                    let mut buf = vec![0; n as usize + 2];
-                    match self.r.read_exact(&mut buf) {
-                        Ok(()) => {
-                            buf.truncate(n as usize);
-                            Ok(Reply::Bulk(Some(buf)))
-                        }
-                        Err(e) => Err(format!("reading from the server: {e}")),
-                    }
-                }
-                None => Err(format!("bad length in reply '{}'", text())),
-            },
-            (_, _, Some(b'*')) => match len {
-                Some(n) if n < 0 => Ok(Reply::Array(None)),
-                Some(n) => {
-                    self.line = line;
-                    let mut v = Vec::with_capacity((n as usize).min(1 << 16));
-                    for _ in 0..n {
-                        v.push(self.read()?);
-                    }
-                    return Ok(Reply::Array(Some(v)));
-                }
-                None => Err(format!("bad length in reply '{}'", text())),
-            },
-            _ => Err(format!("unexpected reply '{}'", String::from_utf8_lossy(&line))),
-        };
-        self.line = line;
-        result
+        read_reply(&mut self.r, &mut self.line)
     }
 
     /// Every key matching `pattern` (of `kind`, a TYPE name, if given), sorted.
@@ -197,6 +152,52 @@ impl Client {
         keys.sort();
         keys.dedup();
         Ok(keys)
+    }
+}
+
+/// One RESP2 reply from `r`. `line` is one buffer for every header line: a reply of a
+/// million fields costs no allocation per length line (the exporter reads little else).
+/// Shared by the client (a socket) and the in-process sources (their replies encoded).
+pub fn read_reply<R: BufRead>(r: &mut R, line: &mut Vec<u8>) -> Result<Reply, String> {
+    line.clear();
+    let read = r.read_until(b'\n', line);
+    let kind = line.first().copied();
+    let body_ok = line.len() >= 3 && line.ends_with(b"\r\n");
+    let body: &[u8] = if body_ok { &line[1..line.len() - 2] } else { &[] };
+    let len = string2ll(body);
+    let text = || String::from_utf8_lossy(body).into_owned();
+    match (read, body_ok, kind) {
+        (Err(e), _, _) => Err(format!("reading from the server: {e}")),
+        (_, false, _) => Err("the server closed the connection".into()),
+        (_, _, Some(b'+')) => Ok(Reply::Simple(text())),
+        (_, _, Some(b'-')) => Ok(Reply::Err(text())),
+        (_, _, Some(b':')) => len.map(Reply::Int).ok_or_else(|| format!("bad integer in reply '{}'", text())),
+        (_, _, Some(b'$')) => match len {
+            Some(n) if n < 0 => Ok(Reply::Bulk(None)),
+            Some(n) => {
+                let mut buf = vec![0; n as usize + 2];
+                match r.read_exact(&mut buf) {
+                    Ok(()) => {
+                        buf.truncate(n as usize);
+                        Ok(Reply::Bulk(Some(buf)))
+                    }
+                    Err(e) => Err(format!("reading from the server: {e}")),
+                }
+            }
+            None => Err(format!("bad length in reply '{}'", text())),
+        },
+        (_, _, Some(b'*')) => match len {
+            Some(n) if n < 0 => Ok(Reply::Array(None)),
+            Some(n) => {
+                let mut v = Vec::with_capacity((n as usize).min(1 << 16));
+                for _ in 0..n {
+                    v.push(read_reply(r, line)?);
+                }
+                Ok(Reply::Array(Some(v)))
+            }
+            None => Err(format!("bad length in reply '{}'", text())),
+        },
+        _ => Err(format!("unexpected reply '{}'", String::from_utf8_lossy(line))),
     }
 }
 

@@ -11,7 +11,8 @@ use arrow_array::builder::{Float64Builder, MapBuilder, MapFieldNames, StringBuil
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Fields, Schema, TimeUnit};
 
-use crate::resp::{Client, Reply};
+use crate::resp::Reply;
+use crate::source::Source;
 use crate::sink::{Codec, Sink, BATCH_ROWS};
 use crate::Report;
 
@@ -83,11 +84,8 @@ fn labels(info: Reply, what: &str) -> Result<Vec<(String, String)>, String> {
     Ok(Vec::new())
 }
 
-pub fn export(c: &mut Client, filters: &[String], out: &std::path::Path, codec: Codec, progress: bool) -> Result<Report, String> {
-    let mut args: Vec<&[u8]> = vec![b"TS.QUERYINDEX"];
-    args.extend(filters.iter().map(|f| f.as_bytes()));
-    let mut keys: Vec<Vec<u8>> = c.call(&args)?.array("TS.QUERYINDEX")?.into_iter().filter_map(|k| k.bytes("TS.QUERYINDEX").ok().flatten()).collect();
-    keys.sort();
+pub fn export(c: &mut dyn Source, filters: &[String], out: &std::path::Path, codec: Codec, progress: bool) -> Result<Report, String> {
+    let keys = c.series(filters)?;
     if keys.is_empty() {
         return Err(format!("no time series matches {}", filters.join(" ")));
     }

@@ -17,7 +17,8 @@ use arrow_array::{ArrayRef, ListArray, MapArray, RecordBatch, StructArray};
 use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Fields, Schema};
 
-use crate::resp::{Client, Reply, PIPELINE};
+use crate::resp::{Reply, PIPELINE};
+use crate::source::Source;
 use crate::sink::{Codec, Sink, BATCH_BYTES, BATCH_ROWS};
 use crate::Report;
 
@@ -94,8 +95,8 @@ fn text(b: Vec<u8>, key: &[u8]) -> Result<String, String> {
     String::from_utf8(b).map_err(|_| format!("stream '{}' holds bytes that are not UTF-8 (a STRING column needs UTF-8)", String::from_utf8_lossy(key)))
 }
 
-pub fn export(c: &mut Client, pattern: &str, flat: bool, out: &std::path::Path, codec: Codec, progress: bool) -> Result<Report, String> {
-    let keys = c.scan(pattern.as_bytes(), Some("stream"))?;
+pub fn export(c: &mut dyn Source, pattern: &str, flat: bool, out: &std::path::Path, codec: Codec, progress: bool) -> Result<Report, String> {
+    let keys = c.keys(pattern.as_bytes(), Some("stream"))?;
     if keys.is_empty() {
         return Err(format!("no stream key matches '{pattern}'"));
     }

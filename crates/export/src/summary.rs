@@ -24,7 +24,8 @@ use arrow_array::builder::{BinaryBuilder, Decimal128Builder, Float64Builder, Int
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 
-use crate::resp::{glob_escape, Client, Reply, PIPELINE};
+use crate::resp::{glob_escape, Reply, PIPELINE};
+use crate::source::Source;
 use crate::sink::{Codec, Sink, BATCH_ROWS};
 use crate::Report;
 
@@ -36,6 +37,9 @@ struct Row {
     values: Vec<Option<Value>>,
 }
 
+/// A group's identity (dimension values, bucket) and its row.
+type Group = ((Vec<String>, Option<i64>), Row);
+
 enum Value {
     Text(Vec<u8>),
     Members(Vec<Vec<u8>>),
@@ -46,12 +50,9 @@ pub struct Range {
     pub to: Option<i64>,
 }
 
-pub fn export(c: &mut Client, name: &str, range: &Range, out: &std::path::Path, codec: Codec, progress: bool) -> Result<Report, String> {
-    let text = match c.call(&[b"SUMMARY.RULES", b"GET"])?.bytes("SUMMARY.RULES GET")? {
-        Some(t) => String::from_utf8(t).map_err(|_| "the server's rules are not UTF-8".to_string())?,
-        None => return Err("the server has no summarizer rules loaded".into()),
-    };
-    let rules = Rules::parse(&text).map_err(|e| format!("the server's rules do not parse here: {e}"))?;
+pub fn export(c: &mut dyn Source, name: &str, range: &Range, out: &std::path::Path, codec: Codec, progress: bool) -> Result<Report, String> {
+    let Some(text) = c.rules()? else { return Err("no summarizer rules loaded".into()) };
+    let rules = Rules::parse(&text).map_err(|e| format!("the rules do not parse: {e}"))?;
     let s = match rules.summary(name) {
         Some(i) => &rules.summaries[i],
         None => {
@@ -60,7 +61,7 @@ pub fn export(c: &mut Client, name: &str, range: &Range, out: &std::path::Path, 
         }
     };
     let mut groups: BTreeMap<(Vec<String>, Option<i64>), Row> = BTreeMap::new();
-    for key in c.scan(format!("{}*", glob_escape(&s.name)).as_bytes(), None)? {
+    for key in c.keys(format!("{}*", glob_escape(&s.name)).as_bytes(), None)? {
         let Some(parts) = parse_key(s, &key) else { continue };
         if let Some(b) = parts.bucket {
             if range.from.is_some_and(|f| b < f) || range.to.is_some_and(|t| b >= t) {
@@ -74,7 +75,7 @@ pub fn export(c: &mut Client, name: &str, range: &Range, out: &std::path::Path, 
         }
     }
     read_rows(c, s, &mut groups)?;
-    let rows: Vec<((Vec<String>, Option<i64>), Row)> = groups.into_iter().collect();
+    let rows: Vec<Group> = groups.into_iter().collect();
     let (schema, kinds) = schema(s, &rows)?;
     let mut sink = Sink::create(out, schema.clone(), codec, progress)?;
     for chunk in rows.chunks(BATCH_ROWS) {
@@ -87,7 +88,7 @@ pub fn export(c: &mut Client, name: &str, range: &Range, out: &std::path::Path, 
 
 /// Reads every group's keys, [`PIPELINE`] groups a round trip, each reply folded into its
 /// row as it arrives (never all replies at once), the key names dropped once read.
-fn read_rows(c: &mut Client, s: &Summary, groups: &mut BTreeMap<(Vec<String>, Option<i64>), Row>) -> Result<(), String> {
+fn read_rows(c: &mut dyn Source, s: &Summary, groups: &mut BTreeMap<(Vec<String>, Option<i64>), Row>) -> Result<(), String> {
     let mut rows: Vec<&mut Row> = groups.values_mut().collect();
     for chunk in rows.chunks_mut(PIPELINE) {
         for row in chunk.iter() {
@@ -136,7 +137,7 @@ enum Col {
     TextList,
 }
 
-fn schema(s: &Summary, rows: &[((Vec<String>, Option<i64>), Row)]) -> Result<(Arc<Schema>, Vec<Col>), String> {
+fn schema(s: &Summary, rows: &[Group]) -> Result<(Arc<Schema>, Vec<Col>), String> {
     let mut fields: Vec<Field> = s.dim_names.iter().map(|d| Field::new(d, DataType::Utf8, false)).collect();
     if s.bucket != Bucket::None {
         fields.push(Field::new("bucket", DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())), false));
@@ -200,7 +201,7 @@ fn schema(s: &Summary, rows: &[((Vec<String>, Option<i64>), Row)]) -> Result<(Ar
     Ok((Arc::new(Schema::new(fields)), kinds))
 }
 
-fn batch(s: &Summary, schema: &Arc<Schema>, kinds: &[Col], rows: &[((Vec<String>, Option<i64>), Row)]) -> Result<RecordBatch, String> {
+fn batch(s: &Summary, schema: &Arc<Schema>, kinds: &[Col], rows: &[Group]) -> Result<RecordBatch, String> {
     let mut cols: Vec<ArrayRef> = Vec::new();
     for d in 0..s.dims.len() {
         let mut b = StringBuilder::new();

@@ -61,6 +61,7 @@ pub mod tracking;
 pub mod command_flags;
 pub mod ingest_port;
 pub mod tls;
+pub mod export;
 
 pub use abacus_engine::Config;
 pub use server::run;

@@ -59,6 +59,8 @@ pub struct Server {
     pub cluster: Option<Arc<crate::cluster::ClusterNode>>,
     /// The TLS configuration in use and its counters (`tls.rs`).
     pub tls: Arc<abacus_tls::Tls>,
+    /// EXPORT's running and last export (`export/live.rs`).
+    pub export: crate::export::progress::Exports,
 }
 
 impl std::ops::Deref for Server {

@@ -161,6 +161,7 @@ pub fn run(config: Config) -> Result<(), String> {
         summarizer,
         cluster: cluster.as_ref().map(|(node, _)| node.clone()),
         tls,
+        export: crate::export::progress::Exports::default(),
     });
     if let Some((node, bus)) = cluster {
         crate::cluster::start_bus(node, bus, server.clone())?;

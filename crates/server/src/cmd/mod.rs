@@ -75,6 +75,7 @@ pub use abacus_commands::zset_algebra;
 pub use abacus_commands::zsets;
 pub mod latency;
 pub mod tracking;
+pub mod export;
 
 use crate::command::Spec;
 
@@ -88,6 +89,7 @@ pub const FAMILIES: &[&[Spec]] = &[
     sort::COMMANDS,
     attribute::COMMANDS,
     persistence::COMMANDS,
+    export::COMMANDS,
     pubsub::COMMANDS,
     summary::COMMANDS,
     memory::COMMANDS,

@@ -648,7 +648,14 @@ pub async fn info_text(worker: &crate::node::Node, access: Access<'_>, mut secti
         );
     }
     if want("persistence") {
-        out.push_str(&abacus_engine::snapshot::info_persistence(&server.durability, &server.recorders.loading));
+        let mut p = abacus_engine::snapshot::info_persistence(&server.durability, &server.recorders.loading);
+        // EXPORT's fields close the section (before its blank line).
+        if p.ends_with("\r\n\r\n") {
+            p.truncate(p.len() - 2);
+        }
+        p.push_str(&server.export.info());
+        p.push_str("\r\n");
+        out.push_str(&p);
     }
     if want("stats") {
         let st = &server.stats;
