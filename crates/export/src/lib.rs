@@ -42,6 +42,8 @@ pub struct Options {
     pub port: u16,
     pub user: Option<String>,
     pub pass: Option<String>,
+    /// `--tls` and the rest of redis-cli's TLS options.
+    pub tls: abacus_tls::ClientOptions,
     pub out: PathBuf,
     pub what: What,
     pub codec: Codec,
@@ -62,7 +64,7 @@ pub fn run(o: &Options) -> Result<String, String> {
     if o.out.is_dir() {
         return Err(format!("--out {}: is a directory", o.out.display()));
     }
-    let mut c = Client::connect(&o.host, o.port, o.user.as_deref(), o.pass.as_deref())?;
+    let mut c = Client::connect(&o.host, o.port, &o.tls, o.user.as_deref(), o.pass.as_deref())?;
     let mut skipped = 0;
     let r = match &o.what {
         What::Summary { name, from, to } => summary::export(&mut c, name, &Range { from: *from, to: *to }, &o.out, o.codec, o.progress)?,

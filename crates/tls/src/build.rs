@@ -152,7 +152,7 @@ fn roots(s: &Settings) -> Result<Option<Arc<RootCertStore>>, String> {
 /// Redis, whose links verify the peer (SSL_VERIFY_PEER) without a host name check, so that a
 /// replica may reach its primary by any address.
 #[derive(Debug)]
-struct ChainOnly(Arc<rustls::client::WebPkiServerVerifier>);
+pub(crate) struct ChainOnly(pub(crate) Arc<rustls::client::WebPkiServerVerifier>);
 
 impl ServerCertVerifier for ChainOnly {
     fn verify_server_cert(
