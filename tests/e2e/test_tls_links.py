@@ -161,3 +161,163 @@ def test_tool_cacertdir_insecure_and_sni(server, certs, workdir):
         assert p.returncode == 0, (how, p.stderr)
         assert [r["value"] for r in pq.read_table(out).to_pylist()] == [b"v"]
         os.remove(out)
+
+
+# ---------------------------------------------------------------- ingest-port and metrics over TLS
+
+def tls_context(certs, cert="client"):
+    ctx = ssl.create_default_context(cafile=certs("ca.crt"))
+    ctx.check_hostname = False
+    if cert:
+        ctx.load_cert_chain(certs(cert + ".crt"), certs(cert + ".key"))
+    return ctx
+
+
+def push_lines_tls(port, data, ctx):
+    """Sends `data` to the ingest port over TLS, ends the stream with close_notify (the TLS
+    end of a producer's stream) and reads the server's one reply line. Memory BIOs, because
+    an SSLSocket cannot send close_notify and go on reading."""
+    raw = socket.create_connection(("127.0.0.1", port), timeout=30)
+    inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+    obj = ctx.wrap_bio(inc, out, server_side=False, server_hostname="localhost")
+
+    def pump_out():
+        pending = out.read()
+        if pending:
+            raw.sendall(pending)
+
+    def pump_in():
+        chunk = raw.recv(65536)
+        if not chunk:
+            inc.write_eof()
+        else:
+            inc.write(chunk)
+        return chunk
+
+    try:
+        while True:
+            try:
+                obj.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                pump_out()
+                if not pump_in():
+                    return b""
+        pump_out()
+        obj.write(data)
+        pump_out()
+        try:
+            obj.unwrap()
+        except ssl.SSLWantReadError:
+            pass
+        pump_out()
+        reply = b""
+        while not reply.endswith(b"\r\n"):
+            try:
+                got = obj.read(4096)
+                if not got:
+                    break
+                reply += got
+            except ssl.SSLWantReadError:
+                if not pump_in():
+                    break
+            except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
+                break
+        return reply
+    finally:
+        raw.close()
+
+
+@pytest.mark.abacus_only("the ingest port is Abacus's")
+def test_ingest_port_over_tls(server, certs, workdir):
+    ingest_port = free_port()
+    node = TlsNode(server, certs, extra=["--summarizer-rules", os.path.join(workdir, "rules.toml"),
+                                         "--ingest-port", ingest_port, "--ingest-tls", "yes"])
+    data = events(1500).encode()
+    assert push_lines_tls(ingest_port, data, tls_context(certs)) == b"+OK 1500 0\r\n"
+    want = {}
+    for i in range(1500):
+        k = b"c%d" % (i % 7)
+        want[k] = want.get(k, 0) + 1
+    assert counts(node.client()) == want
+    before = int(node.plain().info("stats")["tls_handshake_failures"])
+    # A plaintext producer on the TLS ingest port: disconnected, nothing ingested, counted.
+    s = socket.create_connection(("127.0.0.1", ingest_port), timeout=10)
+    s.sendall(data)
+    try:
+        s.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+    got = b""
+    try:
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            got += chunk
+    except OSError:
+        pass
+    s.close()
+    assert b"+OK" not in got
+    # An untrusted client certificate: refused (tls-auth-clients yes, the TLS port's rule).
+    try:
+        got = push_lines_tls(ingest_port, data, tls_context(certs, cert="rogue"))
+    except (OSError, ssl.SSLError):
+        got = b""
+    assert got == b""
+    assert counts(node.client()) == want
+    assert int(node.plain().info("stats")["tls_handshake_failures"]) >= before + 2
+    # ingest-tls no (CONFIG SET, read per connection): the same port is plaintext again.
+    node.plain().config_set("ingest-tls", "no")
+    s = socket.create_connection(("127.0.0.1", ingest_port), timeout=10)
+    s.sendall(b"1700000000,c0,u1\n")
+    s.shutdown(socket.SHUT_WR)
+    assert s.recv(100) == b"+OK 1 0\r\n"
+    s.close()
+
+
+@pytest.mark.abacus_only("the metrics endpoint is Abacus's")
+def test_metrics_over_https(server, certs):
+    import http.client
+    import urllib.error
+    import urllib.request
+    mport = free_port()
+    node = TlsNode(server, certs, extra=["--metrics-port", mport, "--metrics-tls", "yes"])
+    node.client().set("k", "v")
+    url = "https://127.0.0.1:%d/metrics" % mport
+    with urllib.request.urlopen(url, context=tls_context(certs), timeout=10) as resp:
+        body = resp.read().decode()
+        assert resp.status == 200
+    assert 'abacus_db_keys{db="0"} 1' in body
+    assert "abacus_tls_handshakes_total" in body or "abacus_tls_handshakes " in body
+    # Plain HTTP on the HTTPS port gets no metrics; nor does a client without a certificate.
+    with pytest.raises((urllib.error.URLError, http.client.HTTPException, OSError)):
+        urllib.request.urlopen("http://127.0.0.1:%d/metrics" % mport, timeout=10).read()
+    with pytest.raises((urllib.error.URLError, ssl.SSLError, ConnectionError, OSError)):
+        urllib.request.urlopen(url, context=tls_context(certs, cert=None), timeout=10).read()
+    # CONFIG SET metrics-tls no: plain HTTP on the next connection.
+    node.plain().config_set("metrics-tls", "no")
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % mport, timeout=10) as resp:
+        assert resp.status == 200
+
+
+@pytest.mark.abacus_only("ingest-tls and metrics-tls are Abacus's")
+def test_side_port_tls_without_tls_port(server, certs):
+    """ingest-tls / metrics-tls alone set TLS up (no tls-port), and a CONFIG SET that turns
+    one on with a bad certificate is refused, as a tls-* parameter's would be."""
+    mport = free_port()
+    p = server.start(["--tls-cert-file", certs("server.crt"), "--tls-key-file", certs("server.key"),
+                      "--tls-ca-cert-file", certs("ca.crt"), "--tls-auth-clients", "no",
+                      "--metrics-port", mport, "--metrics-tls", "yes"])
+    import urllib.request
+    with urllib.request.urlopen("https://127.0.0.1:%d/metrics" % mport, context=tls_context(certs, cert=None),
+                                timeout=10) as resp:
+        assert resp.status == 200
+    q = server.start(["--tls-cert-file", certs("broken.crt"), "--tls-key-file", certs("server.key"),
+                      "--tls-auth-clients", "no"])
+    c = q.client()
+    with pytest.raises(Exception) as e:
+        c.config_set("ingest-tls", "yes")
+    assert "Unable to update TLS configuration" in str(e.value)
+    assert c.config_get("ingest-tls") == {"ingest-tls": "no"}
+    assert p.client().ping()

@@ -87,6 +87,8 @@ pub const PARAMS: &[Param] = &[
     Param { name: "tls-session-cache-timeout", default: "300", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "accepted for Redis's configs; cached sessions are evicted by tls-session-cache-size" },
     Param { name: "tls-replication", default: "no", kind: Kind::Bool, mutable: true, help: "a replica connects to its primary over TLS (and a primary's tls-port serves replicas)" },
     Param { name: "tls-cluster", default: "no", kind: Kind::Bool, mutable: true, help: "the cluster bus and MIGRATE use TLS (a change applies to links opened after it)" },
+    Param { name: "ingest-tls", default: "no", kind: Kind::Bool, mutable: true, help: "the ingest-port speaks TLS with the tls-* certificates (read per connection; not a Redis parameter)" },
+    Param { name: "metrics-tls", default: "no", kind: Kind::Bool, mutable: true, help: "the metrics endpoint answers HTTPS with the tls-* certificates (read per connection; not a Redis parameter)" },
     Param { name: "tls-handshake-timeout", default: "10000", kind: Kind::Int { min: 1, max: i32::MAX as i64 }, mutable: true, help: "milliseconds a TLS client has to complete its handshake before it is disconnected (not a Redis parameter)" },
     Param { name: "cluster-enabled", default: "no", kind: Kind::Bool, mutable: false, help: "run as a Redis Cluster node: a cluster bus on cluster-port, CLUSTER commands, keys redirected by hash slot (-MOVED)" },
     Param { name: "cluster-config-file", default: "nodes.conf", kind: Kind::Str, mutable: false, help: "the node's view of its cluster, in the data directory (Redis's nodes.conf format), written on every change" },

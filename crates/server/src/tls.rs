@@ -58,6 +58,8 @@ fn wanted(config: &Config, pairs: &[(String, String)]) -> bool {
     };
     get("tls-port", param!("tls-port")) != "0"
         || get("tls-replication", param!("tls-replication")).eq_ignore_ascii_case("yes")
+        || get("ingest-tls", param!("ingest-tls")).eq_ignore_ascii_case("yes")
+        || get("metrics-tls", param!("metrics-tls")).eq_ignore_ascii_case("yes")
         || get("tls-cluster", param!("tls-cluster")).eq_ignore_ascii_case("yes")
 }
 
@@ -81,7 +83,11 @@ pub fn stage(tls: &Tls, config: &Config, pairs: &[(String, String)]) -> Result<O
     // check in it).
     let lower: Vec<String> = pairs.iter().map(|(n, _)| n.to_ascii_lowercase()).collect();
     const NO_REBUILD: &[&str] = &["tls-port", "tls-handshake-timeout", "tls-auth-clients"];
-    let applied = lower.iter().position(|n| n.starts_with("tls-") && !NO_REBUILD.contains(&n.as_str()));
+    // `ingest-tls` / `metrics-tls` turned on while no link used TLS: the configuration is
+    // built now (a bad file refuses the CONFIG SET), as a first `tls-*` link would need.
+    let applied = lower.iter().position(|n| {
+        (n.starts_with("tls-") && !NO_REBUILD.contains(&n.as_str())) || (!tls.is_configured() && (n == "ingest-tls" || n == "metrics-tls"))
+    });
     let auth = lower.iter().position(|n| n == "tls-auth-clients");
     // The error names the parameter as Redis does: its own (lowercase) name.
     let name = match (applied, auth) {
@@ -109,7 +115,10 @@ pub fn commit(tls: &Tls, configs: abacus_tls::Configs) {
 /// link), bounded by `timeout`: the encrypted stream, or None after a log line and a count.
 /// `link` names the listener in the log.
 pub async fn handshake(tls: &Tls, stream: tokio::net::TcpStream, addr: SocketAddr, timeout: Duration, link: &str) -> Option<Stream> {
-    let acceptor = tls.acceptor()?;
+    let Some(acceptor) = tls.acceptor() else {
+        tracing::warn!("Error accepting a {link} connection: TLS is not configured (addr={addr})");
+        return None;
+    };
     match tokio::time::timeout(timeout, acceptor.accept(stream)).await {
         Ok(Ok(s)) => {
             Counters::add(&tls.counters.handshakes_total);
