@@ -321,3 +321,132 @@ def test_side_port_tls_without_tls_port(server, certs):
     assert "Unable to update TLS configuration" in str(e.value)
     assert c.config_get("ingest-tls") == {"ingest-tls": "no"}
     assert p.client().ping()
+
+
+# ---------------------------------------------------------------- encrypted keys, DH parameters, sessions
+
+def certs_dir(certs):
+    return os.path.dirname(certs("ca.crt"))
+
+
+def encrypt_key(certs, name, out, *how):
+    """`openssl pkcs8 -topk8` of NAME.key into OUT with the password s3cret."""
+    subprocess.run(["openssl", "pkcs8", "-topk8", *how, "-passout", "pass:s3cret", "-in", certs(name + ".key"),
+                    "-out", out], cwd=certs_dir(certs), check=True, capture_output=True)
+    return certs(out)
+
+
+def ping_over_tls(port, certs):
+    c = __import__("redis").Redis(host="127.0.0.1", port=port, ssl=True, ssl_ca_certs=certs("ca.crt"),
+                                  ssl_certfile=certs("client.crt"), ssl_keyfile=certs("client.key"),
+                                  ssl_cert_reqs="required", socket_timeout=10)
+    return c.ping()
+
+
+@pytest.mark.parametrize("how", [["-v2", "aes-256-cbc"], ["-scrypt"]], ids=["pbkdf2-aes256", "scrypt-aes256"])
+def test_encrypted_key_with_tls_key_file_pass(server, certs, how):
+    enc = encrypt_key(certs, "server", "server-enc-%s.key" % how[-1], *how)
+    with open(enc) as f:
+        assert "ENCRYPTED PRIVATE KEY" in f.read()
+    port = free_port()
+    p = server.start(["--tls-port", port, "--tls-cert-file", certs("server.crt"), "--tls-key-file", enc,
+                      "--tls-key-file-pass", "s3cret", "--tls-ca-cert-file", certs("ca.crt")])
+    assert ping_over_tls(port, certs) is True
+    c = p.client()
+    # A wrong password fails the CONFIG SET, and the key in use stays.
+    with pytest.raises(Exception) as e:
+        c.config_set("tls-key-file-pass", "wrong")
+    assert "Unable to update TLS configuration" in str(e.value)
+    assert c.config_get("tls-key-file-pass") == {"tls-key-file-pass": "s3cret"}
+    assert ping_over_tls(port, certs) is True
+    # Rotation to the plain key, and back to the encrypted one with its password.
+    c.config_set("tls-key-file", certs("server.key"))
+    assert ping_over_tls(port, certs) is True
+    c.execute_command("CONFIG", "SET", "tls-key-file", enc, "tls-key-file-pass", "s3cret")
+    assert ping_over_tls(port, certs) is True
+    # Without the password (or with a wrong one) the server does not start.
+    for pw in ([], ["--tls-key-file-pass", "wrong"]):
+        q = server.start(["--tls-port", free_port(), "--tls-cert-file", certs("server.crt"), "--tls-key-file", enc,
+                          "--tls-ca-cert-file", certs("ca.crt"), *pw], wait=False)
+        assert q.wait_exit(30) not in (None, 0), q.log()
+
+
+@pytest.mark.abacus_only("Redis (OpenSSL) reads OpenSSL's legacy encrypted PEM; Abacus refuses it with a hint")
+def test_legacy_encrypted_pem_is_refused_with_a_hint(server, certs):
+    subprocess.run(["openssl", "pkey", "-traditional", "-aes256", "-passout", "pass:s3cret", "-in", certs("server.key"),
+                    "-out", "server-legacy.key"], cwd=certs_dir(certs), check=True, capture_output=True)
+    q = server.start(["--tls-port", free_port(), "--tls-cert-file", certs("server.crt"),
+                      "--tls-key-file", certs("server-legacy.key"), "--tls-key-file-pass", "s3cret",
+                      "--tls-ca-cert-file", certs("ca.crt")], wait=False)
+    assert q.wait_exit(30) not in (None, 0)
+    assert "legacy key encryption (Proc-Type: 4,ENCRYPTED) is not supported" in q.log(), q.log()
+    assert "openssl pkcs8 -topk8" in q.log()
+
+
+def test_replica_with_encrypted_client_key(server, certs):
+    """tls-client-key-file-pass: a replica presents an encrypted client key to a primary that
+    requires client certificates (tls-auth-clients yes)."""
+    enc = encrypt_key(certs, "client", "client-enc.key", "-v2", "aes-256-cbc")
+    primary = TlsNode(server, certs)
+    replica = TlsNode(server, certs, extra=["--tls-replication", "yes", "--tls-client-cert-file", certs("client.crt"),
+                                            "--tls-client-key-file", enc, "--tls-client-key-file-pass", "s3cret"])
+    primary.client().set("k", "v")
+    rc = replica.plain()
+    rc.execute_command("REPLICAOF", "127.0.0.1", primary.tls_port)
+    from helpers import wait_until
+    assert wait_until(lambda: rc.get("k") == b"v", timeout=30), replica.proc.log()
+    with pytest.raises(Exception) as e:
+        rc.config_set("tls-client-key-file-pass", "wrong")
+    assert "Unable to update TLS configuration" in str(e.value)
+
+
+def test_dh_params_file_is_checked(server, certs):
+    # RFC 7919's ffdhe2048 group as PKCS#3 "DH PARAMETERS" (instant, unlike a new prime).
+    subprocess.run(["openssl", "genpkey", "-genparam", "-algorithm", "DH", "-pkeyopt", "group:ffdhe2048", "-out", "dh.pem"],
+                   cwd=certs_dir(certs), check=True, capture_output=True)
+    # X9.42 parameters (`openssl dhparam -dsaparam`), which Redis 7.0 cannot read either.
+    subprocess.run(["openssl", "dhparam", "-dsaparam", "-out", "dh-x942.pem", "1024"], cwd=certs_dir(certs), check=True,
+                   capture_output=True)
+    node = TlsNode(server, certs, extra=["--tls-dh-params-file", certs("dh.pem")])
+    assert node.client().ping() is True
+    c = node.plain()
+    # Not DH parameters, or no file: refused, the old configuration kept.
+    for bad in (certs("ca.crt"), certs("missing-dh.pem"), certs("dh-x942.pem")):
+        with pytest.raises(Exception) as e:
+            c.config_set("tls-dh-params-file", bad)
+        assert "Unable to update TLS configuration" in str(e.value)
+    assert c.config_get("tls-dh-params-file") == {"tls-dh-params-file": certs("dh.pem")}
+    assert node.client().ping() is True
+
+
+def resumed(port, ctx, session=None):
+    """Connects with `session` (None: a fresh one), sends a PING, and returns (whether the
+    server resumed the session, the session to resume next time)."""
+    raw = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s = ctx.wrap_socket(raw, server_hostname="localhost", session=session)
+    try:
+        s.sendall(b"*1\r\n$4\r\nPING\r\n")
+        assert s.recv(100) == b"+PONG\r\n"
+        return s.session_reused, s.session
+    finally:
+        s.close()
+
+
+def test_session_resumption_cache_timeout_and_caching_off(server, certs):
+    import time
+    node = TlsNode(server, certs, extra=["--tls-session-cache-timeout", "3"])
+    ctx = tls_context(certs)
+    _, sess = resumed(node.tls_port, ctx)
+    reused, _ = resumed(node.tls_port, ctx, sess)
+    assert reused is True
+    # Past tls-session-cache-timeout: a full handshake (the session is not resumed).
+    time.sleep(4.5)
+    reused, _ = resumed(node.tls_port, ctx, sess)
+    assert reused is False
+    if server.is_redis:
+        return  # Redis 7.0 answers a ticket offered to it with caching off with an internal_error alert
+    # tls-session-caching no: nothing is resumed.
+    node.plain().config_set("tls-session-caching", "no")
+    _, sess = resumed(node.tls_port, ctx)
+    reused, _ = resumed(node.tls_port, ctx, sess)
+    assert reused is False

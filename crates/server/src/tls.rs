@@ -28,14 +28,13 @@ pub fn settings(config: &Config, pairs: &[(String, String)]) -> Settings {
         pairs.iter().rev().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.clone()).unwrap_or_else(|| config.get(id))
     };
     let yes = |v: String| v.eq_ignore_ascii_case("yes");
-    let client_pass = get("tls-client-key-file-pass", param!("tls-client-key-file-pass"));
-    let key_pass = get("tls-key-file-pass", param!("tls-key-file-pass"));
     Settings {
         cert_file: get("tls-cert-file", param!("tls-cert-file")),
         key_file: get("tls-key-file", param!("tls-key-file")),
-        key_file_pass: if key_pass.is_empty() { client_pass } else { key_pass },
+        key_file_pass: get("tls-key-file-pass", param!("tls-key-file-pass")),
         client_cert_file: get("tls-client-cert-file", param!("tls-client-cert-file")),
         client_key_file: get("tls-client-key-file", param!("tls-client-key-file")),
+        client_key_file_pass: get("tls-client-key-file-pass", param!("tls-client-key-file-pass")),
         dh_params_file: get("tls-dh-params-file", param!("tls-dh-params-file")),
         ca_cert_file: get("tls-ca-cert-file", param!("tls-ca-cert-file")),
         ca_cert_dir: get("tls-ca-cert-dir", param!("tls-ca-cert-dir")),

@@ -28,6 +28,7 @@
 
 mod build;
 pub mod client;
+mod session;
 mod settings;
 mod stream;
 
