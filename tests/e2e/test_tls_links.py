@@ -450,3 +450,76 @@ def test_session_resumption_cache_timeout_and_caching_off(server, certs):
     _, sess = resumed(node.tls_port, ctx)
     reused, _ = resumed(node.tls_port, ctx, sess)
     assert reused is False
+
+
+# ---------------------------------------------------------------- Sentinel over TLS
+
+def test_sentinel_over_tls_promotes_the_replica(server, certs, tmp_path):
+    """Stock Redis Sentinel (Debian's redis-sentinel, installed by scripts/test.sh) with only a
+    tls-port and `tls-replication yes` monitors a primary and a replica that replicate over
+    TLS: it finds the replica through the primary's INFO (the TLS port it announced), and
+    when the primary is killed it promotes the replica, every link encrypted."""
+    import signal
+    import redis
+    from helpers import wait_until
+    binary = shutil.which("redis-sentinel")
+    argv0 = [binary] if binary else [shutil.which("redis-server") or "/usr/bin/redis-server"]
+    if not os.path.exists(argv0[0] or ""):
+        pytest.skip("redis-sentinel is not installed (scripts/test.sh installs it)")
+    primary = TlsNode(server, certs)
+    replica = TlsNode(server, certs, extra=["--tls-replication", "yes"])
+    rc = replica.plain()
+    rc.execute_command("REPLICAOF", "127.0.0.1", primary.tls_port)
+    assert wait_until(lambda: rc.info("replication").get("master_link_status") == "up", timeout=30), replica.proc.log()
+    sport = free_port()
+    conf = tmp_path / "sentinel.conf"
+    conf.write_text(
+        "port 0\ntls-port %d\nbind 127.0.0.1\ndir %s\n"
+        "tls-cert-file %s\ntls-key-file %s\ntls-ca-cert-file %s\n"
+        "tls-replication yes\ntls-auth-clients yes\n"
+        "sentinel monitor m 127.0.0.1 %d 1\n"
+        "sentinel down-after-milliseconds m 1000\n"
+        "sentinel failover-timeout m 6000\n"
+        % (sport, tmp_path, certs("server.crt"), certs("server.key"), certs("ca.crt"), primary.tls_port))
+    log_path = tmp_path / "sentinel.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(argv0 + [str(conf)] + ([] if binary else ["--sentinel"]), stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        s = redis.Redis(host="127.0.0.1", port=sport, ssl=True, ssl_ca_certs=certs("ca.crt"),
+                        ssl_certfile=certs("client.crt"), ssl_keyfile=certs("client.key"),
+                        ssl_cert_reqs="required", socket_timeout=5)
+
+        def replicas():
+            try:
+                return [(r["port"], r["flags"]) for r in s.sentinel_slaves("m")]
+            except (redis.ConnectionError, redis.TimeoutError):
+                return None
+
+        assert wait_until(lambda: replicas() == [(replica.tls_port, "slave")], timeout=30), \
+            (replicas(), log_path.read_text())
+        pc = primary.client()
+        for i in range(200):
+            pc.set("s%d" % i, i)
+        assert pc.execute_command("WAIT", 1, 10000) == 1
+        os.killpg(primary.proc.proc.pid, signal.SIGKILL)
+        primary.proc.proc.wait()
+
+        def master():
+            try:
+                return s.sentinel_get_master_addr_by_name("m")
+            except (redis.ConnectionError, redis.TimeoutError):
+                return None
+
+        assert wait_until(lambda: master() == (b"127.0.0.1", replica.tls_port), timeout=60), \
+            (master(), log_path.read_text())
+        switched = "+switch-master m 127.0.0.1 %d 127.0.0.1 %d" % (primary.tls_port, replica.tls_port)
+        assert wait_until(lambda: switched in log_path.read_text(), timeout=60), log_path.read_text()
+        promoted = replica.client()
+        assert wait_until(lambda: promoted.execute_command("ROLE")[0] == b"master", timeout=30)
+        assert [promoted.get("s%d" % i) for i in range(200)] == [str(i).encode() for i in range(200)]
+        promoted.set("after", "failover")
+        assert promoted.get("after") == b"failover"
+    finally:
+        proc.kill()
+        proc.wait()
