@@ -83,7 +83,7 @@ pub const PARAMS: &[Param] = &[
     Param { name: "tls-ciphersuites", default: "", kind: Kind::Str, mutable: true, help: "TLS 1.3 cipher suites separated by ':'; empty = all" },
     Param { name: "tls-prefer-server-ciphers", default: "no", kind: Kind::Bool, mutable: true, help: "choose the cipher suite by the server's order rather than the client's" },
     Param { name: "tls-session-caching", default: "yes", kind: Kind::Bool, mutable: true, help: "let TLS clients resume sessions (session cache and tickets)" },
-    Param { name: "tls-session-cache-size", default: "20480", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "TLS sessions kept for resumption" },
+    Param { name: "tls-session-cache-size", default: "20480", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "TLS sessions kept for resumption (0: no limit, as OpenSSL)" },
     Param { name: "tls-session-cache-timeout", default: "300", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, mutable: true, help: "seconds a TLS session (cached or ticket) can be resumed" },
     Param { name: "tls-replication", default: "no", kind: Kind::Bool, mutable: true, help: "a replica connects to its primary over TLS (and a primary's tls-port serves replicas)" },
     Param { name: "tls-cluster", default: "no", kind: Kind::Bool, mutable: true, help: "the cluster bus and MIGRATE use TLS (a change applies to links opened after it)" },

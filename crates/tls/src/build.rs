@@ -68,7 +68,9 @@ pub fn build(s: &Settings) -> Result<Configs, String> {
     if s.session_caching {
         // Bounded by size and age, as OpenSSL's cache and tickets (`session.rs`).
         let timeout = std::time::Duration::from_secs(s.session_cache_timeout_s);
-        server.session_storage = TimedCache::new(s.session_cache_size.max(1), timeout);
+        // 0: no limit, as OpenSSL's SSL_CTX_sess_set_cache_size(0) (Redis passes it on).
+        let size = if s.session_cache_size == 0 { usize::MAX } else { s.session_cache_size };
+        server.session_storage = TimedCache::new(size, timeout);
         let ticketer = rustls::crypto::ring::Ticketer::new().map_err(|e| format!("tls-session-caching: {e}"))?;
         server.ticketer = TimedTickets::new(ticketer, s.session_cache_timeout_s);
     } else {

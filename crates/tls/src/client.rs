@@ -318,3 +318,91 @@ impl ServerCertVerifier for AnyServer {
         self.0.signature_verification_algorithms.supported_schemes()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+    use std::sync::mpsc;
+
+    /// A self-signed certificate for 127.0.0.1 valid until 2126 (`openssl req -x509 -days
+    /// 36500`, EC P-256), and its key.
+    const CERT: &str = "-----BEGIN CERTIFICATE-----\nMIIBmzCCAUGgAwIBAgIUfOIvYuti1CUvYEl9GbNeqx2gUOMwCgYIKoZIzj0EAwIw\nFDESMBAGA1UEAwwJbG9jYWxob3N0MCAXDTI2MTIwODAxMTQwMVoYDzIxMjYxMTE0\nMDExNDAxWjAUMRIwEAYDVQQDDAlsb2NhbGhvc3QwWTATBgcqhkjOPQIBBggqhkjO\nPQMBBwNCAASD0Z6U3J7dsaCfwgESyGXiSi90uMPYh7mU3gIO+SE4fcJXtFTgqpnB\nGkjIdJFEwWg09zwmyz5RgOYcLYDoBSKHo28wbTAdBgNVHQ4EFgQUsfws2LR0UhQw\nHFJSXNRLJ2Ucd40wHwYDVR0jBBgwFoAUsfws2LR0UhQwHFJSXNRLJ2Ucd40wDwYD\nVR0TAQH/BAUwAwEB/zAaBgNVHREEEzARgglsb2NhbGhvc3SHBH8AAAEwCgYIKoZI\nzj0EAwIDSAAwRQIgBqCgMDcJhqK5q3bDcX7swyUiF/onTGVpVygjjy1v8SkCIQDe\nonNa2Cw7lsRJMwCcWUxlC06opQUaOk6ylLghfoAWqw==\n-----END CERTIFICATE-----\n";
+    const KEY: &str = "-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgek1XZURLiYVIFskU\n+59lMvE6J+ohQaBmfYvCE5fWmlChRANCAASD0Z6U3J7dsaCfwgESyGXiSi90uMPY\nh7mU3gIO+SE4fcJXtFTgqpnBGkjIdJFEwWg09zwmyz5RgOYcLYDoBSKH\n-----END PRIVATE KEY-----\n";
+
+    /// A TLS echo server for one connection on a thread: it reads, then writes back what it
+    /// read, blocking, so while its write waits on a client that does not read, it reads
+    /// nothing either.
+    fn echo_server() -> u16 {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let certs = CertificateDer::pem_slice_iter(CERT.as_bytes()).collect::<Result<Vec<_>, _>>().unwrap();
+        let key = PrivateKeyDer::from_pem_slice(KEY.as_bytes()).unwrap();
+        #[allow(deprecated)]
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ServerConfig::builder_with_provider(provider).with_safe_default_protocol_versions().unwrap().with_no_client_auth().with_single_cert(certs, key).unwrap();
+        std::thread::spawn(move || {
+            let (sock, _) = l.accept().unwrap();
+            let conn = rustls::ServerConnection::new(Arc::new(config)).unwrap();
+            let mut s = rustls::StreamOwned::new(conn, sock);
+            let mut buf = vec![0u8; 16 << 10];
+            loop {
+                match s.read(&mut buf) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => {
+                        if s.write_all(&buf[..n]).and_then(|_| s.flush()).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        port
+    }
+
+    #[test]
+    fn a_reader_and_a_writer_thread_share_one_tls_connection_without_deadlock() {
+        let port = echo_server();
+        let opts = ClientOptions { tls: true, insecure: true, ..ClientOptions::default() };
+        let s = opts.connect("127.0.0.1", port).unwrap();
+        assert!(s.is_tls());
+        // Far more than the sockets' buffers hold: the writer blocks on a full socket while
+        // the server blocks writing the echo, and only the reader, decrypting while the
+        // writer waits, lets both go on.
+        let total = 32usize << 20;
+        let data: Vec<u8> = (0..total).map(|i| (i * 7 + i / 4096) as u8).collect();
+        let expect = data.clone();
+        let mut w = s.try_clone().unwrap();
+        let mut r = s;
+        let (done_tx, done_rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for chunk in data.chunks(100_000) {
+                w.write_all(chunk).unwrap();
+            }
+        });
+        std::thread::spawn(move || {
+            let mut got = Vec::with_capacity(total);
+            let mut buf = vec![0u8; 50_000];
+            while got.len() < total {
+                match r.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+            }
+            let _ = done_tx.send(got);
+        });
+        let got = done_rx.recv_timeout(Duration::from_secs(120)).expect("deadlocked: no echo within 120 s");
+        assert_eq!(got.len(), expect.len());
+        assert!(got == expect, "the echo differs");
+    }
+
+    #[test]
+    fn options_without_tls_refuse_tls_flags_and_plaintext_connects() {
+        let opts = ClientOptions { cacert: Some(PathBuf::from("ca.crt")), ..ClientOptions::default() };
+        assert_eq!(opts.config().err().unwrap(), "--cacert, --cacertdir, --cert, --key, --sni and --insecure need --tls");
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let s = ClientOptions::default().connect("127.0.0.1", port).unwrap();
+        assert!(!s.is_tls());
+    }
+}
