@@ -1,9 +1,17 @@
-"""TLS on the links beyond the client port (issue 54): Abacus's own tools as TLS clients
-(`abacus ingest`, `abacus export`, `abacus bench w1z` with redis-cli's `--tls --cacert
---cacertdir --cert --key --sni --insecure`), and their refusals (an untrusted server, a
-missing client certificate, TLS options without --tls, --tls against a plaintext port).
+"""TLS on the links beyond the client port (issue 54):
+- Abacus's own tools as TLS clients (`abacus ingest`, `abacus export`, `abacus bench w1z`
+  with redis-cli's `--tls --cacert --cacertdir --cert --key --sni --insecure`), and their
+  refusals (an untrusted server, a missing client certificate, TLS options without --tls,
+  --tls against a plaintext port);
+- the ingest port with `ingest-tls yes` and the metrics endpoint with `metrics-tls yes`
+  (HTTPS, scraped by a real Prometheus with a client certificate);
+- encrypted keys (`tls-key-file-pass`, `tls-client-key-file-pass`: PKCS#8 made by
+  `openssl pkcs8 -topk8`), legacy encrypted PEM refused, `tls-dh-params-file` checked,
+  session resumption bounded by `tls-session-cache-timeout`;
+- stock Redis Sentinel over TLS promoting a replica after kill -9 of the primary.
 
-Certificates come from test_tls.py's `certs` fixture (made by `openssl` in the test).
+Certificates come from test_tls.py's `certs` fixture (made by `openssl` in the test). What
+applies to Redis 7.0 also runs with `--target redis`; the rest is marked abacus_only.
 """
 
 import os
@@ -523,3 +531,43 @@ def test_sentinel_over_tls_promotes_the_replica(server, certs, tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.abacus_only("the metrics endpoint is Abacus's")
+def test_prometheus_scrapes_the_https_endpoint_with_a_client_certificate(server, certs, tmp_path):
+    """A real Prometheus (Debian's, installed by scripts/test.sh) scrapes `metrics-tls yes`
+    with its tls_config: the CA, a client certificate (tls-auth-clients yes), and its own
+    check of the server's name (the certificate's IP SAN 127.0.0.1)."""
+    import urllib.parse
+    from helpers import wait_until
+    from test_metrics import PROMETHEUS, Proc, http_json
+    if PROMETHEUS is None:
+        pytest.skip("the Debian prometheus package is not installed (scripts/test.sh installs it)")
+    mport = free_port()
+    node = TlsNode(server, certs, extra=["--metrics-port", mport, "--metrics-tls", "yes"])
+    c = node.client()
+    for i in range(3):
+        c.set("k%d" % i, "v")
+    pport = free_port()
+    config = tmp_path / "prometheus.yml"
+    config.write_text(
+        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+        "scrape_configs:\n  - job_name: abacus\n    scheme: https\n"
+        "    tls_config:\n      ca_file: %s\n      cert_file: %s\n      key_file: %s\n"
+        "    static_configs:\n      - targets: ['127.0.0.1:%d']\n"
+        % (certs("ca.crt"), certs("client.crt"), certs("client.key"), mport))
+    prom = Proc([PROMETHEUS, "--config.file", str(config), "--storage.tsdb.path", str(tmp_path / "data"),
+                 "--web.listen-address", "127.0.0.1:%d" % pport], str(tmp_path / "prometheus.log"))
+    try:
+        def query(q):
+            got = http_json("http://127.0.0.1:%d/api/v1/query?query=%s" % (pport, urllib.parse.quote(q)))
+            if not got or got.get("status") != "success":
+                return None
+            return got["data"]["result"] or None
+
+        up = wait_until(lambda: query('up{job="abacus"} == 1'), timeout=60, interval=0.5)
+        assert up, (tmp_path / "prometheus.log").read_text()[-3000:]
+        keys = wait_until(lambda: query('abacus_db_keys{db="0"}'), timeout=30, interval=0.5)
+        assert keys and float(keys[0]["value"][1]) == 3
+    finally:
+        prom.stop()
