@@ -21,7 +21,7 @@
 //! flight on each, nothing that needs an async runtime.
 
 use std::io::{BufRead, BufReader, IsTerminal, Read, Seek, SeekFrom, Write};
-use std::net::TcpStream;
+use abacus_tls::BlockingStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
@@ -34,6 +34,8 @@ pub struct Options {
     pub host: String,
     pub port: u16,
     pub password: Option<String>,
+    /// `--tls` and the rest of redis-cli's TLS options.
+    pub tls: abacus_tls::ClientOptions,
     pub batch_bytes: usize,
     pub pipeline: usize,
     pub max_rejects: Option<u64>,
@@ -55,13 +57,13 @@ enum Reply {
 }
 
 struct Client {
-    w: TcpStream,
-    r: BufReader<TcpStream>,
+    w: BlockingStream,
+    r: BufReader<BlockingStream>,
 }
 
 impl Client {
-    fn connect(host: &str, port: u16) -> Result<Client, String> {
-        let s = TcpStream::connect((host, port)).map_err(|e| format!("cannot connect to {host}:{port}: {e}"))?;
+    fn connect(host: &str, port: u16, tls: &abacus_tls::ClientOptions) -> Result<Client, String> {
+        let s = tls.connect(host, port)?;
         let _ = s.set_nodelay(true);
         let r = BufReader::with_capacity(64 << 10, s.try_clone().map_err(|e| e.to_string())?);
         Ok(Client { w: s, r })
@@ -200,7 +202,7 @@ fn inputs(path: &str, opts: &Options) -> Result<Vec<Input>, String> {
 }
 
 fn connect(opts: &Options) -> Result<Client, String> {
-    let mut c = Client::connect(&opts.host, opts.port)?;
+    let mut c = Client::connect(&opts.host, opts.port, &opts.tls)?;
     if let Some(p) = &opts.password {
         if let Reply::Err(e) = c.call(&[b"AUTH", p.as_bytes()])? {
             return Err(format!("AUTH: {e}"));

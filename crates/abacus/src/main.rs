@@ -128,6 +128,48 @@ pub struct ServerArgs {
     /// AUTH with this password first.
     #[arg(long, short = 'a')]
     pub password: Option<String>,
+    #[command(flatten)]
+    pub tls: TlsArgs,
+}
+
+/// redis-cli's TLS options, for every client subcommand (`ingest`, `export`, `bench`).
+#[derive(clap::Args, Clone, Default)]
+pub struct TlsArgs {
+    /// Connect over TLS (the server's `tls-port`).
+    #[arg(long)]
+    pub tls: bool,
+    /// CA certificate file the server's certificate must chain to (default: the system's).
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<std::path::PathBuf>,
+    /// Directory of trusted CA certificates.
+    #[arg(long, value_name = "DIR")]
+    pub cacertdir: Option<std::path::PathBuf>,
+    /// Client certificate (for a server with `tls-auth-clients yes`).
+    #[arg(long, value_name = "FILE")]
+    pub cert: Option<std::path::PathBuf>,
+    /// The client certificate's private key.
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<std::path::PathBuf>,
+    /// Server name to send in the handshake (SNI).
+    #[arg(long, value_name = "NAME")]
+    pub sni: Option<String>,
+    /// Do not check the server's certificate.
+    #[arg(long)]
+    pub insecure: bool,
+}
+
+impl TlsArgs {
+    pub fn options(&self) -> abacus_tls::ClientOptions {
+        abacus_tls::ClientOptions {
+            tls: self.tls,
+            cacert: self.cacert.clone(),
+            cacertdir: self.cacertdir.clone(),
+            cert: self.cert.clone(),
+            key: self.key.clone(),
+            sni: self.sni.clone(),
+            insecure: self.insecure,
+        }
+    }
 }
 
 /// `abacus export`'s arguments: one of --summary, --streams, --series, --keys.
@@ -185,6 +227,8 @@ struct ExportArgs {
     /// No progress line.
     #[arg(long, short = 'q')]
     quiet: bool,
+    #[command(flatten)]
+    tls: TlsArgs,
 }
 
 fn export(a: ExportArgs) -> Result<String, String> {
@@ -201,7 +245,7 @@ fn export(a: ExportArgs) -> Result<String, String> {
     };
     let codec = abacus_export::Codec::parse(&a.compression)?;
     match a.dir {
-        None => abacus_export::run(&abacus_export::Options { host: a.host, port: a.port, user: a.user, pass: a.pass, out: a.out, what, codec, progress: !a.quiet }),
+        None => abacus_export::run(&abacus_export::Options { host: a.host, port: a.port, user: a.user, pass: a.pass, tls: a.tls.options(), out: a.out, what, codec, progress: !a.quiet }),
         Some(dir) => export_offline(&dir, a.rules.as_deref(), a.skip_torn_tail, &what, &a.out, codec, !a.quiet),
     }
 }
@@ -327,8 +371,8 @@ fn main() {
                 fail(&e);
             }
         }
-        Command::Ingest { feed, server: ServerArgs { host, port, password }, batch_bytes, pipeline, max_rejects, resume, source, quiet, connections, files } => {
-            let opts = ingest::Options { feed, host, port, password, batch_bytes, pipeline, max_rejects, resume, source, quiet, connections, files };
+        Command::Ingest { feed, server: ServerArgs { host, port, password, tls }, batch_bytes, pipeline, max_rejects, resume, source, quiet, connections, files } => {
+            let opts = ingest::Options { feed, host, port, password, tls: tls.options(), batch_bytes, pipeline, max_rejects, resume, source, quiet, connections, files };
             if let Err(e) = ingest::run(opts) {
                 fail(&e);
             }

@@ -46,6 +46,8 @@ pub struct Options {
     pub port: u16,
     pub user: Option<String>,
     pub pass: Option<String>,
+    /// `--tls` and the rest of redis-cli's TLS options.
+    pub tls: abacus_tls::ClientOptions,
     pub out: PathBuf,
     pub what: What,
     pub codec: Codec,
@@ -63,7 +65,7 @@ pub struct Report {
 /// Runs the export from a running server (`o.host`, `o.port`); the line to print on success.
 pub fn run(o: &Options) -> Result<String, String> {
     check_out(&o.out)?;
-    let mut c = Client::connect(&o.host, o.port, o.user.as_deref(), o.pass.as_deref())?;
+    let mut c = Client::connect(&o.host, o.port, &o.tls, o.user.as_deref(), o.pass.as_deref())?;
     run_on(&mut c, &o.what, &o.out, o.codec, o.progress)
 }
 

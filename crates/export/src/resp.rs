@@ -6,7 +6,7 @@
 //! is what it holds.
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::TcpStream;
+use abacus_tls::{BlockingStream, ClientOptions};
 
 use abacus_int::string2ll;
 
@@ -59,16 +59,17 @@ impl Reply {
 pub const PIPELINE: usize = 256;
 
 pub struct Client {
-    w: TcpStream,
-    r: BufReader<TcpStream>,
+    w: BlockingStream,
+    r: BufReader<BlockingStream>,
     out: Vec<u8>,
     line: Vec<u8>,
 }
 
 impl Client {
-    /// Connects and authenticates (`AUTH [user] pass`).
-    pub fn connect(host: &str, port: u16, user: Option<&str>, pass: Option<&str>) -> Result<Client, String> {
-        let s = TcpStream::connect((host, port)).map_err(|e| format!("cannot connect to {host}:{port}: {e}"))?;
+    /// Connects (over TLS with `tls.tls`: `abacus-tls`'s client) and authenticates
+    /// (`AUTH [user] pass`).
+    pub fn connect(host: &str, port: u16, tls: &ClientOptions, user: Option<&str>, pass: Option<&str>) -> Result<Client, String> {
+        let s = tls.connect(host, port)?;
         let _ = s.set_nodelay(true);
         let r = BufReader::with_capacity(1 << 20, s.try_clone().map_err(|e| e.to_string())?);
         let mut c = Client { w: s, r, out: Vec::new(), line: Vec::with_capacity(64) };

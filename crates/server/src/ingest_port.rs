@@ -22,6 +22,12 @@
 //! disk) and closes. An error (no rules, an unknown feed, a write the server refuses) is one
 //! `-ERR ...` line, then the connection closes.
 //!
+//! TLS: with `ingest-tls yes` (Abacus's own parameter; Redis has no such port) the port
+//! speaks TLS with the `tls-*` certificates, as the TLS port does (client certificates per
+//! `tls-auth-clients`, the handshake in the connection's task under `tls-handshake-timeout`,
+//! failures logged and counted in INFO). The producer ends its stream with close_notify (or
+//! by closing TCP, [`end_is_eof`]) and reads the `+OK` line as before.
+//!
 //! Limits, as the main port's: each connection is a client of the registry (it counts towards
 //! `maxclients`, shows in CLIENT LIST, CLIENT KILL closes it between batches); the header
 //! lines must arrive within [`HEADER_TIMEOUT`]; the `timeout` setting closes an idle
@@ -35,6 +41,7 @@ use abacus_protocol::{Args, Bytes, Frame};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use abacus_engine::exec::Access;
+use abacus_tls::Stream;
 use crate::node::Node;
 
 /// Bytes read at most per batch (more where a feed's `max_line_bytes` is larger).
@@ -59,9 +66,19 @@ pub async fn serve(worker: Rc<Node>, listener: std::net::TcpListener) {
         };
         let worker = worker.clone();
         tokio::task::spawn_local(async move {
-            let mut stream = stream;
             let server = worker.server.clone();
             let laddr = stream.local_addr().unwrap_or(addr);
+            // `ingest-tls yes`: the handshake first, in this task, bounded as on the TLS
+            // port; a failure is logged and counted (INFO) and closes the socket.
+            let mut stream = if server.config.get_bool(abacus_engine::param!("ingest-tls")) {
+                let timeout = std::time::Duration::from_millis(server.config.get_u64(abacus_engine::param!("tls-handshake-timeout")));
+                match crate::tls::handshake(&server.tls, stream, addr, timeout, "ingest-port").await {
+                    Some(s) => s,
+                    None => return,
+                }
+            } else {
+                Stream::Plain(stream)
+            };
             let Some(meta) = server.clients.register(addr, laddr, server.config.maxclients() as usize, abacus_engine::shard::now_ms()) else {
                 let _ = stream.write_all(b"-ERR max number of clients reached\r\n").await;
                 return;
@@ -75,9 +92,20 @@ pub async fn serve(worker: Rc<Node>, listener: std::net::TcpListener) {
     }
 }
 
+/// The end of a producer's stream: over TLS, its close_notify (a read of 0) or, as many
+/// producers close the TCP connection without one, a bare end of the socket (rustls's
+/// UnexpectedEof), which a plaintext producer's end is too. Every record before it was
+/// authenticated, so what was read is what the producer sent.
+fn end_is_eof(r: std::io::Result<usize>) -> std::io::Result<usize> {
+    match r {
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(0),
+        r => r,
+    }
+}
+
 /// Reads one header line (`AUTH ...`, `FEED ...`) if the buffered input starts with that
 /// word; returns its words, and drops it from `buf`.
-async fn header(stream: &mut tokio::net::TcpStream, buf: &mut Vec<u8>, word: &str) -> Result<Option<Vec<String>>, String> {
+async fn header(stream: &mut Stream, buf: &mut Vec<u8>, word: &str) -> Result<Option<Vec<String>>, String> {
     loop {
         let starts = buf.len() > word.len() && buf[..word.len()].eq_ignore_ascii_case(word.as_bytes()) && buf[word.len()] == b' ';
         if buf.len() > word.len() && !starts {
@@ -95,7 +123,7 @@ async fn header(stream: &mut tokio::net::TcpStream, buf: &mut Vec<u8>, word: &st
             return Err(format!("ERR {word} line longer than {HEADER_LINE_BYTES} bytes"));
         }
         let mut chunk = [0u8; 1024];
-        let n = stream.read(&mut chunk).await.map_err(|e| format!("ERR {e}"))?;
+        let n = end_is_eof(stream.read(&mut chunk).await).map_err(|e| format!("ERR {e}"))?;
         if n == 0 {
             return Ok(None);
         }
@@ -104,7 +132,7 @@ async fn header(stream: &mut tokio::net::TcpStream, buf: &mut Vec<u8>, word: &st
 }
 
 /// [`header`] within what is left of [`HEADER_TIMEOUT`].
-async fn header_by(deadline: tokio::time::Instant, stream: &mut tokio::net::TcpStream, buf: &mut Vec<u8>, word: &str) -> Result<Option<Vec<String>>, String> {
+async fn header_by(deadline: tokio::time::Instant, stream: &mut Stream, buf: &mut Vec<u8>, word: &str) -> Result<Option<Vec<String>>, String> {
     tokio::time::timeout_at(deadline, header(stream, buf, word)).await.map_err(|_| format!("ERR no {word} line within {} s", HEADER_TIMEOUT.as_secs()))?
 }
 
@@ -125,7 +153,7 @@ async fn admit_batch(worker: &Node) -> Result<(), String> {
     Ok(())
 }
 
-async fn handle(worker: &Node, stream: &mut tokio::net::TcpStream, addr: std::net::SocketAddr, meta: &crate::clients::ClientMeta) -> Result<(), String> {
+async fn handle(worker: &Node, stream: &mut Stream, addr: std::net::SocketAddr, meta: &crate::clients::ClientMeta) -> Result<(), String> {
     let server = &worker.server;
     admit_batch(worker).await?;
     let deadline = tokio::time::Instant::now() + HEADER_TIMEOUT;
@@ -180,8 +208,8 @@ async fn handle(worker: &Node, stream: &mut tokio::net::TcpStream, addr: std::ne
             let n = match idle {
                 Some(t) => tokio::time::timeout(t, read).await.map_err(|_| "ERR idle longer than 'timeout'".to_string())?,
                 None => read.await,
-            }
-            .map_err(|e| format!("ERR {e}"))?;
+            };
+            let n = end_is_eof(n).map_err(|e| format!("ERR {e}"))?;
             buf.truncate(at + n);
             eof = n == 0;
             meta.last_interaction_ms.store(abacus_engine::shard::now_ms(), std::sync::atomic::Ordering::Relaxed);

@@ -15,6 +15,12 @@
 //! per-code counters; and each command's latency histogram (`latency.rs`, merged from every
 //! thread) becomes a Prometheus histogram in seconds with power-of-two buckets from 1 µs.
 //!
+//! HTTPS: with `metrics-tls yes` (Abacus's own parameter) the endpoint speaks TLS with the
+//! `tls-*` certificates, client certificates per `tls-auth-clients` as on the TLS port
+//! (Prometheus's `tls_config` gives its `ca_file`, `cert_file`, `key_file`); the
+//! handshake runs in the connection's task under `tls-handshake-timeout`, and a failure is
+//! logged and counted in INFO like the TLS port's.
+//!
 //! The endpoint's connections are served on worker thread 0 (where the snapshot driver
 //! also runs); building the text costs one job per shard, like INFO.
 
@@ -25,6 +31,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use abacus_engine::exec::Access;
+use abacus_tls::Stream;
 use crate::node::Node;
 
 /// Longest request head read (request line and headers).
@@ -64,7 +71,7 @@ pub async fn serve(worker: Rc<Node>, listener: std::net::TcpListener) {
     let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return };
     let busy = Rc::new(std::cell::Cell::new(0usize));
     loop {
-        let Ok((stream, _)) = listener.accept().await else {
+        let Ok((stream, addr)) = listener.accept().await else {
             tokio::time::sleep(Duration::from_millis(10)).await;
             continue;
         };
@@ -75,13 +82,23 @@ pub async fn serve(worker: Rc<Node>, listener: std::net::TcpListener) {
         let worker = worker.clone();
         let busy = busy.clone();
         tokio::task::spawn_local(async move {
-            let _ = tokio::time::timeout(REQUEST_TIMEOUT * 3, handle(&worker, stream)).await;
+            // `metrics-tls yes`: HTTPS, the handshake in this task as on the TLS port.
+            let config = &worker.server.config;
+            let stream = if config.get_bool(abacus_engine::param!("metrics-tls")) {
+                let timeout = Duration::from_millis(config.get_u64(abacus_engine::param!("tls-handshake-timeout")));
+                crate::tls::handshake(&worker.server.tls, stream, addr, timeout, "metrics").await
+            } else {
+                Some(Stream::Plain(stream))
+            };
+            if let Some(stream) = stream {
+                let _ = tokio::time::timeout(REQUEST_TIMEOUT * 3, handle(&worker, stream)).await;
+            }
             busy.set(busy.get() - 1);
         });
     }
 }
 
-async fn handle(worker: &Node, mut stream: tokio::net::TcpStream) -> std::io::Result<()> {
+async fn handle(worker: &Node, mut stream: Stream) -> std::io::Result<()> {
     let mut head = Vec::with_capacity(1024);
     let mut buf = [0u8; 1024];
     let complete = tokio::time::timeout(REQUEST_TIMEOUT, async {
@@ -120,7 +137,7 @@ async fn handle(worker: &Node, mut stream: tokio::net::TcpStream) -> std::io::Re
     respond(&mut stream, "200 OK", "text/plain; version=0.0.4; charset=utf-8", body.as_bytes(), method == "HEAD").await
 }
 
-async fn respond(stream: &mut tokio::net::TcpStream, status: &str, content_type: &str, body: &[u8], head_only: bool) -> std::io::Result<()> {
+async fn respond(stream: &mut Stream, status: &str, content_type: &str, body: &[u8], head_only: bool) -> std::io::Result<()> {
     let header = format!("HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
     stream.write_all(header.as_bytes()).await?;
     if !head_only {

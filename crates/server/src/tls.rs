@@ -28,14 +28,13 @@ pub fn settings(config: &Config, pairs: &[(String, String)]) -> Settings {
         pairs.iter().rev().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.clone()).unwrap_or_else(|| config.get(id))
     };
     let yes = |v: String| v.eq_ignore_ascii_case("yes");
-    let client_pass = get("tls-client-key-file-pass", param!("tls-client-key-file-pass"));
-    let key_pass = get("tls-key-file-pass", param!("tls-key-file-pass"));
     Settings {
         cert_file: get("tls-cert-file", param!("tls-cert-file")),
         key_file: get("tls-key-file", param!("tls-key-file")),
-        key_file_pass: if key_pass.is_empty() { client_pass } else { key_pass },
+        key_file_pass: get("tls-key-file-pass", param!("tls-key-file-pass")),
         client_cert_file: get("tls-client-cert-file", param!("tls-client-cert-file")),
         client_key_file: get("tls-client-key-file", param!("tls-client-key-file")),
+        client_key_file_pass: get("tls-client-key-file-pass", param!("tls-client-key-file-pass")),
         dh_params_file: get("tls-dh-params-file", param!("tls-dh-params-file")),
         ca_cert_file: get("tls-ca-cert-file", param!("tls-ca-cert-file")),
         ca_cert_dir: get("tls-ca-cert-dir", param!("tls-ca-cert-dir")),
@@ -58,6 +57,8 @@ fn wanted(config: &Config, pairs: &[(String, String)]) -> bool {
     };
     get("tls-port", param!("tls-port")) != "0"
         || get("tls-replication", param!("tls-replication")).eq_ignore_ascii_case("yes")
+        || get("ingest-tls", param!("ingest-tls")).eq_ignore_ascii_case("yes")
+        || get("metrics-tls", param!("metrics-tls")).eq_ignore_ascii_case("yes")
         || get("tls-cluster", param!("tls-cluster")).eq_ignore_ascii_case("yes")
 }
 
@@ -81,7 +82,11 @@ pub fn stage(tls: &Tls, config: &Config, pairs: &[(String, String)]) -> Result<O
     // check in it).
     let lower: Vec<String> = pairs.iter().map(|(n, _)| n.to_ascii_lowercase()).collect();
     const NO_REBUILD: &[&str] = &["tls-port", "tls-handshake-timeout", "tls-auth-clients"];
-    let applied = lower.iter().position(|n| n.starts_with("tls-") && !NO_REBUILD.contains(&n.as_str()));
+    // `ingest-tls` / `metrics-tls` turned on while no link used TLS: the configuration is
+    // built now (a bad file refuses the CONFIG SET), as a first `tls-*` link would need.
+    let applied = lower.iter().position(|n| {
+        (n.starts_with("tls-") && !NO_REBUILD.contains(&n.as_str())) || (!tls.is_configured() && (n == "ingest-tls" || n == "metrics-tls"))
+    });
     let auth = lower.iter().position(|n| n == "tls-auth-clients");
     // The error names the parameter as Redis does: its own (lowercase) name.
     let name = match (applied, auth) {
@@ -109,7 +114,10 @@ pub fn commit(tls: &Tls, configs: abacus_tls::Configs) {
 /// link), bounded by `timeout`: the encrypted stream, or None after a log line and a count.
 /// `link` names the listener in the log.
 pub async fn handshake(tls: &Tls, stream: tokio::net::TcpStream, addr: SocketAddr, timeout: Duration, link: &str) -> Option<Stream> {
-    let acceptor = tls.acceptor()?;
+    let Some(acceptor) = tls.acceptor() else {
+        tracing::warn!("Error accepting a {link} connection: TLS is not configured (addr={addr})");
+        return None;
+    };
     match tokio::time::timeout(timeout, acceptor.accept(stream)).await {
         Ok(Ok(s)) => {
             Counters::add(&tls.counters.handshakes_total);

@@ -6,6 +6,10 @@
 //! happened to handshakes (INFO), and one stream type for a plaintext or encrypted socket
 //! ([`Stream`], `stream.rs`), so that connection code is written once.
 //!
+//! The blocking client side of Abacus's own tools (`abacus ingest`, `export`, `bench`) with
+//! redis-cli's options is here too ([`ClientOptions`], `client.rs`), so that no tool has its
+//! own TLS code.
+//!
 //! What it is not for: deciding which listener or link uses TLS, logging, timeouts: the
 //! server does (its `tls.rs`). No server types here, no I/O but reading the files named by
 //! the parameters.
@@ -23,6 +27,8 @@
 #![forbid(unsafe_code)]
 
 mod build;
+pub mod client;
+mod session;
 mod settings;
 mod stream;
 
@@ -32,6 +38,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 
 pub use build::{build, Configs};
+pub use client::{BlockingStream, ClientOptions};
 pub use settings::{AuthClients, Settings};
 pub use stream::Stream;
 pub use tokio_rustls::{TlsAcceptor, TlsConnector};

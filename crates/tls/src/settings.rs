@@ -30,6 +30,7 @@ pub struct Settings {
     pub key_file_pass: String,
     pub client_cert_file: String,
     pub client_key_file: String,
+    pub client_key_file_pass: String,
     pub dh_params_file: String,
     pub ca_cert_file: String,
     pub ca_cert_dir: String,

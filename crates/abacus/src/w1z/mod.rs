@@ -38,7 +38,7 @@ mod zipf;
 use hist::Hist;
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write as _};
-use std::net::TcpStream;
+use abacus_tls::BlockingStream as TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -586,7 +586,9 @@ fn check_lengths(ctl: &mut Control, wl: &mut Workload) -> Result<(u64, u64), Str
 
 fn connect(a: &Args) -> Result<TcpStream, String> {
     let a = &a.server;
-    let mut s = TcpStream::connect((a.host.as_str(), a.port)).map_err(|e| format!("cannot connect to {}:{}: {e}", a.host, a.port))?;
+    // Plaintext or TLS (`--tls`, redis-cli's options): `abacus-tls`'s client stream, whose
+    // clones share one connection as a TcpStream's do (a reader and a writer thread).
+    let mut s = a.tls.options().connect(&a.host, a.port)?;
     s.set_nodelay(true).map_err(|e| e.to_string())?;
     if let Some(pw) = &a.password {
         let mut cmd = Vec::new();

@@ -254,11 +254,17 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: ConfigSub, a: &[Ar
             // configuration that cannot be built from them (a bad certificate file) fails the
             // whole CONFIG SET, the old values are put back and the old certificates stay.
             let tls = &conn.worker.server.tls;
-            let old: Vec<(String, String)> = pairs
-                .iter()
-                .filter_map(|(n, _)| abacus_engine::config::param(n))
-                .filter_map(|p| cfg.get_by_name(p.name).map(|v| (p.name.to_string(), v)))
-                .collect();
+            // One entry per parameter: a name and its 7.0 alias (both allowed in one CONFIG
+            // SET, as Redis) are one parameter, and a second entry would make putting the old
+            // values back fail as a duplicate, leaving the new ones set.
+            let mut old: Vec<(String, String)> = Vec::with_capacity(pairs.len());
+            for p in pairs.iter().filter_map(|(n, _)| abacus_engine::config::param(n)) {
+                if !old.iter().any(|(n, _)| n == p.name) {
+                    if let Some(v) = cfg.get_by_name(p.name) {
+                        old.push((p.name.to_string(), v));
+                    }
+                }
+            }
             match cfg.set_many(&pairs) {
                 Ok(()) => {
                     // As Redis, a parameter set to the value it had applies nothing; but a
@@ -278,8 +284,11 @@ pub async fn config(conn: &mut Conn, access: Access<'_>, sub: ConfigSub, a: &[Ar
                         Ok(Some(configs)) => crate::tls::commit(tls, configs),
                         Ok(None) => {}
                         Err(e) => {
-                            // The old values were valid: putting them back cannot fail.
-                            let _ = cfg.set_many(&old);
+                            // The old values were valid and name each parameter once:
+                            // putting them back cannot fail.
+                            if let Err(restore) = cfg.set_many(&old) {
+                                tracing::warn!("CONFIG SET: could not put the old values back: {restore}");
+                            }
                             return Frame::error(e);
                         }
                     }
