@@ -17,4 +17,4 @@ pub mod shared;
 pub mod vm;
 
 pub use shared::{sha1_hex, FunctionMeta, Libraries, Library, Running, Shared};
-pub use vm::{parse_library_header, script_flags, valid_name, Host, Invocation, Vm, SCRIPT_FLAGS};
+pub use vm::{install_libraries, parse_library_header, script_flags, valid_name, Host, Invocation, Vm, SCRIPT_FLAGS};

@@ -23,7 +23,7 @@ use abacus_protocol::{format_double_g17, Bytes, Frame, Protocol};
 use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
 
 use crate::convert::{canonical, error_table, lua_to_reply, normalize_error, reply_to_lua};
-use crate::shared::{FunctionMeta, Library, Shared};
+use crate::shared::{FunctionMeta, Libraries, Library, Shared};
 
 /// What the server provides to a running script.
 pub trait Host {
@@ -96,6 +96,25 @@ const LOAD_ALLOWED: &[&str] = &["register_function", "log", "LOG_DEBUG", "LOG_VE
 
 /// Flags a function or a script's shebang may declare.
 pub const SCRIPT_FLAGS: &[&str] = &["no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys"];
+
+/// Makes `codes` (a snapshot's, the log's or a primary's FUNCTION libraries) `shared`'s
+/// libraries, compiling each on a Lua state of the caller's thread; nothing changes if one
+/// does not load (the error names it).
+pub fn install_libraries(shared: &Arc<Shared>, codes: Vec<Bytes>, redis_version: &str, redis_version_num: u32) -> Result<(), String> {
+    if codes.is_empty() {
+        *shared.libraries.write() = Libraries::default();
+        return Ok(());
+    }
+    let mut vm = Vm::new(shared.clone(), redis_version, redis_version_num).map_err(|e| format!("cannot start the Lua engine: {e}"))?;
+    let mut next = Libraries::default();
+    for code in codes {
+        let shown = parse_library_header(&code).map(|(n, _)| n).unwrap_or_default();
+        let (name, functions) = vm.load_library(&code).map_err(|e| format!("FUNCTION library '{shown}' does not load: {e}"))?;
+        next.add(Library { name, code, functions, id: shared.new_library_id() }, false).map_err(|e| format!("FUNCTION library '{shown}': {e}"))?;
+    }
+    *shared.libraries.write() = next;
+    Ok(())
+}
 
 /// A shard's Lua state.
 pub struct Vm {

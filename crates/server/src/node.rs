@@ -18,6 +18,8 @@ use crate::clients::Clients;
 
 /// The Redis version Abacus reports (INFO, HELLO): the command set and replies follow it.
 pub const REDIS_VERSION: &str = "7.0.15";
+/// Redis 7.0.15 as `REDIS_VERSION_NUM` (0x00MMmmpp).
+pub const REDIS_VERSION_NUM: u32 = 0x0007_000f;
 pub const ABACUS_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// What a worker thread's connection queue brings it.

@@ -216,27 +216,7 @@ impl ScriptRun {
     }
 }
 
-/// Redis 7.0.15 as `REDIS_VERSION_NUM` (0x00MMmmpp).
-pub const REDIS_VERSION_NUM: u32 = 0x0007_000f;
-
-/// Makes `codes` (a snapshot's or the log's FUNCTION libraries) the server's libraries,
-/// compiling each on a Lua state of this thread's own; nothing changes if one does not load
-/// (the error names it).
-pub fn install_libraries(shared: &Arc<Shared>, codes: Vec<Bytes>) -> Result<(), String> {
-    if codes.is_empty() {
-        *shared.libraries.write() = Default::default();
-        return Ok(());
-    }
-    let mut vm = Vm::new(shared.clone(), crate::node::REDIS_VERSION, REDIS_VERSION_NUM).map_err(|e| format!("cannot start the Lua engine: {e}"))?;
-    let mut next = abacus_scripting::Libraries::default();
-    for code in codes {
-        let shown = abacus_scripting::parse_library_header(&code).map(|(n, _)| n).unwrap_or_default();
-        let (name, functions) = vm.load_library(&code).map_err(|e| format!("FUNCTION library '{shown}' does not load: {e}"))?;
-        next.add(Library { name, code, functions, id: shared.new_library_id() }, false).map_err(|e| format!("FUNCTION library '{shown}': {e}"))?;
-    }
-    *shared.libraries.write() = next;
-    Ok(())
-}
+pub use crate::node::REDIS_VERSION_NUM;
 
 struct ShardHost<'a> {
     s: &'a mut Shard,

@@ -342,7 +342,7 @@ fn load_data(server: &Arc<Server>, dir_path: &std::path::Path, threads: usize, d
     let config = &server.config;
     let recovered = abacus_engine::recovery::recover(config, dir_path, threads, databases, crate::conn::handler::replayer(), &server.recorders)?;
     let mut manifest = recovered.manifest;
-    crate::scripting::install_libraries(&server.scripts, recovered.functions)?;
+    abacus_scripting::install_libraries(&server.scripts, recovered.functions, crate::node::REDIS_VERSION, crate::node::REDIS_VERSION_NUM)?;
     let (ack_tx, ack_rx) = std::sync::mpsc::channel();
     for (id, shard) in recovered.shards.into_iter().enumerate() {
         let ack = ack_tx.clone();

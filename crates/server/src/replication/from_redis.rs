@@ -84,7 +84,7 @@ pub async fn load(worker: &Rc<Node>, path: &std::path::Path, gen: u64, replid: &
     let functions: Vec<Bytes> = std::mem::take(&mut summary.functions).into_iter().map(Bytes::from).collect();
     let locks = worker.lock(0..n).await.ok_or("server is shutting down")?;
     // First, so a library that does not load here leaves the data set as it was.
-    crate::scripting::install_libraries(&worker.server.scripts, functions)?;
+    abacus_scripting::install_libraries(&worker.server.scripts, functions, crate::node::REDIS_VERSION, crate::node::REDIS_VERSION_NUM)?;
     let skipped = skipped_total.clone();
     let loaded = worker
         .run_all(Access::Locked(&locks), move |s: &mut Shard| -> u64 {

@@ -260,7 +260,7 @@ async fn load(worker: &Rc<Node>, path: &std::path::Path, gen: u64, replid: &str,
     let locks = worker.lock(0..n).await.ok_or("server is shutting down")?;
     // The primary's FUNCTION libraries replace ours, as Redis's full sync does; first, so a
     // library that does not load here leaves the data set as it was.
-    crate::scripting::install_libraries(&worker.server.scripts, functions.into_iter().map(Bytes::from).collect())?;
+    abacus_scripting::install_libraries(&worker.server.scripts, functions.into_iter().map(Bytes::from).collect(), crate::node::REDIS_VERSION, crate::node::REDIS_VERSION_NUM)?;
     let p = path.to_path_buf();
     let loaded = worker
         .run_all(Access::Locked(&locks), move |s: &mut Shard| -> Result<u64, String> {
