@@ -416,6 +416,23 @@ def test_replica_over_tls_keeps_waited_writes_through_kill9(server, certs):
     assert replica.client().get("w0") == b"0"
 
 
+def test_chained_replica_over_tls(server, certs):
+    """A replica of a replica, every link over TLS: writes reach the end of the chain."""
+    primary = TlsNode(server, certs)
+    middle = TlsNode(server, certs, extra=["--tls-replication", "yes"])
+    last = TlsNode(server, certs, extra=["--tls-replication", "yes"])
+    for node, upstream in ((middle, primary), (last, middle)):
+        c = node.plain()
+        assert c.execute_command("REPLICAOF", "127.0.0.1", upstream.tls_port) in (b"OK", True)
+        assert wait_until(lambda c=c: c.info("replication").get("master_link_status") == "up",
+                          timeout=20), node.proc.log()
+    pc = primary.client()
+    for i in range(500):
+        pc.set("c%d" % i, i)
+    assert wait_until(lambda: last.client().get("c499") == b"499", timeout=20), last.proc.log()
+    assert last.client().dbsize() == 500
+
+
 def test_replica_without_tls_replication_cannot_reach_a_tls_port(server, certs):
     primary = TlsNode(server, certs)
     replica = server.start([])
