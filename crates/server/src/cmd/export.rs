@@ -1,9 +1,11 @@
 //! EXPORT: the server writes a Parquet file, as `abacus export` would, into `export-dir`.
 //!
-//!     EXPORT SUMMARY name [FROM t] [TO t] FILE name [COMPRESSION zstd|snappy|none]
-//!     EXPORT STREAMS pattern [FLAT] FILE name [COMPRESSION ...]
-//!     EXPORT SERIES filter [filter ...] FILE name [COMPRESSION ...]
-//!     EXPORT KEYS pattern FILE name [COMPRESSION ...]
+//! ```text
+//! EXPORT SUMMARY name [FROM t] [TO t] FILE name [COMPRESSION zstd|snappy|none]
+//! EXPORT STREAMS pattern [FLAT] FILE name [COMPRESSION ...]
+//! EXPORT SERIES filter [filter ...] FILE name [COMPRESSION ...]
+//! EXPORT KEYS pattern FILE name [COMPRESSION ...]
+//! ```
 //!
 //! The layouts are the CLI's (`--summary`, `--streams [--flat]`, `--series`, `--keys`; the
 //! same `abacus-export` writers), read from this server's keyspace by a background thread
