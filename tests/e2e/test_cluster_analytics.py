@@ -6,6 +6,7 @@ a node that does not answer fails the query with an error naming it.
 Abacus only: Redis has no TS.* without the module, and the module answers these commands
 cluster-wide only with RedisGears."""
 
+import contextlib
 import os
 import random
 import signal
@@ -46,24 +47,31 @@ def load(write, rnd):
             write("TS.ADD", key, t, round(rnd.uniform(0, 100), 2))
 
 
-@pytest.fixture(scope="module")
-def setup(tmp_path_factory):
-    nodes = start_nodes(["abacus"] * 3, extra=["--cluster-fanout-timeout", "1000"])
+@contextlib.contextmanager
+def cluster_and_one(count=3, replicas=0, extra=(), both=()):
+    """A cluster of `count` Abacus nodes (`extra` arguments) and one single node, both with
+    `both`; yields (nodes, single, a RedisCluster client), stops them all after."""
     from conftest import ServerProcess
-    single = ServerProcess("abacus")
+    nodes = start_nodes(["abacus"] * count, extra=list(extra) + list(both))
+    single = ServerProcess("abacus", list(both))
     single.start()
     try:
-        create(nodes)
-        rc = RedisCluster(startup_nodes=[ClusterNode(HOST, n.port) for n in nodes], socket_timeout=10)
+        create(nodes, replicas=replicas)
+        yield nodes, single, RedisCluster(startup_nodes=[ClusterNode(HOST, n.port) for n in nodes], socket_timeout=10)
+    finally:
+        for n in nodes:
+            n.stop()
+        single.stop()
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    with cluster_and_one(extra=["--cluster-fanout-timeout", "1000"]) as (nodes, single, rc):
         one = single.client()
         rnd = random.Random(50)
         load(lambda *a: rc.execute_command(*a), rnd)
         load(lambda *a: one.execute_command(*a), random.Random(50))
         yield nodes, single
-    finally:
-        for n in nodes:
-            n.stop()
-        single.stop()
 
 
 def client(p, proto):
@@ -112,13 +120,7 @@ def test_a_stopped_primary_is_answered_for_by_its_replica(tmp_path):
     """Standby reads: three primaries with a replica each; one primary stops answering
     (SIGSTOP); a query from another node is answered through that primary's replica, equal
     to one node's answer, within the standby deadline rather than the failover's seconds."""
-    nodes = start_nodes(["abacus"] * 6, extra=["--cluster-fanout-timeout", "5000", "--cluster-standby-deadline", "200"])
-    from conftest import ServerProcess
-    single = ServerProcess("abacus")
-    single.start()
-    try:
-        create(nodes, replicas=1)
-        rc = RedisCluster(startup_nodes=[ClusterNode(HOST, n.port) for n in nodes], socket_timeout=10)
+    with cluster_and_one(6, 1, extra=["--cluster-fanout-timeout", "5000", "--cluster-standby-deadline", "200"]) as (nodes, single, rc):
         load(lambda *a: rc.execute_command(*a), random.Random(7))
         load(lambda *a: single.client().execute_command(*a), random.Random(7))
         roles = {n.port: n.client().execute_command("ROLE")[0] for n in nodes}
@@ -138,10 +140,6 @@ def test_a_stopped_primary_is_answered_for_by_its_replica(tmp_path):
         info = asker.client().info("cluster")
         assert info["cluster_fanout_standby_answers"] >= before + 2
         assert info["cluster_fanout_queries"] >= 2
-    finally:
-        for n in nodes:
-            n.stop()
-        single.stop()
 
 
 SUMMARY_QUERIES = [
@@ -159,19 +157,13 @@ def test_summary_query_answers_for_the_cluster(tmp_path):
     """SUMMARY.QUERY from any node folds every node's summary keys: counts, exact sums,
     min/max, last, HLL unions and distinct sets merge across nodes as across shards."""
     from test_summarizer import RULES, csv_line, gen_events
-    from conftest import ServerProcess
     rules = tmp_path / "rules.toml"
     rules.write_text(RULES)
-    nodes = start_nodes(["abacus"] * 3, extra=["--summarizer-rules", str(rules)])
-    single = ServerProcess("abacus", ["--summarizer-rules", str(rules)])
-    single.start()
-    try:
-        create(nodes)
+    with cluster_and_one(both=["--summarizer-rules", str(rules)]) as (nodes, single, rc):
         one = single.client()
         events = gen_events(3000, 51)
         one.execute_command("SUMMARY.INGEST", "v1", "\n".join(csv_line(e) for e in events))
         # The same summary keys, each on the node serving its slot.
-        rc = RedisCluster(startup_nodes=[ClusterNode(HOST, n.port) for n in nodes], socket_timeout=10)
         keys = list(one.scan_iter(count=1000))
         assert len(keys) > 100
         for k in keys:
@@ -184,10 +176,6 @@ def test_summary_query_answers_for_the_cluster(tmp_path):
             for n in nodes:
                 c = client(n, proto)
                 assert [c.execute_command(*q) for q in SUMMARY_QUERIES] == want, (n.port, proto)
-    finally:
-        for n in nodes:
-            n.stop()
-        single.stop()
 
 
 WATERFALLS = [
@@ -201,13 +189,7 @@ WATERFALLS = [
 def test_waterfall_answers_for_the_cluster(proto):
     """TS.WATERFALL from any node: a group's sources live on different nodes (their keys
     hash apart), and every timestamp still gets the first source in precedence order."""
-    from conftest import ServerProcess
-    nodes = start_nodes(["abacus"] * 3)
-    single = ServerProcess("abacus")
-    single.start()
-    try:
-        create(nodes)
-        rc = RedisCluster(startup_nodes=[ClusterNode(HOST, n.port) for n in nodes], socket_timeout=10)
+    with cluster_and_one() as (nodes, single, rc):
         one = single.client()
         rnd = random.Random(53)
         for i in range(12):
@@ -225,22 +207,12 @@ def test_waterfall_answers_for_the_cluster(proto):
             assert want
             for n in nodes:
                 assert client(n, proto).execute_command(*q) == want, (q, n.port)
-    finally:
-        for n in nodes:
-            n.stop()
-        single.stop()
 
 
 def test_attribute_match_answers_for_the_cluster():
     """ATTRIBUTE MATCH from any node sums every node's users: counts exact, values credited
     whole exact; fractional credits (linear) equal up to the order doubles were added in."""
-    from conftest import ServerProcess
-    nodes = start_nodes(["abacus"] * 3)
-    single = ServerProcess("abacus")
-    single.start()
-    try:
-        create(nodes)
-        rc = RedisCluster(startup_nodes=[ClusterNode(HOST, n.port) for n in nodes], socket_timeout=10)
+    with cluster_and_one() as (nodes, single, rc):
         one = single.client()
         rnd = random.Random(54)
         for u in range(150):
@@ -266,7 +238,3 @@ def test_attribute_match_answers_for_the_cluster():
             assert len(got[-1][1]) == len(want[-1][1]) > 0
             for (ch1, n1, v1), (ch2, n2, v2) in zip(got[-1][1], want[-1][1]):
                 assert ch1 == ch2 and abs(float(n1) - float(n2)) < 1e-9 and abs(float(v1) - float(v2)) < 1e-6
-    finally:
-        for n in nodes:
-            n.stop()
-        single.stop()
