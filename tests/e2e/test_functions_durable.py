@@ -2,8 +2,6 @@
 snapshot, and they reach replicas (the stream, and a full sync, which replaces the replica's
 own), as in Redis 7.0. Every test also runs against Redis (`--target redis`)."""
 
-import os
-import signal
 import time
 
 import pytest
@@ -11,6 +9,7 @@ import redis
 from redis.exceptions import ResponseError
 
 from helpers import wait_until
+from test_replication import kill9, restart as replication_restart
 
 LIB1 = "#!lua name=lib1\n" \
     "redis.register_function('get1', function(keys, args) return redis.call('get', keys[1]) end)\n" \
@@ -37,14 +36,8 @@ def listing(c):
     return out
 
 
-def kill9(node):
-    os.killpg(node.proc.pid, signal.SIGKILL)
-    node.proc.wait()
-
-
 def restart(node):
-    node.spawn()
-    node.wait_ready()
+    replication_restart(node)
     return node.client()
 
 

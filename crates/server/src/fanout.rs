@@ -162,7 +162,7 @@ async fn ask(server: &Server, p: &Peer, args: &[Vec<u8>], resp3: bool, timeout: 
         expect += 1;
     }
     if resp3 {
-        resp(&mut out, &[b"HELLO", b"3"]);
+        resp(&mut out, &[&b"HELLO"[..], b"3"]);
         expect += 1;
     }
     resp(&mut out, &[b"ABACUS.LOCAL"]);
@@ -198,14 +198,7 @@ async fn ask(server: &Server, p: &Peer, args: &[Vec<u8>], resp3: bool, timeout: 
     Ok(Bytes::copy_from_slice(&buf[a..b]))
 }
 
-fn resp(out: &mut Vec<u8>, args: &[&[u8]]) {
-    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-}
+use crate::replication::push_resp as resp;
 
 /// The rows of one reply (an array, a map or a set of rows, each keyed by a series' name),
 /// as the shards' parts are, to merge with them in key order. A RESP2 row is an array whose

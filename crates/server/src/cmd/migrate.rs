@@ -126,14 +126,7 @@ fn parse(a: &[Arg]) -> Result<Options, Frame> {
     Ok(o)
 }
 
-fn resp(out: &mut Vec<u8>, args: &[&[u8]]) {
-    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-}
+use crate::replication::push_resp as resp;
 
 /// Runs `spec` as a keyed call under `locks`, with `rest` after its name.
 async fn call(conn: &mut Conn, locks: &Locks, spec: &'static Spec, rest: impl IntoIterator<Item = Bytes>) -> Frame {
